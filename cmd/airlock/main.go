@@ -1,0 +1,64 @@
+// Command airlock is a self-hosted sandbox for AI coding agents. Each verb
+// lives in its own file; logic lives in internal/.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/airlock-dev/airlock/internal/runtime/native"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+type verb struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+func verbs() []verb {
+	return []verb{
+		{"run", "run one command in a fresh, one-shot sandbox (no daemon)", cmdRun},
+		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", cmdReap},
+		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println("airlock", version); return 0 }},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: airlock <command> [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, v := range verbs() {
+		fmt.Fprintf(w, "  %-8s %s\n", v.name, v.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'airlock <command> --help' for a command's flags.")
+}
+
+func main() {
+	// A re-executed airlock binary may be a sandbox's PID 1.
+	native.MaybeInit()
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(stdout)
+		return 0
+	}
+	for _, v := range verbs() {
+		if v.name == args[0] {
+			return v.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "airlock: unknown command %q; run 'airlock --help' for the list\n", args[0])
+	return 2
+}

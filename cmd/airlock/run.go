@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/template"
+)
+
+const runUsage = `usage: airlock run [flags] -- CMD [ARGS...]
+
+Runs CMD in a fresh, isolated, one-shot sandbox and removes it afterwards.
+No daemon is needed. Needs root (for uid mapping and cgroups).
+
+The sandbox: its own user, mount, pid, network (loopback only), ipc, uts and
+cgroup namespaces; the template's root filesystem read-only under a private
+writable layer; CMD runs as uid 1000 with no capabilities, no_new_privs,
+seccomp and Landlock. With --workspace, a copy of DIR is at /workspace; the
+host DIR is never changed.
+
+Exit status: CMD's own; 127 if CMD is not found, 126 if it is not executable,
+124 if --timeout expired, 128+N if killed by signal N. A hit limit (timeout,
+memory, pids, disk) is named on stderr.
+
+flags:
+`
+
+type runOpts struct {
+	template  string
+	workspace string
+	memory    int64
+	disk      int64
+	tmp       int64
+	pids      int64
+	cpus      float64
+	timeout   time.Duration
+	env       listFlag
+	dir       string
+	stateDir  string
+	dataDir   string
+	output    int64
+}
+
+func (o *runOpts) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.template, "template", "host", "template for the root filesystem")
+	fs.StringVar(&o.workspace, "workspace", "", "host `DIR` to copy into /workspace (the host DIR is not changed)")
+	fs.Var(sizeFlag{&o.memory}, "memory", "memory limit, e.g. 512M (default 512M)")
+	fs.Var(sizeFlag{&o.disk}, "disk", "size of the writable layer (/workspace, home), e.g. 1G (default 1G)")
+	fs.Var(sizeFlag{&o.tmp}, "tmp", "size of /tmp, e.g. 256M (default 256M)")
+	fs.Int64Var(&o.pids, "pids", native.DefaultPids, "maximum number of processes")
+	fs.Float64Var(&o.cpus, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "kill CMD after this long, e.g. 30s (default: no timeout)")
+	fs.Var(&o.env, "env", "set `K=V` in CMD's environment (repeatable)")
+	fs.StringVar(&o.dir, "cwd", "/workspace", "working directory inside the sandbox")
+	fs.StringVar(&o.stateDir, "state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
+	fs.StringVar(&o.dataDir, "data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates (env AIRLOCK_DATA_DIR)")
+	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr (default 16M)")
+}
+
+func newFlagSet(name, usageText string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	var o runOpts
+	fs := newFlagSet("run", runUsage, stderr)
+	o.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "airlock run: no command given; usage: airlock run [flags] -- CMD [ARGS...]")
+		return 2
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "airlock run: %v\n", err)
+		return 2
+	}
+	code, err := runOnce(&o, argv, os.Stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock run: %v\n", err)
+		if code == 0 {
+			code = 125
+		}
+	}
+	return code
+}
+
+func (o *runOpts) validate() error {
+	if err := template.ValidName(o.template); err != nil {
+		return fmt.Errorf("--template %q: %v", o.template, err)
+	}
+	for _, kv := range o.env {
+		if i := strings.IndexByte(kv, '='); i <= 0 || strings.ContainsRune(kv, 0) {
+			return fmt.Errorf("--env %q: use K=V", kv)
+		}
+	}
+	if o.pids < 8 {
+		return fmt.Errorf("--pids %d: must be at least 8", o.pids)
+	}
+	if o.cpus < 0 {
+		return fmt.Errorf("--cpus %g: must not be negative", o.cpus)
+	}
+	if o.timeout < 0 {
+		return fmt.Errorf("--timeout %s: must not be negative", o.timeout)
+	}
+	if o.memory != 0 && o.memory < 16<<20 {
+		return fmt.Errorf("--memory %d: must be at least 16M", o.memory)
+	}
+	if !filepath.IsAbs(o.dir) {
+		return fmt.Errorf("--cwd %q: must be an absolute path inside the sandbox", o.dir)
+	}
+	if o.workspace != "" {
+		abs, err := filepath.Abs(o.workspace)
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return fmt.Errorf("--workspace %s: no such directory", o.workspace)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("--workspace %s: not a directory", o.workspace)
+		}
+		o.workspace = abs
+	}
+	return nil
+}
+
+// runOnce creates a sandbox, runs argv, destroys the sandbox. It returns
+// the exit status to use.
+func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	be, err := native.New(native.Config{StateDir: o.stateDir, DieWithOwner: true})
+	if err != nil {
+		return 125, err
+	}
+	store, err := template.Open(filepath.Join(o.dataDir, "templates"))
+	if err != nil {
+		return 125, err
+	}
+	tpl, err := store.Get(o.template)
+	if err != nil {
+		if errors.Is(err, template.ErrNotFound) {
+			return 125, fmt.Errorf("--template %q: %v", o.template, err)
+		}
+		return 125, err
+	}
+	spec := runtime.Spec{
+		RootFS:    tpl.Dir,
+		Workspace: o.workspace,
+		Env:       o.env,
+		Limits: runtime.Limits{
+			MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus, DiskBytes: o.disk, TmpBytes: o.tmp,
+		},
+	}
+	for _, b := range tpl.Binds {
+		spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
+	}
+
+	// SIGINT/SIGTERM: tear the sandbox down, then exit 128+sig.
+	sigc := make(chan os.Signal, 2)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigc)
+	var got os.Signal
+	sigDone := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigc:
+			got = s
+			cancel()
+		case <-sigDone:
+		}
+	}()
+	defer close(sigDone)
+
+	sb, err := be.Create(ctx, spec)
+	if err != nil {
+		if got != nil {
+			return 128 + int(got.(syscall.Signal)), fmt.Errorf("interrupted")
+		}
+		return 125, err
+	}
+	defer sb.Destroy(context.Background())
+
+	proc, err := sb.Exec(ctx, runtime.ExecRequest{
+		Argv: argv, Dir: o.dir, Timeout: o.timeout, Stdin: stdin, Stdout: stdout, Stderr: stderr, OutputLimit: o.output,
+	})
+	if err != nil {
+		var ee *native.ExecError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), fmt.Errorf("%s: %s", argv[0], ee.Msg)
+		}
+		if got != nil {
+			return 128 + int(got.(syscall.Signal)), fmt.Errorf("interrupted")
+		}
+		return 125, err
+	}
+	st, err := proc.Wait(ctx)
+	if err != nil {
+		if got != nil || errors.Is(err, context.Canceled) {
+			sb.Destroy(context.Background())
+			if got != nil {
+				return 128 + int(got.(syscall.Signal)), fmt.Errorf("interrupted by %v; sandbox destroyed", got)
+			}
+		}
+		return 125, err
+	}
+	lim := sb.Info().Limits
+	switch st.Limit {
+	case runtime.LimitTimeout:
+		fmt.Fprintf(stderr, "airlock: command timed out after %s and was killed\n", o.timeout)
+	case runtime.LimitMemory:
+		fmt.Fprintf(stderr, "airlock: memory limit of %s exceeded; the command was killed (raise --memory)\n", fmtBytes(lim.MemoryBytes))
+	case runtime.LimitPids:
+		fmt.Fprintf(stderr, "airlock: process limit of %d reached (raise --pids)\n", lim.Pids)
+	case runtime.LimitDisk:
+		fmt.Fprintf(stderr, "airlock: sandbox disk is full (limit %s for the writable layer, %s for /tmp; raise --disk or --tmp)\n", fmtBytes(lim.DiskBytes), fmtBytes(lim.TmpBytes))
+	}
+	if st.StdoutTruncated || st.StderrTruncated {
+		fmt.Fprintf(stderr, "airlock: output truncated (stdout %d bytes, stderr %d bytes; raise --output-limit)\n", st.StdoutBytes, st.StderrBytes)
+	}
+	return st.Code, nil
+}
+
+func cmdReap(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("reap", "usage: airlock reap [flags]\n\nRemoves what killed airlock processes left behind: sandbox processes, cgroups, state dirs.\n(Every airlock start does this too.)\n\nflags:\n", stderr)
+	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	be, err := native.New(native.Config{StateDir: *stateDir})
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
+		return 1
+	}
+	ids, err := be.Reap()
+	ids = append(be.Reaped, ids...)
+	fmt.Fprintf(stdout, "reaped %d leftover sandbox(es)\n", len(ids))
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
+		return 1
+	}
+	return 0
+}

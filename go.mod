@@ -1,0 +1,8 @@
+module github.com/airlock-dev/airlock
+
+go 1.26.8
+
+require (
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

@@ -1,0 +1,8 @@
+// Package agent is airlock's in-sandbox agent, PID 1 of every sandbox, and
+// the small versioned protocol the host speaks to it. The agent is not
+// trusted for evidence and holds no secrets: the host creates each
+// command's stdio and reads it itself. The agent starts commands with every
+// capability dropped, no_new_privs, Landlock and the seccomp filter applied
+// on a dedicated OS thread that is discarded afterwards, reaps all orphans,
+// and enforces per-command timeouts. Only the runtime backends import it.
+package agent

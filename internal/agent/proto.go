@@ -1,0 +1,202 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// ProtocolVersion is bumped on any incompatible change to Message.
+const ProtocolVersion = 1
+
+// Operations carried in Message.Op.
+const (
+	OpInit     = "init"     // host -> agent: InitConfig; agent answers OpReady
+	OpReady    = "ready"    // agent -> host
+	OpExec     = "exec"     // host -> agent, with 3 fds (stdin, stdout, stderr)
+	OpStarted  = "started"  // agent -> host
+	OpExited   = "exited"   // agent -> host
+	OpSignal   = "signal"   // host -> agent
+	OpUntar    = "untar"    // host -> agent, with 1 fd: a tar stream to unpack under Path
+	OpDone     = "done"     // agent -> host: generic success answer
+	OpError    = "error"    // agent -> host: generic failure answer
+	OpShutdown = "shutdown" // host -> agent
+)
+
+// Message is one datagram on the channel. Fields are used per Op.
+type Message struct {
+	Op      string `json:"op"`
+	ID      uint64 `json:"id,omitempty"` // request id, echoed in answers
+	Version int    `json:"v,omitempty"`
+
+	Init *InitConfig `json:"init,omitempty"`
+	Exec *ExecSpec   `json:"exec,omitempty"`
+	Exit *ExitInfo   `json:"exit,omitempty"`
+
+	PID    int    `json:"pid,omitempty"`
+	Signal int    `json:"signal,omitempty"`
+	Path   string `json:"path,omitempty"`
+
+	// Ready
+	LandlockABI int    `json:"landlock_abi,omitempty"`
+	Seccomp     string `json:"seccomp,omitempty"`
+
+	// Error
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"` // "not_found", "not_executable", "invalid", "internal"
+}
+
+// ExecSpec is a command for the agent to start.
+type ExecSpec struct {
+	Argv      []string `json:"argv"`
+	Env       []string `json:"env"`
+	Dir       string   `json:"dir"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+}
+
+// ExitInfo reports how a command ended.
+type ExitInfo struct {
+	Code       int    `json:"code"`
+	Signal     int    `json:"signal,omitempty"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	DiskFull   bool   `json:"disk_full,omitempty"`
+	UserUS     int64  `json:"user_us"`
+	SysUS      int64  `json:"sys_us"`
+	MaxRSSKiB  int64  `json:"max_rss_kib"`
+	DurationUS int64  `json:"duration_us"`
+	Note       string `json:"note,omitempty"`
+}
+
+// InitConfig is everything the native sandbox init needs before it serves.
+type InitConfig struct {
+	MountDir    string   `json:"mount_dir"` // host path to mount the sandbox's private disk on
+	Lower       string   `json:"lower"`     // template dir
+	Binds       []Bind   `json:"binds"`
+	DiskBytes   int64    `json:"disk_bytes"`
+	Inodes      int64    `json:"inodes"`
+	TmpBytes    int64    `json:"tmp_bytes"`
+	Hostname    string   `json:"hostname"`
+	NoFile      uint64   `json:"nofile"`
+	NProc       uint64   `json:"nproc"`
+	FSizeBytes  uint64   `json:"fsize_bytes"`
+	UID         int      `json:"uid"`
+	GID         int      `json:"gid"`
+	Home        string   `json:"home"`
+	Writable    []string `json:"writable"` // paths the command user may write (Landlock)
+	RequireLock bool     `json:"require_landlock"`
+}
+
+// Bind is a read-only bind of a host path into the sandbox root.
+type Bind struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+}
+
+// maxMessage bounds one datagram; larger ones are a protocol error.
+const maxMessage = 1 << 20
+
+// Conn is one end of the host<->agent channel: a SOCK_SEQPACKET unix socket
+// that carries one JSON Message per datagram, with file descriptors passed
+// alongside. Send may be called concurrently; Recv must not be.
+type Conn struct {
+	f   *os.File
+	fd  int
+	wmu sync.Mutex
+	buf []byte
+	oob []byte
+}
+
+// NewConn wraps a connected SOCK_SEQPACKET socket. The Conn owns f.
+func NewConn(f *os.File) *Conn {
+	return &Conn{f: f, fd: int(f.Fd()), buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(4*16))}
+}
+
+// Close closes the socket.
+func (c *Conn) Close() error { return c.f.Close() }
+
+// Send writes m with the given descriptors (which the caller still owns).
+func (c *Conn) Send(m *Message, files ...*os.File) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxMessage {
+		return fmt.Errorf("agent message too large (%d bytes)", len(b))
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for {
+		err = unix.Sendmsg(c.fd, b, oob, nil, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("agent channel send: %w", err)
+	}
+	for _, f := range files {
+		// keep f alive until the kernel has taken its own reference
+		_ = f.Fd()
+	}
+	return nil
+}
+
+// Recv reads the next message and any descriptors sent with it (close-on-exec).
+// It returns io.EOF-like errors when the peer is gone.
+func (c *Conn) Recv() (*Message, []*os.File, error) {
+	var n, oobn int
+	var err error
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent channel receive: %w", err)
+	}
+	var files []*os.File
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(c.oob[:oobn])
+		if perr != nil {
+			return nil, nil, fmt.Errorf("agent channel: control message: %w", perr)
+		}
+		for _, cm := range msgs {
+			fds, rerr := unix.ParseUnixRights(&cm)
+			if rerr != nil {
+				continue
+			}
+			for _, fd := range fds {
+				files = append(files, os.NewFile(uintptr(fd), "passed"))
+			}
+		}
+	}
+	if n == 0 {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, ErrClosed
+	}
+	m := new(Message)
+	if err := json.Unmarshal(c.buf[:n], m); err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, fmt.Errorf("agent channel: bad message: %w", err)
+	}
+	return m, files, nil
+}
+
+// ErrClosed is returned by Recv when the peer closed the channel.
+var ErrClosed = fmt.Errorf("agent channel closed")

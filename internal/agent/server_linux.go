@@ -1,0 +1,375 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/landlock"
+	"github.com/airlock-dev/airlock/internal/seccomp"
+)
+
+// Hardening is what every command gets before it execs.
+type Hardening struct {
+	UID, GID int
+	Writable []string // Landlock read-write paths; everything else read-only
+	// Landlock: apply it when the kernel has it. RequireLandlock makes its
+	// absence an error instead of ABI 0.
+	RequireLandlock bool
+}
+
+// Server serves one host channel. It must run as PID 1 of the sandbox's
+// pid namespace, as root of the sandbox's user namespace.
+type Server struct {
+	conn    *Conn
+	hard    Hardening
+	prog    []unix.SockFilter
+	lastCap int
+	// DiskPaths are checked with statfs after each command to report a full
+	// disk.
+	DiskPaths []string
+
+	mu      sync.Mutex
+	procs   map[int]*proc     // live commands by pid
+	early   map[int]earlyExit // statuses reaped before the pid was registered
+	byID    map[uint64]*proc  // live commands by request id
+	landABI int
+}
+
+type proc struct {
+	id       uint64
+	pid      int
+	start    time.Time
+	timer    *time.Timer
+	timedOut bool
+}
+
+type earlyExit struct {
+	ws syscall.WaitStatus
+	ru syscall.Rusage
+	at time.Time
+}
+
+// NewServer prepares a server; it loads the seccomp program and checks the
+// Landlock ABI so that a missing feature fails here, not per command.
+func NewServer(conn *Conn, h Hardening) (*Server, error) {
+	prog, err := seccomp.Program()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	abi, err := landlock.ABI()
+	if err != nil {
+		if h.RequireLandlock {
+			return nil, fmt.Errorf("landlock required: %w", err)
+		}
+		abi = 0
+	}
+	lastCap := 40
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			lastCap = n
+		}
+	}
+	return &Server{
+		conn: conn, hard: h, prog: prog, lastCap: lastCap, landABI: abi,
+		procs: map[int]*proc{}, early: map[int]earlyExit{}, byID: map[uint64]*proc{},
+	}, nil
+}
+
+// LandlockABI is the ABI applied to commands (0: none).
+func (s *Server) LandlockABI() int { return s.landABI }
+
+// Serve handles requests until the host closes the channel or asks for
+// shutdown. It never returns normally: when the channel is gone the
+// process exits, which kills every process in the pid namespace.
+func (s *Server) Serve() {
+	sigc := make(chan os.Signal, 16)
+	signal.Notify(sigc, unix.SIGCHLD)
+	go s.reap(sigc)
+	for {
+		m, files, err := s.conn.Recv()
+		if err != nil {
+			os.Exit(0)
+		}
+		switch m.Op {
+		case OpExec:
+			s.exec(m, files)
+		case OpSignal:
+			closeAll(files)
+			s.signal(m)
+		case OpUntar:
+			go s.untar(m, files)
+		case OpShutdown:
+			os.Exit(0)
+		default:
+			closeAll(files)
+			s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "unknown op " + strconv.Quote(m.Op)})
+		}
+	}
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+func (s *Server) reply(m *Message, files ...*os.File) {
+	if err := s.conn.Send(m, files...); err != nil {
+		os.Exit(0)
+	}
+}
+
+func (s *Server) exec(m *Message, files []*os.File) {
+	if m.Exec == nil || len(m.Exec.Argv) == 0 || len(files) != 3 {
+		closeAll(files)
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "exec needs argv and 3 descriptors"})
+		return
+	}
+	spec := m.Exec
+	go func() {
+		// The thread is tainted by the hardening below and must never run
+		// other goroutines: it stays locked and dies with this goroutine.
+		runtime.LockOSThread()
+		path, err := lookPath(spec.Argv[0], spec.Env)
+		if err != nil {
+			closeAll(files)
+			s.reply(&Message{Op: OpError, ID: m.ID, Code: errCode(err), Error: err.Error()})
+			return
+		}
+		// Hold the lock from fork until "started" is sent: the reaper
+		// cannot report the exit before the host has heard of the start.
+		s.mu.Lock()
+		pid, err := s.spawn(path, spec, files)
+		closeAll(files)
+		if err != nil {
+			s.mu.Unlock()
+			s.reply(&Message{Op: OpError, ID: m.ID, Code: errCode(err), Error: err.Error()})
+			return
+		}
+		p := &proc{id: m.ID, pid: pid, start: time.Now()}
+		s.procs[pid] = p
+		s.byID[m.ID] = p
+		if spec.TimeoutMS > 0 {
+			p.timer = time.AfterFunc(time.Duration(spec.TimeoutMS)*time.Millisecond, func() { s.timeout(p) })
+		}
+		s.reply(&Message{Op: OpStarted, ID: m.ID, PID: pid})
+		e, early := s.early[pid]
+		delete(s.early, pid)
+		s.mu.Unlock()
+		if early {
+			s.finish(p, e.ws, e.ru)
+		}
+	}()
+}
+
+func errCode(err error) string {
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, errNotFound):
+		return "not_found"
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.ENOEXEC), errors.Is(err, unix.EISDIR):
+		return "not_executable"
+	case errors.Is(err, unix.ENOTDIR):
+		return "bad_dir"
+	}
+	return "internal"
+}
+
+var errNotFound = errors.New("command not found")
+
+// lookPath resolves name against PATH from env (or the default path).
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	pathEnv := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			pathEnv = kv[5:]
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		st, err := os.Stat(p)
+		if err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", name, errNotFound)
+}
+
+// spawn hardens the calling (locked) thread and forks the command from it.
+func (s *Server) spawn(path string, spec *ExecSpec, files []*os.File) (int, error) {
+	// A cgroup namespace rooted at the sandbox's cgroup.
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return 0, fmt.Errorf("unshare cgroup ns: %w", err)
+	}
+	for c := 0; c <= s.lastCap; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return 0, fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return 0, fmt.Errorf("capget: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return 0, fmt.Errorf("capset: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("no_new_privs: %w", err)
+	}
+	if s.landABI > 0 {
+		ro := []string{"/"}
+		if _, err := landlock.RestrictThread(landlock.Config{ReadOnly: ro, ReadWrite: s.hard.Writable, Scope: true}); err != nil {
+			return 0, fmt.Errorf("landlock: %w", err)
+		}
+	}
+	if err := seccomp.InstallThread(s.prog); err != nil {
+		return 0, fmt.Errorf("seccomp: %w", err)
+	}
+	dir := spec.Dir
+	if dir == "" {
+		dir = "/workspace"
+	}
+	attr := &syscall.ProcAttr{
+		Dir:   dir,
+		Env:   spec.Env,
+		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
+		Sys: &syscall.SysProcAttr{
+			Setsid:     true,
+			Credential: &syscall.Credential{Uid: uint32(s.hard.UID), Gid: uint32(s.hard.GID), Groups: []uint32{}},
+		},
+	}
+	pid, err := syscall.ForkExec(path, spec.Argv, attr)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			if _, serr := os.Stat(dir); serr != nil {
+				return 0, fmt.Errorf("working directory %s: %w", dir, unix.ENOTDIR)
+			}
+		}
+		return 0, fmt.Errorf("%s: %w", spec.Argv[0], err)
+	}
+	return pid, nil
+}
+
+func (s *Server) timeout(p *proc) {
+	s.mu.Lock()
+	if _, live := s.procs[p.pid]; !live {
+		s.mu.Unlock()
+		return
+	}
+	p.timedOut = true
+	s.mu.Unlock()
+	_ = unix.Kill(-p.pid, unix.SIGKILL)
+	_ = unix.Kill(p.pid, unix.SIGKILL)
+}
+
+func (s *Server) signal(m *Message) {
+	s.mu.Lock()
+	p := s.byID[m.ID]
+	s.mu.Unlock()
+	if p == nil {
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: "not_found", Error: "no such process"})
+		return
+	}
+	sig := unix.Signal(m.Signal)
+	err := unix.Kill(-p.pid, sig)
+	if err != nil {
+		err = unix.Kill(p.pid, sig)
+	}
+	if err != nil {
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: err.Error()})
+		return
+	}
+	s.reply(&Message{Op: OpDone, ID: m.ID})
+}
+
+// reap collects every child and orphan; PID 1 must, or zombies pile up.
+func (s *Server) reap(sigc chan os.Signal) {
+	for range sigc {
+		for {
+			var ws syscall.WaitStatus
+			var ru syscall.Rusage
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				break
+			}
+			s.mu.Lock()
+			p, ok := s.procs[pid]
+			if !ok {
+				s.early[pid] = earlyExit{ws: ws, ru: ru, at: time.Now()}
+				for k, e := range s.early {
+					if time.Since(e.at) > time.Minute {
+						delete(s.early, k)
+					}
+				}
+				s.mu.Unlock()
+				continue
+			}
+			s.mu.Unlock()
+			s.finish(p, ws, ru)
+		}
+	}
+}
+
+func (s *Server) finish(p *proc, ws syscall.WaitStatus, ru syscall.Rusage) {
+	s.mu.Lock()
+	delete(s.procs, p.pid)
+	delete(s.byID, p.id)
+	timedOut := p.timedOut
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	s.mu.Unlock()
+	ei := &ExitInfo{
+		UserUS:     ru.Utime.Sec*1e6 + ru.Utime.Usec,
+		SysUS:      ru.Stime.Sec*1e6 + ru.Stime.Usec,
+		MaxRSSKiB:  ru.Maxrss,
+		DurationUS: time.Since(p.start).Microseconds(),
+		TimedOut:   timedOut,
+		DiskFull:   s.diskFull(),
+	}
+	switch {
+	case ws.Exited():
+		ei.Code = ws.ExitStatus()
+	case ws.Signaled():
+		ei.Signal = int(ws.Signal())
+		ei.Code = 128 + int(ws.Signal())
+	}
+	s.reply(&Message{Op: OpExited, ID: p.id, PID: p.pid, Exit: ei})
+}
+
+func (s *Server) diskFull() bool {
+	for _, p := range s.DiskPaths {
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) != nil {
+			continue
+		}
+		if st.Bavail == 0 || (st.Files > 0 && st.Ffree == 0) {
+			return true
+		}
+	}
+	return false
+}

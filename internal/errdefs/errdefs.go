@@ -1,0 +1,38 @@
+// Package errdefs defines the small set of error kinds every airlock layer
+// uses. Wrap one of these with %w and context; the API layer maps each kind to
+// a status code in one place. Any package may import errdefs; it imports
+// nothing from airlock.
+package errdefs
+
+import "errors"
+
+// The error kinds. Test with errors.Is.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrConflict      = errors.New("conflict")
+	ErrDenied        = errors.New("denied")
+	ErrLimitExceeded = errors.New("limit exceeded")
+	ErrUnsupported   = errors.New("unsupported")
+	ErrInvalid       = errors.New("invalid argument")
+)
+
+// Kind returns the name of the first kind err wraps, or "internal".
+func Kind(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	case errors.Is(err, ErrConflict):
+		return "conflict"
+	case errors.Is(err, ErrDenied):
+		return "denied"
+	case errors.Is(err, ErrLimitExceeded):
+		return "limit_exceeded"
+	case errors.Is(err, ErrUnsupported):
+		return "unsupported"
+	case errors.Is(err, ErrInvalid):
+		return "invalid"
+	}
+	return "internal"
+}

@@ -1,0 +1,137 @@
+package landlock
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// ABI reports the Landlock ABI version the kernel offers, or an error wrapping ErrUnsupported
+// when the kernel has no Landlock or it is not enabled.
+func ABI() (int, error) {
+	v, errno := abiVersion()
+	switch {
+	case errno == unix.ENOSYS || errno == unix.EOPNOTSUPP:
+		return 0, fmt.Errorf("landlock: %w: %v", ErrUnsupported, errno)
+	case errno != 0:
+		return 0, fmt.Errorf("landlock: query ABI version: %w", errno)
+	case v < 1:
+		return 0, fmt.Errorf("landlock: %w: ABI version %d", ErrUnsupported, v)
+	}
+	return v, nil
+}
+
+// RestrictThread enforces cfg on the calling OS thread with the best rights the running ABI
+// supports, down to ABI 1, and reports in Applied exactly what it enforced: rights an older ABI
+// lacks (for instance truncate before ABI 3) stay unrestricted, and HandledFS shows it. The
+// restriction is inherited by every process the thread forks or execs afterwards.
+//
+// The caller must have called runtime.LockOSThread and then set PR_SET_NO_NEW_PRIVS on that
+// thread; without no_new_privs it returns ErrNoNewPrivs. On success RestrictThread takes one more
+// runtime.LockOSThread that it never releases, so the calling goroutine stays on the restricted
+// thread for good and the runtime discards the thread when the goroutine exits.
+//
+// Missing paths: a ReadOnly path that does not exist is skipped and listed in Applied.Skipped; a
+// ReadWrite path that does not exist is an error matching fs.ErrNotExist. Any error leaves the
+// thread unrestricted. It returns an error wrapping ErrUnsupported when the kernel has no
+// Landlock.
+func RestrictThread(cfg Config) (Applied, error) {
+	if err := checkPaths(cfg); err != nil {
+		return Applied{}, err
+	}
+	abi, err := ABI()
+	if err != nil {
+		return Applied{}, err
+	}
+
+	runtime.LockOSThread()
+	restricted := false
+	defer func() {
+		if !restricted {
+			runtime.UnlockOSThread()
+		}
+	}()
+
+	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil {
+		return Applied{}, fmt.Errorf("landlock: read no_new_privs: %w", err)
+	}
+	if nnp != 1 {
+		return Applied{}, fmt.Errorf("landlock: %w", ErrNoNewPrivs)
+	}
+
+	applied := Applied{ABI: abi, HandledFS: handledFS(abi)}
+	attr := rulesetAttr{handledAccessFS: applied.HandledFS, scoped: scopedFor(abi, cfg.Scope)}
+	applied.Scoped = attr.scoped != 0
+	rulesetFd, err := createRuleset(&attr, rulesetAttrSize(abi))
+	if err != nil {
+		return Applied{}, fmt.Errorf("landlock: create ruleset (abi %d): %w", abi, err)
+	}
+	defer unix.Close(rulesetFd)
+
+	for _, p := range cfg.ReadOnly {
+		added, err := addRule(rulesetFd, p, applied.HandledFS, false)
+		if err != nil {
+			return Applied{}, err
+		}
+		if !added {
+			applied.Skipped = append(applied.Skipped, p)
+		}
+	}
+	for _, p := range cfg.ReadWrite {
+		added, err := addRule(rulesetFd, p, applied.HandledFS, true)
+		if err != nil {
+			return Applied{}, err
+		}
+		if !added {
+			return Applied{}, fmt.Errorf("landlock: read-write path: %w",
+				&fs.PathError{Op: "open", Path: p, Err: unix.ENOENT})
+		}
+	}
+
+	if err := restrictSelf(rulesetFd); err != nil {
+		return Applied{}, fmt.Errorf("landlock: restrict self: %w", err)
+	}
+	restricted = true
+	return applied, nil
+}
+
+// addRule adds a path-beneath rule for path. It reports false, with no error, when path does
+// not exist.
+func addRule(rulesetFd int, path string, handled uint64, readWrite bool) (bool, error) {
+	fd, err := openPath(path)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("landlock: %w", &fs.PathError{Op: "open", Path: path, Err: err})
+	}
+	defer unix.Close(fd)
+
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, fmt.Errorf("landlock: %w", &fs.PathError{Op: "fstat", Path: path, Err: err})
+	}
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	access := ruleAccess(handled, readWrite, isDir)
+	if access == 0 {
+		return true, nil
+	}
+	attr := pathBeneathAttr{allowedAccess: access, parentFd: int32(fd)}
+	if err := addPathBeneathRule(rulesetFd, &attr); err != nil {
+		return false, fmt.Errorf("landlock: add rule %s (%s): %w", path, FormatAccessFS(access), err)
+	}
+	return true, nil
+}
+
+func openPath(path string) (int, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}

@@ -1,0 +1,303 @@
+package native
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/agent"
+)
+
+// initArg0 marks a re-executed airlock binary as a sandbox init.
+const initArg0 = "airlock-sandbox-init"
+
+// MaybeInit turns this process into a sandbox's PID 1 when it was started
+// as one; otherwise it returns at once. Call it first thing in main (and in
+// TestMain of packages that create native sandboxes).
+func MaybeInit() {
+	if len(os.Args) == 0 || os.Args[0] != initArg0 {
+		return
+	}
+	conn := agent.NewConn(os.NewFile(3, "agent-channel"))
+	unix.CloseOnExec(3)
+	if err := runInit(conn); err != nil {
+		_ = conn.Send(&agent.Message{Op: agent.OpError, Code: "internal", Error: err.Error()})
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runInit(conn *agent.Conn) error {
+	m, files, err := conn.Recv()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	if m.Op != agent.OpInit || m.Init == nil {
+		return fmt.Errorf("sandbox init: expected init message, got %q", m.Op)
+	}
+	cfg := m.Init
+	if err := setupRoot(cfg); err != nil {
+		return fmt.Errorf("sandbox init: %w", err)
+	}
+	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
+		return fmt.Errorf("sandbox init: hostname: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return fmt.Errorf("sandbox init: loopback: %w", err)
+	}
+	if err := setRlimits(cfg); err != nil {
+		return fmt.Errorf("sandbox init: %w", err)
+	}
+	// The agent is not dumpable: sandbox processes cannot open /proc/1/*.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	srv, err := agent.NewServer(conn, agent.Hardening{UID: cfg.UID, GID: cfg.GID, Writable: cfg.Writable, RequireLandlock: cfg.RequireLock})
+	if err != nil {
+		return fmt.Errorf("sandbox init: %w", err)
+	}
+	srv.DiskPaths = []string{"/", "/tmp"}
+	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist"}); err != nil {
+		return err
+	}
+	srv.Serve()
+	return nil
+}
+
+func mountErr(what, target string, err error) error {
+	return fmt.Errorf("mount %s on %s: %w", what, target, err)
+}
+
+// setupRoot builds the sandbox root in this (new) mount namespace and
+// pivots into it. The layout:
+//
+//	MountDir            tmpfs, the sandbox's private disk (size = disk limit)
+//	MountDir/upper      overlay upper; /workspace and /home/sandbox pre-made here
+//	MountDir/root       overlay(lower=template, upper) -> becomes /
+func setupRoot(cfg *agent.InitConfig) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return mountErr("private propagation", "/", err)
+	}
+	d := cfg.MountDir
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", cfg.DiskBytes, cfg.Inodes)
+	if err := unix.Mount("airlock-disk", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return mountErr("tmpfs", d, err)
+	}
+	upper, work, root := filepath.Join(d, "upper"), filepath.Join(d, "work"), filepath.Join(d, "root")
+	for _, p := range []string{upper, work, root} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+	}
+	// Writable directories live in the upper layer from the start, owned by
+	// the command user, so no copy-up of template (host-owned) dirs is needed.
+	for _, w := range []struct {
+		path string
+		mode os.FileMode
+		user bool
+	}{{"workspace", 0o755, true}, {"home", 0o755, false}, {"home/sandbox", 0o700, true}, {"var", 0o755, false}, {"var/tmp", 0o1777, false}} {
+		p := filepath.Join(upper, w.path)
+		if err := os.Mkdir(p, w.mode); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, w.mode); err != nil {
+			return err
+		}
+		if w.user {
+			if err := os.Chown(p, cfg.UID, cfg.GID); err != nil {
+				return err
+			}
+		}
+	}
+	ovl := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", cfg.Lower, upper, work)
+	if err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl); err != nil {
+		return mountErr("overlay", root, err)
+	}
+	for _, b := range cfg.Binds {
+		if err := bindRO(b.Source, filepath.Join(root, b.Target)); err != nil {
+			return err
+		}
+	}
+	if err := setupProc(root); err != nil {
+		return err
+	}
+	if err := setupDev(root); err != nil {
+		return err
+	}
+	tmp := filepath.Join(root, "tmp")
+	if err := unix.Mount("airlock-tmp", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=1777", cfg.TmpBytes)); err != nil {
+		return mountErr("tmpfs", tmp, err)
+	}
+	// /sys stays an empty read-only directory: nothing of the host's.
+	if err := pivot(root); err != nil {
+		return err
+	}
+	// No nested user namespaces, also for anything that slips past seccomp.
+	_ = os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0)
+	return nil
+}
+
+func statfsFlags(path string) (uintptr, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, err
+	}
+	var fl uintptr
+	for _, m := range []struct{ st, ms uintptr }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&m.st != 0 {
+			fl |= m.ms
+		}
+	}
+	return fl, nil
+}
+
+// bindRO bind-mounts src on dst read-only, keeping the flags the kernel
+// locks for a less privileged mount namespace.
+func bindRO(src, dst string) error {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return mountErr("bind "+src, dst, err)
+	}
+	fl, err := statfsFlags(dst)
+	if err != nil {
+		return err
+	}
+	if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|fl, ""); err != nil {
+		return mountErr("read-only remount", dst, err)
+	}
+	return nil
+}
+
+func setupProc(root string) error {
+	p := filepath.Join(root, "proc")
+	if err := unix.Mount("proc", p, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return mountErr("proc", p, err)
+	}
+	// Files that reveal or poke the host kernel are masked with /dev/null.
+	for _, f := range []string{"kcore", "keys", "key-users", "sysrq-trigger", "timer_list", "latency_stats", "sched_debug", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "kmsg", "config.gz", "vmallocinfo", "pagetypeinfo", "slabinfo"} {
+		t := filepath.Join(p, f)
+		if _, err := os.Lstat(t); err != nil {
+			continue
+		}
+		if err := unix.Mount("/dev/null", t, "", unix.MS_BIND, ""); err != nil {
+			return mountErr("mask", t, err)
+		}
+	}
+	for _, d := range []string{"acpi", "scsi", "asound", "driver", "fs", "irq", "bus", "tty", "sysvipc"} {
+		t := filepath.Join(p, d)
+		if st, err := os.Lstat(t); err != nil || !st.IsDir() {
+			continue
+		}
+		if d == "fs" || d == "irq" || d == "bus" || d == "tty" || d == "sysvipc" {
+			if err := bindRO(t, t); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := unix.Mount("airlock-mask", t, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0555"); err != nil {
+			return mountErr("mask", t, err)
+		}
+	}
+	return bindRO(filepath.Join(p, "sys"), filepath.Join(p, "sys"))
+}
+
+func setupDev(root string) error {
+	dev := filepath.Join(root, "dev")
+	if err := unix.Mount("airlock-dev", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
+		return mountErr("tmpfs", dev, err)
+	}
+	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		t := filepath.Join(dev, n)
+		if err := os.WriteFile(t, nil, 0o666); err != nil {
+			return err
+		}
+		if err := unix.Mount("/dev/"+n, t, "", unix.MS_BIND, ""); err != nil {
+			return mountErr("bind /dev/"+n, t, err)
+		}
+	}
+	pts := filepath.Join(dev, "pts")
+	if err := os.Mkdir(pts, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return mountErr("devpts", pts, err)
+	}
+	shm := filepath.Join(dev, "shm")
+	if err := os.Mkdir(shm, 0o1777); err != nil {
+		return err
+	}
+	if err := unix.Mount("airlock-shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64m,mode=1777"); err != nil {
+		return mountErr("tmpfs", shm, err)
+	}
+	for name, target := range map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "core": "/proc/kcore"} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
+		return mountErr("read-only remount", dev, err)
+	}
+	return nil
+}
+
+// pivot makes root the new / and detaches the old root entirely, so no
+// host path stays reachable.
+func pivot(root string) error {
+	if err := unix.Chdir(root); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach old root: %w", err)
+	}
+	return unix.Chdir("/")
+}
+
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+func setRlimits(cfg *agent.InitConfig) error {
+	set := func(res int, v uint64, name string) error {
+		if v == 0 {
+			return nil
+		}
+		// syscall.Setrlimit (not unix.) so the Go runtime does not restore
+		// its own NOFILE value in children.
+		if err := setrlimit(res, v); err != nil {
+			return fmt.Errorf("rlimit %s=%s: %w", name, strconv.FormatUint(v, 10), err)
+		}
+		return nil
+	}
+	if err := setrlimit(unix.RLIMIT_CORE, 0); err != nil {
+		return fmt.Errorf("rlimit core: %w", err)
+	}
+	if err := set(unix.RLIMIT_NOFILE, cfg.NoFile, "nofile"); err != nil {
+		return err
+	}
+	if err := set(unix.RLIMIT_NPROC, cfg.NProc, "nproc"); err != nil {
+		return err
+	}
+	return set(unix.RLIMIT_FSIZE, cfg.FSizeBytes, "fsize")
+}

@@ -1,0 +1,508 @@
+package native
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/cgroups"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// Defaults applied when a Spec leaves a limit at zero.
+const (
+	DefaultMemory   = 512 << 20
+	DefaultPids     = 256
+	DefaultDisk     = 1 << 30
+	DefaultTmp      = 256 << 20
+	DefaultInodes   = 200000
+	DefaultNoFile   = 4096
+	DefaultHostname = "airlock"
+
+	// SandboxUID is the uid commands run as inside every sandbox.
+	SandboxUID = 1000
+	// UIDRangeStart is the first host uid given to sandboxes; each sandbox
+	// gets its own 65536 uids starting at UIDRangeStart + slot*65536.
+	UIDRangeStart = 0x10000000
+	uidRangeSize  = 65536
+	maxSlots      = 16384
+)
+
+// Config configures the backend. The zero value is usable (defaults below).
+type Config struct {
+	// StateDir holds per-sandbox state; default /run/airlock.
+	StateDir string
+	// CgroupParent is the cgroup under which sandboxes are placed; default "airlock".
+	CgroupParent string
+	// DieWithOwner kills every sandbox when the creating process dies,
+	// even by SIGKILL. One-shot `airlock run` sets it.
+	DieWithOwner bool
+	// Logf logs operational messages; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// Backend is the native Linux backend.
+type Backend struct {
+	// Reaped lists the leftover sandboxes New removed.
+	Reaped []string
+
+	cfg  Config
+	hier *cgroups.Hierarchy
+	exe  string
+}
+
+// New checks that this host can run native sandboxes and reaps what
+// earlier, killed airlock processes left behind.
+func New(cfg Config) (*Backend, error) {
+	if cfg.StateDir == "" {
+		cfg.StateDir = "/run/airlock"
+	}
+	if cfg.CgroupParent == "" {
+		cfg.CgroupParent = "airlock"
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("native backend needs root to map sandbox uids and create cgroups: run airlock as root (e.g. with sudo): %w", errdefs.ErrUnsupported)
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err != nil || strings.TrimSpace(string(b)) == "0" {
+		return nil, fmt.Errorf("native backend needs user namespaces: set sysctl user.max_user_namespaces > 0: %w", errdefs.ErrUnsupported)
+	}
+	hier, err := cgroups.Detect()
+	if err != nil {
+		return nil, fmt.Errorf("native backend: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("native backend: find own binary: %w", err)
+	}
+	b := &Backend{cfg: cfg, hier: hier, exe: exe}
+	for _, d := range []string{cfg.StateDir, b.sandboxesDir(), b.slotsDir()} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, fmt.Errorf("native backend: state dir: %w", err)
+		}
+		// the sandbox's root (an unprivileged host uid) must traverse these
+		if err := os.Chmod(d, 0o711); err != nil {
+			return nil, err
+		}
+	}
+	ids, err := b.Reap()
+	if err != nil {
+		cfg.Logf("reap leftovers: %v", err)
+	}
+	b.Reaped = ids
+	return b, nil
+}
+
+func (b *Backend) sandboxesDir() string { return filepath.Join(b.cfg.StateDir, "sandboxes") }
+func (b *Backend) slotsDir() string     { return filepath.Join(b.cfg.StateDir, "slots") }
+
+// Name implements runtime.Backend.
+func (b *Backend) Name() string { return "native" }
+
+// Capabilities implements runtime.Backend.
+func (b *Backend) Capabilities() runtime.Capabilities { return runtime.Capabilities{} }
+
+// CgroupMode reports "v1" or "v2".
+func (b *Backend) CgroupMode() string {
+	if b.hier.Mode() == cgroups.V2 {
+		return "v2"
+	}
+	return "v1"
+}
+
+// info.json in each sandbox's state dir: what a reaper needs.
+type stateInfo struct {
+	ID       string    `json:"id"`
+	OwnerPID int       `json:"owner_pid"`
+	InitPID  int       `json:"init_pid"`
+	Slot     int       `json:"slot"`
+	Created  time.Time `json:"created"`
+}
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// validID: what we accept as a sandbox id (it becomes a path and a cgroup name).
+func validID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func withDefaults(l runtime.Limits) (runtime.Limits, error) {
+	if l.MemoryBytes < 0 || l.Pids < 0 || l.CPUs < 0 || l.DiskBytes < 0 || l.TmpBytes < 0 || l.Inodes < 0 || l.Lifetime < 0 {
+		return l, fmt.Errorf("limits must not be negative: %w", errdefs.ErrInvalid)
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = DefaultMemory
+	}
+	if l.MemoryBytes < 16<<20 {
+		return l, fmt.Errorf("memory limit %d bytes is below the 16MiB minimum: %w", l.MemoryBytes, errdefs.ErrInvalid)
+	}
+	if l.Pids == 0 {
+		l.Pids = DefaultPids
+	}
+	if l.Pids < 8 {
+		return l, fmt.Errorf("pids limit %d is below the minimum of 8: %w", l.Pids, errdefs.ErrInvalid)
+	}
+	if l.DiskBytes == 0 {
+		l.DiskBytes = DefaultDisk
+	}
+	if l.TmpBytes == 0 {
+		l.TmpBytes = DefaultTmp
+	}
+	if l.Inodes == 0 {
+		l.Inodes = DefaultInodes
+	}
+	if l.NoFile == 0 {
+		l.NoFile = DefaultNoFile
+	}
+	return l, nil
+}
+
+// Create implements runtime.Backend.
+func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sandbox, retErr error) {
+	lim, err := withDefaults(spec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	if spec.RootFS == "" || !filepath.IsAbs(spec.RootFS) {
+		return nil, fmt.Errorf("root filesystem must be an absolute path: %w", errdefs.ErrInvalid)
+	}
+	if st, err := os.Stat(spec.RootFS); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("root filesystem %s is not a directory: %w", spec.RootFS, errdefs.ErrNotFound)
+	}
+	for _, bd := range spec.Binds {
+		if !filepath.IsAbs(bd.Source) || !filepath.IsAbs(bd.Target) || strings.Contains(bd.Target, "..") {
+			return nil, fmt.Errorf("bind %s:%s: paths must be absolute and clean: %w", bd.Source, bd.Target, errdefs.ErrInvalid)
+		}
+	}
+	if spec.Workspace != "" {
+		st, err := os.Stat(spec.Workspace)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %s: %w", spec.Workspace, errdefs.ErrNotFound)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("workspace %s is not a directory: %w", spec.Workspace, errdefs.ErrInvalid)
+		}
+	}
+	id := spec.ID
+	if id == "" {
+		id = newID()
+	} else if !validID(id) {
+		return nil, fmt.Errorf("sandbox id %q: use lowercase letters, digits and '-': %w", id, errdefs.ErrInvalid)
+	}
+	hostname := spec.Hostname
+	if hostname == "" {
+		hostname = DefaultHostname
+	}
+
+	s := &sandbox{b: b, id: id, lim: lim, done: make(chan struct{}), pending: map[uint64]chan *agent.Message{}}
+	s.dir = filepath.Join(b.sandboxesDir(), id)
+	defer func() {
+		if retErr != nil {
+			s.teardown()
+		}
+	}()
+	// 1. state dir + owner lock, before anything a reaper could see
+	if err := os.Mkdir(s.dir, 0o711); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("sandbox %s already exists: %w", id, errdefs.ErrConflict)
+		}
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	s.madeDir = true
+	lock, err := lockFile(filepath.Join(s.dir, "lock"))
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	s.lock = lock
+	if err := os.Mkdir(filepath.Join(s.dir, "disk"), 0o755); err != nil {
+		return nil, err
+	}
+	// 2. a uid range of our own
+	slot, slotLock, err := b.allocSlot()
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	s.slot, s.slotLock = slot, slotLock
+	s.uidBase = UIDRangeStart + slot*uidRangeSize
+	// 3. cgroup
+	g, err := b.hier.Create(b.cfg.CgroupParent, id, cgroups.Limits{MemoryBytes: lim.MemoryBytes, Pids: lim.Pids, CPUs: lim.CPUs})
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	s.cg = g
+	// 4. init process in fresh namespaces
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	hostEnd, childEnd := os.NewFile(uintptr(fds[0]), "agent-host"), os.NewFile(uintptr(fds[1]), "agent-child")
+	s.conn = agent.NewConn(hostEnd)
+	logf, err := os.OpenFile(filepath.Join(s.dir, "init.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		childEnd.Close()
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:       b.exe,
+		Args:       []string{initArg0},
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+		Dir:        "/",
+		Stdout:     logf,
+		Stderr:     logf,
+		ExtraFiles: []*os.File{childEnd},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.uidBase, Size: uidRangeSize}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.uidBase, Size: uidRangeSize}},
+			GidMappingsEnableSetgroups: true,
+			// become sandbox root (host uid base) once the maps are written
+			Credential: &syscall.Credential{Uid: 0, Gid: 0},
+		},
+	}
+	if b.cfg.DieWithOwner {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if fd, ok := g.CgroupFD(); ok {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = fd
+	}
+	err = cmd.Start()
+	childEnd.Close()
+	logf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox %s: start init: %w", id, err)
+	}
+	s.cmd = cmd
+	s.initPID = cmd.Process.Pid
+	s.exited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+	if b.hier.Mode() != cgroups.V2 {
+		if err := g.AddProc(s.initPID); err != nil {
+			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+		}
+	}
+	info := stateInfo{ID: id, OwnerPID: os.Getpid(), InitPID: s.initPID, Slot: slot, Created: time.Now().UTC()}
+	ib, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(s.dir, "info.json"), ib, 0o600); err != nil {
+		return nil, err
+	}
+	// 5. configure and wait for ready
+	writable := []string{"/workspace", "/tmp", "/home/sandbox", "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
+	binds := make([]agent.Bind, len(spec.Binds))
+	for i, bd := range spec.Binds {
+		binds[i] = agent.Bind(bd)
+	}
+	init := &agent.InitConfig{
+		MountDir: filepath.Join(s.dir, "disk"), Lower: spec.RootFS, Binds: binds,
+		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: hostname,
+		NoFile: lim.NoFile, NProc: uint64(lim.Pids), FSizeBytes: uint64(lim.DiskBytes),
+		UID: SandboxUID, GID: SandboxUID, Home: "/home/sandbox", Writable: writable,
+	}
+	if err := s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}); err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	ready, err := s.recvDirect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox %s: waiting for init: %w%s", id, err, s.initLog())
+	}
+	if ready.Op != agent.OpReady {
+		return nil, fmt.Errorf("create sandbox %s: init failed: %s", id, ready.Error)
+	}
+	s.landlockABI = ready.LandlockABI
+	s.seccomp = ready.Seccomp
+	s.created = time.Now()
+	go s.readLoop()
+	go func() {
+		<-s.exited
+		s.markDone()
+	}()
+	if spec.Workspace != "" {
+		if err := s.importDir(ctx, spec.Workspace, "/workspace"); err != nil {
+			return nil, fmt.Errorf("create sandbox %s: copy workspace: %w", id, err)
+		}
+	}
+	if lim.Lifetime > 0 {
+		s.lifeTimer = time.AfterFunc(lim.Lifetime, func() {
+			b.cfg.Logf("sandbox %s reached its lifetime of %s; destroying", id, lim.Lifetime)
+			_ = s.Destroy(context.Background())
+		})
+	}
+	s.baseEnv = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/sandbox", "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, spec.Env...)
+	return s, nil
+}
+
+func (s *sandbox) initLog() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "init.log"))
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return " (init log: " + strings.TrimSpace(string(b)) + ")"
+}
+
+// recvDirect reads one message before the read loop runs.
+func (s *sandbox) recvDirect(ctx context.Context) (*agent.Message, error) {
+	type res struct {
+		m   *agent.Message
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		m, files, err := s.conn.Recv()
+		for _, f := range files {
+			f.Close()
+		}
+		ch <- res{m, err}
+	}()
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-s.exited:
+		// the message may still be queued
+		select {
+		case r := <-ch:
+			return r.m, r.err
+		case <-time.After(100 * time.Millisecond):
+		}
+		return nil, errors.New("init exited")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, errors.New("timed out")
+	}
+}
+
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// allocSlot takes a free uid slot, held by an flock for the sandbox's life.
+func (b *Backend) allocSlot() (int, *os.File, error) {
+	var r [2]byte
+	_, _ = rand.Read(r[:])
+	start := (int(r[0])<<8 | int(r[1])) % maxSlots
+	for i := 0; i < maxSlots; i++ {
+		n := (start + i) % maxSlots
+		f, err := lockFile(filepath.Join(b.slotsDir(), strconv.Itoa(n)+".lock"))
+		if err == nil {
+			return n, f, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return 0, nil, fmt.Errorf("uid slot: %w", err)
+		}
+	}
+	return 0, nil, fmt.Errorf("no free uid slot (%d sandboxes): %w", maxSlots, errdefs.ErrLimitExceeded)
+}
+
+// Reap removes the state, cgroups and processes of sandboxes whose owner
+// process is gone. It returns the ids it reaped.
+func (b *Backend) Reap() ([]string, error) {
+	ents, err := os.ReadDir(b.sandboxesDir())
+	if err != nil {
+		return nil, err
+	}
+	var reaped []string
+	var errs []error
+	known := map[string]bool{}
+	for _, e := range ents {
+		id := e.Name()
+		known[id] = true
+		dir := filepath.Join(b.sandboxesDir(), id)
+		lock, err := lockFile(filepath.Join(dir, "lock"))
+		if err != nil {
+			continue // owner alive (or being created)
+		}
+		if g, err := b.hier.Open(b.cfg.CgroupParent, id); err == nil {
+			if err := g.Destroy(); err != nil {
+				errs = append(errs, fmt.Errorf("reap %s: %w", id, err))
+			}
+		}
+		var info stateInfo
+		if ib, err := os.ReadFile(filepath.Join(dir, "info.json")); err == nil && json.Unmarshal(ib, &info) == nil && info.InitPID > 0 {
+			killIfSandboxInit(info.InitPID, UIDRangeStart+info.Slot*uidRangeSize)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("reap %s: %w", id, err))
+		}
+		lock.Close()
+		reaped = append(reaped, id)
+	}
+	// cgroups whose state dir is gone: a crash between the two removals
+	if names, err := b.hier.List(b.cfg.CgroupParent); err == nil {
+		for _, n := range names {
+			if known[n] {
+				continue
+			}
+			if g, err := b.hier.Open(b.cfg.CgroupParent, n); err == nil {
+				if err := g.Destroy(); err != nil {
+					errs = append(errs, err)
+				} else {
+					reaped = append(reaped, n)
+				}
+			}
+		}
+	}
+	return reaped, errors.Join(errs...)
+}
+
+// killIfSandboxInit kills pid only if it still runs as the sandbox's root
+// uid, so a recycled pid is never hit.
+func killIfSandboxInit(pid, uid int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "Uid:") {
+			f := strings.Fields(line)
+			if len(f) > 1 && f[1] == strconv.Itoa(uid) {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,531 @@
+package native
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/cgroups"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// ErrStopped is returned for operations on a sandbox that has stopped.
+var ErrStopped = fmt.Errorf("sandbox stopped: %w", errdefs.ErrNotFound)
+
+type sandbox struct {
+	b       *Backend
+	id      string
+	dir     string
+	lim     runtime.Limits
+	created time.Time
+	baseEnv []string
+
+	madeDir  bool
+	lock     *os.File
+	slot     int
+	slotLock *os.File
+	uidBase  int
+	cg       *cgroups.Group
+	cmd      *exec.Cmd
+	initPID  int
+	exited   chan struct{}
+	conn     *agent.Conn
+
+	landlockABI int
+	seccomp     string
+	lifeTimer   *time.Timer
+
+	nextID  atomic.Uint64
+	pmu     sync.Mutex
+	pending map[uint64]chan *agent.Message
+
+	doneOnce sync.Once
+	done     chan struct{}
+	destroy  sync.Once
+	destErr  error
+}
+
+func (s *sandbox) ID() string             { return s.id }
+func (s *sandbox) Done() <-chan struct{}  { return s.done }
+func (s *sandbox) markDone()              { s.doneOnce.Do(func() { close(s.done) }) }
+func (s *sandbox) Cgroup() *cgroups.Group { return s.cg }
+func (s *sandbox) InitPID() int           { return s.initPID }
+func (s *sandbox) Limits() runtime.Limits { return s.lim }
+func (s *sandbox) stopped() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *sandbox) Info() runtime.Info {
+	boundary := "linux namespaces + seccomp"
+	if s.landlockABI > 0 {
+		boundary += " + landlock"
+	}
+	return runtime.Info{
+		ID: s.id, Backend: "native", Created: s.created, Limits: s.lim,
+		Isolation: runtime.Isolation{
+			Boundary:    boundary,
+			Namespaces:  []string{"user", "mount", "pid", "net", "ipc", "uts", "cgroup"},
+			UIDBase:     s.uidBase,
+			Seccomp:     s.seccomp,
+			LandlockABI: s.landlockABI,
+			Cgroup:      s.b.CgroupMode(),
+		},
+	}
+}
+
+// readLoop dispatches agent messages to the waiting requests.
+func (s *sandbox) readLoop() {
+	for {
+		m, files, err := s.conn.Recv()
+		for _, f := range files {
+			f.Close()
+		}
+		if err != nil {
+			break
+		}
+		s.pmu.Lock()
+		ch := s.pending[m.ID]
+		s.pmu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	}
+	s.markDone()
+	s.pmu.Lock()
+	for id, ch := range s.pending {
+		close(ch)
+		delete(s.pending, id)
+	}
+	s.pmu.Unlock()
+}
+
+func (s *sandbox) register() (uint64, chan *agent.Message) {
+	id := s.nextID.Add(1)
+	ch := make(chan *agent.Message, 4)
+	s.pmu.Lock()
+	s.pending[id] = ch
+	s.pmu.Unlock()
+	return id, ch
+}
+
+func (s *sandbox) unregister(id uint64) {
+	s.pmu.Lock()
+	delete(s.pending, id)
+	s.pmu.Unlock()
+}
+
+// call sends one request and waits for its single answer.
+func (s *sandbox) call(ctx context.Context, m *agent.Message, files ...*os.File) (*agent.Message, error) {
+	if s.stopped() {
+		return nil, ErrStopped
+	}
+	id, ch := s.register()
+	defer s.unregister(id)
+	m.ID = id
+	if err := s.conn.Send(m, files...); err != nil {
+		return nil, ErrStopped
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return nil, ErrStopped
+		}
+		if r.Op == agent.OpError {
+			return r, fmt.Errorf("%s", r.Error)
+		}
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// importDir streams a host directory into the sandbox as a tar; the agent
+// unpacks it without following anything out of dst.
+func (s *sandbox) importDir(ctx context.Context, src, dst string) error {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	werr := make(chan error, 1)
+	go func() {
+		err := writeTar(pw, src)
+		pw.Close()
+		werr <- err
+	}()
+	_, cerr := s.call(ctx, &agent.Message{Op: agent.OpUntar, Path: dst}, pr)
+	pr.Close()
+	if err := <-werr; err != nil {
+		return err
+	}
+	return cerr
+}
+
+// writeTar writes dir's regular files, directories and symlinks (never
+// followed) as a tar stream.
+func writeTar(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		var link string
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular(), info.IsDir():
+		default:
+			return nil // devices, sockets, fifos are not copied
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if info.IsDir() {
+			h.Name += "/"
+		}
+		h.Uname, h.Gname, h.Uid, h.Gid = "", "", 0, 0
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(tw, f)
+			f.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// Exec implements runtime.Sandbox.
+func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Process, error) {
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, fmt.Errorf("exec: no command given: %w", errdefs.ErrInvalid)
+	}
+	if req.Dir != "" && !filepath.IsAbs(req.Dir) {
+		return nil, fmt.Errorf("exec: working directory %q must be absolute: %w", req.Dir, errdefs.ErrInvalid)
+	}
+	if req.Timeout < 0 {
+		return nil, fmt.Errorf("exec: negative timeout: %w", errdefs.ErrInvalid)
+	}
+	if s.stopped() {
+		return nil, ErrStopped
+	}
+	limit := req.OutputLimit
+	if limit <= 0 {
+		limit = runtime.DefaultOutputLimit
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	before, _ := s.cg.Stats()
+	p := &process{s: s, start: time.Now(), before: before, limit: limit}
+	id, ch := s.register()
+	p.reqID, p.ch = id, ch
+	env := append(append([]string{}, s.baseEnv...), req.Env...)
+	msg := &agent.Message{Op: agent.OpExec, ID: id, Exec: &agent.ExecSpec{Argv: req.Argv, Env: env, Dir: req.Dir, TimeoutMS: req.Timeout.Milliseconds()}}
+	serr := s.conn.Send(msg, inR, outW, errW)
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if serr != nil {
+		s.unregister(id)
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, ErrStopped
+	}
+	p.copies.Add(2)
+	p.outR, p.errR = outR, errR
+	go p.copyOut(outR, req.Stdout, &p.outN, &p.outTrunc, "stdout")
+	go p.copyOut(errR, req.Stderr, &p.errN, &p.errTrunc, "stderr")
+	go func() {
+		if req.Stdin != nil {
+			_, _ = io.Copy(inW, req.Stdin)
+		}
+		inW.Close()
+	}()
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			p.abort()
+			return nil, ErrStopped
+		}
+		if m.Op == agent.OpError {
+			p.abort()
+			return nil, execError(req.Argv[0], m)
+		}
+		p.pid = m.PID
+	case <-ctx.Done():
+		p.abort()
+		return nil, ctx.Err()
+	}
+	return p, nil
+}
+
+// ExecError is a command that could not be started.
+type ExecError struct {
+	Cmd  string
+	Code string // "not_found", "not_executable", "bad_dir", ...
+	Msg  string
+}
+
+func (e *ExecError) Error() string { return "exec " + e.Cmd + ": " + e.Msg }
+
+// ExitCode is the conventional shell status for the failure.
+func (e *ExecError) ExitCode() int {
+	switch e.Code {
+	case "not_found":
+		return runtime.ExitNotFound
+	case "not_executable":
+		return runtime.ExitNotExecutable
+	}
+	return 1
+}
+
+func (e *ExecError) Unwrap() error {
+	switch e.Code {
+	case "not_found":
+		return errdefs.ErrNotFound
+	case "invalid", "bad_dir":
+		return errdefs.ErrInvalid
+	}
+	return nil
+}
+
+func execError(cmd string, m *agent.Message) error {
+	msg := m.Error
+	switch m.Code {
+	case "not_found":
+		msg = "command not found"
+	case "not_executable":
+		msg = "permission denied or not an executable"
+	case "bad_dir":
+		msg = "working directory does not exist"
+	}
+	return &ExecError{Cmd: cmd, Code: m.Code, Msg: msg}
+}
+
+type process struct {
+	s      *sandbox
+	reqID  uint64
+	ch     chan *agent.Message
+	pid    int
+	start  time.Time
+	before cgroups.Stats
+	limit  int64
+
+	outR, errR         *os.File
+	copies             sync.WaitGroup
+	outN, errN         int64
+	outTrunc, errTrunc bool
+}
+
+func (p *process) PID() int { return p.pid }
+
+func (p *process) abort() {
+	p.s.unregister(p.reqID)
+	p.outR.Close()
+	p.errR.Close()
+	p.copies.Wait()
+}
+
+// copyOut copies up to limit bytes to w, then a marker, and discards (but
+// counts) the rest so the command never blocks on a full pipe.
+func (p *process) copyOut(r *os.File, w io.Writer, n *int64, trunc *bool, name string) {
+	defer p.copies.Done()
+	defer r.Close()
+	if w == nil {
+		w = io.Discard
+	}
+	buf := make([]byte, 32<<10)
+	var total int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			if room := p.limit - total; room > 0 {
+				chunk := buf[:k]
+				if int64(k) > room {
+					chunk = buf[:room]
+				}
+				_, _ = w.Write(chunk)
+			}
+			if total+int64(k) > p.limit && total <= p.limit {
+				_, _ = fmt.Fprintf(w, "\n[airlock: %s truncated at %d bytes]\n", name, p.limit)
+			}
+			total += int64(k)
+		}
+		if err != nil {
+			break
+		}
+	}
+	*n = total
+	*trunc = total > p.limit
+}
+
+// Signal sends sig to the command's process group. The agent answers on the
+// exec request's id; Wait skips that answer.
+func (p *process) Signal(sig os.Signal) error {
+	ss, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("signal %v: %w", sig, errdefs.ErrInvalid)
+	}
+	if p.s.stopped() {
+		return ErrStopped
+	}
+	return p.s.conn.Send(&agent.Message{Op: agent.OpSignal, ID: p.reqID, Signal: int(ss)})
+}
+
+func (p *process) Wait(ctx context.Context) (runtime.ExitStatus, error) {
+	var st runtime.ExitStatus
+	var ei *agent.ExitInfo
+	for ei == nil {
+		select {
+		case m, ok := <-p.ch:
+			if !ok {
+				p.abort()
+				return st, ErrStopped
+			}
+			if m.Op == agent.OpExited && m.Exit != nil {
+				ei = m.Exit
+			}
+		case <-ctx.Done():
+			return st, ctx.Err()
+		}
+	}
+	p.s.unregister(p.reqID)
+	// Background children may hold the pipes open: give the output a short
+	// grace period after the command itself exited, then stop reading.
+	waited := make(chan struct{})
+	go func() { p.copies.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(250 * time.Millisecond):
+		_ = p.outR.SetReadDeadline(time.Now())
+		_ = p.errR.SetReadDeadline(time.Now())
+		<-waited
+	}
+	st.Code = ei.Code
+	if ei.Signal != 0 {
+		st.Signal = unix.SignalName(syscall.Signal(ei.Signal))
+	}
+	st.Duration = time.Duration(ei.DurationUS) * time.Microsecond
+	st.UserTime = time.Duration(ei.UserUS) * time.Microsecond
+	st.SystemTime = time.Duration(ei.SysUS) * time.Microsecond
+	st.MaxRSSBytes = ei.MaxRSSKiB * 1024
+	st.StdoutBytes, st.StderrBytes = p.outN, p.errN
+	st.StdoutTruncated, st.StderrTruncated = p.outTrunc, p.errTrunc
+	after, _ := p.s.cg.Stats()
+	switch {
+	case ei.TimedOut:
+		st.Limit = runtime.LimitTimeout
+		st.Code = runtime.ExitTimeout
+	case ei.Signal == int(syscall.SIGKILL) && after.OOMKills > p.before.OOMKills:
+		st.Limit = runtime.LimitMemory
+	case after.PidsMaxHits > p.before.PidsMaxHits:
+		st.Limit = runtime.LimitPids
+	case ei.DiskFull && st.Code != 0:
+		st.Limit = runtime.LimitDisk
+	}
+	return st, nil
+}
+
+// Destroy implements runtime.Sandbox.
+func (s *sandbox) Destroy(ctx context.Context) error {
+	s.destroy.Do(func() { s.destErr = s.teardown() })
+	return s.destErr
+}
+
+// teardown kills everything and removes all state; safe on a partly
+// created sandbox.
+func (s *sandbox) teardown() error {
+	var errs []error
+	if s.lifeTimer != nil {
+		s.lifeTimer.Stop()
+	}
+	if s.cg != nil {
+		_ = s.cg.Thaw()
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		// SIGKILL of a pid namespace's init kills every process in it.
+		_ = s.cmd.Process.Kill()
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			errs = append(errs, fmt.Errorf("sandbox %s: init did not exit", s.id))
+		}
+	}
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.cg != nil {
+		if err := s.cg.Destroy(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.madeDir {
+		if err := os.RemoveAll(s.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.slotLock != nil {
+		s.slotLock.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	s.markDone()
+	return errors.Join(errs...)
+}

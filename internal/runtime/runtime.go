@@ -1,0 +1,169 @@
+// Package runtime defines what an isolation backend must provide: create a
+// sandbox from a Spec, run commands in it with host-owned stdio, and tear it
+// down so that nothing survives. Backends do no policy and write no audit
+// record; the sandbox manager above them does. Every backend must pass the
+// suite in package runtime/conformance.
+package runtime
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+)
+
+// Backend creates sandboxes. Implementations are registered by name
+// ("native", "gvisor", ...) by the code that wires airlock together.
+type Backend interface {
+	// Name is the backend's registered name.
+	Name() string
+	// Capabilities says which optional abilities this backend has.
+	Capabilities() Capabilities
+	// Create starts a sandbox and returns once it is ready for Exec. On error
+	// nothing the call created is left behind.
+	Create(ctx context.Context, spec Spec) (Sandbox, error)
+}
+
+// Sandbox is one running, isolated workspace.
+type Sandbox interface {
+	ID() string
+	// Info describes the sandbox and the isolation actually applied.
+	Info() Info
+	// Exec starts a command. Output is copied by the host into req.Stdout
+	// and req.Stderr; the sandbox never holds the host's descriptors.
+	Exec(ctx context.Context, req ExecRequest) (Process, error)
+	// Destroy kills every process of the sandbox and removes its state. It
+	// is idempotent.
+	Destroy(ctx context.Context) error
+	// Done is closed when the sandbox has stopped for any reason (destroy,
+	// lifetime limit, its init exiting).
+	Done() <-chan struct{}
+}
+
+// Process is a command started by Exec.
+type Process interface {
+	// PID is the command's pid inside the sandbox.
+	PID() int
+	// Signal sends sig to the command's process group.
+	Signal(sig os.Signal) error
+	// Wait blocks until the command exits and its output is copied.
+	Wait(ctx context.Context) (ExitStatus, error)
+}
+
+// Capabilities lists optional abilities. Asking a backend for one it lacks
+// is an ErrUnsupported error, never a silent downgrade.
+type Capabilities struct {
+	Pause    bool `json:"pause"`
+	Snapshot bool `json:"snapshot"`
+}
+
+// Limits are the hard resource limits of one sandbox. Zero means the
+// backend default, documented by the backend.
+type Limits struct {
+	MemoryBytes int64         `json:"memory_bytes,omitempty"`
+	Pids        int64         `json:"pids,omitempty"`
+	CPUs        float64       `json:"cpus,omitempty"`
+	DiskBytes   int64         `json:"disk_bytes,omitempty"` // writable root layer, /workspace, home
+	TmpBytes    int64         `json:"tmp_bytes,omitempty"`  // /tmp
+	Inodes      int64         `json:"inodes,omitempty"`     // files on the writable layer
+	NoFile      uint64        `json:"nofile,omitempty"`
+	Lifetime    time.Duration `json:"lifetime,omitempty"` // the sandbox is destroyed after this
+}
+
+// Spec describes a sandbox to create.
+type Spec struct {
+	// ID names the sandbox; empty means the backend picks one.
+	ID string
+	// RootFS is the read-only lower layer (a template directory).
+	RootFS string
+	// Binds are read-only host paths mounted into the sandbox.
+	Binds []Bind
+	// Workspace, when set, is a host directory whose contents are copied
+	// into /workspace. The host directory is never changed.
+	Workspace string
+	// Env is the base environment of every command ("K=V").
+	Env    []string
+	Limits Limits
+	// Hostname inside the sandbox; default "airlock".
+	Hostname string
+}
+
+// Bind is a read-only bind mount of a host path.
+type Bind struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+}
+
+// Info describes a running sandbox.
+type Info struct {
+	ID        string    `json:"id"`
+	Backend   string    `json:"backend"`
+	Created   time.Time `json:"created"`
+	Isolation Isolation `json:"isolation"`
+	Limits    Limits    `json:"limits"`
+}
+
+// Isolation reports what the backend actually applied, so that nobody has
+// to assume it.
+type Isolation struct {
+	Boundary    string   `json:"boundary"` // e.g. "linux namespaces + seccomp + landlock"
+	Namespaces  []string `json:"namespaces"`
+	UIDBase     int      `json:"uid_base"` // host uid of sandbox uid 0
+	Seccomp     string   `json:"seccomp"`
+	LandlockABI int      `json:"landlock_abi"` // 0: not applied
+	Cgroup      string   `json:"cgroup"`       // "v1" or "v2"
+}
+
+// ExecRequest describes one command.
+type ExecRequest struct {
+	Argv []string
+	Env  []string // added to the sandbox's base environment
+	Dir  string   // working directory inside the sandbox; default /workspace
+	// Timeout kills the command's process group after this long; 0: none.
+	Timeout time.Duration
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// OutputLimit caps each of stdout and stderr; the rest is dropped and
+	// the status says so. 0 means DefaultOutputLimit.
+	OutputLimit int64
+}
+
+// DefaultOutputLimit is the per-stream output cap when none is given.
+const DefaultOutputLimit = 16 << 20
+
+// Limit names the limit that ended or hampered a command.
+type Limit string
+
+// The limits a command can hit.
+const (
+	LimitNone    Limit = ""
+	LimitTimeout Limit = "timeout"
+	LimitMemory  Limit = "memory"
+	LimitPids    Limit = "pids"
+	LimitDisk    Limit = "disk"
+)
+
+// ExitStatus is how a command ended.
+type ExitStatus struct {
+	// Code is the exit code, or 128+signal when killed by a signal.
+	Code   int    `json:"code"`
+	Signal string `json:"signal,omitempty"`
+	// Limit is set when a resource limit was hit during the command.
+	Limit           Limit         `json:"limit,omitempty"`
+	StdoutBytes     int64         `json:"stdout_bytes"`
+	StderrBytes     int64         `json:"stderr_bytes"`
+	StdoutTruncated bool          `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool          `json:"stderr_truncated,omitempty"`
+	Duration        time.Duration `json:"duration"`
+	UserTime        time.Duration `json:"user_time"`
+	SystemTime      time.Duration `json:"system_time"`
+	MaxRSSBytes     int64         `json:"max_rss_bytes"`
+}
+
+// Exit codes used when a command could not run or was stopped by a limit.
+const (
+	ExitNotFound      = 127
+	ExitNotExecutable = 126
+	ExitTimeout       = 124
+)
