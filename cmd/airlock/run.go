@@ -68,25 +68,43 @@ func (o *runOpts) flags(fs *flag.FlagSet) {
 	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr (default 16M)")
 }
 
+// newFlagSet makes a verb's flag set. A parse error prints one line and a
+// hint; --help prints the full usage to stdout.
 func newFlagSet(name, usageText string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "run 'airlock %s --help' for usage\n", name)
 	}
 	return fs
+}
+
+// parseFlags parses args; it reports whether the caller should return
+// with the given code.
+func parseFlags(fs *flag.FlagSet, usageText string, args []string, stdout io.Writer) (int, bool) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fmt.Fprint(stdout, usageText)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0, true
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2, true
+	}
+	return 0, false
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	var o runOpts
 	fs := newFlagSet("run", runUsage, stderr)
 	o.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, runUsage, args, stdout); done {
+		return code
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
@@ -154,7 +172,7 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	be, err := native.New(native.Config{StateDir: o.stateDir, DieWithOwner: true})
+	be, err := native.New(native.Config{StateDir: o.stateDir, CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: true})
 	if err != nil {
 		return 125, err
 	}
@@ -247,15 +265,13 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 }
 
 func cmdReap(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("reap", "usage: airlock reap [flags]\n\nRemoves what killed airlock processes left behind: sandbox processes, cgroups, state dirs.\n(Every airlock start does this too.)\n\nflags:\n", stderr)
-	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	const reapUsage = "usage: airlock reap [flags]\n\nRemoves what killed airlock processes left behind: sandbox processes, cgroups,\nstate dirs. Every airlock start does this too.\n\nflags:\n"
+	fs := newFlagSet("reap", reapUsage, stderr)
+	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
+	if code, done := parseFlags(fs, reapUsage, args, stdout); done {
+		return code
 	}
-	be, err := native.New(native.Config{StateDir: *stateDir})
+	be, err := native.New(native.Config{StateDir: *stateDir, CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT")})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
 		return 1

@@ -46,8 +46,14 @@ const (
 type Config struct {
 	// StateDir holds per-sandbox state; default /run/airlock.
 	StateDir string
-	// CgroupParent is the cgroup under which sandboxes are placed; default "airlock".
+	// CgroupParent is the cgroup under which sandboxes are placed; default
+	// "airlock". Reap treats every group under it as this StateDir's, so two
+	// state dirs must not share a parent.
 	CgroupParent string
+	// SlotDir holds the uid-range slot locks; default /run/airlock/slots.
+	// It is shared by every airlock on the host, whatever its StateDir, so
+	// that no two sandboxes ever share host uids.
+	SlotDir string
 	// DieWithOwner kills every sandbox when the creating process dies,
 	// even by SIGKILL. One-shot `airlock run` sets it.
 	DieWithOwner bool
@@ -74,6 +80,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = "airlock"
 	}
+	if cfg.SlotDir == "" {
+		cfg.SlotDir = "/run/airlock/slots"
+	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
@@ -87,11 +96,7 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("native backend: %w", err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("native backend: find own binary: %w", err)
-	}
-	b := &Backend{cfg: cfg, hier: hier, exe: exe}
+	b := &Backend{cfg: cfg, hier: hier}
 	for _, d := range []string{cfg.StateDir, b.sandboxesDir(), b.slotsDir()} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, fmt.Errorf("native backend: state dir: %w", err)
@@ -100,6 +105,9 @@ func New(cfg Config) (*Backend, error) {
 		if err := os.Chmod(d, 0o711); err != nil {
 			return nil, err
 		}
+	}
+	if b.exe, err = sandboxExe(filepath.Join(cfg.StateDir, "bin")); err != nil {
+		return nil, fmt.Errorf("native backend: %w", err)
 	}
 	ids, err := b.Reap()
 	if err != nil {
@@ -110,7 +118,7 @@ func New(cfg Config) (*Backend, error) {
 }
 
 func (b *Backend) sandboxesDir() string { return filepath.Join(b.cfg.StateDir, "sandboxes") }
-func (b *Backend) slotsDir() string     { return filepath.Join(b.cfg.StateDir, "slots") }
+func (b *Backend) slotsDir() string     { return b.cfg.SlotDir }
 
 // Name implements runtime.Backend.
 func (b *Backend) Name() string { return "native" }
@@ -178,6 +186,9 @@ func withDefaults(l runtime.Limits) (runtime.Limits, error) {
 	}
 	if l.Inodes == 0 {
 		l.Inodes = DefaultInodes
+	}
+	if l.CPUs != 0 && l.CPUs < 0.01 {
+		return l, fmt.Errorf("cpu limit %g is below the minimum of 0.01: %w", l.CPUs, errdefs.ErrInvalid)
 	}
 	if l.NoFile == 0 {
 		l.NoFile = DefaultNoFile
@@ -327,7 +338,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	init := &agent.InitConfig{
 		MountDir: filepath.Join(s.dir, "disk"), Lower: spec.RootFS, Binds: binds,
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: hostname,
-		NoFile: lim.NoFile, NProc: uint64(lim.Pids), FSizeBytes: uint64(lim.DiskBytes),
+		NoFile: lim.NoFile, NProc: uint64(lim.Pids), FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
 		UID: SandboxUID, GID: SandboxUID, Home: "/home/sandbox", Writable: writable,
 	}
 	if err := s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}); err != nil {

@@ -472,11 +472,11 @@ func (p *process) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 	case ei.TimedOut:
 		st.Limit = runtime.LimitTimeout
 		st.Code = runtime.ExitTimeout
-	case ei.Signal == int(syscall.SIGKILL) && after.OOMKills > p.before.OOMKills:
+	case after.OOMKills > p.before.OOMKills:
 		st.Limit = runtime.LimitMemory
 	case after.PidsMaxHits > p.before.PidsMaxHits:
 		st.Limit = runtime.LimitPids
-	case ei.DiskFull && st.Code != 0:
+	case ei.Signal == int(syscall.SIGXFSZ), ei.DiskFull && st.Code != 0:
 		st.Limit = runtime.LimitDisk
 	}
 	return st, nil

@@ -1,0 +1,315 @@
+// Package conformance is the behaviour every runtime.Backend must show,
+// written once and run against each backend from that backend's tests:
+//
+//	func TestConformance(t *testing.T) { conformance.Run(t, factory) }
+//
+// It needs the backend to be usable on the machine; the caller skips
+// before calling Run when it is not.
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// Factory gives the suite a backend and a spec that runs on it (template
+// root filesystem and binds filled in; limits may be left zero).
+type Factory func(t *testing.T) (runtime.Backend, runtime.Spec)
+
+// Run runs the whole suite as subtests of t.
+func Run(t *testing.T, f Factory) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, f Factory)
+	}{
+		{"ExitCodes", testExitCodes},
+		{"Stdio", testStdio},
+		{"EnvAndDir", testEnvAndDir},
+		{"NotFound", testNotFound},
+		{"BadRequests", testBadRequests},
+		{"Timeout", testTimeout},
+		{"Signal", testSignal},
+		{"OutputCap", testOutputCap},
+		{"Concurrent", testConcurrent},
+		{"Isolated", testIsolated},
+		{"DestroyKillsAll", testDestroyKillsAll},
+		{"Lifetime", testLifetime},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
+	}
+}
+
+func create(t *testing.T, f Factory, mutate func(*runtime.Spec)) runtime.Sandbox {
+	t.Helper()
+	be, spec := f(t)
+	if mutate != nil {
+		mutate(&spec)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sb, err := be.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() { _ = sb.Destroy(context.Background()) })
+	return sb
+}
+
+type res struct {
+	out, err string
+	st       runtime.ExitStatus
+}
+
+func execWait(t *testing.T, sb runtime.Sandbox, req runtime.ExecRequest) res {
+	t.Helper()
+	var o, e bytes.Buffer
+	req.Stdout, req.Stderr = &o, &e
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := sb.Exec(ctx, req)
+	if err != nil {
+		t.Fatalf("exec %q: %v", req.Argv, err)
+	}
+	st, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait %q: %v", req.Argv, err)
+	}
+	return res{o.String(), e.String(), st}
+}
+
+func shell(t *testing.T, sb runtime.Sandbox, script string) res {
+	t.Helper()
+	return execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", script}})
+}
+
+func testExitCodes(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	for _, code := range []int{0, 1, 3, 42, 255} {
+		r := shell(t, sb, fmt.Sprintf("exit %d", code))
+		if r.st.Code != code || r.st.Limit != runtime.LimitNone {
+			t.Errorf("exit %d: got code %d limit %q", code, r.st.Code, r.st.Limit)
+		}
+	}
+	r := shell(t, sb, "kill -TERM $$")
+	if r.st.Code != 128+int(syscall.SIGTERM) || r.st.Signal != "SIGTERM" {
+		t.Errorf("self-kill: got code %d signal %q, want 143 SIGTERM", r.st.Code, r.st.Signal)
+	}
+}
+
+func testStdio(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "tr a-z A-Z; echo to-stderr >&2"}, Stdin: strings.NewReader("hello sandbox\n")})
+	if r.out != "HELLO SANDBOX\n" {
+		t.Errorf("stdout = %q, want the upper-cased stdin", r.out)
+	}
+	if r.err != "to-stderr\n" {
+		t.Errorf("stderr = %q", r.err)
+	}
+	if r.st.StdoutBytes != int64(len(r.out)) || r.st.StderrBytes != int64(len(r.err)) {
+		t.Errorf("byte counts %d/%d, want %d/%d", r.st.StdoutBytes, r.st.StderrBytes, len(r.out), len(r.err))
+	}
+	// no stdin given: reads see EOF at once
+	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/cat"}})
+	if r.out != "" || r.st.Code != 0 {
+		t.Errorf("cat with no stdin: %q code %d", r.out, r.st.Code)
+	}
+}
+
+func testEnvAndDir(t *testing.T, f Factory) {
+	sb := create(t, f, func(s *runtime.Spec) { s.Env = append(s.Env, "BASE_VAR=base") })
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $BASE_VAR $EXTRA; pwd; id -u"}, Env: []string{"EXTRA=extra"}, Dir: "/tmp"})
+	if r.out != "base extra\n/tmp\n1000\n" {
+		t.Errorf("got %q, want env vars, cwd /tmp and uid 1000", r.out)
+	}
+	r = shell(t, sb, "pwd")
+	if r.out != "/workspace\n" {
+		t.Errorf("default cwd %q, want /workspace", r.out)
+	}
+}
+
+func testNotFound(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	ctx := context.Background()
+	_, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"no-such-command-xyz"}})
+	if err == nil {
+		t.Fatal("exec of a missing command succeeded")
+	}
+	if !strings.Contains(err.Error(), "not found") {
+		t.Errorf("error %q does not say not found", err)
+	}
+	_, err = sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"/bin/true"}, Dir: "/no/such/dir"})
+	if err == nil {
+		t.Error("exec in a missing directory succeeded")
+	}
+}
+
+func testBadRequests(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	ctx := context.Background()
+	for _, req := range []runtime.ExecRequest{
+		{},
+		{Argv: []string{""}},
+		{Argv: []string{"/bin/true"}, Dir: "relative"},
+		{Argv: []string{"/bin/true"}, Timeout: -time.Second},
+	} {
+		if _, err := sb.Exec(ctx, req); err == nil {
+			t.Errorf("exec %+v: want an error", req)
+		}
+	}
+	be, spec := f(t)
+	bad := spec
+	bad.Limits.MemoryBytes = -1
+	if sb, err := be.Create(ctx, bad); err == nil {
+		_ = sb.Destroy(ctx)
+		t.Error("create with negative memory: want an error")
+	}
+	bad = spec
+	bad.RootFS = "/no/such/template"
+	if sb, err := be.Create(ctx, bad); err == nil {
+		_ = sb.Destroy(ctx)
+		t.Error("create with a missing root filesystem: want an error")
+	}
+}
+
+func testTimeout(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	start := time.Now()
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "while :; do :; done"}, Timeout: 500 * time.Millisecond})
+	if r.st.Limit != runtime.LimitTimeout || r.st.Code != runtime.ExitTimeout {
+		t.Errorf("busy loop with timeout: limit %q code %d, want timeout/124", r.st.Limit, r.st.Code)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("timeout took %s", el)
+	}
+	// the sandbox is still usable
+	if r := shell(t, sb, "echo alive"); r.out != "alive\n" {
+		t.Errorf("after timeout: %q", r.out)
+	}
+}
+
+func testSignal(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	p, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo started; sleep 100"}, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PID() <= 0 {
+		t.Errorf("pid %d", p.PID())
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Signal != "SIGKILL" || st.Code != 137 {
+		t.Errorf("killed: signal %q code %d", st.Signal, st.Code)
+	}
+	if !strings.Contains(out.String(), "started") {
+		t.Errorf("output before the kill lost: %q", out.String())
+	}
+}
+
+func testOutputCap(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x"}, OutputLimit: 1000})
+	if !r.st.StdoutTruncated || r.st.StdoutBytes != 1000000 {
+		t.Errorf("truncated=%v bytes=%d, want true/1000000", r.st.StdoutTruncated, r.st.StdoutBytes)
+	}
+	if !strings.HasPrefix(r.out, strings.Repeat("x", 1000)) || !strings.Contains(r.out, "truncated") || len(r.out) > 1200 {
+		t.Errorf("capped output (%d bytes) lacks the first 1000 bytes or the marker", len(r.out))
+	}
+}
+
+func testConcurrent(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var o bytes.Buffer
+			p, err := sb.Exec(context.Background(), runtime.ExecRequest{Argv: []string{"/bin/echo", fmt.Sprint(i)}, Stdout: &o})
+			if err != nil {
+				errs <- err
+				return
+			}
+			st, err := p.Wait(context.Background())
+			if err != nil || st.Code != 0 || o.String() != fmt.Sprintf("%d\n", i) {
+				errs <- fmt.Errorf("exec %d: %v code %d out %q", i, err, st.Code, o.String())
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func testIsolated(t *testing.T, f Factory) {
+	a := create(t, f, nil)
+	b := create(t, f, nil)
+	if r := shell(t, a, "echo secret-a > /workspace/a.txt && cat /workspace/a.txt"); r.out != "secret-a\n" {
+		t.Fatalf("write in a: %q %q", r.out, r.err)
+	}
+	if r := shell(t, b, "cat /workspace/a.txt"); r.st.Code == 0 {
+		t.Errorf("sandbox b reads a's file: %q", r.out)
+	}
+	if a.Info().Isolation.UIDBase == b.Info().Isolation.UIDBase && a.Info().Isolation.UIDBase != 0 {
+		t.Errorf("two sandboxes share uid base %d", a.Info().Isolation.UIDBase)
+	}
+	if r := shell(t, a, "hostname"); strings.TrimSpace(r.out) == "" {
+		t.Error("no hostname")
+	}
+}
+
+func testDestroyKillsAll(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	r := shell(t, sb, "setsid sh -c 'sleep 1000 & sleep 1000 &' ; nohup sleep 1000 >/dev/null 2>&1 & echo ok")
+	if r.out != "ok\n" {
+		t.Fatalf("spawn background: %q %q", r.out, r.err)
+	}
+	if err := sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sb.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after Destroy")
+	}
+	if err := sb.Destroy(context.Background()); err != nil {
+		t.Errorf("second Destroy: %v", err)
+	}
+	if _, err := sb.Exec(context.Background(), runtime.ExecRequest{Argv: []string{"/bin/true"}}); err == nil {
+		t.Error("exec after destroy succeeded")
+	}
+}
+
+func testLifetime(t *testing.T, f Factory) {
+	sb := create(t, f, func(s *runtime.Spec) { s.Limits.Lifetime = 700 * time.Millisecond })
+	select {
+	case <-sb.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("sandbox outlived its lifetime")
+	}
+	_, err := sb.Exec(context.Background(), runtime.ExecRequest{Argv: []string{"/bin/true"}})
+	if err == nil {
+		t.Error("exec after lifetime succeeded")
+	}
+}

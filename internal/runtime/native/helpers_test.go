@@ -1,0 +1,196 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/template"
+)
+
+// Shared by every test in the package: one state dir, one data dir, one
+// cgroup parent, all unique to this test binary run.
+var (
+	testRoot     string // parent of state and data, mode 0711
+	testSkip     string // non-empty: why the runtime tests cannot run here
+	probeBin     string // path of the built hostile probe (testdata/probe)
+	cgroupParent string
+)
+
+func TestMain(m *testing.M) {
+	MaybeInit()
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	switch {
+	case os.Geteuid() != 0:
+		testSkip = "needs root (uid mapping, cgroups)"
+	default:
+		if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err != nil || strings.TrimSpace(string(b)) == "0" {
+			testSkip = "needs user namespaces"
+		}
+	}
+	var rb [4]byte
+	_, _ = rand.Read(rb[:])
+	cgroupParent = "airlock-test-" + hex.EncodeToString(rb[:])
+	if testSkip == "" {
+		d, err := os.MkdirTemp("", "airlock-native-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		testRoot = d
+		_ = os.Chmod(d, 0o711)
+		defer os.RemoveAll(d)
+		probeBin = filepath.Join(d, "probe")
+		build := exec.Command("go", "build", "-o", probeBin, "./testdata/probe")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build probe: %v\n%s", err, out)
+			probeBin = ""
+		}
+	}
+	code := m.Run()
+	if testSkip == "" {
+		// nothing may be left: the package's own leak check
+		if b, err := New(Config{StateDir: filepath.Join(testRoot, "state"), CgroupParent: cgroupParent}); err == nil {
+			if len(b.Reaped) > 0 {
+				fmt.Fprintf(os.Stderr, "LEAK: sandboxes left behind and reaped at exit: %v\n", b.Reaped)
+				code = 1
+			}
+			if c, err := b.Census(); err == nil && (c.StateDirs != 0 || c.Cgroups != 0 || c.Mounts != 0) {
+				fmt.Fprintf(os.Stderr, "LEAK: census after all tests: %+v\n", c)
+				code = 1
+			}
+			_ = b.hier.RemoveParent(cgroupParent)
+		}
+	}
+	return code
+}
+
+func needRuntime(t testing.TB) {
+	t.Helper()
+	if testSkip != "" {
+		t.Skip("native runtime tests skipped: " + testSkip)
+	}
+}
+
+// newTestBackend returns the package's backend (state under testRoot).
+func newTestBackend(t testing.TB) *Backend {
+	t.Helper()
+	needRuntime(t)
+	b, err := New(Config{StateDir: filepath.Join(testRoot, "state"), CgroupParent: cgroupParent})
+	if err != nil {
+		t.Fatalf("native.New: %v", err)
+	}
+	return b
+}
+
+// hostTemplate returns the built-in host template from a test data dir.
+func hostTemplate(t testing.TB) *template.Template {
+	t.Helper()
+	st, err := template.Open(filepath.Join(testRoot, "data", "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := st.Get("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+// hostSpec is a spec on the host template.
+func hostSpec(t testing.TB) runtime.Spec {
+	tpl := hostTemplate(t)
+	spec := runtime.Spec{RootFS: tpl.Dir}
+	for _, b := range tpl.Binds {
+		spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
+	}
+	return spec
+}
+
+// newSandbox creates a sandbox on the host template; mutate may change the
+// spec first. It is destroyed when the test ends.
+func newSandbox(t testing.TB, mutate func(*runtime.Spec)) runtime.Sandbox {
+	t.Helper()
+	b := newTestBackend(t)
+	spec := hostSpec(t)
+	if mutate != nil {
+		mutate(&spec)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sb, err := b.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("create sandbox: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Destroy(context.Background()); err != nil {
+			t.Errorf("destroy: %v", err)
+		}
+	})
+	return sb
+}
+
+// withProbe puts the hostile probe binary at /workspace/probe.
+func withProbe(t testing.TB) func(*runtime.Spec) {
+	t.Helper()
+	if probeBin == "" {
+		t.Skip("probe binary could not be built")
+	}
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755)
+	data, err := os.ReadFile(probeBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "probe"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return func(s *runtime.Spec) { s.Workspace = dir }
+}
+
+type result struct {
+	Stdout, Stderr string
+	Status         runtime.ExitStatus
+}
+
+// run executes argv and waits; a failure to start fails the test.
+func run(t testing.TB, sb runtime.Sandbox, req runtime.ExecRequest) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if req.Stdout == nil {
+		req.Stdout = &out
+	}
+	if req.Stderr == nil {
+		req.Stderr = &errb
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := sb.Exec(ctx, req)
+	if err != nil {
+		t.Fatalf("exec %q: %v", req.Argv, err)
+	}
+	st, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait %q: %v", req.Argv, err)
+	}
+	return result{Stdout: out.String(), Stderr: errb.String(), Status: st}
+}
+
+// sh runs a shell script in the sandbox.
+func sh(t testing.TB, sb runtime.Sandbox, script string) result {
+	t.Helper()
+	return run(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", script}})
+}
