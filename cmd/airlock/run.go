@@ -172,7 +172,9 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
+	tracef("start")
 	be, err := native.New(native.Config{StateDir: o.stateDir, CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: true})
+	tracef("backend ready")
 	if err != nil {
 		return 125, err
 	}
@@ -187,6 +189,7 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 		}
 		return 125, err
 	}
+	tracef("template ready")
 	spec := runtime.Spec{
 		RootFS:    tpl.Dir,
 		Workspace: o.workspace,
@@ -222,7 +225,12 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 		}
 		return 125, err
 	}
-	defer sb.Destroy(context.Background())
+	tracef("sandbox created")
+	defer func() {
+		tracef("destroy")
+		sb.Destroy(context.Background())
+		tracef("destroyed")
+	}()
 
 	proc, err := sb.Exec(ctx, runtime.ExecRequest{
 		Argv: argv, Dir: o.dir, Timeout: o.timeout, Stdin: stdin, Stdout: stdout, Stderr: stderr, OutputLimit: o.output,
@@ -237,7 +245,9 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 		}
 		return 125, err
 	}
+	tracef("exec started")
 	st, err := proc.Wait(ctx)
+	tracef("exec done")
 	if err != nil {
 		if got != nil || errors.Is(err, context.Canceled) {
 			sb.Destroy(context.Background())

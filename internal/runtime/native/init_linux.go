@@ -1,6 +1,7 @@
 package native
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,11 +24,10 @@ func MaybeInit() {
 	}
 	conn := agent.NewConn(os.NewFile(3, "agent-channel"))
 	unix.CloseOnExec(3)
-	if err := runInit(conn); err != nil {
-		_ = conn.Send(&agent.Message{Op: agent.OpError, Code: "internal", Error: err.Error()})
-		os.Exit(1)
-	}
-	os.Exit(0)
+	// runInit only returns on failure: serving ends with the process.
+	err := runInit(conn)
+	_ = conn.Send(&agent.Message{Op: agent.OpError, Code: "internal", Error: err.Error()})
+	os.Exit(1)
 }
 
 func runInit(conn *agent.Conn) error {
@@ -65,7 +65,7 @@ func runInit(conn *agent.Conn) error {
 		return err
 	}
 	srv.Serve()
-	return nil
+	return errors.New("sandbox init: agent stopped serving")
 }
 
 func mountErr(what, target string, err error) error {

@@ -106,6 +106,9 @@ func New(cfg Config) (*Backend, error) {
 			return nil, err
 		}
 	}
+	if err := checkTraversable(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("native backend: state dir: %w", err)
+	}
 	if b.exe, err = sandboxExe(filepath.Join(cfg.StateDir, "bin")); err != nil {
 		return nil, fmt.Errorf("native backend: %w", err)
 	}
@@ -208,6 +211,9 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if st, err := os.Stat(spec.RootFS); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("root filesystem %s is not a directory: %w", spec.RootFS, errdefs.ErrNotFound)
 	}
+	if err := checkTraversable(spec.RootFS); err != nil {
+		return nil, fmt.Errorf("root filesystem: %w", err)
+	}
 	for _, bd := range spec.Binds {
 		if !filepath.IsAbs(bd.Source) || !filepath.IsAbs(bd.Target) || strings.Contains(bd.Target, "..") {
 			return nil, fmt.Errorf("bind %s:%s: paths must be absolute and clean: %w", bd.Source, bd.Target, errdefs.ErrInvalid)
@@ -233,6 +239,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		hostname = DefaultHostname
 	}
 
+	t0 := time.Now()
 	s := &sandbox{b: b, id: id, lim: lim, done: make(chan struct{}), pending: map[uint64]chan *agent.Message{}}
 	s.dir = filepath.Join(b.sandboxesDir(), id)
 	defer func() {
@@ -256,6 +263,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if err := os.Mkdir(filepath.Join(s.dir, "disk"), 0o755); err != nil {
 		return nil, err
 	}
+	trace(t0, "state dir")
 	// 2. a uid range of our own
 	slot, slotLock, err := b.allocSlot()
 	if err != nil {
@@ -263,12 +271,14 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 	s.slot, s.slotLock = slot, slotLock
 	s.uidBase = UIDRangeStart + slot*uidRangeSize
+	trace(t0, "slot")
 	// 3. cgroup
 	g, err := b.hier.Create(b.cfg.CgroupParent, id, cgroups.Limits{MemoryBytes: lim.MemoryBytes, Pids: lim.Pids, CPUs: lim.CPUs})
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	s.cg = g
+	trace(t0, "cgroup")
 	// 4. init process in fresh namespaces
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -312,6 +322,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox %s: start init: %w", id, err)
 	}
+	trace(t0, "init started")
 	s.cmd = cmd
 	s.initPID = cmd.Process.Pid
 	s.exited = make(chan struct{})
@@ -324,6 +335,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 		}
 	}
+	trace(t0, "addproc")
 	info := stateInfo{ID: id, OwnerPID: os.Getpid(), InitPID: s.initPID, Slot: slot, Created: time.Now().UTC()}
 	ib, _ := json.Marshal(info)
 	if err := os.WriteFile(filepath.Join(s.dir, "info.json"), ib, 0o600); err != nil {
@@ -344,7 +356,9 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if err := s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
+	trace(t0, "init configured")
 	ready, err := s.recvDirect(ctx)
+	trace(t0, "init ready")
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox %s: waiting for init: %w%s", id, err, s.initLog())
 	}
@@ -498,6 +512,27 @@ func (b *Backend) Reap() ([]string, error) {
 		}
 	}
 	return reaped, errors.Join(errs...)
+}
+
+// checkTraversable makes sure an unprivileged host uid (the sandbox's
+// root) can reach dir: every ancestor needs the execute bit for others.
+func checkTraversable(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if st.IsDir() && st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%s is not traversable by sandbox uids (mode %v): run 'chmod o+x %s' or use another directory: %w", p, st.Mode().Perm(), p, errdefs.ErrInvalid)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
 }
 
 // killIfSandboxInit kills pid only if it still runs as the sandbox's root

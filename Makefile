@@ -1,0 +1,44 @@
+# airlock: the few targets people expect. Every target installs what it
+# needs first (scripts/setup.sh), so each works on a fresh machine.
+GO        ?= go
+BIN       := bin/airlock
+PKGS      := ./...
+
+
+.PHONY: all build setup test lint bench demo fuzz clean
+
+all: build
+
+setup:
+	@./scripts/setup.sh
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/airlock
+
+lint: setup
+	@echo "== gofmt"; out=$$(gofmt -l cmd internal); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	@echo "== go vet"; $(GO) vet $(PKGS)
+	@echo "== staticcheck"; $$($(GO) env GOPATH)/bin/staticcheck $(PKGS)
+
+# The full suite, as CI runs it: lint, then every test with the race
+# detector (root-only tests run here: CI machines are root), then each
+# fuzz target for a short fixed time.
+test: lint build
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./internal/seccomp/
+
+# Benchmarks with their peers in the same run; numbers go in issue notes.
+bench: setup build
+	$(GO) test -run '^$$' -bench 'RunVsBwrap' -benchtime 200x ./cmd/airlock/
+	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 300x ./internal/runtime/native/
+	$(GO) test -run '^$$' -bench 'IdleMemory' -benchtime 1x ./internal/runtime/native/
+
+demo: setup build
+	./scripts/demo.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,62 @@
+#!/bin/bash
+# The end-to-end demo of what airlock does today: one-shot sandboxes with
+# `airlock run`. It makes a small sample repository, lets a (scripted)
+# untrusted agent work on a copy of it, shows the boundary holding and
+# every limit being reported, and leaves nothing behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+AIRLOCK="$PWD/bin/airlock"
+[ -x "$AIRLOCK" ] || go build -o "$AIRLOCK" ./cmd/airlock
+
+work="$(mktemp -d /tmp/airlock-demo.XXXXXX)"
+chmod 711 "$work"
+export AIRLOCK_STATE_DIR="$work/state" AIRLOCK_DATA_DIR="$work/data" AIRLOCK_CGROUP_PARENT="airlock-demo-$$"
+cleanup() { "$AIRLOCK" reap >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ airlock run %s\n' "$*"; set +e; "$AIRLOCK" run "$@"; rc=$?; set -e; echo "(exit status $rc)"; }
+
+step "A sample repository on the host"
+repo="$work/repo"
+mkdir -p "$repo"
+cat > "$repo/calc.sh" <<'SH'
+#!/bin/sh
+# add two numbers
+echo $(( $1 - $2 ))
+SH
+cat > "$repo/test.sh" <<'SH'
+#!/bin/sh
+[ "$(sh calc.sh 2 3)" = 5 ] && echo "PASS" || { echo "FAIL: 2+3 gave $(sh calc.sh 2 3)"; exit 1; }
+SH
+ls -l "$repo"
+
+step "The agent inspects, fixes and tests a copy of it (/workspace); the host copy is untouched"
+run --workspace "$repo" --timeout 30s -- /bin/sh -c 'sh test.sh; sed -i "s/\$1 - \$2/\$1 + \$2/" calc.sh; sh test.sh; id'
+echo "host calc.sh still says: $(grep '\$1' "$repo/calc.sh")"
+
+step "What the sandbox is made of"
+run -- /bin/sh -c 'grep -E "^(Cap(Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/self/status; echo "hostname: $(hostname)"; ip -o link 2>/dev/null | cut -d: -f2 || true'
+
+step "Hostile actions fail"
+run -- /bin/sh -c 'cat /etc/shadow; ls /root; echo x > /usr/bin/evil; unshare -Ur true; cat /proc/1/environ; echo "all refused"'
+
+step "No route out: not even the host's loopback"
+python3 -m http.server --bind 127.0.0.1 18080 >/dev/null 2>&1 & srv=$!
+sleep 0.5
+echo "host: a web server listens on 127.0.0.1:18080 -> $(bash -c 'exec 3<>/dev/tcp/127.0.0.1/18080 && echo reachable from the host')"
+run -- /bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/18080 && echo "connected?!" || echo "refused: the sandbox has a loopback of its own and no other interface"'
+kill $srv 2>/dev/null || true
+
+step "Limits are hit and named"
+run --timeout 1s -- /bin/sh -c 'while :; do :; done'
+run --memory 64M -- /bin/sh -c 'head -c 300M /dev/zero | tail'
+run --pids 16 -- /bin/sh -c 'for i in $(seq 50); do sleep 5 & done 2>/dev/null; wait'
+run --disk 16M -- /bin/sh -c 'head -c 64M /dev/zero > /workspace/big'
+run --output-limit 64 -- /bin/sh -c 'yes airlock | head -c 100000' | tail -c 120; echo
+
+step "Nothing is left behind"
+echo "sandbox state dirs: $(ls "$AIRLOCK_STATE_DIR/sandboxes" | wc -l)"
+echo "sandbox cgroups:    $(find /sys/fs/cgroup -maxdepth 2 -name "$AIRLOCK_CGROUP_PARENT" -exec sh -c 'ls -d "$1"/*/ 2>/dev/null' _ {} \; | wc -l)"
+echo
+echo "demo finished"
