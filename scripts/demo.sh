@@ -51,7 +51,7 @@ kill $srv 2>/dev/null || true
 step "Limits are hit and named"
 run --timeout 1s -- /bin/sh -c 'while :; do :; done'
 run --memory 64M -- /bin/sh -c 'head -c 300M /dev/zero | tail'
-run --pids 16 -- /bin/sh -c 'for i in $(seq 50); do sleep 5 & done 2>/dev/null; wait'
+run --pids 32 -- /bin/sh -c 'for i in $(seq 80); do sleep 5 & done 2>/dev/null; wait'
 run --disk 16M -- /bin/sh -c 'head -c 64M /dev/zero > /workspace/big'
 run --output-limit 64 -- /bin/sh -c 'yes airlock | head -c 100000' | tail -c 120; echo
 

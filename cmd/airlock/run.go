@@ -134,8 +134,8 @@ func (o *runOpts) validate() error {
 			return fmt.Errorf("--env %q: use K=V", kv)
 		}
 	}
-	if o.pids < 8 {
-		return fmt.Errorf("--pids %d: must be at least 8", o.pids)
+	if o.pids < native.MinPids {
+		return fmt.Errorf("--pids %d: must be at least %d", o.pids, native.MinPids)
 	}
 	if o.cpus < 0 {
 		return fmt.Errorf("--cpus %g: must not be negative", o.cpus)

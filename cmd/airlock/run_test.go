@@ -219,7 +219,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "--workspace", "/etc/passwd", "--", "true"}, "not a directory"},
 		{[]string{"run", "--memory", "lots", "--", "true"}, "not a size"},
 		{[]string{"run", "--memory", "1M", "--", "true"}, "at least 16M"},
-		{[]string{"run", "--pids", "0", "--", "true"}, "at least 8"},
+		{[]string{"run", "--pids", "0", "--", "true"}, "at least 32"},
 		{[]string{"run", "--cpus", "-1", "--", "true"}, "must not be negative"},
 		{[]string{"run", "--timeout", "soon", "--", "true"}, "invalid value"},
 		{[]string{"run", "--env", "NOEQUALS", "--", "true"}, "use K=V"},

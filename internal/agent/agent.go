@@ -3,6 +3,6 @@
 // trusted for evidence and holds no secrets: the host creates each
 // command's stdio and reads it itself. The agent starts commands with every
 // capability dropped, no_new_privs, Landlock and the seccomp filter applied
-// on a dedicated OS thread that is discarded afterwards, reaps all orphans,
+// on one dedicated, permanently hardened OS thread, reaps all orphans,
 // and enforces per-command timeouts. Only the runtime backends import it.
 package agent

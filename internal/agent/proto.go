@@ -72,8 +72,12 @@ type ExitInfo struct {
 
 // InitConfig is everything the native sandbox init needs before it serves.
 type InitConfig struct {
-	MountDir    string   `json:"mount_dir"` // host path to mount the sandbox's private disk on
-	Lower       string   `json:"lower"`     // template dir
+	MountDir string `json:"mount_dir"` // host path of the sandbox's private disk
+	// DiskMounted: MountDir already holds the disk, with upper, work and
+	// root directories owned by the sandbox's root; otherwise init mounts a
+	// tmpfs there.
+	DiskMounted bool     `json:"disk_mounted"`
+	Lower       string   `json:"lower"` // template dir
 	Binds       []Bind   `json:"binds"`
 	DiskBytes   int64    `json:"disk_bytes"`
 	Inodes      int64    `json:"inodes"`

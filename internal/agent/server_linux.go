@@ -39,6 +39,17 @@ type Server struct {
 	// disk.
 	DiskPaths []string
 
+	ruleset *landlock.Ruleset // prepared once; nil when Landlock is absent
+	spawnc  chan spawnReq
+	// oomAdj is /proc/self/oom_score_adj, opened once. Commands are
+	// started with the highest OOM score (1000) so that an OOM in the
+	// sandbox kills them before the agent: the agent raises its own score
+	// only while it forks, then returns to its old value (always allowed:
+	// it is not below the minimum it inherited). Writing through a
+	// descriptor opened before Landlock works from a restricted thread.
+	oomAdj    *os.File
+	oomAdjOld []byte
+
 	mu      sync.Mutex
 	procs   map[int]*proc     // live commands by pid
 	early   map[int]earlyExit // statuses reaped before the pid was registered
@@ -74,16 +85,37 @@ func NewServer(conn *Conn, h Hardening) (*Server, error) {
 		}
 		abi = 0
 	}
+	var rs *landlock.Ruleset
+	if abi > 0 {
+		if rs, err = landlock.Prepare(landlock.Config{ReadOnly: []string{"/"}, ReadWrite: h.Writable, Scope: true}); err != nil {
+			return nil, fmt.Errorf("landlock: %w", err)
+		}
+	}
+	oldAdj, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return nil, fmt.Errorf("read oom_score_adj: %w", err)
+	}
+	oomAdj, err := os.OpenFile("/proc/self/oom_score_adj", os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open oom_score_adj: %w", err)
+	}
 	lastCap := 40
 	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			lastCap = n
 		}
 	}
-	return &Server{
-		conn: conn, hard: h, prog: prog, lastCap: lastCap, landABI: abi,
+	srv := &Server{
+		conn: conn, hard: h, prog: prog, lastCap: lastCap, landABI: abi, ruleset: rs, oomAdj: oomAdj, oomAdjOld: []byte(strings.TrimSpace(string(oldAdj))),
 		procs: map[int]*proc{}, early: map[int]earlyExit{}, byID: map[uint64]*proc{},
-	}, nil
+		spawnc: make(chan spawnReq),
+	}
+	ready := make(chan error, 1)
+	go srv.spawner(ready)
+	if err := <-ready; err != nil {
+		return nil, fmt.Errorf("harden spawner thread: %w", err)
+	}
+	return srv, nil
 }
 
 // LandlockABI is the ABI applied to commands (0: none).
@@ -138,9 +170,6 @@ func (s *Server) exec(m *Message, files []*os.File) {
 	}
 	spec := m.Exec
 	go func() {
-		// The thread is tainted by the hardening below and must never run
-		// other goroutines: it stays locked and dies with this goroutine.
-		runtime.LockOSThread()
 		path, err := lookPath(spec.Argv[0], spec.Env)
 		if err != nil {
 			closeAll(files)
@@ -211,41 +240,86 @@ func lookPath(name string, env []string) (string, error) {
 	return "", fmt.Errorf("%s: %w", name, errNotFound)
 }
 
-// spawn hardens the calling (locked) thread and forks the command from it.
+type spawnReq struct {
+	path  string
+	spec  *ExecSpec
+	files []*os.File
+	reply chan spawnRes
+}
+
+type spawnRes struct {
+	pid int
+	err error
+}
+
+// spawner is the one OS thread every command is forked from. It is
+// hardened once, exactly as every command must be (cgroup namespace, no
+// capabilities, no_new_privs, Landlock, seccomp), and stays locked for the
+// agent's life, so the Go runtime never runs anything else on it and never
+// clones a thread from it. Forking from a long-lived thread also means the
+// agent needs no new thread per command, not even while a fork bomb holds
+// every pid.
+func (s *Server) spawner(ready chan<- error) {
+	runtime.LockOSThread()
+	if err := s.harden(); err != nil {
+		ready <- err
+		return // the thread dies with the goroutine (still locked)
+	}
+	ready <- nil
+	for req := range s.spawnc {
+		pid, err := s.forkExec(req.path, req.spec, req.files)
+		req.reply <- spawnRes{pid, err}
+	}
+}
+
+// spawn forks and execs a command on the spawner thread.
 func (s *Server) spawn(path string, spec *ExecSpec, files []*os.File) (int, error) {
+	reply := make(chan spawnRes, 1)
+	s.spawnc <- spawnReq{path, spec, files, reply}
+	r := <-reply
+	return r.pid, r.err
+}
+
+// harden applies to the calling, locked thread everything a command must
+// run under. It cannot be undone.
+func (s *Server) harden() error {
 	// A cgroup namespace rooted at the sandbox's cgroup.
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-		return 0, fmt.Errorf("unshare cgroup ns: %w", err)
+		return fmt.Errorf("unshare cgroup ns: %w", err)
 	}
 	for c := 0; c <= s.lastCap; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
-			return 0, fmt.Errorf("drop capability %d: %w", c, err)
+			return fmt.Errorf("drop capability %d: %w", c, err)
 		}
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return 0, fmt.Errorf("clear ambient capabilities: %w", err)
+		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return 0, fmt.Errorf("capget: %w", err)
+		return fmt.Errorf("capget: %w", err)
 	}
 	data[0].Inheritable, data[1].Inheritable = 0, 0
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return 0, fmt.Errorf("capset: %w", err)
+		return fmt.Errorf("capset: %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return 0, fmt.Errorf("no_new_privs: %w", err)
+		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if s.landABI > 0 {
-		ro := []string{"/"}
-		if _, err := landlock.RestrictThread(landlock.Config{ReadOnly: ro, ReadWrite: s.hard.Writable, Scope: true}); err != nil {
-			return 0, fmt.Errorf("landlock: %w", err)
+	if s.ruleset != nil {
+		if _, err := s.ruleset.RestrictThread(); err != nil {
+			return fmt.Errorf("landlock: %w", err)
 		}
 	}
 	if err := seccomp.InstallThread(s.prog); err != nil {
-		return 0, fmt.Errorf("seccomp: %w", err)
+		return fmt.Errorf("seccomp: %w", err)
 	}
+	return nil
+}
+
+// forkExec runs on the hardened spawner thread.
+func (s *Server) forkExec(path string, spec *ExecSpec, files []*os.File) (int, error) {
 	dir := spec.Dir
 	if dir == "" {
 		dir = "/workspace"
@@ -259,7 +333,10 @@ func (s *Server) spawn(path string, spec *ExecSpec, files []*os.File) (int, erro
 			Credential: &syscall.Credential{Uid: uint32(s.hard.UID), Gid: uint32(s.hard.GID), Groups: []uint32{}},
 		},
 	}
+	// Commands are the OOM killer's first choice; the agent its last.
+	_, _ = s.oomAdj.WriteAt([]byte("1000"), 0)
 	pid, err := syscall.ForkExec(path, spec.Argv, attr)
+	_, _ = s.oomAdj.WriteAt(s.oomAdjOld, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			if _, serr := os.Stat(dir); serr != nil {
@@ -367,7 +444,10 @@ func (s *Server) diskFull() bool {
 		if unix.Statfs(p, &st) != nil {
 			continue
 		}
-		if st.Bavail == 0 || (st.Files > 0 && st.Ffree == 0) {
+		// full: under 1 MiB or 1% left, or no inodes (ext4 keeps a few
+		// blocks no write can fill)
+		free := st.Bavail * uint64(st.Bsize)
+		if free < 1<<20 || free*100 < st.Blocks*uint64(st.Bsize) || (st.Files > 0 && st.Ffree == 0) {
 			return true
 		}
 	}

@@ -69,6 +69,7 @@ type Stats struct {
 	MemoryCurrent uint64 // bytes
 	CPUUsageNS    uint64 // total CPU time consumed, nanoseconds
 	Pids          uint64 // tasks currently in the group
+	PidsPeak      uint64 // most tasks ever in the group; 0 if the kernel does not report it
 }
 
 // CPU quota parameters.
@@ -692,6 +693,11 @@ func (g *Group) statsV2() (Stats, error) {
 	if s.Pids, err = readUint(d, "pids.current"); err != nil {
 		return s, err
 	}
+	if fileExists(d, "pids.peak") {
+		if s.PidsPeak, err = readUint(d, "pids.peak"); err != nil {
+			return s, err
+		}
+	}
 	usec, err := readKeyed(d, "cpu.stat", "usage_usec", true)
 	if err != nil {
 		return s, err
@@ -720,6 +726,11 @@ func (g *Group) statsV1() (Stats, error) {
 	}
 	if s.Pids, err = readUint(pd, "pids.current"); err != nil {
 		return s, err
+	}
+	if fileExists(pd, "pids.peak") {
+		if s.PidsPeak, err = readUint(pd, "pids.peak"); err != nil {
+			return s, err
+		}
 	}
 	if ad, ok := g.ctrl["cpuacct"]; ok {
 		if s.CPUUsageNS, err = readUint(ad, "cpuacct.usage"); err != nil {

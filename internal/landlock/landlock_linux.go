@@ -42,40 +42,57 @@ func RestrictThread(cfg Config) (Applied, error) {
 	if err := checkPaths(cfg); err != nil {
 		return Applied{}, err
 	}
-	abi, err := ABI()
+	if _, err := ABI(); err != nil {
+		return Applied{}, err
+	}
+	if nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil {
+		return Applied{}, fmt.Errorf("landlock: read no_new_privs: %w", err)
+	} else if nnp != 1 {
+		return Applied{}, fmt.Errorf("landlock: %w", ErrNoNewPrivs)
+	}
+	r, err := Prepare(cfg)
 	if err != nil {
 		return Applied{}, err
 	}
+	defer r.Close()
+	return r.RestrictThread()
+}
 
-	runtime.LockOSThread()
-	restricted := false
-	defer func() {
-		if !restricted {
-			runtime.UnlockOSThread()
-		}
-	}()
+// Ruleset is a prepared ruleset: the paths are resolved and the rules
+// added once, so that restricting a thread later costs one system call.
+// It holds a close-on-exec descriptor until Close.
+type Ruleset struct {
+	fd      int
+	applied Applied
+}
 
-	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+// Prepare resolves cfg into a Ruleset without restricting anything.
+// Returns ErrUnsupported (wrapped) when the kernel has no Landlock.
+func Prepare(cfg Config) (*Ruleset, error) {
+	if err := checkPaths(cfg); err != nil {
+		return nil, err
+	}
+	abi, err := ABI()
 	if err != nil {
-		return Applied{}, fmt.Errorf("landlock: read no_new_privs: %w", err)
+		return nil, err
 	}
-	if nnp != 1 {
-		return Applied{}, fmt.Errorf("landlock: %w", ErrNoNewPrivs)
-	}
-
 	applied := Applied{ABI: abi, HandledFS: handledFS(abi)}
 	attr := rulesetAttr{handledAccessFS: applied.HandledFS, scoped: scopedFor(abi, cfg.Scope)}
 	applied.Scoped = attr.scoped != 0
 	rulesetFd, err := createRuleset(&attr, rulesetAttrSize(abi))
 	if err != nil {
-		return Applied{}, fmt.Errorf("landlock: create ruleset (abi %d): %w", abi, err)
+		return nil, fmt.Errorf("landlock: create ruleset (abi %d): %w", abi, err)
 	}
-	defer unix.Close(rulesetFd)
-
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(rulesetFd)
+		}
+	}()
 	for _, p := range cfg.ReadOnly {
 		added, err := addRule(rulesetFd, p, applied.HandledFS, false)
 		if err != nil {
-			return Applied{}, err
+			return nil, err
 		}
 		if !added {
 			applied.Skipped = append(applied.Skipped, p)
@@ -84,23 +101,47 @@ func RestrictThread(cfg Config) (Applied, error) {
 	for _, p := range cfg.ReadWrite {
 		added, err := addRule(rulesetFd, p, applied.HandledFS, true)
 		if err != nil {
-			return Applied{}, err
+			return nil, err
 		}
 		if !added {
-			return Applied{}, fmt.Errorf("landlock: read-write path: %w",
+			return nil, fmt.Errorf("landlock: read-write path: %w",
 				&fs.PathError{Op: "open", Path: p, Err: unix.ENOENT})
 		}
 	}
+	ok = true
+	return &Ruleset{fd: rulesetFd, applied: applied}, nil
+}
 
-	if err := restrictSelf(rulesetFd); err != nil {
+// Close releases the ruleset's descriptor. Threads already restricted
+// stay restricted.
+func (r *Ruleset) Close() error { return unix.Close(r.fd) }
+
+// RestrictThread enforces the ruleset on the CALLING OS THREAD, which it
+// locks (runtime.LockOSThread) and never unlocks on success: the goroutine
+// must end on that thread, which Go then discards. no_new_privs must be
+// set on the thread. On error the thread is unrestricted and unlocked.
+func (r *Ruleset) RestrictThread() (Applied, error) {
+	runtime.LockOSThread()
+	restricted := false
+	defer func() {
+		if !restricted {
+			runtime.UnlockOSThread()
+		}
+	}()
+	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil {
+		return Applied{}, fmt.Errorf("landlock: read no_new_privs: %w", err)
+	}
+	if nnp != 1 {
+		return Applied{}, fmt.Errorf("landlock: %w", ErrNoNewPrivs)
+	}
+	if err := restrictSelf(r.fd); err != nil {
 		return Applied{}, fmt.Errorf("landlock: restrict self: %w", err)
 	}
 	restricted = true
-	return applied, nil
+	return r.applied, nil
 }
 
-// addRule adds a path-beneath rule for path. It reports false, with no error, when path does
-// not exist.
 func addRule(rulesetFd int, path string, handled uint64, readWrite bool) (bool, error) {
 	fd, err := openPath(path)
 	if errors.Is(err, unix.ENOENT) {

@@ -16,3 +16,17 @@ func ABI() (int, error) {
 func RestrictThread(cfg Config) (Applied, error) {
 	return Applied{}, fmt.Errorf("landlock: %w on %s", ErrUnsupported, runtime.GOOS)
 }
+
+// Ruleset is unavailable off Linux.
+type Ruleset struct{}
+
+// Prepare always fails off Linux.
+func Prepare(Config) (*Ruleset, error) { return nil, fmt.Errorf("landlock: %w", ErrUnsupported) }
+
+// Close does nothing.
+func (*Ruleset) Close() error { return nil }
+
+// RestrictThread always fails off Linux.
+func (*Ruleset) RestrictThread() (Applied, error) {
+	return Applied{}, fmt.Errorf("landlock: %w", ErrUnsupported)
+}

@@ -29,7 +29,7 @@ func TestEscapeFSHostSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 
 	// Paths that must not be readable, each with why it matters.
 	paths := []string{
@@ -100,7 +100,7 @@ func TestEscapeFSReadOnly(t *testing.T) {
 	before := hashTree(t, tpl.Dir)
 	tag := "airlock-escape-" + randHex(t, 4)
 	var ws string
-	sb := newSandbox(t, func(s *runtime.Spec) {
+	sb := escSandbox(t, func(s *runtime.Spec) {
 		withProbe(t)(s)
 		ws = s.Workspace
 	})
@@ -197,7 +197,7 @@ func TestEscapeFSLinks(t *testing.T) {
 	// A host workspace with planted symlinks: they are copied as symlinks
 	// and resolve inside the sandbox, never on the host.
 	var ws string
-	sb := newSandbox(t, func(s *runtime.Spec) {
+	sb := escSandbox(t, func(s *runtime.Spec) {
 		withProbe(t)(s)
 		ws = s.Workspace
 		for name, target := range map[string]string{
@@ -255,7 +255,7 @@ func TestEscapeFSLinks(t *testing.T) {
 func TestEscapeFSMountCalls(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 	for _, c := range []string{
 		"mount", "mount-proc", "mount-sysfs", "umount2", "umount2-proc", "pivot_root",
 		"remount-rw", "chroot", "fsopen", "open_tree", "name_to_handle_at", "open_by_handle_at",
@@ -276,7 +276,7 @@ func TestEscapeFSMountCalls(t *testing.T) {
 func TestEscapeFSProcfs(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 	for _, c := range []struct {
 		args     []string
 		accepted []string
@@ -364,7 +364,7 @@ func TestEscapeFSInheritedFds(t *testing.T) {
 	rfd := plant(secretPath, syscall.O_RDONLY)
 	dfd := plant(dir, syscall.O_RDONLY|syscall.O_DIRECTORY)
 
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 	// Close them on the host before the checks so they cannot leak
 	// anywhere else; what the sandbox got, it got at creation.
 	for fd := range planted {
@@ -387,7 +387,7 @@ func TestEscapeFSEnvSecret(t *testing.T) {
 	name := "AIRLOCK_ESCAPE_SECRET_" + strings.ToUpper(randHex(t, 4))
 	value := "s3cr3t-" + randHex(t, 12)
 	t.Setenv(name, value)
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 	r := sh(t, sb, `env; cat /proc/self/environ /proc/*/environ 2>/dev/null; for p in /proc/[0-9]*; do tr '\0' '\n' < $p/environ 2>/dev/null; done; true`)
 	if strings.Contains(r.Stdout, value) || strings.Contains(r.Stdout, name) {
 		t.Errorf("ESCAPE: daemon environment secret %s visible inside", name)
@@ -413,7 +413,7 @@ func TestEscapeFSKernelFiles(t *testing.T) {
 	t.Parallel()
 	hostname, _ := os.Hostname()
 	corePattern, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 
 	procDenied := []string{"EACCES", "EPERM", "EROFS", "ENOENT"}
 	for _, c := range [][]string{
@@ -475,35 +475,46 @@ func TestEscapeFSKernelFiles(t *testing.T) {
 }
 
 // The agent's binary behind /proc/1/exe cannot be opened for writing, nor
-// read, and the host binary is unchanged.
+// read, nor reached by its host path, and the host binaries (the daemon's
+// and the copy the agent runs from) are unchanged.
 func TestEscapeFSAgentBinary(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
-	exe, err := os.Executable()
+	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := hashFile(t, exe)
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
+	exes := []string{self}
+	if agentExe := impl(t, sb).b.exe; agentExe != "" && agentExe != self {
+		exes = append(exes, agentExe)
+	}
+	before := map[string]string{}
+	for _, e := range exes {
+		before[e] = hashFile(t, e)
+	}
 	for _, c := range []struct {
 		args     []string
 		accepted []string
 	}{
 		{[]string{"open-write", "/proc/1/exe"}, []string{"EACCES", "ETXTBSY", "EPERM"}},
 		{[]string{"read", "/proc/1/exe"}, []string{"EACCES", "EPERM"}},
-		{[]string{"open-write", exe}, []string{"ENOENT", "EACCES"}},
 		{[]string{"readdir", "/proc/1/map_files"}, []string{"EACCES", "EPERM"}},
 	} {
 		assertDenied(t, mustProbe(t, sb, c.args...), c.accepted...)
 	}
-	// /proc/self/exe of a child of the agent, while it is still the agent
-	// image, is not reachable either: every command is a fresh exec.
-	r := sh(t, sb, `for p in /proc/[0-9]*; do if [ -w $p/exe ] || { : >> $p/exe; } 2>/dev/null; then echo "WRITABLE $p/exe -> $(readlink $p/exe)"; fi; done; true`)
-	if strings.Contains(r.Stdout, "WRITABLE") && strings.Contains(r.Stdout, filepath.Base(exe)) {
-		t.Errorf("ESCAPE: agent binary writable: %s", r.Stdout)
+	for _, e := range exes {
+		assertDenied(t, mustProbe(t, sb, "open-write", e), "ENOENT", "EACCES")
 	}
-	if after := hashFile(t, exe); after != before {
-		t.Errorf("ESCAPE: host binary %s changed", exe)
+	// no process inside runs from a writable executable
+	r := sh(t, sb, `for p in /proc/[0-9]*; do if { : >> $p/exe; } 2>/dev/null; then echo "WRITABLE $p/exe -> $(readlink $p/exe)"; fi; done; true`)
+	if strings.Contains(r.Stdout, "WRITABLE") {
+		t.Errorf("ESCAPE: a process's executable is writable from inside: %s", r.Stdout)
+	}
+	for _, e := range exes {
+		if after := hashFile(t, e); after != before[e] {
+			t.Errorf("ESCAPE: host binary %s changed", e)
+		}
 	}
 }
 
@@ -512,8 +523,8 @@ func TestEscapeFSCrossSandbox(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
 	secret := "cross-" + randHex(t, 8)
-	a := newSandbox(t, withProbe(t))
-	b := newSandbox(t, withProbe(t))
+	a := escSandbox(t, withProbe(t))
+	b := escSandbox(t, withProbe(t))
 	ia, ib := a.Info().Isolation, b.Info().Isolation
 	if ia.UIDBase == ib.UIDBase || ia.UIDBase < UIDRangeStart || ib.UIDBase < UIDRangeStart {
 		t.Errorf("uid bases: A %d, B %d: must differ and be unprivileged", ia.UIDBase, ib.UIDBase)

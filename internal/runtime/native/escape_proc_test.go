@@ -3,6 +3,7 @@ package native
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 func TestEscapeProcCredentials(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 
 	r := sh(t, sb, `cat /proc/self/status`)
 	status := map[string]string{}
@@ -100,7 +101,7 @@ func TestEscapeProcCredentials(t *testing.T) {
 		}
 	}
 	// /usr is mounted nosuid as well (defence in depth)
-	if r := sh(t, sb, `grep ' /usr ' /proc/self/mountinfo`); !strings.Contains(strings.Fields(r.Stdout+" x x x x x x")[5], "nosuid") {
+	if r := sh(t, sb, `grep ' /usr ' /proc/self/mountinfo`); !strings.Contains(strings.Fields(r.Stdout + " x x x x x x")[5], "nosuid") {
 		t.Errorf("/usr is not mounted nosuid: %q", r.Stdout)
 	}
 
@@ -125,7 +126,7 @@ func TestEscapeProcCredentials(t *testing.T) {
 func TestEscapeProcSyscalls(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 	for _, c := range []struct {
 		args     []string
 		accepted []string
@@ -204,7 +205,7 @@ func TestEscapeProcSyscalls(t *testing.T) {
 func TestEscapeProcTerminal(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 	assertDenied(t, mustProbe(t, sb, "tiocsti-stdin"), errPerm...)
 	// a pty the command made itself: a real tty, so only the filter stops it
 	assertDenied(t, mustProbe(t, sb, "tiocsti-pty"), errPerm...)
@@ -231,7 +232,7 @@ func TestEscapeProcTerminal(t *testing.T) {
 func TestEscapeProcKillAgent(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 	s := impl(t, sb)
 	for _, sig := range []string{"9", "15", "19", "1", "2", "10"} {
 		assertDenied(t, mustProbe(t, sb, "kill", "1", sig), "EPERM")
@@ -309,7 +310,7 @@ func TestEscapeProcHostSockets(t *testing.T) {
 	}
 	hostAccepted := accepted.Load()
 
-	sb := newSandbox(t, withProbe(t))
+	sb := escSandbox(t, withProbe(t))
 	assertDenied(t, mustProbe(t, sb, "unix-connect", path), "ENOENT", "EACCES")
 	// abstract sockets belong to the network namespace (and Landlock scopes
 	// them): refused or absent
@@ -328,6 +329,8 @@ func TestEscapeProcHostSockets(t *testing.T) {
 func TestEscapeProcOrphans(t *testing.T) {
 	needRuntime(t)
 	// Not parallel: compares the backend's process census before and after.
+	createMu.Lock()
+	defer createMu.Unlock()
 	b := newTestBackend(t)
 	before, err := b.Census()
 	if err != nil {
@@ -422,7 +425,7 @@ func TestEscapeProcOrphans(t *testing.T) {
 func TestEscapeProcTimeout(t *testing.T) {
 	needRuntime(t)
 	t.Parallel()
-	sb := newSandbox(t, nil)
+	sb := escSandbox(t, nil)
 	s := impl(t, sb)
 	start := time.Now()
 	res := run(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "while :; do :; done"}, Timeout: time.Second})
@@ -481,4 +484,67 @@ func procState(pid int) string {
 		return ""
 	}
 	return string(b[i+2])
+}
+
+// Reap (run by every New, e.g. by a concurrent one-shot `airlock run`
+// sharing the state dir) must never take a sandbox that is being created or
+// destroyed for a leftover.
+func TestEscapeProcReapRace(t *testing.T) {
+	needRuntime(t)
+	// Not parallel: a Reap that wrongly wins would tear down other tests'
+	// sandboxes too.
+	createMu.Lock()
+	defer createMu.Unlock()
+	b := newTestBackend(t)
+	spec := hostSpec(t)
+	censusBefore, err := b.Census()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan []string)
+	go func() {
+		var reaped []string
+		for {
+			select {
+			case <-stop:
+				done <- reaped
+				return
+			default:
+			}
+			other, err := New(Config{StateDir: b.cfg.StateDir, CgroupParent: b.cfg.CgroupParent})
+			if err == nil {
+				reaped = append(reaped, other.Reaped...)
+			}
+		}
+	}()
+	var failed []string
+	for i := 0; i < 15; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sb, err := b.Create(ctx, spec)
+		cancel()
+		if err != nil {
+			failed = append(failed, err.Error())
+			continue
+		}
+		if r, err := execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/true"}}); err != nil || r.Status.Code != 0 {
+			failed = append(failed, fmt.Sprintf("exec in a fresh sandbox: %v %+v", err, r.Status))
+		}
+		if err := sb.Destroy(context.Background()); err != nil {
+			failed = append(failed, "destroy: "+err.Error())
+		}
+	}
+	close(stop)
+	reaped := <-done
+	if len(failed) > 0 || len(reaped) > 0 {
+		t.Errorf("BUG: a concurrent New/Reap broke %d of 15 sandbox lifecycles: %q; it reaped live sandboxes %q", len(failed), failed, reaped)
+	}
+	// Whatever the race left behind is garbage now (every sandbox of this
+	// test is gone, and no other test runs): reap it, so that the
+	// package's final leak check judges the other tests, and say if that
+	// was needed.
+	if left, _ := b.Census(); left.StateDirs > censusBefore.StateDirs || left.Cgroups > censusBefore.Cgroups || left.Mounts > censusBefore.Mounts {
+		ids, err := b.Reap()
+		t.Errorf("LEAK: after the race: %+v (before %+v); reaped %q (%v)", left, censusBefore, ids, err)
+	}
 }

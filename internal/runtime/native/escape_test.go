@@ -15,6 +15,7 @@ package native
 //	escape_net_test.go   network: no route out
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -86,6 +88,9 @@ func mustProbe(t testing.TB, sb runtime.Sandbox, args ...string) probeResult {
 // accepted errnos. Success is always a failure.
 func assertDenied(t testing.TB, pr probeResult, accepted ...string) {
 	t.Helper()
+	if testing.Verbose() {
+		t.Logf("denied? %s", pr)
+	}
 	if pr.OK {
 		t.Errorf("ESCAPE: hostile action succeeded: %s", pr)
 		return
@@ -169,6 +174,27 @@ func hashFile(t testing.TB, p string) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// createMu serialises the suite's sandbox creations and destructions with
+// each other and with the Reap that every New runs: a concurrent Reap can
+// take a sandbox being created for a leftover (see TestEscapeProcReapRace,
+// which shows that bug on purpose). Commands still run in parallel.
+var createMu sync.Mutex
+
+// escSandbox is newSandbox under createMu.
+func escSandbox(t *testing.T, mutate func(*runtime.Spec)) runtime.Sandbox {
+	t.Helper()
+	createMu.Lock()
+	sb := newSandbox(t, mutate)
+	createMu.Unlock()
+	t.Cleanup(func() {
+		createMu.Lock()
+		defer createMu.Unlock()
+		// newSandbox's own cleanup runs next and reports the error
+		_ = sb.Destroy(context.Background())
+	})
+	return sb
 }
 
 // impl returns the native sandbox behind the interface.

@@ -22,6 +22,12 @@ func MaybeInit() {
 	if len(os.Args) == 0 || os.Args[0] != initArg0 {
 		return
 	}
+	// Whatever the host process leaked to us (descriptors it opened without
+	// O_CLOEXEC) must never reach a command: mark every descriptor above
+	// the channel close-on-exec. (The Go runtime's own are already.)
+	if err := unix.CloseRange(4, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		os.Exit(1)
+	}
 	conn := agent.NewConn(os.NewFile(3, "agent-channel"))
 	unix.CloseOnExec(3)
 	// runInit only returns on failure: serving ends with the process.
@@ -75,7 +81,7 @@ func mountErr(what, target string, err error) error {
 // setupRoot builds the sandbox root in this (new) mount namespace and
 // pivots into it. The layout:
 //
-//	MountDir            tmpfs, the sandbox's private disk (size = disk limit)
+//	MountDir            the sandbox's private disk (ext4 on a loop device, or a tmpfs)
 //	MountDir/upper      overlay upper; /workspace and /home/sandbox pre-made here
 //	MountDir/root       overlay(lower=template, upper) -> becomes /
 func setupRoot(cfg *agent.InitConfig) error {
@@ -83,14 +89,16 @@ func setupRoot(cfg *agent.InitConfig) error {
 		return mountErr("private propagation", "/", err)
 	}
 	d := cfg.MountDir
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", cfg.DiskBytes, cfg.Inodes)
-	if err := unix.Mount("airlock-disk", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return mountErr("tmpfs", d, err)
-	}
 	upper, work, root := filepath.Join(d, "upper"), filepath.Join(d, "work"), filepath.Join(d, "root")
-	for _, p := range []string{upper, work, root} {
-		if err := os.Mkdir(p, 0o755); err != nil {
-			return err
+	if !cfg.DiskMounted {
+		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", cfg.DiskBytes, cfg.Inodes)
+		if err := unix.Mount("airlock-disk", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return mountErr("tmpfs", d, err)
+		}
+		for _, p := range []string{upper, work, root} {
+			if err := os.Mkdir(p, 0o755); err != nil {
+				return err
+			}
 		}
 	}
 	// Writable directories live in the upper layer from the start, owned by

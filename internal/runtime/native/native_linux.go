@@ -33,6 +33,12 @@ const (
 	DefaultNoFile   = 4096
 	DefaultHostname = "airlock"
 
+	// MinPids is the smallest pids limit: the agent's own threads count
+	// against RLIMIT_NPROC too.
+	MinPids = 32
+	// agentPidsReserve is what the pids cgroup allows above the limit.
+	agentPidsReserve = 64
+
 	// SandboxUID is the uid commands run as inside every sandbox.
 	SandboxUID = 1000
 	// UIDRangeStart is the first host uid given to sandboxes; each sandbox
@@ -178,8 +184,8 @@ func withDefaults(l runtime.Limits) (runtime.Limits, error) {
 	if l.Pids == 0 {
 		l.Pids = DefaultPids
 	}
-	if l.Pids < 8 {
-		return l, fmt.Errorf("pids limit %d is below the minimum of 8: %w", l.Pids, errdefs.ErrInvalid)
+	if l.Pids < MinPids {
+		return l, fmt.Errorf("pids limit %d is below the minimum of %d: %w", l.Pids, MinPids, errdefs.ErrInvalid)
 	}
 	if l.DiskBytes == 0 {
 		l.DiskBytes = DefaultDisk
@@ -192,6 +198,13 @@ func withDefaults(l runtime.Limits) (runtime.Limits, error) {
 	}
 	if l.CPUs != 0 && l.CPUs < 0.01 {
 		return l, fmt.Errorf("cpu limit %g is below the minimum of 0.01: %w", l.CPUs, errdefs.ErrInvalid)
+	}
+	// an ext4 inode table beyond a quarter of the disk makes no sense
+	if maxInodes := max(l.DiskBytes/1024/4, 1024); l.Inodes > maxInodes {
+		l.Inodes = maxInodes
+	}
+	if l.DiskBytes < 4<<20 {
+		return l, fmt.Errorf("disk limit %d bytes is below the 4MiB minimum: %w", l.DiskBytes, errdefs.ErrInvalid)
 	}
 	if l.NoFile == 0 {
 		l.NoFile = DefaultNoFile
@@ -255,9 +268,16 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	s.madeDir = true
-	lock, err := lockFile(filepath.Join(s.dir, "lock"))
+	// Blocking: a reaper looking at this young dir holds the lock only
+	// for a moment and never takes a young sandbox.
+	lock, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err == nil {
+		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+			lock.Close()
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("create sandbox %s: lock: %w", id, err)
 	}
 	s.lock = lock
 	if err := os.Mkdir(filepath.Join(s.dir, "disk"), 0o755); err != nil {
@@ -271,9 +291,16 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 	s.slot, s.slotLock = slot, slotLock
 	s.uidBase = UIDRangeStart + slot*uidRangeSize
+	if err := s.makeDisk(); err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	trace(t0, "disk")
 	trace(t0, "slot")
 	// 3. cgroup
-	g, err := b.hier.Create(b.cfg.CgroupParent, id, cgroups.Limits{MemoryBytes: lim.MemoryBytes, Pids: lim.Pids, CPUs: lim.CPUs})
+	// The pids cgroup leaves the agent a reserve above the commands' limit,
+	// which RLIMIT_NPROC (per sandbox uid) enforces: a fork bomb must not
+	// starve the agent of threads.
+	g, err := b.hier.Create(b.cfg.CgroupParent, id, cgroups.Limits{MemoryBytes: lim.MemoryBytes, Pids: lim.Pids + agentPidsReserve, CPUs: lim.CPUs})
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
@@ -348,7 +375,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		binds[i] = agent.Bind(bd)
 	}
 	init := &agent.InitConfig{
-		MountDir: filepath.Join(s.dir, "disk"), Lower: spec.RootFS, Binds: binds,
+		MountDir: filepath.Join(s.dir, "disk"), DiskMounted: true, Lower: spec.RootFS, Binds: binds,
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: hostname,
 		NoFile: lim.NoFile, NProc: uint64(lim.Pids), FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
 		UID: SandboxUID, GID: SandboxUID, Home: "/home/sandbox", Writable: writable,
@@ -365,6 +392,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if ready.Op != agent.OpReady {
 		return nil, fmt.Errorf("create sandbox %s: init failed: %s", id, ready.Error)
 	}
+	s.detachHostMount()
 	s.landlockABI = ready.LandlockABI
 	s.seccomp = ready.Seccomp
 	s.created = time.Now()
@@ -434,7 +462,13 @@ func (s *sandbox) recvDirect(ctx context.Context) (*agent.Message, error) {
 }
 
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	return openLock(path, os.O_CREATE)
+}
+
+// openLock opens (creating it if flags say so) and flocks path without
+// waiting.
+func openLock(path string, flags int) (*os.File, error) {
+	f, err := os.OpenFile(path, flags|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -474,13 +508,28 @@ func (b *Backend) Reap() ([]string, error) {
 	var errs []error
 	known := map[string]bool{}
 	for _, e := range ents {
-		id := e.Name()
+		name := e.Name()
+		// ".dead-ID": a sandbox being removed (its owner still holds the lock)
+		id := strings.TrimPrefix(name, ".dead-")
 		known[id] = true
-		dir := filepath.Join(b.sandboxesDir(), id)
-		lock, err := lockFile(filepath.Join(dir, "lock"))
-		if err != nil {
-			continue // owner alive (or being created)
+		dir := filepath.Join(b.sandboxesDir(), name)
+		young := true
+		if st, err := os.Stat(dir); err == nil {
+			young = time.Since(st.ModTime()) < 2*time.Minute
 		}
+		// Never create the lock: a missing one means the sandbox is being
+		// created (or removed) right now, unless the dir is old.
+		lock, err := openLock(filepath.Join(dir, "lock"), 0)
+		if err != nil && !(errors.Is(err, os.ErrNotExist) && !young) {
+			continue // owner alive, or too young to judge
+		}
+		if _, err := os.Stat(filepath.Join(dir, "info.json")); err != nil && young {
+			if lock != nil {
+				lock.Close()
+			}
+			continue // still being created
+		}
+		unmountUnder(dir)
 		if g, err := b.hier.Open(b.cfg.CgroupParent, id); err == nil {
 			if err := g.Destroy(); err != nil {
 				errs = append(errs, fmt.Errorf("reap %s: %w", id, err))
@@ -493,13 +542,23 @@ func (b *Backend) Reap() ([]string, error) {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("reap %s: %w", id, err))
 		}
-		lock.Close()
+		if lock != nil {
+			lock.Close()
+		}
 		reaped = append(reaped, id)
 	}
 	// cgroups whose state dir is gone: a crash between the two removals
 	if names, err := b.hier.List(b.cfg.CgroupParent); err == nil {
 		for _, n := range names {
 			if known[n] {
+				continue
+			}
+			// created after we listed the state dirs? (the state dir
+			// always exists before the cgroup and outlives it)
+			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), n)); err == nil {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), ".dead-"+n)); err == nil {
 				continue
 			}
 			if g, err := b.hier.Open(b.cfg.CgroupParent, n); err == nil {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +47,7 @@ type sandbox struct {
 	exited   chan struct{}
 	conn     *agent.Conn
 
+	hostMount   string // the host's view of the sandbox disk, until detached
 	landlockABI int
 	seccomp     string
 	lifeTimer   *time.Timer
@@ -270,7 +273,9 @@ func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pr
 		outW.Close()
 		return nil, err
 	}
+	t0 := time.Now()
 	before, _ := s.cg.Stats()
+	trace(t0, "exec: stats")
 	p := &process{s: s, start: time.Now(), before: before, limit: limit}
 	id, ch := s.register()
 	p.reqID, p.ch = id, ch
@@ -308,6 +313,7 @@ func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pr
 			return nil, execError(req.Argv[0], m)
 		}
 		p.pid = m.PID
+		trace(t0, "exec: started")
 	case <-ctx.Done():
 		p.abort()
 		return nil, ctx.Err()
@@ -474,12 +480,32 @@ func (p *process) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 		st.Code = runtime.ExitTimeout
 	case after.OOMKills > p.before.OOMKills:
 		st.Limit = runtime.LimitMemory
-	case after.PidsMaxHits > p.before.PidsMaxHits:
+	case after.PidsMaxHits > p.before.PidsMaxHits, p.s.hitNProc(p.before, after):
 		st.Limit = runtime.LimitPids
 	case ei.Signal == int(syscall.SIGXFSZ), ei.DiskFull && st.Code != 0:
 		st.Limit = runtime.LimitDisk
 	}
 	return st, nil
+}
+
+// hitNProc says whether the commands reached their process limit
+// (RLIMIT_NPROC) between two stats: the group's peak rose to the limit
+// plus the agent's own threads.
+func (s *sandbox) hitNProc(before, after cgroups.Stats) bool {
+	if after.PidsPeak <= before.PidsPeak {
+		return false
+	}
+	threads := 0
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.initPID)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				threads, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+	}
+	// (one task of slack: the kernel refuses the fork that would reach
+	// the limit)
+	return after.PidsPeak+1 >= uint64(s.lim.Pids)+uint64(threads)
 }
 
 // Destroy implements runtime.Sandbox.
@@ -492,6 +518,7 @@ func (s *sandbox) Destroy(ctx context.Context) error {
 // created sandbox.
 func (s *sandbox) teardown() error {
 	var errs []error
+	t0 := time.Now()
 	if s.lifeTimer != nil {
 		s.lifeTimer.Stop()
 	}
@@ -507,6 +534,8 @@ func (s *sandbox) teardown() error {
 			errs = append(errs, fmt.Errorf("sandbox %s: init did not exit", s.id))
 		}
 	}
+	trace(t0, "teardown: init gone")
+	s.detachHostMount()
 	if s.conn != nil {
 		s.conn.Close()
 	}
@@ -515,8 +544,16 @@ func (s *sandbox) teardown() error {
 			errs = append(errs, err)
 		}
 	}
+	trace(t0, "teardown: cgroups gone")
 	if s.madeDir {
-		if err := os.RemoveAll(s.dir); err != nil {
+		// Rename first (we still hold the lock inside): a reaper never
+		// mistakes a half-removed dir for a crashed sandbox.
+		dead := filepath.Join(filepath.Dir(s.dir), ".dead-"+s.id)
+		dir := s.dir
+		if err := os.Rename(s.dir, dead); err == nil {
+			dir = dead
+		}
+		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -527,5 +564,6 @@ func (s *sandbox) teardown() error {
 		s.lock.Close()
 	}
 	s.markDone()
+	trace(t0, "teardown: done")
 	return errors.Join(errs...)
 }

@@ -830,6 +830,22 @@ var cases = map[string]func(args []string) result{
 	// --- resources -------------------------------------------------------------------
 	"alloc": func(args []string) result {
 		mib, _ := strconv.Atoi(arg(args, 0, "400"))
+		prefix := ""
+		if arg(args, 1, "") == "protect" {
+			// make this process exempt from the OOM killer first, if the
+			// kernel lets us (it must not)
+			fd, err := unix.Open("/proc/self/oom_score_adj", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				_, err = unix.Write(fd, []byte("-1000"))
+				unix.Close(fd)
+			}
+			if err == nil {
+				prefix = "oom_score_adj set to -1000; "
+			} else {
+				prefix = "oom_score_adj -1000 refused (" + err.Error() + "); "
+			}
+			fmt.Println(prefix) // in case the allocation below never returns
+		}
 		var chunks [][]byte
 		total := 0
 		for total < mib {
@@ -840,7 +856,7 @@ var cases = map[string]func(args []string) result{
 			chunks = append(chunks, b)
 			total++
 		}
-		r := result{OK: true, N: int64(total), Detail: fmt.Sprintf("allocated and touched %d MiB", total)}
+		r := result{OK: true, N: int64(total), Detail: prefix + fmt.Sprintf("allocated and touched %d MiB", total)}
 		goruntime.KeepAlive(chunks)
 		return r
 	},

@@ -1,0 +1,213 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+)
+
+// A sandbox's writable layer (overlay upper, /workspace, home) lives on
+// a disk of its own: a sparse ext4 image on the host's disk, loop-mounted.
+// A hard size and inode limit come from the filesystem itself, and its
+// pages are ordinary page cache: writing files never eats into the
+// sandbox's memory limit the way a tmpfs would.
+//
+// Making a filesystem per sandbox would be slow, so one blank image per
+// (size, inodes) is made once with mkfs.ext4 and each sandbox gets a
+// sparse copy of it (a few hundred KiB of metadata).
+
+// baseImage returns the blank image for size and inodes, making it once.
+func (b *Backend) baseImage(size, inodes int64) (string, error) {
+	dir := filepath.Join(b.cfg.StateDir, "images")
+	p := filepath.Join(dir, fmt.Sprintf("ext4-%d-%d.img", size, inodes))
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		return "", fmt.Errorf("mkfs.ext4 not found (apt-get install e2fsprogs): %w", errdefs.ErrUnsupported)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-img-")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	err = f.Truncate(size)
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	// No journal: the disk is disposable. root_owner: the sandbox's root
+	// gets it after mount.
+	out, err := exec.Command(mkfs, "-q", "-F", "-b", "4096", "-m", "0", "-N", strconv.FormatInt(inodes, 10),
+		"-O", "^has_journal,^resize_inode", "-E", "lazy_itable_init=1,nodiscard", tmp).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("mkfs.ext4: %v: %s", err, out)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// sparseCopy copies src to dst keeping holes; dst gets src's size.
+func sparseCopy(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := out.Truncate(st.Size()); err != nil {
+		return err
+	}
+	ifd, ofd := int(in.Fd()), int(out.Fd())
+	var off int64
+	for off < st.Size() {
+		data, err := unix.Seek(ifd, off, unix.SEEK_DATA)
+		if err == unix.ENXIO {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("seek data: %w", err)
+		}
+		hole, err := unix.Seek(ifd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return fmt.Errorf("seek hole: %w", err)
+		}
+		roff, woff := data, data
+		for roff < hole {
+			n, err := unix.CopyFileRange(ifd, &roff, ofd, &woff, int(hole-roff), 0)
+			if err != nil {
+				return fmt.Errorf("copy_file_range: %w", err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		off = hole
+	}
+	return nil
+}
+
+// attachLoop attaches img to a free loop device that detaches itself once
+// its filesystem is unmounted everywhere and the returned descriptor is
+// closed: keep it open until the filesystem is mounted.
+func attachLoop(img string) (string, *os.File, error) {
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return "", nil, fmt.Errorf("open /dev/loop-control (modprobe loop): %w", err)
+	}
+	defer ctl.Close()
+	for attempt := 0; attempt < 20; attempt++ {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return "", nil, fmt.Errorf("get free loop device: %w", err)
+		}
+		dev := "/dev/loop" + strconv.Itoa(n)
+		lf, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			return "", nil, err
+		}
+		cfg := unix.LoopConfig{Fd: uint32(f.Fd())}
+		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
+		err = unix.IoctlLoopConfigure(int(lf.Fd()), &cfg)
+		if err == nil {
+			return dev, lf, nil
+		}
+		lf.Close()
+		if err != unix.EBUSY {
+			return "", nil, fmt.Errorf("configure %s: %w", dev, err)
+		}
+		time.Sleep(time.Millisecond) // another process took it
+	}
+	return "", nil, errors.New("no free loop device")
+}
+
+// makeDisk gives the sandbox its disk, mounted on dir/disk with upper and
+// work directories owned by the sandbox's root. The host's own mount is
+// detached later (detachHostMount), once the sandbox has its copy.
+func (s *sandbox) makeDisk() error {
+	base, err := s.b.baseImage(s.lim.DiskBytes, s.lim.Inodes)
+	if err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	img := filepath.Join(s.dir, "disk.img")
+	if err := sparseCopy(base, img); err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	dev, lf, err := attachLoop(img)
+	if err != nil {
+		return fmt.Errorf("disk: %w", err)
+	}
+	mnt := filepath.Join(s.dir, "disk")
+	err = unix.Mount(dev, mnt, "ext4", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOATIME, "")
+	lf.Close() // from now on the mount holds the device
+	if err != nil {
+		return fmt.Errorf("disk: mount %s: %w", dev, err)
+	}
+	s.hostMount = mnt
+	for _, d := range []string{"upper", "work", "root"} {
+		p := filepath.Join(mnt, d)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(p, s.uidBase, s.uidBase); err != nil {
+			return err
+		}
+	}
+	_ = os.Remove(filepath.Join(mnt, "lost+found"))
+	return nil
+}
+
+// detachHostMount removes the host's view of the sandbox disk; the
+// sandbox's mount namespace keeps its own until the sandbox dies.
+func (s *sandbox) detachHostMount() {
+	if s.hostMount == "" {
+		return
+	}
+	if err := unix.Unmount(s.hostMount, unix.MNT_DETACH); err == nil || err == unix.EINVAL || err == unix.ENOENT {
+		s.hostMount = ""
+	}
+}
+
+// unmountUnder detaches every host mount below dir (a crash may have left
+// a sandbox disk mounted).
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || len(f[4]) > len(dir) && f[4][:len(dir)+1] == dir+"/") {
+			_ = unix.Unmount(f[4], unix.MNT_DETACH)
+		}
+	}
+}

@@ -1,0 +1,363 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// execWait runs a command and returns its status or the error of Exec or
+// Wait (unlike run, it does not stop the test on an error).
+func execWait(sb runtime.Sandbox, req runtime.ExecRequest) (result, error) {
+	var out, errb bytes.Buffer
+	req.Stdout, req.Stderr = &out, &errb
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := sb.Exec(ctx, req)
+	if err != nil {
+		return result{}, err
+	}
+	st, err := p.Wait(ctx)
+	return result{Stdout: out.String(), Stderr: errb.String(), Status: st}, err
+}
+
+// initLogHead is the start of the agent's log (where a Go runtime crash
+// says why), for failure messages.
+func initLogHead(s *sandbox) string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "init.log"))
+	lines := strings.SplitN(string(b), "\n", 4)
+	return strings.Join(lines[:min(3, len(lines))], " | ")
+}
+
+// A fork bomb is capped by the pids limit and reported; the sandbox (its
+// agent) and the host stay usable.
+func TestEscapeResForkBomb(t *testing.T) {
+	needRuntime(t)
+	// Not parallel: it measures the host's responsiveness.
+	sb := escSandbox(t, func(s *runtime.Spec) { s.Limits.Pids = 32 })
+	s := impl(t, sb)
+	before, err := s.Cgroup().Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each process starts two more and stays: the pids are held until the
+	// timeout kills the bomb's process group.
+	bomb := make(chan struct{})
+	var res result
+	go func() {
+		defer close(bomb)
+		res, err = execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/bash", "-c", `f(){ f & f & sleep 30; }; f`}, Timeout: 3 * time.Second})
+	}()
+	// Meanwhile the daemon keeps using the sandbox, as it would for other
+	// commands: each may fail to start (no pids left), but gracefully.
+	var during []string
+	for i := 0; ; i++ {
+		select {
+		case <-bomb:
+		case <-time.After(150 * time.Millisecond):
+			r, err := execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/true"}})
+			if err != nil {
+				during = append(during, err.Error())
+			} else {
+				during = append(during, "exit "+strconv.Itoa(r.Status.Code))
+			}
+			continue
+		}
+		break
+	}
+	t.Logf("commands during the bomb: %q", during)
+	after, _ := s.Cgroup().Stats()
+	if after.PidsMaxHits <= before.PidsMaxHits {
+		t.Errorf("the fork bomb never hit the pids limit (hits %d -> %d): the test is void", before.PidsMaxHits, after.PidsMaxHits)
+	}
+	t.Logf("fork bomb: %+v (pids limit hits %d -> %d)", res.Status, before.PidsMaxHits, after.PidsMaxHits)
+	if err != nil {
+		t.Errorf("BUG: the fork bomb's status was lost (%v): the agent died; its log: %s", err, initLogHead(s))
+	} else {
+		if res.Status.Limit != runtime.LimitPids && res.Status.Limit != runtime.LimitTimeout {
+			t.Errorf("fork bomb: want limit pids (or timeout), got %+v", res.Status)
+		}
+	}
+
+	// the host is responsive: a process starts at once
+	start := time.Now()
+	if err := exec.Command("/bin/true").Run(); err != nil {
+		t.Errorf("host cannot start a process: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("host took %s to run /bin/true", d)
+	}
+
+	// the same sandbox still runs commands once the bomb is gone
+	var last error
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/true"}})
+		if err == nil && r.Status.Code == 0 {
+			break
+		}
+		last = err
+		if errors.Is(err, ErrStopped) || time.Now().After(deadline) {
+			t.Fatalf("BUG: the sandbox cannot run `true` after a fork bomb: %v %+v; agent log: %s", last, r.Status, initLogHead(s))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	select {
+	case <-sb.Done():
+		t.Error("BUG: the sandbox stopped because of a fork bomb")
+	default:
+	}
+}
+
+// Allocating past the memory limit OOM-kills the command (not the agent)
+// and is reported as a memory limit, also when the command first tries to
+// make itself exempt from the OOM killer.
+func TestEscapeResMemory(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	sb := escSandbox(t, func(s *runtime.Spec) {
+		withProbe(t)(s)
+		s.Limits.MemoryBytes = 64 << 20
+	})
+	s := impl(t, sb)
+	for _, mode := range []string{"plain", "protect"} {
+		before, _ := s.Cgroup().Stats()
+		res := run(t, sb, runtime.ExecRequest{Argv: []string{"/workspace/probe", "alloc", "400", mode}, Timeout: 20 * time.Second})
+		after, _ := s.Cgroup().Stats()
+		if strings.Contains(res.Stdout, `"ok":true`) {
+			t.Fatalf("ESCAPE: allocated 400MiB under a 64MiB limit (%s): %s", mode, res.Stdout)
+		}
+		if strings.Contains(res.Stdout, "oom_score_adj set to -1000") {
+			t.Errorf("%s: a command made itself exempt from the OOM killer (oom_score_adj -1000)", mode)
+		}
+		if res.Status.Limit != runtime.LimitMemory || res.Status.Signal != "SIGKILL" {
+			t.Errorf("%s: want limit memory and SIGKILL, got %+v (stdout %q)", mode, res.Status, res.Stdout)
+		}
+		if after.OOMKills <= before.OOMKills {
+			t.Errorf("%s: cgroup OOM kills %d -> %d", mode, before.OOMKills, after.OOMKills)
+		}
+		if res.Status.MaxRSSBytes > 80<<20 {
+			t.Errorf("%s: the command reached %d bytes RSS under a 64MiB limit", mode, res.Status.MaxRSSBytes)
+		}
+		if r, err := execWait(sb, runtime.ExecRequest{Argv: []string{"echo", "alive"}}); err != nil || r.Stdout != "alive\n" {
+			t.Fatalf("%s: sandbox unusable after the OOM kill (agent killed?): %v %+v; agent log: %s", mode, err, r, initLogHead(s))
+		}
+	}
+	select {
+	case <-sb.Done():
+		t.Error("the sandbox stopped after an OOM kill")
+	default:
+	}
+}
+
+// Filling /workspace, /tmp or the inode table stops at the quota and is
+// reported as a disk limit; the host's disk pays at most the quota while
+// the sandbox lives, and nothing once it is destroyed.
+func TestEscapeResDisk(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	const disk, tmp, inodes = 32 << 20, 16 << 20, 2000
+	free := func() int64 {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(testRoot, &st); err != nil {
+			t.Fatal(err)
+		}
+		return int64(st.Bavail) * st.Bsize
+	}
+	freeBefore := free()
+	sb := escSandbox(t, func(s *runtime.Spec) {
+		s.Limits.DiskBytes = disk
+		s.Limits.TmpBytes = tmp
+		s.Limits.Inodes = inodes
+	})
+	fill := func(path, mib string) {
+		t.Helper()
+		res := run(t, sb, runtime.ExecRequest{Argv: []string{"dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=" + mib}})
+		if res.Status.Code == 0 {
+			t.Errorf("ESCAPE: wrote %sMiB to %s past the quota: %s", mib, path, res.Stderr)
+			return
+		}
+		// ENOSPC when the filesystem is full; SIGXFSZ when RLIMIT_FSIZE
+		// (the larger of the two quotas) is reached first
+		if !strings.Contains(res.Stderr, "No space left on device") && res.Status.Signal != "SIGXFSZ" {
+			t.Errorf("%s: want ENOSPC or SIGXFSZ, got %+v %q", path, res.Status, res.Stderr)
+		}
+		if res.Status.Limit != runtime.LimitDisk {
+			t.Errorf("%s: the command failed on a full disk, want limit disk, got %+v", path, res.Status)
+		}
+		ls := sh(t, sb, `stat -c %s `+path)
+		if n, _ := strconv.ParseInt(strings.TrimSpace(ls.Stdout), 10, 64); n > disk {
+			t.Errorf("%s grew to %d bytes", path, n)
+		}
+	}
+	for _, c := range []struct{ path, mib string }{{"/workspace/big", "64"}, {"/home/sandbox/big", "64"}, {"/var/tmp/big", "64"}, {"/tmp/big", "48"}} {
+		fill(c.path, c.mib)
+		if c.path == "/workspace/big" {
+			// the disk is full now: the host pays at most the quota
+			if drop := freeBefore - free(); drop > disk+8<<20 {
+				t.Errorf("host disk free space dropped by %d MiB with a %d MiB quota", drop>>20, disk>>20)
+			}
+		}
+		if r := sh(t, sb, `rm -f `+c.path); r.Status.Code != 0 {
+			t.Fatalf("rm: %+v", r)
+		}
+	}
+	// sizes: /workspace shares the disk quota, /tmp has its own
+	r := sh(t, sb, `df -k /workspace /tmp | tail -2`)
+	for i, want := range []int64{disk >> 10, tmp >> 10} {
+		lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("df: %q", r.Stdout)
+		}
+		f := strings.Fields(lines[i])
+		if n, _ := strconv.ParseInt(f[1], 10, 64); n > want || n < want*85/100 {
+			t.Errorf("df: %s is %sk, want at most %dk (and not much less)", f[len(f)-1], f[1], want)
+		}
+	}
+
+	// inodes: the writable layer holds at most Limits.Inodes files
+	r = sh(t, sb, `i=0; while [ $i -lt 3000 ]; do if ! true > /workspace/f$i; then echo "failed at $i"; exit 7; fi; i=$((i+1)); done; echo created all`)
+	if r.Status.Code == 0 || !strings.HasPrefix(r.Stdout, "failed at") {
+		t.Errorf("ESCAPE: created 3000 files under an inode limit of %d: %+v", inodes, r)
+	} else if n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(r.Stdout, "failed at"))); n > inodes {
+		t.Errorf("created %d files under an inode limit of %d", n, inodes)
+	}
+	if !strings.Contains(r.Stderr, "No space left on device") {
+		t.Errorf("inode exhaustion: want ENOSPC, got %q", r.Stderr)
+	}
+	if r.Status.Limit != runtime.LimitDisk {
+		t.Errorf("inode exhaustion: want limit disk, got %+v", r.Status)
+	}
+	if r := sh(t, sb, `true > /workspace/one-more`); r.Status.Code == 0 {
+		t.Error("a file could still be created with the inode table full")
+	}
+	if r := sh(t, sb, `rm -f /workspace/f*; true > /workspace/one-more && echo ok`); r.Stdout != "ok\n" {
+		t.Errorf("sandbox unusable after freeing the inodes: %+v", r)
+	}
+
+	createMu.Lock()
+	err := sb.Destroy(context.Background())
+	createMu.Unlock()
+	if err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	if drop := freeBefore - free(); drop > 8<<20 {
+		t.Errorf("host disk free space is %d MiB lower after the sandbox was destroyed", drop>>20)
+	}
+}
+
+// Descriptor exhaustion stops at RLIMIT_NOFILE, which cannot be raised.
+func TestEscapeResNoFile(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	sb := escSandbox(t, withProbe(t))
+	pr := mustProbe(t, sb, "nofile")
+	if pr.OK || pr.Errno != "EMFILE" {
+		t.Errorf("nofile: want EMFILE, got %s", pr)
+	}
+	if pr.N > DefaultNoFile || pr.N < 100 {
+		t.Errorf("opened %d descriptors, want at most RLIMIT_NOFILE %d", pr.N, DefaultNoFile)
+	}
+	assertDenied(t, mustProbe(t, sb, "rlimit-raise"), errPerm...)
+	r := run(t, sb, runtime.ExecRequest{Argv: []string{"/bin/bash", "-c", `ulimit -n; ulimit -Hn; ulimit -c; ulimit -u`}})
+	if f := strings.Fields(r.Stdout); len(f) != 4 || f[0] != strconv.Itoa(DefaultNoFile) || f[1] != strconv.Itoa(DefaultNoFile) || f[2] != "0" || f[3] != strconv.Itoa(DefaultPids) {
+		t.Errorf("rlimits nofile soft/hard, core, nproc: %q", r.Stdout)
+	}
+}
+
+// Spinning every core under a CPU limit of 0.5 uses about half a CPU.
+func TestEscapeResCPU(t *testing.T) {
+	needRuntime(t)
+	// Not parallel: a loaded host would make the lower bound meaningless.
+	sb := escSandbox(t, func(s *runtime.Spec) {
+		withProbe(t)(s)
+		s.Limits.CPUs = 0.5
+	})
+	s := impl(t, sb)
+	before, err := s.Cgroup().Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := strconv.Itoa(max(2, goruntime.NumCPU()))
+	pr, res, ok := runProbe(t, sb, "spin", "2", threads)
+	after, _ := s.Cgroup().Stats()
+	if !ok || !pr.OK {
+		t.Fatalf("spin: %s %+v", pr, res.Status)
+	}
+	wall := res.Status.Duration
+	used := time.Duration(after.CPUUsageNS - before.CPUUsageNS)
+	userSys := res.Status.UserTime + res.Status.SystemTime
+	t.Logf("spin %s threads: wall %s, cgroup cpu %s, rusage %s", threads, wall, used, userSys)
+	limit := time.Duration(0.5 * 1.3 * float64(wall))
+	if used > limit || userSys > limit {
+		t.Errorf("CPU quota not enforced: %s of CPU (cgroup) / %s (rusage) in %s wall, limit 0.5 CPU", used, userSys, wall)
+	}
+	if used < time.Duration(0.2*float64(wall)) {
+		t.Errorf("the spin used only %s of CPU in %s: the test is void", used, wall)
+	}
+}
+
+// Gigabytes on stdout are capped, counted and marked truncated, and the
+// daemon's memory stays flat.
+func TestEscapeResOutput(t *testing.T) {
+	needRuntime(t)
+	// Not parallel: it measures this process's heap.
+	sb := escSandbox(t, nil)
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	var peak uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				var m goruntime.MemStats
+				goruntime.ReadMemStats(&m)
+				peak = max(peak, m.HeapInuse)
+			}
+		}
+	}()
+	const total = 2 << 30
+	const limit = 1 << 20
+	res := run(t, sb, runtime.ExecRequest{Argv: []string{"head", "-c", strconv.Itoa(total), "/dev/zero"}, OutputLimit: limit})
+	close(stop)
+	wg.Wait()
+	st := res.Status
+	if !st.StdoutTruncated || st.StdoutBytes <= limit {
+		t.Errorf("want stdout truncated and counted past the limit, got %+v", st)
+	}
+	if st.StdoutBytes != total {
+		t.Errorf("StdoutBytes = %d, want %d (everything the command wrote)", st.StdoutBytes, total)
+	}
+	if n := len(res.Stdout); n < limit || n > limit+200 {
+		t.Errorf("captured %d bytes of stdout, want the %d-byte limit plus a marker", n, limit)
+	}
+	if !strings.Contains(res.Stdout[max(0, len(res.Stdout)-200):], "truncated") {
+		t.Errorf("no truncation marker at the end of the output")
+	}
+	if peak > 64<<20 {
+		t.Errorf("heap in use peaked at %d MiB (base %d MiB) while 2GiB went through stdout", peak>>20, base>>20)
+	}
+	t.Logf("heap in use: base %d MiB, peak %d MiB; %s for 2GiB", base>>20, peak>>20, st.Duration)
+}
