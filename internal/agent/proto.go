@@ -44,6 +44,9 @@ type Message struct {
 	LandlockABI int    `json:"landlock_abi,omitempty"`
 	Seccomp     string `json:"seccomp,omitempty"`
 
+	// Ready, when InitConfig.Trace: setup phase timings
+	Timings string `json:"timings,omitempty"`
+
 	// Error
 	Error string `json:"error,omitempty"`
 	Code  string `json:"code,omitempty"` // "not_found", "not_executable", "invalid", "internal"
@@ -73,8 +76,9 @@ type ExitInfo struct {
 // InitConfig is everything the native sandbox init needs before it serves.
 type InitConfig struct {
 	MountDir string `json:"mount_dir"` // host path of the sandbox's private disk
-	// DiskMounted: MountDir already holds the disk, with upper, work and
-	// root directories owned by the sandbox's root; otherwise init mounts a
+	// DiskMounted: the init message carries the disk as a detached mount
+	// (one descriptor) to attach on MountDir, with upper, work and root
+	// directories owned by the sandbox's root; otherwise init mounts a
 	// tmpfs there.
 	DiskMounted bool     `json:"disk_mounted"`
 	Lower       string   `json:"lower"` // template dir
@@ -91,6 +95,7 @@ type InitConfig struct {
 	Home        string   `json:"home"`
 	Writable    []string `json:"writable"` // paths the command user may write (Landlock)
 	RequireLock bool     `json:"require_landlock"`
+	Trace       bool     `json:"trace,omitempty"` // report setup timings in the ready message
 }
 
 // Bind is a read-only bind of a host path into the sandbox root.

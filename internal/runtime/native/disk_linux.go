@@ -150,51 +150,54 @@ func attachLoop(img string) (string, *os.File, error) {
 	return "", nil, errors.New("no free loop device")
 }
 
-// makeDisk gives the sandbox its disk, mounted on dir/disk with upper and
-// work directories owned by the sandbox's root. The host's own mount is
-// detached later (detachHostMount), once the sandbox has its copy.
-func (s *sandbox) makeDisk() error {
+// makeDisk gives the sandbox its disk as a detached mount (fsmount): the
+// returned descriptor is the root of a mount that exists in no mount
+// namespace until the sandbox init attaches it (move_mount) in its own.
+// The host's mount table never shows it, so there is nothing of it to
+// leak; closing the last reference unmounts it and frees the loop device.
+// upper, work and root directories on it belong to the sandbox's root.
+func (s *sandbox) makeDisk() (*os.File, error) {
 	base, err := s.b.baseImage(s.lim.DiskBytes, s.lim.Inodes)
 	if err != nil {
-		return fmt.Errorf("disk image: %w", err)
+		return nil, fmt.Errorf("disk image: %w", err)
 	}
 	img := filepath.Join(s.dir, "disk.img")
 	if err := sparseCopy(base, img); err != nil {
-		return fmt.Errorf("disk image: %w", err)
+		return nil, fmt.Errorf("disk image: %w", err)
 	}
 	dev, lf, err := attachLoop(img)
 	if err != nil {
-		return fmt.Errorf("disk: %w", err)
+		return nil, fmt.Errorf("disk: %w", err)
 	}
-	mnt := filepath.Join(s.dir, "disk")
-	err = unix.Mount(dev, mnt, "ext4", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOATIME, "")
-	lf.Close() // from now on the mount holds the device
+	defer lf.Close() // once mounted, the superblock holds the device
+	fsfd, err := unix.Fsopen("ext4", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return fmt.Errorf("disk: mount %s: %w", dev, err)
+		return nil, fmt.Errorf("disk: fsopen: %w", err)
 	}
-	s.hostMount = mnt
+	defer unix.Close(fsfd)
+	if err := unix.FsconfigSetString(fsfd, "source", dev); err != nil {
+		return nil, fmt.Errorf("disk: fsconfig source: %w", err)
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return nil, fmt.Errorf("disk: mount %s: %w", dev, err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOATIME)
+	if err != nil {
+		return nil, fmt.Errorf("disk: fsmount: %w", err)
+	}
+	m := os.NewFile(uintptr(mfd), "sandbox-disk")
 	for _, d := range []string{"upper", "work", "root"} {
-		p := filepath.Join(mnt, d)
-		if err := os.Mkdir(p, 0o755); err != nil {
-			return err
+		if err := unix.Mkdirat(mfd, d, 0o755); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("disk: mkdir %s: %w", d, err)
 		}
-		if err := os.Chown(p, s.uidBase, s.uidBase); err != nil {
-			return err
+		if err := unix.Fchownat(mfd, d, s.uidBase, s.uidBase, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("disk: chown %s: %w", d, err)
 		}
 	}
-	_ = os.Remove(filepath.Join(mnt, "lost+found"))
-	return nil
-}
-
-// detachHostMount removes the host's view of the sandbox disk; the
-// sandbox's mount namespace keeps its own until the sandbox dies.
-func (s *sandbox) detachHostMount() {
-	if s.hostMount == "" {
-		return
-	}
-	if err := unix.Unmount(s.hostMount, unix.MNT_DETACH); err == nil || err == unix.EINVAL || err == unix.ENOENT {
-		s.hostMount = ""
-	}
+	_ = unix.Unlinkat(mfd, "lost+found", unix.AT_REMOVEDIR)
+	return m, nil
 }
 
 // unmountUnder detaches every host mount below dir (a crash may have left

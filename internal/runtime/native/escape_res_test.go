@@ -46,48 +46,65 @@ func initLogHead(s *sandbox) string {
 func TestEscapeResForkBomb(t *testing.T) {
 	needRuntime(t)
 	// Not parallel: it measures the host's responsiveness.
-	sb := escSandbox(t, func(s *runtime.Spec) { s.Limits.Pids = 32 })
+	const pids = 32
+	sb := escSandbox(t, func(s *runtime.Spec) { s.Limits.Pids = pids })
 	s := impl(t, sb)
+	cmdUID := s.uidBase + SandboxUID
 	before, err := s.Cgroup().Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each process starts two more and stays: the pids are held until the
-	// timeout kills the bomb's process group.
+
+	// 1. Each process starts two more and stays: the pids are held until
+	// the timeout kills the bomb's process group.
 	bomb := make(chan struct{})
 	var res result
+	var bombErr error
 	go func() {
 		defer close(bomb)
-		res, err = execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/bash", "-c", `f(){ f & f & sleep 30; }; f`}, Timeout: 3 * time.Second})
+		res, bombErr = execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/bash", "-c", `f(){ f & f & sleep 30; }; f`}, Timeout: 3 * time.Second})
 	}()
-	// Meanwhile the daemon keeps using the sandbox, as it would for other
-	// commands: each may fail to start (no pids left), but gracefully.
+	// Meanwhile the host counts the commands' tasks, and the daemon keeps
+	// using the sandbox as it would for other commands: each may fail to
+	// start (no pids left), but gracefully.
 	var during []string
-	for i := 0; ; i++ {
+	peak := 0
+	next := time.Now()
+	for done := false; !done; {
 		select {
 		case <-bomb:
-		case <-time.After(150 * time.Millisecond):
+			done = true
+		case <-time.After(20 * time.Millisecond):
+		}
+		peak = max(peak, countTasksOfUID(cmdUID))
+		if time.Now().After(next) && !done {
+			next = time.Now().Add(150 * time.Millisecond)
 			r, err := execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/true"}})
 			if err != nil {
 				during = append(during, err.Error())
 			} else {
 				during = append(during, "exit "+strconv.Itoa(r.Status.Code))
 			}
-			continue
 		}
-		break
 	}
-	t.Logf("commands during the bomb: %q", during)
 	after, _ := s.Cgroup().Stats()
-	if after.PidsMaxHits <= before.PidsMaxHits {
-		t.Errorf("the fork bomb never hit the pids limit (hits %d -> %d): the test is void", before.PidsMaxHits, after.PidsMaxHits)
+	t.Logf("holding bomb: %+v; peak %d command tasks (limit %d); cgroup pids.max hits %d -> %d, peak %d; commands during: %q",
+		res.Status, peak, pids, before.PidsMaxHits, after.PidsMaxHits, after.PidsPeak, during)
+	if peak > pids {
+		t.Errorf("ESCAPE: the fork bomb reached %d tasks with a pids limit of %d", peak, pids)
 	}
-	t.Logf("fork bomb: %+v (pids limit hits %d -> %d)", res.Status, before.PidsMaxHits, after.PidsMaxHits)
-	if err != nil {
-		t.Errorf("BUG: the fork bomb's status was lost (%v): the agent died; its log: %s", err, initLogHead(s))
-	} else {
-		if res.Status.Limit != runtime.LimitPids && res.Status.Limit != runtime.LimitTimeout {
-			t.Errorf("fork bomb: want limit pids (or timeout), got %+v", res.Status)
+	if peak < pids-4 && after.PidsMaxHits <= before.PidsMaxHits {
+		t.Errorf("the fork bomb never came near the pids limit (peak %d of %d): the test is void", peak, pids)
+	}
+	if bombErr != nil {
+		t.Errorf("BUG: the fork bomb's status was lost (%v): the agent died; its log: %s", bombErr, initLogHead(s))
+	} else if res.Status.Limit != runtime.LimitPids && res.Status.Limit != runtime.LimitTimeout {
+		t.Errorf("holding fork bomb: want limit timeout (or pids), got %+v", res.Status)
+	}
+	for _, d := range during {
+		if strings.Contains(d, ErrStopped.Error()) {
+			t.Errorf("BUG: the sandbox stopped during the fork bomb: %q", during)
+			break
 		}
 	}
 
@@ -101,24 +118,67 @@ func TestEscapeResForkBomb(t *testing.T) {
 	}
 
 	// the same sandbox still runs commands once the bomb is gone
-	var last error
+	waitUsable(t, sb, s)
+
+	// 2. A bomb whose shell gives up when fork fails (dash does not retry):
+	// the command ends on its own and the status must name the pids limit.
+	res, err = execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", `i=0; while [ $i -lt 200 ]; do sleep 2 & i=$((i+1)); done; wait`}, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("BUG: the second fork bomb's status was lost (%v); agent log: %s", err, initLogHead(s))
+	}
+	t.Logf("failing bomb: %+v %q", res.Status, res.Stderr)
+	if res.Status.Code == 0 {
+		t.Errorf("ESCAPE: 200 background processes started under a pids limit of %d", pids)
+	} else if res.Status.Limit != runtime.LimitPids {
+		t.Errorf("BUG: a command stopped by the pids limit is not reported as such: %+v (stderr %q)", res.Status, res.Stderr)
+	}
+	waitUsable(t, sb, s)
+}
+
+// waitUsable waits until the sandbox runs `true` again (background
+// processes of an earlier command may hold pids for a while).
+func waitUsable(t *testing.T, sb runtime.Sandbox, s *sandbox) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r, err := execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/true"}})
 		if err == nil && r.Status.Code == 0 {
 			break
 		}
-		last = err
 		if errors.Is(err, ErrStopped) || time.Now().After(deadline) {
-			t.Fatalf("BUG: the sandbox cannot run `true` after a fork bomb: %v %+v; agent log: %s", last, r.Status, initLogHead(s))
+			t.Fatalf("BUG: the sandbox cannot run `true` after a fork bomb: %v %+v; agent log: %s", err, r.Status, initLogHead(s))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	select {
 	case <-sb.Done():
-		t.Error("BUG: the sandbox stopped because of a fork bomb")
+		t.Fatal("BUG: the sandbox stopped because of a fork bomb")
 	default:
 	}
+}
+
+// countTasksOfUID counts the host's tasks (threads included, as
+// RLIMIT_NPROC and the pids controller do) whose real uid is uid.
+func countTasksOfUID(uid int) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if u, ok := procUID(pid); ok && u == uid {
+			if tasks, err := os.ReadDir("/proc/" + e.Name() + "/task"); err == nil {
+				n += len(tasks)
+			} else {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Allocating past the memory limit OOM-kills the command (not the agent)

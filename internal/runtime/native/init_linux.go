@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -41,16 +43,36 @@ func runInit(conn *agent.Conn) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		f.Close()
-	}
 	if m.Op != agent.OpInit || m.Init == nil {
 		return fmt.Errorf("sandbox init: expected init message, got %q", m.Op)
 	}
 	cfg := m.Init
-	if err := setupRoot(cfg); err != nil {
+	t0 := time.Now()
+	var timings []string
+	mark := func(what string) {
+		if cfg.Trace {
+			timings = append(timings, fmt.Sprintf("%s=%.3fms", what, float64(time.Since(t0).Microseconds())/1000))
+		}
+	}
+	var disk *os.File
+	if cfg.DiskMounted {
+		if len(files) != 1 {
+			return fmt.Errorf("sandbox init: expected the disk's mount descriptor, got %d descriptors", len(files))
+		}
+		disk = files[0]
+	} else {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	err = setupRoot(cfg, disk)
+	if disk != nil {
+		disk.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("sandbox init: %w", err)
 	}
+	mark("root")
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 		return fmt.Errorf("sandbox init: hostname: %w", err)
 	}
@@ -62,12 +84,14 @@ func runInit(conn *agent.Conn) error {
 	}
 	// The agent is not dumpable: sandbox processes cannot open /proc/1/*.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	mark("net+rlimits")
 	srv, err := agent.NewServer(conn, agent.Hardening{UID: cfg.UID, GID: cfg.GID, Writable: cfg.Writable, RequireLandlock: cfg.RequireLock})
 	if err != nil {
 		return fmt.Errorf("sandbox init: %w", err)
 	}
 	srv.DiskPaths = []string{"/", "/tmp"}
-	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist"}); err != nil {
+	mark("agent")
+	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(timings, " ")}); err != nil {
 		return err
 	}
 	srv.Serve()
@@ -84,13 +108,17 @@ func mountErr(what, target string, err error) error {
 //	MountDir            the sandbox's private disk (ext4 on a loop device, or a tmpfs)
 //	MountDir/upper      overlay upper; /workspace and /home/sandbox pre-made here
 //	MountDir/root       overlay(lower=template, upper) -> becomes /
-func setupRoot(cfg *agent.InitConfig) error {
+func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return mountErr("private propagation", "/", err)
 	}
 	d := cfg.MountDir
 	upper, work, root := filepath.Join(d, "upper"), filepath.Join(d, "work"), filepath.Join(d, "root")
-	if !cfg.DiskMounted {
+	if disk != nil {
+		if err := unix.MoveMount(int(disk.Fd()), "", unix.AT_FDCWD, d, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return mountErr("disk", d, err)
+		}
+	} else {
 		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", cfg.DiskBytes, cfg.Inodes)
 		if err := unix.Mount("airlock-disk", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return mountErr("tmpfs", d, err)

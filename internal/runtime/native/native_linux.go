@@ -291,10 +291,6 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 	s.slot, s.slotLock = slot, slotLock
 	s.uidBase = UIDRangeStart + slot*uidRangeSize
-	if err := s.makeDisk(); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
-	}
-	trace(t0, "disk")
 	trace(t0, "slot")
 	// 3. cgroup
 	// The pids cgroup leaves the agent a reserve above the commands' limit,
@@ -379,20 +375,30 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: hostname,
 		NoFile: lim.NoFile, NProc: uint64(lim.Pids), FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
 		UID: SandboxUID, GID: SandboxUID, Home: "/home/sandbox", Writable: writable,
+		Trace: os.Getenv("AIRLOCK_TRACE") != "",
 	}
-	if err := s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}); err != nil {
+	disk, err := s.makeDisk()
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	trace(t0, "disk")
+	err = s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}, disk)
+	disk.Close()
+	if err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	trace(t0, "init configured")
 	ready, err := s.recvDirect(ctx)
 	trace(t0, "init ready")
+	if ready != nil && ready.Timings != "" {
+		trace(t0, "init phases: "+ready.Timings)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox %s: waiting for init: %w%s", id, err, s.initLog())
 	}
 	if ready.Op != agent.OpReady {
 		return nil, fmt.Errorf("create sandbox %s: init failed: %s", id, ready.Error)
 	}
-	s.detachHostMount()
 	s.landlockABI = ready.LandlockABI
 	s.seccomp = ready.Seccomp
 	s.created = time.Now()

@@ -47,7 +47,6 @@ type sandbox struct {
 	exited   chan struct{}
 	conn     *agent.Conn
 
-	hostMount   string // the host's view of the sandbox disk, until detached
 	landlockABI int
 	seccomp     string
 	lifeTimer   *time.Timer
@@ -535,7 +534,6 @@ func (s *sandbox) teardown() error {
 		}
 	}
 	trace(t0, "teardown: init gone")
-	s.detachHostMount()
 	if s.conn != nil {
 		s.conn.Close()
 	}
