@@ -9,6 +9,7 @@ need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)     # benchmark peer
 command -v ip >/dev/null || need+=(iproute2)          # network escape tests (fake upstream netns)
 command -v git >/dev/null || need+=(git)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)  # sandbox disks
 command -v gcc >/dev/null || need+=(gcc libc6-dev)    # seccomp int 0x80 test
 if [ ${#need[@]} -gt 0 ]; then
 	echo "setup: installing ${need[*]}"

@@ -289,6 +289,10 @@ func cmdReap(args []string, stdout, stderr io.Writer) int {
 	ids, err := be.Reap()
 	ids = append(be.Reaped, ids...)
 	fmt.Fprintf(stdout, "reaped %d leftover sandbox(es)\n", len(ids))
+	if c, cerr := be.Census(); cerr == nil && c.StateDirs == 0 && c.Cgroups == 0 {
+		// nothing of ours is left: the (empty) cgroup parent can go too
+		_ = be.RemoveCgroupParent()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
 		return 1

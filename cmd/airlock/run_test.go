@@ -69,6 +69,11 @@ func newEnv(t *testing.T) *env {
 		if c := e.census(); c != (native.Census{}) {
 			t.Errorf("leftovers after test: %+v (%s)", c, out)
 		}
+		for _, ctl := range []string{"memory", "pids", "cpu", "freezer", "cpuacct", "unified"} {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", ctl, e.cgroupName)); err == nil {
+				t.Errorf("airlock reap left the empty cgroup parent %s/%s", ctl, e.cgroupName)
+			}
+		}
 	})
 	return e
 }

@@ -72,3 +72,9 @@ func countSandboxProcs() int {
 	}
 	return n
 }
+
+// RemoveCgroupParent removes the backend's cgroup parent if it holds no
+// sandbox groups (it is recreated on the next Create).
+func (b *Backend) RemoveCgroupParent() error {
+	return b.hier.RemoveParent(b.cfg.CgroupParent)
+}
