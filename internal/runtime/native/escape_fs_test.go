@@ -429,6 +429,10 @@ func TestEscapeFSKernelFiles(t *testing.T) {
 		{"write", "/sys/kernel/uevent_helper", "/tmp/x"},
 		{"write", "/sys/fs/cgroup/cgroup.procs", "1"},
 		{"write", "/proc/self/attr/current", "unconfined"},
+		{"write", "/proc/self/uid_map", "0 0 1"},
+		{"write", "/proc/self/gid_map", "0 0 1"},
+		{"write", "/proc/self/setgroups", "allow"},
+		{"write", "/proc/self/coredump_filter", "0xff"},
 	} {
 		assertDenied(t, mustProbe(t, sb, c...), append(procDenied, "EINVAL")...)
 	}

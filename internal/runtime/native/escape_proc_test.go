@@ -137,6 +137,7 @@ func TestEscapeProcSyscalls(t *testing.T) {
 		{[]string{"clone-newuser"}, errPerm},
 		{[]string{"clone-newns"}, errPerm},
 		{[]string{"clone3-newuser"}, errPermOr("ENOSYS")},
+		{[]string{"clone-newuser-highbits"}, errPerm},
 		{[]string{"setns"}, errPerm},
 		{[]string{"setns-init"}, errPermOr("EACCES")},
 		{[]string{"ptrace-attach", "1"}, errPerm},
@@ -170,6 +171,7 @@ func TestEscapeProcSyscalls(t *testing.T) {
 		{[]string{"x32"}, errPermOr("ENOSYS")},
 		{[]string{"socket-vsock"}, []string{"EAFNOSUPPORT", "EPERM"}},
 		{[]string{"socket-alg"}, []string{"EAFNOSUPPORT", "EPERM"}},
+		{[]string{"socket-raw-highbits"}, errPerm},
 	} {
 		pr, res, ok := runProbe(t, sb, c.args...)
 		if !ok {
@@ -210,6 +212,8 @@ func TestEscapeProcTerminal(t *testing.T) {
 	// a pty the command made itself: a real tty, so only the filter stops it
 	assertDenied(t, mustProbe(t, sb, "tiocsti-pty"), errPerm...)
 	assertDenied(t, mustProbe(t, sb, "tioclinux"), errPerm...)
+	// garbage in the upper half of the request register must not slip by
+	assertDenied(t, mustProbe(t, sb, "tiocsti-highbits"), errPerm...)
 	// no controlling terminal to open (ENXIO); if there were one, EPERM
 	assertDenied(t, mustProbe(t, sb, "tiocsti-tty"), "ENXIO", "EPERM")
 
@@ -238,6 +242,7 @@ func TestEscapeProcKillAgent(t *testing.T) {
 		assertDenied(t, mustProbe(t, sb, "kill", "1", sig), "EPERM")
 	}
 	assertDenied(t, mustProbe(t, sb, "ptrace-attach", "1"), errPerm...)
+	assertDenied(t, mustProbe(t, sb, "pidfd-kill", "1"), errPerm...)
 	// the test process (the daemon) and host init by their host pids
 	for _, pid := range []int{os.Getpid(), os.Getppid(), s.InitPID()} {
 		if pid <= 1 {

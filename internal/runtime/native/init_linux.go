@@ -49,6 +49,9 @@ func runInit(conn *agent.Conn) error {
 	cfg := m.Init
 	t0 := time.Now()
 	var timings []string
+	if cfg.Trace {
+		timings = append(timings, fmt.Sprintf("recv@%d", t0.UnixNano()))
+	}
 	mark := func(what string) {
 		if cfg.Trace {
 			timings = append(timings, fmt.Sprintf("%s=%.3fms", what, float64(time.Since(t0).Microseconds())/1000))
@@ -91,6 +94,9 @@ func runInit(conn *agent.Conn) error {
 	}
 	srv.DiskPaths = []string{"/", "/tmp"}
 	mark("agent")
+	if cfg.Trace {
+		timings = append(timings, fmt.Sprintf("send@%d", time.Now().UnixNano()))
+	}
 	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(timings, " ")}); err != nil {
 		return err
 	}

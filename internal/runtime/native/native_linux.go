@@ -292,17 +292,45 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	s.slot, s.slotLock = slot, slotLock
 	s.uidBase = UIDRangeStart + slot*uidRangeSize
 	trace(t0, "slot")
-	// 3. cgroup
+	// 3. the disk, prepared while the init process starts
+	type diskRes struct {
+		f   *os.File
+		err error
+	}
+	diskc := make(chan diskRes, 1)
+	go func() {
+		f, err := s.makeDisk()
+		diskc <- diskRes{f, err}
+	}()
+	diskTaken := false
+	defer func() { // runs before the teardown above: the disk goroutine writes into s.dir
+		if !diskTaken {
+			if r := <-diskc; r.f != nil {
+				r.f.Close()
+			}
+		}
+	}()
+	// 4. cgroup: before the init on v2 (it is cloned into it), after on v1
+	// (where joining costs an RCU grace period we can overlap with its start).
 	// The pids cgroup leaves the agent a reserve above the commands' limit,
 	// which RLIMIT_NPROC (per sandbox uid) enforces: a fork bomb must not
 	// starve the agent of threads.
-	g, err := b.hier.Create(b.cfg.CgroupParent, id, cgroups.Limits{MemoryBytes: lim.MemoryBytes, Pids: lim.Pids + agentPidsReserve, CPUs: lim.CPUs})
-	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	makeCgroup := func() error {
+		g, err := b.hier.Create(b.cfg.CgroupParent, id, cgroups.Limits{MemoryBytes: lim.MemoryBytes, Pids: lim.Pids + agentPidsReserve, CPUs: lim.CPUs})
+		if err != nil {
+			return fmt.Errorf("create sandbox %s: %w", id, err)
+		}
+		s.cg = g
+		trace(t0, "cgroup")
+		return nil
 	}
-	s.cg = g
-	trace(t0, "cgroup")
-	// 4. init process in fresh namespaces
+	v2 := b.hier.Mode() == cgroups.V2
+	if v2 {
+		if err := makeCgroup(); err != nil {
+			return nil, err
+		}
+	}
+	// 5. init process in fresh namespaces
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -335,9 +363,12 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if b.cfg.DieWithOwner {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
-	if fd, ok := g.CgroupFD(); ok {
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = fd
+	if v2 {
+		if fd, ok := s.cg.CgroupFD(); ok {
+			cmd.SysProcAttr.UseCgroupFD = true
+			cmd.SysProcAttr.CgroupFD = fd
+			defer unix.Close(fd)
+		}
 	}
 	err = cmd.Start()
 	childEnd.Close()
@@ -353,8 +384,11 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		_ = cmd.Wait()
 		close(s.exited)
 	}()
-	if b.hier.Mode() != cgroups.V2 {
-		if err := g.AddProc(s.initPID); err != nil {
+	if !v2 {
+		if err := makeCgroup(); err != nil {
+			return nil, err
+		}
+		if err := s.cg.AddProc(s.initPID); err != nil {
 			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 		}
 	}
@@ -364,7 +398,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if err := os.WriteFile(filepath.Join(s.dir, "info.json"), ib, 0o600); err != nil {
 		return nil, err
 	}
-	// 5. configure and wait for ready
+	// 6. configure and wait for ready
 	writable := []string{"/workspace", "/tmp", "/home/sandbox", "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
 	binds := make([]agent.Bind, len(spec.Binds))
 	for i, bd := range spec.Binds {
@@ -377,10 +411,12 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		UID: SandboxUID, GID: SandboxUID, Home: "/home/sandbox", Writable: writable,
 		Trace: os.Getenv("AIRLOCK_TRACE") != "",
 	}
-	disk, err := s.makeDisk()
-	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	dr := <-diskc
+	diskTaken = true
+	if dr.err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", id, dr.err)
 	}
+	disk := dr.f
 	trace(t0, "disk")
 	err = s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}, disk)
 	disk.Close()
@@ -391,7 +427,15 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	ready, err := s.recvDirect(ctx)
 	trace(t0, "init ready")
 	if ready != nil && ready.Timings != "" {
-		trace(t0, "init phases: "+ready.Timings)
+		rel := ready.Timings
+		for _, f := range strings.Fields(ready.Timings) {
+			if k, v, ok := strings.Cut(f, "@"); ok {
+				if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+					rel = strings.Replace(rel, f, fmt.Sprintf("%s@+%.3fms", k, float64(ns-t0.UnixNano())/1e6), 1)
+				}
+			}
+		}
+		trace(t0, "init phases: "+rel)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox %s: waiting for init: %w%s", id, err, s.initLog())

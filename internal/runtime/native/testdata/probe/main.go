@@ -449,6 +449,40 @@ var cases = map[string]func(args []string) result{
 		defer unix.Close(s)
 		return tiocsti(s, "a fresh pty")
 	},
+	"tiocsti-highbits": func([]string) result {
+		// the same request with garbage in the upper half of the register:
+		// the kernel takes an unsigned int, a filter comparing 64 bits
+		// would miss it
+		m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			return errResult(err, "open /dev/ptmx")
+		}
+		defer unix.Close(m)
+		c := byte('x')
+		req := uintptr(0xdead0000)<<32 | uintptr(unix.TIOCSTI)
+		_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(m), req, uintptr(unsafe.Pointer(&c)))
+		return errResult(errnoOf(e), fmt.Sprintf("ioctl(ptmx, %#x)", req))
+	},
+	"socket-raw-highbits": func([]string) result {
+		hi := uintptr(0xdead0000) << 32
+		fd, _, e := unix.RawSyscall(unix.SYS_SOCKET, hi|unix.AF_INET, hi|unix.SOCK_RAW, unix.IPPROTO_ICMP)
+		if e == 0 {
+			unix.Close(int(fd))
+		}
+		return errResult(errnoOf(e), "socket(AF_INET, SOCK_RAW) with high bits set")
+	},
+	"clone-newuser-highbits": func([]string) result {
+		return rawClone(uintptr(0xdead0000)<<32 | unix.CLONE_NEWUSER)
+	},
+	"pidfd-kill": func(args []string) result {
+		pid := pidArg(args, 1)
+		pfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			return errResult(err, "pidfd_open "+strconv.Itoa(pid))
+		}
+		defer unix.Close(pfd)
+		return errResult(unix.PidfdSendSignal(pfd, unix.SIGKILL, nil, 0), "pidfd_send_signal SIGKILL to "+strconv.Itoa(pid))
+	},
 	"tioclinux": func([]string) result {
 		m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY, 0)
 		if err != nil {
