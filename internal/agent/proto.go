@@ -36,7 +36,7 @@ type Message struct {
 	Exec *ExecSpec   `json:"exec,omitempty"`
 	Exit *ExitInfo   `json:"exit,omitempty"`
 
-	PID    int    `json:"pid,omitempty"`
+	PID    int    `json:"pid,omitempty"` // command pid; in OpReady the spawner thread's tid
 	Signal int    `json:"signal,omitempty"`
 	Path   string `json:"path,omitempty"`
 

@@ -41,6 +41,8 @@ type Server struct {
 
 	ruleset *landlock.Ruleset // prepared once; nil when Landlock is absent
 	spawnc  chan spawnReq
+	// spawnerTID is the spawner thread's id in the sandbox's pid namespace.
+	spawnerTID int
 	// oomAdj is /proc/self/oom_score_adj, opened once. Commands are
 	// started with the highest OOM score (1000) so that an OOM in the
 	// sandbox kills them before the agent: the agent raises its own score
@@ -117,6 +119,11 @@ func NewServer(conn *Conn, h Hardening) (*Server, error) {
 	}
 	return srv, nil
 }
+
+// SpawnerTID is the id (in the sandbox's pid namespace) of the thread all
+// commands are forked from: a host that moves it into a cgroup moves every
+// future command there.
+func (s *Server) SpawnerTID() int { return s.spawnerTID }
 
 // LandlockABI is the ABI applied to commands (0: none).
 func (s *Server) LandlockABI() int { return s.landABI }
@@ -261,6 +268,7 @@ type spawnRes struct {
 // every pid.
 func (s *Server) spawner(ready chan<- error) {
 	runtime.LockOSThread()
+	s.spawnerTID = unix.Gettid()
 	if err := s.harden(); err != nil {
 		ready <- err
 		return // the thread dies with the goroutine (still locked)

@@ -941,3 +941,57 @@ func (g *Group) CgroupFD() (int, bool) {
 	}
 	return fd, true
 }
+
+// PidsSub is a child of a group in the v1 pids hierarchy only. Single
+// threads are moved into it (the v1 "tasks" file); every process such a
+// thread forks starts there. It lets a sandbox count and cap its commands
+// apart from its agent, whose other threads stay in the parent group.
+// Destroy and Kill of the parent group cover it.
+type PidsSub struct {
+	g   *Group
+	dir string
+}
+
+// CreatePidsSub makes the child group name with pids.max = max (> 0).
+// It is a v1-only feature: on v2 it fails with ErrUnsupported (v2 keeps
+// all threads of a domain process in one group).
+func (g *Group) CreatePidsSub(name string, max int64) (*PidsSub, error) {
+	if g.h.mode != V1 {
+		return nil, fmt.Errorf("cgroup %s: pids sub-group: %w on v2", g, ErrUnsupported)
+	}
+	if err := validName("sub-group", name); err != nil {
+		return nil, err
+	}
+	if max <= 0 {
+		return nil, fmt.Errorf("cgroup %s: pids sub-group needs a positive max, got %d", g, max)
+	}
+	pd, ok := g.ctrl["pids"]
+	if !ok {
+		return nil, fmt.Errorf("cgroup %s: no pids controller: %w", g, ErrUnsupported)
+	}
+	dir := filepath.Join(pd, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cgroup %s: pids sub-group: %w", g, err)
+	}
+	if err := g.h.write(dir, "pids.max", strconv.FormatInt(max, 10)); err != nil {
+		_ = g.h.removeDir(dir)
+		return nil, fmt.Errorf("cgroup %s: pids sub-group: %w", g, err)
+	}
+	return &PidsSub{g: g, dir: dir}, nil
+}
+
+// AddThread moves one thread (a tid, host pid namespace) into the group.
+func (p *PidsSub) AddThread(tid int) error {
+	if tid <= 0 {
+		return fmt.Errorf("cgroup pids sub-group: invalid tid %d", tid)
+	}
+	if err := p.g.h.write(p.dir, "tasks", strconv.Itoa(tid)); err != nil {
+		return fmt.Errorf("cgroup pids sub-group: tid %d: %w", tid, err)
+	}
+	return nil
+}
+
+// MaxHits counts forks refused because the sub-group was full.
+func (p *PidsSub) MaxHits() (uint64, error) {
+	return readKeyed(p.dir, "pids.events", "max", false)
+}

@@ -229,8 +229,12 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode().Perm() != 0o700 || !fi.IsDir() {
-		t.Errorf("root mode = %v, want drwx------", fi.Mode())
+	// traversable (sandbox roots are unprivileged host uids), not listable
+	if fi.Mode().Perm() != 0o711 || !fi.IsDir() {
+		t.Errorf("root mode = %v, want drwx--x--x", fi.Mode())
+	}
+	if pfi, err := os.Stat(filepath.Dir(root)); err != nil || pfi.Mode().Perm()&0o011 != 0o011 {
+		t.Errorf("parent of the root is not traversable: %v %v", pfi.Mode(), err)
 	}
 	if !filepath.IsAbs(s.Root) {
 		t.Errorf("Root %q not absolute", s.Root)

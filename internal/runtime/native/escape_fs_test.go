@@ -62,9 +62,9 @@ func TestEscapeFSHostSecrets(t *testing.T) {
 			}
 		}
 	}
-	// /etc/shadow must be a real test: it exists on this host.
+	// (the /etc/shadow case means something only where the host has one)
 	if _, err := os.Stat("/etc/shadow"); err != nil {
-		t.Logf("note: host has no /etc/shadow (%v)", err)
+		t.Logf("note: the host has no /etc/shadow (%v)", err)
 	}
 
 	// /root is the template's, mode 0700 owned by an unmapped uid.

@@ -27,6 +27,19 @@ func MaybeInit() {
 	// Whatever the host process leaked to us (descriptors it opened without
 	// O_CLOEXEC) must never reach a command: mark every descriptor above
 	// the channel close-on-exec. (The Go runtime's own are already.)
+	// Those without FD_CLOEXEC came from the host: close them outright, so
+	// the agent does not hold them either.
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, e := range ents {
+			fd, err := strconv.Atoi(e.Name())
+			if err != nil || fd <= 3 {
+				continue
+			}
+			if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && fl&unix.FD_CLOEXEC == 0 {
+				unix.Close(fd)
+			}
+		}
+	}
 	if err := unix.CloseRange(4, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		os.Exit(1)
 	}
@@ -97,7 +110,7 @@ func runInit(conn *agent.Conn) error {
 	if cfg.Trace {
 		timings = append(timings, fmt.Sprintf("send@%d", time.Now().UnixNano()))
 	}
-	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(timings, " ")}); err != nil {
+	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(timings, " ")}); err != nil {
 		return err
 	}
 	srv.Serve()
@@ -171,7 +184,7 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 		return err
 	}
 	tmp := filepath.Join(root, "tmp")
-	if err := unix.Mount("airlock-tmp", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=1777", cfg.TmpBytes)); err != nil {
+	if err := unix.Mount("airlock-tmp", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", cfg.TmpBytes, max(cfg.Inodes, 1024))); err != nil {
 		return mountErr("tmpfs", tmp, err)
 	}
 	// /sys stays an empty read-only directory: nothing of the host's.
@@ -274,7 +287,7 @@ func setupDev(root string) error {
 	if err := os.Mkdir(shm, 0o1777); err != nil {
 		return err
 	}
-	if err := unix.Mount("airlock-shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64m,mode=1777"); err != nil {
+	if err := unix.Mount("airlock-shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64m,nr_inodes=4096,mode=1777"); err != nil {
 		return mountErr("tmpfs", shm, err)
 	}
 	for name, target := range map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "core": "/proc/kcore"} {

@@ -399,6 +399,12 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		return nil, err
 	}
 	// 6. configure and wait for ready
+	// RLIMIT_NPROC caps the commands only where the cgroup cannot (v2, see
+	// pidsSub); on v1 it is a backstop above the commands' pids group.
+	nproc := uint64(lim.Pids + agentPidsReserve)
+	if v2 {
+		nproc = uint64(lim.Pids)
+	}
 	writable := []string{"/workspace", "/tmp", "/home/sandbox", "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
 	binds := make([]agent.Bind, len(spec.Binds))
 	for i, bd := range spec.Binds {
@@ -407,7 +413,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	init := &agent.InitConfig{
 		MountDir: filepath.Join(s.dir, "disk"), DiskMounted: true, Lower: spec.RootFS, Binds: binds,
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: hostname,
-		NoFile: lim.NoFile, NProc: uint64(lim.Pids), FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
+		NoFile: lim.NoFile, NProc: nproc, FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
 		UID: SandboxUID, GID: SandboxUID, Home: "/home/sandbox", Writable: writable,
 		Trace: os.Getenv("AIRLOCK_TRACE") != "",
 	}
@@ -443,6 +449,22 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if ready.Op != agent.OpReady {
 		return nil, fmt.Errorf("create sandbox %s: init failed: %s", id, ready.Error)
 	}
+	// Commands are counted and capped in a pids sub-group of their own
+	// (v1): the spawner thread joins it, so every command starts there,
+	// while the agent's other threads keep the reserve in the parent.
+	if !v2 {
+		tid, err := hostTID(s.initPID, ready.PID)
+		if err == nil {
+			s.pidsSub, err = s.cg.CreatePidsSub("cmds", lim.Pids)
+		}
+		if err == nil {
+			err = s.pidsSub.AddThread(tid)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create sandbox %s: commands' pids group: %w", id, err)
+		}
+		trace(t0, "pids sub-group")
+	}
 	s.landlockABI = ready.LandlockABI
 	s.seccomp = ready.Seccomp
 	s.created = time.Now()
@@ -457,10 +479,12 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		}
 	}
 	if lim.Lifetime > 0 {
+		s.lifeMu.Lock()
 		s.lifeTimer = time.AfterFunc(lim.Lifetime, func() {
 			b.cfg.Logf("sandbox %s reached its lifetime of %s; destroying", id, lim.Lifetime)
 			_ = s.Destroy(context.Background())
 		})
+		s.lifeMu.Unlock()
 	}
 	s.baseEnv = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/sandbox", "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, spec.Env...)
 	return s, nil
@@ -621,6 +645,30 @@ func (b *Backend) Reap() ([]string, error) {
 		}
 	}
 	return reaped, errors.Join(errs...)
+}
+
+// hostTID maps a thread id in the sandbox's pid namespace to the host's.
+func hostTID(initPID, nsTID int) (int, error) {
+	dir := fmt.Sprintf("/proc/%d/task", initPID)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				f := strings.Fields(v)
+				if len(f) >= 2 && f[len(f)-1] == strconv.Itoa(nsTID) {
+					return strconv.Atoi(f[0])
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("thread %d of sandbox init %d not found", nsTID, initPID)
 }
 
 // checkTraversable makes sure an unprivileged host uid (the sandbox's

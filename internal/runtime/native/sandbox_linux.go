@@ -42,6 +42,7 @@ type sandbox struct {
 	slotLock *os.File
 	uidBase  int
 	cg       *cgroups.Group
+	pidsSub  *cgroups.PidsSub // v1: the commands' own pids group
 	cmd      *exec.Cmd
 	initPID  int
 	exited   chan struct{}
@@ -49,6 +50,7 @@ type sandbox struct {
 
 	landlockABI int
 	seccomp     string
+	lifeMu      sync.Mutex
 	lifeTimer   *time.Timer
 
 	nextID  atomic.Uint64
@@ -274,8 +276,12 @@ func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pr
 	}
 	t0 := time.Now()
 	before, _ := s.cg.Stats()
+	var subBefore uint64
+	if s.pidsSub != nil {
+		subBefore, _ = s.pidsSub.MaxHits()
+	}
 	trace(t0, "exec: stats")
-	p := &process{s: s, start: time.Now(), before: before, limit: limit}
+	p := &process{s: s, start: time.Now(), before: before, subBefore: subBefore, limit: limit}
 	id, ch := s.register()
 	p.reqID, p.ch = id, ch
 	env := append(append([]string{}, s.baseEnv...), req.Env...)
@@ -364,13 +370,14 @@ func execError(cmd string, m *agent.Message) error {
 }
 
 type process struct {
-	s      *sandbox
-	reqID  uint64
-	ch     chan *agent.Message
-	pid    int
-	start  time.Time
-	before cgroups.Stats
-	limit  int64
+	s         *sandbox
+	reqID     uint64
+	ch        chan *agent.Message
+	pid       int
+	start     time.Time
+	before    cgroups.Stats
+	subBefore uint64
+	limit     int64
 
 	outR, errR         *os.File
 	copies             sync.WaitGroup
@@ -479,12 +486,22 @@ func (p *process) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 		st.Code = runtime.ExitTimeout
 	case after.OOMKills > p.before.OOMKills:
 		st.Limit = runtime.LimitMemory
-	case after.PidsMaxHits > p.before.PidsMaxHits, p.s.hitNProc(p.before, after):
+	case after.PidsMaxHits > p.before.PidsMaxHits, p.hitPidsSub(), p.s.pidsSub == nil && p.s.hitNProc(p.before, after):
 		st.Limit = runtime.LimitPids
 	case ei.Signal == int(syscall.SIGXFSZ), ei.DiskFull && st.Code != 0:
 		st.Limit = runtime.LimitDisk
 	}
 	return st, nil
+}
+
+// hitPidsSub says whether the commands' pids group refused a fork during
+// the command.
+func (p *process) hitPidsSub() bool {
+	if p.s.pidsSub == nil {
+		return false
+	}
+	n, err := p.s.pidsSub.MaxHits()
+	return err == nil && n > p.subBefore
 }
 
 // hitNProc says whether the commands reached their process limit
@@ -518,9 +535,11 @@ func (s *sandbox) Destroy(ctx context.Context) error {
 func (s *sandbox) teardown() error {
 	var errs []error
 	t0 := time.Now()
+	s.lifeMu.Lock()
 	if s.lifeTimer != nil {
 		s.lifeTimer.Stop()
 	}
+	s.lifeMu.Unlock()
 	if s.cg != nil {
 		_ = s.cg.Thaw()
 	}
