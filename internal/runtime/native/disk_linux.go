@@ -166,6 +166,9 @@ func (s *sandbox) makeDisk() (*os.File, error) {
 		return nil, fmt.Errorf("disk image: %w", err)
 	}
 	dev, lf, err := attachLoop(img)
+	// The loop device holds the image now: unlinked, it is freed with the
+	// device and can never be left behind.
+	_ = os.Remove(img)
 	if err != nil {
 		return nil, fmt.Errorf("disk: %w", err)
 	}

@@ -14,6 +14,9 @@ import (
 	"github.com/airlock-dev/airlock/internal/agent"
 )
 
+// mainAt is when the sandbox init's main began (for AIRLOCK_TRACE).
+var mainAt time.Time
+
 // initArg0 marks a re-executed airlock binary as a sandbox init.
 const initArg0 = "airlock-sandbox-init"
 
@@ -24,6 +27,7 @@ func MaybeInit() {
 	if len(os.Args) == 0 || os.Args[0] != initArg0 {
 		return
 	}
+	mainAt = time.Now()
 	// Whatever the host process leaked to us (descriptors it opened without
 	// O_CLOEXEC) must never reach a command: mark every descriptor above
 	// the channel close-on-exec. (The Go runtime's own are already.)
@@ -63,7 +67,7 @@ func runInit(conn *agent.Conn) error {
 	t0 := time.Now()
 	var timings []string
 	if cfg.Trace {
-		timings = append(timings, fmt.Sprintf("recv@%d", t0.UnixNano()))
+		timings = append(timings, fmt.Sprintf("main@%d", mainAt.UnixNano()), fmt.Sprintf("recv@%d", t0.UnixNano()))
 	}
 	mark := func(what string) {
 		if cfg.Trace {

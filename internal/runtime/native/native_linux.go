@@ -370,6 +370,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 			defer unix.Close(fd)
 		}
 	}
+	trace(t0, "starting init")
 	err = cmd.Start()
 	childEnd.Close()
 	logf.Close()
