@@ -36,6 +36,7 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'RunVsBwrap' -benchtime 200x ./cmd/airlock/
 	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 300x ./internal/runtime/native/
 	$(GO) test -run '^$$' -bench 'IdleMemory' -benchtime 1x ./internal/runtime/native/
+	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run TestBenchAPI ./internal/api/ | grep BENCH
 
 demo: setup build
 	./scripts/demo.sh

@@ -22,6 +22,7 @@ type verb struct {
 func verbs() []verb {
 	return []verb{
 		{"run", "run one command in a fresh, one-shot sandbox (no daemon)", cmdRun},
+		{"serve", "run the daemon: the API on a unix socket, persistent sandboxes", cmdServe},
 		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", cmdReap},
 		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println("airlock", version); return 0 }},
 	}

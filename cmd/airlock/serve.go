@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/api"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/template"
+)
+
+const serveUsage = `usage: airlock serve [flags]
+
+Runs the airlock daemon: the HTTP+JSON API (docs/api.md) on a unix socket
+(mode 0600), sandboxes on the native backend, state in SQLite. One daemon
+per state dir. SIGINT/SIGTERM stop it; its sandboxes are destroyed, their
+records kept. Sandboxes die with the daemon even if it is killed; the next
+start reaps what they left and marks them lost.
+
+flags:
+`
+
+func defaultSocket() string { return envOr("AIRLOCK_SOCKET", "/run/airlock/airlock.sock") }
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", serveUsage, stderr)
+	socket := fs.String("socket", defaultSocket(), "unix socket to serve on (env AIRLOCK_SOCKET)")
+	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
+	dataDir := fs.String("data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory: templates and the database (env AIRLOCK_DATA_DIR)")
+	db := fs.String("db", "", "SQLite database (default DATA-DIR/airlock.db)")
+	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "airlock serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *db == "" {
+		*db = filepath.Join(*dataDir, "airlock.db")
+	}
+	if err := serve(*socket, *stateDir, *dataDir, *db, stderr); err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(socket, stateDir, dataDir, dbPath string, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	if err := os.MkdirAll(stateDir, 0o711); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(stateDir, "daemon.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return fmt.Errorf("another airlock daemon is running with state dir %s (stop it first)", stateDir)
+	}
+	be, err := native.New(native.Config{StateDir: stateDir, CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: true, Logf: logf})
+	if err != nil {
+		return err
+	}
+	if len(be.Reaped) > 0 {
+		logf("reaped %d leftover sandboxes", len(be.Reaped))
+	}
+	tpls, err := template.Open(filepath.Join(dataDir, "templates"))
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(dbPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx := context.Background()
+	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, Logf: logf})
+	if err != nil {
+		return err
+	}
+	// We hold the daemon lock: a socket file left here is stale.
+	if err := os.MkdirAll(filepath.Dir(socket), 0o711); err != nil {
+		return err
+	}
+	_ = os.Remove(socket)
+	old := unix.Umask(0o177)
+	ln, err := net.Listen("unix", socket)
+	unix.Umask(old)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(socket)
+	if err := os.Chmod(socket, 0o600); err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           api.New(m, api.Health{OK: true, Version: version, Backend: be.Name(), Cgroup: be.CgroupMode()}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logf("serving on unix:%s (state %s, database %s)", socket, stateDir, dbPath)
+
+	sigc := make(chan os.Signal, 2)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	select {
+	case sig := <-sigc:
+		logf("%v: shutting down", sig)
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			_ = m.Shutdown(context.Background())
+			return err
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	if err := m.Shutdown(context.Background()); err != nil {
+		return err
+	}
+	logf("stopped")
+	return nil
+}

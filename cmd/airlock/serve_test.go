@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/runtime/native"
+)
+
+// daemonProc is a real `airlock serve` process of an env.
+type daemonProc struct {
+	cmd    *exec.Cmd
+	sock   string
+	client *http.Client
+	log    *bytes.Buffer
+}
+
+func (e *env) startDaemon(t *testing.T) *daemonProc {
+	t.Helper()
+	sock := filepath.Join(filepath.Dir(e.state), "airlock.sock")
+	c := e.cmd("serve", "--socket", sock)
+	d := &daemonProc{cmd: c, sock: sock, log: &bytes.Buffer{}}
+	c.Stderr = d.log
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if resp, err := d.client.Get("http://airlock/v1/health"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = c.Process.Kill()
+			t.Fatalf("daemon did not come up: %s", d.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Process.Signal(syscall.SIGTERM)
+			_ = c.Wait()
+		}
+	})
+	return d
+}
+
+func (d *daemonProc) post(t *testing.T, path, body string) (int, []byte) {
+	t.Helper()
+	resp, err := d.client.Post("http://airlock"+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestServeSecondDaemonRefused(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	st, err := os.Stat(d.sock)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode: %v %v", st.Mode(), err)
+	}
+	_, errOut, code := e.run("", "serve", "--socket", d.sock+"2")
+	if code == 0 || !strings.Contains(errOut, "another airlock daemon is running") {
+		t.Errorf("second daemon: code %d %q", code, errOut)
+	}
+	// the first one is unharmed
+	if resp, err := d.client.Get("http://airlock/v1/health"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("first daemon after the second was refused: %v", err)
+	}
+}
+
+func TestServeGracefulStop(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	code, body := d.post(t, "/v1/sandboxes", `{}`)
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if c := e.census(); c.StateDirs != 1 {
+		t.Fatalf("census with one sandbox: %+v", c)
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	if err := d.cmd.Wait(); err != nil {
+		t.Errorf("daemon exit after SIGTERM: %v (%s)", err, d.log)
+	}
+	if _, err := os.Stat(d.sock); err == nil {
+		t.Error("socket left behind")
+	}
+	if c := e.census(); c != (native.Census{}) {
+		t.Errorf("after graceful stop: %+v", c)
+	}
+}
+
+func TestServeSIGKILLMidExec(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	code, body := d.post(t, "/v1/sandboxes", `{}`)
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var sb struct{ ID string }
+	_ = json.Unmarshal(body, &sb)
+	// a long exec in flight
+	go func() {
+		resp, err := d.client.Post("http://airlock/v1/sandboxes/"+sb.ID+"/exec", "application/json", strings.NewReader(`{"argv":["sleep","100"]}`))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	_ = d.cmd.Process.Kill()
+	_ = d.cmd.Wait()
+	// restart: leftovers reaped, the record kept and marked lost
+	d2 := e.startDaemon(t)
+	resp, err := d2.client.Get("http://airlock/v1/sandboxes/" + sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		State      string `json:"state"`
+		StopReason string `json:"stop_reason"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if got.State != "stopped" || got.StopReason != "lost" {
+		t.Errorf("after SIGKILL and restart: %+v", got)
+	}
+	resp, err = d2.client.Get("http://airlock/v1/sandboxes/" + sb.ID + "/execs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execs struct {
+		Execs []struct {
+			Argv []string `json:"argv"`
+		} `json:"execs"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&execs)
+	resp.Body.Close()
+	if len(execs.Execs) != 1 || execs.Execs[0].Argv[0] != "sleep" {
+		t.Errorf("exec record lost: %+v", execs)
+	}
+	if c := e.census(); c != (native.Census{}) {
+		t.Errorf("after restart: leftovers %+v", c)
+	}
+}

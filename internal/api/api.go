@@ -1,0 +1,388 @@
+// Package api serves airlock's HTTP+JSON API (docs/api.md) over the
+// manager: request decoding and validation, error kinds mapped to status
+// codes in one place (statusFor), and the NDJSON exec stream. It holds no
+// state of its own. Only cmd/airlock imports it.
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// Limits on request bodies.
+const (
+	maxJSONBody = 1 << 20
+	// MaxStdin is the largest stdin an exec request may carry.
+	MaxStdin     = 16 << 20
+	maxExecBody = MaxStdin*4/3 + maxJSONBody
+)
+
+// Health is the answer of GET /v1/health.
+type Health struct {
+	OK      bool   `json:"ok"`
+	Version string `json:"version"`
+	Backend string `json:"backend"`
+	Cgroup  string `json:"cgroup,omitempty"`
+}
+
+// Server is the API's http.Handler.
+type Server struct {
+	m      *manager.Manager
+	health Health
+	mux    *http.ServeMux
+}
+
+// New returns the handler.
+func New(m *manager.Manager, h Health) *Server {
+	s := &Server{m: m, health: h, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /v1/health", s.getHealth)
+	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
+	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
+	s.mux.HandleFunc("GET /v1/sandboxes/{id}", s.getSandbox)
+	s.mux.HandleFunc("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/timeout", s.setTimeout)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/exec", s.exec)
+	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs", s.listExecs)
+	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}/output", s.output)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
+	})
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Error is the JSON body of every error answer.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// statusFor maps an error kind to its HTTP status: the one place this is
+// decided.
+func statusFor(kind string) int {
+	switch kind {
+	case "invalid":
+		return http.StatusBadRequest
+	case "not_found":
+		return http.StatusNotFound
+	case "conflict":
+		return http.StatusConflict
+	case "denied":
+		return http.StatusForbidden
+	case "limit_exceeded":
+		return http.StatusTooManyRequests
+	case "unsupported":
+		return http.StatusNotImplemented
+	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	kind := errdefs.Kind(err)
+	status := statusFor(kind)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		kind, status = "limit_exceeded", http.StatusRequestEntityTooLarge
+	}
+	writeJSON(w, status, Error{Code: kind, Message: oneLine(err.Error())})
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 2000 {
+		s = s[:2000] + "..."
+	}
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON body strictly: one object, no unknown fields.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if err == io.EOF {
+			return fmt.Errorf("empty body: send a JSON object: %w", errdefs.ErrInvalid)
+		}
+		return fmt.Errorf("malformed JSON: %v: %w", err, errdefs.ErrInvalid)
+	}
+	if dec.More() {
+		return fmt.Errorf("malformed JSON: more than one value: %w", errdefs.ErrInvalid)
+	}
+	return nil
+}
+
+// validID refuses ids that could not have been made by a backend.
+func validID(id string) error {
+	if id == "" || len(id) > 64 {
+		return fmt.Errorf("bad sandbox id: %w", errdefs.ErrInvalid)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("bad sandbox id %q: %w", id, errdefs.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.health)
+}
+
+func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
+	var req manager.CreateRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, maxJSONBody, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	sb, err := s.m.Create(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sb)
+}
+
+func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
+	list, err := s.m.List(r.Context(), r.URL.Query().Get("state"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": list})
+}
+
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	sb, err := s.m.Get(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}
+
+func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.m.Destroy(r.Context(), id); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	var req struct {
+		TTLSeconds *int64 `json:"ttl_seconds"`
+	}
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.TTLSeconds == nil {
+		writeError(w, fmt.Errorf("ttl_seconds is required: %w", errdefs.ErrInvalid))
+		return
+	}
+	sb, err := s.m.SetTTL(r.Context(), id, time.Duration(*req.TTLSeconds)*time.Second)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}
+
+// ExecRequest is the body of POST .../exec.
+type ExecRequest struct {
+	Argv        []string `json:"argv"`
+	Env         []string `json:"env,omitempty"`
+	Cwd         string   `json:"cwd,omitempty"`
+	TimeoutMS   int64    `json:"timeout_ms,omitempty"`
+	Stdin       string   `json:"stdin,omitempty"` // base64
+	OutputLimit int64    `json:"output_limit,omitempty"`
+}
+
+// Event is one line of the exec stream.
+type Event struct {
+	Type    string              `json:"type"` // start, stdout, stderr, exit, error
+	ExecID  string              `json:"exec_id,omitempty"`
+	PID     int                 `json:"pid,omitempty"`
+	Data    []byte              `json:"data,omitempty"` // base64 in JSON
+	Status  *runtime.ExitStatus `json:"status,omitempty"`
+	Code    string              `json:"code,omitempty"`
+	Message string              `json:"message,omitempty"`
+}
+
+// stream writes NDJSON events, flushed one by one.
+type stream struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	fl      http.Flusher
+	started bool
+	broken  bool
+}
+
+func (st *stream) begin() {
+	if st.started {
+		return
+	}
+	st.started = true
+	st.w.Header().Set("Content-Type", "application/x-ndjson")
+	st.w.WriteHeader(http.StatusOK)
+}
+
+func (st *stream) send(ev Event) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.broken {
+		return
+	}
+	st.begin()
+	b, _ := json.Marshal(ev)
+	b = append(b, '\n')
+	if _, err := st.w.Write(b); err != nil {
+		st.broken = true
+		return
+	}
+	if st.fl != nil {
+		st.fl.Flush()
+	}
+}
+
+type streamWriter struct {
+	st  *stream
+	typ string
+}
+
+func (sw streamWriter) Write(p []byte) (int, error) {
+	sw.st.send(Event{Type: sw.typ, Data: append([]byte(nil), p...)})
+	return len(p), nil
+}
+
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	var req ExecRequest
+	if err := decode(w, r, maxExecBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		writeError(w, fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid))
+		return
+	}
+	if req.TimeoutMS < 0 || req.OutputLimit < 0 {
+		writeError(w, fmt.Errorf("timeout_ms and output_limit must not be negative: %w", errdefs.ErrInvalid))
+		return
+	}
+	var stdin io.Reader
+	if req.Stdin != "" {
+		b, err := base64.StdEncoding.DecodeString(req.Stdin)
+		if err != nil {
+			writeError(w, fmt.Errorf("stdin is not base64: %w", errdefs.ErrInvalid))
+			return
+		}
+		if len(b) > MaxStdin {
+			writeError(w, fmt.Errorf("stdin is larger than %d bytes: %w", MaxStdin, errdefs.ErrLimitExceeded))
+			return
+		}
+		stdin = strings.NewReader(string(b))
+	}
+	fl, _ := w.(http.Flusher)
+	st := &stream{w: w, fl: fl}
+	_, status, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
+		Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
+		Stdin: stdin, OutputLimit: req.OutputLimit,
+	}, func(execID string, pid int) {
+		st.send(Event{Type: "start", ExecID: execID, PID: pid})
+	}, streamWriter{st, "stdout"}, streamWriter{st, "stderr"})
+	if err != nil {
+		st.mu.Lock()
+		started := st.started
+		st.mu.Unlock()
+		if !started {
+			writeError(w, err) // could not start: a plain error answer
+			return
+		}
+		st.send(Event{Type: "error", Code: errdefs.Kind(err), Message: oneLine(err.Error())})
+		return
+	}
+	st.send(Event{Type: "exit", Status: status})
+}
+
+func (s *Server) listExecs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	list, err := s.m.Execs(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"execs": list})
+}
+
+func (s *Server) output(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	stream := r.URL.Query().Get("stream")
+	if stream == "" {
+		stream = "stdout"
+	}
+	if stream != "stdout" && stream != "stderr" {
+		writeError(w, fmt.Errorf("stream %q: use stdout or stderr: %w", stream, errdefs.ErrInvalid))
+		return
+	}
+	b, err := s.m.Output(r.Context(), id, r.PathValue("exec"), stream)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}

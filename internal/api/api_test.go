@@ -1,0 +1,349 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/template"
+)
+
+// These tests run the real stack (native backend, template store, SQLite,
+// manager) behind the handler, over a real unix socket.
+
+func TestMain(m *testing.M) {
+	native.MaybeInit()
+	os.Exit(m.Run())
+}
+
+type daemon struct {
+	t      *testing.T
+	be     *native.Backend
+	client *http.Client
+	m      *manager.Manager
+	st     *store.Store
+	dbPath string
+}
+
+func newDaemon(t *testing.T) *daemon {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("API tests need root under CI")
+		}
+		t.Skip("API tests need root (native sandboxes)")
+	}
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o711)
+	_ = os.Chmod(filepath.Dir(dir), 0o711)
+	var rb [4]byte
+	_, _ = rand.Read(rb[:])
+	cg := "airlock-apitest-" + hex.EncodeToString(rb[:])
+	be, err := native.New(native.Config{StateDir: filepath.Join(dir, "state"), CgroupParent: cg, DieWithOwner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpls, err := template.Open(filepath.Join(dir, "data", "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{t: t, be: be, dbPath: filepath.Join(dir, "data", "airlock.db")}
+	d.st, err = store.Open(d.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.m, err = manager.New(context.Background(), manager.Config{Backend: be, Templates: tpls, Store: d.st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: New(d.m, Health{OK: true, Version: "test", Backend: "native"})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		_ = d.m.Shutdown(context.Background())
+		_ = d.st.Close()
+		if c, err := be.Census(); err == nil && (c.StateDirs != 0 || c.Cgroups != 0 || c.Mounts != 0) {
+			t.Errorf("leftovers after the test: %+v", c)
+		}
+		_ = be.RemoveCgroupParent()
+	})
+	d.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	return d
+}
+
+// do sends a request and decodes a JSON answer into out (if non-nil).
+func (d *daemon) do(method, path string, body any, out any) int {
+	d.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, "http://airlock"+path, rd)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			d.t.Fatalf("%s %s: answer %q: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// exec runs a command and collects the event stream.
+func (d *daemon) exec(id string, req ExecRequest) (status int, events []Event, errBody Error) {
+	d.t.Helper()
+	j, _ := json.Marshal(req)
+	resp, err := d.client.Post("http://airlock/v1/sandboxes/"+id+"/exec", "application/json", bytes.NewReader(j))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		_ = json.NewDecoder(resp.Body).Decode(&errBody)
+		return resp.StatusCode, nil, errBody
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		d.t.Errorf("exec content type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var ev Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			d.t.Fatalf("bad event line %q: %v", sc.Text(), err)
+		}
+		events = append(events, ev)
+	}
+	return resp.StatusCode, events, errBody
+}
+
+func collect(events []Event) (stdout, stderr string, exit *Event) {
+	for i, ev := range events {
+		switch ev.Type {
+		case "stdout":
+			stdout += string(ev.Data)
+		case "stderr":
+			stderr += string(ev.Data)
+		case "exit", "error":
+			exit = &events[i]
+		}
+	}
+	return
+}
+
+func TestLifecycleOverSocket(t *testing.T) {
+	d := newDaemon(t)
+	var h Health
+	if code := d.do("GET", "/v1/health", nil, &h); code != 200 || !h.OK {
+		t.Fatalf("health: %d %+v", code, h)
+	}
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"task": "t1"}, "env": []string{"GREETING=hello"}}, &sb); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	if sb.ID == "" || sb.State != "running" || sb.Template != "host" || sb.TemplateVersion == "" || sb.Labels["task"] != "t1" || sb.Isolation.UIDBase == 0 {
+		t.Errorf("created sandbox: %+v", sb)
+	}
+	var got manager.Sandbox
+	if code := d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got); code != 200 || got.ID != sb.ID {
+		t.Errorf("get: %d %+v", code, got)
+	}
+	stdin := base64.StdEncoding.EncodeToString([]byte("from stdin\n"))
+	code, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $GREETING $EXTRA; cat; echo oops >&2; exit 3"}, Env: []string{"EXTRA=world"}, Stdin: stdin})
+	if code != 200 || len(events) < 3 || events[0].Type != "start" || events[0].ExecID == "" || events[0].PID <= 0 {
+		t.Fatalf("exec stream: %d %+v", code, events)
+	}
+	out, errOut, exit := collect(events)
+	if out != "hello world\nfrom stdin\n" || errOut != "oops\n" || exit == nil || exit.Type != "exit" || exit.Status.Code != 3 {
+		t.Errorf("exec: stdout %q stderr %q exit %+v", out, errOut, exit)
+	}
+	if events[len(events)-1].Type != "exit" {
+		t.Errorf("last event is %q, want exit", events[len(events)-1].Type)
+	}
+	var execs struct{ Execs []manager.Exec }
+	if code := d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs", nil, &execs); code != 200 || len(execs.Execs) != 1 {
+		t.Fatalf("execs: %d %+v", code, execs)
+	}
+	e := execs.Execs[0]
+	if e.ID != events[0].ExecID || e.Status == nil || e.Status.Code != 3 || e.Ended == nil || strings.Join(e.EnvNames, ",") != "EXTRA" {
+		t.Errorf("exec record: %+v", e)
+	}
+	resp, err := d.client.Get("http://airlock/v1/sandboxes/" + sb.ID + "/execs/" + e.ID + "/output?stream=stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "oops\n" {
+		t.Errorf("stored stderr %q", b)
+	}
+	var list struct{ Sandboxes []manager.Sandbox }
+	if code := d.do("GET", "/v1/sandboxes?state=running", nil, &list); code != 200 || len(list.Sandboxes) != 1 {
+		t.Errorf("list: %d %+v", code, list)
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); code != 204 {
+		t.Errorf("delete: %d", code)
+	}
+	if code := d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got); code != 200 || got.State != "stopped" || got.StopReason != "destroyed" || got.Stopped == nil {
+		t.Errorf("after delete: %d %+v", code, got)
+	}
+	var apiErr Error
+	if code, _, apiErr = d.exec(sb.ID, ExecRequest{Argv: []string{"true"}}); code != 409 || apiErr.Code != "conflict" {
+		t.Errorf("exec in a stopped sandbox: %d %+v", code, apiErr)
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); code != 204 {
+		t.Errorf("second delete: %d", code)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
+		t.Fatalf("create with empty body: %d", code)
+	}
+	cases := []struct {
+		method, path string
+		body         any
+		status       int
+		code         string
+	}{
+		{"POST", "/v1/sandboxes", "{not json", 400, "invalid"},
+		{"POST", "/v1/sandboxes", `{"template":"host"} {}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes", `{"tempalte":"host"}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes", `{"template":"../etc"}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes", `{"template":"nope"}`, 404, "not_found"},
+		{"POST", "/v1/sandboxes", `{"limits":{"memory_bytes":-5}}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes", `{"env":["NOEQUALS"]}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes", `{"ttl_seconds":-1}`, 400, "invalid"},
+		{"GET", "/v1/sandboxes/0123456789ab", nil, 404, "not_found"},
+		{"GET", "/v1/sandboxes/..%2Fetc", nil, 400, "invalid"},
+		{"GET", "/v1/sandboxes/UPPER", nil, 400, "invalid"},
+		{"DELETE", "/v1/sandboxes/0123456789ab", nil, 404, "not_found"},
+		{"GET", "/v1/sandboxes?state=weird", nil, 400, "invalid"},
+		{"GET", "/v1/nope", nil, 404, "not_found"},
+		{"POST", "/v1/sandboxes/" + sb.ID + "/exec", `{"argv":[]}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes/" + sb.ID + "/exec", `{"argv":["true"],"stdin":"***"}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes/" + sb.ID + "/exec", `{"argv":["true"],"timeout_ms":-1}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes/" + sb.ID + "/exec", `{"argv":["no-such-command"]}`, 404, "not_found"},
+		{"POST", "/v1/sandboxes/" + sb.ID + "/exec", `{"argv":["true"],"cwd":"relative"}`, 400, "invalid"},
+		{"POST", "/v1/sandboxes/" + sb.ID + "/timeout", `{}`, 400, "invalid"},
+		{"GET", "/v1/sandboxes/" + sb.ID + "/execs/e-nope/output", nil, 404, "not_found"},
+		{"GET", "/v1/sandboxes/" + sb.ID + "/execs/e-nope/output?stream=fd3", nil, 400, "invalid"},
+	}
+	for _, c := range cases {
+		var e Error
+		status := d.do(c.method, c.path, c.body, &e)
+		if status != c.status || e.Code != c.code || e.Message == "" || strings.Contains(e.Message, "\n") {
+			t.Errorf("%s %s %v: got %d %+v, want %d %s", c.method, c.path, c.body, status, e, c.status, c.code)
+		}
+	}
+	// an oversized body
+	huge := fmt.Sprintf(`{"argv":["true"],"stdin":"%s"}`, strings.Repeat("A", maxExecBody))
+	var e Error
+	if status := d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", huge, &e); status != 413 || e.Code != "limit_exceeded" {
+		t.Errorf("oversized exec body: %d %+v", status, e)
+	}
+	// the sandbox still works after all that
+	if _, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"echo", "fine"}}); len(events) == 0 {
+		t.Error("sandbox unusable after bad requests")
+	} else if out, _, _ := collect(events); out != "fine\n" {
+		t.Errorf("after bad requests: %q", out)
+	}
+}
+
+func TestTTLExpiry(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", map[string]any{"ttl_seconds": 1}, &sb); code != 201 || sb.Expires == nil {
+		t.Fatalf("create: %d %+v", code, sb)
+	}
+	// extend, then shorten again: the timer follows
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/timeout", map[string]any{"ttl_seconds": 60}, &sb); code != 200 || time.Until(*sb.Expires) < 50*time.Second {
+		t.Fatalf("set timeout: %d %+v", code, sb)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	var got manager.Sandbox
+	d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got)
+	if got.State != "running" {
+		t.Fatalf("extended sandbox stopped early: %+v", got)
+	}
+	d.do("POST", "/v1/sandboxes/"+sb.ID+"/timeout", map[string]any{"ttl_seconds": 1}, &sb)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got)
+		if got.State == "stopped" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got.State != "stopped" || got.StopReason != "expired" {
+		t.Errorf("after TTL: %+v", got)
+	}
+}
+
+func TestRecordsOfALostDaemon(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
+		t.Fatal(code)
+	}
+	d.exec(sb.ID, ExecRequest{Argv: []string{"echo", "kept"}})
+	// A second daemon on the same database (the first one "crashed") finds
+	// the sandbox still marked running: it died with its daemon.
+	st2, err := store.Open(d.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	tpls, _ := template.Open(filepath.Join(filepath.Dir(d.dbPath), "templates"))
+	be2, err := native.New(native.Config{StateDir: t.TempDir(), CgroupParent: "airlock-apitest-lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := manager.New(context.Background(), manager.Config{Backend: be2, Templates: tpls, Store: st2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m2.Get(context.Background(), sb.ID)
+	if err != nil || got.State != "stopped" || got.StopReason != "lost" {
+		t.Errorf("record after restart: %+v %v", got, err)
+	}
+	execs, err := m2.Execs(context.Background(), sb.ID)
+	if err != nil || len(execs) != 1 || execs[0].Status == nil || execs[0].Status.Code != 0 {
+		t.Errorf("exec records after restart: %+v %v", execs, err)
+	}
+	_ = be2.RemoveCgroupParent()
+}

@@ -1,0 +1,521 @@
+// Package manager is the daemon's sandbox manager: it creates sandboxes on
+// a runtime backend from templates, runs commands in them, enforces TTLs,
+// and keeps the record of every sandbox and exec in the store. It is the
+// only caller of the backend and the store; the API layer calls it.
+//
+// Invariants: a sandbox's record is written before Create returns and is
+// never deleted by the manager (records outlive sandboxes); every exec
+// gets a record before it starts and its end (or failure) is recorded.
+package manager
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/template"
+)
+
+// Stop reasons recorded for a sandbox.
+const (
+	StopDestroyed = "destroyed"
+	StopExpired   = "expired"
+	StopLost      = "lost"   // the daemon that owned it went away
+	StopFailed    = "failed" // its init died on its own
+	StopShutdown  = "daemon-stopped"
+)
+
+// DefaultStoredOutput caps what is kept of each stream of each exec.
+const DefaultStoredOutput = 1 << 20
+
+// Config wires a Manager.
+type Config struct {
+	Backend   runtime.Backend
+	Templates *template.Store
+	Store     *store.Store
+	// StoredOutput caps the bytes kept per stream per exec; 0: default.
+	StoredOutput int64
+	Logf         func(format string, args ...any)
+}
+
+// Manager owns the live sandboxes of one daemon.
+type Manager struct {
+	cfg Config
+
+	mu   sync.Mutex
+	live map[string]*liveSandbox
+}
+
+type liveSandbox struct {
+	sb  runtime.Sandbox
+	rec *store.Sandbox
+	ttl *time.Timer
+}
+
+// New makes a manager. Sandboxes the store still lists as running died
+// with the previous daemon: they are marked stopped ("lost").
+func New(ctx context.Context, cfg Config) (*Manager, error) {
+	if cfg.Backend == nil || cfg.Templates == nil || cfg.Store == nil {
+		return nil, fmt.Errorf("manager: backend, templates and store are required: %w", errdefs.ErrInvalid)
+	}
+	if cfg.StoredOutput <= 0 {
+		cfg.StoredOutput = DefaultStoredOutput
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	ids, err := cfg.Store.MarkRunningStopped(ctx, StopLost, time.Now().UTC())
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	if len(ids) > 0 {
+		cfg.Logf("%d sandboxes of a previous daemon were lost: %s", len(ids), strings.Join(ids, " "))
+	}
+	return &Manager{cfg: cfg, live: map[string]*liveSandbox{}}, nil
+}
+
+// Sandbox is a sandbox as the API shows it.
+type Sandbox struct {
+	ID              string            `json:"id"`
+	State           string            `json:"state"`
+	Backend         string            `json:"backend"`
+	Template        string            `json:"template"`
+	TemplateVersion string            `json:"template_version"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	Limits          runtime.Limits    `json:"limits"`
+	Isolation       runtime.Isolation `json:"isolation"`
+	Created         time.Time         `json:"created"`
+	Expires         *time.Time        `json:"expires,omitempty"`
+	Stopped         *time.Time        `json:"stopped,omitempty"`
+	StopReason      string            `json:"stop_reason,omitempty"`
+}
+
+// specRecord is what the store keeps of a sandbox's spec.
+type specRecord struct {
+	Limits   runtime.Limits `json:"limits"`
+	EnvNames []string       `json:"env_names,omitempty"`
+}
+
+func view(rec *store.Sandbox) *Sandbox {
+	v := &Sandbox{
+		ID: rec.ID, State: rec.State, Backend: rec.Backend, Template: rec.Template, TemplateVersion: rec.TemplateVersion,
+		Labels: rec.Labels, Created: rec.Created, Expires: rec.Expires, Stopped: rec.Stopped, StopReason: rec.StopReason,
+	}
+	var sp specRecord
+	if json.Unmarshal(rec.Spec, &sp) == nil {
+		v.Limits = sp.Limits
+	}
+	_ = json.Unmarshal(rec.Isolation, &v.Isolation)
+	return v
+}
+
+// CreateRequest asks for a sandbox.
+type CreateRequest struct {
+	Template   string            `json:"template,omitempty"`
+	Limits     runtime.Limits    `json:"limits"`
+	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Env        []string          `json:"env,omitempty"`
+}
+
+func envNames(env []string) []string {
+	var names []string
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+func validEnv(env []string) error {
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsRune(kv, 0) {
+			return fmt.Errorf("environment entry %q: use K=V: %w", kv, errdefs.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// Create makes a sandbox and records it.
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, error) {
+	if req.Template == "" {
+		req.Template = "host"
+	}
+	if err := template.ValidName(req.Template); err != nil {
+		return nil, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
+	}
+	if req.TTLSeconds < 0 {
+		return nil, fmt.Errorf("ttl_seconds must not be negative: %w", errdefs.ErrInvalid)
+	}
+	if err := validEnv(req.Env); err != nil {
+		return nil, err
+	}
+	for k := range req.Labels {
+		if k == "" || len(k) > 63 {
+			return nil, fmt.Errorf("label key %q: 1 to 63 characters: %w", k, errdefs.ErrInvalid)
+		}
+	}
+	tpl, err := m.cfg.Templates.Get(req.Template)
+	if err != nil {
+		if errors.Is(err, template.ErrNotFound) {
+			return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)
+		}
+		return nil, err
+	}
+	spec := runtime.Spec{RootFS: tpl.Dir, Env: req.Env, Limits: req.Limits}
+	for _, b := range tpl.Binds {
+		spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
+	}
+	sb, err := m.cfg.Backend.Create(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	info := sb.Info()
+	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env)})
+	isoJSON, _ := json.Marshal(info.Isolation)
+	rec := &store.Sandbox{
+		ID: sb.ID(), State: "running", Backend: m.cfg.Backend.Name(), Template: tpl.Name, TemplateVersion: tpl.Version,
+		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(),
+	}
+	if req.TTLSeconds > 0 {
+		exp := rec.Created.Add(time.Duration(req.TTLSeconds) * time.Second)
+		rec.Expires = &exp
+	}
+	if err := m.cfg.Store.PutSandbox(ctx, rec); err != nil {
+		_ = sb.Destroy(context.Background())
+		return nil, fmt.Errorf("record sandbox: %w", err)
+	}
+	ls := &liveSandbox{sb: sb, rec: rec}
+	m.mu.Lock()
+	m.live[rec.ID] = ls
+	m.armTTL(ls)
+	m.mu.Unlock()
+	go m.watch(ls)
+	return view(rec), nil
+}
+
+// armTTL (re)starts the sandbox's TTL timer; m.mu held.
+func (m *Manager) armTTL(ls *liveSandbox) {
+	if ls.ttl != nil {
+		ls.ttl.Stop()
+		ls.ttl = nil
+	}
+	if ls.rec.Expires == nil {
+		return
+	}
+	id := ls.rec.ID
+	ls.ttl = time.AfterFunc(time.Until(*ls.rec.Expires), func() {
+		m.cfg.Logf("sandbox %s expired", id)
+		_ = m.stop(context.Background(), id, StopExpired)
+	})
+}
+
+// watch records a sandbox that stopped on its own.
+func (m *Manager) watch(ls *liveSandbox) {
+	<-ls.sb.Done()
+	m.mu.Lock()
+	_, still := m.live[ls.rec.ID]
+	m.mu.Unlock()
+	if still {
+		_ = m.stop(context.Background(), ls.rec.ID, StopFailed)
+	}
+}
+
+// stop destroys a live sandbox and records why.
+func (m *Manager) stop(ctx context.Context, id, reason string) error {
+	m.mu.Lock()
+	ls, ok := m.live[id]
+	if ok {
+		delete(m.live, id)
+		if ls.ttl != nil {
+			ls.ttl.Stop()
+		}
+	}
+	m.mu.Unlock()
+	if !ok {
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return err
+		}
+		return nil // already stopped: deleting twice is fine
+	}
+	derr := ls.sb.Destroy(ctx)
+	now := time.Now().UTC()
+	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, reason
+	if err := m.cfg.Store.UpdateSandbox(context.Background(), ls.rec); err != nil {
+		return errors.Join(derr, err)
+	}
+	return derr
+}
+
+// Destroy stops a sandbox; its record stays.
+func (m *Manager) Destroy(ctx context.Context, id string) error {
+	return m.stop(ctx, id, StopDestroyed)
+}
+
+// Get returns a sandbox's record.
+func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
+	rec, err := m.cfg.Store.GetSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return view(rec), nil
+}
+
+// List returns sandboxes, newest first; state "" means all.
+func (m *Manager) List(ctx context.Context, state string) ([]*Sandbox, error) {
+	if state != "" && state != "running" && state != "stopped" {
+		return nil, fmt.Errorf("state %q: use running or stopped: %w", state, errdefs.ErrInvalid)
+	}
+	recs, err := m.cfg.Store.ListSandboxes(ctx, state)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Sandbox, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, view(r))
+	}
+	return out, nil
+}
+
+// SetTTL sets a running sandbox's time to live from now (0: none).
+func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sandbox, error) {
+	if ttl < 0 {
+		return nil, fmt.Errorf("ttl must not be negative: %w", errdefs.ErrInvalid)
+	}
+	m.mu.Lock()
+	ls, ok := m.live[id]
+	if !ok {
+		m.mu.Unlock()
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	if ttl == 0 {
+		ls.rec.Expires = nil
+	} else {
+		exp := time.Now().UTC().Add(ttl)
+		ls.rec.Expires = &exp
+	}
+	m.armTTL(ls)
+	rec := *ls.rec
+	m.mu.Unlock()
+	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
+		return nil, err
+	}
+	return view(&rec), nil
+}
+
+func (m *Manager) liveSandbox(ctx context.Context, id string) (*liveSandbox, error) {
+	m.mu.Lock()
+	ls, ok := m.live[id]
+	m.mu.Unlock()
+	if ok {
+		return ls, nil
+	}
+	if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+}
+
+// ExecRequest is one command.
+type ExecRequest struct {
+	Argv        []string
+	Env         []string
+	Cwd         string
+	Timeout     time.Duration
+	Stdin       io.Reader
+	OutputLimit int64
+}
+
+// Exec is an exec record as the API shows it.
+type Exec struct {
+	ID        string              `json:"id"`
+	SandboxID string              `json:"sandbox_id"`
+	Argv      []string            `json:"argv"`
+	Cwd       string              `json:"cwd"`
+	EnvNames  []string            `json:"env_names,omitempty"`
+	Started   time.Time           `json:"started"`
+	Ended     *time.Time          `json:"ended,omitempty"`
+	Status    *runtime.ExitStatus `json:"status,omitempty"`
+	Error     string              `json:"error,omitempty"`
+}
+
+func newExecID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "e-" + hex.EncodeToString(b[:])
+}
+
+// capped keeps the first n bytes written to it.
+type capped struct {
+	buf bytes.Buffer
+	n   int64
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.n - int64(c.buf.Len()); room > 0 {
+		if int64(len(p)) > room {
+			c.buf.Write(p[:room])
+		} else {
+			c.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+// Exec runs a command, streaming its output to stdout and stderr, and
+// records it. started is called with the exec id and pid before any
+// output is written.
+func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
+	if err := validEnv(req.Env); err != nil {
+		return "", nil, err
+	}
+	ls, err := m.liveSandbox(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = "/workspace"
+	}
+	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: req.Argv, Cwd: cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC()}
+	if err := m.cfg.Store.PutExec(ctx, rec); err != nil {
+		return "", nil, fmt.Errorf("record exec: %w", err)
+	}
+	outKeep, errKeep := &capped{n: m.cfg.StoredOutput}, &capped{n: m.cfg.StoredOutput}
+	gate := make(chan struct{})
+	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(stdout))}
+	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(stderr))}
+	p, err := ls.sb.Exec(ctx, runtime.ExecRequest{
+		Argv: req.Argv, Env: req.Env, Dir: cwd, Timeout: req.Timeout, Stdin: req.Stdin,
+		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit,
+	})
+	if err != nil {
+		close(gate)
+		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, time.Now().UTC(), nil, err.Error())
+		return rec.ID, nil, err
+	}
+	if started != nil {
+		started(rec.ID, p.PID())
+	}
+	close(gate)
+	st, err := p.Wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		// the caller went away: the command must not outlive the request
+		_ = p.Signal(syscall.SIGKILL)
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err = p.Wait(wctx)
+		cancel()
+	}
+	ended := time.Now().UTC()
+	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", outKeep.buf.Bytes())
+	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", errKeep.buf.Bytes())
+	if err != nil {
+		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, ended, nil, err.Error())
+		return rec.ID, nil, err
+	}
+	stJSON, _ := json.Marshal(st)
+	if ferr := m.cfg.Store.FinishExec(context.Background(), rec.ID, ended, stJSON, ""); ferr != nil {
+		return rec.ID, &st, ferr
+	}
+	return rec.ID, &st, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// gatedWriter holds writes until gate is closed, so that no output can
+// overtake the "started" notice.
+type gatedWriter struct {
+	gate chan struct{}
+	w    io.Writer
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	<-g.gate
+	return g.w.Write(p)
+}
+
+func execView(e *store.Exec) *Exec {
+	v := &Exec{ID: e.ID, SandboxID: e.SandboxID, Argv: e.Argv, Cwd: e.Cwd, EnvNames: e.EnvNames, Started: e.Started, Ended: e.Ended, Error: e.Error}
+	if len(e.Status) > 0 {
+		var st runtime.ExitStatus
+		if json.Unmarshal(e.Status, &st) == nil {
+			v.Status = &st
+		}
+	}
+	return v
+}
+
+// Execs lists a sandbox's exec records, oldest first.
+func (m *Manager) Execs(ctx context.Context, id string) ([]*Exec, error) {
+	if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+		return nil, err
+	}
+	recs, err := m.cfg.Store.ListExecs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Exec, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, execView(r))
+	}
+	return out, nil
+}
+
+// Output returns the stored output of one stream of an exec.
+func (m *Manager) Output(ctx context.Context, id, execID, stream string) ([]byte, error) {
+	e, err := m.cfg.Store.GetExec(ctx, execID)
+	if err != nil {
+		return nil, err
+	}
+	if e.SandboxID != id {
+		return nil, fmt.Errorf("exec %s not found in sandbox %s: %w", execID, id, errdefs.ErrNotFound)
+	}
+	return m.cfg.Store.GetOutput(ctx, execID, stream)
+}
+
+// Shutdown destroys every live sandbox (the daemon is stopping).
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.live))
+	for id := range m.live {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	sort.Strings(ids)
+	var errs []error
+	for _, id := range ids {
+		if err := m.stop(ctx, id, StopShutdown); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LiveCount is the number of running sandboxes.
+func (m *Manager) LiveCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// migrations[i] takes the schema from version i to version i+1. The list is
+// append-only: a released migration is never edited, reordered or removed;
+// a change to the schema is a new entry at the end. Each runs in its own
+// transaction together with the version bump, so a database is always at
+// exactly one numbered version.
+//
+// Conventions: ids are non-empty TEXT; times are INTEGER nanoseconds since
+// the Unix epoch, UTC (NULL = unset); labels, argv, env_names are JSON TEXT
+// (NULL = nil); spec, isolation and status are the caller's JSON, verbatim.
+var migrations = []string{
+	// 1: sandboxes, execs, outputs.
+	`
+CREATE TABLE sandboxes (
+	id               TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	state            TEXT    NOT NULL CHECK (state <> ''),
+	backend          TEXT    NOT NULL,
+	template         TEXT    NOT NULL,
+	template_version TEXT    NOT NULL,
+	labels           TEXT,
+	spec             TEXT,
+	isolation        TEXT,
+	created          INTEGER NOT NULL,
+	expires          INTEGER,
+	stopped          INTEGER,
+	stop_reason      TEXT    NOT NULL
+) STRICT;
+CREATE INDEX sandboxes_by_created ON sandboxes (created DESC, id);
+CREATE INDEX sandboxes_by_state ON sandboxes (state, created DESC, id);
+
+CREATE TABLE execs (
+	id         TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	sandbox_id TEXT    NOT NULL REFERENCES sandboxes (id) ON DELETE CASCADE,
+	argv       TEXT,
+	cwd        TEXT    NOT NULL,
+	env_names  TEXT,
+	started    INTEGER NOT NULL,
+	ended      INTEGER,
+	status     TEXT,
+	error      TEXT    NOT NULL
+) STRICT;
+-- rowid is implicitly the last column of the index: ORDER BY started, rowid.
+CREATE INDEX execs_by_sandbox ON execs (sandbox_id, started);
+
+CREATE TABLE outputs (
+	exec_id TEXT NOT NULL REFERENCES execs (id) ON DELETE CASCADE,
+	stream  TEXT NOT NULL CHECK (stream IN ('stdout', 'stderr')),
+	data    BLOB NOT NULL,
+	PRIMARY KEY (exec_id, stream)
+) STRICT;
+`,
+}
+
+// schemaVersionDDL creates the one-row table that records the version.
+const schemaVersionDDL = `CREATE TABLE IF NOT EXISTS schema_version (
+	id      INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	version INTEGER NOT NULL
+) STRICT`
+
+// migrate brings db to version len(migs), one migration per transaction. The
+// write pool begins transactions IMMEDIATE, so two processes opening the same
+// database at once take turns rather than both applying a step.
+func migrate(ctx context.Context, db *sql.DB, migs []string) error {
+	for {
+		done, err := migrateStep(ctx, db, migs)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// migrateStep applies the next migration, if any, and reports whether the
+// schema is now current.
+func migrateStep(ctx context.Context, db *sql.DB, migs []string) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migrate: %w", classify(err))
+	}
+	defer func() {
+		if err != nil {
+			rollback(tx)
+		}
+	}()
+	if _, err := tx.ExecContext(ctx, schemaVersionDDL); err != nil {
+		return false, fmt.Errorf("migrate: schema_version: %w", classify(err))
+	}
+	var v int
+	err = tx.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE id = 1`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		v = 0
+		_, err = tx.ExecContext(ctx, `INSERT INTO schema_version (id, version) VALUES (1, 0)`)
+	}
+	if err != nil {
+		return false, fmt.Errorf("migrate: schema_version: %w", classify(err))
+	}
+	switch {
+	case v < 0:
+		return false, fmt.Errorf("migrate: schema version %d is not valid", v)
+	case v > len(migs):
+		return false, fmt.Errorf("migrate: schema version %d is newer than this airlock knows (%d); use a newer airlock", v, len(migs))
+	case v == len(migs):
+		return true, tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, migs[v]); err != nil {
+		return false, fmt.Errorf("migrate: version %d to %d: %w", v, v+1, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ? WHERE id = 1`, v+1); err != nil {
+		return false, fmt.Errorf("migrate: version %d to %d: %w", v, v+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate: version %d to %d: commit: %w", v, v+1, err)
+	}
+	return v+1 == len(migs), nil
+}
