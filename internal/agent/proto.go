@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,7 +35,11 @@ type Message struct {
 
 	Init *InitConfig `json:"init,omitempty"`
 	Exec *ExecSpec   `json:"exec,omitempty"`
-	Exit *ExitInfo   `json:"exit,omitempty"`
+	File *FileOp     `json:"file,omitempty"`
+	// OpDone of OpFile: stat and list answers, bytes read or written
+	Files []FileInfo `json:"files,omitempty"`
+	Size  int64      `json:"size,omitempty"`
+	Exit  *ExitInfo  `json:"exit,omitempty"`
 
 	PID    int    `json:"pid,omitempty"` // command pid; in OpReady the spawner thread's tid
 	Signal int    `json:"signal,omitempty"`
@@ -209,3 +214,30 @@ func (c *Conn) Recv() (*Message, []*os.File, error) {
 
 // ErrClosed is returned by Recv when the peer closed the channel.
 var ErrClosed = fmt.Errorf("agent channel closed")
+
+// FileInfo describes one file.
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Type    string    `json:"type"` // "file", "dir", "symlink", "other"
+	Size    int64     `json:"size"`
+	Mode    uint32    `json:"mode"` // permission bits
+	ModTime time.Time `json:"mtime"`
+	UID     int       `json:"uid"`
+	GID     int       `json:"gid"`
+	Target  string    `json:"symlink_target,omitempty"`
+}
+
+// FileOp is the request of OpFile.
+type FileOp struct {
+	Kind      string `json:"kind"` // stat, list, read, write, mkdir, remove, tar
+	Path      string `json:"path"`
+	Mode      uint32 `json:"mode,omitempty"`
+	Parents   bool   `json:"parents,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+	MaxBytes  int64  `json:"max_bytes,omitempty"` // read: refuse larger files
+}
+
+// OpFile is a file operation; its answer is OpDone with Files (stat,
+// list) or Size (read, write), or OpError.
+const OpFile = "file"

@@ -148,6 +148,8 @@ func (s *Server) Serve() {
 			s.signal(m)
 		case OpUntar:
 			go s.untar(m, files)
+		case OpFile:
+			go s.file(m, files)
 		case OpShutdown:
 			os.Exit(0)
 		default:

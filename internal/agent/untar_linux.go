@@ -22,7 +22,12 @@ func (s *Server) untar(m *Message, files []*os.File) {
 		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "untar needs an absolute path and one descriptor"})
 		return
 	}
-	n, err := Untar(files[0], m.Path, s.hard.UID, s.hard.GID)
+	var n int
+	err := s.asUser(func() error {
+		var err error
+		n, err = Untar(files[0], m.Path, s.hard.UID, s.hard.GID)
+		return err
+	})
 	if err != nil {
 		// drain so the writer is not stuck
 		_, _ = io.Copy(io.Discard, files[0])

@@ -167,3 +167,35 @@ const (
 	ExitNotExecutable = 126
 	ExitTimeout       = 124
 )
+
+// FileInfo describes a file inside a sandbox.
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Type    string    `json:"type"` // "file", "dir", "symlink", "other"
+	Size    int64     `json:"size"`
+	Mode    uint32    `json:"mode"`
+	ModTime time.Time `json:"mtime"`
+	UID     int       `json:"uid"`
+	GID     int       `json:"gid"`
+	Target  string    `json:"symlink_target,omitempty"`
+}
+
+// Files is the file access a sandbox offers its host. Every path is
+// absolute inside the sandbox and is resolved there: "..", absolute
+// symlinks and /proc magic links never lead outside the sandbox root, and
+// the access rights are those of the sandbox's command user.
+type Files interface {
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	List(ctx context.Context, dir string) ([]FileInfo, error)
+	// ReadFile copies a regular file to w; files over max bytes (0: no
+	// limit) are refused.
+	ReadFile(ctx context.Context, path string, w io.Writer, max int64) (int64, error)
+	// WriteFile creates or truncates path with r's content.
+	WriteFile(ctx context.Context, path string, r io.Reader, mode uint32, parents bool) (int64, error)
+	Mkdir(ctx context.Context, path string, parents bool) error
+	Remove(ctx context.Context, path string, recursive bool) error
+	// Tar writes the tree at dir as a tar stream; Untar unpacks one below dir.
+	Tar(ctx context.Context, dir string, w io.Writer) (int64, error)
+	Untar(ctx context.Context, dir string, r io.Reader) error
+}

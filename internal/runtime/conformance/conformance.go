@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,6 +44,8 @@ func Run(t *testing.T, f Factory) {
 		{"Isolated", testIsolated},
 		{"DestroyKillsAll", testDestroyKillsAll},
 		{"Lifetime", testLifetime},
+		{"Files", testFiles},
+		{"FilesStayInside", testFilesStayInside},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
@@ -311,5 +315,128 @@ func testLifetime(t *testing.T, f Factory) {
 	_, err := sb.Exec(context.Background(), runtime.ExecRequest{Argv: []string{"/bin/true"}})
 	if err == nil {
 		t.Error("exec after lifetime succeeded")
+	}
+}
+
+func files(t *testing.T, sb runtime.Sandbox) runtime.Files {
+	t.Helper()
+	fs, ok := sb.(runtime.Files)
+	if !ok {
+		t.Fatalf("%T does not implement runtime.Files", sb)
+	}
+	return fs
+}
+
+func testFiles(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	fs := files(t, sb)
+	ctx := context.Background()
+	data := "line one\n\x00binary\xff\n"
+	if n, err := fs.WriteFile(ctx, "/workspace/dir/a.txt", strings.NewReader(data), 0o640, true); err != nil || n != int64(len(data)) {
+		t.Fatalf("write: %d %v", n, err)
+	}
+	var buf bytes.Buffer
+	if n, err := fs.ReadFile(ctx, "/workspace/dir/a.txt", &buf, 0); err != nil || n != int64(len(data)) || buf.String() != data {
+		t.Fatalf("read back: %d %v %q", n, err, buf.String())
+	}
+	if _, err := fs.ReadFile(ctx, "/workspace/dir/a.txt", io.Discard, 5); err == nil {
+		t.Error("read over the max: want an error")
+	}
+	fi, err := fs.Stat(ctx, "/workspace/dir/a.txt")
+	if err != nil || fi.Type != "file" || fi.Size != int64(len(data)) || fi.Mode != 0o640 || fi.Name != "a.txt" {
+		t.Errorf("stat: %+v %v", fi, err)
+	}
+	// a command sees it, owned by the command user
+	if r := shell(t, sb, "stat -c '%U %a' /workspace/dir/a.txt && cat /workspace/dir/a.txt | head -1"); r.out != "sandbox 640\nline one\n" {
+		t.Errorf("seen by a command: %q %q", r.out, r.err)
+	}
+	if err := fs.Mkdir(ctx, "/workspace/x/y/z", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Mkdir(ctx, "/workspace/x", false); err == nil {
+		t.Error("mkdir of an existing dir: want an error")
+	}
+	list, err := fs.List(ctx, "/workspace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, e := range list {
+		names[e.Name] = e.Type
+	}
+	if names["dir"] != "dir" || names["x"] != "dir" || len(names) != 2 {
+		t.Errorf("list: %+v", list)
+	}
+	var tarball bytes.Buffer
+	if _, err := fs.Tar(ctx, "/workspace", &tarball); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Untar(ctx, "/tmp", &tarball); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if _, err := fs.ReadFile(ctx, "/tmp/dir/a.txt", &buf, 0); err != nil || buf.String() != data {
+		t.Errorf("tar round trip: %v %q", err, buf.String())
+	}
+	if err := fs.Remove(ctx, "/workspace/x", false); err == nil {
+		t.Error("non-recursive remove of a full dir: want an error")
+	}
+	if err := fs.Remove(ctx, "/workspace/x", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat(ctx, "/workspace/x"); err == nil {
+		t.Error("removed dir still there")
+	}
+	for _, bad := range []string{"", "relative/path", "/workspace/\x00x"} {
+		if _, err := fs.Stat(ctx, bad); err == nil {
+			t.Errorf("stat %q: want an error", bad)
+		}
+	}
+	if _, err := fs.Stat(ctx, "/workspace/missing"); err == nil {
+		t.Error("stat of a missing file: want an error")
+	}
+}
+
+// testFilesStayInside: paths given to the file API are resolved inside
+// the sandbox, with the command user's rights, whatever the sandbox
+// planted: a host path is never reached, and nothing is written through
+// a symlink.
+func testFilesStayInside(t *testing.T, f Factory) {
+	host := t.TempDir()
+	canary := host + "/canary"
+	if err := os.WriteFile(canary, []byte("host secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := create(t, f, nil)
+	fs := files(t, sb)
+	ctx := context.Background()
+	r := shell(t, sb, "ln -s "+host+" /workspace/hostdir && ln -s /etc/passwd /workspace/passwd-link && ln -s /proc/1/root /workspace/agent-root && echo ok")
+	if r.out != "ok\n" {
+		t.Fatalf("plant symlinks: %q %q", r.out, r.err)
+	}
+	var buf bytes.Buffer
+	if _, err := fs.ReadFile(ctx, "/workspace/hostdir/canary", &buf, 0); err == nil || strings.Contains(buf.String(), "host secret") {
+		t.Errorf("read through a symlink to a host path: %v %q", err, buf.String())
+	}
+	if _, err := fs.ReadFile(ctx, "/workspace/../../../.."+canary, &buf, 0); err == nil {
+		t.Errorf("read of the host path through ..: %q", buf.String())
+	}
+	if _, err := fs.WriteFile(ctx, "/workspace/passwd-link", strings.NewReader("pwned"), 0o644, false); err == nil {
+		t.Error("write through a planted symlink succeeded")
+	}
+	if _, err := fs.WriteFile(ctx, "/etc/passwd", strings.NewReader("pwned"), 0o644, false); err == nil {
+		t.Error("write to the template's /etc/passwd succeeded")
+	}
+	if _, err := fs.WriteFile(ctx, "/workspace/agent-root/etc/x", strings.NewReader("x"), 0o644, false); err == nil {
+		t.Error("write through /proc/1/root succeeded")
+	}
+	if _, err := fs.ReadFile(ctx, "/proc/1/environ", &buf, 0); err == nil {
+		t.Error("read of the agent's environment succeeded")
+	}
+	if r := shell(t, sb, "cat /etc/passwd | grep -c pwned"); strings.TrimSpace(r.out) != "0" {
+		t.Errorf("/etc/passwd changed: %q", r.out)
+	}
+	if b, _ := os.ReadFile(canary); string(b) != "host secret" {
+		t.Errorf("host canary changed: %q", b)
 	}
 }

@@ -1,0 +1,444 @@
+package agent
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// File operations run inside the sandbox, on a thread whose filesystem
+// uid and gid are the command user's, so they can do exactly what a
+// command could (no capability of the agent's is used), and every path is
+// resolved with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS: ".." and
+// symlinks stay inside the sandbox, /proc magic links are refused.
+
+func (s *Server) file(m *Message, files []*os.File) {
+	defer closeAll(files)
+	op := m.File
+	if op == nil {
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "file op missing"})
+		return
+	}
+	var out *Message
+	err := s.asUser(func() error {
+		var err error
+		out, err = s.fileOp(op, files)
+		return err
+	})
+	if err != nil {
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: fileErrCode(err), Error: err.Error()})
+		return
+	}
+	out.Op, out.ID = OpDone, m.ID
+	s.reply(out)
+}
+
+// asUser runs fn on a locked thread with the command user's filesystem
+// ids (which also drops the agent's filesystem capabilities on it).
+func (s *Server) asUser(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		_, _ = unix.SetfsgidRetGid(s.hard.GID)
+		_, _ = unix.SetfsuidRetUid(s.hard.UID)
+		if cur, _ := unix.SetfsuidRetUid(-1); cur != s.hard.UID {
+			errc <- fmt.Errorf("could not take the command user's ids")
+			return // the thread dies locked
+		}
+		err := fn()
+		_, _ = unix.SetfsuidRetUid(0)
+		_, _ = unix.SetfsgidRetGid(0)
+		// Back to root only if both really are: otherwise the thread dies
+		// with the goroutine (it stays locked).
+		if u, _ := unix.SetfsuidRetUid(-1); u == 0 {
+			if g, _ := unix.SetfsgidRetGid(-1); g == 0 {
+				runtime.UnlockOSThread()
+			}
+		}
+		errc <- err
+	}()
+	return <-errc
+}
+
+func fileErrCode(err error) string {
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return "not_found"
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS), errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
+		return "denied"
+	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+		return "conflict"
+	case errors.Is(err, unix.EFBIG), errors.Is(err, unix.ENOSPC):
+		return "limit_exceeded"
+	case errors.Is(err, errInvalidPath), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL):
+		return "invalid"
+	}
+	return "internal"
+}
+
+var errInvalidPath = errors.New("invalid path")
+
+// cleanPath wants an absolute path without NUL.
+func cleanPath(p string) (string, error) {
+	if p == "" || !path.IsAbs(p) || strings.ContainsRune(p, 0) || len(p) > 4096 {
+		return "", fmt.Errorf("%q: want an absolute path: %w", p, errInvalidPath)
+	}
+	return path.Clean(p), nil
+}
+
+const resolveFlags = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+
+func openRoot(p string, flags uint64, mode uint64) (int, error) {
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags}
+	for {
+		fd, err := unix.Openat2(unix.AT_FDCWD, p, &how)
+		if err != unix.EINTR {
+			if err != nil {
+				return -1, &fs.PathError{Op: "open", Path: p, Err: err}
+			}
+			return fd, nil
+		}
+	}
+}
+
+// parentAndBase opens p's parent directory (resolved in root) and
+// returns it with p's last element, which is then used with *at calls
+// that do not follow it.
+func parentAndBase(p string) (int, string, error) {
+	if p == "/" {
+		return -1, "", fmt.Errorf("the root itself: %w", errInvalidPath)
+	}
+	dir, base := path.Split(p)
+	fd, err := openRoot(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	return fd, base, err
+}
+
+func statInfo(name, p string, st *unix.Stat_t, target string) FileInfo {
+	fi := FileInfo{Name: name, Path: p, Size: st.Size, Mode: st.Mode & 0o7777, UID: int(st.Uid), GID: int(st.Gid),
+		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UTC(), Target: target}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		fi.Type = "file"
+	case unix.S_IFDIR:
+		fi.Type = "dir"
+	case unix.S_IFLNK:
+		fi.Type = "symlink"
+	default:
+		fi.Type = "other"
+	}
+	return fi
+}
+
+// lstatAt describes base in dirfd without following it.
+func lstatAt(dirfd int, base, full string) (FileInfo, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return FileInfo{}, &fs.PathError{Op: "stat", Path: full, Err: err}
+	}
+	target := ""
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		buf := make([]byte, 4096)
+		if n, err := unix.Readlinkat(dirfd, base, buf); err == nil {
+			target = string(buf[:n])
+		}
+	}
+	return statInfo(base, full, &st, target), nil
+}
+
+func (s *Server) fileOp(op *FileOp, files []*os.File) (*Message, error) {
+	p, err := cleanPath(op.Path)
+	if err != nil {
+		return nil, err
+	}
+	switch op.Kind {
+	case "stat":
+		if p == "/" {
+			var st unix.Stat_t
+			if err := unix.Stat("/", &st); err != nil {
+				return nil, err
+			}
+			return &Message{Files: []FileInfo{statInfo("/", "/", &st, "")}}, nil
+		}
+		dfd, base, err := parentAndBase(p)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(dfd)
+		fi, err := lstatAt(dfd, base, p)
+		if err != nil {
+			return nil, err
+		}
+		return &Message{Files: []FileInfo{fi}}, nil
+	case "list":
+		fd, err := openRoot(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return nil, err
+		}
+		d := os.NewFile(uintptr(fd), p)
+		defer d.Close()
+		names, err := d.Readdirnames(-1)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]FileInfo, 0, len(names))
+		for _, n := range names {
+			fi, err := lstatAt(fd, n, path.Join(p, n))
+			if err == nil {
+				out = append(out, fi)
+			}
+		}
+		return &Message{Files: out}, nil
+	case "read":
+		if len(files) != 1 {
+			return nil, fmt.Errorf("read needs one descriptor: %w", errInvalidPath)
+		}
+		fd, err := openRoot(p, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return nil, err
+		}
+		f := os.NewFile(uintptr(fd), p)
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file: %w", p, unix.EISDIR)
+		}
+		if op.MaxBytes > 0 && st.Size() > op.MaxBytes {
+			return nil, fmt.Errorf("%s is %d bytes, more than %d: %w", p, st.Size(), op.MaxBytes, unix.EFBIG)
+		}
+		n, err := io.Copy(files[0], f)
+		if err != nil {
+			return nil, err
+		}
+		return &Message{Size: n}, nil
+	case "write":
+		if len(files) != 1 {
+			return nil, fmt.Errorf("write needs one descriptor: %w", errInvalidPath)
+		}
+		mode := op.Mode & 0o777
+		if mode == 0 {
+			mode = 0o644
+		}
+		if op.Parents {
+			if err := mkdirParents(path.Dir(p)); err != nil {
+				return nil, err
+			}
+		}
+		dfd, base, err := parentAndBase(p)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(dfd)
+		// O_NOFOLLOW: a symlink planted at the name is not written through
+		fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		if err != nil {
+			return nil, &fs.PathError{Op: "create", Path: p, Err: err}
+		}
+		f := os.NewFile(uintptr(fd), p)
+		n, err := io.Copy(f, files[0])
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Message{Size: n}, nil
+	case "mkdir":
+		if op.Parents {
+			return &Message{}, mkdirParents(p)
+		}
+		dfd, base, err := parentAndBase(p)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(dfd)
+		if err := unix.Mkdirat(dfd, base, 0o755); err != nil {
+			return nil, &fs.PathError{Op: "mkdir", Path: p, Err: err}
+		}
+		return &Message{}, nil
+	case "remove":
+		dfd, base, err := parentAndBase(p)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(dfd)
+		return &Message{}, removeAt(dfd, base, p, op.Recursive)
+	case "tar":
+		if len(files) != 1 {
+			return nil, fmt.Errorf("tar needs one descriptor: %w", errInvalidPath)
+		}
+		n, err := writeTarIn(files[0], p)
+		if err != nil {
+			return nil, err
+		}
+		return &Message{Size: n}, nil
+	}
+	return nil, fmt.Errorf("unknown file op %q: %w", op.Kind, errInvalidPath)
+}
+
+func mkdirParents(p string) error {
+	cur := "/"
+	for _, el := range strings.Split(strings.Trim(p, "/"), "/") {
+		if el == "" {
+			continue
+		}
+		dfd, err := openRoot(cur, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return err
+		}
+		err = unix.Mkdirat(dfd, el, 0o755)
+		unix.Close(dfd)
+		if err != nil && err != unix.EEXIST {
+			return &fs.PathError{Op: "mkdir", Path: path.Join(cur, el), Err: err}
+		}
+		cur = path.Join(cur, el)
+	}
+	// the last element must be a directory (not a symlink to one elsewhere:
+	// openRoot would resolve it in root anyway)
+	fd, err := openRoot(p, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// removeAt removes base in dirfd; with recursive, a directory and all it
+// holds, never following a symlink.
+func removeAt(dirfd int, base, full string, recursive bool) error {
+	err := unix.Unlinkat(dirfd, base, 0)
+	if err == nil {
+		return nil
+	}
+	if err != unix.EISDIR && err != unix.EPERM {
+		return &fs.PathError{Op: "remove", Path: full, Err: err}
+	}
+	err = unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
+	if err == nil || !recursive || (err != unix.ENOTEMPTY && err != unix.EEXIST) {
+		if err != nil {
+			return &fs.PathError{Op: "remove", Path: full, Err: err}
+		}
+		return nil
+	}
+	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: full, Err: err}
+	}
+	d := os.NewFile(uintptr(fd), full)
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		d.Close()
+		return err
+	}
+	for _, n := range names {
+		if err := removeAt(fd, n, path.Join(full, n), true); err != nil {
+			d.Close()
+			return err
+		}
+	}
+	d.Close()
+	if err := unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR); err != nil {
+		return &fs.PathError{Op: "remove", Path: full, Err: err}
+	}
+	return nil
+}
+
+// writeTarIn writes the tree at p as a tar stream (symlinks as links,
+// never followed), names relative to p.
+func writeTarIn(w io.Writer, p string) (int64, error) {
+	root, err := openRoot(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(root)
+	cw := &countWriter{w: w}
+	tw := tar.NewWriter(cw)
+	if err := tarDir(tw, root, ""); err != nil {
+		return cw.n, err
+	}
+	if err := tw.Close(); err != nil {
+		return cw.n, err
+	}
+	return cw.n, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func tarDir(tw *tar.Writer, dirfd int, rel string) error {
+	dup, err := unix.FcntlInt(uintptr(dirfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	d := os.NewFile(uintptr(dup), rel)
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		name := path.Join(rel, n)
+		fi, err := lstatAt(dirfd, n, name)
+		if err != nil {
+			continue
+		}
+		h := &tar.Header{Name: name, Mode: int64(fi.Mode), ModTime: fi.ModTime}
+		switch fi.Type {
+		case "dir":
+			h.Typeflag, h.Name = tar.TypeDir, name+"/"
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			fd, err := unix.Openat(dirfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue // unreadable: skipped, as a command would see it
+			}
+			err = tarDir(tw, fd, name)
+			unix.Close(fd)
+			if err != nil {
+				return err
+			}
+		case "symlink":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, fi.Target
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+		case "file":
+			fd, err := unix.Openat(dirfd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
+			}
+			f := os.NewFile(uintptr(fd), name)
+			h.Typeflag, h.Size = tar.TypeReg, fi.Size
+			if err := tw.WriteHeader(h); err != nil {
+				f.Close()
+				return err
+			}
+			_, err = io.CopyN(tw, f, fi.Size)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

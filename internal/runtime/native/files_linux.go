@@ -1,0 +1,149 @@
+package native
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+var _ runtime.Files = (*sandbox)(nil)
+
+// fileCall runs one agent file operation; with a pipe end when data flows.
+func (s *sandbox) fileCall(ctx context.Context, op agent.FileOp, f *os.File) (*agent.Message, error) {
+	var files []*os.File
+	if f != nil {
+		files = append(files, f)
+	}
+	m, err := s.call(ctx, &agent.Message{Op: agent.OpFile, File: &op}, files...)
+	if err != nil {
+		if m != nil && m.Op == agent.OpError {
+			return nil, fileError(op, m)
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+func fileError(op agent.FileOp, m *agent.Message) error {
+	kind := errdefs.ErrInvalid
+	switch m.Code {
+	case "not_found":
+		kind = errdefs.ErrNotFound
+	case "denied":
+		kind = errdefs.ErrDenied
+	case "conflict":
+		kind = errdefs.ErrConflict
+	case "limit_exceeded":
+		kind = errdefs.ErrLimitExceeded
+	case "internal":
+		return fmt.Errorf("%s %s: %s", op.Kind, op.Path, m.Error)
+	}
+	return fmt.Errorf("%s %s: %s: %w", op.Kind, op.Path, m.Error, kind)
+}
+
+func toInfo(fi agent.FileInfo) runtime.FileInfo { return runtime.FileInfo(fi) }
+
+func (s *sandbox) Stat(ctx context.Context, path string) (runtime.FileInfo, error) {
+	m, err := s.fileCall(ctx, agent.FileOp{Kind: "stat", Path: path}, nil)
+	if err != nil {
+		return runtime.FileInfo{}, err
+	}
+	if len(m.Files) != 1 {
+		return runtime.FileInfo{}, fmt.Errorf("stat %s: bad answer from the agent", path)
+	}
+	return toInfo(m.Files[0]), nil
+}
+
+func (s *sandbox) List(ctx context.Context, dir string) ([]runtime.FileInfo, error) {
+	m, err := s.fileCall(ctx, agent.FileOp{Kind: "list", Path: dir}, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.FileInfo, 0, len(m.Files))
+	for _, fi := range m.Files {
+		out = append(out, toInfo(fi))
+	}
+	return out, nil
+}
+
+func (s *sandbox) Mkdir(ctx context.Context, path string, parents bool) error {
+	_, err := s.fileCall(ctx, agent.FileOp{Kind: "mkdir", Path: path, Parents: parents}, nil)
+	return err
+}
+
+func (s *sandbox) Remove(ctx context.Context, path string, recursive bool) error {
+	_, err := s.fileCall(ctx, agent.FileOp{Kind: "remove", Path: path, Recursive: recursive}, nil)
+	return err
+}
+
+// streamOut runs an op that writes into a pipe we read into w.
+func (s *sandbox) streamOut(ctx context.Context, op agent.FileOp, w io.Writer) (int64, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	copied := make(chan error, 1)
+	var n int64
+	go func() {
+		var err error
+		n, err = io.Copy(w, pr)
+		pr.Close()
+		copied <- err
+	}()
+	_, ferr := s.fileCall(ctx, op, pw)
+	pw.Close()
+	cerr := <-copied
+	if ferr != nil {
+		return n, ferr
+	}
+	return n, cerr
+}
+
+// streamIn runs an op that reads r from a pipe.
+func (s *sandbox) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Message, r io.Reader) (*agent.Message, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_, _ = io.Copy(pw, r)
+		pw.Close()
+	}()
+	var m *agent.Message
+	if msg != nil {
+		m, err = s.call(ctx, msg, pr)
+		if err != nil && m != nil && m.Op == agent.OpError {
+			err = fileError(op, m)
+		}
+	} else {
+		m, err = s.fileCall(ctx, op, pr)
+	}
+	pr.Close()
+	return m, err
+}
+
+func (s *sandbox) ReadFile(ctx context.Context, path string, w io.Writer, max int64) (int64, error) {
+	return s.streamOut(ctx, agent.FileOp{Kind: "read", Path: path, MaxBytes: max}, w)
+}
+
+func (s *sandbox) WriteFile(ctx context.Context, path string, r io.Reader, mode uint32, parents bool) (int64, error) {
+	m, err := s.streamIn(ctx, agent.FileOp{Kind: "write", Path: path, Mode: mode, Parents: parents}, nil, r)
+	if err != nil {
+		return 0, err
+	}
+	return m.Size, nil
+}
+
+func (s *sandbox) Tar(ctx context.Context, dir string, w io.Writer) (int64, error) {
+	return s.streamOut(ctx, agent.FileOp{Kind: "tar", Path: dir}, w)
+}
+
+func (s *sandbox) Untar(ctx context.Context, dir string, r io.Reader) error {
+	_, err := s.streamIn(ctx, agent.FileOp{Kind: "untar", Path: dir}, &agent.Message{Op: agent.OpUntar, Path: dir}, r)
+	return err
+}
