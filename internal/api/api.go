@@ -24,7 +24,7 @@ import (
 const (
 	maxJSONBody = 1 << 20
 	// MaxStdin is the largest stdin an exec request may carry.
-	MaxStdin     = 16 << 20
+	MaxStdin    = 16 << 20
 	maxExecBody = MaxStdin*4/3 + maxJSONBody
 )
 
@@ -55,6 +55,7 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/exec", s.exec)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs", s.listExecs)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}/output", s.output)
+	s.filesRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
 	})

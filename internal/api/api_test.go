@@ -1,6 +1,7 @@
 package api
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
@@ -346,4 +347,103 @@ func TestRecordsOfALostDaemon(t *testing.T) {
 		t.Errorf("exec records after restart: %+v %v", execs, err)
 	}
 	_ = be2.RemoveCgroupParent()
+}
+
+func TestFilesOverSocket(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
+		t.Fatal(code)
+	}
+	base := "http://airlock/v1/sandboxes/" + sb.ID + "/files"
+	req := func(method, url string, body io.Reader) (int, []byte) {
+		t.Helper()
+		r, _ := http.NewRequest(method, url, body)
+		resp, err := d.client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	content := "hello\x00world\n"
+	if code, b := req("PUT", base+"?path=/workspace/src/main.txt&parents=true&mode=0600", strings.NewReader(content)); code != 200 {
+		t.Fatalf("write: %d %s", code, b)
+	}
+	if code, b := req("GET", base+"?path=/workspace/src/main.txt", nil); code != 200 || string(b) != content {
+		t.Errorf("read: %d %q", code, b)
+	}
+	var st struct {
+		Type string `json:"type"`
+		Size int64  `json:"size"`
+		Mode uint32 `json:"mode"`
+	}
+	if code := d.do("GET", "/v1/sandboxes/"+sb.ID+"/files/stat?path=/workspace/src/main.txt", nil, &st); code != 200 || st.Type != "file" || st.Size != int64(len(content)) || st.Mode != 0o600 {
+		t.Errorf("stat: %d %+v", code, st)
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/files/mkdir?path=/workspace/a/b&parents=1", nil, nil); code != 201 {
+		t.Errorf("mkdir: %d", code)
+	}
+	var list struct {
+		Entries []struct{ Name, Type string }
+	}
+	if code := d.do("GET", "/v1/sandboxes/"+sb.ID+"/files/list?path=/workspace", nil, &list); code != 200 || len(list.Entries) != 2 {
+		t.Errorf("list: %d %+v", code, list)
+	}
+	// tar out, tar in elsewhere, read back
+	code, tarball := req("GET", base+"/tar?path=/workspace", nil)
+	if code != 200 || len(tarball) == 0 {
+		t.Fatalf("tar download: %d", code)
+	}
+	if code, b := req("PUT", base+"/tar?path=/tmp", bytes.NewReader(tarball)); code != 204 {
+		t.Fatalf("tar upload: %d %s", code, b)
+	}
+	if code, b := req("GET", base+"?path=/tmp/src/main.txt", nil); code != 200 || string(b) != content {
+		t.Errorf("after the tar round trip: %d %q", code, b)
+	}
+	// what a command sees
+	_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "stat -c %U /workspace/src/main.txt; ls /workspace/a"}})
+	if out, _, _ := collect(events); out != "sandbox\nb\n" {
+		t.Errorf("command view: %q", out)
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID+"/files?path=/workspace/a&recursive=true", nil, nil); code != 204 {
+		t.Errorf("remove: %d", code)
+	}
+	// bad input and hostile paths
+	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "ln -s /etc/hostname /workspace/link"}})
+	for _, c := range []struct {
+		method, url string
+		body        string
+		status      int
+		code        string
+	}{
+		{"GET", base + "?path=relative", "", 400, "invalid"},
+		{"GET", base, "", 400, "invalid"},
+		{"GET", base + "?path=/workspace/missing", "", 404, "not_found"},
+		{"GET", base + "?path=/workspace", "", 400, "invalid"},
+		{"PUT", base + "?path=/workspace/link", "x", 403, "denied"},
+		{"PUT", base + "?path=/etc/passwd", "x", 403, "denied"},
+		{"PUT", base + "?path=/workspace/f&mode=999", "x", 400, "invalid"},
+		{"PUT", base + "?path=/workspace/nodir/f", "x", 404, "not_found"},
+		{"GET", base + "?path=/proc/1/environ", "", 403, "denied"},
+		{"DELETE", base + "?path=/workspace/src", "", 409, "conflict"},
+		{"GET", "http://airlock/v1/sandboxes/0123456789ab/files?path=/x", "", 404, "not_found"},
+	} {
+		code, b := req(c.method, c.url, strings.NewReader(c.body))
+		var e Error
+		_ = json.Unmarshal(b, &e)
+		if code != c.status || e.Code != c.code {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.url, code, b, c.status, c.code)
+		}
+	}
+	// a tar with a ".." entry is refused
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	_ = tw.WriteHeader(&tar.Header{Name: "../escape", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte("x"))
+	_ = tw.Close()
+	if code, b := req("PUT", base+"/tar?path=/workspace", &tb); code != 400 {
+		t.Errorf("tar with '..': %d %s", code, b)
+	}
 }

@@ -519,3 +519,16 @@ func (m *Manager) LiveCount() int {
 	defer m.mu.Unlock()
 	return len(m.live)
 }
+
+// Files gives access to a running sandbox's files.
+func (m *Manager) Files(ctx context.Context, id string) (runtime.Files, error) {
+	ls, err := m.liveSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := ls.sb.(runtime.Files)
+	if !ok {
+		return nil, fmt.Errorf("backend %s has no file access: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
+	}
+	return f, nil
+}

@@ -2,9 +2,11 @@ package native
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -110,9 +112,11 @@ func (s *sandbox) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Mess
 	if err != nil {
 		return nil, err
 	}
+	copyErr := make(chan error, 1)
 	go func() {
-		_, _ = io.Copy(pw, r)
+		_, err := io.Copy(pw, r)
 		pw.Close()
+		copyErr <- err
 	}()
 	var m *agent.Message
 	if msg != nil {
@@ -124,6 +128,11 @@ func (s *sandbox) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Mess
 		m, err = s.fileCall(ctx, op, pr)
 	}
 	pr.Close()
+	// A failing source (say, an upload over its size limit) explains a
+	// failure better than what the agent made of the cut stream.
+	if cerr := <-copyErr; cerr != nil && err != nil && !errors.Is(cerr, syscall.EPIPE) {
+		return nil, cerr
+	}
 	return m, err
 }
 
