@@ -55,6 +55,8 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/exec", s.exec)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs", s.listExecs)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}/output", s.output)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
 	s.filesRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
@@ -386,4 +388,27 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+}
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request)  { s.pauseResume(w, r, true) }
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) { s.pauseResume(w, r, false) }
+
+func (s *Server) pauseResume(w http.ResponseWriter, r *http.Request, pause bool) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	var sb *manager.Sandbox
+	var err error
+	if pause {
+		sb, err = s.m.Pause(r.Context(), id)
+	} else {
+		sb, err = s.m.Resume(r.Context(), id)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -445,5 +446,66 @@ func TestFilesOverSocket(t *testing.T) {
 	_ = tw.Close()
 	if code, b := req("PUT", base+"/tar?path=/workspace", &tb); code != 400 {
 		t.Errorf("tar with '..': %d %s", code, b)
+	}
+}
+
+func TestPauseResume(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
+		t.Fatal(code)
+	}
+	// a background counter that keeps running after the command returns
+	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.05; done' >/dev/null 2>&1 &"}})
+	read := func() string {
+		_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"cat", "/tmp/n"}})
+		out, _, _ := collect(events)
+		return strings.TrimSpace(out)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if read() == "" {
+		t.Fatal("counter did not start")
+	}
+	before := read()
+	var got manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/pause", nil, &got); code != 200 || got.State != "paused" {
+		t.Fatalf("pause: %d %+v", code, got)
+	}
+	var e Error
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/pause", nil, &e); code != 409 {
+		t.Errorf("second pause: %d %+v", code, e)
+	}
+	if code, _, e := d.exec(sb.ID, ExecRequest{Argv: []string{"true"}}); code != 409 || e.Code != "conflict" {
+		t.Errorf("exec while paused: %d %+v", code, e)
+	}
+	if code := d.do("GET", "/v1/sandboxes/"+sb.ID+"/files?path=/tmp/n", nil, &e); code != 409 {
+		t.Errorf("files while paused: %d", code)
+	}
+	// frozen: the counter cannot move (checked after resume: it must
+	// continue from where it stopped, not from a value it reached meanwhile)
+	time.Sleep(500 * time.Millisecond)
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/resume", nil, &got); code != 200 || got.State != "running" {
+		t.Fatalf("resume: %d %+v", code, got)
+	}
+	v1 := read()
+	time.Sleep(300 * time.Millisecond)
+	v2 := read()
+	// 20 steps a second: 0.5 s frozen would be about 10 more if not frozen
+	b0, _ := strconv.Atoi(before)
+	n1, _ := strconv.Atoi(v1)
+	n2, _ := strconv.Atoi(v2)
+	if n1-b0 > 5 {
+		t.Errorf("counter moved while paused: %d before pause, %d right after resume", b0, n1)
+	}
+	if n2 <= n1 {
+		t.Errorf("counter does not move after resume: %d then %d", n1, n2)
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/resume", nil, &e); code != 409 {
+		t.Errorf("resume of a running sandbox: %d", code)
+	}
+	// destroy while paused works too
+	d.do("POST", "/v1/sandboxes/"+sb.ID+"/pause", nil, nil)
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); code != 204 {
+		t.Errorf("destroy a paused sandbox: %d", code)
 	}
 }

@@ -277,8 +277,8 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 
 // List returns sandboxes, newest first; state "" means all.
 func (m *Manager) List(ctx context.Context, state string) ([]*Sandbox, error) {
-	if state != "" && state != "running" && state != "stopped" {
-		return nil, fmt.Errorf("state %q: use running or stopped: %w", state, errdefs.ErrInvalid)
+	if state != "" && state != "running" && state != "paused" && state != "stopped" {
+		return nil, fmt.Errorf("state %q: use running, paused or stopped: %w", state, errdefs.ErrInvalid)
 	}
 	recs, err := m.cfg.Store.ListSandboxes(ctx, state)
 	if err != nil {
@@ -323,7 +323,11 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 func (m *Manager) liveSandbox(ctx context.Context, id string) (*liveSandbox, error) {
 	m.mu.Lock()
 	ls, ok := m.live[id]
+	paused := ok && ls.rec.State == "paused"
 	m.mu.Unlock()
+	if paused {
+		return nil, fmt.Errorf("sandbox %s is paused: resume it first: %w", id, errdefs.ErrConflict)
+	}
 	if ok {
 		return ls, nil
 	}
@@ -531,4 +535,52 @@ func (m *Manager) Files(ctx context.Context, id string) (runtime.Files, error) {
 		return nil, fmt.Errorf("backend %s has no file access: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
 	}
 	return f, nil
+}
+
+// Pause freezes a running sandbox (state "paused"); Resume thaws it.
+func (m *Manager) Pause(ctx context.Context, id string) (*Sandbox, error) {
+	return m.setPaused(ctx, id, true)
+}
+
+// Resume thaws a paused sandbox.
+func (m *Manager) Resume(ctx context.Context, id string) (*Sandbox, error) {
+	return m.setPaused(ctx, id, false)
+}
+
+func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbox, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ls, ok := m.live[id]
+	if !ok {
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	p, ok := ls.sb.(runtime.Pauser)
+	if !ok {
+		return nil, fmt.Errorf("backend %s cannot pause: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
+	}
+	want := "running"
+	if pause {
+		want = "paused"
+	}
+	if ls.rec.State == want {
+		return nil, fmt.Errorf("sandbox %s is already %s: %w", id, want, errdefs.ErrConflict)
+	}
+	var err error
+	if pause {
+		err = p.Pause(ctx)
+	} else {
+		err = p.Resume(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ls.rec.State = want
+	rec := *ls.rec
+	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
+		return nil, err
+	}
+	return view(&rec), nil
 }

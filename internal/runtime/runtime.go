@@ -199,3 +199,11 @@ type Files interface {
 	Tar(ctx context.Context, dir string, w io.Writer) (int64, error)
 	Untar(ctx context.Context, dir string, r io.Reader) error
 }
+
+// Pauser is a sandbox that can be frozen: every process stops where it is
+// (memory, files and processes are kept) until Resume. Nothing can run in
+// a paused sandbox; callers must not Exec or use Files on it.
+type Pauser interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}

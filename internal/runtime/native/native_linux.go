@@ -133,7 +133,7 @@ func (b *Backend) slotsDir() string     { return b.cfg.SlotDir }
 func (b *Backend) Name() string { return "native" }
 
 // Capabilities implements runtime.Backend.
-func (b *Backend) Capabilities() runtime.Capabilities { return runtime.Capabilities{} }
+func (b *Backend) Capabilities() runtime.Capabilities { return runtime.Capabilities{Pause: true} }
 
 // CgroupMode reports "v1" or "v2".
 func (b *Backend) CgroupMode() string {

@@ -584,3 +584,27 @@ func (s *sandbox) teardown() error {
 	trace(t0, "teardown: done")
 	return errors.Join(errs...)
 }
+
+var _ runtime.Pauser = (*sandbox)(nil)
+
+// Pause freezes every process of the sandbox, its agent included.
+func (s *sandbox) Pause(ctx context.Context) error {
+	if s.stopped() {
+		return ErrStopped
+	}
+	if err := s.cg.Freeze(); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", s.id, err)
+	}
+	return nil
+}
+
+// Resume thaws a paused sandbox.
+func (s *sandbox) Resume(ctx context.Context) error {
+	if s.stopped() {
+		return ErrStopped
+	}
+	if err := s.cg.Thaw(); err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", s.id, err)
+	}
+	return nil
+}
