@@ -170,9 +170,10 @@ func (s *Store) ListSandboxes(ctx context.Context, state string) ([]*Sandbox, er
 	return out, nil
 }
 
-// MarkRunningStopped sets every sandbox in state "running" to "stopped" with
-// the given reason and time (used when a daemon starts after a crash: those
-// sandboxes died with it). Returns the ids, newest first, in one transaction.
+// MarkRunningStopped sets every sandbox not yet "stopped" (running or
+// paused) to "stopped" with the given reason and time (used when a daemon
+// starts after a crash: those sandboxes died with it). Returns the ids,
+// newest first, in one transaction.
 func (s *Store) MarkRunningStopped(ctx context.Context, reason string, at time.Time) (ids []string, err error) {
 	if reason == "" {
 		return nil, fmt.Errorf("store: mark running stopped: %w", invalidf("empty reason"))
@@ -191,7 +192,7 @@ func (s *Store) MarkRunningStopped(ctx context.Context, reason string, at time.T
 		}
 	}()
 	rows, err := tx.QueryContext(ctx,
-		`SELECT id FROM sandboxes WHERE state = ? ORDER BY created DESC, id`, StateRunning)
+		`SELECT id FROM sandboxes WHERE state != ? ORDER BY created DESC, id`, StateStopped)
 	if err != nil {
 		return nil, fmt.Errorf("store: mark running stopped: %w", err)
 	}
@@ -209,8 +210,8 @@ func (s *Store) MarkRunningStopped(ctx context.Context, reason string, at time.T
 		return nil, fmt.Errorf("store: mark running stopped: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx,
-		`UPDATE sandboxes SET state = ?, stopped = ?, stop_reason = ? WHERE state = ?`,
-		StateStopped, n, reason, StateRunning); err != nil {
+		`UPDATE sandboxes SET state = ?, stopped = ?, stop_reason = ? WHERE state != ?`,
+		StateStopped, n, reason, StateStopped); err != nil {
 		return nil, fmt.Errorf("store: mark running stopped: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

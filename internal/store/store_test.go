@@ -252,7 +252,11 @@ func TestMarkRunningStopped(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
 	for i, id := range []string{"r1", "r2", "r3"} {
-		if err := s.PutSandbox(ctx, minimalSandbox(id, t0.Add(time.Duration(i)*time.Second))); err != nil {
+		sb := minimalSandbox(id, t0.Add(time.Duration(i)*time.Second))
+		if id == "r2" {
+			sb.State = "paused" // a paused sandbox dies with its daemon too
+		}
+		if err := s.PutSandbox(ctx, sb); err != nil {
 			t.Fatal(err)
 		}
 	}
