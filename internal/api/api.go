@@ -99,7 +99,19 @@ func writeError(w http.ResponseWriter, err error) {
 	if errors.As(err, &mbe) {
 		kind, status = "limit_exceeded", http.StatusRequestEntityTooLarge
 	}
-	writeJSON(w, status, Error{Code: kind, Message: oneLine(err.Error())})
+	writeJSON(w, status, Error{Code: kind, Message: oneLine(message(err))})
+}
+
+// message is err's text without the trailing kind ("...: not found"),
+// which the code field already says.
+func message(err error) string {
+	msg := err.Error()
+	for _, k := range []error{errdefs.ErrNotFound, errdefs.ErrConflict, errdefs.ErrDenied, errdefs.ErrLimitExceeded, errdefs.ErrUnsupported, errdefs.ErrInvalid} {
+		if errors.Is(err, k) {
+			msg = strings.TrimSuffix(msg, ": "+k.Error())
+		}
+	}
+	return msg
 }
 
 func oneLine(s string) string {
@@ -346,7 +358,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err) // could not start: a plain error answer
 			return
 		}
-		st.send(Event{Type: "error", Code: errdefs.Kind(err), Message: oneLine(err.Error())})
+		st.send(Event{Type: "error", Code: errdefs.Kind(err), Message: oneLine(message(err))})
 		return
 	}
 	st.send(Event{Type: "exit", Status: status})

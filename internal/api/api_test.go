@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 type daemon struct {
+	sock   string
 	t      *testing.T
 	be     *native.Backend
 	client *http.Client
@@ -75,6 +76,7 @@ func newDaemon(t *testing.T) *daemon {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "api.sock")
+	d.sock = sock
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

@@ -412,7 +412,14 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	})
 	if err != nil {
 		close(gate)
-		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, time.Now().UTC(), nil, err.Error())
+		// A command that could not start still gets the status a shell
+		// would give it (127 not found, 126 not executable).
+		var stJSON json.RawMessage
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
+		}
+		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, time.Now().UTC(), stJSON, err.Error())
 		return rec.ID, nil, err
 	}
 	if started != nil {

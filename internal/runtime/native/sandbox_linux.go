@@ -350,7 +350,7 @@ func (e *ExecError) Unwrap() error {
 	switch e.Code {
 	case "not_found":
 		return errdefs.ErrNotFound
-	case "invalid", "bad_dir":
+	case "invalid", "bad_dir", "not_executable":
 		return errdefs.ErrInvalid
 	}
 	return nil

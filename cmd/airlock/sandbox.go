@@ -1,0 +1,783 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/sdk"
+)
+
+const sandboxUsage = `usage: airlock sandbox <command> [flags] [args]
+
+Manages long-lived sandboxes through the airlock daemon ('airlock serve').
+
+commands:
+  create   create a sandbox and print its id
+  ls       list sandboxes, newest first
+  get      show one sandbox
+  exec     run a command in a sandbox, streaming its output
+  rm       destroy sandboxes
+  timeout  set or clear a sandbox's time to live
+  execs    list the commands run in a sandbox
+  output   print the stored output of one command
+
+Every command takes --socket PATH, the daemon's socket (env AIRLOCK_SOCKET,
+default /run/airlock/airlock.sock). Exit status: 0 on success, 1 when the
+daemon refused or could not be reached, 2 for bad usage; exec exits with the
+command's own status.
+
+Run 'airlock sandbox <command> --help' for a command's flags.
+`
+
+// sandboxStdin is what 'exec --stdin' sends (a variable for tests).
+var sandboxStdin io.Reader = os.Stdin
+
+var sandboxVerbs = []struct {
+	name string
+	run  func(args []string, stdout, stderr io.Writer) int
+}{
+	{"create", sandboxCreate},
+	{"ls", sandboxLs},
+	{"get", sandboxGet},
+	{"exec", sandboxExec},
+	{"rm", sandboxRm},
+	{"timeout", sandboxTimeout},
+	{"execs", sandboxExecs},
+	{"output", sandboxOutput},
+}
+
+func cmdSandbox(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, sandboxUsage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, sandboxUsage)
+		return 0
+	}
+	for _, v := range sandboxVerbs {
+		if v.name == args[0] {
+			return v.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "airlock sandbox: unknown command %q; run 'airlock sandbox --help' for the list\n", args[0])
+	return 2
+}
+
+// sandboxCmd is what every sandbox verb shares: its flag set with
+// --socket, its output and its error reporting.
+type sandboxCmd struct {
+	name     string // "create"
+	synopsis string // "airlock sandbox create [flags]"
+	usage    string
+	fs       *flag.FlagSet
+	socket   string
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+func newSandboxCmd(name, synopsis, about string, stdout, stderr io.Writer) *sandboxCmd {
+	c := &sandboxCmd{name: name, synopsis: synopsis, stdout: stdout, stderr: stderr}
+	c.usage = "usage: " + synopsis + "\n\n" + about + "\nflags:\n"
+	c.fs = newFlagSet("sandbox "+name, c.usage, stderr)
+	c.fs.StringVar(&c.socket, "socket", envOr(sdk.SocketEnv, sdk.DefaultSocket), "the daemon's unix socket `PATH` (env AIRLOCK_SOCKET)")
+	return c
+}
+
+// splitDash splits args at the first "--".
+func splitDash(args []string) (head, tail []string, dashed bool) {
+	if i := slices.Index(args, "--"); i >= 0 {
+		return args[:i], args[i+1:], true
+	}
+	return args, nil, false
+}
+
+// parseInterspersed parses the flags found anywhere in args (which hold no
+// "--") and returns the other arguments, in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parse parses flags given before or after the positional arguments
+// ("get ID --json"); after a "--" everything is positional. It reports
+// whether the caller should return with the given code.
+func (c *sandboxCmd) parse(args []string) (pos []string, code int, done bool) {
+	head, tail, _ := splitDash(args)
+	if code, done := parseFlags(c.fs, c.usage, head, c.stdout); done {
+		return nil, code, true
+	}
+	pos, err := parseInterspersed(c.fs, c.fs.Args())
+	if err != nil {
+		return nil, 2, true
+	}
+	return append(pos, tail...), 0, false
+}
+
+// usageErr reports bad usage: exit status 2.
+func (c *sandboxCmd) usageErr(format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "airlock sandbox %s: %s; usage: %s\n", c.name, fmt.Sprintf(format, args...), c.synopsis)
+	return 2
+}
+
+// fail reports an error on one line: exit status 1.
+func (c *sandboxCmd) fail(err error) int {
+	c.errorf("%v", err)
+	return 1
+}
+
+func (c *sandboxCmd) errorf(format string, args ...any) {
+	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	fmt.Fprintf(c.stderr, "airlock sandbox %s: %s\n", c.name, msg)
+}
+
+func (c *sandboxCmd) client() (*sdk.Client, error) {
+	return sdk.New(sdk.WithSocket(c.socket))
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func sandboxCreate(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("create", "airlock sandbox create [flags]",
+		"Creates a sandbox and prints its id (with --json, the whole sandbox).\nLimits left out take the daemon's defaults.\n", stdout, stderr)
+	var (
+		req          sdk.CreateRequest
+		labels, env  listFlag
+		asJSON       bool
+		memory, disk int64
+		tmp          int64
+	)
+	c.fs.StringVar(&req.Template, "template", "", "template for the root filesystem (default: the daemon's, host)")
+	c.fs.Var(sizeFlag{&memory}, "memory", "memory limit, e.g. 512M")
+	c.fs.Int64Var(&req.Limits.Pids, "pids", 0, "maximum number of processes")
+	c.fs.Float64Var(&req.Limits.CPUs, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
+	c.fs.Var(sizeFlag{&disk}, "disk", "size of the writable layer (/workspace, home), e.g. 1G")
+	c.fs.Var(sizeFlag{&tmp}, "tmp", "size of /tmp, e.g. 256M")
+	c.fs.DurationVar(&req.TTL, "ttl", 0, "destroy the sandbox after this long, e.g. 1h (default: never)")
+	c.fs.Var(&labels, "label", "attach the label `k=v` (repeatable)")
+	c.fs.Var(&env, "env", "set `K=V` in every command's environment (repeatable)")
+	c.fs.BoolVar(&asJSON, "json", false, "print the sandbox as JSON")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	req.Limits.MemoryBytes, req.Limits.DiskBytes, req.Limits.TmpBytes = memory, disk, tmp
+	switch {
+	case req.Limits.Pids < 0:
+		return c.usageErr("--pids %d: must not be negative", req.Limits.Pids)
+	case req.Limits.CPUs < 0 || req.Limits.CPUs != req.Limits.CPUs:
+		return c.usageErr("--cpus %g: must not be negative", req.Limits.CPUs)
+	case req.TTL < 0:
+		return c.usageErr("--ttl %s: must not be negative", req.TTL)
+	}
+	if err := checkEnv(env); err != nil {
+		return c.usageErr("%v", err)
+	}
+	req.Env = env
+	for _, kv := range labels {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return c.usageErr("--label %q: use k=v", kv)
+		}
+		if req.Labels == nil {
+			req.Labels = map[string]string{}
+		}
+		if _, dup := req.Labels[k]; dup {
+			return c.usageErr("--label %q: %s given twice", kv, k)
+		}
+		req.Labels[k] = v
+	}
+
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	sb, err := cl.CreateSandbox(context.Background(), req)
+	if err != nil {
+		return c.fail(err)
+	}
+	if asJSON {
+		if err := printJSON(stdout, sb); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	}
+	fmt.Fprintln(stdout, sb.ID)
+	return 0
+}
+
+func checkEnv(env []string) error {
+	for _, kv := range env {
+		if i := strings.IndexByte(kv, '='); i <= 0 || strings.ContainsRune(kv, 0) {
+			return fmt.Errorf("--env %q: use K=V", kv)
+		}
+	}
+	return nil
+}
+
+func sandboxLs(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("ls", "airlock sandbox ls [flags]", "Lists sandboxes, newest first, running and stopped.\n", stdout, stderr)
+	state := c.fs.String("state", "", "only sandboxes in this `state`: running or stopped")
+	asJSON := c.fs.Bool("json", false, "print a JSON array of sandboxes")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	sbs, err := cl.ListSandboxes(context.Background(), *state)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		if err := printJSON(stdout, sbs); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tTEMPLATE\tCREATED\tEXPIRES")
+	for _, sb := range sbs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.ID, stateText(&sb), sb.Template, ago(sb.Created, now), expiresText(&sb, now))
+	}
+	if err := tw.Flush(); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}
+
+func stateText(sb *sdk.Sandbox) string {
+	if sb.State == sdk.StateStopped && sb.StopReason != "" {
+		return sb.State + " (" + sb.StopReason + ")"
+	}
+	return sb.State
+}
+
+func expiresText(sb *sdk.Sandbox, now time.Time) string {
+	switch {
+	case sb.State != sdk.StateRunning || sb.Expires.IsZero():
+		return "-"
+	case !sb.Expires.After(now):
+		return "now"
+	}
+	return "in " + humanDuration(sb.Expires.Sub(now))
+}
+
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	if !now.After(t) {
+		return "just now"
+	}
+	return humanDuration(now.Sub(t)) + " ago"
+}
+
+// humanDuration is d in at most two units: "45s", "12m", "3h5m", "2d4h".
+func humanDuration(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm", s/60)
+	case s < 86400:
+		if m := s % 3600 / 60; m != 0 {
+			return fmt.Sprintf("%dh%dm", s/3600, m)
+		}
+		return fmt.Sprintf("%dh", s/3600)
+	}
+	if h := s % 86400 / 3600; h != 0 {
+		return fmt.Sprintf("%dd%dh", s/86400, h)
+	}
+	return fmt.Sprintf("%dd", s/86400)
+}
+
+// oneID parses a verb that takes exactly one sandbox ID.
+func (c *sandboxCmd) oneID(args []string) (id string, code int, done bool) {
+	pos, code, done := c.parse(args)
+	if done {
+		return "", code, true
+	}
+	if len(pos) != 1 {
+		return "", c.usageErr("want one sandbox ID"), true
+	}
+	return pos[0], 0, false
+}
+
+func sandboxGet(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("get", "airlock sandbox get [flags] ID", "Shows one sandbox, running or stopped: its state, limits and isolation.\n", stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print the sandbox as JSON")
+	id, code, done := c.oneID(args)
+	if done {
+		return code
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	sb, err := cl.GetSandbox(context.Background(), id)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		if err := printJSON(stdout, sb); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	}
+	if err := printSandbox(stdout, sb, time.Now()); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}
+
+func printSandbox(w io.Writer, sb *sdk.Sandbox, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s:\t%s\n", k, fmt.Sprintf(format, args...)) }
+	when := func(t time.Time) string {
+		if t.After(now) {
+			return fmt.Sprintf("%s (in %s)", t.Local().Format(time.RFC3339), humanDuration(t.Sub(now)))
+		}
+		return fmt.Sprintf("%s (%s)", t.Local().Format(time.RFC3339), ago(t, now))
+	}
+	row("ID", "%s", sb.ID)
+	row("State", "%s", stateText(sb))
+	tpl := sb.Template
+	if sb.TemplateVersion != "" {
+		tpl += " (version " + sb.TemplateVersion + ")"
+	}
+	row("Template", "%s", tpl)
+	row("Backend", "%s", sb.Backend)
+	row("Created", "%s", when(sb.Created))
+	switch {
+	case !sb.Stopped.IsZero():
+		row("Stopped", "%s", when(sb.Stopped))
+	case sb.Expires.IsZero():
+		row("Expires", "never")
+	default:
+		row("Expires", "%s", when(sb.Expires))
+	}
+	if len(sb.Labels) > 0 {
+		keys := make([]string, 0, len(sb.Labels))
+		for k := range sb.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			keys[i] = k + "=" + sb.Labels[k]
+		}
+		row("Labels", "%s", strings.Join(keys, ", "))
+	}
+	l := sb.Limits
+	row("Memory", "%s", fmtBytes(l.MemoryBytes))
+	row("Processes", "%d", l.Pids)
+	if l.CPUs > 0 {
+		row("CPUs", "%g", l.CPUs)
+	} else {
+		row("CPUs", "no quota")
+	}
+	row("Disk", "%s (writable layer, %d inodes), /tmp %s", fmtBytes(l.DiskBytes), l.Inodes, fmtBytes(l.TmpBytes))
+	row("Open files", "%d", l.NoFile)
+	if l.Lifetime > 0 {
+		row("Lifetime", "%s", l.Lifetime)
+	}
+	iso := sb.Isolation
+	row("Boundary", "%s", iso.Boundary)
+	row("Namespaces", "%s", strings.Join(iso.Namespaces, ", "))
+	row("Seccomp", "%s", iso.Seccomp)
+	if iso.LandlockABI > 0 {
+		row("Landlock", "ABI %d", iso.LandlockABI)
+	} else {
+		row("Landlock", "not applied")
+	}
+	row("Cgroup", "%s", iso.Cgroup)
+	row("UID base", "%d", iso.UIDBase)
+	return tw.Flush()
+}
+
+func sandboxRm(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("rm", "airlock sandbox rm [flags] ID...",
+		"Destroys sandboxes: kills everything in them and removes them. Their records\nstay, as stopped. Prints each id destroyed.\n", stdout, stderr)
+	ids, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(ids) == 0 {
+		return c.usageErr("no sandbox ID given")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	status := 0
+	for _, id := range ids {
+		if err := cl.DestroySandbox(context.Background(), id); err != nil {
+			c.errorf("%v", err)
+			status = 1
+			continue
+		}
+		fmt.Fprintln(stdout, id)
+	}
+	return status
+}
+
+func sandboxTimeout(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("timeout", "airlock sandbox timeout [flags] ID DURATION",
+		"Makes a running sandbox expire DURATION from now (e.g. 30m, 2h); 0 means never.\n", stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print the sandbox as JSON")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		return c.usageErr("want a sandbox ID and a duration")
+	}
+	ttl, err := time.ParseDuration(pos[1])
+	if err != nil || ttl < 0 {
+		return c.usageErr("%q is not a duration (use e.g. 30m, 2h, or 0 for never)", pos[1])
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	sb, err := cl.SetTimeout(context.Background(), pos[0], ttl)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		if err := printJSON(stdout, sb); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	}
+	if sb.Expires.IsZero() {
+		fmt.Fprintf(stdout, "%s: never expires\n", sb.ID)
+	} else {
+		now := time.Now()
+		fmt.Fprintf(stdout, "%s: expires %s (in %s)\n", sb.ID, sb.Expires.Local().Format(time.RFC3339), humanDuration(sb.Expires.Sub(now)))
+	}
+	return 0
+}
+
+func sandboxExecs(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("execs", "airlock sandbox execs [flags] ID", "Lists the commands run in a sandbox, oldest first.\n", stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print a JSON array of exec records")
+	id, code, done := c.oneID(args)
+	if done {
+		return code
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	execs, err := cl.ListExecs(context.Background(), id)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		if err := printJSON(stdout, execs); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTARTED\tDURATION\tSTATUS\tCOMMAND")
+	for _, e := range execs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, ago(e.Started, now), execDuration(&e), execStatus(&e), shellJoin(e.Argv))
+	}
+	if err := tw.Flush(); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}
+
+func execDuration(e *sdk.Exec) string {
+	switch {
+	case e.Status != nil && e.Status.Duration > 0:
+		return e.Status.Duration.Round(time.Millisecond).String()
+	case !e.Ended.IsZero():
+		return e.Ended.Sub(e.Started).Round(time.Millisecond).String()
+	}
+	return "-"
+}
+
+func execStatus(e *sdk.Exec) string {
+	var s string
+	switch {
+	case e.Status != nil:
+		s = fmt.Sprintf("exit %d", e.Status.Code)
+		if e.Status.Limit != "" {
+			s += " (" + e.Status.Limit + ")"
+		}
+		if e.Status.StdoutTruncated || e.Status.StderrTruncated {
+			s += " (output truncated)"
+		}
+	case e.Ended.IsZero() && e.Error == "":
+		return "running"
+	default:
+		s = "failed"
+	}
+	if e.Error != "" {
+		s += ": " + e.Error
+	}
+	return s
+}
+
+// shellJoin shows argv as a shell would read it back.
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+func sandboxOutput(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("output", "airlock sandbox output [flags] ID EXEC_ID",
+		"Prints the stored (capped) output of one command; see 'airlock sandbox execs'.\n", stdout, stderr)
+	errStream := c.fs.Bool("stderr", false, "print the command's stderr instead of its stdout")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		return c.usageErr("want a sandbox ID and an exec ID")
+	}
+	stream := sdk.Stdout
+	if *errStream {
+		stream = sdk.Stderr
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	b, err := cl.ExecOutput(context.Background(), pos[0], pos[1], stream)
+	if err != nil {
+		return c.fail(err)
+	}
+	if _, err := stdout.Write(b); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}
+
+const sandboxExecAbout = `Runs CMD in a running sandbox, streaming its stdout and stderr as they come.
+Flags may also follow ID when a "--" separates CMD.
+
+Exit status: CMD's own; 127 if CMD is not found, 126 if it is not executable,
+124 if --timeout expired, 128+N if killed by signal N, 125 when airlock itself
+failed (no daemon, no such sandbox, ...). A hit limit (timeout, memory, pids,
+disk, output) is named on stderr. SIGINT, SIGTERM and SIGHUP end the request
+(the daemon then kills CMD) and exit 128+N.
+`
+
+// interrupted is the cause of an exec ended by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i *interrupted) Error() string {
+	return "interrupted by " + unix.SignalName(i.sig) + " (the daemon kills the command when its client goes)"
+}
+
+func sandboxExec(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("exec", "airlock sandbox exec [flags] ID [--] CMD [ARGS...]", sandboxExecAbout, stdout, stderr)
+	var (
+		req      sdk.ExecRequest
+		env      listFlag
+		useStdin bool
+	)
+	c.fs.StringVar(&req.Cwd, "cwd", "", "working directory inside the sandbox (default /workspace)")
+	c.fs.Var(&env, "env", "set `K=V` in CMD's environment (repeatable)")
+	c.fs.DurationVar(&req.Timeout, "timeout", 0, "kill CMD after this long, e.g. 30s (default: no timeout)")
+	c.fs.BoolVar(&useStdin, "stdin", false, "send this process's stdin to CMD (read to its end first; at most 16M)")
+	c.fs.Var(sizeFlag{&req.OutputLimit}, "output-limit", "cap on each of stdout and stderr (default: the daemon's, 16M)")
+
+	// Without "--", flags stop at ID and the rest is CMD, so that CMD's own
+	// flags are left alone.
+	head, tail, dashed := splitDash(args)
+	if code, done := parseFlags(c.fs, c.usage, head, stdout); done {
+		return code
+	}
+	var id string
+	if dashed {
+		pos, err := parseInterspersed(c.fs, c.fs.Args())
+		if err != nil {
+			return 2
+		}
+		if len(pos) != 1 {
+			return c.usageErr("want one sandbox ID before --")
+		}
+		id, req.Argv = pos[0], tail
+	} else {
+		rest := c.fs.Args()
+		if len(rest) == 0 {
+			return c.usageErr("no sandbox ID given")
+		}
+		id, req.Argv = rest[0], rest[1:]
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return c.usageErr("no command given")
+	}
+	if err := checkEnv(env); err != nil {
+		return c.usageErr("%v", err)
+	}
+	req.Env = env
+	if req.Cwd != "" && !path.IsAbs(req.Cwd) {
+		return c.usageErr("--cwd %q: must be an absolute path inside the sandbox", req.Cwd)
+	}
+	if req.Timeout < 0 {
+		return c.usageErr("--timeout %s: must not be negative", req.Timeout)
+	}
+	if useStdin {
+		req.Stdin = sandboxStdin
+	}
+	cl, err := c.client()
+	if err != nil {
+		c.errorf("%v", err)
+		return 125
+	}
+
+	// SIGINT/SIGTERM/SIGHUP: drop the stream, exit 128+sig.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigc)
+	go func() {
+		select {
+		case s := <-sigc:
+			cancel(&interrupted{s.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
+
+	st, err := cl.Exec(ctx, id, req, stdout, stderr)
+	if err != nil {
+		var in *interrupted
+		if errors.As(context.Cause(ctx), &in) {
+			c.errorf("%v", in)
+			return 128 + int(in.sig)
+		}
+		return c.execFailed(ctx, cl, id, req.Argv, err)
+	}
+	reportLimits(ctx, cl, id, req.Timeout, st, stderr)
+	return st.Code
+}
+
+// execFailed reports an exec that returned no status. A command that could
+// not start answers not_found or invalid, and its exec record holds the
+// conventional status (127, 126); anything else is airlock's failure: 125.
+func (c *sandboxCmd) execFailed(ctx context.Context, cl *sdk.Client, id string, argv []string, err error) int {
+	c.errorf("%v", err)
+	var e *sdk.Error
+	if !errors.As(err, &e) || e.Status == 0 || (e.Code != sdk.CodeNotFound && e.Code != sdk.CodeInvalid) {
+		return 125
+	}
+	execs, lerr := cl.ListExecs(ctx, id)
+	if lerr != nil {
+		return 125 // most likely, the sandbox itself is unknown
+	}
+	for i := len(execs) - 1; i >= 0; i-- {
+		x := execs[i]
+		if slices.Equal(x.Argv, argv) && x.Status != nil && !x.Ended.IsZero() {
+			if x.Status.Code != 0 {
+				return x.Status.Code
+			}
+			break
+		}
+	}
+	if e.Code == sdk.CodeNotFound {
+		return 127 // the sandbox exists: what was not found is CMD
+	}
+	return 125
+}
+
+// reportLimits names on stderr a limit the command hit, as 'airlock run'
+// does.
+func reportLimits(ctx context.Context, cl *sdk.Client, id string, timeout time.Duration, st *sdk.ExitStatus, stderr io.Writer) {
+	var lim *sdk.Limits
+	if st.Limit == sdk.LimitMemory || st.Limit == sdk.LimitPids || st.Limit == sdk.LimitDisk {
+		if sb, err := cl.GetSandbox(ctx, id); err == nil {
+			lim = &sb.Limits
+		}
+	}
+	switch st.Limit {
+	case sdk.LimitTimeout:
+		if timeout > 0 {
+			fmt.Fprintf(stderr, "airlock: command timed out after %s and was killed\n", timeout)
+		} else {
+			fmt.Fprintln(stderr, "airlock: command timed out and was killed")
+		}
+	case sdk.LimitMemory:
+		if lim != nil {
+			fmt.Fprintf(stderr, "airlock: memory limit of %s exceeded; the command was killed (the sandbox's --memory)\n", fmtBytes(lim.MemoryBytes))
+		} else {
+			fmt.Fprintln(stderr, "airlock: the sandbox's memory limit was exceeded; the command was killed (the sandbox's --memory)")
+		}
+	case sdk.LimitPids:
+		if lim != nil {
+			fmt.Fprintf(stderr, "airlock: process limit of %d reached (the sandbox's --pids)\n", lim.Pids)
+		} else {
+			fmt.Fprintln(stderr, "airlock: the sandbox's process limit was reached (the sandbox's --pids)")
+		}
+	case sdk.LimitDisk:
+		if lim != nil {
+			fmt.Fprintf(stderr, "airlock: sandbox disk is full (limit %s for the writable layer, %s for /tmp; the sandbox's --disk and --tmp)\n", fmtBytes(lim.DiskBytes), fmtBytes(lim.TmpBytes))
+		} else {
+			fmt.Fprintln(stderr, "airlock: sandbox disk is full (the sandbox's --disk and --tmp)")
+		}
+	case "":
+	default:
+		fmt.Fprintf(stderr, "airlock: the command hit the sandbox's %s limit\n", st.Limit)
+	}
+	if st.StdoutTruncated || st.StderrTruncated {
+		fmt.Fprintf(stderr, "airlock: output truncated (stdout %d bytes, stderr %d bytes; raise --output-limit)\n", st.StdoutBytes, st.StderrBytes)
+	}
+}

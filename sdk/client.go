@@ -1,0 +1,681 @@
+package sdk
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultSocket is the daemon's socket when neither WithSocket nor
+// $AIRLOCK_SOCKET says otherwise.
+const DefaultSocket = "/run/airlock/airlock.sock"
+
+// SocketEnv names the environment variable that overrides DefaultSocket.
+const SocketEnv = "AIRLOCK_SOCKET"
+
+// Error codes, as the API sends them (Error.Code).
+const (
+	CodeInvalid       = "invalid"
+	CodeNotFound      = "not_found"
+	CodeConflict      = "conflict"
+	CodeDenied        = "denied"
+	CodeLimitExceeded = "limit_exceeded"
+	CodeUnsupported   = "unsupported"
+	CodeInternal      = "internal"
+)
+
+// Error is an error answered by the daemon, or a request the client
+// refused to send.
+type Error struct {
+	// Status is the HTTP status. For an error event inside an exec stream
+	// it is the status the code stands for (404 for not_found, ...); it is
+	// 0 when the client itself refused the request.
+	Status int
+	// Code is one of the Code* constants. When the daemon's answer had no
+	// code (a proxy's page, say), it is derived from Status.
+	Code string
+	// Message is one line, safe to show.
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return e.Code
+	}
+	return e.Code + ": " + e.Message
+}
+
+func isCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// IsNotFound reports whether err is a not_found error (an unknown sandbox
+// or exec, a missing command).
+func IsNotFound(err error) bool { return isCode(err, CodeNotFound) }
+
+// IsConflict reports whether err is a conflict error (wrong state, already
+// exists).
+func IsConflict(err error) bool { return isCode(err, CodeConflict) }
+
+// IsInvalid reports whether err is an invalid error (a bad request).
+func IsInvalid(err error) bool { return isCode(err, CodeInvalid) }
+
+// IsDenied reports whether err is a denied error (policy, authentication).
+func IsDenied(err error) bool { return isCode(err, CodeDenied) }
+
+// IsLimitExceeded reports whether err is a limit_exceeded error (a quota or
+// a size limit).
+func IsLimitExceeded(err error) bool { return isCode(err, CodeLimitExceeded) }
+
+// IsUnsupported reports whether err is an unsupported error.
+func IsUnsupported(err error) bool { return isCode(err, CodeUnsupported) }
+
+func invalidf(format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+var statusCodes = map[int]string{
+	http.StatusBadRequest:            CodeInvalid,
+	http.StatusUnauthorized:          CodeDenied,
+	http.StatusForbidden:             CodeDenied,
+	http.StatusNotFound:              CodeNotFound,
+	http.StatusConflict:              CodeConflict,
+	http.StatusRequestEntityTooLarge: CodeLimitExceeded,
+	http.StatusTooManyRequests:       CodeLimitExceeded,
+	http.StatusNotImplemented:        CodeUnsupported,
+}
+
+func codeStatus(code string) int {
+	for s, c := range statusCodes {
+		if c == code && s != http.StatusUnauthorized && s != http.StatusRequestEntityTooLarge {
+			return s
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	socket  string
+	baseURL string
+	apiKey  string
+	hc      *http.Client
+	timeout time.Duration
+}
+
+// WithSocket talks to the daemon on the unix socket at path (default
+// $AIRLOCK_SOCKET, else DefaultSocket).
+func WithSocket(path string) Option { return func(o *options) { o.socket = path } }
+
+// WithBaseURL talks to the daemon over TCP at u ("https://host:port"),
+// instead of a unix socket. The API's /v1 paths are appended to u.
+func WithBaseURL(u string) Option { return func(o *options) { o.baseURL = u } }
+
+// WithAPIKey sends "Authorization: Bearer key" with every request.
+func WithAPIKey(key string) Option { return func(o *options) { o.apiKey = key } }
+
+// WithHTTPClient sends every request with hc. If hc.Transport is nil, a
+// copy of hc gets the client's own transport (the unix socket, or TCP with
+// WithBaseURL); otherwise hc's transport is used as is.
+func WithHTTPClient(hc *http.Client) Option { return func(o *options) { o.hc = hc } }
+
+// WithTimeout bounds each call: a call that has not finished after d fails.
+// For Exec it bounds only the wait for the daemon's answer, not the output
+// stream, which ExecRequest.Timeout and the context bound. 0 (the default):
+// only the context bounds a call.
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// Client talks to an airlock daemon. It is safe for concurrent use.
+type Client struct {
+	hc      *http.Client
+	base    string // scheme://host[/prefix], no trailing slash
+	where   string // the socket path or base URL, for messages
+	apiKey  string
+	timeout time.Duration
+}
+
+// New makes a Client. It does not contact the daemon; call Health for that.
+func New(opts ...Option) (*Client, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.timeout < 0 {
+		return nil, fmt.Errorf("sdk: negative timeout %s", o.timeout)
+	}
+	if o.baseURL != "" && o.socket != "" {
+		return nil, errors.New("sdk: WithSocket and WithBaseURL exclude each other")
+	}
+	if strings.ContainsAny(o.apiKey, "\r\n") {
+		return nil, errors.New("sdk: the API key contains a line break")
+	}
+	c := &Client{apiKey: o.apiKey, timeout: o.timeout}
+	var tr *http.Transport
+	if o.baseURL != "" {
+		u, err := url.Parse(o.baseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("sdk: base URL %q: want http(s)://host[:port][/prefix]", o.baseURL)
+		}
+		c.base = strings.TrimRight(o.baseURL, "/")
+		c.where = c.base
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+		dial := tr.DialContext
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, &dialError{where: c.where, err: err}
+			}
+			return conn, nil
+		}
+	} else {
+		path := o.socket
+		if path == "" {
+			path = os.Getenv(SocketEnv)
+		}
+		if path == "" {
+			path = DefaultSocket
+		}
+		c.base = "http://airlock"
+		c.where = path
+		tr = &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				conn, err := d.DialContext(ctx, "unix", path)
+				if err != nil {
+					return nil, &dialError{where: path, err: err}
+				}
+				return conn, nil
+			},
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     30 * time.Second,
+		}
+	}
+	switch {
+	case o.hc == nil:
+		c.hc = &http.Client{Transport: tr}
+	case o.hc.Transport == nil:
+		hc := *o.hc
+		hc.Transport = tr
+		c.hc = &hc
+	default:
+		c.hc = o.hc
+	}
+	return c, nil
+}
+
+// Close releases the client's idle connections.
+func (c *Client) Close() error {
+	c.hc.CloseIdleConnections()
+	return nil
+}
+
+// dialError is a failure to connect to the daemon.
+type dialError struct {
+	where string
+	err   error
+}
+
+func (e *dialError) Error() string {
+	switch {
+	case errors.Is(e.err, syscall.EACCES), errors.Is(e.err, syscall.EPERM):
+		return fmt.Sprintf("cannot reach the airlock daemon at %s: permission denied (the socket is for its owner only)", e.where)
+	case errors.Is(e.err, syscall.ENOENT), errors.Is(e.err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("cannot reach the airlock daemon at %s: is `airlock serve` running?", e.where)
+	}
+	return fmt.Sprintf("cannot reach the airlock daemon at %s: is `airlock serve` running? (%v)", e.where, e.err)
+}
+
+func (e *dialError) Unwrap() error { return e.err }
+
+// answer is a 2xx answer being read.
+type answer struct {
+	*http.Response
+	ctx  context.Context // the request's: its cause says why a read failed
+	done func()
+}
+
+func (a *answer) close() {
+	a.Body.Close()
+	a.done()
+}
+
+// readErr describes a failure to read the answer's body.
+func (a *answer) readErr(what string, err error) error {
+	if cause := context.Cause(a.ctx); cause != nil {
+		return fmt.Errorf("%s: %w", what, cause)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// request sends one request and returns the answer if it is a 2xx; any
+// other answer becomes an *Error. The client's timeout covers reading the
+// answer too, except with stream set, when it covers only the wait for the
+// answer's header.
+func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any, accept string, stream bool) (*answer, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return nil, e
+			}
+			return nil, fmt.Errorf("sdk: encoding the request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	what := method + " " + path
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := func() bool { return true } // false: the timeout fired
+	if c.timeout > 0 {
+		timeout := fmt.Errorf("the airlock daemon at %s did not answer within %s: %w", c.where, c.timeout, context.DeadlineExceeded)
+		t := time.AfterFunc(c.timeout, func() { cancel(timeout) })
+		stop = t.Stop
+	}
+	done := func() {
+		stop()
+		cancel(nil)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		done()
+		return nil, fmt.Errorf("sdk: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("User-Agent", "airlock-sdk")
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		defer done()
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, fmt.Errorf("%s: %w", what, cause)
+		}
+		var de *dialError
+		if errors.As(err, &de) {
+			return nil, de
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s: airlock daemon at %s: %w", what, c.where, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := readError(resp)
+		resp.Body.Close()
+		done()
+		return nil, e
+	}
+	if stream && !stop() {
+		resp.Body.Close()
+		done()
+		return nil, fmt.Errorf("%s: %w", what, context.Cause(ctx))
+	}
+	return &answer{Response: resp, ctx: ctx, done: done}, nil
+}
+
+// readError turns a non-2xx answer into an *Error.
+func readError(resp *http.Response) *Error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &Error{Status: resp.StatusCode}
+	var w struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	isJSON := json.Unmarshal(b, &w) == nil
+	if isJSON {
+		e.Code, e.Message = w.Code, oneLine(w.Message)
+	}
+	if e.Code == "" {
+		e.Code = statusCodes[resp.StatusCode]
+		if e.Code == "" {
+			e.Code = CodeInternal
+		}
+	}
+	if e.Message == "" {
+		// not our JSON: a proxy's page, or nothing
+		if !isJSON && !strings.Contains(resp.Header.Get("Content-Type"), "html") {
+			e.Message = oneLine(string(b))
+		}
+		if e.Message == "" {
+			e.Message = fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		}
+	}
+	return e
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = strings.TrimSpace(s[:i]) + " ..."
+	}
+	if len(s) > 300 {
+		s = s[:300] + " ..."
+	}
+	return s
+}
+
+// call sends a JSON request and decodes a JSON answer into out (unless out
+// is nil).
+func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	a, err := c.request(ctx, method, path, query, body, "application/json", false)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(a.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(a.Body, 64<<20)).Decode(out); err != nil {
+		if context.Cause(a.ctx) != nil {
+			return a.readErr(method+" "+path, err)
+		}
+		return fmt.Errorf("%s %s: malformed answer from the airlock daemon: %v", method, path, err)
+	}
+	return nil
+}
+
+func sandboxPath(id string, rest ...string) (string, error) {
+	if id == "" {
+		return "", invalidf("empty sandbox id")
+	}
+	p := "/v1/sandboxes/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p, nil
+}
+
+// Health asks the daemon how it is.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var h Health
+	if err := c.call(ctx, http.MethodGet, "/v1/health", nil, nil, &h); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// CreateSandbox creates a sandbox and returns it once it is running.
+func (c *Client) CreateSandbox(ctx context.Context, req CreateRequest) (*Sandbox, error) {
+	var sb Sandbox
+	if err := c.call(ctx, http.MethodPost, "/v1/sandboxes", nil, req, &sb); err != nil {
+		return nil, err
+	}
+	if sb.ID == "" {
+		return nil, errors.New("POST /v1/sandboxes: malformed answer from the airlock daemon: no sandbox id")
+	}
+	return &sb, nil
+}
+
+// ListSandboxes lists sandboxes, newest first. A non-empty state
+// (StateRunning, StateStopped) keeps only the sandboxes in that state.
+func (c *Client) ListSandboxes(ctx context.Context, state string) ([]Sandbox, error) {
+	var q url.Values
+	if state != "" {
+		q = url.Values{"state": {state}}
+	}
+	var w struct {
+		Sandboxes []Sandbox `json:"sandboxes"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/v1/sandboxes", q, nil, &w); err != nil {
+		return nil, err
+	}
+	if w.Sandboxes == nil {
+		w.Sandboxes = []Sandbox{}
+	}
+	return w.Sandboxes, nil
+}
+
+// GetSandbox returns one sandbox, running or stopped.
+func (c *Client) GetSandbox(ctx context.Context, id string) (*Sandbox, error) {
+	p, err := sandboxPath(id)
+	if err != nil {
+		return nil, err
+	}
+	var sb Sandbox
+	if err := c.call(ctx, http.MethodGet, p, nil, nil, &sb); err != nil {
+		return nil, err
+	}
+	return &sb, nil
+}
+
+// DestroySandbox kills everything in a sandbox and removes it. Its record
+// stays, in state "stopped".
+func (c *Client) DestroySandbox(ctx context.Context, id string) error {
+	p, err := sandboxPath(id)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodDelete, p, nil, nil, nil)
+}
+
+// SetTimeout makes a sandbox expire ttl from now (rounded up to whole
+// seconds); 0 removes its time to live.
+func (c *Client) SetTimeout(ctx context.Context, id string, ttl time.Duration) (*Sandbox, error) {
+	p, err := sandboxPath(id, "timeout")
+	if err != nil {
+		return nil, err
+	}
+	if ttl < 0 {
+		return nil, invalidf("negative TTL %s", ttl)
+	}
+	body := struct {
+		TTLSeconds int64 `json:"ttl_seconds"`
+	}{ceilDiv(ttl, time.Second)}
+	var sb Sandbox
+	if err := c.call(ctx, http.MethodPost, p, nil, body, &sb); err != nil {
+		return nil, err
+	}
+	return &sb, nil
+}
+
+// maxEventLine bounds one line of an exec stream.
+const maxEventLine = 32 << 20
+
+// execEvent is one line of an exec stream. Type is decoded first, and the
+// rest by type, so that an event this client does not know is skipped
+// whatever its fields.
+type execEvent struct {
+	Type string `json:"type"`
+}
+
+type execStart struct {
+	ExecID string `json:"exec_id"`
+	PID    int    `json:"pid"`
+}
+
+type execChunk struct {
+	Data []byte `json:"data"` // base64 in JSON
+}
+
+type execExit struct {
+	Status *ExitStatus `json:"status"`
+}
+
+type execFailure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Exec runs a command in a sandbox. Its output is written to stdout and
+// stderr (nil: discarded) as the daemon streams it. Exec returns the
+// command's exit status, whatever its code; an error means the command
+// could not be started (IsNotFound: no such command or sandbox), or the
+// daemon reported an error, or the stream broke. A write error on stdout
+// or stderr ends the call (and the request) with that error.
+func (c *Client) Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (*ExitStatus, error) {
+	p, err := sandboxPath(id, "exec")
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, invalidf("no command given")
+	}
+	if req.Timeout < 0 {
+		return nil, invalidf("negative timeout %s", req.Timeout)
+	}
+	if req.OutputLimit < 0 {
+		return nil, invalidf("negative output limit %d", req.OutputLimit)
+	}
+	w := execWire{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit}
+	if req.Stdin != nil {
+		b, err := io.ReadAll(io.LimitReader(req.Stdin, MaxStdin+1))
+		if err != nil {
+			return nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		if len(b) > MaxStdin {
+			return nil, &Error{Code: CodeLimitExceeded, Message: fmt.Sprintf("stdin is larger than %d MiB", MaxStdin>>20)}
+		}
+		w.Stdin = b
+	}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+
+	a, err := c.request(ctx, http.MethodPost, p, nil, w, "application/x-ndjson", true)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+
+	sc := bufio.NewScanner(a.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
+	var execID string
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var ev execEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return nil, fmt.Errorf("exec: malformed event from the airlock daemon: %v", err)
+		}
+		malformed := func(err error) error {
+			return fmt.Errorf("exec: malformed %q event from the airlock daemon: %v", ev.Type, err)
+		}
+		switch ev.Type {
+		case "start":
+			var start execStart
+			if err := json.Unmarshal(line, &start); err != nil {
+				return nil, malformed(err)
+			}
+			execID = start.ExecID
+		case "stdout", "stderr":
+			var chunk execChunk
+			if err := json.Unmarshal(line, &chunk); err != nil {
+				return nil, malformed(err)
+			}
+			w := stdout
+			if ev.Type == "stderr" {
+				w = stderr
+			}
+			if _, err := w.Write(chunk.Data); err != nil {
+				return nil, fmt.Errorf("exec: writing %s: %w", ev.Type, err)
+			}
+		case "exit":
+			var exit execExit
+			if err := json.Unmarshal(line, &exit); err != nil {
+				return nil, malformed(err)
+			}
+			if exit.Status == nil {
+				return nil, malformed(errors.New("no status"))
+			}
+			exit.Status.ExecID = execID
+			return exit.Status, nil
+		case "error":
+			var f execFailure
+			if err := json.Unmarshal(line, &f); err != nil {
+				return nil, malformed(err)
+			}
+			if f.Code == "" {
+				f.Code = CodeInternal
+			}
+			return nil, &Error{Status: codeStatus(f.Code), Code: f.Code, Message: oneLine(f.Message)}
+		default:
+			// an event this client does not know: skip it
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("exec: malformed answer from the airlock daemon: an event is longer than %d MiB", maxEventLine>>20)
+		}
+		return nil, a.readErr("exec: reading the output stream", err)
+	}
+	if cause := context.Cause(a.ctx); cause != nil {
+		return nil, fmt.Errorf("exec: %w", cause)
+	}
+	return nil, fmt.Errorf("exec: the stream ended before the command's exit status: %w", io.ErrUnexpectedEOF)
+}
+
+// ListExecs lists the commands run in a sandbox, oldest first.
+func (c *Client) ListExecs(ctx context.Context, id string) ([]Exec, error) {
+	p, err := sandboxPath(id, "execs")
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		Execs []Exec `json:"execs"`
+	}
+	if err := c.call(ctx, http.MethodGet, p, nil, nil, &w); err != nil {
+		return nil, err
+	}
+	if w.Execs == nil {
+		w.Execs = []Exec{}
+	}
+	return w.Execs, nil
+}
+
+// ExecOutput returns the stored (capped) output of one command: stream is
+// Stdout or Stderr ("" means Stdout).
+func (c *Client) ExecOutput(ctx context.Context, id, execID, stream string) ([]byte, error) {
+	if stream == "" {
+		stream = Stdout
+	}
+	if stream != Stdout && stream != Stderr {
+		return nil, invalidf("stream %q: want stdout or stderr", stream)
+	}
+	if execID == "" {
+		return nil, invalidf("empty exec id")
+	}
+	p, err := sandboxPath(id, "execs", url.PathEscape(execID), "output")
+	if err != nil {
+		return nil, err
+	}
+	a, err := c.request(ctx, http.MethodGet, p, url.Values{"stream": {stream}}, nil, "application/octet-stream", false)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	b, err := io.ReadAll(a.Body)
+	if err != nil {
+		return nil, a.readErr("GET "+p+": reading the output", err)
+	}
+	return b, nil
+}
