@@ -267,7 +267,10 @@ func (a *answer) readErr(what string, err error) error {
 // answer's header.
 func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any, accept string, stream bool) (*answer, error) {
 	var rd io.Reader
-	if body != nil {
+	ctype := "application/json"
+	if raw, ok := body.(rawBody); ok {
+		rd, ctype, body = raw.r, raw.ctype, struct{}{}
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			var e *Error
@@ -300,7 +303,7 @@ func (c *Client) request(ctx context.Context, method, path string, query url.Val
 		return nil, fmt.Errorf("sdk: %w", err)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 	}
 	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "airlock-sdk")
@@ -335,6 +338,12 @@ func (c *Client) request(ctx context.Context, method, path string, query url.Val
 		return nil, fmt.Errorf("%s: %w", what, context.Cause(ctx))
 	}
 	return &answer{Response: resp, ctx: ctx, done: done}, nil
+}
+
+// rawBody is a request body sent as it is, not as JSON.
+type rawBody struct {
+	r     io.Reader
+	ctype string
 }
 
 // readError turns a non-2xx answer into an *Error.

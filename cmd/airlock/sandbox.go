@@ -35,6 +35,10 @@ commands:
   timeout  set or clear a sandbox's time to live
   execs    list the commands run in a sandbox
   output   print the stored output of one command
+  upload   copy a host directory into a sandbox
+  cat      print a file of a sandbox
+  put      write stdin to a file of a sandbox
+  files    list a directory of a sandbox
 
 Every command takes --socket PATH, the daemon's socket (env AIRLOCK_SOCKET,
 default /run/airlock/airlock.sock). Exit status: 0 on success, 1 when the
@@ -59,6 +63,10 @@ var sandboxVerbs = []struct {
 	{"timeout", sandboxTimeout},
 	{"execs", sandboxExecs},
 	{"output", sandboxOutput},
+	{"upload", sandboxUpload},
+	{"cat", sandboxCat},
+	{"put", sandboxPut},
+	{"files", sandboxFiles},
 }
 
 func cmdSandbox(args []string, stdout, stderr io.Writer) int {

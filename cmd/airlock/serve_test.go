@@ -162,3 +162,47 @@ func TestServeSIGKILLMidExec(t *testing.T) {
 		t.Errorf("after restart: leftovers %+v", c)
 	}
 }
+
+// The CLI verbs against a real daemon, as the demo uses them.
+func TestSandboxCLIAgainstDaemon(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	sock := "--socket=" + d.sock
+	out, errOut, code := e.run("", "sandbox", "create", sock, "--label", "demo=1")
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("create: %d %q %q", code, out, errOut)
+	}
+	repo := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(repo, "src"), 0o755)
+	_ = os.WriteFile(filepath.Join(repo, "src", "a.txt"), []byte("alpha\n"), 0o644)
+	_ = os.Symlink("src/a.txt", filepath.Join(repo, "link"))
+	if _, errOut, code := e.run("", "sandbox", "upload", sock, id, repo); code != 0 {
+		t.Fatalf("upload: %d %q", code, errOut)
+	}
+	if out, errOut, code := e.run("", "sandbox", "cat", sock, id, "/workspace/link"); code != 0 || out != "alpha\n" {
+		t.Errorf("cat through the uploaded symlink: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := e.run("beta\n", "sandbox", "put", sock, "--parents", id, "/workspace/new/b.txt"); code != 0 {
+		t.Errorf("put: %d %q", code, errOut)
+	}
+	out, errOut, code = e.run("", "sandbox", "exec", sock, id, "--", "/bin/sh", "-c", "cat new/b.txt; stat -c %U src/a.txt")
+	if code != 0 || out != "beta\nsandbox\n" {
+		t.Errorf("exec: %d %q %q", code, out, errOut)
+	}
+	if out, _, code := e.run("", "sandbox", "files", sock, id, "/workspace"); code != 0 || !strings.Contains(out, "link -> src/a.txt") {
+		t.Errorf("files: %d %q", code, out)
+	}
+	if _, errOut, code := e.run("", "sandbox", "cat", sock, id, "/workspace/nope"); code != 1 || !strings.Contains(errOut, "not_found") {
+		t.Errorf("cat of a missing file: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "sandbox", "exec", sock, id, "--", "/etc/passwd"); code != 126 {
+		t.Errorf("exec of a non-executable: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "sandbox", "rm", sock, id); code != 0 {
+		t.Errorf("rm: %d %q", code, errOut)
+	}
+	if out, _, _ := e.run("", "sandbox", "get", sock, id); !strings.Contains(out, "stopped") {
+		t.Errorf("get after rm: %q", out)
+	}
+}

@@ -201,7 +201,9 @@ func (s *Server) fileOp(op *FileOp, files []*os.File) (*Message, error) {
 		if len(files) != 1 {
 			return nil, fmt.Errorf("read needs one descriptor: %w", errInvalidPath)
 		}
-		fd, err := openRoot(p, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+		// Reads follow symlinks (resolution stays inside the sandbox);
+		// writes never do.
+		fd, err := openRoot(p, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -1,12 +1,10 @@
 package native
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/tarball"
 )
 
 // ErrStopped is returned for operations on a sandbox that has stopped.
@@ -171,7 +170,7 @@ func (s *sandbox) importDir(ctx context.Context, src, dst string) error {
 	}
 	werr := make(chan error, 1)
 	go func() {
-		err := writeTar(pw, src)
+		err := tarball.WriteDir(pw, src)
 		pw.Close()
 		werr <- err
 	}()
@@ -181,61 +180,6 @@ func (s *sandbox) importDir(ctx context.Context, src, dst string) error {
 		return err
 	}
 	return cerr
-}
-
-// writeTar writes dir's regular files, directories and symlinks (never
-// followed) as a tar stream.
-func writeTar(w io.Writer, dir string) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		var link string
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		case info.Mode().IsRegular(), info.IsDir():
-		default:
-			return nil // devices, sockets, fifos are not copied
-		}
-		h, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if info.IsDir() {
-			h.Name += "/"
-		}
-		h.Uname, h.Gname, h.Uid, h.Gid = "", "", 0, 0
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if info.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, f)
-			f.Close()
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
 }
 
 // Exec implements runtime.Sandbox.

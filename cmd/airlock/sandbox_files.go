@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/airlock-dev/airlock/internal/tarball"
+)
+
+func sandboxUpload(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("upload", "airlock sandbox upload [flags] ID HOSTDIR [DEST]",
+		"Copies the host directory HOSTDIR into the sandbox below DEST (default /workspace),\nowned by the sandbox user. Regular files, directories and symlinks (as links) are\ncopied; the host directory is only read.\n", stdout, stderr)
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 && len(pos) != 3 {
+		return c.usageErr("want a sandbox ID, a host directory and an optional destination")
+	}
+	dest := "/workspace"
+	if len(pos) == 3 {
+		dest = pos[2]
+	}
+	st, err := os.Stat(pos[1])
+	if err != nil || !st.IsDir() {
+		return c.usageErr("%s is not a directory", pos[1])
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarball.WriteDir(pw, pos[1])) }()
+	if err := cl.UploadTar(context.Background(), pos[0], dest, pr); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}
+
+func sandboxCat(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("cat", "airlock sandbox cat [flags] ID PATH", "Prints a file of the sandbox.\n", stdout, stderr)
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		return c.usageErr("want a sandbox ID and a path")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	if _, err := cl.ReadFile(context.Background(), pos[0], pos[1], stdout); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}
+
+func sandboxPut(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("put", "airlock sandbox put [flags] ID PATH < DATA", "Writes standard input to a file of the sandbox (created or replaced).\n", stdout, stderr)
+	mode := c.fs.String("mode", "0644", "permission bits, octal")
+	parents := c.fs.Bool("parents", false, "create missing parent directories")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		return c.usageErr("want a sandbox ID and a path")
+	}
+	m, err := strconv.ParseUint(*mode, 8, 32)
+	if err != nil || m > 0o777 {
+		return c.usageErr("--mode %q: want octal permission bits like 0644", *mode)
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	if err := cl.WriteFile(context.Background(), pos[0], pos[1], sandboxStdin, uint32(m), *parents); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}
+
+func sandboxFiles(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("files", "airlock sandbox files [flags] ID DIR", "Lists a directory of the sandbox.\n", stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print the entries as JSON")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		return c.usageErr("want a sandbox ID and a directory")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	list, err := cl.ListFiles(context.Background(), pos[0], pos[1])
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		if err := printJSON(stdout, list); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODE\tSIZE\tTYPE\tNAME")
+	for _, e := range list {
+		name := e.Name
+		if e.Target != "" {
+			name += " -> " + e.Target
+		}
+		fmt.Fprintf(tw, "%04o\t%d\t%s\t%s\n", e.Mode, e.Size, e.Type, name)
+	}
+	_ = tw.Flush()
+	return 0
+}

@@ -1,0 +1,143 @@
+package sdk
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// FileInfo describes a file inside a sandbox.
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Type    string    `json:"type"` // "file", "dir", "symlink", "other"
+	Size    int64     `json:"size"`
+	Mode    uint32    `json:"mode"`
+	ModTime time.Time `json:"mtime"`
+	UID     int       `json:"uid"`
+	GID     int       `json:"gid"`
+	Target  string    `json:"symlink_target,omitempty"`
+}
+
+// Paths given to the file methods are absolute inside the sandbox and are
+// resolved there, with the rights of the sandbox's command user.
+
+func filesQuery(path string, extra ...string) url.Values {
+	q := url.Values{"path": {path}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set(extra[i], extra[i+1])
+	}
+	return q
+}
+
+// ReadFile copies a file of the sandbox to w.
+func (c *Client) ReadFile(ctx context.Context, id, path string, w io.Writer) (int64, error) {
+	p, err := sandboxPath(id, "files")
+	if err != nil {
+		return 0, err
+	}
+	a, err := c.request(ctx, http.MethodGet, p, filesQuery(path), nil, "application/octet-stream", true)
+	if err != nil {
+		return 0, err
+	}
+	defer a.close()
+	n, err := io.Copy(w, a.Body)
+	if err != nil {
+		return n, a.readErr("GET "+p, err)
+	}
+	return n, nil
+}
+
+// WriteFile creates or replaces a file in the sandbox with r's content;
+// mode 0 means 0644; parents creates missing directories.
+func (c *Client) WriteFile(ctx context.Context, id, path string, r io.Reader, mode uint32, parents bool) error {
+	p, err := sandboxPath(id, "files")
+	if err != nil {
+		return err
+	}
+	if mode == 0 {
+		mode = 0o644
+	}
+	q := filesQuery(path, "mode", "0"+strconv.FormatUint(uint64(mode), 8), "parents", strconv.FormatBool(parents))
+	return c.call(ctx, http.MethodPut, p, q, rawBody{r, "application/octet-stream"}, nil)
+}
+
+// StatFile describes one file (a symlink itself, not its target).
+func (c *Client) StatFile(ctx context.Context, id, path string) (*FileInfo, error) {
+	p, err := sandboxPath(id, "files", "stat")
+	if err != nil {
+		return nil, err
+	}
+	var fi FileInfo
+	if err := c.call(ctx, http.MethodGet, p, filesQuery(path), nil, &fi); err != nil {
+		return nil, err
+	}
+	return &fi, nil
+}
+
+// ListFiles lists a directory.
+func (c *Client) ListFiles(ctx context.Context, id, dir string) ([]FileInfo, error) {
+	p, err := sandboxPath(id, "files", "list")
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		Entries []FileInfo `json:"entries"`
+	}
+	if err := c.call(ctx, http.MethodGet, p, filesQuery(dir), nil, &w); err != nil {
+		return nil, err
+	}
+	if w.Entries == nil {
+		w.Entries = []FileInfo{}
+	}
+	return w.Entries, nil
+}
+
+// Mkdir makes a directory (and its parents, with parents).
+func (c *Client) Mkdir(ctx context.Context, id, dir string, parents bool) error {
+	p, err := sandboxPath(id, "files", "mkdir")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPost, p, filesQuery(dir, "parents", strconv.FormatBool(parents)), nil, nil)
+}
+
+// RemoveFile removes a file or an empty directory; with recursive, a
+// directory and everything in it.
+func (c *Client) RemoveFile(ctx context.Context, id, path string, recursive bool) error {
+	p, err := sandboxPath(id, "files")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodDelete, p, filesQuery(path, "recursive", strconv.FormatBool(recursive)), nil, nil)
+}
+
+// UploadTar unpacks a tar stream below dir in the sandbox.
+func (c *Client) UploadTar(ctx context.Context, id, dir string, r io.Reader) error {
+	p, err := sandboxPath(id, "files", "tar")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPut, p, filesQuery(dir), rawBody{r, "application/x-tar"}, nil)
+}
+
+// DownloadTar writes dir's tree in the sandbox to w as a tar stream.
+func (c *Client) DownloadTar(ctx context.Context, id, dir string, w io.Writer) (int64, error) {
+	p, err := sandboxPath(id, "files", "tar")
+	if err != nil {
+		return 0, err
+	}
+	a, err := c.request(ctx, http.MethodGet, p, filesQuery(dir), nil, "application/x-tar", true)
+	if err != nil {
+		return 0, err
+	}
+	defer a.close()
+	n, err := io.Copy(w, a.Body)
+	if err != nil {
+		return n, a.readErr("GET "+p, err)
+	}
+	return n, nil
+}
