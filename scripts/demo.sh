@@ -55,6 +55,32 @@ run --pids 32 -- /bin/sh -c 'for i in $(seq 80); do sleep 5 & done 2>/dev/null; 
 run --disk 16M -- /bin/sh -c 'head -c 64M /dev/zero > /workspace/big'
 run --output-limit 64 -- /bin/sh -c 'yes airlock | head -c 100000' | tail -c 120; echo
 
+step "The daemon: a long-lived sandbox driven over its API"
+sock="$work/airlock.sock"
+"$AIRLOCK" serve --socket "$sock" 2>"$work/daemon.log" &
+daemon=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+export AIRLOCK_SOCKET="$sock"
+sb() { printf '$ airlock sandbox %s\n' "$*"; "$AIRLOCK" sandbox "$@"; }
+git -C "$repo" init -q && git -C "$repo" add . && git -C "$repo" -c user.name=demo -c user.email=demo@example.invalid commit -qm "base"
+id=$("$AIRLOCK" sandbox create --ttl 10m --label task=fix-calc)
+echo "created sandbox $id"
+sb upload "$id" "$repo"
+set +e
+sb exec "$id" -- sh test.sh; echo "(exit status $?)"
+sb exec "$id" -- sed -i 's/\$1 - \$2/\$1 + \$2/' calc.sh
+sb exec "$id" -- sh test.sh; echo "(exit status $?)"
+set -e
+out="$PWD/demo-output"
+mkdir -p "$out"
+"$AIRLOCK" sandbox exec "$id" -- git -c core.pager=cat diff > "$out/patch.diff"
+echo "the agent's patch, taken from the sandbox:"
+cat "$out/patch.diff"
+sb execs "$id"
+sb rm "$id"
+kill -TERM "$daemon"; wait "$daemon" || true
+echo "daemon stopped; the patch is at $out/patch.diff"
+
 step "Nothing is left behind"
 echo "sandbox state dirs: $(ls "$AIRLOCK_STATE_DIR/sandboxes" | wc -l)"
 echo "sandbox cgroups:    $(find /sys/fs/cgroup -maxdepth 2 -name "$AIRLOCK_CGROUP_PARENT" -exec sh -c 'ls -d "$1"/*/ 2>/dev/null' _ {} \; | wc -l)"
