@@ -1,15 +1,11 @@
 package agent
 
 import (
-	"archive/tar"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path"
-	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/airlock-dev/airlock/internal/tarball"
 )
 
 // untar unpacks the tar stream on files[0] below m.Path. Every path is
@@ -25,7 +21,7 @@ func (s *Server) untar(m *Message, files []*os.File) {
 	var n int
 	err := s.asUser(func() error {
 		var err error
-		n, err = Untar(files[0], m.Path, s.hard.UID, s.hard.GID)
+		n, err = tarball.Extract(files[0], m.Path, tarball.ExtractOptions{UID: s.hard.UID, GID: s.hard.GID})
 		return err
 	})
 	if err != nil {
@@ -35,135 +31,4 @@ func (s *Server) untar(m *Message, files []*os.File) {
 		return
 	}
 	s.reply(&Message{Op: OpDone, ID: m.ID, PID: n})
-}
-
-// Untar unpacks r below dir (which must exist), chowning entries to uid:gid.
-// It returns the number of entries written.
-func Untar(r io.Reader, dir string, uid, gid int) (int, error) {
-	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer unix.Close(root)
-	tr := tar.NewReader(r)
-	n := 0
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("read tar: %w", err)
-		}
-		name, err := cleanEntry(h.Name)
-		if err != nil {
-			return n, err
-		}
-		if name == "." {
-			continue
-		}
-		if err := writeEntry(root, name, h, tr, uid, gid); err != nil {
-			return n, fmt.Errorf("%s: %w", h.Name, err)
-		}
-		n++
-	}
-}
-
-// cleanEntry refuses absolute paths and any ".." element.
-func cleanEntry(name string) (string, error) {
-	if name == "" || strings.HasPrefix(name, "/") || strings.ContainsRune(name, 0) {
-		return "", fmt.Errorf("tar entry %q: absolute or empty path refused", name)
-	}
-	for _, el := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
-		if el == ".." {
-			return "", fmt.Errorf("tar entry %q: '..' refused", name)
-		}
-	}
-	return path.Clean(name), nil
-}
-
-func openInRoot(root int, name string, flags uint64, mode uint64) (int, error) {
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-	for {
-		fd, err := unix.Openat2(root, name, &how)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
-}
-
-func writeEntry(root int, name string, h *tar.Header, r io.Reader, uid, gid int) error {
-	dir, base := path.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	pfd, err := openInRoot(root, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
-	if errors.Is(err, unix.ENOENT) {
-		if err = mkdirAll(root, dir, uid, gid); err == nil {
-			pfd, err = openInRoot(root, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("parent directory: %w", err)
-	}
-	defer unix.Close(pfd)
-	mode := uint32(h.Mode & 0o777)
-	switch h.Typeflag {
-	case tar.TypeDir:
-		if err := unix.Mkdirat(pfd, base, mode|0o700); err != nil && err != unix.EEXIST {
-			return err
-		}
-		return unix.Fchownat(pfd, base, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-	case tar.TypeReg:
-		// O_NOFOLLOW: an existing symlink at the final element is not followed.
-		fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-		if err != nil {
-			return err
-		}
-		f := os.NewFile(uintptr(fd), base)
-		defer f.Close()
-		if _, err := io.Copy(f, r); err != nil {
-			return err
-		}
-		if err := f.Chown(uid, gid); err != nil {
-			return err
-		}
-		return f.Chmod(os.FileMode(mode))
-	case tar.TypeSymlink:
-		_ = unix.Unlinkat(pfd, base, 0)
-		if err := unix.Symlinkat(h.Linkname, pfd, base); err != nil {
-			return err
-		}
-		return unix.Fchownat(pfd, base, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-	default:
-		// hard links, devices, fifos: not part of a workspace
-		return nil
-	}
-}
-
-func mkdirAll(root int, dir string, uid, gid int) error {
-	cur := ""
-	for _, el := range strings.Split(strings.Trim(dir, "/"), "/") {
-		if el == "" || el == "." {
-			continue
-		}
-		parent := cur
-		if parent == "" {
-			parent = "."
-		}
-		pfd, err := openInRoot(root, parent, unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return err
-		}
-		err = unix.Mkdirat(pfd, el, 0o755)
-		if err == nil {
-			_ = unix.Fchownat(pfd, el, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		unix.Close(pfd)
-		if err != nil && err != unix.EEXIST {
-			return err
-		}
-		cur = path.Join(cur, el)
-	}
-	return nil
 }

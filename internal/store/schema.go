@@ -57,6 +57,19 @@ CREATE TABLE outputs (
 	PRIMARY KEY (exec_id, stream)
 ) STRICT;
 `,
+	// 2: tasks (a repository checked out in a sandbox, with its workflow).
+	`
+CREATE TABLE tasks (
+	id         TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	sandbox_id TEXT    NOT NULL REFERENCES sandboxes (id),
+	state      TEXT    NOT NULL CHECK (state <> ''),
+	spec       TEXT    NOT NULL,
+	result     TEXT,
+	created    INTEGER NOT NULL,
+	finished   INTEGER
+) STRICT;
+CREATE INDEX tasks_by_created ON tasks (created DESC, id);
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.

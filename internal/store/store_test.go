@@ -734,8 +734,8 @@ func TestMigrateForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := schemaVersion(t, s); v != 2 {
-		t.Fatalf("version %d, want 2", v)
+	if v := schemaVersion(t, s); v != len(v2) {
+		t.Fatalf("version %d, want %d", v, len(v2))
 	}
 	sb, err := s.GetSandbox(ctx, "old")
 	if err != nil || sb.Created != time.Unix(0, 1).UTC() || sb.State != StateRunning {
