@@ -90,7 +90,7 @@ func serve(socket, stateDir, dataDir, dbPath string, stderr io.Writer) error {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, Logf: logf})
+	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), Logf: logf})
 	if err != nil {
 		return err
 	}

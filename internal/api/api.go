@@ -58,6 +58,7 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
 	s.filesRoutes()
+	s.taskRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
 	})
@@ -260,6 +261,7 @@ type Event struct {
 	PID     int                 `json:"pid,omitempty"`
 	Data    []byte              `json:"data,omitempty"` // base64 in JSON
 	Status  *runtime.ExitStatus `json:"status,omitempty"`
+	Passed  *bool               `json:"passed,omitempty"` // task tests: the exit event says if they passed
 	Code    string              `json:"code,omitempty"`
 	Message string              `json:"message,omitempty"`
 }

@@ -71,7 +71,7 @@ func newDaemon(t *testing.T) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.m, err = manager.New(context.Background(), manager.Config{Backend: be, Templates: tpls, Store: d.st})
+	d.m, err = manager.New(context.Background(), manager.Config{Backend: be, Templates: tpls, Store: d.st, TaskDir: filepath.Join(dir, "data", "tasks")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,10 @@
 // nothing from airlock.
 package errdefs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The error kinds. Test with errors.Is.
 var (
@@ -35,4 +38,9 @@ func Kind(err error) string {
 		return "invalid"
 	}
 	return "internal"
+}
+
+// Wrap returns an error of the given kind with a formatted message.
+func Wrap(kind error, format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), kind)
 }

@@ -46,6 +46,8 @@ type Config struct {
 	Backend   runtime.Backend
 	Templates *template.Store
 	Store     *store.Store
+	// TaskDir holds the host's clone and results of each task; "": no tasks.
+	TaskDir string
 	// StoredOutput caps the bytes kept per stream per exec; 0: default.
 	StoredOutput int64
 	Logf         func(format string, args ...any)

@@ -1,0 +1,184 @@
+package api
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/internal/manager"
+)
+
+// sampleRepo makes a git repository with two commits on main and returns
+// its path and the first commit.
+func sampleRepo(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("init", "-q", "-b", "main")
+	_ = os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	_ = os.WriteFile(filepath.Join(dir, "src", "calc.sh"), []byte("echo $(( $1 - $2 ))\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "test.sh"), []byte("[ \"$(sh src/calc.sh 2 3)\" = 5 ] && echo PASS || { echo FAIL; exit 1; }\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "README"), []byte("sample\n"), 0o644)
+	run("add", ".")
+	run("commit", "-qm", "one")
+	first := run("rev-parse", "HEAD")
+	_ = os.WriteFile(filepath.Join(dir, "README"), []byte("sample, second commit\n"), 0o644)
+	run("commit", "-qam", "two")
+	return dir, first
+}
+
+func (d *daemon) testTask(id string) (bool, string) {
+	d.t.Helper()
+	resp, err := d.client.Post("http://airlock/v1/tasks/"+id+"/test", "application/json", nil)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		d.t.Fatalf("test: status %d", resp.StatusCode)
+	}
+	var out strings.Builder
+	passed := false
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var ev Event
+		_ = json.Unmarshal(sc.Bytes(), &ev)
+		if ev.Type == "stdout" {
+			out.Write(ev.Data)
+		}
+		if ev.Type == "exit" && ev.Passed != nil {
+			passed = *ev.Passed
+		}
+	}
+	return passed, out.String()
+}
+
+func TestTaskWorkflow(t *testing.T) {
+	d := newDaemon(t)
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "scope": []string{"src/**"}, "test": "sh test.sh", "prompt": "make calc add"}, &task)
+	if code != 201 || task.Commit != first || task.SandboxID == "" || task.State != "open" {
+		t.Fatalf("start: %d %+v", code, task)
+	}
+	// the exact commit is checked out: the second commit's README is not
+	_, events, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat README; git rev-parse HEAD"}})
+	if out, _, _ := collect(events); out != "sample\n"+first+"\n" {
+		t.Errorf("checkout: %q", out)
+	}
+	if passed, out := d.testTask(task.ID); passed || !strings.Contains(out, "FAIL") {
+		t.Errorf("tests before the fix: passed=%v %q", passed, out)
+	}
+	// the agent fixes the code, writes outside its scope, and even tries to
+	// forge history in its .git: the host's diff is from the files alone
+	d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", `sed -i 's/-/+/' src/calc.sh && echo new > src/added.txt && echo sneaky > outside.txt && git -c user.name=x -c user.email=x@x commit -qam forged && git update-ref refs/heads/main HEAD`}})
+	if passed, out := d.testTask(task.ID); !passed || !strings.Contains(out, "PASS") {
+		t.Errorf("tests after the fix: passed=%v %q", passed, out)
+	}
+	var diff manager.Diff
+	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 {
+		t.Fatalf("diff: %d", code)
+	}
+	if !strings.Contains(diff.Patch, "-echo $(( $1 - $2 ))") || !strings.Contains(diff.Patch, "+echo $(( $1 + $2 ))") || !strings.Contains(diff.Patch, "outside.txt") {
+		t.Errorf("patch:\n%s", diff.Patch)
+	}
+	files := map[string]manager.ChangedFile{}
+	for _, f := range diff.Files {
+		files[f.Path] = f
+	}
+	if files["src/calc.sh"].Status != "modified" || !files["src/calc.sh"].InScope || files["src/added.txt"].Status != "added" || files["outside.txt"].InScope || len(files) != 3 {
+		t.Errorf("changed files: %+v", diff.Files)
+	}
+	if len(diff.OutOfScope) != 1 || diff.OutOfScope[0] != "outside.txt" {
+		t.Errorf("out of scope: %v", diff.OutOfScope)
+	}
+	// the patch applies to the base commit on the host
+	check := exec.Command("git", "apply", "--check", "-")
+	check.Dir = repo
+	_ = exec.Command("git", "-C", repo, "checkout", "-q", first).Run()
+	check.Stdin = strings.NewReader(diff.Patch)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("patch does not apply to the base: %v %s", err, out)
+	}
+	var res manager.FinishResult
+	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &res); code != 200 || res.Task.State != "finished" || res.Test == nil || !res.Test.Passed {
+		t.Fatalf("finish: %d %+v", code, res)
+	}
+	for _, name := range []string{"patch.diff", "files.json", "tests.json", "commands.jsonl", "manifest.json"} {
+		b, err := os.ReadFile(filepath.Join(res.OutputDir, name))
+		if err != nil || len(b) == 0 {
+			t.Errorf("%s: %v (%d bytes)", name, err, len(b))
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(res.OutputDir, "patch.diff")); string(b) != diff.Patch {
+		t.Error("patch.diff differs from the diff")
+	}
+	var sb manager.Sandbox
+	d.do("GET", "/v1/sandboxes/"+task.SandboxID, nil, &sb)
+	if sb.State != "stopped" {
+		t.Errorf("sandbox after finish: %s", sb.State)
+	}
+	var e Error
+	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &e); code != 409 {
+		t.Errorf("diff of a finished task: %d %+v", code, e)
+	}
+	var got manager.Task
+	if d.do("GET", "/v1/tasks/"+task.ID, nil, &got); len(got.Tests) != 3 || got.Finished == nil {
+		t.Errorf("task record: %+v", got)
+	}
+}
+
+func TestTaskBadInput(t *testing.T) {
+	d := newDaemon(t)
+	repo, _ := sampleRepo(t)
+	for _, c := range []struct {
+		body   string
+		status int
+	}{
+		{`{}`, 400},
+		{`{"repo":"/no/such/repo"}`, 404},
+		{`{"repo":"` + repo + `","ref":"no-such-branch"}`, 400},
+		{`{"repo":"` + repo + `","ref":"--upload-pack=evil"}`, 400},
+		{`{"repo":"-x"}`, 400},
+		{`{"repo":"` + t.TempDir() + `"}`, 400},
+	} {
+		var e Error
+		if code := d.do("POST", "/v1/tasks", c.body, &e); code != c.status {
+			t.Errorf("%s: %d %+v, want %d", c.body, code, e, c.status)
+		}
+	}
+	var task manager.Task
+	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": "main"}, &task); code != 201 {
+		t.Fatal(code)
+	}
+	resp, err := d.client.Post("http://airlock/v1/tasks/"+task.ID+"/test", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("test without a test command: %d", resp.StatusCode)
+	}
+	var res manager.FinishResult
+	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish?keep=true", nil, &res); code != 200 {
+		t.Fatalf("finish --keep: %d", code)
+	}
+	var sb manager.Sandbox
+	if d.do("GET", "/v1/sandboxes/"+task.SandboxID, nil, &sb); sb.State != "running" {
+		t.Errorf("kept sandbox: %s", sb.State)
+	}
+}

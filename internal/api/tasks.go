@@ -1,0 +1,133 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+)
+
+func (s *Server) taskRoutes() {
+	s.mux.HandleFunc("POST /v1/tasks", s.startTask)
+	s.mux.HandleFunc("GET /v1/tasks", s.listTasks)
+	s.mux.HandleFunc("GET /v1/tasks/{id}", s.getTask)
+	s.mux.HandleFunc("POST /v1/tasks/{id}/test", s.testTask)
+	s.mux.HandleFunc("GET /v1/tasks/{id}/diff", s.diffTask)
+	s.mux.HandleFunc("POST /v1/tasks/{id}/finish", s.finishTask)
+}
+
+func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
+	var req manager.TaskRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	t, err := s.m.StartTask(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, t)
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	list, err := s.m.ListTasks(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": list})
+}
+
+func taskID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return "", false
+	}
+	return id, true
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.m.GetTask(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// testTask streams the test run like an exec; the exit event also says
+// whether the tests passed.
+func (s *Server) testTask(w http.ResponseWriter, r *http.Request) {
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	timeout := 30 * time.Minute
+	if v := r.URL.Query().Get("timeout_ms"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms <= 0 {
+			writeError(w, errdefs.Wrap(errdefs.ErrInvalid, "timeout_ms %q: want a positive number", v))
+			return
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	fl, _ := w.(http.Flusher)
+	st := &stream{w: w, fl: fl}
+	run, err := s.m.TestTask(r.Context(), id, timeout, func(execID string, pid int) {
+		st.send(Event{Type: "start", ExecID: execID, PID: pid})
+	}, streamWriter{st, "stdout"}, streamWriter{st, "stderr"})
+	if err != nil {
+		st.mu.Lock()
+		started := st.started
+		st.mu.Unlock()
+		if !started {
+			writeError(w, err)
+			return
+		}
+		st.send(Event{Type: "error", Code: errdefs.Kind(err), Message: oneLine(message(err))})
+		return
+	}
+	passed := run.Passed
+	st.send(Event{Type: "exit", Status: &run.Status, Passed: &passed})
+}
+
+func (s *Server) diffTask(w http.ResponseWriter, r *http.Request) {
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.m.DiffTask(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if r.URL.Query().Get("format") == "patch" {
+		w.Header().Set("Content-Type", "text/x-diff")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(d.Patch))
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) finishTask(w http.ResponseWriter, r *http.Request) {
+	id, ok := taskID(w, r)
+	if !ok {
+		return
+	}
+	keep, _ := strconv.ParseBool(r.URL.Query().Get("keep"))
+	res, err := s.m.FinishTask(r.Context(), id, keep)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

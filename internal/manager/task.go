@@ -1,0 +1,477 @@
+package manager
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/tarball"
+)
+
+// A task is a repository checked out at an exact commit in a sandbox's
+// /workspace, with a write scope and a test command. The host keeps its
+// own clone at the base commit: the patch and the list of changed files
+// are computed by the host from the files alone (never from git run by
+// the agent, whose .git the agent could have rewritten).
+
+// TaskRequest starts a task.
+type TaskRequest struct {
+	Repo       string         `json:"repo"`            // local path or URL git can clone
+	Ref        string         `json:"ref,omitempty"`   // branch, tag or commit; default HEAD
+	Scope      []string       `json:"scope,omitempty"` // path globs (** allowed) the task may write
+	Test       string         `json:"test,omitempty"`  // shell command that runs the tests
+	Prompt     string         `json:"prompt,omitempty"`
+	Template   string         `json:"template,omitempty"`
+	Limits     runtime.Limits `json:"limits"`
+	TTLSeconds int64          `json:"ttl_seconds,omitempty"`
+}
+
+// taskSpec is the stored, immutable part of a task.
+type taskSpec struct {
+	Repo   string   `json:"repo"`
+	Ref    string   `json:"ref"`
+	Commit string   `json:"commit"`
+	Scope  []string `json:"scope,omitempty"`
+	Test   string   `json:"test,omitempty"`
+	Prompt string   `json:"prompt,omitempty"`
+}
+
+// TestRun is one run of the task's test command.
+type TestRun struct {
+	ExecID   string             `json:"exec_id"`
+	Passed   bool               `json:"passed"`
+	Status   runtime.ExitStatus `json:"status"`
+	Started  time.Time          `json:"started"`
+	Finished time.Time          `json:"finished"`
+}
+
+// taskResult is the stored, changing part of a task.
+type taskResult struct {
+	Tests     []TestRun `json:"tests,omitempty"`
+	OutputDir string    `json:"output_dir,omitempty"`
+	Kept      bool      `json:"kept,omitempty"`
+}
+
+// Task is a task as the API shows it.
+type Task struct {
+	ID        string     `json:"id"`
+	SandboxID string     `json:"sandbox_id"`
+	State     string     `json:"state"` // "open" | "finished"
+	Repo      string     `json:"repo"`
+	Ref       string     `json:"ref"`
+	Commit    string     `json:"commit"`
+	Scope     []string   `json:"scope,omitempty"`
+	Test      string     `json:"test,omitempty"`
+	Prompt    string     `json:"prompt,omitempty"`
+	Tests     []TestRun  `json:"tests,omitempty"`
+	OutputDir string     `json:"output_dir,omitempty"`
+	Created   time.Time  `json:"created"`
+	Finished  *time.Time `json:"finished,omitempty"`
+}
+
+// ChangedFile is one file the task changed against its base commit.
+type ChangedFile struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"` // "added", "modified", "deleted", "type-changed"
+	InScope bool   `json:"in_scope"`
+}
+
+// Diff is the task's change against its base commit.
+type Diff struct {
+	Base       string        `json:"base"`
+	Patch      string        `json:"patch"`
+	Files      []ChangedFile `json:"files"`
+	OutOfScope []string      `json:"out_of_scope"`
+}
+
+func taskView(t *store.Task) (*Task, error) {
+	var sp taskSpec
+	if err := json.Unmarshal(t.Spec, &sp); err != nil {
+		return nil, fmt.Errorf("task %s: bad record: %w", t.ID, err)
+	}
+	var res taskResult
+	if len(t.Result) > 0 {
+		_ = json.Unmarshal(t.Result, &res)
+	}
+	return &Task{ID: t.ID, SandboxID: t.SandboxID, State: t.State, Repo: sp.Repo, Ref: sp.Ref, Commit: sp.Commit,
+		Scope: sp.Scope, Test: sp.Test, Prompt: sp.Prompt, Tests: res.Tests, OutputDir: res.OutputDir,
+		Created: t.Created, Finished: t.Finished}, nil
+}
+
+func (m *Manager) taskDir(id string) string { return filepath.Join(m.cfg.TaskDir, id) }
+func (m *Manager) baseDir(id string) string { return filepath.Join(m.taskDir(id), "base") }
+
+// git runs host git with a configuration that ignores the user's and the
+// system's, and never runs anything a repository asks for.
+func git(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	full := append([]string{"-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0", "HOME=/nonexistent", "PATH=/usr/bin:/bin"}, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.Bytes(), nil
+}
+
+func newTaskID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "t-" + hex.EncodeToString(b[:])
+}
+
+// globRE turns a scope glob into a regexp: * within a path element, **
+// across elements, ? one character.
+func globRE(g string) (*regexp.Regexp, error) {
+	g = strings.TrimPrefix(g, "/")
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(g); i++ {
+		switch c := g[i]; c {
+		case '*':
+			if i+1 < len(g) && g[i+1] == '*' {
+				i++
+				if i+1 < len(g) && g[i+1] == '/' {
+					i++
+					b.WriteString("(?:.*/)?")
+				} else {
+					b.WriteString(".*")
+				}
+			} else {
+				b.WriteString("[^/]*")
+			}
+		case '?':
+			b.WriteString("[^/]")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}
+
+func inScope(scope []*regexp.Regexp, path string) bool {
+	if len(scope) == 0 {
+		return true
+	}
+	for _, re := range scope {
+		if re.MatchString(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// StartTask clones the repository on the host at the exact commit, makes a
+// sandbox and puts the checkout (with its .git) in /workspace.
+func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error) {
+	if m.cfg.TaskDir == "" {
+		return nil, fmt.Errorf("tasks are not configured: %w", errdefs.ErrUnsupported)
+	}
+	if strings.TrimSpace(req.Repo) == "" || strings.HasPrefix(req.Repo, "-") {
+		return nil, fmt.Errorf("repo must be a path or URL: %w", errdefs.ErrInvalid)
+	}
+	if req.Ref == "" {
+		req.Ref = "HEAD"
+	}
+	if strings.HasPrefix(req.Ref, "-") || strings.ContainsAny(req.Ref, " \x00") {
+		return nil, fmt.Errorf("ref %q: %w", req.Ref, errdefs.ErrInvalid)
+	}
+	for _, g := range req.Scope {
+		if _, err := globRE(g); err != nil || g == "" {
+			return nil, fmt.Errorf("scope %q: %w", g, errdefs.ErrInvalid)
+		}
+	}
+	if st, err := os.Stat(req.Repo); err == nil {
+		if !st.IsDir() {
+			return nil, fmt.Errorf("repo %s is not a directory: %w", req.Repo, errdefs.ErrInvalid)
+		}
+		abs, _ := filepath.Abs(req.Repo)
+		req.Repo = abs
+	} else if !strings.Contains(req.Repo, "://") && !strings.Contains(req.Repo, ":") {
+		return nil, fmt.Errorf("repo %s: no such directory: %w", req.Repo, errdefs.ErrNotFound)
+	}
+	id := newTaskID()
+	base := m.baseDir(id)
+	if err := os.MkdirAll(m.taskDir(id), 0o700); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = os.RemoveAll(m.taskDir(id))
+		}
+	}()
+	if _, err := git(ctx, m.taskDir(id), nil, "clone", "--quiet", "--no-checkout", "--", req.Repo, base); err != nil {
+		return nil, fmt.Errorf("clone %s: %v: %w", req.Repo, err, errdefs.ErrInvalid)
+	}
+	var commit string
+	for _, cand := range []string{req.Ref, "origin/" + req.Ref} {
+		if out, err := git(ctx, base, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", cand+"^{commit}"); err == nil {
+			commit = strings.TrimSpace(string(out))
+			break
+		}
+	}
+	if commit == "" {
+		return nil, fmt.Errorf("ref %q not found in %s: %w", req.Ref, req.Repo, errdefs.ErrInvalid)
+	}
+	if _, err := git(ctx, base, nil, "checkout", "--quiet", "--detach", commit); err != nil {
+		return nil, err
+	}
+	sb, err := m.Create(ctx, CreateRequest{Template: req.Template, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id}})
+	if err != nil {
+		return nil, err
+	}
+	f, err := m.Files(ctx, sb.ID)
+	if err == nil {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(tarball.WriteDir(pw, base)) }()
+		err = f.Untar(ctx, "/workspace", pr)
+		pr.Close()
+	}
+	if err != nil {
+		_ = m.Destroy(context.Background(), sb.ID)
+		return nil, fmt.Errorf("check out into the sandbox: %w", err)
+	}
+	spec, _ := json.Marshal(taskSpec{Repo: req.Repo, Ref: req.Ref, Commit: commit, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt})
+	rec := &store.Task{ID: id, SandboxID: sb.ID, State: "open", Spec: spec, Created: time.Now().UTC()}
+	if err := m.cfg.Store.PutTask(ctx, rec); err != nil {
+		_ = m.Destroy(context.Background(), sb.ID)
+		return nil, err
+	}
+	ok = true
+	return taskView(rec)
+}
+
+// GetTask returns a task.
+func (m *Manager) GetTask(ctx context.Context, id string) (*Task, error) {
+	rec, err := m.cfg.Store.GetTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return taskView(rec)
+}
+
+// ListTasks returns every task, newest first.
+func (m *Manager) ListTasks(ctx context.Context) ([]*Task, error) {
+	recs, err := m.cfg.Store.ListTasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Task, 0, len(recs))
+	for _, r := range recs {
+		t, err := taskView(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (m *Manager) openTask(ctx context.Context, id string) (*store.Task, *taskSpec, error) {
+	rec, err := m.cfg.Store.GetTask(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec.State != "open" {
+		return nil, nil, fmt.Errorf("task %s is %s: %w", id, rec.State, errdefs.ErrConflict)
+	}
+	var sp taskSpec
+	if err := json.Unmarshal(rec.Spec, &sp); err != nil {
+		return nil, nil, err
+	}
+	return rec, &sp, nil
+}
+
+// TestTask runs the task's test command in /workspace and records the run.
+func (m *Manager) TestTask(ctx context.Context, id string, timeout time.Duration, started func(string, int), stdout, stderr io.Writer) (*TestRun, error) {
+	rec, sp, err := m.openTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Test == "" {
+		return nil, fmt.Errorf("task %s has no test command: %w", id, errdefs.ErrInvalid)
+	}
+	run := &TestRun{Started: time.Now().UTC()}
+	execID, st, err := m.Exec(ctx, rec.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", sp.Test}, Cwd: "/workspace", Timeout: timeout}, started, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	run.ExecID, run.Status, run.Passed, run.Finished = execID, *st, st.Code == 0 && st.Limit == runtime.LimitNone, time.Now().UTC()
+	var res taskResult
+	if len(rec.Result) > 0 {
+		_ = json.Unmarshal(rec.Result, &res)
+	}
+	res.Tests = append(res.Tests, *run)
+	rec.Result, _ = json.Marshal(res)
+	if err := m.cfg.Store.UpdateTask(ctx, rec); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// DiffTask computes, on the host, the task's change against its base
+// commit from the files in /workspace (its .git left aside).
+func (m *Manager) DiffTask(ctx context.Context, id string) (*Diff, error) {
+	rec, sp, err := m.openTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return m.diff(ctx, rec, sp)
+}
+
+func (m *Manager) diff(ctx context.Context, rec *store.Task, sp *taskSpec) (*Diff, error) {
+	f, err := m.Files(ctx, rec.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(m.taskDir(rec.ID), "work-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	tree := filepath.Join(work, "tree")
+	if err := os.Mkdir(tree, 0o700); err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := f.Tar(ctx, "/workspace", pw)
+		pw.CloseWithError(err)
+	}()
+	_, err = tarball.Extract(pr, tree, tarball.ExtractOptions{UID: os.Getuid(), GID: os.Getgid(), Skip: func(name string) bool {
+		return name == ".git" || strings.HasPrefix(name, ".git/")
+	}})
+	pr.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read the workspace: %w", err)
+	}
+	base := m.baseDir(rec.ID)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(work, "index"), "GIT_DIR=" + filepath.Join(base, ".git"), "GIT_WORK_TREE=" + tree}
+	if _, err := git(ctx, tree, env, "add", "--all", "."); err != nil {
+		return nil, err
+	}
+	patch, err := git(ctx, tree, env, "diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color", sp.Commit)
+	if err != nil {
+		return nil, err
+	}
+	names, err := git(ctx, tree, env, "diff", "--cached", "--name-status", "--no-renames", "-z", sp.Commit)
+	if err != nil {
+		return nil, err
+	}
+	var scope []*regexp.Regexp
+	for _, g := range sp.Scope {
+		re, _ := globRE(g)
+		scope = append(scope, re)
+	}
+	d := &Diff{Base: sp.Commit, Patch: string(patch), Files: []ChangedFile{}, OutOfScope: []string{}}
+	fields := strings.Split(strings.TrimSuffix(string(names), "\x00"), "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		status := map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "type-changed"}[fields[i]]
+		if status == "" {
+			status = fields[i]
+		}
+		cf := ChangedFile{Path: fields[i+1], Status: status, InScope: inScope(scope, fields[i+1])}
+		d.Files = append(d.Files, cf)
+		if !cf.InScope {
+			d.OutOfScope = append(d.OutOfScope, cf.Path)
+		}
+	}
+	return d, nil
+}
+
+// FinishResult says what finishing a task produced.
+type FinishResult struct {
+	Task      *Task    `json:"task"`
+	OutputDir string   `json:"output_dir"`
+	Files     []string `json:"files"`
+	Test      *TestRun `json:"test,omitempty"`
+	Diff      *Diff    `json:"diff"`
+}
+
+// FinishTask runs the tests (if the task has a test command), writes the
+// patch, the changed files, the test runs and the exec log to the task's
+// output directory, and destroys the sandbox unless keep.
+func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*FinishResult, error) {
+	rec, sp, err := m.openTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var run *TestRun
+	if sp.Test != "" {
+		if run, err = m.TestTask(ctx, id, 30*time.Minute, nil, nil, nil); err != nil {
+			return nil, fmt.Errorf("run the tests: %w", err)
+		}
+		if rec, err = m.cfg.Store.GetTask(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	d, err := m.diff(ctx, rec, sp)
+	if err != nil {
+		return nil, fmt.Errorf("diff: %w", err)
+	}
+	out := filepath.Join(m.taskDir(id), "result")
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		return nil, err
+	}
+	execs, err := m.Execs(ctx, rec.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	var res taskResult
+	if len(rec.Result) > 0 {
+		_ = json.Unmarshal(rec.Result, &res)
+	}
+	var log bytes.Buffer
+	for _, e := range execs {
+		b, _ := json.Marshal(e)
+		log.Write(append(b, '\n'))
+	}
+	filesJSON, _ := json.MarshalIndent(map[string]any{"base": d.Base, "files": d.Files, "out_of_scope": d.OutOfScope}, "", "  ")
+	testsJSON, _ := json.MarshalIndent(res.Tests, "", "  ")
+	manifest, _ := json.MarshalIndent(map[string]any{"task": id, "sandbox": rec.SandboxID, "repo": sp.Repo, "ref": sp.Ref, "commit": sp.Commit,
+		"prompt": sp.Prompt, "scope": sp.Scope, "test": sp.Test, "created": rec.Created, "finished": time.Now().UTC()}, "", "  ")
+	written := map[string][]byte{"patch.diff": []byte(d.Patch), "files.json": filesJSON, "tests.json": testsJSON, "commands.jsonl": log.Bytes(), "manifest.json": manifest}
+	var names []string
+	for name, data := range written {
+		if err := os.WriteFile(filepath.Join(out, name), data, 0o600); err != nil {
+			return nil, err
+		}
+		names = append(names, filepath.Join(out, name))
+	}
+	now := time.Now().UTC()
+	res.OutputDir, res.Kept = out, keep
+	rec.Result, _ = json.Marshal(res)
+	rec.State, rec.Finished = "finished", &now
+	if err := m.cfg.Store.UpdateTask(ctx, rec); err != nil {
+		return nil, err
+	}
+	if !keep {
+		if err := m.Destroy(ctx, rec.SandboxID); err != nil {
+			return nil, err
+		}
+	}
+	t, err := taskView(rec)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return &FinishResult{Task: t, OutputDir: out, Files: names, Test: run, Diff: d}, nil
+}
