@@ -55,31 +55,32 @@ run --pids 32 -- /bin/sh -c 'for i in $(seq 80); do sleep 5 & done 2>/dev/null; 
 run --disk 16M -- /bin/sh -c 'head -c 64M /dev/zero > /workspace/big'
 run --output-limit 64 -- /bin/sh -c 'yes airlock | head -c 100000' | tail -c 120; echo
 
-step "The daemon: a long-lived sandbox driven over its API"
+step "The daemon and the task workflow: a repository at a commit, an agent's fix, tests, the patch"
 sock="$work/airlock.sock"
 "$AIRLOCK" serve --socket "$sock" 2>"$work/daemon.log" &
 daemon=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
 export AIRLOCK_SOCKET="$sock"
-sb() { printf '$ airlock sandbox %s\n' "$*"; "$AIRLOCK" sandbox "$@"; }
 git -C "$repo" init -q && git -C "$repo" add . && git -C "$repo" -c user.name=demo -c user.email=demo@example.invalid commit -qm "base"
-id=$("$AIRLOCK" sandbox create --ttl 10m --label task=fix-calc)
-echo "created sandbox $id"
-sb upload "$id" "$repo"
+tk() { printf '$ airlock task %s\n' "$*"; "$AIRLOCK" task "$@"; }
+printf '$ airlock task start --repo %s --scope "*.sh" --test "sh test.sh" --prompt "make calc.sh add"\n' "$repo"
+id=$("$AIRLOCK" task start --repo "$repo" --scope '*.sh' --test 'sh test.sh' --prompt 'make calc.sh add' --ttl 10m)
+echo "task $id"
 set +e
-sb exec "$id" -- sh test.sh; echo "(exit status $?)"
-sb exec "$id" -- sed -i 's/\$1 - \$2/\$1 + \$2/' calc.sh
-sb exec "$id" -- sh test.sh; echo "(exit status $?)"
+tk test "$id"
+tk exec "$id" -- cat calc.sh
+tk exec "$id" -- sed -i 's/\$1 - \$2/\$1 + \$2/' calc.sh
+tk exec "$id" -- sh -c 'echo "notes" > NOTES.txt'
+tk test "$id"
 set -e
+tk diff --stat "$id"
+tk diff "$id"
+tk finish "$id"
 out="$PWD/demo-output"
-mkdir -p "$out"
-"$AIRLOCK" sandbox exec "$id" -- git -c core.pager=cat diff > "$out/patch.diff"
-echo "the agent's patch, taken from the sandbox:"
-cat "$out/patch.diff"
-sb execs "$id"
-sb rm "$id"
+rm -rf "$out" && mkdir -p "$out"
+cp -r "$AIRLOCK_DATA_DIR/tasks/$id/result" "$out/task-$id"
 kill -TERM "$daemon"; wait "$daemon" || true
-echo "daemon stopped; the patch is at $out/patch.diff"
+echo "daemon stopped; the review material (patch.diff, files.json, tests.json, commands.jsonl, manifest.json) is in $out/task-$id"
 
 step "Nothing is left behind"
 echo "sandbox state dirs: $(ls "$AIRLOCK_STATE_DIR/sandboxes" | wc -l)"

@@ -522,6 +522,7 @@ type execChunk struct {
 }
 
 type execExit struct {
+	Passed *bool       `json:"passed"`
 	Status *ExitStatus `json:"status"`
 }
 
@@ -561,6 +562,13 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest, stdout, s
 		}
 		w.Stdin = b
 	}
+	st, _, err := c.execStream(ctx, p, nil, w, stdout, stderr)
+	return st, err
+}
+
+// execStream posts body to p and reads the NDJSON exec stream that
+// answers; passed is set when the exit event says whether tests passed.
+func (c *Client) execStream(ctx context.Context, p string, query url.Values, body any, stdout, stderr io.Writer) (_ *ExitStatus, passed *bool, _ error) {
 	if stdout == nil {
 		stdout = io.Discard
 	}
@@ -568,9 +576,9 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest, stdout, s
 		stderr = io.Discard
 	}
 
-	a, err := c.request(ctx, http.MethodPost, p, nil, w, "application/x-ndjson", true)
+	a, err := c.request(ctx, http.MethodPost, p, query, body, "application/x-ndjson", true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer a.close()
 
@@ -584,7 +592,7 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest, stdout, s
 		}
 		var ev execEvent
 		if err := json.Unmarshal(line, &ev); err != nil {
-			return nil, fmt.Errorf("exec: malformed event from the airlock daemon: %v", err)
+			return nil, nil, fmt.Errorf("exec: malformed event from the airlock daemon: %v", err)
 		}
 		malformed := func(err error) error {
 			return fmt.Errorf("exec: malformed %q event from the airlock daemon: %v", ev.Type, err)
@@ -593,54 +601,54 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest, stdout, s
 		case "start":
 			var start execStart
 			if err := json.Unmarshal(line, &start); err != nil {
-				return nil, malformed(err)
+				return nil, nil, malformed(err)
 			}
 			execID = start.ExecID
 		case "stdout", "stderr":
 			var chunk execChunk
 			if err := json.Unmarshal(line, &chunk); err != nil {
-				return nil, malformed(err)
+				return nil, nil, malformed(err)
 			}
 			w := stdout
 			if ev.Type == "stderr" {
 				w = stderr
 			}
 			if _, err := w.Write(chunk.Data); err != nil {
-				return nil, fmt.Errorf("exec: writing %s: %w", ev.Type, err)
+				return nil, nil, fmt.Errorf("exec: writing %s: %w", ev.Type, err)
 			}
 		case "exit":
 			var exit execExit
 			if err := json.Unmarshal(line, &exit); err != nil {
-				return nil, malformed(err)
+				return nil, nil, malformed(err)
 			}
 			if exit.Status == nil {
-				return nil, malformed(errors.New("no status"))
+				return nil, nil, malformed(errors.New("no status"))
 			}
 			exit.Status.ExecID = execID
-			return exit.Status, nil
+			return exit.Status, exit.Passed, nil
 		case "error":
 			var f execFailure
 			if err := json.Unmarshal(line, &f); err != nil {
-				return nil, malformed(err)
+				return nil, nil, malformed(err)
 			}
 			if f.Code == "" {
 				f.Code = CodeInternal
 			}
-			return nil, &Error{Status: codeStatus(f.Code), Code: f.Code, Message: oneLine(f.Message)}
+			return nil, nil, &Error{Status: codeStatus(f.Code), Code: f.Code, Message: oneLine(f.Message)}
 		default:
 			// an event this client does not know: skip it
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("exec: malformed answer from the airlock daemon: an event is longer than %d MiB", maxEventLine>>20)
+			return nil, nil, fmt.Errorf("exec: malformed answer from the airlock daemon: an event is longer than %d MiB", maxEventLine>>20)
 		}
-		return nil, a.readErr("exec: reading the output stream", err)
+		return nil, nil, a.readErr("exec: reading the output stream", err)
 	}
 	if cause := context.Cause(a.ctx); cause != nil {
-		return nil, fmt.Errorf("exec: %w", cause)
+		return nil, nil, fmt.Errorf("exec: %w", cause)
 	}
-	return nil, fmt.Errorf("exec: the stream ended before the command's exit status: %w", io.ErrUnexpectedEOF)
+	return nil, nil, fmt.Errorf("exec: the stream ended before the command's exit status: %w", io.ErrUnexpectedEOF)
 }
 
 // ListExecs lists the commands run in a sandbox, oldest first.

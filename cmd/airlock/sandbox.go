@@ -91,6 +91,7 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) int {
 // sandboxCmd is what every sandbox verb shares: its flag set with
 // --socket, its output and its error reporting.
 type sandboxCmd struct {
+	group    string // "sandbox" or "task"
 	name     string // "create"
 	synopsis string // "airlock sandbox create [flags]"
 	usage    string
@@ -101,7 +102,7 @@ type sandboxCmd struct {
 }
 
 func newSandboxCmd(name, synopsis, about string, stdout, stderr io.Writer) *sandboxCmd {
-	c := &sandboxCmd{name: name, synopsis: synopsis, stdout: stdout, stderr: stderr}
+	c := &sandboxCmd{group: "sandbox", name: name, synopsis: synopsis, stdout: stdout, stderr: stderr}
 	c.usage = "usage: " + synopsis + "\n\n" + about + "\nflags:\n"
 	c.fs = newFlagSet("sandbox "+name, c.usage, stderr)
 	c.fs.StringVar(&c.socket, "socket", envOr(sdk.SocketEnv, sdk.DefaultSocket), "the daemon's unix socket `PATH` (env AIRLOCK_SOCKET)")
@@ -150,7 +151,7 @@ func (c *sandboxCmd) parse(args []string) (pos []string, code int, done bool) {
 
 // usageErr reports bad usage: exit status 2.
 func (c *sandboxCmd) usageErr(format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "airlock sandbox %s: %s; usage: %s\n", c.name, fmt.Sprintf(format, args...), c.synopsis)
+	fmt.Fprintf(c.stderr, "airlock %s %s: %s; usage: %s\n", c.group, c.name, fmt.Sprintf(format, args...), c.synopsis)
 	return 2
 }
 
@@ -162,7 +163,7 @@ func (c *sandboxCmd) fail(err error) int {
 
 func (c *sandboxCmd) errorf(format string, args ...any) {
 	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
-	fmt.Fprintf(c.stderr, "airlock sandbox %s: %s\n", c.name, msg)
+	fmt.Fprintf(c.stderr, "airlock %s %s: %s\n", c.group, c.name, msg)
 }
 
 func (c *sandboxCmd) client() (*sdk.Client, error) {

@@ -206,3 +206,49 @@ func TestSandboxCLIAgainstDaemon(t *testing.T) {
 		t.Errorf("get after rm: %q", out)
 	}
 }
+
+// The task verbs against a real daemon and a real git repository.
+func TestTaskCLIAgainstDaemon(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	sock := "--socket=" + d.sock
+	repo := t.TempDir()
+	gitc := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	gitc("init", "-q")
+	_ = os.WriteFile(filepath.Join(repo, "f.txt"), []byte("one\n"), 0o644)
+	gitc("add", ".")
+	gitc("commit", "-qm", "base")
+	out, errOut, code := e.run("", "task", "start", sock, "--repo", repo, "--scope", "f.txt", "--test", "grep -q two f.txt")
+	id := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(id, "t-") {
+		t.Fatalf("start: %d %q %q", code, out, errOut)
+	}
+	if _, _, code := e.run("", "task", "test", sock, id); code != 1 {
+		t.Errorf("test before the change: exit %d, want 1", code)
+	}
+	if _, errOut, code := e.run("", "task", "exec", id, sock, "--", "/bin/sh", "-c", "echo two > f.txt; echo x > other.txt"); code != 0 {
+		t.Fatalf("exec: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "task", "test", sock, id); code != 0 || !strings.Contains(errOut, "tests passed") {
+		t.Errorf("test after the change: %d %q", code, errOut)
+	}
+	out, errOut, code = e.run("", "task", "diff", sock, id)
+	if code != 0 || !strings.Contains(out, "+two") || !strings.Contains(errOut, "outside the task's scope: other.txt") {
+		t.Errorf("diff: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = e.run("", "task", "finish", sock, id)
+	if code != 0 || !strings.Contains(out, "tests passed, 2 files changed (1 outside the scope)") {
+		t.Fatalf("finish: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := e.run("", "task", "diff", sock, id); code != 1 || !strings.Contains(errOut, "conflict") {
+		t.Errorf("diff of a finished task: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "task", "start", sock); code != 2 || !strings.Contains(errOut, "--repo is required") {
+		t.Errorf("start without --repo: %d %q", code, errOut)
+	}
+}

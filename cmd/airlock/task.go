@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/airlock-dev/airlock/sdk"
+)
+
+const taskUsage = `usage: airlock task <command> [flags] [args]
+
+The reference workflow: a repository checked out at an exact commit in a
+fresh sandbox, worked on there, tested, and turned into a patch for review.
+
+commands:
+  start    check out a repository in a new sandbox; prints the task id
+  exec     run a command in the task's sandbox (as 'airlock sandbox exec')
+  test     run the task's test command and record the result
+  diff     print the patch against the base commit (computed by the daemon
+           from the files alone) and the files changed outside the scope
+  finish   run the tests, write patch, changed files, test runs and command
+           log to the task's output directory, destroy the sandbox
+  get      show a task
+  ls       list tasks
+
+Every command takes --socket PATH (env AIRLOCK_SOCKET).
+`
+
+var taskVerbs = []struct {
+	name string
+	run  func(args []string, stdout, stderr io.Writer) int
+}{
+	{"start", taskStart},
+	{"exec", taskExec},
+	{"test", taskTest},
+	{"diff", taskDiff},
+	{"finish", taskFinish},
+	{"get", taskGet},
+	{"ls", taskLs},
+}
+
+func cmdTask(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, taskUsage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, taskUsage)
+		return 0
+	}
+	for _, v := range taskVerbs {
+		if v.name == args[0] {
+			return v.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "airlock task: unknown command %q; run 'airlock task --help' for the list\n", args[0])
+	return 2
+}
+
+func newTaskCmd(name, synopsis, about string, stdout, stderr io.Writer) *sandboxCmd {
+	c := newSandboxCmd(name, synopsis, about, stdout, stderr)
+	c.group = "task"
+	c.fs.Init("task "+name, c.fs.ErrorHandling())
+	return c
+}
+
+func taskStart(args []string, stdout, stderr io.Writer) int {
+	c := newTaskCmd("start", "airlock task start --repo PATH|URL [flags]",
+		"Clones the repository on the daemon's host, checks out the exact commit of --ref in\na new sandbox's /workspace (with its .git) and prints the task id.\n", stdout, stderr)
+	var req sdk.TaskRequest
+	var scope listFlag
+	c.fs.StringVar(&req.Repo, "repo", "", "repository: a path on the daemon's host or a URL")
+	c.fs.StringVar(&req.Ref, "ref", "HEAD", "branch, tag or commit")
+	c.fs.Var(&scope, "scope", "path `GLOB` the task may write, ** allowed (repeatable; default: anywhere)")
+	c.fs.StringVar(&req.Test, "test", "", "shell command that runs the tests, e.g. 'go test ./...'")
+	c.fs.StringVar(&req.Prompt, "prompt", "", "the task's prompt, recorded for review")
+	c.fs.StringVar(&req.Template, "template", "host", "template of the sandbox")
+	ttl := c.fs.Duration("ttl", 0, "destroy the sandbox after this long (default: never)")
+	asJSON := c.fs.Bool("json", false, "print the task as JSON")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	if req.Repo == "" {
+		return c.usageErr("--repo is required")
+	}
+	req.Scope, req.TTL = scope, *ttl
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	t, err := cl.StartTask(context.Background(), req)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		_ = printJSON(stdout, t)
+		return 0
+	}
+	fmt.Fprintln(stdout, t.ID)
+	return 0
+}
+
+func (c *sandboxCmd) task(id string) (*sdk.Client, *sdk.Task, int) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, nil, c.fail(err)
+	}
+	t, err := cl.GetTask(context.Background(), id)
+	if err != nil {
+		return nil, nil, c.fail(err)
+	}
+	return cl, t, 0
+}
+
+func taskExec(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+			fmt.Fprintln(stdout, "usage: airlock task exec TASK [exec flags] -- CMD [ARGS...]\n\nRuns CMD in the task's sandbox; the flags are those of 'airlock sandbox exec'.")
+			return 0
+		}
+		fmt.Fprintln(stderr, "airlock task exec: usage: airlock task exec TASK [exec flags] -- CMD [ARGS...]")
+		return 2
+	}
+	c := newTaskCmd("exec", "airlock task exec TASK [flags] -- CMD", "", stdout, stderr)
+	// --socket may follow the task id: take it from the rest for the lookup
+	for i, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--socket="); ok {
+			c.socket = v
+		} else if a == "--socket" && i+2 < len(args) {
+			c.socket = args[i+2]
+		}
+	}
+	_, t, code := c.task(args[0])
+	if t == nil {
+		return code
+	}
+	return sandboxExec(append([]string{t.SandboxID}, args[1:]...), stdout, stderr)
+}
+
+func taskTest(args []string, stdout, stderr io.Writer) int {
+	c := newTaskCmd("test", "airlock task test [flags] TASK", "Runs the task's test command in /workspace, streaming its output; exits 0 when the tests pass.\n", stdout, stderr)
+	timeout := c.fs.Duration("timeout", 30*time.Minute, "kill the tests after this long")
+	id, code, done := c.oneID(args)
+	if done {
+		return code
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	st, passed, err := cl.TestTask(context.Background(), id, *timeout, stdout, stderr)
+	if err != nil {
+		return c.fail(err)
+	}
+	verdict := "FAILED"
+	if passed {
+		verdict = "passed"
+	}
+	fmt.Fprintf(stderr, "airlock: tests %s (exit status %d%s)\n", verdict, st.Code, map[bool]string{true: ", limit hit: " + st.Limit, false: ""}[st.Limit != ""])
+	if passed {
+		return 0
+	}
+	return 1
+}
+
+func taskDiff(args []string, stdout, stderr io.Writer) int {
+	c := newTaskCmd("diff", "airlock task diff [flags] TASK", "Prints the patch against the base commit; files changed outside the scope are named on stderr.\n", stdout, stderr)
+	stat := c.fs.Bool("stat", false, "list the changed files instead of the patch")
+	asJSON := c.fs.Bool("json", false, "print the whole diff as JSON")
+	id, code, done := c.oneID(args)
+	if done {
+		return code
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	d, err := cl.DiffTask(context.Background(), id)
+	if err != nil {
+		return c.fail(err)
+	}
+	switch {
+	case *asJSON:
+		_ = printJSON(stdout, d)
+	case *stat:
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STATUS\tSCOPE\tPATH")
+		for _, f := range d.Files {
+			scope := "in"
+			if !f.InScope {
+				scope = "OUT"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Status, scope, f.Path)
+		}
+		_ = tw.Flush()
+	default:
+		fmt.Fprint(stdout, d.Patch)
+	}
+	if len(d.OutOfScope) > 0 {
+		fmt.Fprintf(stderr, "airlock: changed outside the task's scope: %s\n", strings.Join(d.OutOfScope, ", "))
+	}
+	return 0
+}
+
+func taskFinish(args []string, stdout, stderr io.Writer) int {
+	c := newTaskCmd("finish", "airlock task finish [flags] TASK", "Runs the tests, writes patch.diff, files.json, tests.json, commands.jsonl and\nmanifest.json to the task's output directory, and destroys the sandbox.\n", stdout, stderr)
+	keep := c.fs.Bool("keep", false, "keep the sandbox running")
+	asJSON := c.fs.Bool("json", false, "print the result as JSON")
+	id, code, done := c.oneID(args)
+	if done {
+		return code
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	r, err := cl.FinishTask(context.Background(), id, *keep)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		_ = printJSON(stdout, r)
+		return 0
+	}
+	tests := "no test command"
+	if r.Test != nil {
+		tests = map[bool]string{true: "passed", false: "FAILED"}[r.Test.Passed]
+	}
+	fmt.Fprintf(stdout, "task %s finished: tests %s, %d files changed (%d outside the scope)\n", r.Task.ID, tests, len(r.Diff.Files), len(r.Diff.OutOfScope))
+	fmt.Fprintf(stdout, "results in %s:\n", r.OutputDir)
+	for _, f := range r.Files {
+		fmt.Fprintf(stdout, "  %s\n", f)
+	}
+	return 0
+}
+
+func taskGet(args []string, stdout, stderr io.Writer) int {
+	c := newTaskCmd("get", "airlock task get [flags] TASK", "Shows a task.\n", stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print the task as JSON")
+	id, code, done := c.oneID(args)
+	if done {
+		return code
+	}
+	_, t, code := c.task(id)
+	if t == nil {
+		return code
+	}
+	if *asJSON {
+		_ = printJSON(stdout, t)
+		return 0
+	}
+	fmt.Fprintf(stdout, "task:     %s (%s)\nsandbox:  %s\nrepo:     %s\nref:      %s at %s\nscope:    %s\ntest:     %s\ntest runs: %d\n",
+		t.ID, t.State, t.SandboxID, t.Repo, t.Ref, t.Commit, strings.Join(t.Scope, " "), t.Test, len(t.Tests))
+	if t.OutputDir != "" {
+		fmt.Fprintf(stdout, "results:  %s\n", t.OutputDir)
+	}
+	return 0
+}
+
+func taskLs(args []string, stdout, stderr io.Writer) int {
+	c := newTaskCmd("ls", "airlock task ls [flags]", "Lists tasks, newest first.\n", stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print a JSON array")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	list, err := cl.ListTasks(context.Background())
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		_ = printJSON(stdout, list)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tSANDBOX\tCOMMIT\tREPO")
+	for _, t := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.12s\t%s\n", t.ID, t.State, t.SandboxID, t.Commit, t.Repo)
+	}
+	_ = tw.Flush()
+	return 0
+}

@@ -1,0 +1,171 @@
+package sdk
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// TaskRequest starts a task: the repository at an exact commit in a new
+// sandbox's /workspace.
+type TaskRequest struct {
+	Repo     string   `json:"repo"`            // a path on the daemon's host, or a URL git can clone
+	Ref      string   `json:"ref,omitempty"`   // branch, tag or commit; default HEAD
+	Scope    []string `json:"scope,omitempty"` // path globs (** allowed) the task may write
+	Test     string   `json:"test,omitempty"`  // shell command that runs the tests
+	Prompt   string   `json:"prompt,omitempty"`
+	Template string   `json:"template,omitempty"`
+	Limits   Limits   `json:"limits"`
+	// TTL destroys the task's sandbox after this long (whole seconds); 0: none.
+	TTL time.Duration `json:"-"`
+}
+
+// TestRun is one run of a task's test command.
+type TestRun struct {
+	ExecID   string     `json:"exec_id"`
+	Passed   bool       `json:"passed"`
+	Status   ExitStatus `json:"status"`
+	Started  time.Time  `json:"started"`
+	Finished time.Time  `json:"finished"`
+}
+
+// Task is a task's record.
+type Task struct {
+	ID        string     `json:"id"`
+	SandboxID string     `json:"sandbox_id"`
+	State     string     `json:"state"` // "open" | "finished"
+	Repo      string     `json:"repo"`
+	Ref       string     `json:"ref"`
+	Commit    string     `json:"commit"`
+	Scope     []string   `json:"scope,omitempty"`
+	Test      string     `json:"test,omitempty"`
+	Prompt    string     `json:"prompt,omitempty"`
+	Tests     []TestRun  `json:"tests,omitempty"`
+	OutputDir string     `json:"output_dir,omitempty"`
+	Created   time.Time  `json:"created"`
+	Finished  *time.Time `json:"finished,omitempty"`
+}
+
+// ChangedFile is a file a task changed against its base commit.
+type ChangedFile struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"` // "added", "modified", "deleted", "type-changed"
+	InScope bool   `json:"in_scope"`
+}
+
+// Diff is a task's change against its base commit, computed by the daemon
+// from the workspace's files.
+type Diff struct {
+	Base       string        `json:"base"`
+	Patch      string        `json:"patch"`
+	Files      []ChangedFile `json:"files"`
+	OutOfScope []string      `json:"out_of_scope"`
+}
+
+// FinishResult is what finishing a task produced.
+type FinishResult struct {
+	Task      *Task    `json:"task"`
+	OutputDir string   `json:"output_dir"`
+	Files     []string `json:"files"`
+	Test      *TestRun `json:"test,omitempty"`
+	Diff      *Diff    `json:"diff"`
+}
+
+func taskPath(id string, rest ...string) (string, error) {
+	if id == "" {
+		return "", invalidf("empty task id")
+	}
+	p := "/v1/tasks/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p, nil
+}
+
+// StartTask starts a task.
+func (c *Client) StartTask(ctx context.Context, req TaskRequest) (*Task, error) {
+	type wire struct {
+		TaskRequest
+		TTLSeconds int64 `json:"ttl_seconds,omitempty"`
+	}
+	var t Task
+	if err := c.call(ctx, http.MethodPost, "/v1/tasks", nil, wire{req, ceilDiv(req.TTL, time.Second)}, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// GetTask returns a task.
+func (c *Client) GetTask(ctx context.Context, id string) (*Task, error) {
+	p, err := taskPath(id)
+	if err != nil {
+		return nil, err
+	}
+	var t Task
+	if err := c.call(ctx, http.MethodGet, p, nil, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// ListTasks returns every task, newest first.
+func (c *Client) ListTasks(ctx context.Context) ([]Task, error) {
+	var w struct {
+		Tasks []Task `json:"tasks"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/v1/tasks", nil, nil, &w); err != nil {
+		return nil, err
+	}
+	if w.Tasks == nil {
+		w.Tasks = []Task{}
+	}
+	return w.Tasks, nil
+}
+
+// TestTask runs the task's test command, streaming its output, and says
+// whether the tests passed.
+func (c *Client) TestTask(ctx context.Context, id string, timeout time.Duration, stdout, stderr io.Writer) (*ExitStatus, bool, error) {
+	p, err := taskPath(id, "test")
+	if err != nil {
+		return nil, false, err
+	}
+	var q url.Values
+	if timeout > 0 {
+		q = url.Values{"timeout_ms": {strconv.FormatInt(ceilDiv(timeout, time.Millisecond), 10)}}
+	}
+	st, passed, err := c.execStream(ctx, p, q, struct{}{}, stdout, stderr)
+	if err != nil {
+		return nil, false, err
+	}
+	return st, passed != nil && *passed, nil
+}
+
+// DiffTask returns the task's change against its base commit.
+func (c *Client) DiffTask(ctx context.Context, id string) (*Diff, error) {
+	p, err := taskPath(id, "diff")
+	if err != nil {
+		return nil, err
+	}
+	var d Diff
+	if err := c.call(ctx, http.MethodGet, p, nil, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// FinishTask runs the tests, writes the results and destroys the task's
+// sandbox unless keep.
+func (c *Client) FinishTask(ctx context.Context, id string, keep bool) (*FinishResult, error) {
+	p, err := taskPath(id, "finish")
+	if err != nil {
+		return nil, err
+	}
+	var r FinishResult
+	if err := c.call(ctx, http.MethodPost, p, url.Values{"keep": {strconv.FormatBool(keep)}}, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
