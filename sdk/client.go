@@ -696,3 +696,34 @@ func (c *Client) ExecOutput(ctx context.Context, id, execID, stream string) ([]b
 	}
 	return b, nil
 }
+
+// sandboxAction posts to one of a sandbox's action routes (pause, resume,
+// reset) and returns the sandbox as it now is.
+func (c *Client) sandboxAction(ctx context.Context, id, action string) (*Sandbox, error) {
+	p, err := sandboxPath(id, action)
+	if err != nil {
+		return nil, err
+	}
+	var sb Sandbox
+	if err := c.call(ctx, http.MethodPost, p, nil, nil, &sb); err != nil {
+		return nil, err
+	}
+	return &sb, nil
+}
+
+// PauseSandbox freezes every process of a sandbox (IsConflict if it is
+// already paused); nothing runs in it until ResumeSandbox.
+func (c *Client) PauseSandbox(ctx context.Context, id string) (*Sandbox, error) {
+	return c.sandboxAction(ctx, id, "pause")
+}
+
+// ResumeSandbox thaws a paused sandbox.
+func (c *Client) ResumeSandbox(ctx context.Context, id string) (*Sandbox, error) {
+	return c.sandboxAction(ctx, id, "resume")
+}
+
+// ResetSandbox starts a sandbox over from its template: processes killed,
+// every file it wrote gone; its id and records stay.
+func (c *Client) ResetSandbox(ctx context.Context, id string) (*Sandbox, error) {
+	return c.sandboxAction(ctx, id, "reset")
+}

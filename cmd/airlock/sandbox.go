@@ -35,6 +35,9 @@ commands:
   timeout  set or clear a sandbox's time to live
   execs    list the commands run in a sandbox
   output   print the stored output of one command
+  pause    freeze a sandbox
+  resume   thaw a paused sandbox
+  reset    start a sandbox over from its template
   upload   copy a host directory into a sandbox
   cat      print a file of a sandbox
   put      write stdin to a file of a sandbox
@@ -63,6 +66,9 @@ var sandboxVerbs = []struct {
 	{"timeout", sandboxTimeout},
 	{"execs", sandboxExecs},
 	{"output", sandboxOutput},
+	{"pause", sandboxAction("pause", "freezes every process of the sandbox until 'resume'")},
+	{"resume", sandboxAction("resume", "thaws a paused sandbox")},
+	{"reset", sandboxAction("reset", "starts the sandbox over from its template: processes killed, files it wrote gone")},
 	{"upload", sandboxUpload},
 	{"cat", sandboxCat},
 	{"put", sandboxPut},

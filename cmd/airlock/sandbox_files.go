@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/airlock-dev/airlock/internal/tarball"
+	"github.com/airlock-dev/airlock/sdk"
 )
 
 func sandboxUpload(args []string, stdout, stderr io.Writer) int {
@@ -120,4 +122,26 @@ func sandboxFiles(args []string, stdout, stderr io.Writer) int {
 	}
 	_ = tw.Flush()
 	return 0
+}
+
+// sandboxAction makes the pause, resume and reset verbs.
+func sandboxAction(name, about string) func(args []string, stdout, stderr io.Writer) int {
+	return func(args []string, stdout, stderr io.Writer) int {
+		c := newSandboxCmd(name, "airlock sandbox "+name+" [flags] ID", strings.ToUpper(about[:1])+about[1:]+".\n", stdout, stderr)
+		id, code, done := c.oneID(args)
+		if done {
+			return code
+		}
+		cl, err := c.client()
+		if err != nil {
+			return c.fail(err)
+		}
+		act := map[string]func(context.Context, string) (*sdk.Sandbox, error){"pause": cl.PauseSandbox, "resume": cl.ResumeSandbox, "reset": cl.ResetSandbox}[name]
+		sb, err := act(context.Background(), id)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(stdout, "%s %s\n", sb.ID, sb.State)
+		return 0
+	}
 }

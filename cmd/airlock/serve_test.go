@@ -199,6 +199,14 @@ func TestSandboxCLIAgainstDaemon(t *testing.T) {
 	if _, errOut, code := e.run("", "sandbox", "exec", sock, id, "--", "/etc/passwd"); code != 126 {
 		t.Errorf("exec of a non-executable: %d %q", code, errOut)
 	}
+	for _, act := range []string{"pause", "resume", "reset"} {
+		if out, errOut, code := e.run("", "sandbox", act, sock, id); code != 0 || out != id+" running\n" && !(act == "pause" && out == id+" paused\n") {
+			t.Errorf("%s: %d %q %q", act, code, out, errOut)
+		}
+	}
+	if out, _, _ := e.run("", "sandbox", "files", sock, id, "/workspace"); strings.Contains(out, "link") {
+		t.Errorf("files survived the reset: %q", out)
+	}
 	if _, errOut, code := e.run("", "sandbox", "rm", sock, id); code != 0 {
 		t.Errorf("rm: %d %q", code, errOut)
 	}

@@ -55,6 +55,7 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/exec", s.exec)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs", s.listExecs)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}/output", s.output)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/reset", s.reset)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
 	s.filesRoutes()
@@ -420,6 +421,20 @@ func (s *Server) pauseResume(w http.ResponseWriter, r *http.Request, pause bool)
 	} else {
 		sb, err = s.m.Resume(r.Context(), id)
 	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}
+
+func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	sb, err := s.m.Reset(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return

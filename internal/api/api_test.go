@@ -511,3 +511,32 @@ func TestPauseResume(t *testing.T) {
 		t.Errorf("destroy a paused sandbox: %d", code)
 	}
 }
+
+func TestReset(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", map[string]any{"env": []string{"KEEP=yes"}}, &sb); code != 201 {
+		t.Fatal(code)
+	}
+	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "echo data > /workspace/f; echo t > /tmp/t; echo h > ~/.bash_history; setsid sleep 1000 >/dev/null 2>&1 &"}})
+	var got manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/reset", nil, &got); code != 200 || got.ID != sb.ID || got.State != "running" {
+		t.Fatalf("reset: %d %+v", code, got)
+	}
+	_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "ls -A /workspace /tmp ~; ps -e -o comm= | grep -c sleep; echo $KEEP"}})
+	out, _, _ := collect(events)
+	if strings.Contains(out, "f\n") || strings.Contains(out, "bash_history") || !strings.HasSuffix(out, "0\nyes\n") {
+		t.Errorf("after reset: %q", out)
+	}
+	var execs struct{ Execs []manager.Exec }
+	if d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs", nil, &execs); len(execs.Execs) != 2 {
+		t.Errorf("exec records after reset: %d", len(execs.Execs))
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); code != 204 {
+		t.Errorf("delete after reset: %d", code)
+	}
+	var e Error
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/reset", nil, &e); code != 409 {
+		t.Errorf("reset of a stopped sandbox: %d", code)
+	}
+}

@@ -62,9 +62,10 @@ type Manager struct {
 }
 
 type liveSandbox struct {
-	sb  runtime.Sandbox
-	rec *store.Sandbox
-	ttl *time.Timer
+	sb   runtime.Sandbox
+	rec  *store.Sandbox
+	ttl  *time.Timer
+	spec runtime.Spec // as created: Reset starts over from it
 }
 
 // New makes a manager. Sandboxes the store still lists as running died
@@ -201,12 +202,12 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = sb.Destroy(context.Background())
 		return nil, fmt.Errorf("record sandbox: %w", err)
 	}
-	ls := &liveSandbox{sb: sb, rec: rec}
+	ls := &liveSandbox{sb: sb, rec: rec, spec: spec}
 	m.mu.Lock()
 	m.live[rec.ID] = ls
 	m.armTTL(ls)
 	m.mu.Unlock()
-	go m.watch(ls)
+	go m.watch(ls, sb)
 	return view(rec), nil
 }
 
@@ -227,10 +228,11 @@ func (m *Manager) armTTL(ls *liveSandbox) {
 }
 
 // watch records a sandbox that stopped on its own.
-func (m *Manager) watch(ls *liveSandbox) {
-	<-ls.sb.Done()
+func (m *Manager) watch(ls *liveSandbox, sb runtime.Sandbox) {
+	<-sb.Done()
 	m.mu.Lock()
-	_, still := m.live[ls.rec.ID]
+	cur, still := m.live[ls.rec.ID]
+	still = still && cur == ls && ls.sb == sb // not destroyed, not reset since
 	m.mu.Unlock()
 	if still {
 		_ = m.stop(context.Background(), ls.rec.ID, StopFailed)
@@ -254,7 +256,10 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		}
 		return nil // already stopped: deleting twice is fine
 	}
-	derr := ls.sb.Destroy(ctx)
+	var derr error
+	if ls.sb != nil { // nil while a reset is under way: Reset cleans up
+		derr = ls.sb.Destroy(ctx)
+	}
 	now := time.Now().UTC()
 	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, reason
 	if err := m.cfg.Store.UpdateSandbox(context.Background(), ls.rec); err != nil {
@@ -326,9 +331,13 @@ func (m *Manager) liveSandbox(ctx context.Context, id string) (*liveSandbox, err
 	m.mu.Lock()
 	ls, ok := m.live[id]
 	paused := ok && ls.rec.State == "paused"
+	resetting := ok && ls.sb == nil
 	m.mu.Unlock()
 	if paused {
 		return nil, fmt.Errorf("sandbox %s is paused: resume it first: %w", id, errdefs.ErrConflict)
+	}
+	if resetting {
+		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
 	}
 	if ok {
 		return ls, nil
@@ -566,6 +575,9 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 		}
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
+	if ls.sb == nil {
+		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
+	}
 	p, ok := ls.sb.(runtime.Pauser)
 	if !ok {
 		return nil, fmt.Errorf("backend %s cannot pause: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
@@ -588,6 +600,63 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 	}
 	ls.rec.State = want
 	rec := *ls.rec
+	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
+		return nil, err
+	}
+	return view(&rec), nil
+}
+
+// Reset starts a sandbox over from its template: every process is killed
+// and every file it wrote (workspace, home, /tmp, caches, shell history)
+// is gone; its id, record, TTL and exec records stay. A task's checkout
+// is gone too.
+func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
+	m.mu.Lock()
+	ls, ok := m.live[id]
+	if !ok {
+		m.mu.Unlock()
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	old := ls.sb
+	ls.sb = nil // nothing may use it meanwhile; watch ignores its end
+	m.mu.Unlock()
+	if old == nil {
+		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
+	}
+	if err := old.Destroy(ctx); err != nil {
+		m.cfg.Logf("reset %s: destroy: %v", id, err)
+	}
+	spec := ls.spec
+	spec.ID = id
+	sb, err := m.cfg.Backend.Create(ctx, spec)
+	m.mu.Lock()
+	if err != nil {
+		delete(m.live, id)
+		if ls.ttl != nil {
+			ls.ttl.Stop()
+		}
+		now := time.Now().UTC()
+		ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, StopFailed
+		rec := *ls.rec
+		m.mu.Unlock()
+		_ = m.cfg.Store.UpdateSandbox(context.Background(), &rec)
+		return nil, fmt.Errorf("reset %s: %w", id, err)
+	}
+	if cur, still := m.live[id]; !still || cur != ls {
+		// destroyed (or expired) while it was being reset
+		m.mu.Unlock()
+		_ = sb.Destroy(context.Background())
+		return nil, fmt.Errorf("sandbox %s was stopped during its reset: %w", id, errdefs.ErrConflict)
+	}
+	ls.sb = sb
+	isoJSON, _ := json.Marshal(sb.Info().Isolation)
+	ls.rec.Isolation, ls.rec.State = isoJSON, "running"
+	rec := *ls.rec
+	m.mu.Unlock()
+	go m.watch(ls, sb)
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
 	}
