@@ -727,3 +727,43 @@ func (c *Client) ResumeSandbox(ctx context.Context, id string) (*Sandbox, error)
 func (c *Client) ResetSandbox(ctx context.Context, id string) (*Sandbox, error) {
 	return c.sandboxAction(ctx, id, "reset")
 }
+
+// APIKey is an API key's record; Key is set only by CreateAPIKey.
+type APIKey struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	Key     string    `json:"key,omitempty"`
+}
+
+// CreateAPIKey makes a key for TCP clients (on the unix socket only); the
+// key is returned this once.
+func (c *Client) CreateAPIKey(ctx context.Context, name string) (*APIKey, error) {
+	var k APIKey
+	if err := c.call(ctx, http.MethodPost, "/v1/apikeys", nil, map[string]string{"name": name}, &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// ListAPIKeys lists the keys (never the keys themselves).
+func (c *Client) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
+	var w struct {
+		Keys []APIKey `json:"apikeys"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/v1/apikeys", nil, nil, &w); err != nil {
+		return nil, err
+	}
+	if w.Keys == nil {
+		w.Keys = []APIKey{}
+	}
+	return w.Keys, nil
+}
+
+// DeleteAPIKey revokes a key.
+func (c *Client) DeleteAPIKey(ctx context.Context, id string) error {
+	if id == "" {
+		return invalidf("empty key id")
+	}
+	return c.call(ctx, http.MethodDelete, "/v1/apikeys/"+url.PathEscape(id), nil, nil, nil)
+}

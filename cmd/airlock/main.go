@@ -24,6 +24,7 @@ func verbs() []verb {
 		{"run", "run one command in a fresh, one-shot sandbox (no daemon)", cmdRun},
 		{"serve", "run the daemon: the API on a unix socket, persistent sandboxes", cmdServe},
 		{"sandbox", "manage long-lived sandboxes through the daemon (create, ls, get, exec, rm, ...)", cmdSandbox},
+		{"apikey", "manage API keys for TCP clients of the daemon", cmdAPIKey},
 		{"task", "the review workflow: a repository at a commit in a sandbox, tests, patch", cmdTask},
 		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", cmdReap},
 		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println("airlock", version); return 0 }},

@@ -42,6 +42,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
 	dataDir := fs.String("data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory: templates and the database (env AIRLOCK_DATA_DIR)")
 	db := fs.String("db", "", "SQLite database (default DATA-DIR/airlock.db)")
+	listen := fs.String("listen", "", "also serve on this TCP `ADDR` (host:port), API key required (see 'airlock apikey')")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code
 	}
@@ -52,14 +53,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	if *db == "" {
 		*db = filepath.Join(*dataDir, "airlock.db")
 	}
-	if err := serve(*socket, *stateDir, *dataDir, *db, stderr); err != nil {
+	if err := serve(*socket, *listen, *stateDir, *dataDir, *db, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, stateDir, dataDir, dbPath string, stderr io.Writer) error {
+func serve(socket, listen, stateDir, dataDir, dbPath string, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -109,13 +110,22 @@ func serve(socket, stateDir, dataDir, dbPath string, stderr io.Writer) error {
 	if err := os.Chmod(socket, 0o600); err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           api.New(m, api.Health{OK: true, Version: version, Backend: be.Name(), Cgroup: be.CgroupMode()}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	errc := make(chan error, 1)
+	handler := api.New(m, api.Health{OK: true, Version: version, Backend: be.Name(), Cgroup: be.CgroupMode()})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	logf("serving on unix:%s (state %s, database %s)", socket, stateDir, dbPath)
+	var tcpSrv *http.Server
+	if listen != "" {
+		tln, err := net.Listen("tcp", listen)
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("--listen %s: %w", listen, err)
+		}
+		tcpSrv = &http.Server{Handler: handler.TCP(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- tcpSrv.Serve(tln) }()
+		logf("serving on tcp:%s (API key required)", tln.Addr())
+	}
 
 	sigc := make(chan os.Signal, 2)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
@@ -132,6 +142,9 @@ func serve(socket, stateDir, dataDir, dbPath string, stderr io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
+	if tcpSrv != nil {
+		_ = tcpSrv.Shutdown(sctx)
+	}
 	if err := m.Shutdown(context.Background()); err != nil {
 		return err
 	}

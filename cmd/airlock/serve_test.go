@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/sdk"
 )
 
 // daemonProc is a real `airlock serve` process of an env.
@@ -26,10 +27,10 @@ type daemonProc struct {
 	log    *bytes.Buffer
 }
 
-func (e *env) startDaemon(t *testing.T) *daemonProc {
+func (e *env) startDaemon(t *testing.T, extra ...string) *daemonProc {
 	t.Helper()
 	sock := filepath.Join(filepath.Dir(e.state), "airlock.sock")
-	c := e.cmd("serve", "--socket", sock)
+	c := e.cmd(append([]string{"serve", "--socket", sock}, extra...)...)
 	d := &daemonProc{cmd: c, sock: sock, log: &bytes.Buffer{}}
 	c.Stderr = d.log
 	if err := c.Start(); err != nil {
@@ -258,5 +259,83 @@ func TestTaskCLIAgainstDaemon(t *testing.T) {
 	}
 	if _, errOut, code := e.run("", "task", "start", sock); code != 2 || !strings.Contains(errOut, "--repo is required") {
 		t.Errorf("start without --repo: %d %q", code, errOut)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TCP with API keys: keys made on the socket, required on TCP.
+func TestServeTCPWithAPIKeys(t *testing.T) {
+	e := newEnv(t)
+	addr := freePort(t)
+	d := e.startDaemon(t, "--listen", addr)
+	sock := "--socket=" + d.sock
+	out, errOut, code := e.run("", "apikey", "create", sock, "--name", "ci")
+	key := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(key, "ak_") || !strings.Contains(errOut, "shown once") {
+		t.Fatalf("apikey create: %d %q %q", code, out, errOut)
+	}
+	get := func(path string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/v1/sandboxes", nil); code != 401 || !strings.Contains(body, "unauthenticated") {
+		t.Errorf("no key: %d %s", code, body)
+	}
+	if code, _ := get("/v1/sandboxes", map[string]string{"Authorization": "Bearer ak_0000"}); code != 401 {
+		t.Errorf("wrong key: %d", code)
+	}
+	if code, _ := get("/v1/sandboxes", map[string]string{"Authorization": "Bearer " + key}); code != 200 {
+		t.Errorf("bearer key: %d", code)
+	}
+	if code, _ := get("/v1/health", map[string]string{"X-API-KEY": key}); code != 200 {
+		t.Errorf("X-API-KEY: %d", code)
+	}
+	if code, body := get("/v1/apikeys", map[string]string{"Authorization": "Bearer " + key}); code != 403 {
+		t.Errorf("key management over TCP: %d %s", code, body)
+	}
+	// the SDK over TCP
+	cl, err := sdk.New(sdk.WithBaseURL("http://"+addr), sdk.WithAPIKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := cl.CreateSandbox(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if st, err := cl.Exec(context.Background(), sb.ID, sdk.ExecRequest{Argv: []string{"echo", "over tcp"}}, &buf, nil); err != nil || st.Code != 0 || buf.String() != "over tcp\n" {
+		t.Errorf("exec over TCP: %v %+v %q", err, st, buf.String())
+	}
+	_ = cl.DestroySandbox(context.Background(), sb.ID)
+	out, _, _ = e.run("", "apikey", "ls", sock, "--json")
+	var keys []struct{ ID, Name string }
+	_ = json.Unmarshal([]byte(out), &keys)
+	if len(keys) != 1 || keys[0].Name != "ci" || strings.Contains(out, key) {
+		t.Fatalf("apikey ls: %q", out)
+	}
+	if _, errOut, code := e.run("", "apikey", "rm", sock, keys[0].ID); code != 0 {
+		t.Fatalf("apikey rm: %d %q", code, errOut)
+	}
+	if code, _ := get("/v1/sandboxes", map[string]string{"Authorization": "Bearer " + key}); code != 401 {
+		t.Errorf("revoked key: %d", code)
 	}
 }

@@ -60,6 +60,7 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
 	s.filesRoutes()
 	s.taskRoutes()
+	s.keyRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
 	})

@@ -70,6 +70,15 @@ CREATE TABLE tasks (
 ) STRICT;
 CREATE INDEX tasks_by_created ON tasks (created DESC, id);
 `,
+	// 3: API keys (only their SHA-256 is stored).
+	`
+CREATE TABLE api_keys (
+	id      TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	name    TEXT    NOT NULL,
+	hash    TEXT    NOT NULL UNIQUE CHECK (length(hash) = 64),
+	created INTEGER NOT NULL
+) STRICT;
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.

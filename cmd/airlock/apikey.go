@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+const apikeyUsage = `usage: airlock apikey <create|ls|rm> [flags]
+
+API keys let clients use the daemon over TCP ('airlock serve --listen ADDR'):
+Authorization: Bearer KEY. Keys are managed on the unix socket only; the
+daemon keeps only their SHA-256.
+
+  create [--name N]   make a key and print it (shown this once)
+  ls [--json]         list keys
+  rm ID...            revoke keys
+`
+
+func cmdAPIKey(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, apikeyUsage)
+		return 2
+	}
+	verb, rest := args[0], args[1:]
+	c := newSandboxCmd(verb, "airlock apikey "+verb+" [flags]", "", stdout, stderr)
+	c.group = "apikey"
+	c.usage = apikeyUsage
+	switch verb {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, apikeyUsage)
+		return 0
+	case "create":
+		name := c.fs.String("name", "", "a name to recognise the key by")
+		pos, code, done := c.parse(rest)
+		if done {
+			return code
+		}
+		if len(pos) != 0 {
+			return c.usageErr("unexpected argument %q", pos[0])
+		}
+		cl, err := c.client()
+		if err != nil {
+			return c.fail(err)
+		}
+		k, err := cl.CreateAPIKey(context.Background(), *name)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(stderr, "created key %s; it is shown once:\n", k.ID)
+		fmt.Fprintln(stdout, k.Key)
+		return 0
+	case "ls":
+		asJSON := c.fs.Bool("json", false, "print a JSON array")
+		if _, code, done := c.parse(rest); done {
+			return code
+		}
+		cl, err := c.client()
+		if err != nil {
+			return c.fail(err)
+		}
+		keys, err := cl.ListAPIKeys(context.Background())
+		if err != nil {
+			return c.fail(err)
+		}
+		if *asJSON {
+			_ = printJSON(stdout, keys)
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tCREATED")
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", k.ID, k.Name, k.Created.Format("2006-01-02 15:04:05"))
+		}
+		_ = tw.Flush()
+		return 0
+	case "rm":
+		pos, code, done := c.parse(rest)
+		if done {
+			return code
+		}
+		if len(pos) == 0 {
+			return c.usageErr("want key ids")
+		}
+		cl, err := c.client()
+		if err != nil {
+			return c.fail(err)
+		}
+		failed := 0
+		for _, id := range pos {
+			if err := cl.DeleteAPIKey(context.Background(), id); err != nil {
+				c.errorf("%s: %v", id, err)
+				failed++
+			}
+		}
+		if failed > 0 {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stderr, "airlock apikey: unknown command %q; run 'airlock apikey --help'\n", verb)
+	return 2
+}

@@ -1,0 +1,78 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+)
+
+// The unix socket (mode 0600) is the local, trusted door: whoever can open
+// it is the operator. TCP is for remote clients: every request needs an
+// API key (Authorization: Bearer KEY, or X-API-KEY: KEY), and the key
+// routes themselves are refused there.
+
+func (s *Server) keyRoutes() {
+	s.mux.HandleFunc("POST /v1/apikeys", s.createKey)
+	s.mux.HandleFunc("GET /v1/apikeys", s.listKeys)
+	s.mux.HandleFunc("DELETE /v1/apikeys/{id}", s.deleteKey)
+}
+
+// TCP returns the handler for TCP listeners: API key required, key
+// management refused.
+func (s *Server) TCP() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-API-KEY")
+		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			key = v
+		}
+		if key == "" || !s.m.CheckAPIKey(r.Context(), key) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+			writeJSON(w, http.StatusUnauthorized, Error{Code: "unauthenticated", Message: "a valid API key is required (Authorization: Bearer KEY)"})
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/v1/apikeys") {
+			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "API keys are managed on the daemon's unix socket only"})
+			return
+		}
+		s.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if r.ContentLength != 0 {
+		if err := decode(w, r, maxJSONBody, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	k, key, err := s.m.CreateAPIKey(r.Context(), req.Name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"id": k.ID, "name": k.Name, "created": k.Created, "key": key})
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
+	keys, err := s.m.APIKeys(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"apikeys": keys})
+}
+
+func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.m.DeleteAPIKey(r.Context(), id); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

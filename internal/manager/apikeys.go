@@ -1,0 +1,75 @@
+package manager
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// APIKey is a key's record as the API shows it (never the key itself).
+type APIKey struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+// KeyPrefix starts every API key.
+const KeyPrefix = "ak_"
+
+func keyHash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])
+}
+
+// CreateAPIKey makes a key; the key is returned once and only its hash is
+// kept.
+func (m *Manager) CreateAPIKey(ctx context.Context, name string) (*APIKey, string, error) {
+	if len(name) > 100 || strings.ContainsAny(name, "\n\x00") {
+		return nil, "", fmt.Errorf("key name: at most 100 characters on one line: %w", errdefs.ErrInvalid)
+	}
+	var secret, id [16]byte
+	_, _ = rand.Read(secret[:])
+	_, _ = rand.Read(id[:6])
+	key := KeyPrefix + hex.EncodeToString(secret[:])
+	rec := &store.APIKey{ID: "k-" + hex.EncodeToString(id[:6]), Name: name, Hash: keyHash(key), Created: time.Now().UTC()}
+	if err := m.cfg.Store.PutAPIKey(ctx, rec); err != nil {
+		return nil, "", err
+	}
+	return &APIKey{ID: rec.ID, Name: rec.Name, Created: rec.Created}, key, nil
+}
+
+// CheckAPIKey says whether key is a valid key.
+func (m *Manager) CheckAPIKey(ctx context.Context, key string) bool {
+	if !strings.HasPrefix(key, KeyPrefix) || len(key) > 200 {
+		return false
+	}
+	h := keyHash(key)
+	rec, err := m.cfg.Store.APIKeyByHash(ctx, h)
+	return err == nil && subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(h)) == 1
+}
+
+// APIKeys lists the keys.
+func (m *Manager) APIKeys(ctx context.Context) ([]*APIKey, error) {
+	recs, err := m.cfg.Store.ListAPIKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*APIKey, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, &APIKey{ID: r.ID, Name: r.Name, Created: r.Created})
+	}
+	return out, nil
+}
+
+// DeleteAPIKey revokes a key.
+func (m *Manager) DeleteAPIKey(ctx context.Context, id string) error {
+	return m.cfg.Store.DeleteAPIKey(ctx, id)
+}
