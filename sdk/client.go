@@ -767,3 +767,66 @@ func (c *Client) DeleteAPIKey(ctx context.Context, id string) error {
 	}
 	return c.call(ctx, http.MethodDelete, "/v1/apikeys/"+url.PathEscape(id), nil, nil, nil)
 }
+
+// Started is a command started in the background.
+type Started struct {
+	ExecID string `json:"exec_id"`
+	PID    int    `json:"pid"`
+}
+
+// ExecBackground starts a command and returns at once; it runs on, its
+// output is kept (capped, see ExecOutput) and GetExec shows how it ended.
+func (c *Client) ExecBackground(ctx context.Context, id string, req ExecRequest) (*Started, error) {
+	p, err := sandboxPath(id, "exec")
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, invalidf("no command given")
+	}
+	w := execWire{Background: true, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit}
+	if req.Stdin != nil {
+		b, err := io.ReadAll(io.LimitReader(req.Stdin, MaxStdin+1))
+		if err != nil {
+			return nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		if len(b) > MaxStdin {
+			return nil, &Error{Code: CodeLimitExceeded, Message: fmt.Sprintf("stdin is larger than %d MiB", MaxStdin>>20)}
+		}
+		w.Stdin = b
+	}
+	var st Started
+	if err := c.call(ctx, http.MethodPost, p, nil, w, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// GetExec returns one exec record (Ended is nil while it runs).
+func (c *Client) GetExec(ctx context.Context, id, execID string) (*Exec, error) {
+	if execID == "" {
+		return nil, invalidf("empty exec id")
+	}
+	p, err := sandboxPath(id, "execs", url.PathEscape(execID))
+	if err != nil {
+		return nil, err
+	}
+	var e Exec
+	if err := c.call(ctx, http.MethodGet, p, nil, nil, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Signal sends a signal (a number, e.g. 9, or a name, e.g. "TERM") to a
+// running command's process group.
+func (c *Client) Signal(ctx context.Context, id, execID string, signal any) error {
+	if execID == "" {
+		return invalidf("empty exec id")
+	}
+	p, err := sandboxPath(id, "execs", url.PathEscape(execID), "signal")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPost, p, nil, map[string]any{"signal": signal}, nil)
+}

@@ -138,6 +138,7 @@ type ExecRequest struct {
 }
 
 type execWire struct {
+	Background  bool     `json:"background,omitempty"`
 	Argv        []string `json:"argv"`
 	Env         []string `json:"env,omitempty"`
 	Cwd         string   `json:"cwd,omitempty"`

@@ -38,6 +38,7 @@ commands:
   pause    freeze a sandbox
   resume   thaw a paused sandbox
   reset    start a sandbox over from its template
+  kill     send a signal to a running command
   upload   copy a host directory into a sandbox
   cat      print a file of a sandbox
   put      write stdin to a file of a sandbox
@@ -69,6 +70,7 @@ var sandboxVerbs = []struct {
 	{"pause", sandboxAction("pause", "freezes every process of the sandbox until 'resume'")},
 	{"resume", sandboxAction("resume", "thaws a paused sandbox")},
 	{"reset", sandboxAction("reset", "starts the sandbox over from its template: processes killed, files it wrote gone")},
+	{"kill", sandboxKill},
 	{"upload", sandboxUpload},
 	{"cat", sandboxCat},
 	{"put", sandboxPut},
@@ -653,6 +655,7 @@ func sandboxExec(args []string, stdout, stderr io.Writer) int {
 	c.fs.DurationVar(&req.Timeout, "timeout", 0, "kill CMD after this long, e.g. 30s (default: no timeout)")
 	c.fs.BoolVar(&useStdin, "stdin", false, "send this process's stdin to CMD (read to its end first; at most 16M)")
 	c.fs.Var(sizeFlag{&req.OutputLimit}, "output-limit", "cap on each of stdout and stderr (default: the daemon's, 16M)")
+	background := c.fs.Bool("background", false, "start CMD and return: print its exec id (see 'execs', 'output', 'kill')")
 
 	// Without "--", flags stop at ID and the rest is CMD, so that CMD's own
 	// flags are left alone.
@@ -697,6 +700,14 @@ func sandboxExec(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		c.errorf("%v", err)
 		return 125
+	}
+	if *background {
+		st, err := cl.ExecBackground(context.Background(), id, req)
+		if err != nil {
+			return c.execFailed(context.Background(), cl, id, req.Argv, err)
+		}
+		fmt.Fprintln(stdout, st.ExecID)
+		return 0
 	}
 
 	// SIGINT/SIGTERM/SIGHUP: drop the stream, exit 128+sig.

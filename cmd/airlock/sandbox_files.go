@@ -145,3 +145,27 @@ func sandboxAction(name, about string) func(args []string, stdout, stderr io.Wri
 		return 0
 	}
 }
+
+func sandboxKill(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("kill", "airlock sandbox kill [flags] ID EXEC_ID", "Sends a signal to a running command's process group (see 'airlock sandbox execs').\n", stdout, stderr)
+	sig := c.fs.String("signal", "KILL", "signal name (KILL, TERM, INT, HUP, ...) or number")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		return c.usageErr("want a sandbox ID and an exec ID")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	var signal any = *sig
+	if n, err := strconv.Atoi(*sig); err == nil {
+		signal = n
+	}
+	if err := cl.Signal(context.Background(), pos[0], pos[1], signal); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}

@@ -200,6 +200,14 @@ func TestSandboxCLIAgainstDaemon(t *testing.T) {
 	if _, errOut, code := e.run("", "sandbox", "exec", sock, id, "--", "/etc/passwd"); code != 126 {
 		t.Errorf("exec of a non-executable: %d %q", code, errOut)
 	}
+	out, errOut, code = e.run("", "sandbox", "exec", sock, "--background", id, "--", "sleep", "100")
+	execID := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(execID, "e-") {
+		t.Fatalf("exec --background: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := e.run("", "sandbox", "kill", sock, "--signal", "TERM", id, execID); code != 0 {
+		t.Errorf("kill: %d %q", code, errOut)
+	}
 	for _, act := range []string{"pause", "resume", "reset"} {
 		if out, errOut, code := e.run("", "sandbox", act, sock, id); code != 0 || out != id+" running\n" && !(act == "pause" && out == id+" paused\n") {
 			t.Errorf("%s: %d %q %q", act, code, out, errOut)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -55,6 +56,8 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/exec", s.exec)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs", s.listExecs)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}/output", s.output)
+	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", s.getExec)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/signal", s.signal)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/reset", s.reset)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
@@ -248,6 +251,9 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 
 // ExecRequest is the body of POST .../exec.
 type ExecRequest struct {
+	// Background answers 202 {"exec_id","pid"} as soon as the command
+	// started, instead of streaming it.
+	Background  bool     `json:"background,omitempty"`
 	Argv        []string `json:"argv"`
 	Env         []string `json:"env,omitempty"`
 	Cwd         string   `json:"cwd,omitempty"`
@@ -346,6 +352,19 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		}
 		stdin = strings.NewReader(string(b))
 	}
+	if req.Background {
+		var pid int
+		execID, _, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
+			Background: true, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
+			Stdin: stdin, OutputLimit: req.OutputLimit,
+		}, func(_ string, p int) { pid = p }, nil, nil)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]any{"exec_id": execID, "pid": pid})
+		return
+	}
 	fl, _ := w.(http.Flusher)
 	st := &stream{w: w, fl: fl}
 	_, status, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
@@ -441,4 +460,63 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sb)
+}
+
+func (s *Server) getExec(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	e, err := s.m.GetExec(r.Context(), id, r.PathValue("exec"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+// signalNames are the signals the API accepts by name.
+var signalNames = map[string]syscall.Signal{
+	"SIGKILL": syscall.SIGKILL, "SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP,
+	"SIGQUIT": syscall.SIGQUIT, "SIGUSR1": syscall.SIGUSR1, "SIGUSR2": syscall.SIGUSR2, "SIGSTOP": syscall.SIGSTOP, "SIGCONT": syscall.SIGCONT,
+}
+
+func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	var req struct {
+		Signal json.RawMessage `json:"signal"`
+	}
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	var sig syscall.Signal
+	var n int
+	var name string
+	switch {
+	case json.Unmarshal(req.Signal, &n) == nil:
+		sig = syscall.Signal(n)
+	case json.Unmarshal(req.Signal, &name) == nil:
+		if !strings.HasPrefix(name, "SIG") {
+			name = "SIG" + name
+		}
+		var ok bool
+		if sig, ok = signalNames[name]; !ok {
+			writeError(w, fmt.Errorf("signal %q: use a number or one of SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGSTOP, SIGCONT: %w", name, errdefs.ErrInvalid))
+			return
+		}
+	default:
+		writeError(w, fmt.Errorf("signal: a number or a name is required: %w", errdefs.ErrInvalid))
+		return
+	}
+	if err := s.m.Signal(r.Context(), id, r.PathValue("exec"), sig); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -540,3 +540,66 @@ func TestReset(t *testing.T) {
 		t.Errorf("reset of a stopped sandbox: %d", code)
 	}
 }
+
+func TestBackgroundExecAndSignal(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
+		t.Fatal(code)
+	}
+	var started struct {
+		ExecID string `json:"exec_id"`
+		PID    int    `json:"pid"`
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", map[string]any{"argv": []string{"/bin/sh", "-c", "echo begun; trap 'echo got-term; exit 7' TERM; while :; do sleep 0.05; done"}, "background": true}, &started); code != 202 || started.ExecID == "" || started.PID <= 0 {
+		t.Fatalf("background exec: %d %+v", code, started)
+	}
+	var e manager.Exec
+	if code := d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID, nil, &e); code != 200 || e.Ended != nil {
+		t.Fatalf("running exec record: %d %+v", code, e)
+	}
+	time.Sleep(200 * time.Millisecond)
+	var apiErr Error
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID+"/signal", `{"signal":"BOGUS"}`, &apiErr); code != 400 {
+		t.Errorf("bad signal: %d %+v", code, apiErr)
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID+"/signal", `{"signal":"TERM"}`, nil); code != 204 {
+		t.Fatalf("signal: %d", code)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Ended == nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID, nil, &e)
+	}
+	if e.Ended == nil || e.Status == nil || e.Status.Code != 7 {
+		t.Fatalf("after SIGTERM: %+v", e)
+	}
+	resp, err := d.client.Get("http://airlock/v1/sandboxes/" + sb.ID + "/execs/" + started.ExecID + "/output")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(out) != "begun\ngot-term\n" {
+		t.Errorf("stored output: %q", out)
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID+"/signal", `{"signal":9}`, &apiErr); code != 409 {
+		t.Errorf("signal to an ended exec: %d", code)
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/execs/e-nope/signal", `{"signal":9}`, &apiErr); code != 404 {
+		t.Errorf("signal to an unknown exec: %d", code)
+	}
+	// a background command still running when the sandbox is destroyed is
+	// recorded as ended
+	d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", map[string]any{"argv": []string{"sleep", "100"}, "background": true}, &started)
+	d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil)
+	deadline = time.Now().Add(10 * time.Second)
+	e = manager.Exec{}
+	for e.Ended == nil && time.Now().Before(deadline) {
+		d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID, nil, &e)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if e.Ended == nil || e.Error == "" {
+		t.Errorf("background exec after destroy: %+v", e)
+	}
+}

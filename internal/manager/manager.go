@@ -57,8 +57,9 @@ type Config struct {
 type Manager struct {
 	cfg Config
 
-	mu   sync.Mutex
-	live map[string]*liveSandbox
+	mu      sync.Mutex
+	live    map[string]*liveSandbox
+	running map[string]*runningExec // by exec id
 }
 
 type liveSandbox struct {
@@ -87,7 +88,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if len(ids) > 0 {
 		cfg.Logf("%d sandboxes of a previous daemon were lost: %s", len(ids), strings.Join(ids, " "))
 	}
-	return &Manager{cfg: cfg, live: map[string]*liveSandbox{}}, nil
+	return &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}}, nil
 }
 
 // Sandbox is a sandbox as the API shows it.
@@ -243,11 +244,13 @@ func (m *Manager) watch(ls *liveSandbox, sb runtime.Sandbox) {
 func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	m.mu.Lock()
 	ls, ok := m.live[id]
+	var sb runtime.Sandbox
 	if ok {
 		delete(m.live, id)
 		if ls.ttl != nil {
 			ls.ttl.Stop()
 		}
+		sb = ls.sb // nil while a reset is under way: Reset cleans up
 	}
 	m.mu.Unlock()
 	if !ok {
@@ -257,12 +260,15 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		return nil // already stopped: deleting twice is fine
 	}
 	var derr error
-	if ls.sb != nil { // nil while a reset is under way: Reset cleans up
-		derr = ls.sb.Destroy(ctx)
+	if sb != nil {
+		derr = sb.Destroy(ctx)
 	}
 	now := time.Now().UTC()
+	m.mu.Lock()
 	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, reason
-	if err := m.cfg.Store.UpdateSandbox(context.Background(), ls.rec); err != nil {
+	rec := *ls.rec
+	m.mu.Unlock()
+	if err := m.cfg.Store.UpdateSandbox(context.Background(), &rec); err != nil {
 		return errors.Join(derr, err)
 	}
 	return derr
@@ -327,11 +333,16 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 	return view(&rec), nil
 }
 
-func (m *Manager) liveSandbox(ctx context.Context, id string) (*liveSandbox, error) {
+// liveSandbox returns the running sandbox id (not paused, not being
+// reset), read under the lock.
+func (m *Manager) liveSandbox(ctx context.Context, id string) (runtime.Sandbox, error) {
 	m.mu.Lock()
 	ls, ok := m.live[id]
-	paused := ok && ls.rec.State == "paused"
-	resetting := ok && ls.sb == nil
+	var sb runtime.Sandbox
+	paused, resetting := false, false
+	if ok {
+		sb, paused, resetting = ls.sb, ls.rec.State == "paused", ls.sb == nil
+	}
 	m.mu.Unlock()
 	if paused {
 		return nil, fmt.Errorf("sandbox %s is paused: resume it first: %w", id, errdefs.ErrConflict)
@@ -340,7 +351,7 @@ func (m *Manager) liveSandbox(ctx context.Context, id string) (*liveSandbox, err
 		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
 	}
 	if ok {
-		return ls, nil
+		return sb, nil
 	}
 	if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
 		return nil, err
@@ -350,6 +361,9 @@ func (m *Manager) liveSandbox(ctx context.Context, id string) (*liveSandbox, err
 
 // ExecRequest is one command.
 type ExecRequest struct {
+	// Background returns as soon as the command started; it runs on, its
+	// output is kept (capped) and its end recorded.
+	Background  bool
 	Argv        []string
 	Env         []string
 	Cwd         string
@@ -401,7 +415,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err := validEnv(req.Env); err != nil {
 		return "", nil, err
 	}
-	ls, err := m.liveSandbox(ctx, id)
+	sb, err := m.liveSandbox(ctx, id)
 	if err != nil {
 		return "", nil, err
 	}
@@ -417,7 +431,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	gate := make(chan struct{})
 	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(stdout))}
 	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(stderr))}
-	p, err := ls.sb.Exec(ctx, runtime.ExecRequest{
+	p, err := sb.Exec(ctx, runtime.ExecRequest{
 		Argv: req.Argv, Env: req.Env, Dir: cwd, Timeout: req.Timeout, Stdin: req.Stdin,
 		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit,
 	})
@@ -433,10 +447,33 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, time.Now().UTC(), stJSON, err.Error())
 		return rec.ID, nil, err
 	}
+	m.mu.Lock()
+	m.running[rec.ID] = &runningExec{p: p, sandboxID: id}
+	m.mu.Unlock()
 	if started != nil {
 		started(rec.ID, p.PID())
 	}
 	close(gate)
+	if req.Background {
+		go func() { _, _, _ = m.finishExec(context.Background(), rec, p, outKeep, errKeep) }()
+		return rec.ID, nil, nil
+	}
+	return m.finishExec(ctx, rec, p, outKeep, errKeep)
+}
+
+// runningExec is a command that has not ended yet.
+type runningExec struct {
+	p         runtime.Process
+	sandboxID string
+}
+
+// finishExec waits for a command and records how it ended.
+func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Process, outKeep, errKeep *capped) (string, *runtime.ExitStatus, error) {
+	defer func() {
+		m.mu.Lock()
+		delete(m.running, rec.ID)
+		m.mu.Unlock()
+	}()
 	st, err := p.Wait(ctx)
 	if err != nil && ctx.Err() != nil {
 		// the caller went away: the command must not outlive the request
@@ -544,11 +581,11 @@ func (m *Manager) LiveCount() int {
 
 // Files gives access to a running sandbox's files.
 func (m *Manager) Files(ctx context.Context, id string) (runtime.Files, error) {
-	ls, err := m.liveSandbox(ctx, id)
+	sb, err := m.liveSandbox(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	f, ok := ls.sb.(runtime.Files)
+	f, ok := sb.(runtime.Files)
 	if !ok {
 		return nil, fmt.Errorf("backend %s has no file access: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
 	}
@@ -661,4 +698,33 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		return nil, err
 	}
 	return view(&rec), nil
+}
+
+// GetExec returns one exec record of a sandbox.
+func (m *Manager) GetExec(ctx context.Context, id, execID string) (*Exec, error) {
+	e, err := m.cfg.Store.GetExec(ctx, execID)
+	if err != nil {
+		return nil, err
+	}
+	if e.SandboxID != id {
+		return nil, fmt.Errorf("exec %s not found in sandbox %s: %w", execID, id, errdefs.ErrNotFound)
+	}
+	return execView(e), nil
+}
+
+// Signal sends sig to a running command's process group.
+func (m *Manager) Signal(ctx context.Context, id, execID string, sig syscall.Signal) error {
+	if sig <= 0 || sig > 64 {
+		return fmt.Errorf("signal %d: %w", sig, errdefs.ErrInvalid)
+	}
+	m.mu.Lock()
+	r, ok := m.running[execID]
+	m.mu.Unlock()
+	if !ok || r.sandboxID != id {
+		if _, err := m.GetExec(ctx, id, execID); err != nil {
+			return err
+		}
+		return fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
+	}
+	return r.p.Signal(sig)
 }
