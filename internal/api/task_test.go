@@ -182,3 +182,28 @@ func TestTaskBadInput(t *testing.T) {
 		t.Errorf("kept sandbox: %s", sb.State)
 	}
 }
+
+// The daemon never holds an unbounded agent-made patch: past MaxPatch the
+// diff is refused as a limit.
+func TestTaskDiffTooLarge(t *testing.T) {
+	d := newDaemon(t)
+	repo, _ := sampleRepo(t)
+	var task manager.Task
+	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo}, &task); code != 201 {
+		t.Fatal(code)
+	}
+	d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 80000000 /dev/urandom > big.bin"}})
+	var e struct {
+		Error
+		Patch string `json:"patch"`
+	}
+	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &e); code != 429 || e.Code != "limit_exceeded" {
+		t.Errorf("huge diff: %d %+v (patch %d bytes: %.300q)", code, e.Error, len(e.Patch), e.Patch)
+	}
+	// a normal change still diffs
+	d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "rm big.bin; echo x >> README"}})
+	var diff manager.Diff
+	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 || len(diff.Files) != 1 {
+		t.Errorf("diff after removing the big file: %d %+v", code, diff.Files)
+	}
+}
