@@ -42,6 +42,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
 	dataDir := fs.String("data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory: templates and the database (env AIRLOCK_DATA_DIR)")
 	db := fs.String("db", "", "SQLite database (default DATA-DIR/airlock.db)")
+	maxLife := fs.Duration("max-lifetime", 24*time.Hour, "longest a sandbox may live (its default TTL); 0: unbounded")
 	listen := fs.String("listen", "", "also serve on this TCP `ADDR` (host:port), API key required (see 'airlock apikey')")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code
@@ -53,14 +54,18 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	if *db == "" {
 		*db = filepath.Join(*dataDir, "airlock.db")
 	}
-	if err := serve(*socket, *listen, *stateDir, *dataDir, *db, stderr); err != nil {
+	if *maxLife < 0 {
+		fmt.Fprintf(stderr, "airlock serve: --max-lifetime %s: must not be negative\n", *maxLife)
+		return 2
+	}
+	if err := serve(*socket, *listen, *stateDir, *dataDir, *db, *maxLife, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, stateDir, dataDir, dbPath string, stderr io.Writer) error {
+func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Duration, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -91,7 +96,7 @@ func serve(socket, listen, stateDir, dataDir, dbPath string, stderr io.Writer) e
 	}
 	defer st.Close()
 	ctx := context.Background()
-	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), Logf: logf})
+	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife, Logf: logf})
 	if err != nil {
 		return err
 	}

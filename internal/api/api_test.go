@@ -603,3 +603,40 @@ func TestBackgroundExecAndSignal(t *testing.T) {
 		t.Errorf("background exec after destroy: %+v", e)
 	}
 }
+
+func TestMaxLifetime(t *testing.T) {
+	d := newDaemon(t)
+	// this harness's manager has no bound; make one that has
+	m, err := manager.New(context.Background(), manager.Config{Backend: d.be, Templates: mustTemplates(t, d), Store: d.st, MaxLifetime: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	ctx := context.Background()
+	if _, err := m.Create(ctx, manager.CreateRequest{TTLSeconds: 7200}); err == nil {
+		t.Error("a TTL over the maximum lifetime was accepted")
+	}
+	sb, err := m.Create(ctx, manager.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Expires == nil || sb.Expires.Sub(sb.Created) != time.Hour {
+		t.Errorf("default expiry: %+v", sb.Expires)
+	}
+	if _, err := m.SetTTL(ctx, sb.ID, 2*time.Hour); err == nil {
+		t.Error("SetTTL past the maximum lifetime was accepted")
+	}
+	got, err := m.SetTTL(ctx, sb.ID, 0)
+	if err != nil || got.Expires == nil || !got.Expires.Equal(sb.Created.Add(time.Hour)) {
+		t.Errorf("SetTTL 0 under a maximum: %+v %v", got, err)
+	}
+}
+
+func mustTemplates(t *testing.T, d *daemon) *template.Store {
+	t.Helper()
+	tpls, err := template.Open(filepath.Join(filepath.Dir(d.dbPath), "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpls
+}

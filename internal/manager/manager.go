@@ -46,6 +46,9 @@ type Config struct {
 	Backend   runtime.Backend
 	Templates *template.Store
 	Store     *store.Store
+	// MaxLifetime bounds every sandbox's life: a sandbox asked for without
+	// a TTL gets it, and a longer TTL is refused. 0: no bound.
+	MaxLifetime time.Duration
 	// TaskDir holds the host's clone and results of each task; "": no tasks.
 	TaskDir string
 	// StoredOutput caps the bytes kept per stream per exec; 0: default.
@@ -165,6 +168,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if req.TTLSeconds < 0 {
 		return nil, fmt.Errorf("ttl_seconds must not be negative: %w", errdefs.ErrInvalid)
 	}
+	ttl, err := m.boundTTL(time.Duration(req.TTLSeconds) * time.Second)
+	if err != nil {
+		return nil, err
+	}
 	if err := validEnv(req.Env); err != nil {
 		return nil, err
 	}
@@ -195,8 +202,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		ID: sb.ID(), State: "running", Backend: m.cfg.Backend.Name(), Template: tpl.Name, TemplateVersion: tpl.Version,
 		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(),
 	}
-	if req.TTLSeconds > 0 {
-		exp := rec.Created.Add(time.Duration(req.TTLSeconds) * time.Second)
+	if ttl > 0 {
+		exp := rec.Created.Add(ttl)
 		rec.Expires = &exp
 	}
 	if err := m.cfg.Store.PutSandbox(ctx, rec); err != nil {
@@ -210,6 +217,21 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	m.mu.Unlock()
 	go m.watch(ls, sb)
 	return view(rec), nil
+}
+
+// boundTTL applies MaxLifetime: no TTL becomes the maximum; more is refused.
+func (m *Manager) boundTTL(ttl time.Duration) (time.Duration, error) {
+	max := m.cfg.MaxLifetime
+	if max <= 0 {
+		return ttl, nil
+	}
+	if ttl == 0 {
+		return max, nil
+	}
+	if ttl > max {
+		return 0, fmt.Errorf("a time to live of %s is over this daemon's maximum sandbox lifetime of %s: %w", ttl, max, errdefs.ErrInvalid)
+	}
+	return ttl, nil
 }
 
 // armTTL (re)starts the sandbox's TTL timer; m.mu held.
@@ -318,12 +340,22 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 		}
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
-	if ttl == 0 {
-		ls.rec.Expires = nil
-	} else {
-		exp := time.Now().UTC().Add(ttl)
-		ls.rec.Expires = &exp
+	var exp *time.Time
+	if ttl > 0 {
+		e := time.Now().UTC().Add(ttl)
+		exp = &e
 	}
+	// MaxLifetime counts from creation: a TTL cannot push past it.
+	if max := m.cfg.MaxLifetime; max > 0 {
+		limit := ls.rec.Created.Add(max)
+		if exp == nil {
+			exp = &limit
+		} else if exp.After(limit) {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("the sandbox may live until %s (maximum lifetime %s): %w", limit.Format(time.RFC3339), max, errdefs.ErrInvalid)
+		}
+	}
+	ls.rec.Expires = exp
 	m.armTTL(ls)
 	rec := *ls.rec
 	m.mu.Unlock()
