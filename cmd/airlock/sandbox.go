@@ -55,10 +55,33 @@ Run 'airlock sandbox <command> --help' for a command's flags.
 // sandboxStdin is what 'exec --stdin' sends (a variable for tests).
 var sandboxStdin io.Reader = os.Stdin
 
-var sandboxVerbs = []struct {
+// subVerb is one command of a verb group (sandbox, task).
+type subVerb struct {
 	name string
 	run  func(args []string, stdout, stderr io.Writer) int
-}{
+}
+
+// dispatchGroup runs the sub-command args[0] of a verb group.
+func dispatchGroup(group, usage string, verbs []subVerb, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	for _, v := range verbs {
+		if v.name == args[0] {
+			return v.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "airlock %s: unknown command %q; run 'airlock %s --help' for the list\n", group, args[0], group)
+	return 2
+}
+
+var sandboxVerbs = []subVerb{
 	{"create", sandboxCreate},
 	{"ls", sandboxLs},
 	{"get", sandboxGet},
@@ -78,22 +101,7 @@ var sandboxVerbs = []struct {
 }
 
 func cmdSandbox(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, sandboxUsage)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, sandboxUsage)
-		return 0
-	}
-	for _, v := range sandboxVerbs {
-		if v.name == args[0] {
-			return v.run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "airlock sandbox: unknown command %q; run 'airlock sandbox --help' for the list\n", args[0])
-	return 2
+	return dispatchGroup("sandbox", sandboxUsage, sandboxVerbs, args, stdout, stderr)
 }
 
 // sandboxCmd is what every sandbox verb shares: its flag set with

@@ -30,10 +30,7 @@ commands:
 Every command takes --socket PATH (env AIRLOCK_SOCKET).
 `
 
-var taskVerbs = []struct {
-	name string
-	run  func(args []string, stdout, stderr io.Writer) int
-}{
+var taskVerbs = []subVerb{
 	{"start", taskStart},
 	{"exec", taskExec},
 	{"test", taskTest},
@@ -44,22 +41,7 @@ var taskVerbs = []struct {
 }
 
 func cmdTask(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, taskUsage)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, taskUsage)
-		return 0
-	}
-	for _, v := range taskVerbs {
-		if v.name == args[0] {
-			return v.run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "airlock task: unknown command %q; run 'airlock task --help' for the list\n", args[0])
-	return 2
+	return dispatchGroup("task", taskUsage, taskVerbs, args, stdout, stderr)
 }
 
 func newTaskCmd(name, synopsis, about string, stdout, stderr io.Writer) *sandboxCmd {
