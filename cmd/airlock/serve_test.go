@@ -325,6 +325,12 @@ func TestServeTCPWithAPIKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// a remote client cannot make the daemon clone host paths or use ssh
+	for _, repo := range []string{t.TempDir(), "/root", "ssh://localhost/x", "file:///etc", "git@host:x"} {
+		if _, err := cl.StartTask(context.Background(), sdk.TaskRequest{Repo: repo}); !sdk.IsDenied(err) {
+			t.Errorf("remote task from %q: %v, want denied", repo, err)
+		}
+	}
 	sb, err := cl.CreateSandbox(context.Background(), sdk.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)

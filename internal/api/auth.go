@@ -1,9 +1,18 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 )
+
+// remoteKey marks a request that came over TCP.
+type remoteKey struct{}
+
+func isRemote(r *http.Request) bool {
+	v, _ := r.Context().Value(remoteKey{}).(bool)
+	return v
+}
 
 // The unix socket (mode 0600) is the local, trusted door: whoever can open
 // it is the operator. TCP is for remote clients: every request needs an
@@ -33,7 +42,7 @@ func (s *Server) TCP() http.Handler {
 			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "API keys are managed on the daemon's unix socket only"})
 			return
 		}
-		s.ServeHTTP(w, r)
+		s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), remoteKey{}, true)))
 	})
 }
 

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -23,6 +24,15 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
+	}
+	// A remote client may not make the daemon (root) read the host's
+	// repositories or use its ssh keys: only public network URLs.
+	if isRemote(r) {
+		lower := strings.ToLower(req.Repo)
+		if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "git://") {
+			writeError(w, errdefs.Wrap(errdefs.ErrDenied, "over TCP, repo must be an https, http or git URL (local paths and ssh only on the unix socket)"))
+			return
+		}
 	}
 	t, err := s.m.StartTask(r.Context(), req)
 	if err != nil {

@@ -262,6 +262,12 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	if _, err := git(ctx, base, nil, "checkout", "--quiet", "--detach", commit); err != nil {
 		return nil, err
 	}
+	// The diff is computed in this clone over the agent's tree: none of the
+	// tree's .gitattributes may change how content reads (binary, filters,
+	// eol, ident, encodings). info/attributes takes precedence over them.
+	if err := os.WriteFile(filepath.Join(base, ".git", "info", "attributes"), []byte("* -text -eol -crlf -filter -ident -working-tree-encoding !diff\n"), 0o600); err != nil {
+		return nil, err
+	}
 	sb, err := m.Create(ctx, CreateRequest{Template: req.Template, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id}})
 	if err != nil {
 		return nil, err
@@ -370,6 +376,13 @@ func (m *Manager) diff(ctx context.Context, rec *store.Task, sp *taskSpec) (*Dif
 	if err != nil {
 		return nil, err
 	}
+	sbv, err := m.Get(ctx, rec.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	// A diff must not hang on a stalled agent.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
 	work, err := os.MkdirTemp(m.taskDir(rec.ID), "work-")
 	if err != nil {
 		return nil, err
@@ -384,16 +397,37 @@ func (m *Manager) diff(ctx context.Context, rec *store.Task, sp *taskSpec) (*Dif
 		_, err := f.Tar(ctx, "/workspace", pw)
 		pw.CloseWithError(err)
 	}()
-	_, err = tarball.Extract(pr, tree, tarball.ExtractOptions{UID: os.Getuid(), GID: os.Getgid(), Skip: func(name string) bool {
-		return name == ".git" || strings.HasPrefix(name, ".git/")
+	// The tar cannot honestly be bigger than the sandbox's disk: sparse
+	// files read as zeros would otherwise make the host write and hash
+	// without bound.
+	cr := &capReader{r: pr, left: sbv.Limits.DiskBytes + 64<<20}
+	_, err = tarball.Extract(cr, tree, tarball.ExtractOptions{UID: os.Getuid(), GID: os.Getgid(), Skip: func(name string) bool {
+		// every .git, at any depth: a nested .git file could point root's
+		// git at any repository on the host
+		for _, el := range strings.Split(name, "/") {
+			if strings.EqualFold(el, ".git") {
+				return true
+			}
+		}
+		return false
 	}})
 	pr.Close()
+	if cr.over {
+		return nil, fmt.Errorf("the workspace reads as more than the sandbox's disk (sparse files?): %w", errdefs.ErrLimitExceeded)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read the workspace: %w", err)
 	}
 	base := m.baseDir(rec.ID)
-	env := []string{"GIT_INDEX_FILE=" + filepath.Join(work, "index"), "GIT_DIR=" + filepath.Join(base, ".git"), "GIT_WORK_TREE=" + tree}
-	if _, err := git(ctx, tree, env, "add", "--all", "."); err != nil {
+	objs := filepath.Join(work, "objects")
+	if err := os.Mkdir(objs, 0o700); err != nil {
+		return nil, err
+	}
+	// New objects go to this diff's own directory (removed with it); the
+	// base clone is only read. Ignore rules are not the agent's to set.
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(work, "index"), "GIT_DIR=" + filepath.Join(base, ".git"), "GIT_WORK_TREE=" + tree,
+		"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(base, ".git", "objects")}
+	if _, err := git(ctx, tree, env, "-c", "core.excludesFile=/dev/null", "add", "--all", "--force", "."); err != nil {
 		return nil, err
 	}
 	patch, err := git(ctx, tree, env, "diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color", sp.Commit)
@@ -423,6 +457,26 @@ func (m *Manager) diff(ctx context.Context, rec *store.Task, sp *taskSpec) (*Dif
 		}
 	}
 	return d, nil
+}
+
+// capReader fails once more than left bytes were read.
+type capReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		c.over = true
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // FinishResult says what finishing a task produced.

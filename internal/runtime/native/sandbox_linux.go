@@ -108,8 +108,23 @@ func (s *sandbox) readLoop() {
 		s.pmu.Lock()
 		ch := s.pending[m.ID]
 		s.pmu.Unlock()
-		if ch != nil {
-			ch <- m
+		if ch == nil {
+			continue
+		}
+		// Never block on a waiter: the agent is inside the boundary, and a
+		// flood of answers to one id must not wedge this loop. Acks (done)
+		// beyond the buffer are dropped; the end of a command is not.
+		select {
+		case ch <- m:
+		default:
+			if m.Op == agent.OpExited || m.Op == agent.OpError {
+				go func(m *agent.Message) {
+					select {
+					case ch <- m:
+					case <-time.After(time.Minute):
+					}
+				}(m)
+			}
 		}
 	}
 	s.markDone()
