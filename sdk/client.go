@@ -830,3 +830,51 @@ func (c *Client) Signal(ctx context.Context, id, execID string, signal any) erro
 	}
 	return c.call(ctx, http.MethodPost, p, nil, map[string]any{"signal": signal}, nil)
 }
+
+// Snapshot is a snapshot template version.
+type Snapshot struct {
+	Name        string    `json:"name"`
+	Version     string    `json:"version"`
+	Base        string    `json:"base"`
+	BaseVersion string    `json:"base_version"`
+	FromSandbox string    `json:"from_sandbox"`
+	Created     time.Time `json:"created"`
+	SeedBytes   int64     `json:"seed_bytes"`
+}
+
+// Template is a template sandboxes can be created from.
+type Template struct {
+	Name    string    `json:"name"`
+	Version string    `json:"version"`
+	Kind    string    `json:"kind"` // "builtin" or "snapshot"
+	Base    string    `json:"base,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// SnapshotSandbox makes a new version of the template name from a running
+// sandbox's /workspace and /home/sandbox (files, not processes).
+func (c *Client) SnapshotSandbox(ctx context.Context, id, name string) (*Snapshot, error) {
+	p, err := sandboxPath(id, "snapshot")
+	if err != nil {
+		return nil, err
+	}
+	var s Snapshot
+	if err := c.call(ctx, http.MethodPost, p, nil, map[string]string{"name": name}, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ListTemplates lists the built-in templates and the snapshots.
+func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
+	var w struct {
+		Templates []Template `json:"templates"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/v1/templates", nil, nil, &w); err != nil {
+		return nil, err
+	}
+	if w.Templates == nil {
+		w.Templates = []Template{}
+	}
+	return w.Templates, nil
+}

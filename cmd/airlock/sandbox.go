@@ -39,6 +39,8 @@ commands:
   resume   thaw a paused sandbox
   reset    start a sandbox over from its template
   kill     send a signal to a running command
+  snapshot make a template of a sandbox's /workspace and home
+  templates list the templates (built-in and snapshots)
   upload   copy a host directory into a sandbox
   cat      print a file of a sandbox
   put      write stdin to a file of a sandbox
@@ -94,6 +96,8 @@ var sandboxVerbs = []subVerb{
 	{"resume", sandboxAction("resume", "thaws a paused sandbox")},
 	{"reset", sandboxAction("reset", "starts the sandbox over from its template: processes killed, files it wrote gone")},
 	{"kill", sandboxKill},
+	{"snapshot", sandboxSnapshot},
+	{"templates", sandboxTemplates},
 	{"upload", sandboxUpload},
 	{"cat", sandboxCat},
 	{"put", sandboxPut},

@@ -169,3 +169,52 @@ func sandboxKill(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+func sandboxSnapshot(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("snapshot", "airlock sandbox snapshot [flags] ID NAME",
+		"Makes a new version of the template NAME from the sandbox's /workspace and /home/sandbox\n(files are kept, processes and /tmp are not). New sandboxes start from it with --template NAME.\n", stdout, stderr)
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		return c.usageErr("want a sandbox ID and a template name")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	s, err := cl.SnapshotSandbox(context.Background(), pos[0], pos[1])
+	if err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stdout, "%s@%s (from %s, %d bytes)\n", s.Name, s.Version, s.FromSandbox, s.SeedBytes)
+	return 0
+}
+
+func sandboxTemplates(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("templates", "airlock sandbox templates [flags]", "Lists the templates: built-in and snapshots.\n", stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print a JSON array")
+	if _, code, done := c.parse(args); done {
+		return code
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	list, err := cl.ListTemplates(context.Background())
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		_ = printJSON(stdout, list)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tKIND\tBASE")
+	for _, t := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Version, t.Kind, t.Base)
+	}
+	_ = tw.Flush()
+	return 0
+}

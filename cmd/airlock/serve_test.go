@@ -208,6 +208,12 @@ func TestSandboxCLIAgainstDaemon(t *testing.T) {
 	if _, errOut, code := e.run("", "sandbox", "kill", sock, "--signal", "TERM", id, execID); code != 0 {
 		t.Errorf("kill: %d %q", code, errOut)
 	}
+	if out, errOut, code := e.run("", "sandbox", "snapshot", sock, id, "cli-snap"); code != 0 || !strings.HasPrefix(out, "cli-snap@") {
+		t.Errorf("snapshot: %d %q %q", code, out, errOut)
+	}
+	if out, _, code := e.run("", "sandbox", "templates", sock); code != 0 || !strings.Contains(out, "cli-snap") || !strings.Contains(out, "host") {
+		t.Errorf("templates: %d %q", code, out)
+	}
 	for _, act := range []string{"pause", "resume", "reset"} {
 		if out, errOut, code := e.run("", "sandbox", act, sock, id); code != 0 || out != id+" running\n" && !(act == "pause" && out == id+" paused\n") {
 			t.Errorf("%s: %d %q %q", act, code, out, errOut)

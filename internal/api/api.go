@@ -59,6 +59,8 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", s.getExec)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/signal", s.signal)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/reset", s.reset)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/snapshot", s.snapshot)
+	s.mux.HandleFunc("GET /v1/templates", s.templates)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
 	s.filesRoutes()
@@ -519,4 +521,34 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	snap, err := s.m.SnapshotSandbox(r.Context(), id, req.Name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, snap)
+}
+
+func (s *Server) templates(w http.ResponseWriter, r *http.Request) {
+	list, err := s.m.Templates(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"templates": list})
 }

@@ -640,3 +640,51 @@ func mustTemplates(t *testing.T, d *daemon) *template.Store {
 	}
 	return tpls
 }
+
+func TestSnapshot(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
+		t.Fatal(code)
+	}
+	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "mkdir -p /workspace/src && echo kept > /workspace/src/a.txt && ln -s src/a.txt /workspace/link && echo rc > ~/.toolrc && echo gone > /tmp/t && (sleep 1000 &)"}})
+	var snap manager.Snapshot
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/snapshot", map[string]string{"name": "with-src"}, &snap); code != 201 || snap.Version == "" || snap.Base != "host" {
+		t.Fatalf("snapshot: %d %+v", code, snap)
+	}
+	var e Error
+	for _, bad := range []string{"host", "../x", ""} {
+		if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/snapshot", map[string]string{"name": bad}, &e); code != 400 && code != 409 {
+			t.Errorf("snapshot named %q: %d", bad, code)
+		}
+	}
+	var sb2 manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", map[string]string{"template": "with-src"}, &sb2); code != 201 || sb2.Template != "with-src" || sb2.TemplateVersion != snap.Version {
+		t.Fatalf("create from the snapshot: %d %+v", code, sb2)
+	}
+	_, events, _ := d.exec(sb2.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat /workspace/link ~/.toolrc; stat -c %U /workspace/src/a.txt; ls /tmp; ps -e -o comm= | grep -c sleep"}})
+	if out, _, _ := collect(events); out != "kept\nrc\nsandbox\n0\n" {
+		t.Errorf("in a sandbox from the snapshot: %q", out)
+	}
+	// the new sandbox owns its copy: writing there changes neither the
+	// snapshot nor the first sandbox
+	d.exec(sb2.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "echo changed > /workspace/src/a.txt"}})
+	var sb3 manager.Sandbox
+	d.do("POST", "/v1/sandboxes", map[string]string{"template": "with-src"}, &sb3)
+	_, events, _ = d.exec(sb3.ID, ExecRequest{Argv: []string{"cat", "/workspace/src/a.txt"}})
+	if out, _, _ := collect(events); out != "kept\n" {
+		t.Errorf("snapshot changed by a sandbox made from it: %q", out)
+	}
+	// reset of a sandbox made from a snapshot goes back to the snapshot
+	d.do("POST", "/v1/sandboxes/"+sb2.ID+"/reset", nil, nil)
+	_, events, _ = d.exec(sb2.ID, ExecRequest{Argv: []string{"cat", "/workspace/src/a.txt"}})
+	if out, _, _ := collect(events); out != "kept\n" {
+		t.Errorf("after reset: %q", out)
+	}
+	var tpls struct {
+		Templates []manager.TemplateInfo
+	}
+	if code := d.do("GET", "/v1/templates", nil, &tpls); code != 200 || len(tpls.Templates) != 2 || tpls.Templates[1].Name != "with-src" || tpls.Templates[1].Kind != "snapshot" {
+		t.Errorf("templates: %d %+v", code, tpls)
+	}
+}

@@ -70,6 +70,7 @@ type liveSandbox struct {
 	rec  *store.Sandbox
 	ttl  *time.Timer
 	spec runtime.Spec // as created: Reset starts over from it
+	seed string       // snapshot seed restored at create (and reset)
 }
 
 // New makes a manager. Sandboxes the store still lists as running died
@@ -180,26 +181,38 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 			return nil, fmt.Errorf("label key %q: 1 to 63 characters: %w", k, errdefs.ErrInvalid)
 		}
 	}
-	tpl, err := m.cfg.Templates.Get(req.Template)
-	if err != nil {
-		if errors.Is(err, template.ErrNotFound) {
-			return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)
+	var spec runtime.Spec
+	var tplName, tplVersion, seed string
+	if tpl, err := m.cfg.Templates.Get(req.Template); err == nil {
+		spec = runtime.Spec{RootFS: tpl.Dir}
+		for _, b := range tpl.Binds {
+			spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
 		}
+		tplName, tplVersion = tpl.Name, tpl.Version
+	} else if !errors.Is(err, template.ErrNotFound) {
 		return nil, err
+	} else if snap, seedPath, serr := m.snapshot(req.Template); serr == nil {
+		spec = runtime.Spec{RootFS: snap.BaseDir, Binds: snap.Binds}
+		tplName, tplVersion, seed = snap.Name, snap.Version, seedPath
+	} else {
+		return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)
 	}
-	spec := runtime.Spec{RootFS: tpl.Dir, Env: req.Env, Limits: req.Limits}
-	for _, b := range tpl.Binds {
-		spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
-	}
+	spec.Env, spec.Limits = req.Env, req.Limits
 	sb, err := m.cfg.Backend.Create(ctx, spec)
 	if err != nil {
 		return nil, err
+	}
+	if seed != "" {
+		if err := seedSandbox(ctx, sb, seed); err != nil {
+			_ = sb.Destroy(context.Background())
+			return nil, fmt.Errorf("restore snapshot %s: %w", tplName, err)
+		}
 	}
 	info := sb.Info()
 	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env)})
 	isoJSON, _ := json.Marshal(info.Isolation)
 	rec := &store.Sandbox{
-		ID: sb.ID(), State: "running", Backend: m.cfg.Backend.Name(), Template: tpl.Name, TemplateVersion: tpl.Version,
+		ID: sb.ID(), State: "running", Backend: m.cfg.Backend.Name(), Template: tplName, TemplateVersion: tplVersion,
 		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(),
 	}
 	if ttl > 0 {
@@ -210,7 +223,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = sb.Destroy(context.Background())
 		return nil, fmt.Errorf("record sandbox: %w", err)
 	}
-	ls := &liveSandbox{sb: sb, rec: rec, spec: spec}
+	ls := &liveSandbox{sb: sb, rec: rec, spec: spec, seed: seed}
 	m.mu.Lock()
 	m.live[rec.ID] = ls
 	m.armTTL(ls)
@@ -701,6 +714,11 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 	spec := ls.spec
 	spec.ID = id
 	sb, err := m.cfg.Backend.Create(ctx, spec)
+	if err == nil && ls.seed != "" {
+		if err = seedSandbox(ctx, sb, ls.seed); err != nil {
+			_ = sb.Destroy(context.Background())
+		}
+	}
 	m.mu.Lock()
 	if err != nil {
 		delete(m.live, id)

@@ -1,0 +1,258 @@
+package manager
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/template"
+)
+
+// A snapshot turns a sandbox's files into a template that new sandboxes
+// start from: the base template version the sandbox ran on (pinned: later
+// host changes do not alter it) plus a seed of its /workspace and
+// /home/sandbox, restored into each new sandbox's own writable layer as
+// the command user's files. Files are kept; processes, /tmp and anything
+// outside those two trees are not. Each snapshot of a name is a new,
+// immutable version (by content hash); the base template itself is never
+// changed, so no session can poison it.
+
+// seedDirs are the trees a snapshot keeps (inside the sandbox).
+var seedDirs = []string{"/workspace", "/home/sandbox"}
+
+// Snapshot is a snapshot template version.
+type Snapshot struct {
+	Name        string         `json:"name"`
+	Version     string         `json:"version"`
+	Base        string         `json:"base"`         // base template name
+	BaseVersion string         `json:"base_version"` // pinned
+	BaseDir     string         `json:"-"`
+	Binds       []runtime.Bind `json:"-"`
+	FromSandbox string         `json:"from_sandbox"`
+	Created     time.Time      `json:"created"`
+	SeedBytes   int64          `json:"seed_bytes"`
+}
+
+type snapshotFile struct {
+	Snapshot
+	BaseDir string         `json:"base_dir"`
+	Binds   []runtime.Bind `json:"binds"`
+}
+
+func (m *Manager) snapshotRoot() string {
+	return filepath.Join(filepath.Dir(m.cfg.TaskDir), "snapshots")
+}
+
+// SnapshotSandbox makes a new version of the snapshot template name from
+// a running sandbox.
+func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string) (*Snapshot, error) {
+	if m.cfg.TaskDir == "" {
+		return nil, fmt.Errorf("snapshots are not configured: %w", errdefs.ErrUnsupported)
+	}
+	if err := template.ValidName(name); err != nil {
+		return nil, fmt.Errorf("snapshot name %q: %w", name, errdefs.ErrInvalid)
+	}
+	if _, err := m.cfg.Templates.Get(name); err == nil {
+		return nil, fmt.Errorf("%q is a built-in template: %w", name, errdefs.ErrConflict)
+	}
+	m.mu.Lock()
+	ls, ok := m.live[id]
+	var spec runtime.Spec
+	var rec Sandbox
+	if ok {
+		spec, rec = ls.spec, *view(ls.rec)
+	}
+	m.mu.Unlock()
+	f, err := m.Files(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s is not running: %w", id, errdefs.ErrConflict)
+	}
+	dir := filepath.Join(m.snapshotRoot(), name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dir, ".seed-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	// one tar of both trees, entries named "workspace/...", "home/sandbox/..."
+	tw := newPrefixTar(io.MultiWriter(tmp, h))
+	for _, d := range seedDirs {
+		pr, pw := io.Pipe()
+		go func(d string) {
+			_, err := f.Tar(ctx, d, pw)
+			pw.CloseWithError(err)
+		}(d)
+		err := tw.add(strings.TrimPrefix(d, "/"), pr)
+		pr.Close()
+		if err != nil {
+			tmp.Close()
+			return nil, fmt.Errorf("snapshot %s: %w", d, err)
+		}
+	}
+	if err := tw.close(); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	size, _ := tmp.Seek(0, io.SeekCurrent)
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	tplVersion := rec.TemplateVersion
+	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: spec.RootFS, Binds: spec.Binds}
+	vdir := filepath.Join(dir, snap.Version)
+	if err := os.MkdirAll(vdir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(vdir, "seed.tar")); err != nil {
+		return nil, err
+	}
+	b, _ := json.MarshalIndent(snap, "", "  ")
+	if err := os.WriteFile(filepath.Join(vdir, "snapshot.json"), b, 0o600); err != nil {
+		return nil, err
+	}
+	// "current" names the newest version
+	cur := filepath.Join(dir, ".current.tmp")
+	if err := os.WriteFile(cur, []byte(snap.Version), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(cur, filepath.Join(dir, "current")); err != nil {
+		return nil, err
+	}
+	out := snap.Snapshot
+	return &out, nil
+}
+
+// snapshot returns the current version of a snapshot template and the
+// path of its seed, or ErrNotFound.
+func (m *Manager) snapshot(name string) (*snapshotFile, string, error) {
+	if m.cfg.TaskDir == "" {
+		return nil, "", errdefs.ErrNotFound
+	}
+	dir := filepath.Join(m.snapshotRoot(), name)
+	v, err := os.ReadFile(filepath.Join(dir, "current"))
+	if err != nil {
+		return nil, "", fmt.Errorf("template %q: %w", name, errdefs.ErrNotFound)
+	}
+	vdir := filepath.Join(dir, strings.TrimSpace(string(v)))
+	b, err := os.ReadFile(filepath.Join(vdir, "snapshot.json"))
+	if err != nil {
+		return nil, "", fmt.Errorf("snapshot %q: %w", name, err)
+	}
+	var s snapshotFile
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, "", fmt.Errorf("snapshot %q: %w", name, err)
+	}
+	return &s, filepath.Join(vdir, "seed.tar"), nil
+}
+
+// Snapshots lists the snapshot templates (their current versions).
+func (m *Manager) Snapshots(ctx context.Context) ([]*Snapshot, error) {
+	ents, err := os.ReadDir(m.snapshotRoot())
+	if errors.Is(err, os.ErrNotExist) {
+		return []*Snapshot{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []*Snapshot{}
+	for _, e := range ents {
+		if s, _, err := m.snapshot(e.Name()); err == nil {
+			sn := s.Snapshot
+			out = append(out, &sn)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// seedSandbox restores a snapshot's files into a new sandbox.
+func seedSandbox(ctx context.Context, sb runtime.Sandbox, seed string) error {
+	f, ok := sb.(runtime.Files)
+	if !ok {
+		return fmt.Errorf("backend has no file access: %w", errdefs.ErrUnsupported)
+	}
+	r, err := os.Open(seed)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return f.Untar(ctx, "/", r)
+}
+
+// prefixTar copies tar streams into one, under name prefixes.
+type prefixTar struct{ tw *tar.Writer }
+
+func newPrefixTar(w io.Writer) *prefixTar { return &prefixTar{tw: tar.NewWriter(w)} }
+
+func (p *prefixTar) add(prefix string, r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		h.Name = path.Join(prefix, h.Name)
+		if h.Typeflag == tar.TypeDir {
+			h.Name += "/"
+		}
+		if err := p.tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := io.Copy(p.tw, tr); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (p *prefixTar) close() error { return p.tw.Close() }
+
+// TemplateInfo is a template a sandbox can be created from.
+type TemplateInfo struct {
+	Name    string    `json:"name"`
+	Version string    `json:"version"`
+	Kind    string    `json:"kind"` // "builtin" or "snapshot"
+	Base    string    `json:"base,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// Templates lists the built-in templates and the snapshots.
+func (m *Manager) Templates(ctx context.Context) ([]*TemplateInfo, error) {
+	var out []*TemplateInfo
+	if t, err := m.cfg.Templates.Get("host"); err == nil {
+		out = append(out, &TemplateInfo{Name: t.Name, Version: t.Version, Kind: "builtin", Created: t.Created})
+	}
+	snaps, err := m.Snapshots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range snaps {
+		out = append(out, &TemplateInfo{Name: s.Name, Version: s.Version, Kind: "snapshot", Base: s.Base + "@" + s.BaseVersion, Created: s.Created})
+	}
+	return out, nil
+}
