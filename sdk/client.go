@@ -776,7 +776,9 @@ type Started struct {
 
 // ExecBackground starts a command and returns at once; it runs on, its
 // output is kept (capped, see ExecOutput) and GetExec shows how it ended.
-func (c *Client) ExecBackground(ctx context.Context, id string, req ExecRequest) (*Started, error) {
+// With openStdin the command's stdin stays open for Input and CloseStdin
+// (req.Stdin is then not sent).
+func (c *Client) ExecBackground(ctx context.Context, id string, req ExecRequest, openStdin ...bool) (*Started, error) {
 	p, err := sandboxPath(id, "exec")
 	if err != nil {
 		return nil, err
@@ -784,7 +786,7 @@ func (c *Client) ExecBackground(ctx context.Context, id string, req ExecRequest)
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return nil, invalidf("no command given")
 	}
-	w := execWire{Background: true, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit}
+	w := execWire{Background: true, StdinOpen: len(openStdin) > 0 && openStdin[0], Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit}
 	if req.Stdin != nil {
 		b, err := io.ReadAll(io.LimitReader(req.Stdin, MaxStdin+1))
 		if err != nil {
@@ -877,4 +879,29 @@ func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
 		w.Templates = []Template{}
 	}
 	return w.Templates, nil
+}
+
+// Input writes data to the open stdin of a command started with
+// ExecBackground(..., true).
+func (c *Client) Input(ctx context.Context, id, execID string, data []byte) error {
+	if execID == "" {
+		return invalidf("empty exec id")
+	}
+	p, err := sandboxPath(id, "execs", url.PathEscape(execID), "input")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPost, p, nil, map[string]any{"data": data}, nil)
+}
+
+// CloseStdin closes that stdin: the command reads end of file.
+func (c *Client) CloseStdin(ctx context.Context, id, execID string) error {
+	if execID == "" {
+		return invalidf("empty exec id")
+	}
+	p, err := sandboxPath(id, "execs", url.PathEscape(execID), "close-stdin")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPost, p, nil, nil, nil)
 }

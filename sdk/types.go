@@ -139,6 +139,7 @@ type ExecRequest struct {
 
 type execWire struct {
 	Background  bool     `json:"background,omitempty"`
+	StdinOpen   bool     `json:"stdin_open,omitempty"`
 	Argv        []string `json:"argv"`
 	Env         []string `json:"env,omitempty"`
 	Cwd         string   `json:"cwd,omitempty"`

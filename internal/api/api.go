@@ -58,6 +58,8 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}/output", s.output)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", s.getExec)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/signal", s.signal)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/input", s.input)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/close-stdin", s.closeStdin)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/reset", s.reset)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/snapshot", s.snapshot)
 	s.mux.HandleFunc("GET /v1/templates", s.templates)
@@ -255,7 +257,10 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 type ExecRequest struct {
 	// Background answers 202 {"exec_id","pid"} as soon as the command
 	// started, instead of streaming it.
-	Background  bool     `json:"background,omitempty"`
+	Background bool `json:"background,omitempty"`
+	// StdinOpen (with Background) keeps stdin open for .../input and
+	// .../close-stdin.
+	StdinOpen   bool     `json:"stdin_open,omitempty"`
 	Argv        []string `json:"argv"`
 	Env         []string `json:"env,omitempty"`
 	Cwd         string   `json:"cwd,omitempty"`
@@ -357,7 +362,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if req.Background {
 		var pid int
 		execID, _, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
-			Background: true, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
+			Background: true, OpenStdin: req.StdinOpen, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
 			Stdin: stdin, OutputLimit: req.OutputLimit,
 		}, func(_ string, p int) { pid = p }, nil, nil)
 		if err != nil {
@@ -551,4 +556,37 @@ func (s *Server) templates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"templates": list})
+}
+
+func (s *Server) input(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	var req struct {
+		Data []byte `json:"data"` // base64
+	}
+	if err := decode(w, r, maxExecBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.m.Input(r.Context(), id, r.PathValue("exec"), req.Data); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) closeStdin(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.m.CloseStdin(r.Context(), id, r.PathValue("exec")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -688,3 +688,48 @@ func TestSnapshot(t *testing.T) {
 		t.Errorf("templates: %d %+v", code, tpls)
 	}
 }
+
+func TestInteractiveStdin(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	d.do("POST", "/v1/sandboxes", nil, &sb)
+	var started struct {
+		ExecID string `json:"exec_id"`
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", map[string]any{"argv": []string{"/bin/sh", "-c", "while read l; do echo got:$l; done; echo eof"}, "background": true, "stdin_open": true}, &started); code != 202 {
+		t.Fatal(code)
+	}
+	base := "/v1/sandboxes/" + sb.ID + "/execs/" + started.ExecID
+	for _, l := range []string{"one\n", "two\n"} {
+		if code := d.do("POST", base+"/input", map[string]any{"data": []byte(l)}, nil); code != 204 {
+			t.Fatalf("input: %d", code)
+		}
+	}
+	if code := d.do("POST", base+"/close-stdin", nil, nil); code != 204 {
+		t.Fatalf("close-stdin: %d", code)
+	}
+	var e manager.Exec
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Ended == nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		d.do("GET", base, nil, &e)
+	}
+	resp, err := d.client.Get("http://airlock" + base + "/output")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if e.Status == nil || e.Status.Code != 0 || string(out) != "got:one\ngot:two\neof\n" {
+		t.Errorf("interactive stdin: %+v %q", e, out)
+	}
+	var apiErr Error
+	if code := d.do("POST", base+"/input", map[string]any{"data": []byte("late")}, &apiErr); code != 409 {
+		t.Errorf("input after the end: %d %+v", code, apiErr)
+	}
+	// a command without an open stdin refuses input
+	d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", map[string]any{"argv": []string{"sleep", "5"}, "background": true}, &started)
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID+"/input", map[string]any{"data": []byte("x")}, &apiErr); code != 409 {
+		t.Errorf("input without stdin_open: %d", code)
+	}
+}

@@ -408,7 +408,10 @@ func (m *Manager) liveSandbox(ctx context.Context, id string) (runtime.Sandbox, 
 type ExecRequest struct {
 	// Background returns as soon as the command started; it runs on, its
 	// output is kept (capped) and its end recorded.
-	Background  bool
+	Background bool
+	// OpenStdin keeps the command's stdin open for Input and CloseStdin
+	// (Stdin is then ignored).
+	OpenStdin   bool
 	Argv        []string
 	Env         []string
 	Cwd         string
@@ -472,6 +475,12 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err := m.cfg.Store.PutExec(ctx, rec); err != nil {
 		return "", nil, fmt.Errorf("record exec: %w", err)
 	}
+	var stdinW *io.PipeWriter
+	if req.OpenStdin {
+		var pr *io.PipeReader
+		pr, stdinW = io.Pipe()
+		req.Stdin = pr
+	}
 	outKeep, errKeep := &capped{n: m.cfg.StoredOutput}, &capped{n: m.cfg.StoredOutput}
 	gate := make(chan struct{})
 	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(stdout))}
@@ -482,6 +491,9 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	})
 	if err != nil {
 		close(gate)
+		if stdinW != nil {
+			stdinW.Close()
+		}
 		// A command that could not start still gets the status a shell
 		// would give it (127 not found, 126 not executable).
 		var stJSON json.RawMessage
@@ -493,7 +505,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 		return rec.ID, nil, err
 	}
 	m.mu.Lock()
-	m.running[rec.ID] = &runningExec{p: p, sandboxID: id}
+	m.running[rec.ID] = &runningExec{p: p, sandboxID: id, stdin: stdinW}
 	m.mu.Unlock()
 	if started != nil {
 		started(rec.ID, p.PID())
@@ -510,12 +522,17 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 type runningExec struct {
 	p         runtime.Process
 	sandboxID string
+	stdin     *io.PipeWriter // nil unless started with OpenStdin
+	stdinMu   sync.Mutex
 }
 
 // finishExec waits for a command and records how it ended.
 func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Process, outKeep, errKeep *capped) (string, *runtime.ExitStatus, error) {
 	defer func() {
 		m.mu.Lock()
+		if r := m.running[rec.ID]; r != nil && r.stdin != nil {
+			r.stdin.Close()
+		}
 		delete(m.running, rec.ID)
 		m.mu.Unlock()
 	}()
@@ -777,4 +794,54 @@ func (m *Manager) Signal(ctx context.Context, id, execID string, sig syscall.Sig
 		return fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
 	}
 	return r.p.Signal(sig)
+}
+
+func (m *Manager) runningStdin(ctx context.Context, id, execID string) (*runningExec, error) {
+	m.mu.Lock()
+	r, ok := m.running[execID]
+	m.mu.Unlock()
+	if !ok || r.sandboxID != id {
+		if _, err := m.GetExec(ctx, id, execID); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
+	}
+	if r.stdin == nil {
+		return nil, fmt.Errorf("exec %s was not started with an open stdin: %w", execID, errdefs.ErrConflict)
+	}
+	return r, nil
+}
+
+// Input writes data to a running command's open stdin. It blocks while
+// the command does not read (as a pipe would), up to ctx.
+func (m *Manager) Input(ctx context.Context, id, execID string, data []byte) error {
+	r, err := m.runningStdin(ctx, id, execID)
+	if err != nil {
+		return err
+	}
+	r.stdinMu.Lock()
+	defer r.stdinMu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.stdin.Write(data)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("exec %s: stdin closed: %w", execID, errdefs.ErrConflict)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CloseStdin closes a running command's open stdin (it reads end of file).
+func (m *Manager) CloseStdin(ctx context.Context, id, execID string) error {
+	r, err := m.runningStdin(ctx, id, execID)
+	if err != nil {
+		return err
+	}
+	return r.stdin.Close()
 }
