@@ -29,9 +29,12 @@ const (
 
 // Message is one datagram on the channel. Fields are used per Op.
 type Message struct {
-	Op      string `json:"op"`
-	ID      uint64 `json:"id,omitempty"` // request id, echoed in answers
-	Version int    `json:"v,omitempty"`
+	Op string `json:"op"`
+	// Passed holds descriptors received with the message (not encoded);
+	// whoever takes the message owns and closes them.
+	Passed  []*os.File `json:"-"`
+	ID      uint64     `json:"id,omitempty"` // request id, echoed in answers
+	Version int        `json:"v,omitempty"`
 
 	Init *InitConfig `json:"init,omitempty"`
 	Exec *ExecSpec   `json:"exec,omitempty"`
@@ -59,6 +62,13 @@ type Message struct {
 
 // ExecSpec is a command for the agent to start.
 type ExecSpec struct {
+	// TTY runs the command on a new pseudo-terminal of the sandbox (its
+	// controlling terminal, size Rows x Cols); the exec then carries no
+	// descriptors and the agent answers "started" with the terminal's
+	// master side.
+	TTY       bool     `json:"tty,omitempty"`
+	Rows      uint16   `json:"rows,omitempty"`
+	Cols      uint16   `json:"cols,omitempty"`
 	Argv      []string `json:"argv"`
 	Env       []string `json:"env"`
 	Dir       string   `json:"dir"`

@@ -172,13 +172,26 @@ func (s *Server) reply(m *Message, files ...*os.File) {
 }
 
 func (s *Server) exec(m *Message, files []*os.File) {
-	if m.Exec == nil || len(m.Exec.Argv) == 0 || len(files) != 3 {
+	if m.Exec == nil || len(m.Exec.Argv) == 0 || (!m.Exec.TTY && len(files) != 3) || (m.Exec.TTY && len(files) != 0) {
 		closeAll(files)
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "exec needs argv and 3 descriptors"})
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "exec needs argv and 3 descriptors (none with a terminal)"})
 		return
 	}
 	spec := m.Exec
+	var master *os.File
+	if spec.TTY {
+		var slave *os.File
+		var err error
+		if master, slave, err = s.openPTY(spec.Rows, spec.Cols); err != nil {
+			s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: "terminal: " + err.Error()})
+			return
+		}
+		files = []*os.File{slave, slave, slave}
+	}
 	go func() {
+		if master != nil {
+			defer master.Close()
+		}
 		path, err := lookPath(spec.Argv[0], spec.Env)
 		if err != nil {
 			closeAll(files)
@@ -201,7 +214,11 @@ func (s *Server) exec(m *Message, files []*os.File) {
 		if spec.TimeoutMS > 0 {
 			p.timer = time.AfterFunc(time.Duration(spec.TimeoutMS)*time.Millisecond, func() { s.timeout(p) })
 		}
-		s.reply(&Message{Op: OpStarted, ID: m.ID, PID: pid})
+		if master != nil {
+			s.reply(&Message{Op: OpStarted, ID: m.ID, PID: pid}, master)
+		} else {
+			s.reply(&Message{Op: OpStarted, ID: m.ID, PID: pid})
+		}
 		e, early := s.early[pid]
 		delete(s.early, pid)
 		s.mu.Unlock()
@@ -340,6 +357,7 @@ func (s *Server) forkExec(path string, spec *ExecSpec, files []*os.File) (int, e
 		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
 		Sys: &syscall.SysProcAttr{
 			Setsid:     true,
+			Setctty:    spec.TTY, // the terminal (child fd 0) becomes the session's
 			Credential: &syscall.Credential{Uid: uint32(s.hard.UID), Gid: uint32(s.hard.GID), Groups: []uint32{}},
 		},
 	}
@@ -462,4 +480,39 @@ func (s *Server) diskFull() bool {
 		}
 	}
 	return false
+}
+
+// openPTY makes a pseudo-terminal on the sandbox's own devpts instance,
+// its slave side owned by the command user.
+func (s *Server) openPTY(rows, cols uint16) (master, slave *os.File, err error) {
+	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	master = os.NewFile(uintptr(mfd), "ptmx")
+	if err := unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("unlock: %w", err)
+	}
+	n, err := unix.IoctlGetInt(mfd, unix.TIOCGPTN)
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("pty number: %w", err)
+	}
+	sfd, err := unix.Open(fmt.Sprintf("/dev/pts/%d", n), unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	slave = os.NewFile(uintptr(sfd), "pts")
+	_ = unix.Fchown(sfd, s.hard.UID, s.hard.GID)
+	if rows == 0 || cols == 0 {
+		rows, cols = 24, 80
+	}
+	if err := unix.IoctlSetWinsize(sfd, unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		master.Close()
+		slave.Close()
+		return nil, nil, fmt.Errorf("window size: %w", err)
+	}
+	return master, slave, nil
 }

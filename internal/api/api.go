@@ -59,6 +59,7 @@ func New(m *manager.Manager, h Health) *Server {
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", s.getExec)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/signal", s.signal)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/input", s.input)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/resize", s.resize)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/close-stdin", s.closeStdin)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/reset", s.reset)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/snapshot", s.snapshot)
@@ -260,7 +261,12 @@ type ExecRequest struct {
 	Background bool `json:"background,omitempty"`
 	// StdinOpen (with Background) keeps stdin open for .../input and
 	// .../close-stdin.
-	StdinOpen   bool     `json:"stdin_open,omitempty"`
+	StdinOpen bool `json:"stdin_open,omitempty"`
+	// TTY runs the command on a terminal of the sandbox (rows x cols);
+	// all its output comes as stdout events.
+	TTY         bool     `json:"tty,omitempty"`
+	Rows        uint16   `json:"rows,omitempty"`
+	Cols        uint16   `json:"cols,omitempty"`
 	Argv        []string `json:"argv"`
 	Env         []string `json:"env,omitempty"`
 	Cwd         string   `json:"cwd,omitempty"`
@@ -362,7 +368,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if req.Background {
 		var pid int
 		execID, _, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
-			Background: true, OpenStdin: req.StdinOpen, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
+			Background: true, OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
 			Stdin: stdin, OutputLimit: req.OutputLimit,
 		}, func(_ string, p int) { pid = p }, nil, nil)
 		if err != nil {
@@ -375,6 +381,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	fl, _ := w.(http.Flusher)
 	st := &stream{w: w, fl: fl}
 	_, status, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
+		OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
 		Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
 		Stdin: stdin, OutputLimit: req.OutputLimit,
 	}, func(execID string, pid int) {
@@ -585,6 +592,27 @@ func (s *Server) closeStdin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.m.CloseStdin(r.Context(), id, r.PathValue("exec")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) resize(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	var req struct {
+		Rows uint16 `json:"rows"`
+		Cols uint16 `json:"cols"`
+	}
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.m.Resize(r.Context(), id, r.PathValue("exec"), req.Rows, req.Cols); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -733,3 +733,46 @@ func TestInteractiveStdin(t *testing.T) {
 		t.Errorf("input without stdin_open: %d", code)
 	}
 }
+
+// An interactive terminal session: the stream shows the terminal live,
+// input and resize go to the exec while it runs.
+func TestTerminalSession(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	d.do("POST", "/v1/sandboxes", nil, &sb)
+	j, _ := json.Marshal(ExecRequest{Argv: []string{"/bin/sh", "-c", "echo ready; read a; stty size; echo got:$a"}, TTY: true, Rows: 30, Cols: 90, StdinOpen: true})
+	resp, err := d.client.Post("http://airlock/v1/sandboxes/"+sb.ID+"/exec", "application/json", bytes.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var execID string
+	var out strings.Builder
+	var exit *Event
+	for sc.Scan() {
+		var ev Event
+		_ = json.Unmarshal(sc.Bytes(), &ev)
+		switch ev.Type {
+		case "start":
+			execID = ev.ExecID
+		case "stdout":
+			out.Write(ev.Data)
+			if strings.Contains(out.String(), "ready") && execID != "" {
+				base := "/v1/sandboxes/" + sb.ID + "/execs/" + execID
+				if code := d.do("POST", base+"/resize", map[string]int{"rows": 33, "cols": 99}, nil); code != 204 {
+					t.Errorf("resize: %d", code)
+				}
+				if code := d.do("POST", base+"/input", map[string]any{"data": []byte("hello\n")}, nil); code != 204 {
+					t.Errorf("input: %d", code)
+				}
+				execID = "" // once
+			}
+		case "exit":
+			exit = &ev
+		}
+	}
+	if exit == nil || exit.Status.Code != 0 || !strings.Contains(out.String(), "33 99") || !strings.Contains(out.String(), "got:hello") {
+		t.Errorf("terminal session: %+v %q", exit, out.String())
+	}
+}

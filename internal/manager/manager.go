@@ -411,7 +411,10 @@ type ExecRequest struct {
 	Background bool
 	// OpenStdin keeps the command's stdin open for Input and CloseStdin
 	// (Stdin is then ignored).
-	OpenStdin   bool
+	OpenStdin bool
+	// TTY runs it on a terminal (Rows x Cols); see Resize.
+	TTY         bool
+	Rows, Cols  uint16
 	Argv        []string
 	Env         []string
 	Cwd         string
@@ -487,7 +490,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(stderr))}
 	p, err := sb.Exec(ctx, runtime.ExecRequest{
 		Argv: req.Argv, Env: req.Env, Dir: cwd, Timeout: req.Timeout, Stdin: req.Stdin,
-		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit,
+		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
 	})
 	if err != nil {
 		close(gate)
@@ -844,4 +847,25 @@ func (m *Manager) CloseStdin(ctx context.Context, id, execID string) error {
 		return err
 	}
 	return r.stdin.Close()
+}
+
+// Resize sets the window of a running command's terminal.
+func (m *Manager) Resize(ctx context.Context, id, execID string, rows, cols uint16) error {
+	if rows == 0 || cols == 0 {
+		return fmt.Errorf("rows and cols must be positive: %w", errdefs.ErrInvalid)
+	}
+	m.mu.Lock()
+	r, ok := m.running[execID]
+	m.mu.Unlock()
+	if !ok || r.sandboxID != id {
+		if _, err := m.GetExec(ctx, id, execID); err != nil {
+			return err
+		}
+		return fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
+	}
+	rz, ok := r.p.(runtime.Resizer)
+	if !ok {
+		return fmt.Errorf("exec %s has no terminal: %w", execID, errdefs.ErrConflict)
+	}
+	return rz.Resize(rows, cols)
 }

@@ -127,6 +127,16 @@ type ExecRequest struct {
 	// OutputLimit caps each of stdout and stderr; the rest is dropped and
 	// the status says so. 0 means DefaultOutputLimit.
 	OutputLimit int64
+	// TTY runs the command on a pseudo-terminal of the sandbox (Rows x
+	// Cols; 0: 24x80): its output, both streams, comes to Stdout; Stdin is
+	// typed into it; the Process is also a Resizer.
+	TTY        bool
+	Rows, Cols uint16
+}
+
+// Resizer is a command on a terminal whose window can be resized.
+type Resizer interface {
+	Resize(rows, cols uint16) error
 }
 
 // DefaultOutputLimit is the per-stream output cap when none is given.

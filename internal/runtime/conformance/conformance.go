@@ -45,6 +45,7 @@ func Run(t *testing.T, f Factory) {
 		{"DestroyKillsAll", testDestroyKillsAll},
 		{"Lifetime", testLifetime},
 		{"Files", testFiles},
+		{"TTY", testTTY},
 		{"FilesStayInside", testFilesStayInside},
 	}
 	for _, tc := range tests {
@@ -438,5 +439,42 @@ func testFilesStayInside(t *testing.T, f Factory) {
 	}
 	if b, _ := os.ReadFile(canary); string(b) != "host secret" {
 		t.Errorf("host canary changed: %q", b)
+	}
+}
+
+func testTTY(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "tty; stty size; test -t 0 && test -t 1 && echo isatty; echo to-stderr >&2"}, TTY: true, Rows: 40, Cols: 100})
+	for _, want := range []string{"/dev/pts/", "40 100", "isatty", "to-stderr"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("terminal output %q lacks %q", r.out, want)
+		}
+	}
+	if r.st.Code != 0 {
+		t.Errorf("exit %d", r.st.Code)
+	}
+	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "read x; echo got:$x"}, TTY: true, Stdin: strings.NewReader("typed\n")})
+	if !strings.Contains(r.out, "got:typed") {
+		t.Errorf("typed input: %q", r.out)
+	}
+	// resize while it runs
+	var out bytes.Buffer
+	ctx := context.Background()
+	p, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "sleep 0.5; stty size"}, TTY: true, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rz, ok := p.(runtime.Resizer)
+	if !ok {
+		t.Fatalf("%T is not a runtime.Resizer", p)
+	}
+	if err := rz.Resize(50, 120); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "50 120") {
+		t.Errorf("after resize: %q", out.String())
 	}
 }

@@ -99,16 +99,22 @@ func (s *sandbox) Info() runtime.Info {
 func (s *sandbox) readLoop() {
 	for {
 		m, files, err := s.conn.Recv()
-		for _, f := range files {
-			f.Close()
-		}
 		if err != nil {
 			break
+		}
+		// Only a started message may carry a descriptor (a terminal).
+		if m.Op == agent.OpStarted && len(files) == 1 {
+			m.Passed = files
+		} else {
+			for _, f := range files {
+				f.Close()
+			}
 		}
 		s.pmu.Lock()
 		ch := s.pending[m.ID]
 		s.pmu.Unlock()
 		if ch == nil {
+			closePassed(m)
 			continue
 		}
 		// Never block on a waiter: the agent is inside the boundary, and a
@@ -117,6 +123,7 @@ func (s *sandbox) readLoop() {
 		select {
 		case ch <- m:
 		default:
+			closePassed(m)
 			if m.Op == agent.OpExited || m.Op == agent.OpError {
 				go func(m *agent.Message) {
 					select {
@@ -134,6 +141,13 @@ func (s *sandbox) readLoop() {
 		delete(s.pending, id)
 	}
 	s.pmu.Unlock()
+}
+
+func closePassed(m *agent.Message) {
+	for _, f := range m.Passed {
+		f.Close()
+	}
+	m.Passed = nil
 }
 
 func (s *sandbox) register() (uint64, chan *agent.Message) {
@@ -167,6 +181,7 @@ func (s *sandbox) call(ctx context.Context, m *agent.Message, files ...*os.File)
 		if !ok {
 			return nil, ErrStopped
 		}
+		closePassed(r)
 		if r.Op == agent.OpError {
 			return r, fmt.Errorf("%s", r.Error)
 		}
@@ -214,6 +229,9 @@ func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pr
 	limit := req.OutputLimit
 	if limit <= 0 {
 		limit = runtime.DefaultOutputLimit
+	}
+	if req.TTY {
+		return s.execTTY(ctx, req, limit)
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -285,6 +303,66 @@ func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pr
 	return p, nil
 }
 
+// execTTY runs a command on a new terminal of the sandbox; the agent
+// hands back the terminal's master side, which the host reads and writes
+// itself.
+func (s *sandbox) execTTY(ctx context.Context, req runtime.ExecRequest, limit int64) (runtime.Process, error) {
+	before, _ := s.cg.Stats()
+	var subBefore uint64
+	if s.pidsSub != nil {
+		subBefore, _ = s.pidsSub.MaxHits()
+	}
+	p := &process{s: s, start: time.Now(), before: before, subBefore: subBefore, limit: limit}
+	id, ch := s.register()
+	p.reqID, p.ch = id, ch
+	env := append(append([]string{"TERM=xterm-256color"}, s.baseEnv...), req.Env...)
+	msg := &agent.Message{Op: agent.OpExec, ID: id, Exec: &agent.ExecSpec{TTY: true, Rows: req.Rows, Cols: req.Cols,
+		Argv: req.Argv, Env: env, Dir: req.Dir, TimeoutMS: req.Timeout.Milliseconds()}}
+	if err := s.conn.Send(msg); err != nil {
+		s.unregister(id)
+		return nil, ErrStopped
+	}
+	var m *agent.Message
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			s.unregister(id)
+			return nil, ErrStopped
+		}
+		m = r
+	case <-ctx.Done():
+		s.unregister(id)
+		return nil, ctx.Err()
+	}
+	if m.Op == agent.OpError {
+		s.unregister(id)
+		return nil, execError(req.Argv[0], m)
+	}
+	if len(m.Passed) != 1 {
+		closePassed(m)
+		s.unregister(id)
+		_ = s.conn.Send(&agent.Message{Op: agent.OpSignal, ID: id, Signal: int(syscall.SIGKILL)})
+		return nil, fmt.Errorf("exec %s: the agent sent no terminal", req.Argv[0])
+	}
+	master := m.Passed[0]
+	p.pid, p.tty, p.outR = m.PID, master, master
+	p.copies.Add(1)
+	go p.copyOut(master, req.Stdout, &p.outN, &p.outTrunc, "terminal")
+	if req.Stdin != nil {
+		// typed into the terminal; its end is not a hang-up
+		go func() { _, _ = io.Copy(master, req.Stdin) }()
+	}
+	return p, nil
+}
+
+// Resize sets the window size of a command's terminal.
+func (p *process) Resize(rows, cols uint16) error {
+	if p.tty == nil {
+		return fmt.Errorf("resize: the command has no terminal: %w", errdefs.ErrInvalid)
+	}
+	return unix.IoctlSetWinsize(int(p.tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+}
+
 // ExecError is a command that could not be started.
 type ExecError struct {
 	Cmd  string
@@ -339,6 +417,7 @@ type process struct {
 	limit     int64
 
 	outR, errR         *os.File
+	tty                *os.File // the terminal's master side, with TTY
 	copies             sync.WaitGroup
 	outN, errN         int64
 	outTrunc, errTrunc bool
