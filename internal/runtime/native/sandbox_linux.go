@@ -360,7 +360,18 @@ func (p *process) Resize(rows, cols uint16) error {
 	if p.tty == nil {
 		return fmt.Errorf("resize: the command has no terminal: %w", errdefs.ErrInvalid)
 	}
-	return unix.IoctlSetWinsize(int(p.tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	// through the RawConn: safe while the output copier may close it
+	rc, err := p.tty.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	}); err != nil {
+		return fmt.Errorf("resize: the command's terminal is closed: %w", errdefs.ErrConflict)
+	}
+	return ierr
 }
 
 // ExecError is a command that could not be started.
