@@ -905,3 +905,15 @@ func (c *Client) CloseStdin(ctx context.Context, id, execID string) error {
 	}
 	return c.call(ctx, http.MethodPost, p, nil, nil, nil)
 }
+
+// Resize sets the window of a running command's terminal.
+func (c *Client) Resize(ctx context.Context, id, execID string, rows, cols uint16) error {
+	if execID == "" {
+		return invalidf("empty exec id")
+	}
+	p, err := sandboxPath(id, "execs", url.PathEscape(execID), "resize")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPost, p, nil, map[string]uint16{"rows": rows, "cols": cols}, nil)
+}

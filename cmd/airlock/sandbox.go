@@ -45,6 +45,14 @@ commands:
   cat      print a file of a sandbox
   put      write stdin to a file of a sandbox
   files    list a directory of a sandbox
+  stat     describe a file of a sandbox
+  mkdir    make a directory in a sandbox
+  rmf      remove a file or directory in a sandbox
+  download write a directory of a sandbox to stdout as tar
+  input    send stdin to a running command (started with an open stdin)
+  close-stdin  close that stdin
+  resize   resize a running command's terminal
+  health   ask the daemon how it is
 
 Every command takes --socket PATH, the daemon's socket (env AIRLOCK_SOCKET,
 default /run/airlock/airlock.sock). Exit status: 0 on success, 1 when the
@@ -102,6 +110,14 @@ var sandboxVerbs = []subVerb{
 	{"cat", sandboxCat},
 	{"put", sandboxPut},
 	{"files", sandboxFiles},
+	{"stat", sandboxStat},
+	{"mkdir", sandboxMkdir},
+	{"rmf", sandboxRmFile},
+	{"download", sandboxDownload},
+	{"input", sandboxInput},
+	{"close-stdin", sandboxCloseStdin},
+	{"resize", sandboxResize},
+	{"health", sandboxHealth},
 }
 
 func cmdSandbox(args []string, stdout, stderr io.Writer) int {
@@ -111,6 +127,7 @@ func cmdSandbox(args []string, stdout, stderr io.Writer) int {
 // sandboxCmd is what every sandbox verb shares: its flag set with
 // --socket, its output and its error reporting.
 type sandboxCmd struct {
+	json     bool   // --json, for verbs made by simpleVerb
 	group    string // "sandbox" or "task"
 	name     string // "create"
 	synopsis string // "airlock sandbox create [flags]"

@@ -208,6 +208,32 @@ func TestSandboxCLIAgainstDaemon(t *testing.T) {
 	if _, errOut, code := e.run("", "sandbox", "kill", sock, "--signal", "TERM", id, execID); code != 0 {
 		t.Errorf("kill: %d %q", code, errOut)
 	}
+	// the one-call verbs
+	if _, errOut, code := e.run("", "sandbox", "mkdir", sock, id, "/workspace/d1/d2"); code != 0 {
+		t.Errorf("mkdir: %d %q", code, errOut)
+	}
+	if out, _, code := e.run("", "sandbox", "stat", sock, id, "/workspace/d1/d2"); code != 0 || !strings.Contains(out, " dir ") {
+		t.Errorf("stat: %d %q", code, out)
+	}
+	if _, errOut, code := e.run("", "sandbox", "rmf", sock, id, "/workspace/d1"); code != 0 {
+		t.Errorf("rmf: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "sandbox", "stat", sock, id, "/workspace/d1"); code != 1 || !strings.Contains(errOut, "not_found") {
+		t.Errorf("stat after rmf: %d %q", code, errOut)
+	}
+	if out, _, code := e.run("", "sandbox", "download", sock, id, "/workspace"); code != 0 || !strings.Contains(out, "src/a.txt") || !strings.Contains(out, "alpha") {
+		t.Errorf("download: %d (%d bytes)", code, len(out))
+	}
+	if out, _, code := e.run("", "sandbox", "health", sock); code != 0 || !strings.HasPrefix(out, "ok:") {
+		t.Errorf("health: %d %q", code, out)
+	}
+	out, _, _ = e.run("", "sandbox", "exec", sock, "--background", id, "--", "sleep", "30")
+	if _, errOut, code := e.run("", "sandbox", "resize", sock, id, strings.TrimSpace(out), "40", "100"); code != 1 || !strings.Contains(errOut, "no terminal") {
+		t.Errorf("resize of a command without a terminal: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "sandbox", "input", sock, id, strings.TrimSpace(out)); code != 1 || !strings.Contains(errOut, "open stdin") {
+		t.Errorf("input to a command without an open stdin: %d %q", code, errOut)
+	}
 	if out, errOut, code := e.run("", "sandbox", "snapshot", sock, id, "cli-snap"); code != 0 || !strings.HasPrefix(out, "cli-snap@") {
 		t.Errorf("snapshot: %d %q %q", code, out, errOut)
 	}

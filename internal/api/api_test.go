@@ -776,3 +776,32 @@ func TestTerminalSession(t *testing.T) {
 		t.Errorf("terminal session: %+v %q", exit, out.String())
 	}
 }
+
+// A full sandbox disk is a clear limit error over the API, and nothing is
+// lost: the sandbox keeps working once space is freed.
+func TestFullDiskOverAPI(t *testing.T) {
+	d := newDaemon(t)
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", map[string]any{"limits": map[string]any{"disk_bytes": 8 << 20}}, &sb); code != 201 {
+		t.Fatal(code)
+	}
+	req, _ := http.NewRequest("PUT", "http://airlock/v1/sandboxes/"+sb.ID+"/files?path=/workspace/big", bytes.NewReader(make([]byte, 20<<20)))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e Error
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || e.Code != "limit_exceeded" || !strings.Contains(e.Message, "no space") {
+		t.Errorf("write past the disk: %d %+v", resp.StatusCode, e)
+	}
+	code, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 20000000 /dev/zero > /workspace/big2"}})
+	if _, _, exit := collect(events); code != 200 || exit == nil || exit.Status.Limit != "disk" {
+		t.Errorf("exec past the disk: %d %+v", code, exit)
+	}
+	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "rm -f /workspace/big /workspace/big2"}})
+	if code := d.do("PUT", "/v1/sandboxes/"+sb.ID+"/files?path=/workspace/small", "fits", nil); code != 200 {
+		t.Errorf("write after freeing space: %d", code)
+	}
+}
