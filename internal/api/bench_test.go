@@ -81,7 +81,8 @@ func TestConcurrentSandboxes(t *testing.T) {
 				out, _, exit := collect(events)
 				if code != 200 || exit == nil || exit.Status == nil || exit.Status.Code != 0 || out != fmt.Sprintf("%d %d\n", i, j) {
 					b, _ := json.Marshal(e)
-					errs <- fmt.Errorf("exec %d/%d: %d %q %s", i, j, code, out, b)
+					evs, _ := json.Marshal(events)
+					errs <- fmt.Errorf("exec %d/%d: %d %q %s events %s", i, j, code, out, b, evs)
 				}
 			}
 			if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); code != 204 {

@@ -46,6 +46,7 @@ func Run(t *testing.T, f Factory) {
 		{"Lifetime", testLifetime},
 		{"Files", testFiles},
 		{"TTY", testTTY},
+		{"OutputWithBackgroundChild", testOutputWithBackgroundChild},
 		{"FilesStayInside", testFilesStayInside},
 	}
 	for _, tc := range tests {
@@ -476,5 +477,26 @@ func testTTY(t *testing.T, f Factory) {
 	}
 	if !strings.Contains(out.String(), "50 120") {
 		t.Errorf("after resize: %q", out.String())
+	}
+}
+
+// testOutputWithBackgroundChild: a background child holding the pipes
+// neither hangs Wait nor loses what the command itself printed.
+func testOutputWithBackgroundChild(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	start := time.Now()
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo before; sleep 30 & echo after"}})
+	if r.out != "before\nafter\n" {
+		t.Errorf("output: %q", r.out)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("Wait took %s with a background child holding the pipes", el)
+	}
+	tty := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo on-tty; sleep 30 &"}, TTY: true})
+	if !strings.Contains(tty.out, "on-tty") {
+		t.Errorf("terminal output: %q", tty.out)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("terminal Wait took %s with a background child holding the terminal", el)
 	}
 }

@@ -344,7 +344,12 @@ func (s *sandbox) execTTY(ctx context.Context, req runtime.ExecRequest, limit in
 		_ = s.conn.Send(&agent.Message{Op: agent.OpSignal, ID: id, Signal: int(syscall.SIGKILL)})
 		return nil, fmt.Errorf("exec %s: the agent sent no terminal", req.Argv[0])
 	}
-	master := m.Passed[0]
+	master, err := pollable(m.Passed[0])
+	if err != nil {
+		s.unregister(id)
+		_ = s.conn.Send(&agent.Message{Op: agent.OpSignal, ID: id, Signal: int(syscall.SIGKILL)})
+		return nil, fmt.Errorf("exec %s: terminal: %w", req.Argv[0], err)
+	}
 	p.pid, p.tty, p.outR = m.PID, master, master
 	p.copies.Add(1)
 	go p.copyOut(master, req.Stdout, &p.outN, &p.outTrunc, "terminal")
@@ -353,6 +358,29 @@ func (s *sandbox) execTTY(ctx context.Context, req runtime.ExecRequest, limit in
 		go func() { _, _ = io.Copy(master, req.Stdin) }()
 	}
 	return p, nil
+}
+
+// pollable returns a non-blocking, poller-backed copy of f (so that read
+// deadlines work on it) and closes f.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var dup int
+	var derr error
+	if err := rc.Control(func(fd uintptr) { dup, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	if err := unix.SetNonblock(dup, true); err != nil {
+		unix.Close(dup)
+		return nil, err
+	}
+	return os.NewFile(uintptr(dup), "terminal"), nil
 }
 
 // Resize sets the window size of a command's terminal.
@@ -453,27 +481,57 @@ func (p *process) copyOut(r *os.File, w io.Writer, n *int64, trunc *bool, name s
 	}
 	buf := make([]byte, 32<<10)
 	var total int64
+	emit := func(k int) {
+		if room := p.limit - total; room > 0 {
+			chunk := buf[:k]
+			if int64(k) > room {
+				chunk = buf[:room]
+			}
+			_, _ = w.Write(chunk)
+		}
+		if total+int64(k) > p.limit && total <= p.limit {
+			_, _ = fmt.Fprintf(w, "\n[airlock: %s truncated at %d bytes]\n", name, p.limit)
+		}
+		total += int64(k)
+	}
 	for {
 		k, err := r.Read(buf)
 		if k > 0 {
-			if room := p.limit - total; room > 0 {
-				chunk := buf[:k]
-				if int64(k) > room {
-					chunk = buf[:room]
-				}
-				_, _ = w.Write(chunk)
-			}
-			if total+int64(k) > p.limit && total <= p.limit {
-				_, _ = fmt.Fprintf(w, "\n[airlock: %s truncated at %d bytes]\n", name, p.limit)
-			}
-			total += int64(k)
+			emit(k)
 		}
-		if err != nil {
-			break
+		if err == nil {
+			continue
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Wait gave up on EOF (a background child may hold the pipe):
+			// what the command wrote is already in the pipe, and a read
+			// past the deadline would not return it, so drain it now,
+			// without waiting for more.
+			drainNonblocking(r, buf, emit)
+		}
+		break
 	}
 	*n = total
 	*trunc = total > p.limit
+}
+
+// drainNonblocking reads what f already holds (at most 64 MiB), never
+// waiting.
+func drainNonblocking(f *os.File, buf []byte, emit func(int)) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		for read := 0; read < 64<<20; {
+			k, err := unix.Read(int(fd), buf)
+			if k <= 0 || err != nil {
+				return
+			}
+			emit(k)
+			read += k
+		}
+	})
 }
 
 // Signal sends sig to the command's process group. The agent answers on the
