@@ -57,7 +57,7 @@ func fakeHost(t testing.TB) string {
 		"etc/machine-id":               "0123456789abcdef0123456789abcdef\n",
 		"etc/git-credentials":          "https://user:token@example.com\n",
 		"etc/aws/credentials":          "aws_secret_access_key=xyz\n",
-		"etc/npmrc":                    "//registry.npmjs.org/:_authToken=secret\n",
+		"etc/npmrc":                    "//registry.example.invalid/:_authToken=secret\n",
 		"etc/pip.conf":                 "[global]\nindex-url=https://user:pw@pypi.example\n",
 		"etc/netrc":                    "machine example.com login u password p\n",
 		"etc/docker/daemon.json":       "{}\n",
