@@ -1,0 +1,714 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Class is one kind of effect a command may have.
+type Class string
+
+// The classes, from the seed's table, plus Write (a local, non-destructive
+// change such as mkdir, git commit or a redirect into a file) and Unknown
+// (the effect cannot be known from the text: an unknown program, inline
+// interpreter code, a command name computed at run time).
+const (
+	Read        Class = "read"
+	Verify      Class = "verify"
+	Build       Class = "build"
+	Write       Class = "write"
+	Dependency  Class = "dependency"
+	Network     Class = "network"
+	Destructive Class = "destructive"
+	Secret      Class = "secret"
+	Unknown     Class = "unknown"
+)
+
+// Classes lists every class in a fixed order.
+var Classes = []Class{Read, Verify, Build, Write, Dependency, Network, Destructive, Secret, Unknown}
+
+// Describe says in a few words what a class means.
+func (c Class) Describe() string {
+	switch c {
+	case Read:
+		return "read-only inspection"
+	case Verify:
+		return "local verification (tests, linters, type checks)"
+	case Build:
+		return "build or generate"
+	case Write:
+		return "local change to files"
+	case Dependency:
+		return "dependency change"
+	case Network:
+		return "network command"
+	case Destructive:
+		return "destructive"
+	case Secret:
+		return "secret access"
+	case Unknown:
+		return "effect unknown"
+	}
+	return string(c)
+}
+
+func validClass(c Class) bool { return slices.Contains(Classes, c) }
+
+// Command is one simple command found in a command line, after every
+// wrapper (env, sudo, timeout, xargs...) and shell (-c) around it was seen
+// through.
+type Command struct {
+	// Argv is the command as far as it is known from the text: parts only
+	// known at run time are kept as written ($X, $(...)).
+	Argv []string `json:"argv"`
+	// Via lists the wrappers and shells it was found inside, outermost first.
+	Via     []string `json:"via,omitempty"`
+	Classes []Class  `json:"classes"`
+	// Why says, in one line, what gave the classes.
+	Why     string   `json:"why"`
+	Writes  []string `json:"writes,omitempty"`  // paths it would write or remove
+	Hosts   []string `json:"hosts,omitempty"`   // network destinations named
+	Secrets []string `json:"secrets,omitempty"` // credential files and variables it touches
+}
+
+// Analysis is what a command line would do, as far as its text tells.
+type Analysis struct {
+	Line     string    `json:"line"`
+	Cwd      string    `json:"cwd"`
+	Commands []Command `json:"commands"`
+	Classes  []Class   `json:"classes"` // the union, in Classes order
+	Writes   []string  `json:"writes,omitempty"`
+	Hosts    []string  `json:"hosts,omitempty"`
+	Secrets  []string  `json:"secrets,omitempty"`
+	// Error is set when the line could not be parsed; the line is then
+	// classified Unknown.
+	Error string `json:"error,omitempty"`
+}
+
+// Has reports whether the analysis found class c.
+func (a *Analysis) Has(c Class) bool { return slices.Contains(a.Classes, c) }
+
+// Home is the sandbox user's home directory; ~ and $HOME resolve to it.
+const Home = "/home/sandbox"
+
+// DefaultCwd is where commands run when no directory is given.
+const DefaultCwd = "/workspace"
+
+// maxDepth bounds nested shells, eval and wrappers; deeper is Unknown.
+const maxDepth = 12
+
+// maxLine bounds the text analysed; longer lines are Unknown.
+const maxLine = 64 << 10
+
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+// Analyze classifies a shell command line run in cwd ("" means
+// DefaultCwd).
+func Analyze(line, cwd string) *Analysis {
+	if cwd == "" {
+		cwd = DefaultCwd
+	}
+	a := &analyzer{out: &Analysis{Line: line, Cwd: cwd}, cwd: cwd}
+	if len(line) > maxLine {
+		a.out.Error = "command line too long to analyse"
+		a.unknown(nil, "the command line is longer than the analyser reads")
+	} else if err := a.script(line, nil, 0); err != nil {
+		a.out.Error = err.Error()
+		a.out.Commands = nil
+		a.unknown(nil, "the command line does not parse: "+err.Error())
+	}
+	a.finish()
+	return a.out
+}
+
+// AnalyzeArgv classifies an argv as the sandbox would run it (no shell
+// around it, unless argv itself is one).
+func AnalyzeArgv(argv []string, cwd string) *Analysis {
+	if cwd == "" {
+		cwd = DefaultCwd
+	}
+	a := &analyzer{out: &Analysis{Line: JoinArgv(argv), Cwd: cwd}, cwd: cwd}
+	if len(argv) == 0 {
+		a.unknown(nil, "empty command")
+	} else {
+		args := make([]word, len(argv))
+		for i, s := range argv {
+			args[i] = word{s: s, static: true}
+		}
+		a.simple(args, nil, 0)
+	}
+	a.finish()
+	return a.out
+}
+
+// JoinArgv quotes argv as one shell line, for display and for matching.
+func JoinArgv(argv []string) string {
+	var b strings.Builder
+	for i, s := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(quote(s))
+	}
+	return b.String()
+}
+
+func quote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%^", r))
+	}) < 0 {
+		return s
+	}
+	if q, err := syntax.Quote(s, syntax.LangBash); err == nil {
+		return q
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+type analyzer struct {
+	out *Analysis
+	cwd string // best knowledge of the current directory ("" when computed)
+	// funcs are the functions the line defines: calling one runs its body,
+	// which is classified where it is defined.
+	funcs map[string]bool
+}
+
+// word is one argument: its text as far as known, whether all of it is
+// known, and the variables it reads.
+type word struct {
+	s      string
+	static bool
+	params []string
+}
+
+func (a *analyzer) script(src string, via []string, depth int) error {
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(src), "")
+	parsers.Put(p)
+	if err != nil {
+		return err
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
+			if a.funcs == nil {
+				a.funcs = map[string]bool{}
+			}
+			a.funcs[fd.Name.Value] = true
+		}
+		return true
+	})
+	a.stmts(f.Stmts, via, depth)
+	return nil
+}
+
+func (a *analyzer) stmts(list []*syntax.Stmt, via []string, depth int) {
+	for _, s := range list {
+		a.stmt(s, via, depth)
+	}
+}
+
+func (a *analyzer) stmt(s *syntax.Stmt, via []string, depth int) {
+	if s == nil {
+		return
+	}
+	first := len(a.out.Commands)
+	if s.Cmd != nil {
+		a.command(s.Cmd, via, depth)
+	}
+	for _, r := range s.Redirs {
+		a.redirect(r, first, via, depth)
+	}
+}
+
+func (a *analyzer) command(c syntax.Command, via []string, depth int) {
+	switch c := c.(type) {
+	case *syntax.CallExpr:
+		a.call(c, via, depth)
+	case *syntax.BinaryCmd:
+		a.stmt(c.X, via, depth)
+		a.stmt(c.Y, via, depth)
+	case *syntax.Subshell:
+		cwd := a.cwd
+		a.stmts(c.Stmts, via, depth)
+		a.cwd = cwd
+	case *syntax.Block:
+		a.stmts(c.Stmts, via, depth)
+	case *syntax.IfClause:
+		for ic := c; ic != nil; ic = ic.Else {
+			a.stmts(ic.Cond, via, depth)
+			a.stmts(ic.Then, via, depth)
+		}
+	case *syntax.WhileClause:
+		a.stmts(c.Cond, via, depth)
+		a.stmts(c.Do, via, depth)
+	case *syntax.ForClause:
+		a.substs(c.Loop, via, depth)
+		a.stmts(c.Do, via, depth)
+	case *syntax.CaseClause:
+		a.substs(c.Word, via, depth)
+		for _, it := range c.Items {
+			a.stmts(it.Stmts, via, depth)
+		}
+	case *syntax.FuncDecl:
+		// A function's body runs when it is called; whatever it does
+		// counts now, since the name may shadow any command.
+		a.stmt(c.Body, via, depth)
+	case *syntax.DeclClause:
+		a.substs(c, via, depth)
+		a.decl(c, via)
+	case *syntax.TimeClause:
+		a.stmt(c.Stmt, via, depth)
+	case *syntax.CoprocClause:
+		a.stmt(c.Stmt, via, depth)
+	case *syntax.TestClause, *syntax.ArithmCmd, *syntax.LetClause:
+		a.substs(c, via, depth)
+		a.add(Command{Argv: []string{testName(c)}, Via: via, Classes: []Class{Read}, Why: "shell test or arithmetic"})
+	case *syntax.TestDecl:
+		a.stmt(c.Body, via, depth)
+	default:
+		a.unknown(via, "shell construct the analyser does not know")
+	}
+}
+
+func testName(c syntax.Command) string {
+	switch c.(type) {
+	case *syntax.TestClause:
+		return "[["
+	case *syntax.LetClause:
+		return "let"
+	}
+	return "(("
+}
+
+// substs classifies the commands inside every command or process
+// substitution under n (they run whatever the outer command is).
+func (a *analyzer) substs(n syntax.Node, via []string, depth int) {
+	if n == nil {
+		return
+	}
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			a.stmts(n.Stmts, via, depth+1)
+			return false
+		case *syntax.ProcSubst:
+			a.stmts(n.Stmts, via, depth+1)
+			return false
+		}
+		return true
+	})
+}
+
+func (a *analyzer) decl(c *syntax.DeclClause, via []string) {
+	name := c.Variant.Value
+	cmd := Command{Argv: []string{name}, Via: via, Classes: []Class{Read}, Why: "shell builtin"}
+	printing := len(c.Args) == 0
+	named := false
+	for _, as := range c.Args {
+		if as.Naked && as.Name == nil && as.Value != nil {
+			if w := a.word(as.Value); w.static && (w.s == "-p" || w.s == "-x") && (name == "declare" || name == "typeset" || name == "export") {
+				printing = true
+			}
+		}
+		if as.Name != nil {
+			named = true
+		}
+		if as.Name != nil {
+			cmd.Argv = append(cmd.Argv, as.Name.Value+"=…")
+		}
+	}
+	if printing && !named && name != "local" && name != "readonly" {
+		cmd.Classes = []Class{Secret}
+		cmd.Why = name + " without names prints the environment"
+		cmd.Secrets = []string{"environment"}
+	}
+	a.add(cmd)
+}
+
+func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
+	for _, as := range c.Assigns {
+		a.substs(as, via, depth)
+	}
+	var args []word
+	for _, w := range c.Args {
+		a.substs(w, via, depth)
+		if syntax.SplitBraces(w) {
+			n := 0
+			for bw, err := range expand.BracesSeq(nil, w) {
+				if n++; err != nil || n > 64 {
+					args = append(args, word{s: "{…}"})
+					break
+				}
+				args = append(args, a.word(bw))
+			}
+			continue
+		}
+		args = append(args, a.word(w))
+	}
+	if len(args) == 0 {
+		cmd := Command{Via: via, Classes: []Class{Read}, Why: "variable assignment"}
+		for _, as := range c.Assigns {
+			if as.Name != nil {
+				cmd.Argv = append(cmd.Argv, as.Name.Value+"=…")
+			}
+		}
+		a.add(cmd)
+		return
+	}
+	a.simple(args, via, depth)
+}
+
+// word resolves a word to its text, as the shell would see it before
+// expansions; anything expanded at run time makes it non-static.
+func (a *analyzer) word(w *syntax.Word) word {
+	out := word{static: true}
+	var b strings.Builder
+	a.parts(w.Parts, &b, &out, false)
+	out.s = b.String()
+	return out
+}
+
+func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word, quoted bool) {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value, quoted))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				s, ok := ansiC(p.Value)
+				if !ok {
+					out.static = false
+				}
+				b.WriteString(s)
+			} else {
+				b.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted:
+			a.parts(p.Parts, b, out, true)
+		case *syntax.ParamExp:
+			out.static = false
+			if p.Param != nil {
+				out.params = append(out.params, p.Param.Value)
+				if p.Short {
+					b.WriteString("$" + p.Param.Value)
+				} else {
+					b.WriteString("${" + p.Param.Value + "}")
+				}
+			} else {
+				b.WriteString("${…}")
+			}
+		case *syntax.CmdSubst:
+			out.static = false
+			b.WriteString("$(…)")
+		case *syntax.ArithmExp:
+			out.static = false
+			b.WriteString("$((…))")
+		case *syntax.ProcSubst:
+			out.static = false
+			b.WriteString("/dev/fd/…")
+		case *syntax.ExtGlob:
+			out.static = false
+			b.WriteString(p.Op.String() + p.Pattern.Value + ")")
+		default:
+			out.static = false
+			b.WriteString("…")
+		}
+	}
+}
+
+// unescape removes the backslashes the shell would remove from a literal.
+func unescape(s string, quoted bool) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		n := s[i+1]
+		if quoted && !strings.ContainsRune("\"\\$`\n", rune(n)) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if n != '\n' {
+			b.WriteByte(n)
+		}
+	}
+	return b.String()
+}
+
+// ansiC decodes a $'...' string; ok is false for escapes it does not
+// decode (the result then only approximates the text).
+func ansiC(s string) (string, bool) {
+	var b strings.Builder
+	ok := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'a':
+			b.WriteByte(7)
+		case 'b':
+			b.WriteByte(8)
+		case 'e', 'E':
+			b.WriteByte(27)
+		case 'f':
+			b.WriteByte(12)
+		case 'v':
+			b.WriteByte(11)
+		case '\\', '\'', '"', '?':
+			b.WriteByte(s[i])
+		case 'x':
+			v, n := hexVal(s[i+1:], 2)
+			if n == 0 {
+				b.WriteString(`\x`)
+				continue
+			}
+			b.WriteByte(byte(v))
+			i += n
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			v, n := 0, 0
+			for n < 3 && i+n < len(s) && s[i+n] >= '0' && s[i+n] <= '7' {
+				v = v*8 + int(s[i+n]-'0')
+				n++
+			}
+			b.WriteByte(byte(v))
+			i += n - 1
+		case 'u', 'U':
+			max := 4
+			if s[i] == 'U' {
+				max = 8
+			}
+			v, n := hexVal(s[i+1:], max)
+			if n == 0 {
+				ok = false
+				continue
+			}
+			b.WriteRune(rune(v))
+			i += n
+		default:
+			ok = false
+			b.WriteByte('\\')
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), ok
+}
+
+func hexVal(s string, max int) (int, int) {
+	v, n := 0, 0
+	for n < max && n < len(s) {
+		c := s[n]
+		switch {
+		case c >= '0' && c <= '9':
+			v = v*16 + int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v*16 + int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v*16 + int(c-'A'+10)
+		default:
+			return v, n
+		}
+		n++
+	}
+	return v, n
+}
+
+func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth int) {
+	if r.Word != nil {
+		a.substs(r.Word, via, depth)
+	}
+	if r.Hdoc != nil {
+		a.substs(r.Hdoc, via, depth)
+	}
+	var target word
+	if r.Word != nil {
+		target = a.word(r.Word)
+	}
+	// The redirect belongs to the statement's first command (a compound
+	// statement gets its own entry).
+	attach := func(f func(c *Command)) {
+		if first < len(a.out.Commands) {
+			f(&a.out.Commands[first])
+			return
+		}
+		c := Command{Argv: []string{}, Via: via, Why: "redirection"}
+		f(&c)
+		a.add(c)
+	}
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut, syntax.RdrAllClob, syntax.AppAllClob, syntax.AppClob:
+		if harmlessSink(target.s) && target.static {
+			return
+		}
+		p := a.resolve(target)
+		attach(func(c *Command) {
+			c.Writes = appendUniq(c.Writes, p)
+			c.Classes = addClass(c.Classes, Write)
+			if strings.HasPrefix(p, "/dev/") && !harmlessSink(p) {
+				c.Classes = addClass(c.Classes, Destructive)
+				c.Why = joinWhy(c.Why, "writes to the device "+p)
+			} else {
+				c.Why = joinWhy(c.Why, "output redirected to "+p)
+			}
+			if isSecretPath(target.s) {
+				c.Classes = addClass(c.Classes, Secret)
+				c.Secrets = appendUniq(c.Secrets, target.s)
+			}
+		})
+	case syntax.RdrIn:
+		if isSecretPath(target.s) {
+			attach(func(c *Command) {
+				c.Classes = addClass(c.Classes, Secret)
+				c.Secrets = appendUniq(c.Secrets, target.s)
+				c.Why = joinWhy(c.Why, "reads "+target.s)
+			})
+		}
+	case syntax.DplOut, syntax.DplIn:
+		// >&2, 2>&1, <&0: between descriptors; a file name after >& is a
+		// write like >.
+		if r.Op == syntax.DplOut && target.s != "" && !isFD(target.s) {
+			p := a.resolve(target)
+			attach(func(c *Command) {
+				c.Writes = appendUniq(c.Writes, p)
+				c.Classes = addClass(c.Classes, Write)
+				c.Why = joinWhy(c.Why, "output redirected to "+p)
+			})
+		}
+	}
+}
+
+func isFD(s string) bool {
+	if s == "-" {
+		return true
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func harmlessSink(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
+		return true
+	}
+	return strings.HasPrefix(p, "/dev/fd/")
+}
+
+// resolve makes a path absolute against what is known of the cwd. A
+// path with run-time parts is returned as written.
+func (a *analyzer) resolve(w word) string {
+	p := w.s
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		p = Home + p[1:]
+	case strings.HasPrefix(p, "$HOME/") || p == "$HOME":
+		p = Home + p[5:]
+	case strings.HasPrefix(p, "${HOME}/") || p == "${HOME}":
+		p = Home + p[7:]
+	}
+	if strings.ContainsAny(p, "$`") || strings.Contains(p, "…") {
+		return p
+	}
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	if a.cwd == "" {
+		return p
+	}
+	return path.Join(a.cwd, p)
+}
+
+func (a *analyzer) add(c Command) {
+	if c.Argv == nil {
+		c.Argv = []string{}
+	}
+	a.out.Commands = append(a.out.Commands, c)
+}
+
+func (a *analyzer) unknown(via []string, why string) {
+	a.add(Command{Via: via, Classes: []Class{Unknown}, Why: why})
+}
+
+func (a *analyzer) finish() {
+	out := a.out
+	var set [16]bool
+	for i := range out.Commands {
+		c := &out.Commands[i]
+		c.Classes = sortClasses(c.Classes)
+		for _, cl := range c.Classes {
+			set[slices.Index(Classes, cl)] = true
+		}
+		for _, w := range c.Writes {
+			out.Writes = appendUniq(out.Writes, w)
+		}
+		for _, h := range c.Hosts {
+			out.Hosts = appendUniq(out.Hosts, h)
+		}
+		for _, s := range c.Secrets {
+			out.Secrets = appendUniq(out.Secrets, s)
+		}
+	}
+	out.Classes = []Class{}
+	for i, c := range Classes {
+		if set[i] {
+			out.Classes = append(out.Classes, c)
+		}
+	}
+	if out.Commands == nil {
+		out.Commands = []Command{}
+	}
+}
+
+func sortClasses(cs []Class) []Class {
+	out := make([]Class, 0, len(cs))
+	for _, c := range Classes {
+		if slices.Contains(cs, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func addClass(cs []Class, c Class) []Class {
+	if slices.Contains(cs, c) {
+		return cs
+	}
+	return append(cs, c)
+}
+
+func appendUniq(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+func joinWhy(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
