@@ -43,8 +43,11 @@ func (s *Server) file(m *Message, files []*os.File) {
 }
 
 // asUser runs fn on a locked thread with the command user's filesystem
-// ids (which also drops the agent's filesystem capabilities on it).
+// ids (which also drops the agent's filesystem capabilities on it) and,
+// once there is a write scope, under the same write layers as every new
+// command. fn must do its file system calls on that thread (no goroutines).
 func (s *Server) asUser(fn func() error) error {
+	layers := s.writeLayers()
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -53,6 +56,16 @@ func (s *Server) asUser(fn func() error) error {
 		if cur, _ := unix.SetfsuidRetUid(-1); cur != s.hard.UID {
 			errc <- fmt.Errorf("could not take the command user's ids")
 			return // the thread dies locked
+		}
+		if len(layers) > 0 {
+			// Landlock cannot be lifted: the thread must never serve
+			// another goroutine, so it dies with this one (still locked).
+			if err := confineThread(layers); err != nil {
+				errc <- fmt.Errorf("apply the write scope: %w", err)
+				return
+			}
+			errc <- fn()
+			return
 		}
 		err := fn()
 		_, _ = unix.SetfsuidRetUid(0)

@@ -25,6 +25,9 @@ const (
 	OpDone     = "done"     // agent -> host: generic success answer
 	OpError    = "error"    // agent -> host: generic failure answer
 	OpShutdown = "shutdown" // host -> agent
+	// OpRestrictWrites narrows where commands and file operations may
+	// write (Scope.Paths); the answer is OpDone with the Scope in force.
+	OpRestrictWrites = "restrict_writes" // host -> agent
 )
 
 // Message is one datagram on the channel. Fields are used per Op.
@@ -36,9 +39,10 @@ type Message struct {
 	ID      uint64     `json:"id,omitempty"` // request id, echoed in answers
 	Version int        `json:"v,omitempty"`
 
-	Init *InitConfig `json:"init,omitempty"`
-	Exec *ExecSpec   `json:"exec,omitempty"`
-	File *FileOp     `json:"file,omitempty"`
+	Init  *InitConfig `json:"init,omitempty"`
+	Exec  *ExecSpec   `json:"exec,omitempty"`
+	File  *FileOp     `json:"file,omitempty"`
+	Scope *WriteScope `json:"scope,omitempty"`
 	// OpDone of OpFile: stat and list answers, bytes read or written
 	Files []FileInfo `json:"files,omitempty"`
 	Size  int64      `json:"size,omitempty"`
@@ -57,7 +61,15 @@ type Message struct {
 
 	// Error
 	Error string `json:"error,omitempty"`
-	Code  string `json:"code,omitempty"` // "not_found", "not_executable", "invalid", "internal"
+	Code  string `json:"code,omitempty"` // "not_found", "not_executable", "invalid", "denied", "unsupported", "internal", ...
+}
+
+// WriteScope is the request of OpRestrictWrites (Paths) and its answer:
+// where writes are allowed now, after intersecting with earlier scopes.
+type WriteScope struct {
+	Paths       []string `json:"paths"`
+	Scratch     []string `json:"scratch,omitempty"`      // answer: always writable
+	LandlockABI int      `json:"landlock_abi,omitempty"` // answer
 }
 
 // ExecSpec is a command for the agent to start.
@@ -109,6 +121,10 @@ type InitConfig struct {
 	GID         int      `json:"gid"`
 	Home        string   `json:"home"`
 	Writable    []string `json:"writable"` // paths the command user may write (Landlock)
+	// Scratch are the Writable paths that stay writable under a write
+	// scope; ScopeRoots the directories a scope's paths must lie in.
+	Scratch     []string `json:"scratch"`
+	ScopeRoots  []string `json:"scope_roots"`
 	RequireLock bool     `json:"require_landlock"`
 	Trace       bool     `json:"trace,omitempty"` // report setup timings in the ready message
 }

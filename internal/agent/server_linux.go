@@ -23,6 +23,9 @@ import (
 type Hardening struct {
 	UID, GID int
 	Writable []string // Landlock read-write paths; everything else read-only
+	// Scratch are the Writable paths that stay writable under a write
+	// scope (RestrictWrites); ScopeRoots are where a scope's paths may lie.
+	Scratch, ScopeRoots []string
 	// Landlock: apply it when the kernel has it. RequireLandlock makes its
 	// absence an error instead of ABI 0.
 	RequireLandlock bool
@@ -51,6 +54,15 @@ type Server struct {
 	// descriptor opened before Landlock works from a restricted thread.
 	oomAdj    *os.File
 	oomAdjOld []byte
+
+	// restrictMu serializes write scope changes; scopeMu guards what they
+	// publish: the write layers enforced on the spawner thread, oldest
+	// first, which every file operation's thread applies too, and the
+	// scope they make (nil: none yet).
+	restrictMu sync.Mutex
+	scopeMu    sync.Mutex
+	layers     []*landlock.Ruleset
+	scope      []string
 
 	mu      sync.Mutex
 	procs   map[int]*proc     // live commands by pid
@@ -150,6 +162,9 @@ func (s *Server) Serve() {
 			go s.untar(m, files)
 		case OpFile:
 			go s.file(m, files)
+		case OpRestrictWrites:
+			closeAll(files)
+			go s.restrictWrites(m)
 		case OpShutdown:
 			os.Exit(0)
 		default:
@@ -270,7 +285,10 @@ type spawnReq struct {
 	path  string
 	spec  *ExecSpec
 	files []*os.File
-	reply chan spawnRes
+	// restrict, when set, is enforced on the spawner thread instead of a
+	// fork: every command forked afterwards inherits it.
+	restrict *landlock.Ruleset
+	reply    chan spawnRes
 }
 
 type spawnRes struct {
@@ -294,6 +312,11 @@ func (s *Server) spawner(ready chan<- error) {
 	}
 	ready <- nil
 	for req := range s.spawnc {
+		if req.restrict != nil {
+			_, err := req.restrict.RestrictThread()
+			req.reply <- spawnRes{err: err}
+			continue
+		}
 		pid, err := s.forkExec(req.path, req.spec, req.files)
 		req.reply <- spawnRes{pid, err}
 	}
@@ -302,7 +325,7 @@ func (s *Server) spawner(ready chan<- error) {
 // spawn forks and execs a command on the spawner thread.
 func (s *Server) spawn(path string, spec *ExecSpec, files []*os.File) (int, error) {
 	reply := make(chan spawnRes, 1)
-	s.spawnc <- spawnReq{path, spec, files, reply}
+	s.spawnc <- spawnReq{path: path, spec: spec, files: files, reply: reply}
 	r := <-reply
 	return r.pid, r.err
 }

@@ -27,8 +27,17 @@ func (s *Server) untar(m *Message, files []*os.File) {
 	if err != nil {
 		// drain so the writer is not stuck
 		_, _ = io.Copy(io.Discard, files[0])
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: err.Error()})
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: untarErrCode(err), Error: err.Error()})
 		return
 	}
 	s.reply(&Message{Op: OpDone, ID: m.ID, PID: n})
+}
+
+// untarErrCode: a refused write (permissions, a write scope) is "denied";
+// anything else is the stream's or the destination's fault.
+func untarErrCode(err error) string {
+	if code := fileErrCode(err); code == "denied" {
+		return code
+	}
+	return "invalid"
 }

@@ -58,7 +58,20 @@ const (
 		AccessFSMakeChar | AccessFSMakeDir | AccessFSMakeReg | AccessFSMakeSock |
 		AccessFSMakeFifo | AccessFSMakeBlock | AccessFSMakeSym | AccessFSRefer |
 		AccessFSTruncate | AccessFSIoctlDev
+
+	// accessWrite is every right that changes the filesystem's names or contents. A ruleset
+	// that handles only these leaves reading, listing and executing to the thread's other
+	// layers. Device ioctls are left out: they change no file, and the sandbox's own layer
+	// already confines them.
+	accessWrite = AccessFSWriteFile | AccessFSRemoveDir | AccessFSRemoveFile | AccessFSMakeChar |
+		AccessFSMakeDir | AccessFSMakeReg | AccessFSMakeSock | AccessFSMakeFifo |
+		AccessFSMakeBlock | AccessFSMakeSym | AccessFSRefer | AccessFSTruncate
 )
+
+// MinWritesABI is the first ABI whose write rights cover every change, which PrepareWrites
+// needs: before ABI 3, truncate(2) is no Landlock right, so a write layer could not stop a
+// truncation.
+const MinWritesABI = 3
 
 // Config says which paths stay reachable once the ruleset is enforced. Every filesystem right the
 // running ABI knows is handled, so whatever no rule grants is denied; the zero Config therefore

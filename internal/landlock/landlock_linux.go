@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -112,6 +113,9 @@ func Prepare(cfg Config) (*Ruleset, error) {
 	return &Ruleset{fd: rulesetFd, applied: applied}, nil
 }
 
+// Applied is what RestrictThread enforces with this ruleset.
+func (r *Ruleset) Applied() Applied { return r.applied }
+
 // Close releases the ruleset's descriptor. Threads already restricted
 // stay restricted.
 func (r *Ruleset) Close() error { return unix.Close(r.fd) }
@@ -142,6 +146,44 @@ func (r *Ruleset) RestrictThread() (Applied, error) {
 	return r.applied, nil
 }
 
+// PrepareWrites makes a ruleset to stack on a thread's existing domain that confines where the
+// filesystem may be changed and nothing else: it handles only the write rights (writing,
+// truncating, creating, removing, renaming and linking), so reading, listing and executing stay
+// exactly what the thread's other layers allow, and it grants them beneath each of places only.
+// A place is an open descriptor (O_PATH is enough), so that the caller decides how its path was
+// resolved; a directory gets every write right beneath it, anything else only write and
+// truncate. The descriptors stay the caller's.
+//
+// Refer (linking or renaming into another directory) is granted only beneath places, so nothing
+// can be moved or linked between a place and the rest of the filesystem: the kernel refuses
+// with EACCES, or EXDEV when only refer is missing.
+//
+// It needs ABI 3 (truncate); an older kernel, or none, gives an error wrapping ErrUnsupported.
+func PrepareWrites(places []*os.File) (*Ruleset, error) {
+	abi, err := ABI()
+	if err != nil {
+		return nil, err
+	}
+	if abi < MinWritesABI {
+		return nil, fmt.Errorf("landlock: %w: ABI %d cannot confine truncation (write rules need ABI %d)",
+			ErrUnsupported, abi, MinWritesABI)
+	}
+	applied := Applied{ABI: abi, HandledFS: handledFS(abi) & accessWrite}
+	attr := rulesetAttr{handledAccessFS: applied.HandledFS}
+	rulesetFd, err := createRuleset(&attr, rulesetAttrSize(abi))
+	if err != nil {
+		return nil, fmt.Errorf("landlock: create write ruleset (abi %d): %w", abi, err)
+	}
+	for _, f := range places {
+		if err := addRuleFD(rulesetFd, int(f.Fd()), f.Name(), applied.HandledFS); err != nil {
+			unix.Close(rulesetFd)
+			return nil, err
+		}
+		runtime.KeepAlive(f)
+	}
+	return &Ruleset{fd: rulesetFd, applied: applied}, nil
+}
+
 func addRule(rulesetFd int, path string, handled uint64, readWrite bool) (bool, error) {
 	fd, err := openPath(path)
 	if errors.Is(err, unix.ENOENT) {
@@ -151,21 +193,28 @@ func addRule(rulesetFd int, path string, handled uint64, readWrite bool) (bool, 
 		return false, fmt.Errorf("landlock: %w", &fs.PathError{Op: "open", Path: path, Err: err})
 	}
 	defer unix.Close(fd)
+	return true, addRuleFD(rulesetFd, fd, path, ruleAccess(handled, readWrite, true))
+}
 
+// addRuleFD grants dirAccess beneath the directory open at fd, or its file rights alone when fd
+// is not a directory (the kernel refuses directory rights on anything else).
+func addRuleFD(rulesetFd, fd int, name string, dirAccess uint64) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return false, fmt.Errorf("landlock: %w", &fs.PathError{Op: "fstat", Path: path, Err: err})
+		return fmt.Errorf("landlock: %w", &fs.PathError{Op: "fstat", Path: name, Err: err})
 	}
-	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	access := ruleAccess(handled, readWrite, isDir)
+	access := dirAccess
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= accessFile
+	}
 	if access == 0 {
-		return true, nil
+		return nil
 	}
 	attr := pathBeneathAttr{allowedAccess: access, parentFd: int32(fd)}
 	if err := addPathBeneathRule(rulesetFd, &attr); err != nil {
-		return false, fmt.Errorf("landlock: add rule %s (%s): %w", path, FormatAccessFS(access), err)
+		return fmt.Errorf("landlock: add rule %s (%s): %w", name, FormatAccessFS(access), err)
 	}
-	return true, nil
+	return nil
 }
 
 func openPath(path string) (int, error) {

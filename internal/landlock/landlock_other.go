@@ -4,6 +4,7 @@ package landlock
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 )
 
@@ -22,6 +23,14 @@ type Ruleset struct{}
 
 // Prepare always fails off Linux.
 func Prepare(Config) (*Ruleset, error) { return nil, fmt.Errorf("landlock: %w", ErrUnsupported) }
+
+// PrepareWrites always fails off Linux.
+func PrepareWrites([]*os.File) (*Ruleset, error) {
+	return nil, fmt.Errorf("landlock: %w", ErrUnsupported)
+}
+
+// Applied is empty off Linux.
+func (*Ruleset) Applied() Applied { return Applied{} }
 
 // Close does nothing.
 func (*Ruleset) Close() error { return nil }

@@ -128,3 +128,18 @@ func TestCheckPaths(t *testing.T) {
 		}
 	}
 }
+
+func TestAccessWrite(t *testing.T) {
+	if leaked := accessWrite & (AccessFSExecute | AccessFSReadFile | AccessFSReadDir | AccessFSIoctlDev); leaked != 0 {
+		t.Errorf("accessWrite handles %s: a write layer would change reads, execution or ioctls", FormatAccessFS(leaked))
+	}
+	if want := accessReadWrite &^ (accessReadOnly | AccessFSIoctlDev); accessWrite != want {
+		t.Errorf("accessWrite = %s, want every right that changes the filesystem: %s", FormatAccessFS(accessWrite), FormatAccessFS(want))
+	}
+	if got, want := accessWrite&accessFile, AccessFSWriteFile|AccessFSTruncate; got != want {
+		t.Errorf("file rule of a write layer = %s, want %s", FormatAccessFS(got), FormatAccessFS(want))
+	}
+	if h := handledFS(MinWritesABI) & accessWrite; h != accessWrite {
+		t.Errorf("ABI %d does not handle %s", MinWritesABI, FormatAccessFS(accessWrite&^h))
+	}
+}

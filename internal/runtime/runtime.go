@@ -112,6 +112,9 @@ type Isolation struct {
 	Seccomp     string   `json:"seccomp"`
 	LandlockABI int      `json:"landlock_abi"` // 0: not applied
 	Cgroup      string   `json:"cgroup"`       // "v1" or "v2"
+	// WriteScope is the write scope enforced since RestrictWrites; nil:
+	// none, commands may write wherever the sandbox lets them.
+	WriteScope *ScopeInfo `json:"write_scope,omitempty"`
 }
 
 // ExecRequest describes one command.
@@ -216,4 +219,54 @@ type Files interface {
 type Pauser interface {
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
+}
+
+// WriteScoper is a sandbox whose writes can be confined to a write scope:
+// the backstop under the host's classification of commands, so that a
+// command that slips past it still cannot change anything outside the scope.
+type WriteScoper interface {
+	// RestrictWrites narrows, for the rest of the sandbox's life, where
+	// commands and file operations may write.
+	//
+	// paths are absolute, clean paths inside the sandbox, each within
+	// /workspace or the command user's home directory (anything else is
+	// an ErrInvalid error); none at all leaves only the scratch places
+	// writable. After it returns nil, every command started afterwards and
+	// every Files operation may create, modify, truncate, remove, rename
+	// or link only beneath the given paths plus the sandbox's scratch
+	// places (ScopeInfo.Scratch: /tmp, the home directory, the writable
+	// devices, ...); nothing can be moved or linked between the scope and
+	// the rest of the workspace. Reads and execution are unchanged.
+	//
+	// A path that does not exist is first created as a directory (with
+	// its missing parents) owned by the command user; a path that is a
+	// regular file may then be written and truncated, not replaced or
+	// removed. A path that is or passes through a symlink is invalid.
+	//
+	// It only ever tightens: calling it again intersects the new paths
+	// with the scope in force (a path outside it gets nothing and is not
+	// created). Commands and file operations already running keep the
+	// rights they started with, and so does anything that can talk to
+	// them: restrict before starting long-lived commands.
+	//
+	// Not confined: metadata that no write right covers (mode, owner,
+	// times, extended attributes), and a file hard-linked into the scope
+	// before the call, which can be changed through its name there.
+	//
+	// A backend or host that cannot enforce it returns an ErrUnsupported
+	// error, never a silent no-op. If ctx ends before the answer, the
+	// scope may or may not be in force.
+	RestrictWrites(ctx context.Context, paths []string) (ScopeInfo, error)
+}
+
+// ScopeInfo is the write scope a sandbox enforces.
+type ScopeInfo struct {
+	// Paths are where writes are allowed now, sorted: the requested paths
+	// intersected with every earlier scope.
+	Paths []string `json:"paths"`
+	// Scratch are the places that stay writable under any scope.
+	Scratch []string `json:"scratch"`
+	// LandlockABI is the ABI of the Landlock layer enforcing the scope
+	// (0: the backend enforces it otherwise).
+	LandlockABI int `json:"landlock_abi,omitempty"`
 }

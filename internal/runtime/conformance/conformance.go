@@ -10,15 +10,19 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -48,6 +52,7 @@ func Run(t *testing.T, f Factory) {
 		{"TTY", testTTY},
 		{"OutputWithBackgroundChild", testOutputWithBackgroundChild},
 		{"FilesStayInside", testFilesStayInside},
+		{"WriteScope", testWriteScope},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
@@ -498,5 +503,77 @@ func testOutputWithBackgroundChild(t *testing.T, f Factory) {
 	}
 	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("terminal Wait took %s with a background child holding the terminal", el)
+	}
+}
+
+// testWriteScope: a backend that offers runtime.WriteScoper confines every
+// later command and file operation to the scope and the scratch places,
+// leaves reads alone, and refuses bad paths; one that cannot enforce it
+// says so (ErrUnsupported).
+func testWriteScope(t *testing.T, f Factory) {
+	ws := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"src/a.go": "package a\n", "README.md": "readme\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb := create(t, f, func(s *runtime.Spec) { s.Workspace = ws })
+	scoper, ok := sb.(runtime.WriteScoper)
+	if !ok {
+		t.Skipf("%T has no write scope", sb)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, bad := range []string{"src", "/workspace/../etc", "/etc"} {
+		if _, err := scoper.RestrictWrites(ctx, []string{bad}); !errors.Is(err, errdefs.ErrInvalid) && !errors.Is(err, errdefs.ErrUnsupported) {
+			t.Errorf("RestrictWrites(%q) = %v, want an invalid argument error", bad, err)
+		}
+	}
+	info, err := scoper.RestrictWrites(ctx, []string{"/workspace/src", "/workspace/newdir"})
+	if errors.Is(err, errdefs.ErrUnsupported) {
+		t.Skipf("write scopes unsupported here: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("RestrictWrites: %v", err)
+	}
+	if want := []string{"/workspace/newdir", "/workspace/src"}; !slices.Equal(info.Paths, want) {
+		t.Errorf("scope paths %q, want %q", info.Paths, want)
+	}
+	r := shell(t, sb, `set -e; cd /workspace/src; echo x >> a.go; echo y > b.go; mkdir d; mv b.go d/; rm -r d
+		echo z > /workspace/newdir/f; echo t > /tmp/t; echo h > "$HOME/h"; cat /workspace/README.md`)
+	if r.st.Code != 0 || r.out != "readme\n" {
+		t.Errorf("writes inside the scope and scratch places, reads outside: exit %d %q %q", r.st.Code, r.out, r.err)
+	}
+	for _, cmd := range []string{
+		"echo x > /workspace/README.md", "touch /workspace/x", "rm /workspace/README.md", "mkdir /workspace/d",
+		"mv /workspace/README.md /workspace/src/", "ln /workspace/README.md /workspace/src/l", "mv /workspace/src/a.go /workspace/",
+	} {
+		if r := shell(t, sb, cmd); r.st.Code == 0 {
+			t.Errorf("%q outside the write scope succeeded", cmd)
+		}
+	}
+	fs := files(t, sb)
+	if _, err := fs.WriteFile(ctx, "/workspace/src/api.txt", strings.NewReader("api"), 0o644, false); err != nil {
+		t.Errorf("file API write inside the scope: %v", err)
+	}
+	if _, err := fs.WriteFile(ctx, "/workspace/api.txt", strings.NewReader("api"), 0o644, false); !errors.Is(err, errdefs.ErrDenied) {
+		t.Errorf("file API write outside the scope: %v, want a denied error", err)
+	}
+	if r := shell(t, sb, "ls -A /workspace; cat /workspace/README.md"); r.out != "README.md\nnewdir\nsrc\nreadme\n" {
+		t.Errorf("workspace after the refused writes: %q", r.out)
+	}
+	// narrower, never wider
+	info, err = scoper.RestrictWrites(ctx, []string{"/workspace/newdir", "/workspace/other"})
+	if err != nil || !slices.Equal(info.Paths, []string{"/workspace/newdir"}) {
+		t.Errorf("second RestrictWrites: %+v %v, want only /workspace/newdir", info, err)
+	}
+	if r := shell(t, sb, "echo x >> /workspace/src/a.go"); r.st.Code == 0 {
+		t.Error("write to a path the second scope left out succeeded")
+	}
+	if r := shell(t, sb, "echo x >> /workspace/newdir/f && ! test -e /workspace/other"); r.st.Code != 0 {
+		t.Errorf("second scope: exit %d %q", r.st.Code, r.err)
 	}
 }

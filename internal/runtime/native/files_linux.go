@@ -32,6 +32,11 @@ func (s *sandbox) fileCall(ctx context.Context, op agent.FileOp, f *os.File) (*a
 }
 
 func fileError(op agent.FileOp, m *agent.Message) error {
+	return agentError(op.Kind+" "+op.Path, m)
+}
+
+// agentError turns the agent's error answer into an error of its kind.
+func agentError(what string, m *agent.Message) error {
 	kind := errdefs.ErrInvalid
 	switch m.Code {
 	case "not_found":
@@ -42,10 +47,12 @@ func fileError(op agent.FileOp, m *agent.Message) error {
 		kind = errdefs.ErrConflict
 	case "limit_exceeded":
 		kind = errdefs.ErrLimitExceeded
+	case "unsupported":
+		kind = errdefs.ErrUnsupported
 	case "internal":
-		return fmt.Errorf("%s %s: %s", op.Kind, op.Path, m.Error)
+		return fmt.Errorf("%s: %s", what, m.Error)
 	}
-	return fmt.Errorf("%s %s: %s: %w", op.Kind, op.Path, m.Error, kind)
+	return fmt.Errorf("%s: %s: %w", what, m.Error, kind)
 }
 
 func toInfo(fi agent.FileInfo) runtime.FileInfo { return runtime.FileInfo(fi) }

@@ -105,7 +105,7 @@ func runInit(conn *agent.Conn) error {
 	// The agent is not dumpable: sandbox processes cannot open /proc/1/*.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	mark("net+rlimits")
-	srv, err := agent.NewServer(conn, agent.Hardening{UID: cfg.UID, GID: cfg.GID, Writable: cfg.Writable, RequireLandlock: cfg.RequireLock})
+	srv, err := agent.NewServer(conn, agent.Hardening{UID: cfg.UID, GID: cfg.GID, Writable: cfg.Writable, Scratch: cfg.Scratch, ScopeRoots: cfg.ScopeRoots, RequireLandlock: cfg.RequireLock})
 	if err != nil {
 		return fmt.Errorf("sandbox init: %w", err)
 	}

@@ -41,6 +41,8 @@ const (
 
 	// SandboxUID is the uid commands run as inside every sandbox.
 	SandboxUID = 1000
+	// sandboxHome is the command user's home directory.
+	sandboxHome = "/home/sandbox"
 	// UIDRangeStart is the first host uid given to sandboxes; each sandbox
 	// gets its own 65536 uids starting at UIDRangeStart + slot*65536.
 	UIDRangeStart = 0x10000000
@@ -406,7 +408,9 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if v2 {
 		nproc = uint64(lim.Pids)
 	}
-	writable := []string{"/workspace", "/tmp", "/home/sandbox", "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
+	// Scratch places stay writable under a write scope (RestrictWrites).
+	scratch := []string{"/tmp", sandboxHome, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
+	writable := append([]string{"/workspace"}, scratch...)
 	binds := make([]agent.Bind, len(spec.Binds))
 	for i, bd := range spec.Binds {
 		binds[i] = agent.Bind(bd)
@@ -415,7 +419,8 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		MountDir: filepath.Join(s.dir, "disk"), DiskMounted: true, Lower: spec.RootFS, Binds: binds,
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: hostname,
 		NoFile: lim.NoFile, NProc: nproc, FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
-		UID: SandboxUID, GID: SandboxUID, Home: "/home/sandbox", Writable: writable,
+		UID: SandboxUID, GID: SandboxUID, Home: sandboxHome, Writable: writable,
+		Scratch: scratch, ScopeRoots: []string{"/workspace", sandboxHome},
 		Trace: os.Getenv("AIRLOCK_TRACE") != "",
 	}
 	dr := <-diskc

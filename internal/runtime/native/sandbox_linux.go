@@ -49,6 +49,8 @@ type sandbox struct {
 
 	landlockABI int
 	seccomp     string
+	scopeMu     sync.Mutex
+	scope       *runtime.ScopeInfo // nil until RestrictWrites
 	lifeMu      sync.Mutex
 	lifeTimer   *time.Timer
 
@@ -91,6 +93,7 @@ func (s *sandbox) Info() runtime.Info {
 			Seccomp:     s.seccomp,
 			LandlockABI: s.landlockABI,
 			Cgroup:      s.b.CgroupMode(),
+			WriteScope:  s.writeScope(),
 		},
 	}
 }
