@@ -99,7 +99,8 @@ type Policy struct {
 	// Sources names the layers applied, in order.
 	Sources []string `json:"sources"`
 
-	scope []*regexp.Regexp
+	scope   []*regexp.Regexp
+	version string // computed once the policy is built; policies are immutable
 }
 
 // Defaults follow the seed's table: inspection, verification, builds and
@@ -108,7 +109,7 @@ type Policy struct {
 // unless a task's policy grants them; writes outside the scope are
 // refused.
 func Defaults() *Policy {
-	return &Policy{
+	p := &Policy{
 		Classes: map[Class]Action{
 			Read: Allow, Verify: Allow, Build: Allow, Write: Allow,
 			Dependency: Ask, Network: Ask, Destructive: Ask, Secret: Deny, Unknown: Ask,
@@ -116,6 +117,8 @@ func Defaults() *Policy {
 		OutsideScope: Deny,
 		Sources:      []string{"defaults"},
 	}
+	p.version = p.computeVersion()
+	return p
 }
 
 // DefaultFile is the defaults as a policy file, for `airlock policy
@@ -131,7 +134,7 @@ func DefaultFile() string {
 	b.WriteString("# a write outside the write scope\noutside_scope: deny\n")
 	b.WriteString("# paths (globs, relative to /workspace) the agent may change; empty: all of it\nscope: []\n")
 	b.WriteString("# rules only tighten: each matches by command, class, path or host and asks or denies\n")
-	b.WriteString("rules:\n  - id: no-pipe-to-shell\n    command: \"curl *\"\n    class: unknown\n    action: deny\n    reason: piping a download into a shell\n")
+	b.WriteString("rules:\n  - id: no-force-push\n    command: \"git push *--force*\"\n    action: deny\n    reason: a force push rewrites shared history\n")
 	b.WriteString("# per template, a layer like the above\ntemplates: {}\n")
 	return b.String()
 }
@@ -335,6 +338,7 @@ func (p *Policy) with(l Layer, source string) *Policy {
 		out.Rules = append(out.Rules, r)
 	}
 	out.compileScope()
+	out.version = out.computeVersion()
 	return out
 }
 
@@ -376,6 +380,13 @@ func (p *Policy) Relaxes(l Layer) error {
 // Version is a short hash of the effective policy, recorded with every
 // decision so a reviewer knows which policy decided.
 func (p *Policy) Version() string {
+	if p.version != "" {
+		return p.version
+	}
+	return p.computeVersion()
+}
+
+func (p *Policy) computeVersion() string {
 	b, _ := json.Marshal(struct {
 		C map[Class]Action
 		O Action

@@ -66,6 +66,8 @@ func (c *call) shell(src word) {
 		c.class(Unknown, "nested too deeply to analyse")
 		return
 	}
+	cwd := c.a.cwd // a child shell's cd stays in the child
+	defer func() { c.a.cwd = cwd }()
 	if err := c.a.script(src.s, c.viaMe(), c.depth+1); err != nil {
 		c.class(Unknown, c.name+" runs script text that does not parse")
 	}

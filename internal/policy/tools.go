@@ -81,6 +81,7 @@ func init() {
 		"ash": shellTool, "fish": shellTool, "busybox": busybox,
 		"eval":   func(c *call) { c.shell(joinWords(c.args)) },
 		"source": sourceTool, ".": sourceTool,
+		"cd": cdTool, "pushd": cdTool,
 		"alias":  aliasTool,
 		"trap":   trapTool,
 		"watch":  watchTool,
@@ -993,5 +994,25 @@ func playwrightTool(c *call) {
 		c.class(Verify, "playwright runs the tests")
 	default:
 		c.class(Unknown, "playwright "+firstPos(c.args))
+	}
+}
+
+// cdTool follows the directory so that later relative writes resolve
+// where the shell would put them; a directory known only at run time
+// makes them unknown.
+func cdTool(c *call) {
+	c.class(Read, c.name+" changes directory")
+	_, pos := opts(c.args)
+	switch {
+	case len(pos) == 0:
+		c.a.cwd = Home
+	case !pos[0].static && !strings.HasPrefix(pos[0].s, "$HOME") && !strings.HasPrefix(pos[0].s, "${HOME}") || pos[0].s == "-":
+		c.a.cwd = ""
+	default:
+		if p := c.a.resolve(pos[0]); strings.HasPrefix(p, "/") {
+			c.a.cwd = p
+		} else {
+			c.a.cwd = ""
+		}
 	}
 }
