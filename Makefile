@@ -16,7 +16,7 @@ build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/airlock
 
 lint: setup
-	@echo "== gofmt"; out=$$(gofmt -l cmd internal); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	@echo "== gofmt"; out=$$(gofmt -l cmd internal sdk); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	@echo "== go vet"; $(GO) vet $(PKGS)
 	@echo "== staticcheck"; $$($(GO) env GOPATH)/bin/staticcheck $(PKGS)
 
@@ -25,14 +25,17 @@ lint: setup
 # fuzz target for a short fixed time.
 test: lint build
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=250000x
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=250000x POLICY_FUZZTIME=50000x
 
 # An execution count, not a duration: Go 1.26's fuzz coordinator can report
 # "context deadline exceeded" at the end of a -fuzztime duration with no
 # finding at all (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 1000000x
+# The classifier runs each input twice through a shell parser: slower per input.
+POLICY_FUZZTIME ?= 200000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./internal/seccomp/
+	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(POLICY_FUZZTIME) ./internal/policy/
 
 # Benchmarks with their peers in the same run; numbers go in issue notes.
 bench: setup build
@@ -40,6 +43,7 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 300x ./internal/runtime/native/
 	$(GO) test -run '^$$' -bench 'IdleMemory' -benchtime 1x ./internal/runtime/native/
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run TestBenchAPI ./internal/api/ | grep BENCH
+	$(GO) test -run '^$$' -bench 'Classify' -benchtime 20000x ./internal/policy/
 
 demo: setup build
 	./scripts/demo.sh

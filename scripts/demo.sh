@@ -70,7 +70,17 @@ set +e
 tk test "$id"
 tk exec "$id" -- cat calc.sh
 tk exec "$id" -- sed -i 's/\$1 - \$2/\$1 + \$2/' calc.sh
+echo "# the policy decides before anything reaches the sandbox:"
+tk exec "$id" -- cat .env
 tk exec "$id" -- sh -c 'echo "notes" > NOTES.txt'
+echo "# a destructive command is held for a human; an operator approves it (narrowly, for 10m):"
+(
+  for _ in $(seq 100); do ap=$("$AIRLOCK" approvals 2>/dev/null | awk '/^ap-/{print $1; exit}'); [ -n "$ap" ] && break; sleep 0.1; done
+  printf '$ airlock approvals\n'; "$AIRLOCK" approvals
+  printf '$ airlock approve %s --for 10m\n' "$ap"; "$AIRLOCK" approve "$ap" --for 10m --reason "demo: removing a stray file is fine"
+) &
+tk exec "$id" -- rm -f old.sh
+wait $!
 tk test "$id"
 set -e
 tk diff --stat "$id"

@@ -33,6 +33,12 @@ const (
 	CodeLimitExceeded = "limit_exceeded"
 	CodeUnsupported   = "unsupported"
 	CodeInternal      = "internal"
+	// The policy's refusals: a command denied by policy or by a human, one
+	// held for approval (not waited for), one not approved in time.
+	CodePolicyDenied    = "policy_denied"
+	CodeApprovalDenied  = "approval_denied"
+	CodeApprovalPending = "approval_pending"
+	CodeApprovalTimeout = "approval_timeout"
 )
 
 // Error is an error answered by the daemon, or a request the client
@@ -47,6 +53,10 @@ type Error struct {
 	Code string
 	// Message is one line, safe to show.
 	Message string
+	// Rules names the policy rules that stopped a command; ApprovalID the
+	// approval it is held for (or was refused by).
+	Rules      []string
+	ApprovalID string
 }
 
 func (e *Error) Error() string {
@@ -82,6 +92,20 @@ func IsLimitExceeded(err error) bool { return isCode(err, CodeLimitExceeded) }
 // IsUnsupported reports whether err is an unsupported error.
 func IsUnsupported(err error) bool { return isCode(err, CodeUnsupported) }
 
+// IsPolicyDenied reports whether the policy, or a human asked by it,
+// refused a command.
+func IsPolicyDenied(err error) bool {
+	return isCode(err, CodePolicyDenied) || isCode(err, CodeApprovalDenied)
+}
+
+// IsApprovalPending reports whether a command is held for a human; the
+// error's ApprovalID names the approval.
+func IsApprovalPending(err error) bool { return isCode(err, CodeApprovalPending) }
+
+// IsApprovalTimeout reports whether a held command was not approved in
+// time.
+func IsApprovalTimeout(err error) bool { return isCode(err, CodeApprovalTimeout) }
+
 func invalidf(format string, args ...any) *Error {
 	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
 }
@@ -95,6 +119,7 @@ var statusCodes = map[int]string{
 	http.StatusRequestEntityTooLarge: CodeLimitExceeded,
 	http.StatusTooManyRequests:       CodeLimitExceeded,
 	http.StatusNotImplemented:        CodeUnsupported,
+	http.StatusRequestTimeout:        CodeApprovalTimeout,
 }
 
 func codeStatus(code string) int {
@@ -113,6 +138,7 @@ type options struct {
 	socket  string
 	baseURL string
 	apiKey  string
+	actor   string
 	hc      *http.Client
 	timeout time.Duration
 }
@@ -124,6 +150,10 @@ func WithSocket(path string) Option { return func(o *options) { o.socket = path 
 // WithBaseURL talks to the daemon over TCP at u ("https://host:port"),
 // instead of a unix socket. The API's /v1 paths are appended to u.
 func WithBaseURL(u string) Option { return func(o *options) { o.baseURL = u } }
+
+// WithActor names the person behind the requests (X-Airlock-Actor), for
+// the record of approvals and overrides made on the unix socket.
+func WithActor(name string) Option { return func(o *options) { o.actor = name } }
 
 // WithAPIKey sends "Authorization: Bearer key" with every request.
 func WithAPIKey(key string) Option { return func(o *options) { o.apiKey = key } }
@@ -145,6 +175,7 @@ type Client struct {
 	base    string // scheme://host[/prefix], no trailing slash
 	where   string // the socket path or base URL, for messages
 	apiKey  string
+	actor   string
 	timeout time.Duration
 }
 
@@ -163,7 +194,7 @@ func New(opts ...Option) (*Client, error) {
 	if strings.ContainsAny(o.apiKey, "\r\n") {
 		return nil, errors.New("sdk: the API key contains a line break")
 	}
-	c := &Client{apiKey: o.apiKey, timeout: o.timeout}
+	c := &Client{apiKey: o.apiKey, actor: o.actor, timeout: o.timeout}
 	var tr *http.Transport
 	if o.baseURL != "" {
 		u, err := url.Parse(o.baseURL)
@@ -310,6 +341,9 @@ func (c *Client) request(ctx context.Context, method, path string, query url.Val
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
+	if c.actor != "" {
+		req.Header.Set("X-Airlock-Actor", c.actor)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		defer done()
@@ -351,12 +385,14 @@ func readError(resp *http.Response) *Error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &Error{Status: resp.StatusCode}
 	var w struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code       string   `json:"code"`
+		Message    string   `json:"message"`
+		Rules      []string `json:"rules"`
+		ApprovalID string   `json:"approval_id"`
 	}
 	isJSON := json.Unmarshal(b, &w) == nil
 	if isJSON {
-		e.Code, e.Message = w.Code, oneLine(w.Message)
+		e.Code, e.Message, e.Rules, e.ApprovalID = w.Code, oneLine(w.Message), w.Rules, w.ApprovalID
 	}
 	if e.Code == "" {
 		e.Code = statusCodes[resp.StatusCode]
@@ -551,7 +587,8 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest, stdout, s
 	if req.OutputLimit < 0 {
 		return nil, invalidf("negative output limit %d", req.OutputLimit)
 	}
-	w := execWire{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit}
+	w := execWire{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit,
+		ApprovalWaitSeconds: req.approvalWire()}
 	if req.Stdin != nil {
 		b, err := io.ReadAll(io.LimitReader(req.Stdin, MaxStdin+1))
 		if err != nil {
@@ -786,7 +823,8 @@ func (c *Client) ExecBackground(ctx context.Context, id string, req ExecRequest,
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return nil, invalidf("no command given")
 	}
-	w := execWire{Background: true, StdinOpen: len(openStdin) > 0 && openStdin[0], Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit}
+	w := execWire{Background: true, StdinOpen: len(openStdin) > 0 && openStdin[0], Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit,
+		ApprovalWaitSeconds: req.approvalWire()}
 	if req.Stdin != nil {
 		b, err := io.ReadAll(io.LimitReader(req.Stdin, MaxStdin+1))
 		if err != nil {

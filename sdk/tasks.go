@@ -21,6 +21,9 @@ type TaskRequest struct {
 	Limits   Limits   `json:"limits"`
 	// TTL destroys the task's sandbox after this long (whole seconds); 0: none.
 	TTL time.Duration `json:"-"`
+	// Policy is the task's policy layer over the daemon's (its Scope is
+	// merged with Scope above). Over TCP it may only tighten.
+	Policy *PolicyLayer `json:"policy,omitempty"`
 }
 
 // TestRun is one run of a task's test command.

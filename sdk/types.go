@@ -81,6 +81,11 @@ type Sandbox struct {
 	// Stopped is zero while the sandbox runs.
 	Stopped    time.Time `json:"stopped,omitzero"`
 	StopReason string    `json:"stop_reason,omitempty"` // Stop* constants
+	// Policy is the version of the sandbox's effective policy;
+	// PolicySources the layers that made it (defaults, file, template,
+	// task or sandbox).
+	Policy        string   `json:"policy,omitempty"`
+	PolicySources []string `json:"policy_sources,omitempty"`
 }
 
 // CreateRequest describes a sandbox to create. Every field is optional.
@@ -93,9 +98,13 @@ type CreateRequest struct {
 	Labels map[string]string
 	// Env is the base environment ("K=V") of every command in the sandbox.
 	Env []string
+	// Policy is the sandbox's own policy layer over the daemon's. Over TCP
+	// it may only tighten.
+	Policy *PolicyLayer
 }
 
 type createWire struct {
+	Policy     *PolicyLayer      `json:"policy,omitempty"`
 	Template   string            `json:"template,omitempty"`
 	Limits     *Limits           `json:"limits,omitempty"`
 	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
@@ -108,7 +117,7 @@ func (r CreateRequest) MarshalJSON() ([]byte, error) {
 	if r.TTL < 0 {
 		return nil, invalidf("negative TTL %s", r.TTL)
 	}
-	w := createWire{Template: r.Template, TTLSeconds: ceilDiv(r.TTL, time.Second), Labels: r.Labels, Env: r.Env}
+	w := createWire{Template: r.Template, TTLSeconds: ceilDiv(r.TTL, time.Second), Labels: r.Labels, Env: r.Env, Policy: r.Policy}
 	if r.Limits != (Limits{}) {
 		l := r.Limits
 		w.Limits = &l
@@ -135,17 +144,37 @@ type ExecRequest struct {
 	// OutputLimit caps each of stdout and stderr as the daemon stores and
 	// streams them; 0: the daemon's default (16 MiB).
 	OutputLimit int64
+	// ApprovalWait is how long a command the policy holds for a human
+	// waits for the decision (rounded up to seconds; 0: the daemon's
+	// default). With NoApprovalWait it does not wait: the call fails at
+	// once with IsApprovalPending and the approval's id, and the command
+	// can be sent again once approved.
+	ApprovalWait   time.Duration
+	NoApprovalWait bool
+}
+
+func (r *ExecRequest) approvalWire() *int64 {
+	switch {
+	case r.NoApprovalWait:
+		n := int64(0)
+		return &n
+	case r.ApprovalWait > 0:
+		n := ceilDiv(r.ApprovalWait, time.Second)
+		return &n
+	}
+	return nil
 }
 
 type execWire struct {
-	Background  bool     `json:"background,omitempty"`
-	StdinOpen   bool     `json:"stdin_open,omitempty"`
-	Argv        []string `json:"argv"`
-	Env         []string `json:"env,omitempty"`
-	Cwd         string   `json:"cwd,omitempty"`
-	TimeoutMS   int64    `json:"timeout_ms,omitempty"`
-	Stdin       []byte   `json:"stdin,omitempty"` // base64
-	OutputLimit int64    `json:"output_limit,omitempty"`
+	ApprovalWaitSeconds *int64   `json:"approval_wait_seconds,omitempty"`
+	Background          bool     `json:"background,omitempty"`
+	StdinOpen           bool     `json:"stdin_open,omitempty"`
+	Argv                []string `json:"argv"`
+	Env                 []string `json:"env,omitempty"`
+	Cwd                 string   `json:"cwd,omitempty"`
+	TimeoutMS           int64    `json:"timeout_ms,omitempty"`
+	Stdin               []byte   `json:"stdin,omitempty"` // base64
+	OutputLimit         int64    `json:"output_limit,omitempty"`
 }
 
 // ExitStatus is how a command ended. Durations are nanoseconds in JSON.
@@ -189,6 +218,8 @@ type Exec struct {
 	// Error says why the command failed to start or run ("code: message"),
 	// if it did.
 	Error string `json:"error,omitempty"`
+	// Policy is the policy's decision on the command.
+	Policy *ExecPolicy `json:"policy,omitempty"`
 }
 
 // UnmarshalJSON accepts the record's "error" as either a string or an

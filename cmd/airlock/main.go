@@ -25,6 +25,11 @@ func verbs() []verb {
 		{"serve", "run the daemon: the API on a unix socket, persistent sandboxes", cmdServe},
 		{"sandbox", "manage long-lived sandboxes through the daemon (create, ls, get, exec, rm, ...)", cmdSandbox},
 		{"apikey", "manage API keys for TCP clients of the daemon", cmdAPIKey},
+		{"policy", "explain the policy's decision on a command; print the default policy", cmdPolicy},
+		{"approvals", "list commands the policy held for a human", cmdApprovals},
+		{"approve", "let a held command run (a narrow, expiring grant)", cmdApprove},
+		{"deny", "refuse a held command, with a reason the agent sees", cmdDeny},
+		{"breakglass", "override one sandbox's policy for a bounded time (loudly recorded)", cmdBreakGlass},
 		{"task", "the review workflow: a repository at a commit in a sandbox, tests, patch", cmdTask},
 		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", cmdReap},
 		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println("airlock", version); return 0 }},
@@ -36,7 +41,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, v := range verbs() {
-		fmt.Fprintf(w, "  %-8s %s\n", v.name, v.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", v.name, v.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'airlock <command> --help' for a command's flags.")

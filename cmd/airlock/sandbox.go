@@ -204,7 +204,18 @@ func (c *sandboxCmd) errorf(format string, args ...any) {
 }
 
 func (c *sandboxCmd) client() (*sdk.Client, error) {
-	return sdk.New(sdk.WithSocket(c.socket))
+	return sdk.New(sdk.WithSocket(c.socket), sdk.WithActor(actorName()))
+}
+
+// actorName is the person running the CLI, for the daemon's record of
+// approvals and overrides.
+func actorName() string {
+	for _, k := range []string{"SUDO_USER", "USER", "LOGNAME"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -685,6 +696,8 @@ func sandboxExec(args []string, stdout, stderr io.Writer) int {
 	c.fs.BoolVar(&useStdin, "stdin", false, "send this process's stdin to CMD (read to its end first; at most 16M)")
 	c.fs.Var(sizeFlag{&req.OutputLimit}, "output-limit", "cap on each of stdout and stderr (default: the daemon's, 16M)")
 	background := c.fs.Bool("background", false, "start CMD and return: print its exec id (see 'execs', 'output', 'kill')")
+	c.fs.DurationVar(&req.ApprovalWait, "approval-wait", 0, "if the policy holds CMD for approval, wait this long for it (default: the daemon's)")
+	c.fs.BoolVar(&req.NoApprovalWait, "no-approval-wait", false, "if the policy holds CMD, fail at once (exit 126) and print the approval id")
 
 	// Without "--", flags stop at ID and the rest is CMD, so that CMD's own
 	// flags are left alone.
@@ -771,6 +784,13 @@ func sandboxExec(args []string, stdout, stderr io.Writer) int {
 // conventional status (127, 126); anything else is airlock's failure: 125.
 func (c *sandboxCmd) execFailed(ctx context.Context, cl *sdk.Client, id string, argv []string, err error) int {
 	c.errorf("%v", err)
+	if sdk.IsPolicyDenied(err) || sdk.IsApprovalPending(err) || sdk.IsApprovalTimeout(err) {
+		var e *sdk.Error
+		if errors.As(err, &e) && e.ApprovalID != "" && sdk.IsApprovalPending(err) {
+			c.errorf("an operator decides with 'airlock approve %s' or 'airlock deny %s --reason TEXT'; then run it again", e.ApprovalID, e.ApprovalID)
+		}
+		return 126 // not permitted: nothing ran
+	}
 	var e *sdk.Error
 	if !errors.As(err, &e) || e.Status == 0 || (e.Code != sdk.CodeNotFound && e.Code != sdk.CodeInvalid) {
 		return 125

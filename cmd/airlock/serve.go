@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/api"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -44,6 +45,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	db := fs.String("db", "", "SQLite database (default DATA-DIR/airlock.db)")
 	maxLife := fs.Duration("max-lifetime", 24*time.Hour, "longest a sandbox may live (its default TTL); 0: unbounded")
 	listen := fs.String("listen", "", "also serve on this TCP `ADDR` (host:port), API key required (see 'airlock apikey')")
+	policyFile := fs.String("policy", "", "policy `FILE` (YAML; see 'airlock policy default'); default: the built-in policy")
+	approvalWait := fs.Duration("approval-wait", manager.DefaultApprovalWait, "how long a command held for approval waits by default")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code
 	}
@@ -58,14 +61,26 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock serve: --max-lifetime %s: must not be negative\n", *maxLife)
 		return 2
 	}
-	if err := serve(*socket, *listen, *stateDir, *dataDir, *db, *maxLife, stderr); err != nil {
+	if *approvalWait <= 0 || *approvalWait > manager.MaxApprovalWait {
+		fmt.Fprintf(stderr, "airlock serve: --approval-wait %s: more than 0 and at most %s\n", *approvalWait, manager.MaxApprovalWait)
+		return 2
+	}
+	var pol *policy.File
+	if *policyFile != "" {
+		var err error
+		if pol, err = manager.LoadPolicyFile(*policyFile); err != nil {
+			fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+			return 2
+		}
+	}
+	if err := serve(*socket, *listen, *stateDir, *dataDir, *db, *maxLife, pol, *approvalWait, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Duration, stderr io.Writer) error {
+func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Duration, pol *policy.File, approvalWait time.Duration, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -96,7 +111,8 @@ func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Durati
 	}
 	defer st.Close()
 	ctx := context.Background()
-	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife, Logf: logf})
+	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife,
+		Policy: pol, ApprovalWait: approvalWait, Logf: logf})
 	if err != nil {
 		return err
 	}

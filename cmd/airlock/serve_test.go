@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/sdk"
 )
+
+const allowAllPolicy = "classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow}\noutside_scope: allow\n"
 
 // daemonProc is a real `airlock serve` process of an env.
 type daemonProc struct {
@@ -30,6 +33,14 @@ type daemonProc struct {
 func (e *env) startDaemon(t *testing.T, extra ...string) *daemonProc {
 	t.Helper()
 	sock := filepath.Join(filepath.Dir(e.state), "airlock.sock")
+	if !slices.Contains(extra, "--policy") {
+		// These tests are of the daemon, not of its policy (policy_test.go).
+		pf := filepath.Join(filepath.Dir(e.state), "allow-all.yaml")
+		if err := os.WriteFile(pf, []byte(allowAllPolicy), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, "--policy", pf)
+	}
 	c := e.cmd(append([]string{"serve", "--socket", sock}, extra...)...)
 	d := &daemonProc{cmd: c, sock: sock, log: &bytes.Buffer{}}
 	c.Stderr = d.log
@@ -280,18 +291,20 @@ func TestTaskCLIAgainstDaemon(t *testing.T) {
 	if _, _, code := e.run("", "task", "test", sock, id); code != 1 {
 		t.Errorf("test before the change: exit %d, want 1", code)
 	}
-	if _, errOut, code := e.run("", "task", "exec", id, sock, "--", "/bin/sh", "-c", "echo two > f.txt; echo x > other.txt"); code != 0 {
+	// other.txt is outside the scope: the sandbox refuses the write even
+	// though this daemon's policy lets the command through
+	if _, errOut, code := e.run("", "task", "exec", id, sock, "--", "/bin/sh", "-c", "echo two > f.txt; echo x > other.txt"); code != 2 || !strings.Contains(errOut, "Permission denied") {
 		t.Fatalf("exec: %d %q", code, errOut)
 	}
 	if _, errOut, code := e.run("", "task", "test", sock, id); code != 0 || !strings.Contains(errOut, "tests passed") {
 		t.Errorf("test after the change: %d %q", code, errOut)
 	}
 	out, errOut, code = e.run("", "task", "diff", sock, id)
-	if code != 0 || !strings.Contains(out, "+two") || !strings.Contains(errOut, "outside the task's scope: other.txt") {
+	if code != 0 || !strings.Contains(out, "+two") || strings.Contains(out, "other.txt") || strings.Contains(errOut, "outside the task's scope") {
 		t.Errorf("diff: %d %q %q", code, out, errOut)
 	}
 	out, errOut, code = e.run("", "task", "finish", sock, id)
-	if code != 0 || !strings.Contains(out, "tests passed, 2 files changed (1 outside the scope)") {
+	if code != 0 || !strings.Contains(out, "tests passed, 1 files changed") {
 		t.Fatalf("finish: %d %q %q", code, out, errOut)
 	}
 	if _, errOut, code := e.run("", "task", "diff", sock, id); code != 1 || !strings.Contains(errOut, "conflict") {
@@ -383,5 +396,47 @@ func TestServeTCPWithAPIKeys(t *testing.T) {
 	}
 	if code, _ := get("/v1/sandboxes", map[string]string{"Authorization": "Bearer " + key}); code != 401 {
 		t.Errorf("revoked key: %d", code)
+	}
+}
+
+// The policy through the CLI, against a real daemon with the default
+// policy: a denial, a held command, its approval, and the grant.
+func TestPolicyCLIAgainstDaemon(t *testing.T) {
+	e := newEnv(t)
+	pf := filepath.Join(filepath.Dir(e.state), "default.yaml")
+	if out, _, code := e.run("", "policy", "default"); code != 0 || os.WriteFile(pf, []byte(out), 0o644) != nil {
+		t.Fatalf("policy default: %d", code)
+	}
+	d := e.startDaemon(t, "--policy", pf)
+	sock := "--socket=" + d.sock
+	out, _, code := e.run("", "sandbox", "create", sock)
+	id := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("create: %d", code)
+	}
+	if _, errOut, code := e.run("", "sandbox", "exec", sock, id, "--", "cat", "/workspace/.env"); code != 126 || !strings.Contains(errOut, "policy_denied") || !strings.Contains(errOut, "class:secret") {
+		t.Fatalf("denied: %d %q", code, errOut)
+	}
+	_, errOut, code := e.run("", "sandbox", "exec", sock, "--no-approval-wait", id, "--", "rm", "-rf", "/workspace/old")
+	if code != 126 || !strings.Contains(errOut, "airlock approve ap-") {
+		t.Fatalf("held: %d %q", code, errOut)
+	}
+	apID := errOut[strings.Index(errOut, "airlock approve ")+len("airlock approve "):]
+	apID = apID[:strings.IndexAny(apID, " '")]
+	out, _, code = e.run("", "approvals", sock)
+	if code != 0 || !strings.Contains(out, apID) || !strings.Contains(out, "rm -rf /workspace/old") || !strings.Contains(out, "destructive") {
+		t.Fatalf("approvals: %d %q", code, out)
+	}
+	if out, errOut, code := e.run("", "approve", sock, "--for", "10m", apID); code != 0 || !strings.Contains(out, "approved "+apID) {
+		t.Fatalf("approve: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := e.run("", "sandbox", "exec", sock, "--no-approval-wait", id, "--", "rm", "-rf", "/workspace/old"); code != 0 {
+		t.Fatalf("granted: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "deny", sock, apID); code != 2 || !strings.Contains(errOut, "--reason is required") {
+		t.Fatalf("deny without reason: %d %q", code, errOut)
+	}
+	if out, _, code := e.run("", "policy", "check", "--policy", pf, "--", "git push --force origin main"); code != 3 || !strings.Contains(out, "no-force-push") {
+		t.Fatalf("policy check: %d %q", code, out)
 	}
 }

@@ -69,18 +69,32 @@ func New(m *manager.Manager, h Health) *Server {
 	s.filesRoutes()
 	s.taskRoutes()
 	s.keyRoutes()
+	s.policyRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
 	})
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isRemote(r) {
+		// The socket's caller is the operator; the CLI names the person.
+		who := "operator"
+		if u := r.Header.Get("X-Airlock-Actor"); u != "" && len(u) <= 64 && !strings.ContainsAny(u, "\r\n\x00") {
+			who += ":" + u
+		}
+		r = r.WithContext(manager.WithActor(r.Context(), who))
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
-// Error is the JSON body of every error answer.
+// Error is the JSON body of every error answer. A command the policy
+// stopped also names the rules that did and, when held, its approval.
 type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code       string   `json:"code"`
+	Message    string   `json:"message"`
+	Rules      []string `json:"rules,omitempty"`
+	ApprovalID string   `json:"approval_id,omitempty"`
 }
 
 // statusFor maps an error kind to its HTTP status: the one place this is
@@ -99,6 +113,12 @@ func statusFor(kind string) int {
 		return http.StatusTooManyRequests
 	case "unsupported":
 		return http.StatusNotImplemented
+	case "pending":
+		// Not an acceptance: nothing ran. The code (approval_pending) and
+		// approval_id say what to wait for before retrying.
+		return http.StatusForbidden
+	case "timeout":
+		return http.StatusRequestTimeout
 	}
 	return http.StatusInternalServerError
 }
@@ -110,6 +130,11 @@ func writeError(w http.ResponseWriter, err error) {
 	if errors.As(err, &mbe) {
 		kind, status = "limit_exceeded", http.StatusRequestEntityTooLarge
 	}
+	var pe *manager.PolicyError
+	if errors.As(err, &pe) {
+		writeJSON(w, status, Error{Code: pe.Code, Message: oneLine(pe.Message), Rules: pe.Rules, ApprovalID: pe.Approval})
+		return
+	}
 	writeJSON(w, status, Error{Code: kind, Message: oneLine(message(err))})
 }
 
@@ -117,7 +142,7 @@ func writeError(w http.ResponseWriter, err error) {
 // which the code field already says.
 func message(err error) string {
 	msg := err.Error()
-	for _, k := range []error{errdefs.ErrNotFound, errdefs.ErrConflict, errdefs.ErrDenied, errdefs.ErrLimitExceeded, errdefs.ErrUnsupported, errdefs.ErrInvalid} {
+	for _, k := range []error{errdefs.ErrNotFound, errdefs.ErrConflict, errdefs.ErrDenied, errdefs.ErrLimitExceeded, errdefs.ErrUnsupported, errdefs.ErrInvalid, errdefs.ErrPending, errdefs.ErrTimeout} {
 		if errors.Is(err, k) {
 			msg = strings.TrimSuffix(msg, ": "+k.Error())
 		}
@@ -185,6 +210,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	req.TightenOnly = isRemote(r)
 	sb, err := s.m.Create(r.Context(), req)
 	if err != nil {
 		writeError(w, err)
@@ -273,6 +299,21 @@ type ExecRequest struct {
 	TimeoutMS   int64    `json:"timeout_ms,omitempty"`
 	Stdin       string   `json:"stdin,omitempty"` // base64
 	OutputLimit int64    `json:"output_limit,omitempty"`
+	// ApprovalWaitSeconds: how long a command the policy holds waits for a
+	// human (absent: the daemon's default; 0: answer 403 approval_pending
+	// at once, with the approval's id; retry the command once approved).
+	ApprovalWaitSeconds *int64 `json:"approval_wait_seconds,omitempty"`
+}
+
+func (req *ExecRequest) approval() (time.Duration, bool, error) {
+	if req.ApprovalWaitSeconds == nil {
+		return 0, false, nil
+	}
+	n := *req.ApprovalWaitSeconds
+	if n < 0 || time.Duration(n)*time.Second > manager.MaxApprovalWait {
+		return 0, false, fmt.Errorf("approval_wait_seconds: 0 to %d: %w", int64(manager.MaxApprovalWait/time.Second), errdefs.ErrInvalid)
+	}
+	return time.Duration(n) * time.Second, n == 0, nil
 }
 
 // Event is one line of the exec stream.
@@ -352,6 +393,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("timeout_ms and output_limit must not be negative: %w", errdefs.ErrInvalid))
 		return
 	}
+	wait, noWait, err := req.approval()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	var stdin io.Reader
 	if req.Stdin != "" {
 		b, err := base64.StdEncoding.DecodeString(req.Stdin)
@@ -369,7 +415,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		var pid int
 		execID, _, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
 			Background: true, OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
-			Stdin: stdin, OutputLimit: req.OutputLimit,
+			Stdin: stdin, OutputLimit: req.OutputLimit, ApprovalWait: wait, NoWait: noWait,
 		}, func(_ string, p int) { pid = p }, nil, nil)
 		if err != nil {
 			writeError(w, err)
@@ -383,7 +429,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	_, status, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
 		OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
 		Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
-		Stdin: stdin, OutputLimit: req.OutputLimit,
+		Stdin: stdin, OutputLimit: req.OutputLimit, ApprovalWait: wait, NoWait: noWait,
 	}, func(execID string, pid int) {
 		st.send(Event{Type: "start", ExecID: execID, PID: pid})
 	}, streamWriter{st, "stdout"}, streamWriter{st, "stderr"})

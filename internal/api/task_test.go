@@ -83,9 +83,15 @@ func TestTaskWorkflow(t *testing.T) {
 	if passed, out := d.testTask(task.ID); passed || !strings.Contains(out, "FAIL") {
 		t.Errorf("tests before the fix: passed=%v %q", passed, out)
 	}
-	// the agent fixes the code, writes outside its scope, and even tries to
-	// forge history in its .git: the host's diff is from the files alone
-	d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", `sed -i 's/-/+/' src/calc.sh && echo new > src/added.txt && echo sneaky > outside.txt && git -c user.name=x -c user.email=x@x commit -qam forged && git update-ref refs/heads/main HEAD`}})
+	// the agent fixes the code and even tries to forge history in its
+	// .git: the host's diff is from the files alone
+	d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", `sed -i 's/-/+/' src/calc.sh && echo new > src/added.txt && git -c user.name=x -c user.email=x@x commit -qam forged && git update-ref refs/heads/main HEAD`}})
+	// a write outside the scope fails inside the sandbox, whatever the
+	// host's policy let through (this daemon's policy allows everything)
+	_, events, _ = d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "echo sneaky > outside.txt; echo x > README"}})
+	if _, errOut, ex := collect(events); ex == nil || ex.Status == nil || ex.Status.Code == 0 || strings.Count(errOut, "Permission denied") != 2 {
+		t.Errorf("out-of-scope writes: %+v %q", ex, errOut)
+	}
 	if passed, out := d.testTask(task.ID); !passed || !strings.Contains(out, "PASS") {
 		t.Errorf("tests after the fix: passed=%v %q", passed, out)
 	}
@@ -93,17 +99,17 @@ func TestTaskWorkflow(t *testing.T) {
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 {
 		t.Fatalf("diff: %d", code)
 	}
-	if !strings.Contains(diff.Patch, "-echo $(( $1 - $2 ))") || !strings.Contains(diff.Patch, "+echo $(( $1 + $2 ))") || !strings.Contains(diff.Patch, "outside.txt") {
+	if !strings.Contains(diff.Patch, "-echo $(( $1 - $2 ))") || !strings.Contains(diff.Patch, "+echo $(( $1 + $2 ))") || strings.Contains(diff.Patch, "outside.txt") {
 		t.Errorf("patch:\n%s", diff.Patch)
 	}
 	files := map[string]manager.ChangedFile{}
 	for _, f := range diff.Files {
 		files[f.Path] = f
 	}
-	if files["src/calc.sh"].Status != "modified" || !files["src/calc.sh"].InScope || files["src/added.txt"].Status != "added" || files["outside.txt"].InScope || len(files) != 3 {
+	if files["src/calc.sh"].Status != "modified" || !files["src/calc.sh"].InScope || files["src/added.txt"].Status != "added" || len(files) != 2 {
 		t.Errorf("changed files: %+v", diff.Files)
 	}
-	if len(diff.OutOfScope) != 1 || diff.OutOfScope[0] != "outside.txt" {
+	if len(diff.OutOfScope) != 0 {
 		t.Errorf("out of scope: %v", diff.OutOfScope)
 	}
 	// the patch applies to the base commit on the host

@@ -27,6 +27,7 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 	}
 	// A remote client may not make the daemon (root) read the host's
 	// repositories or use its ssh keys: only public network URLs.
+	req.TightenOnly = isRemote(r)
 	if isRemote(r) {
 		lower := strings.ToLower(req.Repo)
 		if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "git://") {

@@ -17,6 +17,10 @@ var (
 	ErrLimitExceeded = errors.New("limit exceeded")
 	ErrUnsupported   = errors.New("unsupported")
 	ErrInvalid       = errors.New("invalid argument")
+	// ErrPending: the request waits for a human (an approval).
+	ErrPending = errors.New("pending approval")
+	// ErrTimeout: a wait ran out (an approval nobody gave in time).
+	ErrTimeout = errors.New("timed out")
 )
 
 // Kind returns the name of the first kind err wraps, or "internal".
@@ -36,6 +40,10 @@ func Kind(err error) string {
 		return "unsupported"
 	case errors.Is(err, ErrInvalid):
 		return "invalid"
+	case errors.Is(err, ErrPending):
+		return "pending"
+	case errors.Is(err, ErrTimeout):
+		return "timeout"
 	}
 	return "internal"
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -53,7 +54,14 @@ type Config struct {
 	TaskDir string
 	// StoredOutput caps the bytes kept per stream per exec; 0: default.
 	StoredOutput int64
-	Logf         func(format string, args ...any)
+	// Policy is the daemon's policy file; nil: the built-in defaults.
+	Policy *policy.File
+	// ApprovalWait is how long a held exec waits for a human by default
+	// (0: DefaultApprovalWait).
+	ApprovalWait time.Duration
+	// Now is the clock (nil: time.Now); tests move it.
+	Now  func() time.Time
+	Logf func(format string, args ...any)
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -63,7 +71,10 @@ type Manager struct {
 	mu      sync.Mutex
 	live    map[string]*liveSandbox
 	running map[string]*runningExec // by exec id
+	waiters map[string]chan string  // held execs by approval id
 }
+
+func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
 
 type liveSandbox struct {
 	sb   runtime.Sandbox
@@ -71,6 +82,11 @@ type liveSandbox struct {
 	ttl  *time.Timer
 	spec runtime.Spec // as created: Reset starts over from it
 	seed string       // snapshot seed restored at create (and reset)
+	// pol is the sandbox's effective policy; taskID its task, if any;
+	// scope the write scope applied inside it (again after a reset).
+	pol    *policy.Policy
+	taskID string
+	scope  []string
 }
 
 // New makes a manager. Sandboxes the store still lists as running died
@@ -85,6 +101,12 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ApprovalWait <= 0 {
+		cfg.ApprovalWait = DefaultApprovalWait
+	}
 	ids, err := cfg.Store.MarkRunningStopped(ctx, StopLost, time.Now().UTC())
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
@@ -92,7 +114,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if len(ids) > 0 {
 		cfg.Logf("%d sandboxes of a previous daemon were lost: %s", len(ids), strings.Join(ids, " "))
 	}
-	return &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}}, nil
+	return &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}, nil
 }
 
 // Sandbox is a sandbox as the API shows it.
@@ -109,12 +131,17 @@ type Sandbox struct {
 	Expires         *time.Time        `json:"expires,omitempty"`
 	Stopped         *time.Time        `json:"stopped,omitempty"`
 	StopReason      string            `json:"stop_reason,omitempty"`
+	// Policy is the version of the sandbox's effective policy, and the
+	// layers that made it.
+	Policy        string   `json:"policy,omitempty"`
+	PolicySources []string `json:"policy_sources,omitempty"`
 }
 
 // specRecord is what the store keeps of a sandbox's spec.
 type specRecord struct {
 	Limits   runtime.Limits `json:"limits"`
 	EnvNames []string       `json:"env_names,omitempty"`
+	Policy   *policy.Policy `json:"policy,omitempty"`
 }
 
 func view(rec *store.Sandbox) *Sandbox {
@@ -125,6 +152,9 @@ func view(rec *store.Sandbox) *Sandbox {
 	var sp specRecord
 	if json.Unmarshal(rec.Spec, &sp) == nil {
 		v.Limits = sp.Limits
+		if sp.Policy != nil {
+			v.Policy, v.PolicySources = sp.Policy.Version(), sp.Policy.Sources
+		}
 	}
 	_ = json.Unmarshal(rec.Isolation, &v.Isolation)
 	return v
@@ -137,6 +167,12 @@ type CreateRequest struct {
 	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Env        []string          `json:"env,omitempty"`
+	// Policy is the sandbox's own policy layer, over the daemon's.
+	Policy *policy.Layer `json:"policy,omitempty"`
+	// TightenOnly refuses a Policy that relaxes the daemon's (set for
+	// callers that are agents, not operators).
+	TightenOnly bool `json:"-"`
+	taskID      string
 }
 
 func envNames(env []string) []string {
@@ -197,6 +233,14 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	} else {
 		return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)
 	}
+	source := "sandbox"
+	if req.taskID != "" {
+		source = "task"
+	}
+	pol, err := m.sandboxPolicy(tplName, req.Policy, req.TightenOnly, source)
+	if err != nil {
+		return nil, err
+	}
 	spec.Env, spec.Limits = req.Env, req.Limits
 	sb, err := m.cfg.Backend.Create(ctx, spec)
 	if err != nil {
@@ -209,7 +253,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		}
 	}
 	info := sb.Info()
-	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env)})
+	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
 	isoJSON, _ := json.Marshal(info.Isolation)
 	rec := &store.Sandbox{
 		ID: sb.ID(), State: "running", Backend: m.cfg.Backend.Name(), Template: tplName, TemplateVersion: tplVersion,
@@ -223,7 +267,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = sb.Destroy(context.Background())
 		return nil, fmt.Errorf("record sandbox: %w", err)
 	}
-	ls := &liveSandbox{sb: sb, rec: rec, spec: spec, seed: seed}
+	ls := &liveSandbox{sb: sb, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
 	m.mu.Lock()
 	m.live[rec.ID] = ls
 	m.armTTL(ls)
@@ -421,6 +465,12 @@ type ExecRequest struct {
 	Timeout     time.Duration
 	Stdin       io.Reader
 	OutputLimit int64
+	// A command the policy holds for approval waits ApprovalWait (0:
+	// the daemon's default), or with NoWait fails at once with an
+	// approval_pending error naming the approval.
+	ApprovalWait time.Duration
+	NoWait       bool
+	taskTest     bool
 }
 
 // Exec is an exec record as the API shows it.
@@ -434,6 +484,35 @@ type Exec struct {
 	Ended     *time.Time          `json:"ended,omitempty"`
 	Status    *runtime.ExitStatus `json:"status,omitempty"`
 	Error     string              `json:"error,omitempty"`
+	Policy    *ExecPolicy         `json:"policy,omitempty"`
+}
+
+// ExecPolicy is the policy's decision on an exec, in short.
+type ExecPolicy struct {
+	Action     policy.Action  `json:"action"`
+	Classes    []policy.Class `json:"classes"`
+	Rules      []string       `json:"rules,omitempty"`
+	Reason     string         `json:"reason"`
+	Grant      []string       `json:"grant,omitempty"`
+	BreakGlass string         `json:"break_glass,omitempty"`
+	Version    string         `json:"policy"`
+}
+
+func execPolicyOf(raw json.RawMessage) *ExecPolicy {
+	if raw == nil {
+		return nil
+	}
+	var d policy.Decision
+	if json.Unmarshal(raw, &d) != nil || d.Analysis == nil {
+		return nil
+	}
+	ep := &ExecPolicy{Action: d.Action, Classes: d.Analysis.Classes, Reason: d.Reason, Grant: d.Grant, BreakGlass: d.BreakGlass, Version: d.Policy}
+	for _, m := range d.Matches {
+		if m.Action == d.Action || d.Grant != nil || d.BreakGlass != "" {
+			ep.Rules = appendUniq(ep.Rules, m.Rule)
+		}
+	}
+	return ep
 }
 
 func newExecID() string {
@@ -466,15 +545,30 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err := validEnv(req.Env); err != nil {
 		return "", nil, err
 	}
-	sb, err := m.liveSandbox(ctx, id)
-	if err != nil {
+	if _, err := m.liveSandbox(ctx, id); err != nil {
 		return "", nil, err
 	}
 	cwd := req.Cwd
 	if cwd == "" {
 		cwd = "/workspace"
 	}
-	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: req.Argv, Cwd: cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC()}
+	m.mu.Lock()
+	ls := m.live[id]
+	m.mu.Unlock()
+	if ls == nil {
+		return "", nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	// Policy first: nothing reaches the sandbox before it is allowed.
+	d, err := m.gate(ctx, id, ls, req, cwd)
+	if err != nil {
+		return "", nil, err
+	}
+	sb, err := m.liveSandbox(ctx, id) // a held exec may outlive its sandbox
+	if err != nil {
+		return "", nil, err
+	}
+	dj, _ := json.Marshal(d)
+	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: req.Argv, Cwd: cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
 	if err := m.cfg.Store.PutExec(ctx, rec); err != nil {
 		return "", nil, fmt.Errorf("record exec: %w", err)
 	}
@@ -581,7 +675,8 @@ func (g *gatedWriter) Write(p []byte) (int, error) {
 }
 
 func execView(e *store.Exec) *Exec {
-	v := &Exec{ID: e.ID, SandboxID: e.SandboxID, Argv: e.Argv, Cwd: e.Cwd, EnvNames: e.EnvNames, Started: e.Started, Ended: e.Ended, Error: e.Error}
+	v := &Exec{ID: e.ID, SandboxID: e.SandboxID, Argv: e.Argv, Cwd: e.Cwd, EnvNames: e.EnvNames, Started: e.Started, Ended: e.Ended, Error: e.Error,
+		Policy: execPolicyOf(e.Decision)}
 	if len(e.Status) > 0 {
 		var st runtime.ExitStatus
 		if json.Unmarshal(e.Status, &st) == nil {
@@ -759,6 +854,14 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox %s was stopped during its reset: %w", id, errdefs.ErrConflict)
 	}
 	ls.sb = sb
+	if len(ls.scope) > 0 {
+		// The write scope holds for the sandbox's life, resets included.
+		if err := restrictWrites(ctx, sb, ls.scope); err != nil {
+			m.mu.Unlock()
+			_ = m.Destroy(context.Background(), id)
+			return nil, fmt.Errorf("reset %s: %w", id, err)
+		}
+	}
 	isoJSON, _ := json.Marshal(sb.Info().Isolation)
 	ls.rec.Isolation, ls.rec.State = isoJSON, "running"
 	rec := *ls.rec

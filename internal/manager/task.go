@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/tarball"
@@ -38,6 +39,10 @@ type TaskRequest struct {
 	Template   string         `json:"template,omitempty"`
 	Limits     runtime.Limits `json:"limits"`
 	TTLSeconds int64          `json:"ttl_seconds,omitempty"`
+	// Policy is the task's policy layer over the daemon's; Scope above is
+	// its write scope.
+	Policy      *policy.Layer `json:"policy,omitempty"`
+	TightenOnly bool          `json:"-"`
 }
 
 // taskSpec is the stored, immutable part of a task.
@@ -164,36 +169,6 @@ func newTaskID() string {
 	return "t-" + hex.EncodeToString(b[:])
 }
 
-// globRE turns a scope glob into a regexp: * within a path element, **
-// across elements, ? one character.
-func globRE(g string) (*regexp.Regexp, error) {
-	g = strings.TrimPrefix(g, "/")
-	var b strings.Builder
-	b.WriteString("^")
-	for i := 0; i < len(g); i++ {
-		switch c := g[i]; c {
-		case '*':
-			if i+1 < len(g) && g[i+1] == '*' {
-				i++
-				if i+1 < len(g) && g[i+1] == '/' {
-					i++
-					b.WriteString("(?:.*/)?")
-				} else {
-					b.WriteString(".*")
-				}
-			} else {
-				b.WriteString("[^/]*")
-			}
-		case '?':
-			b.WriteString("[^/]")
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
-	}
-	b.WriteString("$")
-	return regexp.Compile(b.String())
-}
-
 func inScope(scope []*regexp.Regexp, path string) bool {
 	if len(scope) == 0 {
 		return true
@@ -222,10 +197,18 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		return nil, fmt.Errorf("ref %q: %w", req.Ref, errdefs.ErrInvalid)
 	}
 	for _, g := range req.Scope {
-		if _, err := globRE(g); err != nil || g == "" {
+		if _, err := policy.CompileGlob(g); err != nil {
 			return nil, fmt.Errorf("scope %q: %w", g, errdefs.ErrInvalid)
 		}
 	}
+	layer := policy.Layer{}
+	if req.Policy != nil {
+		layer = *req.Policy
+	}
+	if len(req.Scope) > 0 {
+		layer.Scope = req.Scope
+	}
+	scope := layer.Scope
 	if st, err := os.Stat(req.Repo); err == nil {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("repo %s is not a directory: %w", req.Repo, errdefs.ErrInvalid)
@@ -268,7 +251,8 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	if err := os.WriteFile(filepath.Join(base, ".git", "info", "attributes"), []byte("* -text -eol -crlf -filter -ident -working-tree-encoding !diff\n"), 0o600); err != nil {
 		return nil, err
 	}
-	sb, err := m.Create(ctx, CreateRequest{Template: req.Template, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id}})
+	sb, err := m.Create(ctx, CreateRequest{Template: req.Template, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id},
+		Policy: &layer, TightenOnly: req.TightenOnly, taskID: id})
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +266,23 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	if err != nil {
 		_ = m.Destroy(context.Background(), sb.ID)
 		return nil, fmt.Errorf("check out into the sandbox: %w", err)
+	}
+	if len(scope) > 0 {
+		// The backstop under classification: once checked out, nothing in
+		// the sandbox may write outside the scope, whatever slipped past.
+		live, lerr := m.liveSandbox(ctx, sb.ID)
+		if lerr == nil {
+			lerr = restrictWrites(ctx, live, scope)
+		}
+		if lerr != nil {
+			_ = m.Destroy(context.Background(), sb.ID)
+			return nil, fmt.Errorf("write scope: %w", lerr)
+		}
+		m.mu.Lock()
+		if ls := m.live[sb.ID]; ls != nil {
+			ls.scope = scope
+		}
+		m.mu.Unlock()
 	}
 	spec, _ := json.Marshal(taskSpec{Repo: req.Repo, Ref: req.Ref, Commit: commit, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt})
 	rec := &store.Task{ID: id, SandboxID: sb.ID, State: "open", Spec: spec, Created: time.Now().UTC()}
@@ -344,7 +345,7 @@ func (m *Manager) TestTask(ctx context.Context, id string, timeout time.Duration
 		return nil, fmt.Errorf("task %s has no test command: %w", id, errdefs.ErrInvalid)
 	}
 	run := &TestRun{Started: time.Now().UTC()}
-	execID, st, err := m.Exec(ctx, rec.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", sp.Test}, Cwd: "/workspace", Timeout: timeout}, started, stdout, stderr)
+	execID, st, err := m.Exec(ctx, rec.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", sp.Test}, Cwd: "/workspace", Timeout: timeout, taskTest: true}, started, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +441,7 @@ func (m *Manager) diff(ctx context.Context, rec *store.Task, sp *taskSpec) (*Dif
 	}
 	var scope []*regexp.Regexp
 	for _, g := range sp.Scope {
-		re, _ := globRE(g)
+		re, _ := policy.CompileGlob(g)
 		scope = append(scope, re)
 	}
 	d := &Diff{Base: sp.Commit, Patch: string(patch), Files: []ChangedFile{}, OutOfScope: []string{}}

@@ -559,3 +559,43 @@ func (r *Rule) matches(cmd Command, text string) bool {
 	}
 	return r.command != nil || r.Class != "" || r.path != nil || r.host != nil
 }
+
+// SecretName reports whether an environment variable's name says it holds
+// a credential.
+func SecretName(name string) bool { return secretParam(name) }
+
+// FileAnalysis wraps one file operation (the daemon's file API) as an
+// analysis, so the same policy decides it: a credential file is secret
+// access, a write is checked against the scope.
+func FileAnalysis(cmd Command) *Analysis {
+	for _, p := range cmd.Argv[1:] {
+		if isSecretPath(p) {
+			cmd.Classes = addClass(cmd.Classes, Secret)
+			cmd.Secrets = appendUniq(cmd.Secrets, p)
+			cmd.Why = joinWhy(cmd.Why, "touches "+p)
+		}
+	}
+	a := &analyzer{out: &Analysis{Line: JoinArgv(cmd.Argv), Cwd: DefaultCwd}}
+	a.add(cmd)
+	a.finish()
+	return a.out
+}
+
+// ScopeRoots turns scope globs into the absolute paths a sandbox can
+// confine writes to: each glob up to its first wildcard element
+// (src/**/*.go -> /workspace/src, *.md -> /workspace).
+func ScopeRoots(scope []string) []string {
+	var out []string
+	for _, g := range scope {
+		g = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(g, DefaultCwd+"/"), "/"), "/")
+		var keep []string
+		for _, el := range strings.Split(g, "/") {
+			if strings.ContainsAny(el, "*?[") {
+				break
+			}
+			keep = append(keep, el)
+		}
+		out = appendUniq(out, path.Join(append([]string{DefaultCwd}, keep...)...))
+	}
+	return out
+}

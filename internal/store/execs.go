@@ -22,6 +22,8 @@ type Exec struct {
 	Ended         *time.Time      // nil while running
 	Status        json.RawMessage // caller's JSON (exit code, limit hit, byte counts...), nil while running
 	Error         string          // why it could not start, if so
+	// Decision is the policy's decision (caller's JSON); nil if none.
+	Decision json.RawMessage
 }
 
 // Output streams.
@@ -32,13 +34,13 @@ const (
 
 const (
 	insertExec = `INSERT INTO execs
-	(id, sandbox_id, argv, cwd, env_names, started, ended, status, error)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	(id, sandbox_id, argv, cwd, env_names, started, ended, status, error, decision)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	finishExec = `UPDATE execs SET ended = ?, status = ?, error = ?
 	WHERE id = ? AND ended IS NULL`
-	selectExec = `SELECT id, sandbox_id, argv, cwd, env_names, started, ended, status, error
+	selectExec = `SELECT id, sandbox_id, argv, cwd, env_names, started, ended, status, error, decision
 	FROM execs WHERE id = ?`
-	listExecs = `SELECT id, sandbox_id, argv, cwd, env_names, started, ended, status, error
+	listExecs = `SELECT id, sandbox_id, argv, cwd, env_names, started, ended, status, error, decision
 	FROM execs WHERE sandbox_id = ? ORDER BY started, rowid`
 	existsExec    = `SELECT 1 FROM execs WHERE id = ?`
 	existsSandbox = `SELECT 1 FROM sandboxes WHERE id = ?`
@@ -104,7 +106,11 @@ func execValues(e *Exec) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec %q: %w", e.ID, err)
 	}
-	return []any{e.ID, e.SandboxID, argv, e.Cwd, env, started, ended, status, e.Error}, nil
+	decision, err := rawJSON("decision", e.Decision)
+	if err != nil {
+		return nil, fmt.Errorf("exec %q: %w", e.ID, err)
+	}
+	return []any{e.ID, e.SandboxID, argv, e.Cwd, env, started, ended, status, e.Error, decision}, nil
 }
 
 // FinishExec records the end of a running exec: its end time, status (the
@@ -255,10 +261,11 @@ func scanExec(sc scanner) (*Exec, error) {
 	var (
 		e                 Exec
 		argv, env, status []byte
+		decision          []byte
 		started           int64
 		ended             sql.NullInt64
 	)
-	if err := sc.Scan(&e.ID, &e.SandboxID, &argv, &e.Cwd, &env, &started, &ended, &status, &e.Error); err != nil {
+	if err := sc.Scan(&e.ID, &e.SandboxID, &argv, &e.Cwd, &env, &started, &ended, &status, &e.Error, &decision); err != nil {
 		return nil, err
 	}
 	var err error
@@ -271,5 +278,6 @@ func scanExec(sc scanner) (*Exec, error) {
 	e.Started = fromNanos(started)
 	e.Ended = fromOptNanos(ended)
 	e.Status = toRaw(status)
+	e.Decision = toRaw(decision)
 	return &e, nil
 }

@@ -79,6 +79,55 @@ CREATE TABLE api_keys (
 	created INTEGER NOT NULL
 ) STRICT;
 `,
+	// 4: the policy plane: each exec's decision, approvals held for a
+	// human, the grants they made, and operator break-glass overrides.
+	`
+ALTER TABLE execs ADD COLUMN decision TEXT;
+
+CREATE TABLE approvals (
+	id         TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	sandbox_id TEXT    NOT NULL REFERENCES sandboxes (id),
+	task_id    TEXT    NOT NULL,
+	line       TEXT    NOT NULL,
+	cwd        TEXT    NOT NULL,
+	request    TEXT    NOT NULL,
+	requested_by TEXT  NOT NULL,
+	state      TEXT    NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired')),
+	created    INTEGER NOT NULL,
+	deadline   INTEGER NOT NULL,
+	decided    INTEGER,
+	decided_by TEXT    NOT NULL,
+	reason     TEXT    NOT NULL,
+	grant_id   TEXT    NOT NULL
+) STRICT;
+CREATE INDEX approvals_by_state ON approvals (state, created, id);
+CREATE INDEX approvals_by_sandbox ON approvals (sandbox_id, created, id);
+
+CREATE TABLE grants (
+	id          TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	sandbox_id  TEXT    NOT NULL REFERENCES sandboxes (id),
+	task_id     TEXT    NOT NULL,
+	approval_id TEXT    NOT NULL REFERENCES approvals (id),
+	scope       TEXT    NOT NULL CHECK (scope IN ('command', 'class')),
+	line        TEXT    NOT NULL,
+	cwd         TEXT    NOT NULL,
+	classes     TEXT,
+	created     INTEGER NOT NULL,
+	expires     INTEGER NOT NULL,
+	created_by  TEXT    NOT NULL
+) STRICT;
+CREATE INDEX grants_by_sandbox ON grants (sandbox_id, expires);
+
+CREATE TABLE break_glass (
+	id         TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	sandbox_id TEXT    NOT NULL REFERENCES sandboxes (id),
+	actor      TEXT    NOT NULL,
+	reason     TEXT    NOT NULL CHECK (reason <> ''),
+	created    INTEGER NOT NULL,
+	expires    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX break_glass_by_sandbox ON break_glass (sandbox_id, expires);
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.

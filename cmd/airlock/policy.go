@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/sdk"
+)
+
+const policyUsage = `usage: airlock policy <check|default> [flags]
+
+  check [--policy FILE] [--template T] [--scope GLOB]... [--cwd DIR] [--json] -- CMD [ARGS]
+        explain the decision on a command line without running it: its
+        classes, the rules that matched and why (exit 0 allow, 1 ask, 3 deny).
+        A single argument is read as a shell line: policy check -- 'npm i && npm t'.
+        With --sandbox ID, ask the daemon with that sandbox's policy instead.
+  default
+        print the built-in policy as a policy file to start from
+`
+
+func cmdPolicy(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, policyUsage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, policyUsage)
+		return 0
+	case "default":
+		fmt.Fprint(stdout, policy.DefaultFile())
+		return 0
+	case "check":
+		return policyCheck(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "airlock policy: unknown verb %q\n%s", args[0], policyUsage)
+	return 2
+}
+
+func policyCheck(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("check", "airlock policy check [flags] -- CMD [ARGS]", "Explains the policy's decision on a command.\n", stdout, stderr)
+	c.group = "policy"
+	file := c.fs.String("policy", "", "policy `FILE` (default: the built-in policy)")
+	tpl := c.fs.String("template", "host", "the template whose section of the policy file applies")
+	cwd := c.fs.String("cwd", policy.DefaultCwd, "the directory the command runs in")
+	sandbox := c.fs.String("sandbox", "", "ask the daemon, with this sandbox's policy, grants and overrides")
+	asJSON := c.fs.Bool("json", false, "print the whole decision as JSON")
+	var scope listFlag
+	c.fs.Var(&scope, "scope", "a write-scope `GLOB` (repeatable)")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) == 0 {
+		return c.usageErr("no command given")
+	}
+	argv := pos
+	if len(pos) == 1 {
+		argv = []string{"/bin/sh", "-c", pos[0]}
+	}
+	if *sandbox != "" {
+		cl, err := c.client()
+		if err != nil {
+			return c.fail(err)
+		}
+		d, err := cl.CheckCommand(context.Background(), *sandbox, argv, *cwd)
+		if err != nil {
+			return c.fail(err)
+		}
+		if *asJSON {
+			_ = printJSON(stdout, d)
+		} else {
+			fmt.Fprintf(stdout, "decision: %s\nreason:   %s\npolicy:   %s\n", d.Action, d.Reason, d.Policy)
+			for _, m := range d.Matches {
+				fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, m.Rule, m.Reason)
+			}
+		}
+		return actionCode(d.Action)
+	}
+	var f *policy.File
+	if *file != "" {
+		data, err := os.ReadFile(*file)
+		if err != nil {
+			return c.fail(err)
+		}
+		if f, err = policy.Parse(data); err != nil {
+			return c.fail(err)
+		}
+	}
+	pol := f.ForTemplate(*tpl)
+	if len(scope) > 0 {
+		var err error
+		if pol, err = pol.With(policy.Layer{Scope: scope}, "command line"); err != nil {
+			return c.fail(err)
+		}
+	}
+	d := pol.Decide(policy.AnalyzeArgv(argv, *cwd))
+	if *asJSON {
+		_ = printJSON(stdout, d)
+		return actionCode(string(d.Action))
+	}
+	fmt.Fprintf(stdout, "decision: %s\nreason:   %s\nclasses:  %s\npolicy:   %s (%s)\n", d.Action, d.Reason, joinClasses(d.Analysis.Classes), d.Policy, strings.Join(pol.Sources, " > "))
+	fmt.Fprintln(stdout, "commands:")
+	for i, cmd := range d.Analysis.Commands {
+		via := ""
+		if len(cmd.Via) > 0 {
+			via = " (via " + strings.Join(cmd.Via, ", ") + ")"
+		}
+		fmt.Fprintf(stdout, "  %d. %s%s\n     %s: %s\n", i+1, policy.JoinArgv(cmd.Argv), via, joinClasses(cmd.Classes), cmd.Why)
+		for _, w := range cmd.Writes {
+			fmt.Fprintf(stdout, "     writes %s\n", w)
+		}
+		for _, h := range cmd.Hosts {
+			fmt.Fprintf(stdout, "     network %s\n", h)
+		}
+		for _, s := range cmd.Secrets {
+			fmt.Fprintf(stdout, "     credential %s\n", s)
+		}
+	}
+	fmt.Fprintln(stdout, "rules:")
+	for _, m := range d.Matches {
+		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, m.Rule, m.Reason)
+	}
+	return actionCode(string(d.Action))
+}
+
+func joinClasses(cs []policy.Class) string {
+	var s []string
+	for _, c := range cs {
+		s = append(s, string(c))
+	}
+	return strings.Join(s, ",")
+}
+
+func actionCode(a string) int {
+	switch a {
+	case "allow":
+		return 0
+	case "ask":
+		return 1
+	}
+	return 3
+}
+
+const approvalsUsage = `usage: airlock approvals [--sandbox ID] [--state pending|approved|denied|expired|all] [--json]
+
+Lists the commands the policy held for a human (pending ones by default),
+with what each would do. Decide with 'airlock approve' or 'airlock deny'.
+`
+
+func cmdApprovals(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("approvals", "airlock approvals [flags]", "Lists approvals.\n", stdout, stderr)
+	c.group, c.usage = "approvals", approvalsUsage
+	sandbox := c.fs.String("sandbox", "", "only this sandbox's")
+	state := c.fs.String("state", "pending", "pending, approved, denied, expired or all")
+	asJSON := c.fs.Bool("json", false, "print a JSON array")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	if *state == "all" {
+		*state = ""
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	list, err := cl.Approvals(context.Background(), *sandbox, *state)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		_ = printJSON(stdout, list)
+		return 0
+	}
+	for _, a := range list {
+		p := a.Prompt
+		if p == nil {
+			p = &sdk.Prompt{}
+		}
+		fmt.Fprintf(stdout, "%s  %s  sandbox %s", a.ID, a.State, a.SandboxID)
+		if a.TaskID != "" {
+			fmt.Fprintf(stdout, "  task %s", a.TaskID)
+		}
+		fmt.Fprintf(stdout, "  requested by %s at %s\n", a.RequestedBy, a.Created.Format(time.RFC3339))
+		tw := tabwriter.NewWriter(stdout, 0, 4, 1, ' ', 0)
+		fmt.Fprintf(tw, "  command:\t%s\n  cwd:\t%s\n  classes:\t%s (held: %s)\n", p.Command, p.Cwd, strings.Join(p.Classes, ","), strings.Join(p.Held, ","))
+		if len(p.Writes) > 0 {
+			fmt.Fprintf(tw, "  writes:\t%s\n", strings.Join(p.Writes, " "))
+		}
+		if len(p.Network) > 0 {
+			fmt.Fprintf(tw, "  network:\t%s\n", strings.Join(p.Network, " "))
+		}
+		if len(p.Credentials) > 0 {
+			fmt.Fprintf(tw, "  credentials:\t%s\n", strings.Join(p.Credentials, " "))
+		}
+		fmt.Fprintf(tw, "  effect:\t%s\n  why held:\t%s\n", p.Effect, p.Reason)
+		if a.State == "pending" {
+			fmt.Fprintf(tw, "  decide by:\t%s\n", a.Deadline.Format(time.RFC3339))
+		} else if a.DecidedBy != "" {
+			fmt.Fprintf(tw, "  decided:\t%s by %s %s\n", a.State, a.DecidedBy, a.Reason)
+		}
+		_ = tw.Flush()
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stderr, "no approvals")
+	}
+	return 0
+}
+
+func cmdApprove(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("approve", "airlock approve ID [--for DURATION] [--scope command|class] [--reason TEXT]",
+		"Lets a held command run. The grant is narrow: this exact command (or, with\n--scope class, commands held only by the same classes), in that sandbox only,\nuntil it expires (default 15m, at most 24h). Never a global grant.\n", stdout, stderr)
+	c.group = "approve"
+	var o sdk.ApproveOptions
+	c.fs.DurationVar(&o.For, "for", 0, "how long the grant lasts (default 15m)")
+	c.fs.StringVar(&o.Scope, "scope", "command", "command or class")
+	c.fs.StringVar(&o.Reason, "reason", "", "a note kept with the approval")
+	asJSON := c.fs.Bool("json", false, "print the approval as JSON")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return c.usageErr("give one approval id")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	a, err := cl.Approve(context.Background(), pos[0], o)
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		_ = printJSON(stdout, a)
+		return 0
+	}
+	fmt.Fprintf(stdout, "approved %s (grant %s) by %s\n", a.ID, a.GrantID, a.DecidedBy)
+	return 0
+}
+
+func cmdDeny(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("deny", "airlock deny ID --reason TEXT", "Refuses a held command; the reason is shown to the agent.\n", stdout, stderr)
+	c.group = "deny"
+	reason := c.fs.String("reason", "", "why (required; the agent sees it)")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return c.usageErr("give one approval id")
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return c.usageErr("--reason is required")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	a, err := cl.Deny(context.Background(), pos[0], *reason)
+	if err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stdout, "denied %s by %s\n", a.ID, a.DecidedBy)
+	return 0
+}
+
+func cmdBreakGlass(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("breakglass", "airlock breakglass SANDBOX --reason TEXT [--for DURATION]",
+		"Overrides one sandbox's policy: every command runs, denials included, for a\nbounded time (default 15m, at most 4h). Loud: logged by the daemon and marked\nin the record of every command it lets through.\n", stdout, stderr)
+	c.group = "breakglass"
+	reason := c.fs.String("reason", "", "why (required; recorded)")
+	d := c.fs.Duration("for", 0, "how long (default 15m)")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return c.usageErr("give one sandbox id")
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return c.usageErr("--reason is required")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	b, err := cl.BreakGlassSandbox(context.Background(), pos[0], *reason, *d)
+	if err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stderr, "BREAK-GLASS %s: the policy of sandbox %s is overridden until %s; every command is recorded as such\n", b.ID, b.SandboxID, b.Expires.Format(time.RFC3339))
+	return 0
+}

@@ -1,0 +1,376 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/manager"
+)
+
+// clock is a test clock the manager reads; tests move it.
+type clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+// policyDaemon runs with the built-in default policy and a movable clock.
+func policyDaemon(t *testing.T) (*daemon, *clock) {
+	clk := &clock{}
+	d := newDaemonWith(t, func(c *manager.Config) { c.Now = clk.Now })
+	return d, clk
+}
+
+func (d *daemon) sandbox() string {
+	d.t.Helper()
+	var sb manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", map[string]any{}, &sb); code != 201 {
+		d.t.Fatalf("create: %d", code)
+	}
+	return sb.ID
+}
+
+func (d *daemon) sh(id, script string, wait *int64) (int, string, Error) {
+	d.t.Helper()
+	code, events, e := d.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", script}, ApprovalWaitSeconds: wait})
+	out, errOut, _ := collect(events)
+	return code, out + errOut, e
+}
+
+func i64(n int64) *int64 { return &n }
+
+func (d *daemon) pending(sandbox string) []manager.Approval {
+	d.t.Helper()
+	var out struct{ Approvals []manager.Approval }
+	if code := d.do("GET", "/v1/approvals?state=pending&sandbox="+sandbox, nil, &out); code != 200 {
+		d.t.Fatalf("approvals: %d", code)
+	}
+	return out.Approvals
+}
+
+func (d *daemon) fileExists(id, p string) bool {
+	d.t.Helper()
+	return d.do("GET", "/v1/sandboxes/"+id+"/files/stat?path="+p, nil, nil) == 200
+}
+
+func TestPolicyDenialNeverReachesTheSandbox(t *testing.T) {
+	d, _ := policyDaemon(t)
+	id := d.sandbox()
+	code, _, e := d.sh(id, "touch /workspace/ran; cat .env", nil)
+	if code != 403 || e.Code != "policy_denied" || !slices.Contains(e.Rules, "class:secret") || !strings.Contains(e.Message, "cat .env") {
+		t.Fatalf("denied exec: %d %+v", code, e)
+	}
+	if d.fileExists(id, "/workspace/ran") {
+		t.Fatal("part of a denied command ran")
+	}
+	var list struct{ Execs []manager.Exec }
+	d.do("GET", "/v1/sandboxes/"+id+"/execs", nil, &list)
+	if len(list.Execs) != 1 || list.Execs[0].Policy == nil || list.Execs[0].Policy.Action != "deny" || list.Execs[0].Status != nil || list.Execs[0].Error == "" {
+		t.Fatalf("the refusal is not recorded: %+v", list.Execs)
+	}
+	// Allowed commands run, and say why.
+	if code, out, _ := d.sh(id, "echo hi && ls /workspace", nil); code != 200 || !strings.Contains(out, "hi") {
+		t.Fatalf("allowed exec: %d %q", code, out)
+	}
+	d.do("GET", "/v1/sandboxes/"+id+"/execs", nil, &list)
+	if p := list.Execs[1].Policy; p == nil || p.Action != "allow" || !slices.Contains(p.Classes, "read") || p.Version == "" {
+		t.Fatalf("allowed exec's decision: %+v", p)
+	}
+	// The file API answers to the same policy.
+	if code := d.do("PUT", "/v1/sandboxes/"+id+"/files?path=/workspace/.env", "TOKEN=x", nil); code != 403 {
+		t.Fatalf("writing .env through the file API: %d", code)
+	}
+	if code := d.do("GET", "/v1/sandboxes/"+id+"/files?path=/home/sandbox/.ssh/id_rsa", nil, nil); code != 403 {
+		t.Fatalf("reading a key through the file API: %d", code)
+	}
+}
+
+func TestApprovalHeldThenApproved(t *testing.T) {
+	d, _ := policyDaemon(t)
+	id := d.sandbox()
+	if code, _, _ := d.sh(id, "mkdir -p /workspace/junk/a /workspace/keep", nil); code != 200 {
+		t.Fatal(code)
+	}
+	type result struct {
+		code int
+		out  string
+		e    Error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, out, e := d.sh(id, "rm -rf /workspace/junk && echo removed", i64(60))
+		done <- result{c, out, e}
+	}()
+	var held []manager.Approval
+	for i := 0; i < 200 && len(held) == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		held = d.pending(id)
+	}
+	if len(held) != 1 {
+		t.Fatalf("no pending approval: %+v", held)
+	}
+	ap := held[0]
+	p := ap.Prompt
+	if p == nil || p.Command != "/bin/sh -c 'rm -rf /workspace/junk && echo removed'" || !slices.Contains(p.Classes, "destructive") ||
+		!slices.Contains(p.Writes, "/workspace/junk") || !strings.Contains(p.Effect, "deletes") || p.Cwd != "/workspace" || ap.RequestedBy != "operator" {
+		t.Fatalf("prompt: %+v %+v", ap, p)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("held exec returned before a decision: %+v", r)
+	default:
+	}
+	if !d.fileExists(id, "/workspace/junk") {
+		t.Fatal("the held command ran before approval")
+	}
+	var approved manager.Approval
+	req, _ := http.NewRequest("POST", "http://airlock/v1/approvals/"+ap.ID+"/approve", strings.NewReader(`{"scope":"command","for_seconds":600,"reason":"cleanup is fine"}`))
+	req.Header.Set("X-Airlock-Actor", "alice")
+	resp, err := d.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&approved)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || approved.State != "approved" || approved.DecidedBy != "operator:alice" || approved.GrantID == "" {
+		t.Fatalf("approve: %d %+v", resp.StatusCode, approved)
+	}
+	r := <-done
+	if r.code != 200 || !strings.Contains(r.out, "removed") || d.fileExists(id, "/workspace/junk") {
+		t.Fatalf("approved exec: %+v", r)
+	}
+	// A second decision on the same approval is refused.
+	if code := d.do("POST", "/v1/approvals/"+ap.ID+"/deny", map[string]any{"reason": "too late"}, nil); code != 409 {
+		t.Fatalf("deny after approve: %d", code)
+	}
+	// The grant covers this exact command again, and nothing else.
+	if code, _, _ := d.sh(id, "rm -rf /workspace/junk && echo removed", i64(0)); code != 200 {
+		t.Fatalf("granted command: %d", code)
+	}
+	code, _, e := d.sh(id, "rm -rf /workspace/keep", i64(0))
+	if code != 403 || e.Code != "approval_pending" || e.ApprovalID == "" {
+		t.Fatalf("another destructive command: %d %+v", code, e)
+	}
+	if !d.fileExists(id, "/workspace/keep") {
+		t.Fatal("a command outside the grant ran")
+	}
+	var list struct{ Execs []manager.Exec }
+	d.do("GET", "/v1/sandboxes/"+id+"/execs", nil, &list)
+	var granted int
+	for _, x := range list.Execs {
+		if x.Policy != nil && len(x.Policy.Grant) == 1 && x.Policy.Grant[0] == approved.GrantID {
+			granted++
+		}
+	}
+	if granted != 2 {
+		t.Fatalf("execs run under the grant: %d, want 2: %+v", granted, list.Execs)
+	}
+}
+
+func TestApprovalDeniedExpiredAndScoped(t *testing.T) {
+	d, clk := policyDaemon(t)
+	id := d.sandbox()
+	// Not waited for: pending at once; a human denies it with a reason.
+	code, _, e := d.sh(id, "rm -rf /workspace/x", i64(0))
+	if code != 403 || e.Code != "approval_pending" {
+		t.Fatalf("no-wait exec: %d %+v", code, e)
+	}
+	if code := d.do("POST", "/v1/approvals/"+e.ApprovalID+"/deny", map[string]any{}, nil); code != 400 {
+		t.Fatalf("deny without a reason: %d", code)
+	}
+	var denied manager.Approval
+	if code := d.do("POST", "/v1/approvals/"+e.ApprovalID+"/deny", map[string]any{"reason": "not in this task"}, &denied); code != 200 || denied.State != "denied" || denied.Reason != "not in this task" {
+		t.Fatalf("deny: %d %+v", code, denied)
+	}
+	// A waiting exec that nobody decides ends with a clear timeout.
+	t0 := time.Now()
+	code, _, e = d.sh(id, "rm -rf /workspace/y", i64(1))
+	if code != 408 || e.Code != "approval_timeout" || !strings.Contains(e.Message, "not given within 1s") || time.Since(t0) > 10*time.Second {
+		t.Fatalf("timeout: %d %+v after %s", code, e, time.Since(t0))
+	}
+	var ap manager.Approval
+	d.do("GET", "/v1/approvals/"+e.ApprovalID, nil, &ap)
+	if ap.State != "expired" {
+		t.Fatalf("timed-out approval: %+v", ap)
+	}
+	if code := d.do("POST", "/v1/approvals/"+e.ApprovalID+"/approve", map[string]any{}, nil); code != 409 {
+		t.Fatalf("approving an expired approval: %d", code)
+	}
+	// A waiting exec that a human denies fails with the reason.
+	done := make(chan Error, 1)
+	go func() { _, _, e := d.sh(id, "rm -rf /workspace/z", i64(60)); done <- e }()
+	var held []manager.Approval
+	for i := 0; i < 200 && len(held) == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		held = d.pending(id)
+	}
+	if len(held) != 1 {
+		t.Fatalf("pending: %+v", held)
+	}
+	d.do("POST", "/v1/approvals/"+held[0].ID+"/deny", map[string]any{"reason": "use git clean instead"}, nil)
+	if e := <-done; e.Code != "approval_denied" || !strings.Contains(e.Message, "use git clean instead") {
+		t.Fatalf("denied wait: %+v", e)
+	}
+
+	// A class grant covers that class for a while, in this sandbox only.
+	_, _, e = d.sh(id, "rm -rf /workspace/a", i64(0))
+	if code := d.do("POST", "/v1/approvals/"+e.ApprovalID+"/approve", map[string]any{"scope": "class", "for_seconds": 300}, nil); code != 200 {
+		t.Fatalf("class approve: %d", code)
+	}
+	if code, _, _ := d.sh(id, "rm -rf /workspace/b /workspace/c", i64(0)); code != 200 {
+		t.Fatalf("same class under the grant: %d", code)
+	}
+	if code, _, e := d.sh(id, "curl -s http://127.0.0.1:9/", i64(0)); code != 403 || e.Code != "approval_pending" {
+		t.Fatalf("another class: %d %+v", code, e)
+	}
+	other := d.sandbox()
+	if code, _, e := d.sh(other, "rm -rf /workspace/b", i64(0)); code != 403 || e.Code != "approval_pending" {
+		t.Fatalf("the grant reached another sandbox: %d %+v", code, e)
+	}
+	// Grants expire.
+	clk.advance(301 * time.Second)
+	if code, _, e := d.sh(id, "rm -rf /workspace/b", i64(0)); code != 403 || e.Code != "approval_pending" {
+		t.Fatalf("an expired grant still applies: %d %+v", code, e)
+	}
+	// Bad approvals.
+	_, _, e = d.sh(id, "rm -rf /workspace/q", i64(0))
+	for _, body := range []string{`{"scope":"global"}`, `{"for_seconds":999999}`, `{"for_seconds":-1}`} {
+		if code := d.do("POST", "/v1/approvals/"+e.ApprovalID+"/approve", body, nil); code != 400 {
+			t.Errorf("approve %s: %d", body, code)
+		}
+	}
+	if code := d.do("POST", "/v1/approvals/ap-nope/approve", map[string]any{}, nil); code != 404 {
+		t.Errorf("unknown approval: %d", code)
+	}
+}
+
+func TestBreakGlassIsLoud(t *testing.T) {
+	d, _ := policyDaemon(t)
+	id := d.sandbox()
+	if code, _, _ := d.sh(id, "echo TOKEN=1 > /tmp/x; cat /workspace/.env", nil); code != 403 {
+		t.Fatalf("before break-glass: %d", code)
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+id+"/breakglass", map[string]any{"for_seconds": 60}, nil); code != 400 {
+		t.Fatalf("break-glass without a reason: %d", code)
+	}
+	var bg manager.BreakGlass
+	if code := d.do("POST", "/v1/sandboxes/"+id+"/breakglass", map[string]any{"reason": "incident 42: need the env", "for_seconds": 60}, &bg); code != 201 || bg.ID == "" || bg.Actor != "operator" {
+		t.Fatalf("break-glass: %d %+v", code, bg)
+	}
+	if code, _, _ := d.sh(id, "cat /workspace/.env 2>/dev/null; true", nil); code != 200 {
+		t.Fatalf("under break-glass: %d", code)
+	}
+	var list struct{ Execs []manager.Exec }
+	d.do("GET", "/v1/sandboxes/"+id+"/execs", nil, &list)
+	last := list.Execs[len(list.Execs)-1]
+	if last.Policy == nil || last.Policy.BreakGlass != bg.ID || !strings.Contains(last.Policy.Reason, "BREAK-GLASS") {
+		t.Fatalf("the override is not in the record: %+v", last.Policy)
+	}
+}
+
+// Over TCP (an agent's API key) the policy can only be tightened, and
+// nothing can be approved.
+func TestAgentCannotApproveOrRelax(t *testing.T) {
+	d, _ := policyDaemon(t)
+	_, key, err := d.m.CreateAPIKey(context.Background(), "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: New(d.m, Health{OK: true}).TCP()}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	base := "http://" + ln.Addr().String()
+	post := func(path, body string) (int, Error) {
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader([]byte(body)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e Error
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e
+	}
+	if code, e := post("/v1/sandboxes", `{"policy":{"classes":{"secret":"allow"}}}`); code != 403 || !strings.Contains(e.Message, "secret deny->allow") {
+		t.Fatalf("relaxing over TCP: %d %+v", code, e)
+	}
+	var sb manager.Sandbox
+	code, _ := post("/v1/sandboxes", `{"policy":{"classes":{"network":"deny"}}}`)
+	if code != 201 {
+		t.Fatalf("tightening over TCP: %d", code)
+	}
+	list, _ := d.m.List(context.Background(), "")
+	sb = *list[0]
+	_, _, held := d.sh(sb.ID, "rm -rf /workspace/x", i64(0))
+	for _, p := range []string{"/v1/approvals/" + held.ApprovalID + "/approve", "/v1/approvals/" + held.ApprovalID + "/deny", "/v1/sandboxes/" + sb.ID + "/breakglass"} {
+		if code, _ := post(p, `{"reason":"me"}`); code != 403 {
+			t.Errorf("%s over TCP: %d", p, code)
+		}
+	}
+	if a, _ := d.m.GetApproval(context.Background(), held.ApprovalID); a.State != "pending" {
+		t.Fatalf("the agent changed its approval: %+v", a)
+	}
+	if code, e := post("/v1/sandboxes/"+sb.ID+"/exec", `{"argv":["curl","http://127.0.0.1:9/"]}`); code != 403 || e.Code != "policy_denied" {
+		t.Fatalf("the tightened class: %d %+v", code, e)
+	}
+}
+
+// A task's scope is decided on the host, and held inside the sandbox.
+func TestTaskScopeHostAndSandbox(t *testing.T) {
+	d, _ := policyDaemon(t)
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "scope": []string{"src/**"}, "test": "sh test.sh"}, &task); code != 201 {
+		t.Fatalf("start: %d", code)
+	}
+	id := task.SandboxID
+	if code, out, _ := d.sh(id, "echo new > src/added.txt && cat src/added.txt", nil); code != 200 || out != "new\n" {
+		t.Fatalf("in scope: %d %q", code, out)
+	}
+	code, _, e := d.sh(id, "echo x > README", nil)
+	if code != 403 || !slices.Contains(e.Rules, "scope") || !strings.Contains(e.Message, "/workspace/README") {
+		t.Fatalf("out of scope on the host: %d %+v", code, e)
+	}
+	// The task's test command runs whatever its class.
+	if passed, _ := d.testTask(task.ID); passed {
+		t.Fatal("tests passed before the fix")
+	}
+	var pol struct {
+		Version string
+		Policy  struct{ Scope []string }
+	}
+	if code := d.do("GET", "/v1/sandboxes/"+id+"/policy", nil, &pol); code != 200 || pol.Version == "" || !slices.Equal(pol.Policy.Scope, []string{"src/**"}) {
+		t.Fatalf("policy: %d %+v", code, pol)
+	}
+	var dec struct {
+		Action string
+		Reason string
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+id+"/policy/check", map[string]any{"argv": []string{"sed", "-i", "s/a/b/", "go.mod"}}, &dec); code != 200 || dec.Action != "deny" {
+		t.Fatalf("check: %d %+v", code, dec)
+	}
+}
