@@ -163,6 +163,9 @@ func TestWriteScope(t *testing.T) {
 		{"mv src/a.go lib/a.go", Deny, "/workspace/lib/a.go"},
 		{"echo x > /tmp/scratch && cp /tmp/scratch ~/notes", Allow, ""},
 		{"echo x > /etc/hosts", Deny, "/etc/hosts"},
+		{"echo x | tee -a notes.txt", Deny, "/workspace/notes.txt"},
+		{"mkdir -p build/out && touch src/ok", Deny, "/workspace/build/out"},
+		{"ln -s ../src/a.go lib.go", Deny, "/workspace/lib.go"},
 		{"echo x > \"$OUT\"", Allow, ""}, // only known at run time: the sandbox's scope holds it
 	} {
 		d := decide(t, p, tc.line)

@@ -181,6 +181,21 @@ func (c *call) dispatch() {
 	}
 	if cl, ok := simpleTools[c.name]; ok {
 		c.class(cl, c.name+" is "+cl.Describe())
+		// What these write is named by their arguments: the scope check
+		// needs it.
+		withArg := []string{"-m", "--mode", "-t", "--target-directory", "-o", "-g"}
+		if c.name == "truncate" || c.name == "shred" {
+			withArg = append(withArg, "-s", "--size", "-n", "--iterations")
+		}
+		_, pos := opts(c.args, withArg...)
+		switch c.name {
+		case "touch", "mkdir", "tee", "rmdir", "truncate", "shred":
+			c.write(pos...)
+		case "ln", "install":
+			if len(pos) > 1 {
+				c.write(pos[len(pos)-1])
+			}
+		}
 		return
 	}
 	if strings.HasPrefix(c.name, "mkfs") {
