@@ -482,9 +482,13 @@ func TestPauseResume(t *testing.T) {
 		out, _, _ := collect(events)
 		return strings.TrimSpace(out)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Under load (race detector, 2 cores) the background loop may take a
+	// while to write its first value: wait for it, boundedly.
+	for i := 0; i < 100 && read() == ""; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if read() == "" {
-		t.Fatal("counter did not start")
+		t.Fatal("counter did not start within 5s")
 	}
 	before := read()
 	var got manager.Sandbox
