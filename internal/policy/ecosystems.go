@@ -47,6 +47,10 @@ func gitTool(c *call) {
 	force := hasFlag(flags, "-f", "--force")
 	why := "git " + sub
 	switch sub {
+	case "clean", "check-ignore", "ls-files":
+		c.namesOnly = true
+	}
+	switch sub {
 	case "", "status", "diff", "log", "show", "blame", "rev-parse", "ls-files", "ls-tree", "cat-file",
 		"describe", "shortlog", "grep", "whatchanged", "show-ref", "for-each-ref", "name-rev", "merge-base",
 		"rev-list", "count-objects", "var", "check-ignore", "check-attr", "version", "help", "range-diff",

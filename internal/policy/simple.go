@@ -19,6 +19,9 @@ type call struct {
 	// delegated: a wrapper handed the rest of the argv on; its own entry is
 	// kept only if it has classes of its own.
 	delegated bool
+	// namesOnly: its arguments name files (patterns, excludes) without
+	// reading them, so a credential file named there is not a read.
+	namesOnly bool
 }
 
 func (c *call) class(cl Class, why string) {
@@ -244,9 +247,8 @@ func secretParam(name string) bool {
 // scan adds what any argument shows, whatever the tool: credential files
 // and variables, and network destinations of network commands.
 func (c *call) scan() {
-	meta := metaOnly[c.name] || c.name == "git" && (c.cmd.Why == "git clean deletes untracked files" || strings.HasPrefix(c.cmd.Why, "git clean") || strings.HasPrefix(c.cmd.Why, "git check-ignore") || strings.HasPrefix(c.cmd.Why, "git ls-files"))
 	for _, w := range c.args {
-		if meta {
+		if metaOnly[c.name] || c.namesOnly {
 			break
 		}
 		for _, p := range w.params {

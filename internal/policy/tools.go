@@ -16,7 +16,7 @@ uptime tput man help info apropos lsof xxd hexdump od strings md5sum sha1sum sha
 shasum cksum b2sum base64 base32 column fold fmt paste join expand unexpand rev look yes ldd nm
 objdump readelf size tty stty lscpu lsblk lsmod ulimit getconf locale iconv numfmt expr bc dc factor
 exit return shift wait jobs fg bg disown shopt umask history : tldr tokei cloc scc sloccount
-wait getent logname users who w last dmesg vmstat iostat mpstat sar printenv0 jobs let read
+getent logname users who w last dmesg vmstat iostat mpstat sar let read
 mapfile readarray caller times break continue lsb_release arch unset unalias
 enable complete compgen pwdx`)
 
