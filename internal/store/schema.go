@@ -128,6 +128,35 @@ CREATE TABLE break_glass (
 ) STRICT;
 CREATE INDEX break_glass_by_sandbox ON break_glass (sandbox_id, expires);
 `,
+	// 5: the audit log: hash-chained events and content-addressed blobs.
+	// Events are never updated or deleted by airlock (the triggers say so
+	// to any code that tries); the chain shows edits made around them.
+	`
+CREATE TABLE audit_events (
+	seq        INTEGER NOT NULL PRIMARY KEY CHECK (seq > 0),
+	time       INTEGER NOT NULL,
+	sandbox_id TEXT    NOT NULL,
+	task_id    TEXT    NOT NULL,
+	exec_id    TEXT    NOT NULL,
+	actor      TEXT    NOT NULL,
+	kind       TEXT    NOT NULL CHECK (kind <> ''),
+	payload    TEXT    NOT NULL,
+	prev       TEXT    NOT NULL,
+	hash       TEXT    NOT NULL
+) STRICT;
+CREATE INDEX audit_by_sandbox ON audit_events (sandbox_id, seq);
+CREATE INDEX audit_by_task ON audit_events (task_id, seq);
+CREATE INDEX audit_by_kind ON audit_events (kind, seq);
+CREATE INDEX audit_by_time ON audit_events (time, seq);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+
+CREATE TABLE audit_blobs (
+	hash    TEXT    NOT NULL PRIMARY KEY CHECK (length(hash) = 64),
+	data    BLOB    NOT NULL,
+	created INTEGER NOT NULL
+) STRICT;
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.

@@ -1,0 +1,224 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// Problem is one place where the record does not hold together.
+type Problem struct {
+	Seq  int64  `json:"seq"`
+	What string `json:"what"`
+}
+
+// Report is the result of Verify.
+type Report struct {
+	Events  int64     `json:"events"`
+	Head    int64     `json:"head_seq"`
+	Hash    string    `json:"head_hash"`
+	Blobs   int       `json:"blobs"`
+	Purged  int       `json:"blobs_purged"`
+	Problem []Problem `json:"problems"`
+}
+
+// OK reports whether the chain verified.
+func (r *Report) OK() bool { return len(r.Problem) == 0 }
+
+var blobRE = regexp.MustCompile(`blob:sha256:([0-9a-f]{64})`)
+
+// PurgeKind is the event a purge records; its payload's "blobs_before"
+// (RFC 3339) says which blobs may be missing.
+const PurgeKind = "operator.purge"
+
+// Verify recomputes the whole chain from the database: every event's
+// hash over its canonical encoding, every link to the previous hash,
+// contiguous sequence numbers (a deleted or reordered event breaks
+// them), and every blob's content against its address. An anchor (a
+// head recorded earlier, see Checkpoint) also catches a truncated tail.
+func Verify(ctx context.Context, st *store.Store, anchor *Anchor) (*Report, error) {
+	r := &Report{Problem: []Problem{}}
+	var prev string
+	var expect int64 = 1
+	var purgedBefore time.Time
+	type blobUse struct {
+		seq  int64
+		hash string
+		at   time.Time
+	}
+	var uses []blobUse
+	anchorSeen := false
+	for after := int64(0); ; {
+		rows, err := st.AuditEvents(ctx, store.AuditFilter{AfterSeq: after, Limit: 5000})
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, row := range rows {
+			e := fromRow(row)
+			after = e.Seq
+			r.Events++
+			if e.Seq != expect {
+				r.Problem = append(r.Problem, Problem{e.Seq, fmt.Sprintf("sequence jumps from %d to %d: events deleted or reordered", expect-1, e.Seq)})
+			}
+			if e.Prev != prev {
+				r.Problem = append(r.Problem, Problem{e.Seq, "does not link to the event before it (prev hash differs)"})
+			}
+			h, err := HashOf(e)
+			if err != nil {
+				r.Problem = append(r.Problem, Problem{e.Seq, "payload is not JSON: " + err.Error()})
+			} else if h != e.Hash {
+				r.Problem = append(r.Problem, Problem{e.Seq, "content was changed after it was written (hash differs)"})
+			}
+			if e.Kind == PurgeKind {
+				var p struct {
+					BlobsBefore time.Time `json:"blobs_before"`
+				}
+				if json.Unmarshal(e.Payload, &p) == nil && p.BlobsBefore.After(purgedBefore) {
+					purgedBefore = p.BlobsBefore
+				}
+			}
+			for _, m := range blobRE.FindAllSubmatch(e.Payload, -1) {
+				uses = append(uses, blobUse{e.Seq, string(m[1]), e.Time})
+			}
+			if anchor != nil && e.Seq == anchor.Seq {
+				anchorSeen = true
+				if e.Hash != anchor.Hash {
+					r.Problem = append(r.Problem, Problem{e.Seq, "differs from the signed checkpoint"})
+				}
+			}
+			prev, expect = e.Hash, e.Seq+1
+			r.Head, r.Hash = e.Seq, e.Hash
+		}
+	}
+	if anchor != nil && !anchorSeen && anchor.Seq > 0 {
+		r.Problem = append(r.Problem, Problem{anchor.Seq, fmt.Sprintf("the signed checkpoint names event %d, which is gone: the log was truncated", anchor.Seq)})
+	}
+	seen := map[string]bool{}
+	for _, u := range uses {
+		if seen[u.hash] {
+			continue
+		}
+		seen[u.hash] = true
+		data, err := st.AuditBlob(ctx, u.hash)
+		switch {
+		case errors.Is(err, errdefs.ErrNotFound) && u.at.Before(purgedBefore):
+			r.Purged++
+		case err != nil:
+			r.Problem = append(r.Problem, Problem{u.seq, "blob " + u.hash[:12] + " is missing"})
+		default:
+			sum := sha256.Sum256(data)
+			if hex.EncodeToString(sum[:]) != u.hash {
+				r.Problem = append(r.Problem, Problem{u.seq, "blob " + u.hash[:12] + " was changed"})
+			}
+			r.Blobs++
+		}
+	}
+	return r, nil
+}
+
+// VerifyEvents checks events on their own (a bundle's excerpt of the
+// chain): each hash over its canonical encoding, increasing sequence.
+func VerifyEvents(events []*Event) []Problem {
+	var out []Problem
+	var last int64
+	for _, e := range events {
+		if e.Seq <= last {
+			out = append(out, Problem{e.Seq, "out of order"})
+		}
+		last = e.Seq
+		if h, err := HashOf(e); err != nil || h != e.Hash {
+			out = append(out, Problem{e.Seq, "content was changed after it was written (hash differs)"})
+		}
+	}
+	return out
+}
+
+// Anchor is a signed statement of the chain's head at some moment.
+type Anchor struct {
+	Seq       int64  `json:"seq"`
+	Hash      string `json:"hash"`
+	PublicKey string `json:"public_key"`
+	Signature string `json:"signature"`
+}
+
+func anchorMsg(seq int64, hash string) []byte {
+	return []byte(fmt.Sprintf("airlock audit head %d %s", seq, hash))
+}
+
+// Checkpoint signs the current head and writes it to path (atomically):
+// later verification then notices a tail cut off the log.
+func (l *Log) Checkpoint(path string) (*Anchor, error) {
+	seq, hash := l.Head()
+	a := &Anchor{Seq: seq, Hash: hash, PublicKey: base64.StdEncoding.EncodeToString(l.PublicKey()),
+		Signature: base64.StdEncoding.EncodeToString(l.Sign(anchorMsg(seq, hash)))}
+	if path == "" {
+		return a, nil
+	}
+	b, _ := json.MarshalIndent(a, "", "  ")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, err
+	}
+	return a, os.Rename(tmp, path)
+}
+
+// ReadAnchor reads a checkpoint and checks its signature.
+func ReadAnchor(path string) (*Anchor, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var a Anchor
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("audit checkpoint %s: %w", path, err)
+	}
+	if !a.Valid() {
+		return nil, fmt.Errorf("audit checkpoint %s: bad signature: %w", path, errdefs.ErrInvalid)
+	}
+	return &a, nil
+}
+
+// Valid checks the anchor's signature against its own public key.
+func (a *Anchor) Valid() bool {
+	pub, err1 := base64.StdEncoding.DecodeString(a.PublicKey)
+	sig, err2 := base64.StdEncoding.DecodeString(a.Signature)
+	if err1 != nil || err2 != nil || len(pub) != ed25519.PublicKeySize {
+		return false
+	}
+	return ed25519.Verify(pub, anchorMsg(a.Seq, a.Hash), sig)
+}
+
+// String is a one-line summary.
+func (r *Report) String() string {
+	if r.OK() {
+		return fmt.Sprintf("ok: %d events, head %d %s, %d blobs (%d purged)", r.Events, r.Head, short(r.Hash), r.Blobs, r.Purged)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "FAILED: %d problems in %d events", len(r.Problem), r.Events)
+	for _, p := range r.Problem {
+		fmt.Fprintf(&b, "\n  event %d: %s", p.Seq, p.What)
+	}
+	return b.String()
+}
+
+func short(h string) string {
+	if len(h) > 16 {
+		return h[:16]
+	}
+	return h
+}
