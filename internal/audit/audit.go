@@ -352,4 +352,6 @@ func fromRow(r *store.AuditEvent) *Event {
 }
 
 // Blob returns a blob's content.
-func (l *Log) Blob(ctx context.Context, hash string) ([]byte, error) { return l.st.AuditBlob(ctx, hash) }
+func (l *Log) Blob(ctx context.Context, hash string) ([]byte, error) {
+	return l.st.AuditBlob(ctx, hash)
+}
