@@ -1,0 +1,187 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"strings"
+)
+
+// minSecret is the shortest value Add accepts. Every form of a value is at least this long,
+// which the scan in known.find relies on.
+const minSecret = 6
+
+// known matches a fixed set of secret values in all their forms. It is immutable once built.
+type known struct {
+	values  []string
+	needles []needle
+	// shift and byKey drive a Wu-Manber scan. A window is the minSecret bytes where a
+	// needle might start; shift[g] says how far the window may move when the two bytes g
+	// end it, given where g occurs in the needles' first minSecret bytes (skip) and 0 when
+	// g ends one of them. Ordinary text seldom holds the needles' byte pairs, so the scan
+	// moves about five bytes a step; byKey then holds the needles that start with a window.
+	shift *[1 << 16]uint8
+	byKey map[uint64][]int32
+}
+
+// needle is one form of one value.
+type needle struct {
+	text []byte
+	// For base64 forms: also take the partial character on either side (it carries some of
+	// the value's bits) and up to pad '=' after it.
+	b64               bool
+	extLeft, extRight bool
+	pad               int
+}
+
+const mask48 = 1<<(8*minSecret) - 1
+
+// skip is the largest safe shift: a byte pair found in no needle rules out every window
+// that would hold it.
+const skip = minSecret - 1
+
+func newKnown(values []string) *known {
+	k := &known{values: values, byKey: map[uint64][]int32{}, shift: new([1 << 16]uint8)}
+	for i := range k.shift {
+		k.shift[i] = skip
+	}
+	seen := map[string]bool{}
+	for _, v := range values {
+		for _, n := range forms(v) {
+			if seen[string(n.text)] {
+				continue
+			}
+			seen[string(n.text)] = true
+			for j := range minSecret - 1 {
+				g := uint16(n.text[j]) | uint16(n.text[j+1])<<8
+				k.shift[g] = min(k.shift[g], uint8(minSecret-2-j))
+			}
+			key := load48(n.text, 0)
+			k.byKey[key] = append(k.byKey[key], int32(len(k.needles)))
+			k.needles = append(k.needles, n)
+		}
+	}
+	return k
+}
+
+// forms returns the forms in which v may appear: as is, JSON-escaped, URL-escaped, hex, and
+// base64.
+//
+// Base64 needs care, because a value's encoding depends on where it starts in the encoded
+// stream: "user:SECRET" (basic auth) encodes SECRET differently from SECRET alone. Base64
+// turns each 3 input bytes into 4 characters, so a value starts at one of three alignments
+// (offset 0, 1 or 2 mod 3). For each alignment we encode the value behind that many filler
+// bytes and keep only the characters whose 6 bits all come from the value: the stable
+// middle, which is the same whatever surrounds the value. The partial characters at either
+// end mix in neighbouring bits, so they are matched loosely (any base64 character) and
+// redacted with the middle, along with any '=' padding. Padded and raw encodings share the
+// middle, so both are caught; the standard and URL-safe alphabets each get their own needle.
+// A value of minSecret bytes still has a middle of at least 7 characters (42 bits), so
+// chance matches are negligible.
+func forms(v string) []needle {
+	ns := []needle{{text: []byte(v)}}
+	plain := func(s string) {
+		if s != v {
+			ns = append(ns, needle{text: []byte(s)})
+		}
+	}
+	if j, err := json.Marshal(v); err == nil {
+		plain(string(j[1 : len(j)-1]))
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) == nil {
+		j := bytes.TrimSpace(buf.Bytes())
+		plain(string(j[1 : len(j)-1]))
+	}
+	for _, e := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+		plain(e)
+		plain(lowerPercent(e)) // other encoders emit %2f rather than %2F
+	}
+	plain(hex.EncodeToString([]byte(v)))
+	plain(strings.ToUpper(hex.EncodeToString([]byte(v))))
+
+	n := len(v)
+	for align := range 3 {
+		in := make([]byte, align+n)
+		copy(in[align:], v)
+		lo := (8*align + 5) / 6 // first character with no filler bits
+		hi := 8 * (align + n) / 6
+		pad := 0
+		if r := (align + n) % 3; r != 0 {
+			pad = 3 - r
+		}
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			mid := enc.EncodeToString(in)[lo:hi]
+			ns = append(ns, needle{
+				text:     []byte(mid),
+				b64:      true,
+				extLeft:  8*align%6 != 0,
+				extRight: 8*(align+n)%6 != 0,
+				pad:      pad,
+			})
+		}
+	}
+	return ns
+}
+
+func lowerPercent(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1] = lowerASCII(b[i+1])
+			b[i+2] = lowerASCII(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+// load48 reads minSecret bytes at b[i:] as an integer; the caller ensures they exist.
+func load48(b []byte, i int) uint64 {
+	if i+8 <= len(b) {
+		return binary.LittleEndian.Uint64(b[i:]) & mask48
+	}
+	var key uint64
+	for j := minSecret - 1; j >= 0; j-- {
+		key = key<<8 | uint64(b[i+j])
+	}
+	return key
+}
+
+// find calls add for every occurrence of every needle in b.
+func (k *known) find(b []byte, add func(start, end int)) {
+	for i := 0; i+minSecret <= len(b); {
+		if s := k.shift[uint16(b[i+minSecret-2])|uint16(b[i+minSecret-1])<<8]; s > 0 {
+			i += int(s)
+			continue
+		}
+		cands := k.byKey[load48(b, i)]
+		for _, ni := range cands {
+			n := &k.needles[ni]
+			if !bytes.HasPrefix(b[i:], n.text) {
+				continue
+			}
+			s, e := i, i+len(n.text)
+			if n.b64 {
+				if n.extLeft && s > 0 && base64Char[b[s-1]] {
+					s--
+				}
+				if n.extRight && e < len(b) && base64Char[b[e]] {
+					e++
+				}
+				for p := 0; p < n.pad && e < len(b) && b[e] == '='; p++ {
+					e++
+				}
+			}
+			add(s, e)
+		}
+		i++
+	}
+}
+
+// base64Char holds both alphabets: a partial character next to a middle may be from either.
+var base64Char = charset("A-Za-z0-9+/_-")
