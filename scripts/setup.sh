@@ -11,6 +11,7 @@ command -v ip >/dev/null || need+=(iproute2)          # network escape tests (fa
 command -v git >/dev/null || need+=(git)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)  # sandbox disks
 command -v gcc >/dev/null || need+=(gcc libc6-dev)    # seccomp int 0x80 test
+command -v chromium >/dev/null || need+=(chromium)    # report.html headless-browser test
 if [ ${#need[@]} -gt 0 ]; then
 	echo "setup: installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive

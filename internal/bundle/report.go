@@ -1,0 +1,1279 @@
+package bundle
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits that keep a report readable (and its size bounded) when the run was
+// not: what they cut is still in the bundle's own entries.
+const (
+	maxDiffLines     = 20000    // patch lines shown in all
+	maxFileDiffLines = 5000     // patch lines shown for one file
+	collapseLines    = 1500     // a file's diff longer than this starts collapsed
+	maxOutputShown   = 64 << 10 // bytes of each stdout and stderr shown
+	shortHex         = 12       // hex digits of a commit or hash shown
+)
+
+// Report renders report.html: one self-contained page (inline CSS, no
+// script, nothing fetched, a Content-Security-Policy that forbids both) that
+// shows the reviewer the diff first, then answers the reviewer's questions
+// from the record, each with a verdict and its evidence, then lists the
+// commands, their outputs and the test runs.
+//
+// Everything from the record is data: html/template escapes it, and control
+// characters, invalid UTF-8 and invisible format characters (bidi overrides,
+// zero-width spaces) are shown as escapes such as \x1b or \u202e rather
+// than reaching the page. The same Contents always gives the same bytes.
+func Report(c *Contents) ([]byte, error) {
+	if c == nil {
+		return nil, errors.New("report: no contents")
+	}
+	v := buildView(c)
+	var b bytes.Buffer
+	if err := reportTmpl.Execute(&b, v); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// seg is a run of record text: plain, or an escape (\x1b, \u202e...)
+// standing for characters that must not reach the page as they are.
+type seg struct {
+	S string
+	E bool
+}
+
+// visible splits s into plain runs and escapes; multiline keeps newlines
+// (tabs are always kept).
+func visible(s string, multiline bool) []seg {
+	var out []seg
+	add := func(t string, esc bool) {
+		if n := len(out); n > 0 && out[n-1].E == esc {
+			out[n-1].S += t
+			return
+		}
+		out = append(out, seg{S: t, E: esc})
+	}
+	start := 0 // of the plain run not yet added
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		e := escapeRune(r, n, s[i], multiline)
+		if e == "" {
+			i += n
+			continue
+		}
+		if start < i {
+			add(s[start:i], false)
+		}
+		add(e, true)
+		i += n
+		start = i
+	}
+	if start < len(s) {
+		add(s[start:], false)
+	}
+	return out
+}
+
+// escapeRune returns how a character is shown, or "" when it is shown as is.
+func escapeRune(r rune, size int, b byte, multiline bool) string {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return fmt.Sprintf(`\x%02x`, b)
+	case r == '\t', r == '\n' && multiline:
+		return ""
+	case r == '\n':
+		return `\n`
+	case r == '\r':
+		return `\r`
+	case r < 0x20 || r == 0x7f:
+		return fmt.Sprintf(`\x%02x`, r)
+	case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == '\u2028', r == '\u2029':
+		return fmt.Sprintf(`\u%04x`, r)
+	}
+	return ""
+}
+
+// visibleText is visible's result as one string, for places that cannot hold
+// markup (the title, attributes).
+func visibleText(s string) string {
+	var b strings.Builder
+	for _, g := range visible(s, false) {
+		b.WriteString(g.S)
+	}
+	return b.String()
+}
+
+// The view: everything the template shows, already worded.
+
+type reportView struct {
+	Title     string
+	Task      string
+	Fields    []field
+	Diff      diffView
+	Questions []question
+	Commands  table
+	Outputs   []outputView
+	Tests     table
+}
+
+type field struct {
+	K, V        string
+	Title       string
+	Mono, Block bool
+}
+
+type table struct {
+	Head  []string
+	Rows  []row
+	Empty string // shown instead of an empty table
+}
+
+type row struct {
+	Class string
+	Cells []cell
+}
+
+type cell struct {
+	S      string
+	Class  string // mono, num
+	Block  bool   // keeps newlines
+	Anchor string // links to an id in the page
+}
+
+type question struct {
+	ID, Title      string
+	Verdict, Level string // Level: ok, warn, bad, info
+	Alerts         []string
+	Says           []string
+	Items          []string
+	Table          *table
+	Note           string
+}
+
+type outputView struct {
+	Anchor  string
+	Title   string
+	Open    bool
+	Streams []streamView
+}
+
+type streamView struct {
+	Name, Text, Cut string
+}
+
+func buildView(c *Contents) *reportView {
+	m := c.Manifest
+	v := &reportView{Title: m.Task, Task: m.Task}
+	if v.Title == "" {
+		v.Title = m.Sandbox
+	}
+	v.Fields = headerFields(c)
+	pre, patch := parsePatch(c.Patch)
+	files := changedFiles(c, patch)
+	v.Diff = diffSection(c, pre, files)
+	v.Questions = []question{
+		testsQuestion(c),
+		scopeQuestion(c, files),
+		depsQuestion(c, files),
+		generatedQuestion(files),
+		networkQuestion(c),
+		approvalsQuestion(c),
+		artifactsQuestion(c),
+	}
+	v.Commands, v.Outputs = commandsSection(c)
+	v.Tests = testsSection(c)
+	return v
+}
+
+func headerFields(c *Contents) []field {
+	m := c.Manifest
+	var f []field
+	add := func(k, v string, mono bool) { f = append(f, field{K: k, V: v, Mono: mono}) }
+	repo := orDash(m.Repo)
+	if m.Commit != "" {
+		repo += " @ " + short(m.Commit)
+	}
+	f = append(f, field{K: "Repository", V: repo, Title: visibleText(m.Commit), Mono: true})
+	if m.Ref != "" {
+		add("Ref", m.Ref, true)
+	}
+	add("Sandbox", orDash(m.Sandbox), true)
+	if m.Prompt != "" {
+		f = append(f, field{K: "Prompt", V: m.Prompt, Block: true})
+	}
+	if len(m.Scope) > 0 {
+		add("Scope", strings.Join(m.Scope, ", "), true)
+	} else {
+		add("Scope", "none set", false)
+	}
+	if m.Test != "" {
+		add("Test command", m.Test, true)
+	}
+	tmpl := orDash(m.Template)
+	if m.TemplateVersion != "" {
+		tmpl += " (version " + m.TemplateVersion + ")"
+	}
+	add("Template", tmpl, true)
+	add("Policy version", orDash(m.Policy), true)
+	add("Backend", orDash(m.Backend), true)
+	add("Created", fmtTime(m.Created), false)
+	add("Finished", fmtTime(m.Finished), false)
+	add("Took", fmtDur(m.Created, m.Finished), false)
+	chain := "not recorded in this page"
+	if m.Chain.Hash != "" {
+		chain = fmt.Sprintf("event %d, hash %s", m.Chain.Seq, short(m.Chain.Hash))
+		if m.Chain.PublicKey != "" {
+			chain += ", daemon key " + short(m.Chain.PublicKey)
+		}
+	}
+	f = append(f, field{K: "Audit chain head", V: chain, Title: visibleText(m.Chain.Hash), Mono: true})
+	return f
+}
+
+// fileInfo is one changed file, from the record's file list and the patch.
+type fileInfo struct {
+	Path, Status string
+	OutOfScope   bool
+	Generated    string // why it looks generated, or ""
+	Adds, Dels   int
+	Anchor       string // its diff's id, "" when the patch has no text for it
+	diff         *patchFile
+}
+
+func changedFiles(c *Contents, patch []*patchFile) []*fileInfo {
+	out := map[string]bool{}
+	for _, p := range c.OutOfScope {
+		out[p] = true
+	}
+	var files []*fileInfo
+	byPath := map[string]*fileInfo{}
+	for _, f := range c.Files {
+		fi := &fileInfo{Path: f.Path, Status: f.Status, OutOfScope: out[f.Path] || (!f.InScope && len(c.Manifest.Scope) > 0)}
+		files = append(files, fi)
+		byPath[f.Path] = fi
+	}
+	for i, p := range patch {
+		fi := byPath[p.Path]
+		if fi == nil && p.OldPath != "" {
+			fi = byPath[p.OldPath]
+		}
+		if fi == nil {
+			fi = &fileInfo{Path: p.Path, Status: p.status(), OutOfScope: out[p.Path]}
+			if fi.Path == "" {
+				fi.Path = p.OldPath
+			}
+			files = append(files, fi)
+			byPath[fi.Path] = fi
+		}
+		if fi.diff != nil { // two diffs for one path: keep both, index the first
+			fi = &fileInfo{Path: fi.Path, Status: fi.Status, OutOfScope: fi.OutOfScope}
+			files = append(files, fi)
+		}
+		fi.diff = p
+		fi.Anchor = "file-" + strconv.Itoa(i+1)
+		fi.Adds, fi.Dels = p.Adds, p.Dels
+	}
+	for _, fi := range files {
+		fi.Generated = generatedReason(fi.Path)
+		if fi.Generated == "" && fi.diff != nil && fi.diff.Marker {
+			fi.Generated = `"generated, do not edit" marker in the patch`
+		}
+	}
+	return files
+}
+
+// The diff.
+
+type diffView struct {
+	Empty      bool
+	Preamble   string
+	Index      []*fileInfo
+	Files      []diffFileView
+	Adds, Dels int
+	Hidden     int
+}
+
+type diffFileView struct {
+	*fileInfo
+	OldPath string
+	Open    bool
+	Lines   []diffLine
+	Hidden  int
+	Binary  bool
+}
+
+func diffSection(c *Contents, pre []string, files []*fileInfo) diffView {
+	// With no patch text but a file list, the index still shows the files.
+	d := diffView{Empty: strings.TrimSpace(c.Patch) == "" && len(files) == 0, Index: files}
+	d.Preamble = strings.Join(pre, "\n")
+	shown := 0
+	for _, fi := range files {
+		d.Adds += fi.Adds
+		d.Dels += fi.Dels
+		p := fi.diff
+		if p == nil {
+			continue
+		}
+		fv := diffFileView{fileInfo: fi, Binary: p.Binary}
+		if p.OldPath != "" && p.OldPath != fi.Path {
+			fv.OldPath = p.OldPath
+		}
+		n := min(len(p.Lines), maxFileDiffLines, max(maxDiffLines-shown, 0))
+		fv.Lines, fv.Hidden = p.Lines[:n], len(p.Lines)-n
+		shown += n
+		d.Hidden += fv.Hidden
+		fv.Open = fi.Generated == "" && len(p.Lines) <= collapseLines
+		d.Files = append(d.Files, fv)
+	}
+	return d
+}
+
+// patchFile is one file's part of a patch.
+type patchFile struct {
+	Path, OldPath string
+	hint          string // status the headers imply
+	Binary        bool
+	Marker        bool // a line carries a "generated, do not edit" marker
+	Adds, Dels    int
+	Lines         []diffLine
+	hunks         int
+}
+
+type diffLine struct {
+	Kind     string // add, del, ctx, hunk, meta, note
+	Old, New string // line numbers
+	Text     string
+}
+
+func (p *patchFile) status() string {
+	if p.hint != "" {
+		return p.hint
+	}
+	return "modified"
+}
+
+var (
+	hunkRE            = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+	generatedMarkerRE = regexp.MustCompile(`(?i)code generated\b.*\bdo not edit|@generated\b|auto-?generated\b.*\bdo not (?:edit|modify)`)
+)
+
+// parsePatch splits a unified diff (git's or plain diff -u) into files. The
+// hunk headers' counts decide where a hunk ends, so a removed line that reads
+// "-- a/x" is not taken for a file header. Text before the first file (a
+// format-patch message) is returned apart.
+func parsePatch(patch string) (pre []string, files []*patchFile) {
+	lines := strings.Split(patch, "\n")
+	if n := len(lines); lines[n-1] == "" {
+		lines = lines[:n-1]
+	}
+	var (
+		cur              *patchFile
+		oldLeft, newLeft int
+		oldNo, newNo     int
+		binaryData       bool
+	)
+	start := func() {
+		cur = &patchFile{}
+		files = append(files, cur)
+		binaryData = false
+	}
+	num := func(n int) string { return strconv.Itoa(n) }
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if oldLeft > 0 || newLeft > 0 {
+			switch {
+			case l == "" || l[0] == ' ': // an editor may have trimmed a blank context line's space
+				cur.Lines = append(cur.Lines, diffLine{Kind: "ctx", Old: num(oldNo), New: num(newNo), Text: strings.TrimPrefix(l, " ")})
+				oldNo, newNo, oldLeft, newLeft = oldNo+1, newNo+1, oldLeft-1, newLeft-1
+			case l[0] == '+':
+				cur.Lines = append(cur.Lines, diffLine{Kind: "add", New: num(newNo), Text: l[1:]})
+				newNo, newLeft = newNo+1, newLeft-1
+				cur.Adds++
+			case l[0] == '-':
+				cur.Lines = append(cur.Lines, diffLine{Kind: "del", Old: num(oldNo), Text: l[1:]})
+				oldNo, oldLeft = oldNo+1, oldLeft-1
+				cur.Dels++
+			case l[0] == '\\':
+				cur.Lines = append(cur.Lines, diffLine{Kind: "note", Text: l})
+			default:
+				oldLeft, newLeft = 0, 0 // a hunk cut short: read the line afresh
+				i--
+				continue
+			}
+			if generatedMarkerRE.MatchString(l) {
+				cur.Marker = true
+			}
+			continue
+		}
+		if strings.HasPrefix(l, "diff ") {
+			start()
+			cur.Path, cur.OldPath = gitDiffPaths(l)
+			cur.meta(l)
+			continue
+		}
+		if binaryData {
+			continue
+		}
+		if m := hunkRE.FindStringSubmatch(l); m != nil {
+			if cur == nil {
+				start()
+			}
+			oldNo, newNo = atoi(m[1]), atoi(m[3])
+			oldLeft, newLeft = 1, 1
+			if m[2] != "" {
+				oldLeft = atoi(m[2])
+			}
+			if m[4] != "" {
+				newLeft = atoi(m[4])
+			}
+			cur.hunks++
+			cur.Lines = append(cur.Lines, diffLine{Kind: "hunk", Text: l})
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ "):
+			if cur == nil || cur.hunks > 0 {
+				start()
+			}
+			if p := headerPath(l[4:], "a/"); p != "" {
+				cur.OldPath = p
+			} else {
+				cur.hint = "added"
+			}
+			if p := headerPath(lines[i+1][4:], "b/"); p != "" {
+				cur.Path = p
+			} else {
+				cur.Path, cur.hint = cur.OldPath, "deleted"
+			}
+			cur.meta(l)
+			cur.meta(lines[i+1])
+			i++
+		case cur == nil:
+			pre = append(pre, l)
+		case strings.HasPrefix(l, `\`):
+			cur.Lines = append(cur.Lines, diffLine{Kind: "note", Text: l})
+		default:
+			cur.meta(l)
+			switch {
+			case strings.HasPrefix(l, "new file mode"):
+				cur.hint = "added"
+			case strings.HasPrefix(l, "deleted file mode"):
+				cur.hint = "deleted"
+			case strings.HasPrefix(l, "rename from "):
+				cur.OldPath, cur.hint = unquotePath(l[len("rename from "):]), "renamed"
+			case strings.HasPrefix(l, "rename to "):
+				cur.Path, cur.hint = unquotePath(l[len("rename to "):]), "renamed"
+			case strings.HasPrefix(l, "Binary files ") && strings.HasSuffix(l, " differ"):
+				cur.Binary = true
+			case l == "GIT binary patch":
+				cur.Binary, binaryData = true, true
+			}
+		}
+	}
+	return pre, files
+}
+
+func (p *patchFile) meta(l string) {
+	p.Lines = append(p.Lines, diffLine{Kind: "meta", Text: l})
+}
+
+// gitDiffPaths reads "diff --git a/x b/y"; with spaces in the names only
+// the unambiguous case (both names the same) is split.
+func gitDiffPaths(l string) (newPath, oldPath string) {
+	s, ok := strings.CutPrefix(l, "diff --git ")
+	if !ok {
+		return "", ""
+	}
+	if strings.HasPrefix(s, `"`) { // quoted names: take the second one
+		if i := strings.LastIndex(s, ` "b/`); i > 0 {
+			return headerPath(s[i+1:], "b/"), headerPath(s[:i], "a/")
+		}
+		return "", ""
+	}
+	if n := (len(s) - 5) / 2; len(s) >= 7 && (len(s)-5)%2 == 0 && strings.HasPrefix(s, "a/") && s[2+n:5+n] == " b/" && s[2:2+n] == s[5+n:] {
+		return s[2 : 2+n], s[2 : 2+n]
+	}
+	if i := strings.LastIndex(s, " b/"); i > 0 && strings.HasPrefix(s, "a/") {
+		return s[i+3:], s[2:i]
+	}
+	return "", ""
+}
+
+// headerPath reads the name in a "--- a/x" or "+++ b/x" line: "" for
+// /dev/null, without a plain diff's timestamp or git's quoting.
+func headerPath(s, prefix string) string {
+	if !strings.HasPrefix(s, `"`) {
+		s, _, _ = strings.Cut(s, "\t")
+	}
+	s = unquotePath(s)
+	if s == "/dev/null" {
+		return ""
+	}
+	return strings.TrimPrefix(s, prefix)
+}
+
+// unquotePath undoes git's C-style quoting of unusual names, which Go's
+// string literal syntax (octal escapes included) reads.
+func unquotePath(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+	}
+	return s
+}
+
+var lockfileNames = map[string]bool{
+	"go.sum": true, "go.work.sum": true, "package-lock.json": true, "npm-shrinkwrap.json": true,
+	"yarn.lock": true, "pnpm-lock.yaml": true, "bun.lock": true, "bun.lockb": true, "Cargo.lock": true,
+	"poetry.lock": true, "Pipfile.lock": true, "uv.lock": true, "pdm.lock": true, "composer.lock": true,
+	"Gemfile.lock": true, "mix.lock": true, "pubspec.lock": true, "flake.lock": true,
+	"packages.lock.json": true, "gradle.lockfile": true, "Package.resolved": true, "Podfile.lock": true,
+}
+
+var manifestNames = map[string]bool{
+	"go.mod": true, "go.work": true, "package.json": true, "pyproject.toml": true, "setup.py": true,
+	"setup.cfg": true, "Pipfile": true, "Cargo.toml": true, "Gemfile": true, "composer.json": true,
+	"build.gradle": true, "build.gradle.kts": true, "pom.xml": true, "mix.exs": true, "pubspec.yaml": true,
+	"Podfile": true, "Package.swift": true,
+}
+
+func isManifest(p string) bool {
+	b := path.Base(p)
+	return manifestNames[b] || (strings.HasPrefix(b, "requirements") && strings.HasSuffix(b, ".txt"))
+}
+
+var generatedDirs = []string{"vendor", "node_modules", "dist", "build", "__generated__"}
+
+// generatedReason says why a path looks generated, or "" when it does not.
+func generatedReason(p string) string {
+	base := path.Base(p)
+	has := func(suffixes ...string) bool {
+		return slices.ContainsFunc(suffixes, func(s string) bool { return strings.HasSuffix(base, s) })
+	}
+	switch {
+	case lockfileNames[base]:
+		return "lockfile"
+	case has(".pb.go", ".pb.gw.go", "_pb2.py", "_pb2_grpc.py", "_pb2.pyi", ".pb.h", ".pb.cc", "_pb.js", "_pb.d.ts", "_grpc.pb.go"):
+		return "protobuf output"
+	case strings.Contains(base, "_generated.") || strings.Contains(base, ".generated.") || strings.Contains(base, ".gen."):
+		return "generated by its name"
+	case has(".min.js", ".min.css", ".min.mjs"):
+		return "minified"
+	case has(".js.map", ".css.map"):
+		return "source map"
+	}
+	for _, e := range strings.Split(path.Dir(p), "/") {
+		if slices.Contains(generatedDirs, e) {
+			return "under " + e + "/"
+		}
+	}
+	return ""
+}
+
+// The questions.
+
+func testsQuestion(c *Contents) question {
+	q := question{ID: "q-tests", Title: "Did tests run and pass?"}
+	if len(c.Tests) == 0 {
+		q.Verdict, q.Level = "not run", "bad"
+		q.Says = append(q.Says, "No tests were run.")
+		if c.Manifest.Test != "" {
+			q.Says = append(q.Says, "The task's test command is "+c.Manifest.Test+", and it never ran.")
+		} else {
+			q.Says = append(q.Says, "The task sets no test command.")
+		}
+		return q
+	}
+	last := c.Tests[len(c.Tests)-1]
+	which := "The only test run"
+	if n := len(c.Tests); n > 1 {
+		which = fmt.Sprintf("The last of %d test runs", n)
+	}
+	how := fmt.Sprintf("%s (%s, exec %s, finished %s) ", which, last.Command, last.ExecID, fmtTime(last.Finished))
+	if last.Passed {
+		q.Verdict, q.Level = "passed", "ok"
+		q.Says = append(q.Says, how+fmt.Sprintf("passed, exit code %d.", last.ExitCode))
+	} else {
+		q.Verdict, q.Level = "failed", "bad"
+		q.Says = append(q.Says, how+fmt.Sprintf("failed, exit code %d.", last.ExitCode))
+	}
+	if s := last.Summary; s != nil {
+		q.Says = append(q.Says, "Its output reports "+summaryText(s)+".")
+		switch {
+		case last.Passed && s.Passed+s.Failed+s.Skipped == 0:
+			q.Verdict, q.Level = "passed, but no tests", "warn"
+			q.Says = append(q.Says, "The command succeeded without running a single test: nothing was tested.")
+		case last.Passed && s.Failed > 0:
+			q.Level = "warn"
+			q.Says = append(q.Says, "The command succeeded although its output reports failures.")
+		case !last.Passed && s.Failed == 0:
+			q.Says = append(q.Says, "No failed test was recognised in its output: it may have failed to build, crashed or timed out.")
+		}
+		for _, f := range s.Failures {
+			q.Items = append(q.Items, "failed: "+f)
+		}
+	} else {
+		q.Says = append(q.Says, "Its output was not recognised as any known test framework's, so only the exit code speaks for it.")
+		if last.Passed {
+			q.Level = "warn"
+		}
+	}
+	if n := len(c.Tests) - 1; n > 0 {
+		failed := 0
+		for _, t := range c.Tests[:n] {
+			if !t.Passed {
+				failed++
+			}
+		}
+		q.Says = append(q.Says, fmt.Sprintf("Earlier runs: %d failed, %d passed.", failed, n-failed))
+	}
+	var after, wrote int
+	for _, cmd := range c.Commands {
+		if cmd.ExecID != last.ExecID && cmd.Error == "" && !last.Finished.IsZero() && cmd.Started.After(last.Finished) {
+			after++
+			if len(cmd.Writes) > 0 {
+				wrote++
+			}
+		}
+	}
+	if wrote > 0 {
+		q.Level = "warn"
+		q.Says = append(q.Says, fmt.Sprintf("%d command(s) wrote files after the last test run: the final patch is not what was tested.", wrote))
+	} else if after > 0 {
+		q.Says = append(q.Says, fmt.Sprintf("%d command(s) ran after the last test run, none known to write files.", after))
+	}
+	return q
+}
+
+func summaryText(s *TestSummary) string {
+	return fmt.Sprintf("%s: %d passed, %d failed, %d skipped", s.Framework, s.Passed, s.Failed, s.Skipped)
+}
+
+func scopeQuestion(c *Contents, files []*fileInfo) question {
+	q := question{ID: "q-scope", Title: "Were files outside the scope changed?"}
+	out := slices.Clone(c.OutOfScope)
+	for _, f := range files {
+		if f.OutOfScope {
+			out = appendNew(out, f.Path)
+		}
+	}
+	scope := strings.Join(c.Manifest.Scope, ", ")
+	switch {
+	case len(out) > 0:
+		q.Verdict, q.Level = "yes", "bad"
+		q.Says = append(q.Says, fmt.Sprintf("%d changed file(s) lie outside the task's scope (%s):", len(out), orDash(scope)))
+		q.Items = out
+	case len(c.Manifest.Scope) == 0:
+		q.Verdict, q.Level = "no scope set", "info"
+		q.Says = append(q.Says, "The task set no scope, so no change lies outside it.")
+	default:
+		q.Verdict, q.Level = "no", "ok"
+		q.Says = append(q.Says, fmt.Sprintf("Every changed file lies inside the scope (%s).", scope))
+	}
+	return q
+}
+
+func depsQuestion(c *Contents, files []*fileInfo) question {
+	q := question{ID: "q-deps", Title: "Were dependencies added or changed?"}
+	d := c.Dependencies
+	locks := slices.Clone(d.Lockfiles)
+	var manifests []string
+	for _, f := range files {
+		if lockfileNames[path.Base(f.Path)] {
+			locks = appendNew(locks, f.Path)
+		} else if isManifest(f.Path) {
+			manifests = appendNew(manifests, f.Path)
+		}
+	}
+	switch {
+	case len(d.Changes) > 0:
+		q.Verdict, q.Level = "yes", "warn"
+		added := 0
+		t := &table{Head: []string{"manager", "package", "from", "to", "change"}}
+		for _, ch := range d.Changes {
+			if ch.Change == "added" {
+				added++
+			}
+			t.Rows = append(t.Rows, row{Class: oneOf(ch.Change, "added", "removed", "changed"), Cells: []cell{{S: ch.Manager}, {S: ch.Name, Class: "mono"},
+				{S: orDash(ch.From), Class: "mono"}, {S: orDash(ch.To), Class: "mono"}, {S: ch.Change}}})
+		}
+		q.Says = append(q.Says, fmt.Sprintf("%d dependency change(s), %d of them new packages.", len(d.Changes), added))
+		q.Table = t
+	case len(locks) > 0 || len(manifests) > 0:
+		q.Verdict, q.Level = "files changed", "warn"
+		q.Says = append(q.Says, "No dependency change was recorded, but the patch changes dependency files.")
+	default:
+		q.Verdict, q.Level = "no", "ok"
+		q.Says = append(q.Says, "No dependency change was recorded and the patch changes no lockfile or dependency manifest.")
+	}
+	for _, l := range locks {
+		q.Items = append(q.Items, "lockfile: "+l)
+	}
+	for _, m := range manifests {
+		q.Items = append(q.Items, "manifest: "+m)
+	}
+	var ran []string
+	for _, cmd := range c.Commands {
+		if cmd.Policy != nil && slices.Contains(cmd.Policy.Classes, "dependency") && cmd.Error == "" {
+			ran = append(ran, shellJoin(cmd.Argv))
+		}
+	}
+	if len(ran) > 0 {
+		q.Says = append(q.Says, "Commands the policy classed as changing dependencies ran: "+strings.Join(ran, "; ")+".")
+	}
+	return q
+}
+
+func generatedQuestion(files []*fileInfo) question {
+	q := question{ID: "q-generated", Title: "Were generated files rewritten?",
+		Note: "Judged from paths (lockfiles, *.pb.go, *_generated.*, *.gen.*, *.min.js, vendor/, node_modules/, dist/, build/) " +
+			"and from \"Code generated ... DO NOT EDIT\" or @generated markers the patch happens to show. " +
+			"A generated file with an ordinary name whose marker lies outside the changed lines is missed."}
+	t := &table{Head: []string{"file", "status", "why it looks generated"}}
+	for _, f := range files {
+		if f.Generated != "" {
+			t.Rows = append(t.Rows, row{Cells: []cell{{S: f.Path, Class: "mono", Anchor: f.Anchor}, {S: f.Status}, {S: f.Generated}}})
+		}
+	}
+	if len(t.Rows) == 0 {
+		q.Verdict, q.Level = "no", "ok"
+		q.Says = append(q.Says, "No changed file looks generated.")
+		return q
+	}
+	q.Verdict, q.Level = "yes", "warn"
+	q.Says = append(q.Says, fmt.Sprintf("%d changed file(s) look generated; check they were regenerated, not edited by hand:", len(t.Rows)))
+	q.Table = t
+	return q
+}
+
+func networkQuestion(c *Contents) question {
+	q := question{ID: "q-network", Title: "Was the network contacted, and where?"}
+	if c.Network == nil {
+		q.Verdict, q.Level = "not recorded", "warn"
+		q.Says = append(q.Says, "Network egress was not recorded for this run: egress recording is not available yet, so this bundle cannot say whether the network was contacted.")
+		return q
+	}
+	if len(c.Network) == 0 {
+		q.Verdict, q.Level = "no", "ok"
+		q.Says = append(q.Says, "No network request was made.")
+		return q
+	}
+	type key struct {
+		host     string
+		port     int
+		decision string
+	}
+	type agg struct {
+		n       int
+		out, in int64
+		methods []string
+		rules   []string
+	}
+	groups := map[key]*agg{}
+	denied := 0
+	for _, r := range c.Network {
+		k := key{r.Host, r.Port, r.Decision}
+		g := groups[k]
+		if g == nil {
+			g = &agg{}
+			groups[k] = g
+		}
+		g.n++
+		g.out += r.BytesOut
+		g.in += r.BytesIn
+		g.methods = appendNew(g.methods, r.Method)
+		g.rules = appendNew(g.rules, r.Rule)
+		if r.Decision != "allow" && r.Decision != "allowed" {
+			denied++
+		}
+	}
+	keys := make([]key, 0, len(groups))
+	hosts := map[string]bool{}
+	for k := range groups {
+		keys = append(keys, k)
+		hosts[k.host] = true
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.host != b.host {
+			return strings.Compare(a.host, b.host)
+		}
+		if a.port != b.port {
+			return a.port - b.port
+		}
+		return strings.Compare(a.decision, b.decision)
+	})
+	q.Verdict, q.Level = "yes", "warn"
+	q.Says = append(q.Says, fmt.Sprintf("%d request(s) to %d host(s); %d not allowed.", len(c.Network), len(hosts), denied))
+	t := &table{Head: []string{"host", "port", "decision", "requests", "methods", "rules", "bytes out", "bytes in"}}
+	for _, k := range keys {
+		g := groups[k]
+		slices.Sort(g.methods)
+		slices.Sort(g.rules)
+		cls := ""
+		if k.decision != "allow" && k.decision != "allowed" {
+			cls = "refused"
+		}
+		t.Rows = append(t.Rows, row{Class: cls, Cells: []cell{{S: k.host, Class: "mono"}, {S: strconv.Itoa(k.port), Class: "num"},
+			{S: k.decision}, {S: strconv.Itoa(g.n), Class: "num"}, {S: strings.Join(g.methods, ", ")},
+			{S: strings.Join(g.rules, ", "), Class: "mono"}, {S: strconv.FormatInt(g.out, 10), Class: "num"}, {S: strconv.FormatInt(g.in, 10), Class: "num"}}})
+	}
+	q.Table = t
+	return q
+}
+
+func approvalsQuestion(c *Contents) question {
+	q := question{ID: "q-approvals", Title: "Which approvals were given, and by whom?"}
+	for _, cmd := range c.Commands {
+		if cmd.Policy != nil && cmd.Policy.BreakGlass != "" {
+			q.Alerts = append(q.Alerts, fmt.Sprintf("BREAK-GLASS: %s (exec %s) ran by operator override %s, outside what the policy allows.",
+				shellJoin(cmd.Argv), cmd.ExecID, cmd.Policy.BreakGlass))
+		}
+	}
+	given := 0
+	var by []string
+	t := &table{Head: []string{"id", "command", "classes", "state", "requested by", "requested", "decided by", "decided", "reason", "grant"}}
+	for _, a := range c.Approvals {
+		if a.State == "approved" {
+			given++
+			by = appendNew(by, a.DecidedBy)
+		}
+		decided := "—"
+		if a.Decided != nil {
+			decided = fmtTime(*a.Decided)
+		}
+		cmd := a.Command
+		if a.Effect != "" {
+			cmd += "\neffect: " + a.Effect
+		}
+		t.Rows = append(t.Rows, row{Class: oneOf(a.State, "approved", "denied", "expired", "pending"), Cells: []cell{{S: a.ID, Class: "mono"}, {S: cmd, Class: "mono", Block: true},
+			{S: strings.Join(a.Classes, ", ")}, {S: a.State}, {S: a.RequestedBy}, {S: fmtTime(a.Created)},
+			{S: orDash(a.DecidedBy)}, {S: decided}, {S: a.Reason}, {S: a.Grant, Class: "mono"}}})
+	}
+	switch {
+	case len(c.Approvals) == 0:
+		q.Verdict, q.Level = "none", "ok"
+		q.Says = append(q.Says, "No approval was requested.")
+	default:
+		q.Verdict, q.Level = fmt.Sprintf("%d given", given), "info"
+		s := fmt.Sprintf("%d approval(s) requested, %d given", len(c.Approvals), given)
+		if len(by) > 0 {
+			s += " (by " + strings.Join(by, ", ") + ")"
+		}
+		q.Says = append(q.Says, s+".")
+		q.Table = t
+	}
+	if len(q.Alerts) > 0 {
+		q.Verdict, q.Level = "break-glass used", "bad"
+	}
+	return q
+}
+
+func artifactsQuestion(c *Contents) question {
+	q := question{ID: "q-artifacts", Title: "Are there large or sensitive artifacts?"}
+	if len(c.Artifacts) == 0 {
+		q.Verdict, q.Level = "no", "ok"
+		q.Says = append(q.Says, "The run left no artifacts.")
+		return q
+	}
+	t := &table{Head: []string{"artifact", "type", "size", "why", "in the bundle"}}
+	included, secrets := 0, false
+	for _, a := range c.Artifacts {
+		if a.Included {
+			included++
+		}
+		var why []string
+		if a.Large {
+			why = append(why, "large")
+		}
+		if len(a.Findings) > 0 {
+			secrets = true
+			why = append(why, "secrets found: "+strings.Join(a.Findings, ", "))
+		}
+		switch a.Type {
+		case "executable", "archive", "symlink":
+			why = append(why, a.Type)
+		}
+		if len(why) == 0 {
+			continue
+		}
+		in := "no"
+		if a.Included {
+			in = "yes"
+		}
+		cls := "warn"
+		if len(a.Findings) > 0 {
+			cls = "secret"
+		}
+		t.Rows = append(t.Rows, row{Class: cls, Cells: []cell{{S: a.Path, Class: "mono"}, {S: a.Type}, {S: fmtSize(a.Size), Class: "num"},
+			{S: strings.Join(why, "; ")}, {S: in}}})
+	}
+	q.Says = append(q.Says, fmt.Sprintf("%d artifact(s), %d copied into the bundle.", len(c.Artifacts), included))
+	switch {
+	case secrets:
+		q.Verdict, q.Level = "yes", "bad"
+	case len(t.Rows) > 0:
+		q.Verdict, q.Level = "yes", "warn"
+	default:
+		q.Verdict, q.Level = "no", "ok"
+		q.Says = append(q.Says, "None is large, holds a secret, or is an executable, archive or symlink.")
+		return q
+	}
+	q.Says = append(q.Says, "Secret values are never copied: only the kind of secret found is listed.")
+	q.Table = t
+	return q
+}
+
+// The record.
+
+func commandsSection(c *Contents) (table, []outputView) {
+	t := table{Head: []string{"#", "exec", "command", "cwd", "started", "took", "result", "policy", "output", "wrote"},
+		Empty: "No command was run."}
+	var outs []outputView
+	seen := map[string]bool{}
+	for i, cmd := range c.Commands {
+		cls := ""
+		if cmdFailed(cmd) {
+			cls = "failed"
+		}
+		if cmd.Policy != nil && cmd.Policy.BreakGlass != "" {
+			cls = "breakglass"
+		}
+		output := fmt.Sprintf("stdout %s\nstderr %s", fmtSize(int64(cmd.StdoutBytes)), fmtSize(int64(cmd.StderrBytes)))
+		anchor := ""
+		if o, ok := c.Outputs[cmd.ExecID]; ok && !seen[cmd.ExecID] {
+			seen[cmd.ExecID] = true
+			anchor = "out-" + strconv.Itoa(i+1)
+			outs = append(outs, outputSection(anchor, fmt.Sprintf("#%d %s: %s (%s)", i+1, cmd.ExecID, shellJoin(cmd.Argv), resultText(cmd)), cmd.ExecID, o, cmdFailed(cmd)))
+		}
+		t.Rows = append(t.Rows, row{Class: cls, Cells: []cell{{S: strconv.Itoa(i + 1), Class: "num"}, {S: cmd.ExecID, Class: "mono"},
+			{S: shellJoin(cmd.Argv), Class: "mono"}, {S: cmd.Cwd, Class: "mono"}, {S: fmtTime(cmd.Started), Class: "nw"},
+			{S: fmtDur(cmd.Started, cmd.Ended), Class: "num"}, {S: resultText(cmd)}, {S: policyText(cmd.Policy), Block: true},
+			{S: output, Class: "nw", Block: true, Anchor: anchor}, {S: strings.Join(cmd.Writes, "\n"), Class: "mono", Block: true}}})
+	}
+	var rest []string
+	for id := range c.Outputs {
+		if !seen[id] {
+			rest = append(rest, id)
+		}
+	}
+	slices.Sort(rest)
+	for i, id := range rest {
+		outs = append(outs, outputSection("out-x"+strconv.Itoa(i+1), "exec "+id+" (no command recorded)", id, c.Outputs[id], false))
+	}
+	return t, outs
+}
+
+func outputSection(anchor, title, id string, o [2][]byte, open bool) outputView {
+	v := outputView{Anchor: anchor, Title: title, Open: open}
+	for i, name := range []string{"stdout", "stderr"} {
+		b := o[i]
+		s := streamView{Name: name}
+		if len(b) == 0 {
+			s.Cut = "(empty)"
+		} else if len(b) > maxOutputShown {
+			n := maxOutputShown
+			for n > 0 && !utf8.RuneStart(b[n]) {
+				n--
+			}
+			s.Text = string(b[:n])
+			s.Cut = fmt.Sprintf("… %d more bytes not shown: outputs/%s.%s in the bundle has them all.", len(b)-n, id, name)
+		} else {
+			s.Text = string(b)
+		}
+		v.Streams = append(v.Streams, s)
+	}
+	return v
+}
+
+func cmdFailed(c Command) bool {
+	return c.Error != "" || c.Limit != "" || c.Signal != "" || (c.ExitCode != nil && *c.ExitCode != 0)
+}
+
+func resultText(c Command) string {
+	var r []string
+	if c.Error != "" {
+		r = append(r, "not run: "+c.Error)
+	}
+	if c.Limit != "" {
+		r = append(r, c.Limit+" limit reached")
+	}
+	if c.Signal != "" {
+		r = append(r, "killed by "+c.Signal)
+	}
+	if c.ExitCode != nil {
+		r = append(r, "exit "+strconv.Itoa(*c.ExitCode))
+	}
+	if len(r) == 0 {
+		if c.Ended.IsZero() {
+			return "no result recorded"
+		}
+		return "ended, exit code unknown"
+	}
+	return strings.Join(r, "; ")
+}
+
+func policyText(p *PolicySummary) string {
+	if p == nil {
+		return "—"
+	}
+	s := []string{p.Action}
+	if len(p.Classes) > 0 {
+		s = append(s, "classes: "+strings.Join(p.Classes, ", "))
+	}
+	if len(p.Rules) > 0 {
+		s = append(s, "rules: "+strings.Join(p.Rules, ", "))
+	}
+	if len(p.Grant) > 0 {
+		s = append(s, "grant: "+strings.Join(p.Grant, ", "))
+	}
+	if p.BreakGlass != "" {
+		s = append(s, "BREAK-GLASS: "+p.BreakGlass)
+	}
+	return strings.Join(s, "\n")
+}
+
+func testsSection(c *Contents) table {
+	t := table{Head: []string{"exec", "command", "started", "took", "exit", "result", "reported", "failures"}, Empty: "No tests were run."}
+	for _, r := range c.Tests {
+		res, cls := "failed", "failed"
+		if r.Passed {
+			res, cls = "passed", "passed"
+		}
+		rep, fails := "output not recognised", ""
+		if r.Summary != nil {
+			rep = summaryText(r.Summary)
+			fails = strings.Join(r.Summary.Failures, "\n")
+		}
+		t.Rows = append(t.Rows, row{Class: cls, Cells: []cell{{S: r.ExecID, Class: "mono"}, {S: r.Command, Class: "mono"},
+			{S: fmtTime(r.Started)}, {S: fmtDur(r.Started, r.Finished), Class: "num"}, {S: strconv.Itoa(r.ExitCode), Class: "num"},
+			{S: res}, {S: rep}, {S: fails, Class: "mono", Block: true}}})
+	}
+	return t
+}
+
+// Formatting.
+
+// oneOf returns s if it is one of the known values, else "": record data
+// picks a CSS class only from a fixed set.
+func oneOf(s string, known ...string) string {
+	if slices.Contains(known, s) {
+		return s
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func short(s string) string {
+	if len(s) <= shortHex {
+		return s
+	}
+	return s[:shortHex] + "…"
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func fmtDur(a, b time.Time) string {
+	if a.IsZero() || b.IsZero() || b.Before(a) {
+		return "—"
+	}
+	return b.Sub(a).Round(time.Millisecond).String()
+}
+
+func fmtSize(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// shellJoin shows argv as a shell would need it typed, so the reviewer sees
+// where each argument starts and ends.
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r)))
+		}) < 0 {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"v":  func(s string) []seg { return visible(s, false) },
+	"vb": func(s string) []seg { return visible(s, true) },
+	"vt": visibleText,
+}).Parse(reportHTML))
+
+// The page. Record data only ever reaches it through {{template "t"}} (or
+// vt, in the title and attributes), which html/template escapes.
+const reportHTML = `{{define "t"}}{{range .}}{{if .E}}<span class="esc">{{.S}}</span>{{else}}{{.S}}{{end}}{{end}}{{end -}}
+{{define "cell"}}{{if .Anchor}}<a href="#{{.Anchor}}">{{end}}{{if .Block}}{{template "t" (vb .S)}}{{else}}{{template "t" (v .S)}}{{end}}{{if .Anchor}}</a>{{end}}{{end -}}
+{{define "table"}}{{if .Rows}}<div class="scroll"><table class="rec">
+<thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr{{if .Class}} class="{{.Class}}"{{end}}>{{range .Cells}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{template "cell" .}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table></div>{{else}}<p class="none">{{.Empty}}</p>{{end}}{{end -}}
+<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Review: {{vt .Title}}</title>
+<style>
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg2: #f6f8fa;
+  --add: #dafbe1; --addn: #aceebb; --del: #ffebe9; --deln: #ffcecb; --hunk: #ddf4ff;
+  --ok: #1a7f37; --warn: #9a6700; --bad: #cf222e; --info: #59636e; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--fg); font: 14px/1.5 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
+header, main { max-width: 1200px; margin: 0 auto; padding: 0 24px; }
+header { padding-top: 16px; border-bottom: 1px solid var(--line); }
+h1 { font-size: 22px; margin: 0 0 8px; overflow-wrap: anywhere; }
+h2 { font-size: 18px; margin: 32px 0 12px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h3 { font-size: 15px; margin: 20px 0 6px; }
+code, pre, .mono, .diff td { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12px; }
+dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 8px 0 12px; }
+dl.meta dt { color: var(--muted); }
+dl.meta dd { margin: 0; overflow-wrap: anywhere; }
+dl.meta dd.block { white-space: pre-wrap; background: var(--bg2); padding: 6px 8px; border-radius: 4px; }
+nav { margin: 8px 0 12px; color: var(--muted); }
+nav a { margin-right: 16px; }
+.note { color: var(--muted); font-size: 13px; }
+.esc { color: #8250df; background: #fbefff; border: 1px solid #d8b9ff; border-radius: 3px; padding: 0 1px; font-family: ui-monospace, monospace; }
+table.index, table.rec { border-collapse: collapse; width: 100%; margin: 6px 0 12px; }
+table.index td, table.index th, table.rec td, table.rec th { border: 1px solid var(--line); padding: 3px 6px; text-align: left; vertical-align: top; }
+table.rec td { white-space: pre-wrap; overflow-wrap: break-word; }
+div.scroll { overflow-x: auto; }
+th { background: var(--bg2); font-weight: 600; }
+table.rec td.num, table.index td.num { text-align: right; white-space: nowrap; }
+table.rec td.nw { white-space: pre; }
+.plus { color: var(--ok); } .minus { color: var(--bad); }
+.badge { display: inline-block; font-size: 11px; font-weight: 600; padding: 0 6px; border-radius: 10px; border: 1px solid; margin-left: 6px; white-space: nowrap; }
+.badge.out { color: var(--bad); } .badge.gen { color: var(--warn); } .badge.st { color: var(--muted); }
+details.file { border: 1px solid var(--line); border-radius: 6px; margin: 12px 0; }
+details.file > summary { background: var(--bg2); padding: 6px 10px; cursor: pointer; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+table.diff { border-collapse: collapse; width: 100%; table-layout: fixed; }
+table.diff col.n { width: 52px; } table.diff col.m { width: 18px; }
+table.diff td { padding: 0 6px; vertical-align: top; white-space: pre-wrap; overflow-wrap: anywhere; tab-size: 4; line-height: 20px; }
+table.diff td.n { color: var(--muted); text-align: right; user-select: none; }
+table.diff td.m { user-select: none; }
+tr.add td { background: var(--add); } tr.add td.n { background: var(--addn); }
+tr.del td { background: var(--del); } tr.del td.n { background: var(--deln); }
+tr.hunk td { background: var(--hunk); color: var(--muted); }
+tr.meta td, tr.note td { color: var(--muted); }
+.cut { padding: 6px 10px; color: var(--muted); font-style: italic; }
+section.q { border-left: 4px solid var(--line); padding: 2px 0 2px 14px; margin: 14px 0; }
+section.q.ok { border-color: var(--ok); } section.q.warn { border-color: var(--warn); } section.q.bad { border-color: var(--bad); }
+.verdict { display: inline-block; margin-left: 8px; padding: 0 8px; border-radius: 4px; color: #fff; font-size: 12px; text-transform: uppercase; letter-spacing: .03em; vertical-align: 1px; }
+.verdict.ok { background: var(--ok); } .verdict.warn { background: var(--warn); } .verdict.bad { background: var(--bad); } .verdict.info { background: var(--info); }
+.alert { border: 2px solid var(--bad); background: #ffebe9; color: var(--bad); font-weight: 700; padding: 8px 12px; margin: 8px 0; border-radius: 6px; overflow-wrap: anywhere; }
+ul.items { margin: 4px 0; padding-left: 22px; } ul.items li { overflow-wrap: anywhere; }
+tr.failed td, tr.refused td, tr.denied td { background: #fff8f8; }
+tr.breakglass td { background: #ffebe9; font-weight: 600; }
+tr.secret td { background: #ffebe9; }
+details.out { margin: 8px 0; border: 1px solid var(--line); border-radius: 6px; }
+details.out > summary { padding: 4px 10px; background: var(--bg2); cursor: pointer; overflow-wrap: anywhere; }
+details.out h4 { margin: 8px 10px 2px; font-size: 12px; color: var(--muted); }
+details.out pre { margin: 0 10px 8px; padding: 8px; background: var(--bg2); white-space: pre-wrap; overflow-wrap: anywhere; max-height: 40em; overflow: auto; }
+p.none { color: var(--muted); }
+footer { max-width: 1200px; margin: 32px auto; padding: 12px 24px; color: var(--muted); border-top: 1px solid var(--line); font-size: 12px; }
+</style>
+</head>
+<body>
+<header>
+<h1>Review: {{template "t" (v .Task)}}</h1>
+<dl class="meta">
+{{range .Fields}}<dt>{{.K}}</dt><dd{{if .Block}} class="block"{{else if .Mono}} class="mono"{{end}}{{if .Title}} title="{{vt .Title}}"{{end}}>{{if .Block}}{{template "t" (vb .V)}}{{else}}{{template "t" (v .V)}}{{end}}</dd>
+{{end}}</dl>
+<p class="note">This page is one entry of a signed bundle and proves nothing on its own: verify the bundle. Characters that cannot be shown as they are (control characters, terminal escapes, invisible or direction-changing characters, invalid UTF-8) appear as <span class="esc">\x1b</span>-style escapes.</p>
+<nav><a href="#diff">Diff</a><a href="#questions">Reviewer's questions</a><a href="#commands">Commands</a><a href="#outputs">Outputs</a><a href="#tests">Test runs</a></nav>
+</header>
+<main>
+<section id="diff">
+<h2>Diff</h2>
+{{with .Diff}}{{if .Empty}}<p class="none">The patch is empty: the run changed nothing.</p>{{else -}}
+<p><span class="plus">+{{.Adds}}</span> <span class="minus">−{{.Dels}}</span> in {{len .Index}} file(s).{{if .Hidden}} {{.Hidden}} patch line(s) are not shown here to keep this page readable; the bundle's patch has them all.{{end}}</p>
+<table class="index">
+<thead><tr><th>file</th><th>status</th><th>+</th><th>−</th><th>notes</th></tr></thead>
+<tbody>
+{{range .Index}}<tr><td class="mono">{{if .Anchor}}<a href="#{{.Anchor}}">{{template "t" (v .Path)}}</a>{{else}}{{template "t" (v .Path)}}{{end}}</td><td>{{template "t" (v .Status)}}</td><td class="num plus">{{.Adds}}</td><td class="num minus">{{.Dels}}</td><td>{{if .OutOfScope}}<span class="badge out">out of scope</span>{{end}}{{if .Generated}}<span class="badge gen">generated?</span>{{end}}{{if not .Anchor}}<span class="badge st">no text in the patch</span>{{end}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .Preamble}}<details class="file"><summary>Patch preamble</summary><table class="diff"><tbody><tr class="meta"><td>{{template "t" (vb .Preamble)}}</td></tr></tbody></table></details>
+{{end}}{{range .Files}}<details class="file" id="{{.Anchor}}"{{if .Open}} open{{end}}>
+<summary><span class="mono">{{if .OldPath}}{{template "t" (v .OldPath)}} → {{end}}{{template "t" (v .Path)}}</span><span class="badge st">{{template "t" (v .Status)}}</span> <span class="plus">+{{.Adds}}</span> <span class="minus">−{{.Dels}}</span>{{if .OutOfScope}}<span class="badge out">out of scope</span>{{end}}{{if .Generated}}<span class="badge gen">generated? {{template "t" (v .Generated)}}</span>{{end}}{{if .Binary}}<span class="badge st">binary</span>{{end}}{{if not .Open}} <span class="note">(collapsed: open to read)</span>{{end}}</summary>
+<table class="diff"><colgroup><col class="n"><col class="n"><col class="m"><col></colgroup><tbody>
+{{range .Lines}}{{if eq .Kind "add"}}<tr class="add"><td class="n"></td><td class="n">{{.New}}</td><td class="m">+</td><td>{{template "t" (v .Text)}}</td></tr>
+{{else if eq .Kind "del"}}<tr class="del"><td class="n">{{.Old}}</td><td class="n"></td><td class="m">-</td><td>{{template "t" (v .Text)}}</td></tr>
+{{else if eq .Kind "ctx"}}<tr class="ctx"><td class="n">{{.Old}}</td><td class="n">{{.New}}</td><td class="m"></td><td>{{template "t" (v .Text)}}</td></tr>
+{{else}}<tr class="{{.Kind}}"><td colspan="4">{{template "t" (v .Text)}}</td></tr>
+{{end}}{{end}}</tbody></table>
+{{if .Hidden}}<p class="cut">{{.Hidden}} more line(s) of this file's diff are not shown; the bundle's patch has them.</p>{{end}}
+</details>
+{{end}}{{end}}{{end}}</section>
+<section id="questions">
+<h2>Reviewer's questions</h2>
+{{range .Questions}}<section class="q {{.Level}}" id="{{.ID}}">
+<h3>{{.Title}} <span class="verdict {{.Level}}">{{.Verdict}}</span></h3>
+{{range .Alerts}}<p class="alert">{{template "t" (v .)}}</p>
+{{end}}{{range .Says}}<p>{{template "t" (v .)}}</p>
+{{end}}{{if .Items}}<ul class="items">{{range .Items}}<li class="mono">{{template "t" (v .)}}</li>{{end}}</ul>
+{{end}}{{with .Table}}{{template "table" .}}
+{{end}}{{if .Note}}<p class="note">{{.Note}}</p>
+{{end}}</section>
+{{end}}</section>
+<section id="commands">
+<h2>Commands</h2>
+{{template "table" .Commands}}
+</section>
+<section id="outputs">
+<h2>Outputs</h2>
+{{range .Outputs}}<details class="out" id="{{.Anchor}}"{{if .Open}} open{{end}}><summary class="mono">{{template "t" (v .Title)}}</summary>
+{{range .Streams}}<h4>{{.Name}}</h4>{{if .Text}}<pre>{{template "t" (vb .Text)}}</pre>{{end}}{{if .Cut}}<p class="cut">{{template "t" (v .Cut)}}</p>{{end}}
+{{end}}</details>
+{{else}}<p class="none">No output was recorded.</p>
+{{end}}</section>
+<section id="tests">
+<h2>Test runs</h2>
+{{template "table" .Tests}}
+</section>
+</main>
+<footer>Made by airlock from the run's record. Nothing on this page is fetched from elsewhere, and it runs no script.</footer>
+</body>
+</html>
+`

@@ -1,0 +1,154 @@
+package bundle
+
+import "time"
+
+// Manifest says which run a bundle records: the task, where its code came
+// from, what it ran under, and the audit chain head that vouches for it.
+type Manifest struct {
+	Task            string    `json:"task"`
+	Sandbox         string    `json:"sandbox"`
+	Repo            string    `json:"repo"`
+	Ref             string    `json:"ref"`
+	Commit          string    `json:"commit"`
+	Prompt          string    `json:"prompt,omitempty"`
+	Scope           []string  `json:"scope,omitempty"`
+	Test            string    `json:"test,omitempty"`
+	Template        string    `json:"template"`
+	TemplateVersion string    `json:"template_version"`
+	Backend         string    `json:"backend"`
+	Policy          string    `json:"policy"` // policy version
+	Created         time.Time `json:"created"`
+	Finished        time.Time `json:"finished"`
+	Chain           ChainHead `json:"chain"`
+}
+
+// ChainHead is the audit chain's last event when the bundle was made, signed by the daemon.
+type ChainHead struct {
+	Seq       int64  `json:"seq"`
+	Hash      string `json:"hash"`       // hex
+	PublicKey string `json:"public_key"` // base64 ed25519
+	Signature string `json:"signature"`  // base64, over the bundle's digest (see bundle.go)
+}
+
+// File is one path the patch touches.
+type File struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"` // added, modified, deleted, renamed, type-changed
+	InScope bool   `json:"in_scope"`
+}
+
+// PolicySummary is the policy decision a command ran (or was refused) under.
+type PolicySummary struct {
+	Action     string   `json:"action"`
+	Classes    []string `json:"classes"`
+	Rules      []string `json:"rules,omitempty"`
+	Grant      []string `json:"grant,omitempty"`
+	BreakGlass string   `json:"break_glass,omitempty"`
+}
+
+// Command is one command the agent asked the sandbox to run.
+type Command struct {
+	ExecID      string         `json:"exec_id"`
+	Argv        []string       `json:"argv"`
+	Cwd         string         `json:"cwd"`
+	Started     time.Time      `json:"started"`
+	Ended       time.Time      `json:"ended,omitzero"`
+	ExitCode    *int           `json:"exit_code,omitempty"`
+	Signal      string         `json:"signal,omitempty"`
+	Limit       string         `json:"limit,omitempty"` // timeout, memory, pids, disk
+	Error       string         `json:"error,omitempty"` // why it did not run (policy refusal...)
+	Policy      *PolicySummary `json:"policy,omitempty"`
+	StdoutBytes int            `json:"stdout_bytes"`
+	StderrBytes int            `json:"stderr_bytes"`
+	Writes      []string       `json:"writes,omitempty"` // files it changed, if known
+}
+
+// TestSummary is what ParseTestOutput recognised in a test command's output.
+type TestSummary struct {
+	Framework string   `json:"framework"` // go, pytest, jest, vitest, mocha, cargo, unknown
+	Passed    int      `json:"passed"`
+	Failed    int      `json:"failed"`
+	Skipped   int      `json:"skipped"`
+	Failures  []string `json:"failures,omitempty"` // names of failed tests
+}
+
+// TestRun is one run of the task's test command.
+type TestRun struct {
+	ExecID   string       `json:"exec_id"`
+	Command  string       `json:"command"`
+	Passed   bool         `json:"passed"`
+	ExitCode int          `json:"exit_code"`
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished"`
+	Summary  *TestSummary `json:"summary,omitempty"`
+}
+
+// Approval is one request for a human's approval and its outcome.
+type Approval struct {
+	ID          string     `json:"id"`
+	State       string     `json:"state"`
+	Command     string     `json:"command"`
+	Classes     []string   `json:"classes"`
+	Effect      string     `json:"effect,omitempty"`
+	RequestedBy string     `json:"requested_by"`
+	Created     time.Time  `json:"created"`
+	DecidedBy   string     `json:"decided_by,omitempty"`
+	Decided     *time.Time `json:"decided,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	Grant       string     `json:"grant,omitempty"`
+}
+
+// NetworkRequest is one connection the sandbox's egress proxy saw.
+type NetworkRequest struct {
+	Time     time.Time `json:"time"`
+	ExecID   string    `json:"exec_id,omitempty"`
+	Host     string    `json:"host"`
+	Port     int       `json:"port"`
+	Method   string    `json:"method,omitempty"`
+	Status   int       `json:"status,omitempty"`
+	Decision string    `json:"decision"`
+	Rule     string    `json:"rule,omitempty"`
+	BytesOut int64     `json:"bytes_out"`
+	BytesIn  int64     `json:"bytes_in"`
+}
+
+// DependencyChange is one package the patch adds, removes or moves to another version.
+type DependencyChange struct {
+	Manager string `json:"manager"` // npm, go, pip, cargo...
+	Name    string `json:"name"`
+	From    string `json:"from,omitempty"`
+	To      string `json:"to,omitempty"`
+	Change  string `json:"change"` // added, removed, changed
+}
+
+// Dependencies is what the patch does to the project's dependencies.
+type Dependencies struct {
+	Changes   []DependencyChange `json:"changes"`
+	Lockfiles []string           `json:"lockfiles"` // lockfiles the patch changes
+}
+
+// Artifact is one file the run left behind, as ScanArtifact classified it.
+type Artifact struct {
+	Path     string   `json:"path"` // relative to /workspace, clean, never absolute or ..
+	Size     int64    `json:"size"`
+	Type     string   `json:"type"` // text, binary, executable, archive, symlink
+	Large    bool     `json:"large,omitempty"`
+	Findings []string `json:"findings,omitempty"` // secret kinds found (values never included)
+	Included bool     `json:"included"`           // copied into artifacts/ (not if large, secret or symlink)
+}
+
+// Contents is everything a bundle holds.
+type Contents struct {
+	Manifest     Manifest
+	Patch        string
+	Files        []File
+	OutOfScope   []string
+	Commands     []Command
+	Outputs      map[string][2][]byte // exec id -> stdout, stderr (already redacted)
+	Tests        []TestRun
+	Approvals    []Approval
+	Network      []NetworkRequest
+	Dependencies Dependencies
+	Artifacts    []Artifact
+	ArtifactData map[string][]byte // path -> content, for Included artifacts
+}
