@@ -36,6 +36,8 @@ POLICY_FUZZTIME ?= 200000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./internal/seccomp/
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(POLICY_FUZZTIME) ./internal/policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzSafePath$$' -fuzztime 50000x ./internal/bundle/
+	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime 20000x ./internal/redact/
 
 # Benchmarks with their peers in the same run; numbers go in issue notes.
 bench: setup build

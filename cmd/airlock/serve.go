@@ -17,8 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/api"
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -111,8 +113,21 @@ func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Durati
 	}
 	defer st.Close()
 	ctx := context.Background()
+	red := redact.New()
+	alog, err := audit.Open(ctx, audit.Config{Store: st, Redactor: red, KeyFile: filepath.Join(dataDir, "audit.key")})
+	if err != nil {
+		return err
+	}
+	checkpoint := filepath.Join(filepath.Dir(dbPath), "audit-head.json")
+	// The last signed head must still be in the log: a log cut short
+	// while the daemon was down is refused, not continued.
+	if a, err := audit.ReadAnchor(checkpoint); err == nil {
+		if seq, _ := alog.Head(); seq < a.Seq {
+			return fmt.Errorf("the audit log ends at event %d, but its signed checkpoint names event %d: it was truncated (see 'airlock audit verify --db %s')", seq, a.Seq, dbPath)
+		}
+	}
 	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife,
-		Policy: pol, ApprovalWait: approvalWait, Logf: logf})
+		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf})
 	if err != nil {
 		return err
 	}
@@ -136,6 +151,7 @@ func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Durati
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	logf("serving on unix:%s (state %s, database %s)", socket, stateDir, dbPath)
+	_ = m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": version, "pid": os.Getpid(), "socket": socket, "listen": listen}})
 	var tcpSrv *http.Server
 	if listen != "" {
 		tln, err := net.Listen("tcp", listen)
@@ -166,7 +182,12 @@ func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Durati
 	if tcpSrv != nil {
 		_ = tcpSrv.Shutdown(sctx)
 	}
-	if err := m.Shutdown(context.Background()); err != nil {
+	err = m.Shutdown(context.Background())
+	_ = m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.stop", Payload: map[string]any{"pid": os.Getpid()}})
+	if _, cerr := alog.Checkpoint(checkpoint); cerr != nil {
+		logf("audit checkpoint: %v", cerr)
+	}
+	if err != nil {
 		return err
 	}
 	logf("stopped")

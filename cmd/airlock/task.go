@@ -24,6 +24,8 @@ commands:
            from the files alone) and the files changed outside the scope
   finish   run the tests, write patch, changed files, test runs and command
            log to the task's output directory, destroy the sandbox
+  export   write the task's signed review bundle: -o FILE.tar.gz, or -o DIR
+           to unpack it (verified first); see 'airlock bundle verify'
   get      show a task
   ls       list tasks
 
@@ -36,6 +38,7 @@ var taskVerbs = []subVerb{
 	{"test", taskTest},
 	{"diff", taskDiff},
 	{"finish", taskFinish},
+	{"export", taskExport},
 	{"get", taskGet},
 	{"ls", taskLs},
 }

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -70,6 +71,7 @@ func New(m *manager.Manager, h Health) *Server {
 	s.taskRoutes()
 	s.keyRoutes()
 	s.policyRoutes()
+	s.auditRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
 	})
@@ -85,7 +87,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(manager.WithActor(r.Context(), who))
 	}
-	s.mux.ServeHTTP(w, r)
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	s.mux.ServeHTTP(sw, r)
+	s.m.RecordAPI(context.WithoutCancel(r.Context()), r.Method, r.URL.Path, sw.status)
 }
 
 // Error is the JSON body of every error answer. A command the policy

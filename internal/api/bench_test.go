@@ -107,3 +107,28 @@ func TestConcurrentSandboxes(t *testing.T) {
 		t.Errorf("census changed: before %+v after %+v", before, after)
 	}
 }
+
+// TestBenchAuditExec compares exec /bin/true through the API with the
+// full audit record (events, redaction, API-call events) and without it,
+// in one run (target: with <= 1.2x without). AIRLOCK_BENCH=1.
+func TestBenchAuditExec(t *testing.T) {
+	if os.Getenv("AIRLOCK_BENCH") == "" {
+		t.Skip("benchmark: run with AIRLOCK_BENCH=1")
+	}
+	plain := newDaemon(t)
+	audited, _ := auditDaemon(t)
+	ids := [2]string{plain.sandbox(), audited.sandbox()}
+	var times [2][]time.Duration
+	for i := 0; i < 400; i++ {
+		for j, d := range []*daemon{plain, audited} {
+			start := time.Now()
+			_, events, _ := d.exec(ids[j], ExecRequest{Argv: []string{"/bin/true"}})
+			times[j] = append(times[j], time.Since(start))
+			if _, _, exit := collect(events); exit == nil || exit.Status == nil || exit.Status.Code != 0 {
+				t.Fatalf("exec: %+v", events)
+			}
+		}
+	}
+	a, b := medianMS(times[0]), medianMS(times[1])
+	t.Logf("BENCH api exec /bin/true median: without audit %.2f ms, with audit %.2f ms = %.2fx (target <= 1.2x)", a, b, b/a)
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -43,6 +44,8 @@ func (m *Manager) CreateAPIKey(ctx context.Context, name string) (*APIKey, strin
 	if err := m.cfg.Store.PutAPIKey(ctx, rec); err != nil {
 		return nil, "", err
 	}
+	m.cfg.Redactor.Add(key)
+	_ = m.record(ctx, audit.Entry{Kind: "apikey.create", Payload: map[string]any{"id": rec.ID, "name": name}})
 	return &APIKey{ID: rec.ID, Name: rec.Name, Created: rec.Created}, key, nil
 }
 
@@ -71,5 +74,8 @@ func (m *Manager) APIKeys(ctx context.Context) ([]*APIKey, error) {
 
 // DeleteAPIKey revokes a key.
 func (m *Manager) DeleteAPIKey(ctx context.Context, id string) error {
-	return m.cfg.Store.DeleteAPIKey(ctx, id)
+	if err := m.cfg.Store.DeleteAPIKey(ctx, id); err != nil {
+		return err
+	}
+	return m.record(ctx, audit.Entry{Kind: "apikey.delete", Payload: map[string]any{"id": id}})
 }

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -60,8 +61,14 @@ type Config struct {
 	// (0: DefaultApprovalWait).
 	ApprovalWait time.Duration
 	// Now is the clock (nil: time.Now); tests move it.
-	Now  func() time.Time
-	Logf func(format string, args ...any)
+	Now func() time.Time
+	// Audit is the tamper-evident record (nil: none is kept);
+	// AuditCheckpoint the file its signed head is kept in ("": none).
+	Audit           *audit.Log
+	AuditCheckpoint string
+	// Redactor hides secrets in stored output and records (nil: none).
+	Redactor Redactor
+	Logf     func(format string, args ...any)
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -103,6 +110,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = nopRedactor{}
 	}
 	if cfg.ApprovalWait <= 0 {
 		cfg.ApprovalWait = DefaultApprovalWait
@@ -212,6 +222,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err := validEnv(req.Env); err != nil {
 		return nil, err
 	}
+	if err := m.auditHealthy(); err != nil {
+		return nil, err
+	}
+	m.learnSecrets(req.Env)
 	for k := range req.Labels {
 		if k == "" || len(k) > 63 {
 			return nil, fmt.Errorf("label key %q: 1 to 63 characters: %w", k, errdefs.ErrInvalid)
@@ -266,6 +280,15 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err := m.cfg.Store.PutSandbox(ctx, rec); err != nil {
 		_ = sb.Destroy(context.Background())
 		return nil, fmt.Errorf("record sandbox: %w", err)
+	}
+	if err := m.record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: req.taskID, Kind: "sandbox.create", Payload: map[string]any{
+		"template": tplName, "template_version": tplVersion, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
+		"env_names": envNames(req.Env), "labels": req.Labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}}); err != nil {
+		_ = sb.Destroy(context.Background())
+		now := time.Now().UTC()
+		rec.State, rec.Stopped, rec.StopReason = "stopped", &now, StopFailed
+		_ = m.cfg.Store.UpdateSandbox(context.Background(), rec)
+		return nil, err
 	}
 	ls := &liveSandbox{sb: sb, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
 	m.mu.Lock()
@@ -347,6 +370,11 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, reason
 	rec := *ls.rec
 	m.mu.Unlock()
+	payload := map[string]any{"reason": reason}
+	if derr != nil {
+		payload["error"] = derr.Error()
+	}
+	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.stop", Payload: payload})
 	if err := m.cfg.Store.UpdateSandbox(context.Background(), &rec); err != nil {
 		return errors.Join(derr, err)
 	}
@@ -419,6 +447,7 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
 	}
+	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}})
 	return view(&rec), nil
 }
 
@@ -558,6 +587,10 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if ls == nil {
 		return "", nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
+	if err := m.auditHealthy(); err != nil {
+		return "", nil, err
+	}
+	m.learnSecrets(req.Env)
 	// Policy first: nothing reaches the sandbox before it is allowed.
 	d, err := m.gate(ctx, id, ls, req, cwd)
 	if err != nil {
@@ -567,8 +600,16 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err != nil {
 		return "", nil, err
 	}
-	dj, _ := json.Marshal(d)
-	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: req.Argv, Cwd: cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
+	dj := m.cfg.Redactor.JSON(mustJSON(d))
+	argv := make([]string, len(req.Argv))
+	for i, a := range req.Argv {
+		argv[i] = m.cfg.Redactor.String(a)
+	}
+	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: argv, Cwd: cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
+	if err := m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
+		"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(d)}}); err != nil {
+		return "", nil, err // fail closed: what is not recorded does not run
+	}
 	if err := m.cfg.Store.PutExec(ctx, rec); err != nil {
 		return "", nil, fmt.Errorf("record exec: %w", err)
 	}
@@ -599,10 +640,12 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 			stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
 		}
 		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, time.Now().UTC(), stJSON, err.Error())
+		_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.end",
+			Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}})
 		return rec.ID, nil, err
 	}
 	m.mu.Lock()
-	m.running[rec.ID] = &runningExec{p: p, sandboxID: id, stdin: stdinW}
+	m.running[rec.ID] = &runningExec{p: p, sandboxID: id, stdin: stdinW, taskID: ls.taskID}
 	m.mu.Unlock()
 	if started != nil {
 		started(rec.ID, p.PID())
@@ -619,6 +662,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 type runningExec struct {
 	p         runtime.Process
 	sandboxID string
+	taskID    string
 	stdin     *io.PipeWriter // nil unless started with OpenStdin
 	stdinMu   sync.Mutex
 }
@@ -642,8 +686,23 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		cancel()
 	}
 	ended := time.Now().UTC()
-	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", outKeep.buf.Bytes())
-	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", errKeep.buf.Bytes())
+	stdout, _ := m.cfg.Redactor.Redact(outKeep.buf.Bytes())
+	stderr, _ := m.cfg.Redactor.Redact(errKeep.buf.Bytes())
+	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout)
+	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr)
+	m.mu.Lock()
+	taskID := ""
+	if r := m.running[rec.ID]; r != nil {
+		taskID = r.taskID
+	}
+	m.mu.Unlock()
+	endPayload := map[string]any{"stdout": audit.Blob(stdout), "stderr": audit.Blob(stderr), "ended": ended}
+	if err != nil {
+		endPayload["error"] = err.Error()
+	} else {
+		endPayload["status"] = st
+	}
+	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Kind: "exec.end", Payload: endPayload})
 	if err != nil {
 		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, ended, nil, err.Error())
 		return rec.ID, nil, err
@@ -672,6 +731,18 @@ type gatedWriter struct {
 func (g *gatedWriter) Write(p []byte) (int, error) {
 	<-g.gate
 	return g.w.Write(p)
+}
+
+func orNull(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("null")
+	}
+	return b
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 func execView(e *store.Exec) *Exec {
@@ -800,6 +871,11 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
 	}
+	kind := "sandbox.resume"
+	if pause {
+		kind = "sandbox.pause"
+	}
+	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}})
 	return view(&rec), nil
 }
 
@@ -870,6 +946,7 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
 	}
+	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}})
 	return view(&rec), nil
 }
 
@@ -899,7 +976,10 @@ func (m *Manager) Signal(ctx context.Context, id, execID string, sig syscall.Sig
 		}
 		return fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
 	}
-	return r.p.Signal(sig)
+	if err := r.p.Signal(sig); err != nil {
+		return err
+	}
+	return m.record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.signal", Payload: map[string]any{"signal": sig.String()}})
 }
 
 func (m *Manager) runningStdin(ctx context.Context, id, execID string) (*runningExec, error) {
@@ -937,7 +1017,8 @@ func (m *Manager) Input(ctx context.Context, id, execID string, data []byte) err
 		if err != nil {
 			return fmt.Errorf("exec %s: stdin closed: %w", execID, errdefs.ErrConflict)
 		}
-		return nil
+		// What is typed into a running command is part of the record.
+		return m.record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.input", Payload: map[string]any{"data": audit.Blob(data)}})
 	case <-ctx.Done():
 		return ctx.Err()
 	}

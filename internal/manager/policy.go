@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -231,12 +232,19 @@ func (m *Manager) gate(ctx context.Context, id string, ls *liveSandbox, req Exec
 // decision, as a command that never started.
 func (m *Manager) recordRefusal(ctx context.Context, id string, req ExecRequest, cwd string, d *policy.Decision, msg string) {
 	now := m.now()
-	dj, _ := json.Marshal(d)
-	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: req.Argv, Cwd: cwd, EnvNames: envNames(req.Env),
+	dj := m.cfg.Redactor.JSON(mustJSON(d))
+	argv := make([]string, len(req.Argv))
+	for i, a := range req.Argv {
+		argv[i] = m.cfg.Redactor.String(a)
+	}
+	msg = m.cfg.Redactor.String(msg)
+	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: argv, Cwd: cwd, EnvNames: envNames(req.Env),
 		Started: now, Ended: &now, Error: msg, Decision: dj}
 	if err := m.cfg.Store.PutExec(context.WithoutCancel(ctx), rec); err != nil {
 		m.cfg.Logf("record refused exec in %s: %v", id, err)
 	}
+	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
+		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": decisionPayload(d)}})
 }
 
 // Prompt is what an approver is shown.
@@ -308,6 +316,10 @@ func (m *Manager) hold(ctx context.Context, id string, ls *liveSandbox, req Exec
 	if err := m.cfg.Store.PutApproval(ctx, ap); err != nil {
 		return nil, err
 	}
+	if err := m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "approval.request", Payload: map[string]any{
+		"approval": ap.ID, "prompt": json.RawMessage(m.cfg.Redactor.JSON(pj)), "deadline": ap.Deadline}}); err != nil {
+		return nil, err
+	}
 	m.cfg.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, id, ap.Line, d.Reason)
 	if req.NoWait {
 		return nil, newPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
@@ -325,6 +337,8 @@ func (m *Manager) hold(ctx context.Context, id string, ls *liveSandbox, req Exec
 		// unless a decision raced in, which then stands.
 		err := m.cfg.Store.DecideApproval(context.WithoutCancel(ctx), ap.ID, store.ApprovalExpired, m.now(), "airlock", "not decided in time", "")
 		if err == nil {
+			_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Actor: "airlock", Kind: "approval.expire",
+				Payload: map[string]any{"approval": ap.ID, "waited": wait.String()}})
 			msg := fmt.Sprintf("approval %s was not given within %s: %s", ap.ID, wait, d.Reason)
 			m.recordRefusal(ctx, id, req, cwd, d, msg)
 			return nil, newPolicyError("approval_timeout", msg, d, ap.ID)
@@ -469,6 +483,8 @@ func (m *Manager) Approve(ctx context.Context, id string, req ApproveRequest) (*
 		return nil, err
 	}
 	m.cfg.Logf("approval %s approved by %s (%s for %s): %q", a.ID, actorOf(ctx), req.Scope, req.For, a.Line)
+	_ = m.record(ctx, audit.Entry{SandboxID: a.SandboxID, TaskID: a.TaskID, Kind: "approval.approve", Payload: map[string]any{
+		"approval": a.ID, "grant": g.ID, "scope": g.Scope, "line": g.Line, "cwd": g.Cwd, "classes": g.Classes, "expires": g.Expires, "reason": req.Reason}})
 	m.notify(a.ID, store.ApprovalApproved)
 	return m.GetApproval(ctx, id)
 }
@@ -486,6 +502,7 @@ func (m *Manager) Deny(ctx context.Context, id, reason string) (*Approval, error
 		return nil, err
 	}
 	m.cfg.Logf("approval %s denied by %s: %s", a.ID, actorOf(ctx), reason)
+	_ = m.record(ctx, audit.Entry{SandboxID: a.SandboxID, TaskID: a.TaskID, Kind: "approval.deny", Payload: map[string]any{"approval": a.ID, "reason": reason}})
 	m.notify(a.ID, store.ApprovalDenied)
 	return m.GetApproval(ctx, id)
 }
@@ -549,6 +566,10 @@ func (m *Manager) BreakGlass(ctx context.Context, id, reason string, d time.Dura
 		return nil, err
 	}
 	m.cfg.Logf("BREAK-GLASS %s: %s overrides the policy of sandbox %s until %s: %s", b.ID, b.Actor, id, b.Expires.Format(time.RFC3339), reason)
+	if err := m.record(ctx, audit.Entry{SandboxID: id, TaskID: m.taskOf(id), Kind: "operator.breakglass", Payload: map[string]any{
+		"break_glass": b.ID, "reason": reason, "expires": b.Expires}}); err != nil {
+		return nil, err
+	}
 	return &BreakGlass{ID: b.ID, SandboxID: id, Actor: b.Actor, Reason: reason, Created: now, Expires: b.Expires}, nil
 }
 
@@ -592,8 +613,12 @@ func (f *policedFiles) check(ctx context.Context, op, p string, write bool) erro
 		f.m.cfg.Logf("BREAK-GLASS %s: sandbox %s file %s %s by override", d.BreakGlass, f.id, op, p)
 	}
 	if d.Action == policy.Allow {
+		if write {
+			return f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file." + op, Payload: map[string]any{"path": p, "break_glass": d.BreakGlass}})
+		}
 		return nil
 	}
+	_ = f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.refused", Payload: map[string]any{"op": op, "path": p, "decision": decisionPayload(d)}})
 	msg := d.Reason
 	if d.Action == policy.Ask {
 		msg += " (file operations are not held for approval: run the change as a command)"

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -140,6 +141,7 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string) (*Snapsh
 		return nil, err
 	}
 	out := snap.Snapshot
+	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: m.taskOf(id), Kind: "sandbox.snapshot", Payload: map[string]any{"snapshot": out}})
 	return &out, nil
 }
 

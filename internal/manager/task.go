@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -290,6 +291,8 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		_ = m.Destroy(context.Background(), sb.ID)
 		return nil, err
 	}
+	_ = m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: id, Kind: "task.start", Payload: map[string]any{"repo": req.Repo, "ref": req.Ref, "commit": commit,
+		"scope": req.Scope, "test": req.Test, "prompt": req.Prompt, "template": sb.Template, "template_version": sb.TemplateVersion, "policy": sb.Policy}})
 	ok = true
 	return taskView(rec)
 }
@@ -359,6 +362,7 @@ func (m *Manager) TestTask(ctx context.Context, id string, timeout time.Duration
 	if err := m.cfg.Store.UpdateTask(ctx, rec); err != nil {
 		return nil, err
 	}
+	_ = m.record(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: id, ExecID: execID, Kind: "task.test", Payload: map[string]any{"passed": run.Passed, "status": run.Status}})
 	return run, nil
 }
 
@@ -539,6 +543,23 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 		}
 		names = append(names, filepath.Join(out, name))
 	}
+	if m.cfg.Audit != nil {
+		// The bundle is made while the sandbox still exists (its added
+		// files are the artifacts); it outlives the sandbox.
+		bp := filepath.Join(out, BundleName)
+		f, err := os.OpenFile(bp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		err = m.writeBundle(ctx, rec, sp, d, f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("review bundle: %w", err)
+		}
+		names = append(names, bp)
+	}
 	now := time.Now().UTC()
 	res.OutputDir, res.Kept = out, keep
 	rec.Result, _ = json.Marshal(res)
@@ -546,6 +567,7 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	if err := m.cfg.Store.UpdateTask(ctx, rec); err != nil {
 		return nil, err
 	}
+	_ = m.record(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: id, Kind: "task.finish", Payload: map[string]any{"files": len(d.Files), "out_of_scope": d.OutOfScope, "kept": keep}})
 	if !keep {
 		if err := m.Destroy(ctx, rec.SandboxID); err != nil {
 			return nil, err

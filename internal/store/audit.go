@@ -162,3 +162,31 @@ func (s *Store) PurgeAuditBlobs(ctx context.Context, before time.Time) (int64, e
 	n, _ := res.RowsAffected()
 	return n, nil
 }
+
+// PurgeOutputs deletes the stored output of execs that ended before t.
+func (s *Store) PurgeOutputs(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM outputs WHERE exec_id IN (SELECT id FROM execs WHERE ended IS NOT NULL AND ended < ?)`, before.UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("store: purge outputs: %w", classify(err))
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// TasksFinishedBefore lists the ids of tasks that finished before t.
+func (s *Store) TasksFinishedBefore(ctx context.Context, t time.Time) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM tasks WHERE finished IS NOT NULL AND finished < ? ORDER BY id`, t.UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("store: tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

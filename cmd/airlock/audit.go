@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/bundle"
+	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/sdk"
+)
+
+const auditUsage = `usage: airlock audit <verify|query> [flags]
+
+  verify [--db FILE [--checkpoint FILE]] [--json]
+        recompute the whole hash chain: every event's hash, every link, no
+        gaps, every blob; exit 0 if it holds, 1 if not. Without --db the
+        daemon verifies (and moves its signed checkpoint); with --db it is
+        done here, on the database file, with no daemon needed.
+  query [--sandbox ID] [--task ID] [--exec ID] [--kind K] [--since T] [--until T]
+        [--after SEQ] [--limit N] [--json]
+        list events (T: RFC 3339 or a duration ago like 2h; K: exec matches exec.*)
+`
+
+func cmdAudit(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, auditUsage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, auditUsage)
+		return 0
+	case "verify":
+		return auditVerify(args[1:], stdout, stderr)
+	case "query":
+		return auditQuery(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "airlock audit: unknown verb %q\n%s", args[0], auditUsage)
+	return 2
+}
+
+func auditVerify(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("verify", "airlock audit verify [flags]", "Recomputes the audit chain.\n", stdout, stderr)
+	c.group, c.usage = "audit", auditUsage
+	db := c.fs.String("db", "", "verify this database file here instead of asking the daemon")
+	cp := c.fs.String("checkpoint", "", "a signed checkpoint to check the head against (default: audit-head.json next to --db)")
+	asJSON := c.fs.Bool("json", false, "print the report as JSON")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	var rep any
+	ok := false
+	summary := ""
+	if *db != "" {
+		if _, err := os.Stat(*db); err != nil {
+			return c.fail(err)
+		}
+		st, err := store.Open(*db)
+		if err != nil {
+			return c.fail(err)
+		}
+		defer st.Close()
+		if *cp == "" {
+			*cp = filepath.Join(filepath.Dir(*db), "audit-head.json")
+		}
+		var anchor *audit.Anchor
+		if a, err := audit.ReadAnchor(*cp); err == nil {
+			anchor = a
+		} else if !os.IsNotExist(err) {
+			return c.fail(err)
+		}
+		r, err := audit.Verify(context.Background(), st, anchor)
+		if err != nil {
+			return c.fail(err)
+		}
+		rep, ok, summary = r, r.OK(), r.String()
+	} else {
+		cl, err := c.client()
+		if err != nil {
+			return c.fail(err)
+		}
+		r, err := cl.VerifyAudit(context.Background())
+		if err != nil {
+			return c.fail(err)
+		}
+		ok = len(r.Problems) == 0
+		rep = r
+		if ok {
+			summary = fmt.Sprintf("ok: %d events, head %d %.16s, %d blobs (%d purged)", r.Events, r.Head, r.Hash, r.Blobs, r.Purged)
+		} else {
+			var b strings.Builder
+			fmt.Fprintf(&b, "FAILED: %d problems in %d events", len(r.Problems), r.Events)
+			for _, p := range r.Problems {
+				fmt.Fprintf(&b, "\n  event %d: %s", p.Seq, p.What)
+			}
+			summary = b.String()
+		}
+	}
+	if *asJSON {
+		_ = printJSON(stdout, rep)
+	} else {
+		fmt.Fprintln(stdout, summary)
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+func parseWhen(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	return time.Parse(time.RFC3339Nano, s)
+}
+
+func auditQuery(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("query", "airlock audit query [flags]", "Lists audit events.\n", stdout, stderr)
+	c.group, c.usage = "audit", auditUsage
+	var f sdk.AuditFilter
+	c.fs.StringVar(&f.Sandbox, "sandbox", "", "only this sandbox's events")
+	c.fs.StringVar(&f.Task, "task", "", "only this task's events")
+	c.fs.StringVar(&f.Exec, "exec", "", "only this exec's events")
+	c.fs.StringVar(&f.Kind, "kind", "", "only this kind (exec matches exec.start, exec.end, ...)")
+	since := c.fs.String("since", "", "from this time (RFC 3339, or a duration ago: 2h)")
+	until := c.fs.String("until", "", "before this time")
+	c.fs.Int64Var(&f.After, "after", 0, "events after this sequence number")
+	c.fs.IntVar(&f.Limit, "limit", 1000, "at most this many events")
+	asJSON := c.fs.Bool("json", false, "print JSON lines")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	var err error
+	if f.Since, err = parseWhen(*since); err != nil {
+		return c.usageErr("--since: %v", err)
+	}
+	if f.Until, err = parseWhen(*until); err != nil {
+		return c.usageErr("--until: %v", err)
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	events, err := cl.AuditEvents(context.Background(), f)
+	if err != nil {
+		return c.fail(err)
+	}
+	for _, e := range events {
+		if *asJSON {
+			b, _ := jsonLine(e)
+			fmt.Fprintln(stdout, b)
+			continue
+		}
+		p := string(e.Payload)
+		if len(p) > 160 {
+			p = p[:157] + "..."
+		}
+		fmt.Fprintf(stdout, "%6d %s %-18s %-14s %s %s\n", e.Seq, e.Time.Format("2006-01-02T15:04:05.000Z"), e.Kind, e.Actor, orDash(e.SandboxID), p)
+	}
+	return 0
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+const bundleUsage = `usage: airlock bundle verify [--key BASE64 | --key-file FILE] [--json] BUNDLE.tar.gz
+
+Checks a review bundle: every entry a regular file with a safe path (no
+absolute paths, no .., no links), every checksum, the ed25519 signature over
+the checksums and the audit chain head, and the audit excerpt's hashes.
+Exit 0 if it holds, 1 if refused. --key (or --key-file, the daemon's
+audit.key) pins the signer; otherwise the key the manifest names is used.
+`
+
+func cmdBundle(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "verify" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprint(stdout, bundleUsage)
+			return 0
+		}
+		fmt.Fprint(stderr, bundleUsage)
+		return 2
+	}
+	c := newSandboxCmd("verify", "airlock bundle verify [flags] FILE", "", stdout, stderr)
+	c.group, c.usage = "bundle", bundleUsage
+	keyB64 := c.fs.String("key", "", "the signer's public key (base64)")
+	keyFile := c.fs.String("key-file", "", "the daemon's audit.key (its public half pins the signer)")
+	asJSON := c.fs.Bool("json", false, "print what was verified as JSON")
+	pos, code, done := c.parse(args[1:])
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return c.usageErr("give one bundle file")
+	}
+	var trusted ed25519.PublicKey
+	switch {
+	case *keyB64 != "":
+		k, err := base64.StdEncoding.DecodeString(*keyB64)
+		if err != nil || len(k) != ed25519.PublicKeySize {
+			return c.usageErr("--key: not a base64 ed25519 public key")
+		}
+		trusted = k
+	case *keyFile != "":
+		seed, err := os.ReadFile(*keyFile)
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return c.usageErr("--key-file: not an airlock audit key")
+		}
+		trusted = ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+	}
+	f, err := os.Open(pos[0])
+	if err != nil {
+		return c.fail(err)
+	}
+	defer f.Close()
+	v, err := bundle.Verify(f, trusted)
+	if err != nil {
+		c.errorf("%v", err)
+		return 1
+	}
+	if *asJSON {
+		_ = printJSON(stdout, v)
+		return 0
+	}
+	m := v.Manifest
+	fmt.Fprintf(stdout, "ok: task %s (%s@%.12s), %d entries, %d audit events, signed at chain head %d %.16s\n", m.Task, m.Repo, m.Commit, v.Entries, v.Events, m.Chain.Seq, m.Chain.Hash)
+	return 0
+}
+
+const purgeUsage = `usage: airlock purge --older-than DURATION
+
+Removes finished tasks' results (bundles included), stored command output
+and audit blobs older than DURATION (e.g. 720h). Records and audit events
+stay, so the chain still verifies; the purge itself is recorded first.
+`
+
+func cmdPurge(args []string, stdout, stderr io.Writer) int {
+	c := newSandboxCmd("purge", "airlock purge --older-than DURATION", "", stdout, stderr)
+	c.group, c.usage = "purge", purgeUsage
+	d := c.fs.Duration("older-than", 0, "remove what is older than this (required)")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	if *d <= 0 {
+		return c.usageErr("--older-than is required and must be positive")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	r, err := cl.Purge(context.Background(), *d)
+	if err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stdout, "purged before %s: %d task results, %d stored outputs, %d audit blobs\n", r.Before.Format(time.RFC3339), r.TaskResults, r.Outputs, r.AuditBlobs)
+	return 0
+}
+
+func jsonLine(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func taskExport(args []string, stdout, stderr io.Writer) int {
+	c := newTaskCmd("export", "airlock task export ID -o FILE.tar.gz|DIR",
+		"Writes the task's signed review bundle (made now for an open task, at finish for a\nfinished one). A FILE ending in .tar.gz or .tgz gets the bundle as is; anything\nelse is a directory the verified bundle is unpacked into.\n", stdout, stderr)
+	out := c.fs.String("o", "", "the bundle file, or a directory to unpack it into (required)")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return c.usageErr("give one task id")
+	}
+	if *out == "" {
+		return c.usageErr("-o is required")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.fail(err)
+	}
+	var buf bytes.Buffer
+	if _, err := cl.TaskBundle(context.Background(), pos[0], &buf); err != nil {
+		return c.fail(err)
+	}
+	if strings.HasSuffix(*out, ".tar.gz") || strings.HasSuffix(*out, ".tgz") {
+		if err := os.WriteFile(*out, buf.Bytes(), 0o600); err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(stdout, "%s\n", *out)
+		return 0
+	}
+	v, err := bundle.Verify(bytes.NewReader(buf.Bytes()), nil)
+	if err != nil {
+		return c.fail(err)
+	}
+	if err := os.MkdirAll(*out, 0o700); err != nil {
+		return c.fail(err)
+	}
+	root, err := os.OpenRoot(*out)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer root.Close()
+	for name, data := range v.Files {
+		if dir := filepath.Dir(name); dir != "." {
+			if err := root.MkdirAll(dir, 0o700); err != nil {
+				return c.fail(err)
+			}
+		}
+		if err := root.WriteFile(name, data, 0o600); err != nil {
+			return c.fail(err)
+		}
+	}
+	fmt.Fprintf(stdout, "%s (%d entries; open %s)\n", *out, v.Entries, filepath.Join(*out, bundle.ReportName))
+	return 0
+}

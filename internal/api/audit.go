@@ -1,0 +1,156 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// The audit routes: the record, its verification and purging are the
+// operator's (unix socket only); a task's bundle anyone with access to
+// the task may fetch.
+func (s *Server) auditRoutes() {
+	s.mux.HandleFunc("GET /v1/audit", s.auditQuery)
+	s.mux.HandleFunc("GET /v1/audit/verify", s.auditVerify)
+	s.mux.HandleFunc("GET /v1/audit/blobs/{hash}", s.auditBlob)
+	s.mux.HandleFunc("POST /v1/purge", s.purge)
+	s.mux.HandleFunc("GET /v1/tasks/{id}/bundle", s.taskBundle)
+}
+
+func auditOnly(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/v1/audit") || r.URL.Path == "/v1/purge"
+}
+
+func (s *Server) auditQuery(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.AuditFilter{SandboxID: q.Get("sandbox"), TaskID: q.Get("task"), ExecID: q.Get("exec"), Kind: q.Get("kind")}
+	var err error
+	parseTime := func(name string) time.Time {
+		v := q.Get(name)
+		if v == "" || err != nil {
+			return time.Time{}
+		}
+		t, perr := time.Parse(time.RFC3339Nano, v)
+		if perr != nil {
+			err = fmt.Errorf("%s: want an RFC 3339 time: %w", name, errdefs.ErrInvalid)
+		}
+		return t
+	}
+	f.Since, f.Until = parseTime("since"), parseTime("until")
+	for name, dst := range map[string]*int64{"after": &f.AfterSeq} {
+		if v := q.Get(name); v != "" && err == nil {
+			if *dst, err = strconv.ParseInt(v, 10, 64); err != nil {
+				err = fmt.Errorf("%s: want a number: %w", name, errdefs.ErrInvalid)
+			}
+		}
+	}
+	f.Limit = 1000
+	if v := q.Get("limit"); v != "" && err == nil {
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 1 || n > 10000 {
+			err = fmt.Errorf("limit: 1 to 10000: %w", errdefs.ErrInvalid)
+		}
+		f.Limit = n
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	events, err := s.m.AuditQuery(r.Context(), f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+}
+
+func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.m.AuditVerify(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) auditBlob(w http.ResponseWriter, r *http.Request) {
+	h := r.PathValue("hash")
+	if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+		writeError(w, fmt.Errorf("blob hash: 64 hex digits: %w", errdefs.ErrInvalid))
+		return
+	}
+	data, err := s.m.AuditBlob(r.Context(), h)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(data)
+}
+
+func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		OlderThanSeconds int64 `json:"older_than_seconds"`
+	}
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := s.m.Purge(r.Context(), time.Duration(req.OlderThanSeconds)*time.Second)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) taskBundle(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	// Built in memory first: an error must be an error answer, not half a
+	// bundle.
+	var buf bytes.Buffer
+	if err := s.m.ExportTask(r.Context(), id, &buf); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/gzip")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-bundle.tar.gz"`)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// statusWriter remembers the status for the record; it keeps Flush for
+// the exec stream.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (sw *statusWriter) WriteHeader(code int) {
+	if sw.status == 0 {
+		sw.status = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *statusWriter) Write(b []byte) (int, error) {
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	return sw.ResponseWriter.Write(b)
+}
+
+func (sw *statusWriter) Flush() {
+	if f, ok := sw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

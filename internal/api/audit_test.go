@@ -1,0 +1,265 @@
+package api
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"html"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/bundle"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/redact"
+)
+
+// auditDaemon runs with the audit log and the redactor, as airlock serve
+// does, and the permissive policy (these tests are of the record).
+func auditDaemon(t *testing.T) (*daemon, *audit.Log) {
+	t.Helper()
+	var log *audit.Log
+	d := newDaemonWith(t, func(c *manager.Config) {
+		red := redact.New()
+		var err error
+		log, err = audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Policy, c.Audit, c.Redactor = allowAll, log, red
+		c.AuditCheckpoint = filepath.Join(t.TempDir(), "audit-head.json")
+	})
+	return d, log
+}
+
+func (d *daemon) events(query string) []audit.Event {
+	d.t.Helper()
+	var out struct{ Events []audit.Event }
+	if code := d.do("GET", "/v1/audit?"+query, nil, &out); code != 200 {
+		d.t.Fatalf("audit query: %d", code)
+	}
+	return out.Events
+}
+
+func (d *daemon) bundle(taskID string) []byte {
+	d.t.Helper()
+	resp, err := d.client.Get("http://airlock/v1/tasks/" + taskID + "/bundle")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		d.t.Fatalf("bundle: %d %s", resp.StatusCode, b)
+	}
+	return b
+}
+
+func untarAll(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	out := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Name], _ = io.ReadAll(tr)
+	}
+	return out
+}
+
+// The record of a task: events for what happened, a bundle that
+// verifies, and a secret the sandbox printed, wrote and was given stored
+// nowhere: not in any event, blob, exec record, output, bundle entry or
+// report.
+func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
+	d, log := auditDaemon(t)
+	const secret = "s3cr3t-Pa55w0rd-for-the-test-77"
+	const token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789AB"
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "scope": []string{"src/**"}, "test": "sh test.sh", "prompt": "fix calc"}, &task); code != 201 {
+		t.Fatalf("start: %d", code)
+	}
+	script := `echo "token is $API_TOKEN"; echo ` + token + ` >&2; printf 'key=%s\n' "$API_TOKEN" > src/leak.txt; printf 'MZ\0\0binary' > src/tool.exe; sed -i 's/-/+/' src/calc.sh`
+	code, events, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"API_TOKEN=" + secret}})
+	out, errOut, _ := collect(events)
+	if code != 200 || !strings.Contains(out, "token is ") {
+		t.Fatalf("exec: %d %q %q", code, out, errOut)
+	}
+	if passed, _ := d.testTask(task.ID); !passed {
+		t.Fatal("tests failed after the fix")
+	}
+	// Events for what happened.
+	evs := d.events("sandbox=" + task.SandboxID)
+	kinds := map[string]int{}
+	for _, e := range evs {
+		kinds[e.Kind]++
+	}
+	for _, k := range []string{"sandbox.create", "task.start", "exec.start", "exec.end", "task.test"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event: %v", k, kinds)
+		}
+	}
+	if n := len(d.events("kind=exec&sandbox=" + task.SandboxID)); n != kinds["exec.start"]+kinds["exec.end"] {
+		t.Errorf("kind=exec matched %d events", n)
+	}
+	b := d.bundle(task.ID)
+	v, err := bundle.Verify(bytes.NewReader(b), log.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Manifest.Task != task.ID || v.Manifest.Commit != first || v.Events == 0 {
+		t.Fatalf("verified: %+v", v.Manifest)
+	}
+	files := untarAll(t, b)
+	var arts []bundle.Artifact
+	_ = json.Unmarshal(files["artifacts.json"], &arts)
+	byPath := map[string]bundle.Artifact{}
+	for _, a := range arts {
+		byPath[a.Path] = a
+	}
+	if a := byPath["src/leak.txt"]; len(a.Findings) == 0 || a.Included {
+		t.Errorf("the leaked file is not flagged: %+v", arts)
+	}
+	if a := byPath["src/tool.exe"]; a.Type != "executable" {
+		t.Errorf("the executable is not flagged: %+v", arts)
+	}
+	if !strings.Contains(html.UnescapeString(string(files["report.html"])), "echo $(( $1 + $2 ))") {
+		t.Errorf("the report lacks the diff")
+	}
+	// Nowhere: the database file (and its WAL), every bundle entry.
+	for _, s := range []string{secret, token, base64.StdEncoding.EncodeToString([]byte(secret))} {
+		for name, data := range files {
+			if bytes.Contains(data, []byte(s)) {
+				t.Errorf("bundle entry %s holds a secret", name)
+			}
+		}
+		for _, f := range []string{d.dbPath, d.dbPath + "-wal"} {
+			data, _ := os.ReadFile(f)
+			if bytes.Contains(data, []byte(s)) {
+				t.Errorf("%s holds a secret", filepath.Base(f))
+			}
+		}
+	}
+	// The record still verifies, through the daemon.
+	var rep audit.Report
+	if code := d.do("GET", "/v1/audit/verify", nil, &rep); code != 200 || !rep.OK() || rep.Events < int64(len(evs)) {
+		t.Fatalf("verify: %d %s", code, rep.String())
+	}
+}
+
+// An edit made directly in the database is found by the daemon's verify.
+func TestAuditVerifyThroughTheAPI(t *testing.T) {
+	d, _ := auditDaemon(t)
+	id := d.sandbox()
+	for i := 0; i < 3; i++ {
+		d.sh(id, "echo hi", nil)
+	}
+	var rep audit.Report
+	if d.do("GET", "/v1/audit/verify", nil, &rep); !rep.OK() {
+		t.Fatalf("before: %s", rep.String())
+	}
+	raw, err := sql.Open("sqlite", "file:"+d.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, s := range []string{"DROP TRIGGER audit_no_update", `UPDATE audit_events SET payload = replace(payload, 'echo hi', 'echo ok') WHERE kind = 'exec.start' AND seq = (SELECT min(seq) FROM audit_events WHERE kind = 'exec.start')`} {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.do("GET", "/v1/audit/verify", nil, &rep); rep.OK() || !strings.Contains(rep.String(), "changed") {
+		t.Fatalf("the edit was not found: %s", rep.String())
+	}
+}
+
+// A bundle that was changed, or carries a path that escapes, is refused.
+func TestBundleVerifyRefusesBadBundles(t *testing.T) {
+	d, log := auditDaemon(t)
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task)
+	d.sh(task.SandboxID, "echo more >> README", nil)
+	good := d.bundle(task.ID)
+	if _, err := bundle.Verify(bytes.NewReader(good), log.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(edit func(name string, data []byte) (string, []byte, byte)) []byte {
+		files := untarAll(t, good)
+		var buf bytes.Buffer
+		gz := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(gz)
+		for name, data := range files {
+			n, b, typ := edit(name, data)
+			hdr := &tar.Header{Name: n, Mode: 0o644, Size: int64(len(b)), Typeflag: typ}
+			if typ == tar.TypeSymlink {
+				hdr.Size, hdr.Linkname, b = 0, "/etc/passwd", nil
+			}
+			_ = tw.WriteHeader(hdr)
+			_, _ = tw.Write(b)
+		}
+		_ = tw.Close()
+		_ = gz.Close()
+		return buf.Bytes()
+	}
+	for what, bad := range map[string][]byte{
+		"changed patch": rewrite(func(n string, b []byte) (string, []byte, byte) {
+			if n == "patch.diff" {
+				b = append(b, "+sneaky\n"...)
+			}
+			return n, b, tar.TypeReg
+		}),
+		"dot-dot path": rewrite(func(n string, b []byte) (string, []byte, byte) {
+			if n == "report.html" {
+				n = "../report.html"
+			}
+			return n, b, tar.TypeReg
+		}),
+		"absolute path": rewrite(func(n string, b []byte) (string, []byte, byte) {
+			if n == "tests.json" {
+				n = "/tmp/tests.json"
+			}
+			return n, b, tar.TypeReg
+		}),
+		"symlink": rewrite(func(n string, b []byte) (string, []byte, byte) {
+			if n == "tests.json" {
+				return n, b, tar.TypeSymlink
+			}
+			return n, b, tar.TypeReg
+		}),
+		"forged manifest": rewrite(func(n string, b []byte) (string, []byte, byte) {
+			if n == "manifest.json" {
+				b = bytes.Replace(b, []byte(first), []byte(strings.Repeat("0", len(first))), 1)
+			}
+			return n, b, tar.TypeReg
+		}),
+	} {
+		if _, err := bundle.Verify(bytes.NewReader(bad), log.PublicKey()); err == nil {
+			t.Errorf("%s: accepted", what)
+		}
+	}
+	// Over TCP the record is not reachable.
+	req, _ := http.NewRequest("GET", "http://x/v1/audit", nil)
+	req.RemoteAddr = "127.0.0.1:1"
+	if !auditOnly(req) {
+		t.Fatal("audit route not marked operator-only")
+	}
+}

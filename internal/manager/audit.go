@@ -1,0 +1,162 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// Redactor hides secrets before anything is stored or shown
+// (internal/redact). It learns the values of secret-named variables
+// given to sandboxes and commands.
+type Redactor interface {
+	Add(secret string)
+	Redact(b []byte) ([]byte, bool)
+	String(s string) string
+	JSON(doc []byte) []byte
+}
+
+// nopRedactor is used when none is configured (tests of other things).
+type nopRedactor struct{}
+
+func (nopRedactor) Add(string)                     {}
+func (nopRedactor) Redact(b []byte) ([]byte, bool) { return b, false }
+func (nopRedactor) String(s string) string         { return s }
+func (nopRedactor) JSON(b []byte) []byte           { return b }
+
+// learnSecrets teaches the redactor the values of secret-named variables.
+func (m *Manager) learnSecrets(env []string) {
+	for _, kv := range env {
+		name, val, ok := stringsCut(kv, "=")
+		if ok && policy.SecretName(name) {
+			m.cfg.Redactor.Add(val)
+		}
+	}
+}
+
+func stringsCut(s, sep string) (string, string, bool) {
+	for i := 0; i+len(sep) <= len(s); i++ {
+		if s[i:i+len(sep)] == sep {
+			return s[:i], s[i+len(sep):], true
+		}
+	}
+	return s, "", false
+}
+
+// record writes an audit event (when the daemon keeps an audit log). The
+// actor comes from ctx.
+func (m *Manager) record(ctx context.Context, e audit.Entry) error {
+	if m.cfg.Audit == nil {
+		return nil
+	}
+	if e.Actor == "" {
+		e.Actor = actorOf(ctx)
+	}
+	if _, err := m.cfg.Audit.Record(ctx, e); err != nil {
+		m.cfg.Logf("AUDIT WRITE FAILED (%s): %v", e.Kind, err)
+		return fmt.Errorf("audit log: %v: %w", err, errdefs.ErrLimitExceeded)
+	}
+	return nil
+}
+
+// auditHealthy fails closed: with a broken audit log nothing new runs.
+func (m *Manager) auditHealthy() error {
+	if m.cfg.Audit == nil {
+		return nil
+	}
+	if err := m.cfg.Audit.Err(); err != nil {
+		return fmt.Errorf("the audit log cannot be written (%v): nothing runs until it can: %w", err, errdefs.ErrLimitExceeded)
+	}
+	return nil
+}
+
+// RecordAPI records one API call (the API layer calls it for every
+// request that changes something).
+func (m *Manager) RecordAPI(ctx context.Context, method, path string, status int) {
+	_ = m.record(ctx, audit.Entry{Kind: "api.request", Payload: map[string]any{"method": method, "path": path, "status": status}})
+}
+
+// Record lets the daemon's wiring add events of its own (daemon start
+// and stop, operator actions).
+func (m *Manager) Record(ctx context.Context, e audit.Entry) error { return m.record(ctx, e) }
+
+func (m *Manager) taskOf(id string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ls := m.live[id]; ls != nil {
+		return ls.taskID
+	}
+	return ""
+}
+
+func decisionPayload(d *policy.Decision) map[string]any {
+	if d == nil {
+		return nil
+	}
+	p := map[string]any{"action": d.Action, "reason": d.Reason, "policy": d.Policy, "classes": d.Analysis.Classes}
+	var rules []string
+	for _, mt := range d.Matches {
+		if mt.Action == d.Action || d.Grant != nil || d.BreakGlass != "" {
+			rules = appendUniq(rules, mt.Rule)
+		}
+	}
+	p["rules"] = rules
+	if len(d.Grant) > 0 {
+		p["grant"] = d.Grant
+	}
+	if d.BreakGlass != "" {
+		p["break_glass"] = d.BreakGlass
+	}
+	if len(d.Analysis.Writes) > 0 {
+		p["writes"] = d.Analysis.Writes
+	}
+	if len(d.Analysis.Hosts) > 0 {
+		p["hosts"] = d.Analysis.Hosts
+	}
+	if len(d.Analysis.Secrets) > 0 {
+		p["secrets"] = d.Analysis.Secrets
+	}
+	return p
+}
+
+// AuditQuery returns audit events.
+func (m *Manager) AuditQuery(ctx context.Context, f store.AuditFilter) ([]*audit.Event, error) {
+	if m.cfg.Audit == nil {
+		return nil, fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
+	}
+	return m.cfg.Audit.Query(ctx, f)
+}
+
+// AuditBlob returns one audit blob.
+func (m *Manager) AuditBlob(ctx context.Context, hash string) ([]byte, error) {
+	if m.cfg.Audit == nil {
+		return nil, fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
+	}
+	return m.cfg.Audit.Blob(ctx, hash)
+}
+
+// AuditVerify recomputes the chain, against the signed checkpoint the
+// daemon keeps (AuditCheckpoint), which it then moves to the current head.
+func (m *Manager) AuditVerify(ctx context.Context) (*audit.Report, error) {
+	if m.cfg.Audit == nil {
+		return nil, fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
+	}
+	var anchor *audit.Anchor
+	if m.cfg.AuditCheckpoint != "" {
+		if a, err := audit.ReadAnchor(m.cfg.AuditCheckpoint); err == nil {
+			anchor = a
+		}
+	}
+	rep, err := audit.Verify(ctx, m.cfg.Store, anchor)
+	if err != nil {
+		return nil, err
+	}
+	if rep.OK() && m.cfg.AuditCheckpoint != "" {
+		_, _ = m.cfg.Audit.Checkpoint(m.cfg.AuditCheckpoint)
+	}
+	return rep, nil
+}

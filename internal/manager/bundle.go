@@ -1,0 +1,325 @@
+package manager
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/bundle"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// BundleName is where a finished task's bundle is kept in its result
+// directory.
+const BundleName = "bundle.tar.gz"
+
+// ExportTask writes the task's signed review bundle to w. An open task's
+// bundle is made now, from its live sandbox; a finished task's is the one
+// made when it finished (its sandbox is gone).
+func (m *Manager) ExportTask(ctx context.Context, id string, w io.Writer) error {
+	if m.cfg.Audit == nil {
+		return fmt.Errorf("bundles need the audit log: %w", errdefs.ErrUnsupported)
+	}
+	rec, err := m.cfg.Store.GetTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec.State != "open" {
+		f, err := os.Open(filepath.Join(m.taskDir(id), "result", BundleName))
+		if err != nil {
+			return fmt.Errorf("task %s is %s and has no bundle: %w", id, rec.State, errdefs.ErrNotFound)
+		}
+		defer f.Close()
+		_, err = io.Copy(w, f)
+		return err
+	}
+	var sp taskSpec
+	if err := json.Unmarshal(rec.Spec, &sp); err != nil {
+		return err
+	}
+	d, err := m.diff(ctx, rec, &sp)
+	if err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	return m.writeBundle(ctx, rec, &sp, d, w)
+}
+
+func (m *Manager) writeBundle(ctx context.Context, rec *store.Task, sp *taskSpec, d *Diff, w io.Writer) error {
+	c, err := m.bundleContents(ctx, rec, sp, d)
+	if err != nil {
+		return err
+	}
+	events, err := m.cfg.Audit.Query(ctx, store.AuditFilter{SandboxID: rec.SandboxID})
+	if err != nil {
+		return err
+	}
+	seq, hash := m.cfg.Audit.Head()
+	if err := bundle.Write(w, c, events, seq, hash, m.cfg.Audit); err != nil {
+		return err
+	}
+	return m.record(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: rec.ID, Kind: "task.export", Payload: map[string]any{"chain_seq": seq, "chain_hash": hash}})
+}
+
+func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskSpec, d *Diff) (*bundle.Contents, error) {
+	red := m.cfg.Redactor
+	sbRec, err := m.cfg.Store.GetSandbox(ctx, rec.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	sb := view(sbRec)
+	c := &bundle.Contents{
+		Manifest: bundle.Manifest{Task: rec.ID, Sandbox: rec.SandboxID, Repo: red.String(sp.Repo), Ref: sp.Ref, Commit: sp.Commit,
+			Prompt: red.String(sp.Prompt), Scope: sp.Scope, Test: red.String(sp.Test), Template: sb.Template, TemplateVersion: sb.TemplateVersion,
+			Backend: sb.Backend, Policy: sb.Policy, Created: rec.Created, Finished: time.Now().UTC()},
+		Patch:      red.String(d.Patch),
+		OutOfScope: d.OutOfScope,
+		Outputs:    map[string][2][]byte{},
+	}
+	for _, f := range d.Files {
+		c.Files = append(c.Files, bundle.File{Path: f.Path, Status: f.Status, InScope: f.InScope})
+	}
+	execs, err := m.Execs(ctx, rec.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	outputs := map[string]string{}
+	for _, e := range execs {
+		cmd := bundle.Command{ExecID: e.ID, Argv: e.Argv, Cwd: e.Cwd, Started: e.Started, Error: e.Error}
+		if e.Ended != nil {
+			cmd.Ended = *e.Ended
+		}
+		if e.Status != nil {
+			code := e.Status.Code
+			cmd.ExitCode, cmd.Signal, cmd.Limit = &code, e.Status.Signal, string(e.Status.Limit)
+		}
+		if p := e.Policy; p != nil {
+			ps := &bundle.PolicySummary{Action: string(p.Action), Rules: p.Rules, Grant: p.Grant, BreakGlass: p.BreakGlass}
+			for _, cl := range p.Classes {
+				ps.Classes = append(ps.Classes, string(cl))
+			}
+			cmd.Policy = ps
+		}
+		out, _ := m.cfg.Store.GetOutput(ctx, e.ID, store.Stdout)
+		errOut, _ := m.cfg.Store.GetOutput(ctx, e.ID, store.Stderr)
+		out, _ = red.Redact(out)
+		errOut, _ = red.Redact(errOut)
+		cmd.StdoutBytes, cmd.StderrBytes = len(out), len(errOut)
+		if len(out)+len(errOut) > 0 {
+			c.Outputs[e.ID] = [2][]byte{out, errOut}
+		}
+		outputs[e.ID] = string(out) + string(errOut)
+		c.Commands = append(c.Commands, cmd)
+	}
+	var res taskResult
+	if len(rec.Result) > 0 {
+		_ = json.Unmarshal(rec.Result, &res)
+	}
+	for _, t := range res.Tests {
+		c.Tests = append(c.Tests, bundle.TestRun{ExecID: t.ExecID, Command: red.String(sp.Test), Passed: t.Passed, ExitCode: t.Status.Code,
+			Started: t.Started, Finished: t.Finished, Summary: bundle.ParseTestOutput(outputs[t.ExecID])})
+	}
+	aps, err := m.Approvals(ctx, rec.SandboxID, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range aps {
+		ba := bundle.Approval{ID: a.ID, State: a.State, RequestedBy: a.RequestedBy, Created: a.Created, DecidedBy: a.DecidedBy, Decided: a.Decided,
+			Reason: red.String(a.Reason), Grant: a.GrantID}
+		if a.Prompt != nil {
+			ba.Command, ba.Effect = red.String(a.Prompt.Command), a.Prompt.Effect
+			for _, cl := range a.Prompt.Classes {
+				ba.Classes = append(ba.Classes, string(cl))
+			}
+		}
+		c.Approvals = append(c.Approvals, ba)
+	}
+	c.Dependencies = dependencies(d.Patch)
+	if err := m.artifacts(ctx, rec.SandboxID, d, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// artifacts scans the files the task added (read from the live sandbox).
+func (m *Manager) artifacts(ctx context.Context, sandboxID string, d *Diff, c *bundle.Contents) error {
+	c.ArtifactData = map[string][]byte{}
+	f, err := m.Files(ctx, sandboxID)
+	if err != nil {
+		return nil // a stopped sandbox: no artifacts to read
+	}
+	for _, cf := range d.Files {
+		if cf.Status != "added" {
+			continue
+		}
+		rel, err := bundle.SafePath(cf.Path)
+		if err != nil {
+			continue
+		}
+		p := path.Join("/workspace", rel)
+		st, err := f.Stat(ctx, p)
+		if err != nil {
+			continue
+		}
+		var data []byte
+		if st.Type == "file" && st.Size <= bundle.LargeArtifact {
+			var buf bytes.Buffer
+			if _, err := f.ReadFile(ctx, p, &buf, bundle.LargeArtifact); err == nil {
+				data = buf.Bytes()
+			}
+		}
+		a := bundle.ScanArtifact(rel, data, st.Type == "symlink", st.Size, m.findSecrets)
+		c.Artifacts = append(c.Artifacts, a)
+		if a.Included {
+			c.ArtifactData[rel] = data
+		}
+	}
+	return nil
+}
+
+// findSecrets reports the kinds of secrets in data (for artifact scans).
+func (m *Manager) findSecrets(data []byte) []string {
+	red, changed := m.cfg.Redactor.Redact(data)
+	if !changed {
+		return nil
+	}
+	var kinds []string
+	for _, k := range redactedKindRE.FindAllSubmatch(red, -1) {
+		kinds = appendUniq(kinds, string(k[1]))
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+var redactedKindRE = regexp.MustCompile(`\[REDACTED:([a-z0-9-]+)\]`)
+
+var lockfiles = map[string]string{"package-lock.json": "npm", "npm-shrinkwrap.json": "npm", "yarn.lock": "yarn", "pnpm-lock.yaml": "pnpm",
+	"go.sum": "go", "Cargo.lock": "cargo", "poetry.lock": "pip", "Pipfile.lock": "pip", "uv.lock": "pip", "composer.lock": "composer",
+	"Gemfile.lock": "bundler", "requirements.txt": "pip"}
+
+var (
+	goRequireRE = regexp.MustCompile(`^([+-])\s*(?:require\s+)?([a-zA-Z0-9.\-_/~]+\.[a-z]{2,}[a-zA-Z0-9.\-_/~]*)\s+(v[0-9][^\s/]*)(\s*//.*)?$`)
+	npmDepRE    = regexp.MustCompile(`^([+-])\s*"(@?[a-zA-Z0-9._\-/]+)":\s*"([^"]+)",?$`)
+	pipReqRE    = regexp.MustCompile(`^([+-])([A-Za-z0-9_.\-\[\]]+)\s*(?:==|>=|~=|<=|>|<)?\s*([A-Za-z0-9_.*\-]*)\s*$`)
+)
+
+// dependencies reads dependency changes from the patch: lines added and
+// removed in go.mod, package.json dependency blocks and requirements
+// files, and which lockfiles changed.
+func dependencies(patch string) bundle.Dependencies {
+	deps := bundle.Dependencies{Changes: []bundle.DependencyChange{}, Lockfiles: []string{}}
+	type key struct{ mgr, name string }
+	seen := map[key]*bundle.DependencyChange{}
+	var order []key
+	file := ""
+	for _, line := range strings.Split(patch, "\n") {
+		if strings.HasPrefix(line, "+++ ") {
+			file = strings.TrimPrefix(strings.TrimPrefix(line, "+++ "), "b/")
+			if _, ok := lockfiles[path.Base(file)]; ok {
+				deps.Lockfiles = append(deps.Lockfiles, file)
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "--- ") || strings.HasPrefix(line, "diff ") {
+			continue
+		}
+		var mgr string
+		var m []string
+		switch base := path.Base(file); {
+		case base == "go.mod":
+			mgr, m = "go", goRequireRE.FindStringSubmatch(line)
+		case base == "package.json":
+			mgr, m = "npm", npmDepRE.FindStringSubmatch(line)
+			if m != nil && (m[2] == "version" || m[2] == "name" || m[2] == "main" || strings.HasPrefix(m[3], "node ") || strings.Contains(m[3], " ")) {
+				m = nil // not a dependency line
+			}
+		case strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt"):
+			mgr, m = "pip", pipReqRE.FindStringSubmatch(line)
+		}
+		if m == nil {
+			continue
+		}
+		k := key{mgr, m[2]}
+		ch := seen[k]
+		if ch == nil {
+			ch = &bundle.DependencyChange{Manager: mgr, Name: m[2]}
+			seen[k] = ch
+			order = append(order, k)
+		}
+		if m[1] == "+" {
+			ch.To = m[3]
+		} else {
+			ch.From = m[3]
+		}
+	}
+	for _, k := range order {
+		ch := seen[k]
+		switch {
+		case ch.From == "":
+			ch.Change = "added"
+		case ch.To == "":
+			ch.Change = "removed"
+		case ch.From == ch.To:
+			continue
+		default:
+			ch.Change = "changed"
+		}
+		deps.Changes = append(deps.Changes, *ch)
+	}
+	return deps
+}
+
+// PurgeResult says what a purge removed.
+type PurgeResult struct {
+	Before      time.Time `json:"before"`
+	TaskResults int       `json:"task_results"`
+	Outputs     int64     `json:"outputs"`
+	AuditBlobs  int64     `json:"audit_blobs"`
+}
+
+// Purge removes what is older than d: finished tasks' result directories
+// (bundles included), stored command output and audit blobs. Records
+// (sandboxes, execs, tasks, approvals) and the audit events themselves
+// stay, so the chain still verifies; the purge is itself recorded first,
+// so a missing blob is explained.
+func (m *Manager) Purge(ctx context.Context, d time.Duration) (*PurgeResult, error) {
+	if d <= 0 {
+		return nil, fmt.Errorf("purge needs a positive age: %w", errdefs.ErrInvalid)
+	}
+	before := m.now().Add(-d)
+	if err := m.record(ctx, audit.Entry{Kind: audit.PurgeKind, Payload: map[string]any{"older_than": d.String(), "blobs_before": before}}); err != nil {
+		return nil, err
+	}
+	res := &PurgeResult{Before: before}
+	ids, err := m.cfg.Store.TasksFinishedBefore(ctx, before)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		dir := filepath.Join(m.taskDir(id), "result")
+		if _, err := os.Stat(dir); err == nil {
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, err
+			}
+			res.TaskResults++
+		}
+	}
+	if res.Outputs, err = m.cfg.Store.PurgeOutputs(ctx, before); err != nil {
+		return nil, err
+	}
+	if res.AuditBlobs, err = m.cfg.Store.PurgeAuditBlobs(ctx, before); err != nil {
+		return nil, err
+	}
+	m.cfg.Logf("purged what is older than %s: %+v", d, res)
+	return res, nil
+}

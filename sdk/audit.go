@@ -1,0 +1,124 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// AuditEvent is one event of the daemon's hash-chained audit log.
+type AuditEvent struct {
+	Seq       int64           `json:"seq"`
+	Time      time.Time       `json:"time"`
+	SandboxID string          `json:"sandbox,omitempty"`
+	TaskID    string          `json:"task,omitempty"`
+	ExecID    string          `json:"exec,omitempty"`
+	Actor     string          `json:"actor"`
+	Kind      string          `json:"kind"`
+	Payload   json.RawMessage `json:"payload"`
+	Prev      string          `json:"prev"`
+	Hash      string          `json:"hash"`
+}
+
+// AuditFilter selects events; zero fields select all. Kind "exec" also
+// matches "exec.start", "exec.end", ...
+type AuditFilter struct {
+	Sandbox, Task, Exec, Kind string
+	Since, Until              time.Time
+	After                     int64 // events after this sequence number
+	Limit                     int   // default 1000, at most 10000
+}
+
+// AuditReport is the result of recomputing the chain.
+type AuditReport struct {
+	Events   int64  `json:"events"`
+	Head     int64  `json:"head_seq"`
+	Hash     string `json:"head_hash"`
+	Blobs    int    `json:"blobs"`
+	Purged   int    `json:"blobs_purged"`
+	Problems []struct {
+		Seq  int64  `json:"seq"`
+		What string `json:"what"`
+	} `json:"problems"`
+}
+
+// AuditEvents queries the audit log (unix socket only).
+func (c *Client) AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"sandbox": f.Sandbox, "task": f.Task, "exec": f.Exec, "kind": f.Kind} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Until.IsZero() {
+		q.Set("until", f.Until.UTC().Format(time.RFC3339Nano))
+	}
+	if f.After > 0 {
+		q.Set("after", strconv.FormatInt(f.After, 10))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out struct {
+		Events []AuditEvent `json:"events"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/v1/audit", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Events, nil
+}
+
+// VerifyAudit has the daemon recompute its whole chain (unix socket only).
+func (c *Client) VerifyAudit(ctx context.Context) (*AuditReport, error) {
+	var r AuditReport
+	if err := c.call(ctx, http.MethodGet, "/v1/audit/verify", nil, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// TaskBundle writes a task's signed review bundle (tar.gz) to w.
+func (c *Client) TaskBundle(ctx context.Context, id string, w io.Writer) (int64, error) {
+	if id == "" {
+		return 0, invalidf("empty task id")
+	}
+	p := "/v1/tasks/" + url.PathEscape(id) + "/bundle"
+	a, err := c.request(ctx, http.MethodGet, p, nil, nil, "application/gzip", true)
+	if err != nil {
+		return 0, err
+	}
+	defer a.close()
+	n, err := io.Copy(w, a.Body)
+	if err != nil {
+		return n, a.readErr("GET "+p, err)
+	}
+	return n, nil
+}
+
+// PurgeResult says what a purge removed.
+type PurgeResult struct {
+	Before      time.Time `json:"before"`
+	TaskResults int       `json:"task_results"`
+	Outputs     int64     `json:"outputs"`
+	AuditBlobs  int64     `json:"audit_blobs"`
+}
+
+// Purge removes task results, stored outputs and audit blobs older than d
+// (unix socket only); the purge is itself recorded.
+func (c *Client) Purge(ctx context.Context, d time.Duration) (*PurgeResult, error) {
+	if d <= 0 {
+		return nil, invalidf("purge needs a positive age")
+	}
+	var r PurgeResult
+	if err := c.call(ctx, http.MethodPost, "/v1/purge", nil, map[string]any{"older_than_seconds": ceilDiv(d, time.Second)}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
