@@ -89,8 +89,15 @@ tk finish "$id"
 out="$PWD/demo-output"
 rm -rf "$out" && mkdir -p "$out"
 cp -r "$AIRLOCK_DATA_DIR/tasks/$id/result" "$out/task-$id"
+echo "# the review plane: a tamper-evident record and a signed bundle"
+printf '$ airlock audit query --task %s --kind exec | cut -c1-150\n' "$id"
+"$AIRLOCK" audit query --task "$id" --kind exec | cut -c1-150
+printf '$ airlock audit verify\n'; "$AIRLOCK" audit verify
+printf '$ airlock bundle verify --key-file DATA-DIR/audit.key bundle.tar.gz\n'
+"$AIRLOCK" bundle verify --key-file "$AIRLOCK_DATA_DIR/audit.key" "$out/task-$id/bundle.tar.gz"
+tk export "$id" -o "$out/task-$id/bundle"
 kill -TERM "$daemon"; wait "$daemon" || true
-echo "daemon stopped; the review material (patch.diff, files.json, tests.json, commands.jsonl, manifest.json) is in $out/task-$id"
+echo "daemon stopped; the review material is in $out/task-$id: the signed bundle.tar.gz, unpacked in bundle/ (open bundle/report.html)"
 
 step "Nothing is left behind"
 echo "sandbox state dirs: $(ls "$AIRLOCK_STATE_DIR/sandboxes" | wc -l)"

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/sdk"
+
+	_ "modernc.org/sqlite"
 )
 
 const allowAllPolicy = "classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow}\noutside_scope: allow\n"
@@ -438,5 +441,86 @@ func TestPolicyCLIAgainstDaemon(t *testing.T) {
 	}
 	if out, _, code := e.run("", "policy", "check", "--policy", pf, "--", "git push --force origin main"); code != 3 || !strings.Contains(out, "no-force-push") {
 		t.Fatalf("policy check: %d %q", code, out)
+	}
+}
+
+// The review plane through the CLI and the real binary: export and
+// verify a bundle, query and verify the record (through the daemon and,
+// with the daemon stopped, on the database file), catch an edit.
+func TestAuditAndBundleCLI(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	sock := "--socket=" + d.sock
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git: %v %s", err, out)
+		}
+	}
+	out, errOut, code := e.run("", "task", "start", sock, "--repo", repo, "--test", "true")
+	id := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("start: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "task", "exec", id, sock, "--", "/bin/sh", "-c", "echo hello > notes.txt"); code != 0 {
+		t.Fatalf("exec: %d %q", code, errOut)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "b.tar.gz")
+	if _, errOut, code := e.run("", "task", "export", sock, id, "-o", file); code != 0 {
+		t.Fatalf("export: %d %q", code, errOut)
+	}
+	keyFile := filepath.Join(e.data, "audit.key")
+	if out, errOut, code := e.run("", "bundle", "verify", "--key-file", keyFile, file); code != 0 || !strings.HasPrefix(out, "ok: task "+id) {
+		t.Fatalf("bundle verify: %d %q %q", code, out, errOut)
+	}
+	unpacked := filepath.Join(dir, "unpacked")
+	if _, errOut, code := e.run("", "task", "export", sock, id, "-o", unpacked); code != 0 {
+		t.Fatalf("export to a directory: %d %q", code, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(unpacked, "patch.diff")); err != nil || !strings.Contains(string(b), "+hello") {
+		t.Fatalf("unpacked patch: %v %q", err, b)
+	}
+	// A bundle changed after signing is refused.
+	b, _ := os.ReadFile(file)
+	b[len(b)/2] ^= 0xff
+	bad := filepath.Join(dir, "bad.tar.gz")
+	_ = os.WriteFile(bad, b, 0o600)
+	if _, errOut, code := e.run("", "bundle", "verify", bad); code != 1 || !strings.Contains(errOut, "bundle refused") {
+		t.Fatalf("a damaged bundle: %d %q", code, errOut)
+	}
+	if out, _, code := e.run("", "audit", "query", sock, "--task", id, "--kind", "exec"); code != 0 || !strings.Contains(out, "exec.start") || !strings.Contains(out, "exec.end") {
+		t.Fatalf("audit query: %d %q", code, out)
+	}
+	if out, _, code := e.run("", "audit", "verify", sock); code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("audit verify: %d %q", code, out)
+	}
+	if _, _, code := e.run("", "purge", sock); code != 2 {
+		t.Fatalf("purge without --older-than: %d", code)
+	}
+	// Stop the daemon (it signs its head), then verify the file itself.
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = d.cmd.Wait()
+	db := filepath.Join(e.data, "airlock.db")
+	if out, errOut, code := e.run("", "audit", "verify", "--db", db); code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("offline verify: %d %q %q", code, out, errOut)
+	}
+	raw, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"DROP TRIGGER audit_no_delete", "DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)"} {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	if out, _, code := e.run("", "audit", "verify", "--db", db); code != 1 || !strings.Contains(out, "truncated") {
+		t.Fatalf("a cut tail: %d %q", code, out)
+	}
+	// A daemon refuses to continue a log cut short.
+	_, errOut, code = e.run("", "serve", "--socket", d.sock)
+	if code == 0 || !strings.Contains(errOut, "truncated") {
+		t.Fatalf("serve on a truncated log: %d %q", code, errOut)
 	}
 }
