@@ -43,11 +43,9 @@ func (s *Server) auditQuery(w http.ResponseWriter, r *http.Request) {
 		return t
 	}
 	f.Since, f.Until = parseTime("since"), parseTime("until")
-	for name, dst := range map[string]*int64{"after": &f.AfterSeq} {
-		if v := q.Get(name); v != "" && err == nil {
-			if *dst, err = strconv.ParseInt(v, 10, 64); err != nil {
-				err = fmt.Errorf("%s: want a number: %w", name, errdefs.ErrInvalid)
-			}
+	if v := q.Get("after"); v != "" && err == nil {
+		if f.AfterSeq, err = strconv.ParseInt(v, 10, 64); err != nil {
+			err = fmt.Errorf("after: want a sequence number: %w", errdefs.ErrInvalid)
 		}
 	}
 	f.Limit = 1000

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -31,20 +32,11 @@ func (nopRedactor) JSON(b []byte) []byte           { return b }
 // learnSecrets teaches the redactor the values of secret-named variables.
 func (m *Manager) learnSecrets(env []string) {
 	for _, kv := range env {
-		name, val, ok := stringsCut(kv, "=")
+		name, val, ok := strings.Cut(kv, "=")
 		if ok && policy.SecretName(name) {
 			m.cfg.Redactor.Add(val)
 		}
 	}
-}
-
-func stringsCut(s, sep string) (string, string, bool) {
-	for i := 0; i+len(sep) <= len(s); i++ {
-		if s[i:i+len(sep)] == sep {
-			return s[:i], s[i+len(sep):], true
-		}
-	}
-	return s, "", false
 }
 
 // record writes an audit event (when the daemon keeps an audit log). The
