@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
@@ -26,8 +27,16 @@ import (
 // does, and the permissive policy (these tests are of the record).
 func auditDaemon(t *testing.T) (*daemon, *audit.Log) {
 	t.Helper()
+	d, log, _ := auditDaemonClock(t)
+	return d, log
+}
+
+func auditDaemonClock(t *testing.T) (*daemon, *audit.Log, *clock) {
+	t.Helper()
 	var log *audit.Log
+	clk := &clock{}
 	d := newDaemonWith(t, func(c *manager.Config) {
+		c.Now = clk.Now
 		red := redact.New()
 		var err error
 		log, err = audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")})
@@ -37,7 +46,7 @@ func auditDaemon(t *testing.T) (*daemon, *audit.Log) {
 		c.Policy, c.Audit, c.Redactor = allowAll, log, red
 		c.AuditCheckpoint = filepath.Join(t.TempDir(), "audit-head.json")
 	})
-	return d, log
+	return d, log, clk
 }
 
 func (d *daemon) events(query string) []audit.Event {
@@ -106,6 +115,10 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 	if passed, _ := d.testTask(task.ID); !passed {
 		t.Fatal("tests failed after the fix")
 	}
+	// The agent's own verification command counts as a test run too.
+	if code, _, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"python3", "-m", "unittest"}}); code != 200 {
+		t.Fatalf("python3 -m unittest: %d", code)
+	}
 	// Events for what happened.
 	evs := d.events("sandbox=" + task.SandboxID)
 	kinds := map[string]int{}
@@ -129,6 +142,11 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 		t.Fatalf("verified: %+v", v.Manifest)
 	}
 	files := untarAll(t, b)
+	var runs []bundle.TestRun
+	_ = json.Unmarshal(files["tests.json"], &runs)
+	if len(runs) != 2 || runs[0].Command != "sh test.sh" || runs[1].Command != "python3 -m unittest" {
+		t.Errorf("test runs: %+v", runs)
+	}
 	var arts []bundle.Artifact
 	_ = json.Unmarshal(files["artifacts.json"], &arts)
 	byPath := map[string]bundle.Artifact{}
@@ -261,5 +279,46 @@ func TestBundleVerifyRefusesBadBundles(t *testing.T) {
 	req.RemoteAddr = "127.0.0.1:1"
 	if !auditOnly(req) {
 		t.Fatal("audit route not marked operator-only")
+	}
+}
+
+// Purge removes results, outputs and blobs, keeps the chain verifiable,
+// and is itself recorded.
+func TestPurgeKeepsTheChain(t *testing.T) {
+	d, _, clk := auditDaemonClock(t)
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task)
+	code, events, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 10000 /dev/zero | tr '\\0' x; echo more >> README"}})
+	out, _, _ := collect(events)
+	if code != 200 || len(out) != 10000 {
+		t.Fatalf("exec: %d %d", code, len(out))
+	}
+	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish", map[string]any{}, nil); code != 200 {
+		t.Fatalf("finish: %d", code)
+	}
+	if b := d.bundle(task.ID); len(b) == 0 {
+		t.Fatal("no bundle after finish")
+	}
+	var rep audit.Report
+	if d.do("GET", "/v1/audit/verify", nil, &rep); !rep.OK() || rep.Blobs == 0 {
+		t.Fatalf("before: %s", rep.String())
+	}
+	if code := d.do("POST", "/v1/purge", map[string]any{"older_than_seconds": 0}, nil); code != 400 {
+		t.Fatalf("purge of nothing: %d", code)
+	}
+	clk.advance(2 * time.Hour)
+	var res manager.PurgeResult
+	if code := d.do("POST", "/v1/purge", map[string]any{"older_than_seconds": 3600}, &res); code != 200 || res.TaskResults != 1 || res.Outputs == 0 || res.AuditBlobs == 0 {
+		t.Fatalf("purge: %d %+v", code, res)
+	}
+	if resp, err := d.client.Get("http://airlock/v1/tasks/" + task.ID + "/bundle"); err != nil || resp.StatusCode != 404 {
+		t.Fatalf("bundle after purge: %v %v", resp.StatusCode, err)
+	}
+	if d.do("GET", "/v1/audit/verify", nil, &rep); !rep.OK() || rep.Purged == 0 {
+		t.Fatalf("after purge: %s", rep.String())
+	}
+	if n := len(d.events("kind=operator.purge")); n != 1 {
+		t.Fatalf("purge events: %d", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -129,6 +130,20 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 		c.Tests = append(c.Tests, bundle.TestRun{ExecID: t.ExecID, Command: red.String(sp.Test), Passed: t.Passed, ExitCode: t.Status.Code,
 			Started: t.Started, Finished: t.Finished, Summary: bundle.ParseTestOutput(outputs[t.ExecID])})
 	}
+	// The agent's own verification commands (go test, npm test, linters...)
+	// are test runs too: the reviewer asks whether tests ran at all.
+	taskRuns := map[string]bool{}
+	for _, t := range res.Tests {
+		taskRuns[t.ExecID] = true
+	}
+	for _, cmd := range c.Commands {
+		if taskRuns[cmd.ExecID] || cmd.Policy == nil || cmd.ExitCode == nil || !slices.Contains(cmd.Policy.Classes, "verify") {
+			continue
+		}
+		c.Tests = append(c.Tests, bundle.TestRun{ExecID: cmd.ExecID, Command: strings.Join(cmd.Argv, " "), Passed: *cmd.ExitCode == 0 && cmd.Limit == "",
+			ExitCode: *cmd.ExitCode, Started: cmd.Started, Finished: cmd.Ended, Summary: bundle.ParseTestOutput(outputs[cmd.ExecID])})
+	}
+	sort.SliceStable(c.Tests, func(i, j int) bool { return c.Tests[i].Started.Before(c.Tests[j].Started) })
 	aps, err := m.Approvals(ctx, rec.SandboxID, "")
 	if err != nil {
 		return nil, err
