@@ -4,5 +4,7 @@
 // command's stdio and reads it itself. The agent starts commands with every
 // capability dropped, no_new_privs, Landlock and the seccomp filter applied
 // on one dedicated, permanently hardened OS thread, reaps all orphans,
-// and enforces per-command timeouts. Only the runtime backends import it.
+// enforces per-command timeouts, and reports what each command did to the
+// files of the watched directories (inotify, see watch_linux.go). Only the
+// runtime backends import it.
 package agent

@@ -28,12 +28,17 @@ func (s *Server) file(m *Message, files []*os.File) {
 		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "file op missing"})
 		return
 	}
+	end := func() {}
+	if op.Kind != "stat" && op.Kind != "list" {
+		end = s.hostOp()
+	}
 	var out *Message
 	err := s.asUser(func() error {
 		var err error
 		out, err = s.fileOp(op, files)
 		return err
 	})
+	end()
 	if err != nil {
 		s.reply(&Message{Op: OpError, ID: m.ID, Code: fileErrCode(err), Error: err.Error()})
 		return

@@ -98,6 +98,22 @@ type ExitInfo struct {
 	MaxRSSKiB  int64  `json:"max_rss_kib"`
 	DurationUS int64  `json:"duration_us"`
 	Note       string `json:"note,omitempty"`
+	// Files is what the command did beneath the watched directories (see
+	// Server.WatchFiles); nil when the agent does not watch any.
+	Files *FileActivity `json:"files,omitempty"`
+}
+
+// FileActivity is what one command did to the watched files: each path
+// (absolute, sorted) is in at most one list, the one of the strongest
+// thing the command did to it: deleted (when the last thing was a
+// removal), written, chmod, read.
+type FileActivity struct {
+	Written    []string `json:"written,omitempty"` // created or modified
+	Deleted    []string `json:"deleted,omitempty"` // removed or renamed away
+	Chmod      []string `json:"chmod,omitempty"`   // attributes: mode, owner, xattrs, times, link count
+	Read       []string `json:"read,omitempty"`    // opened and closed without writing
+	Incomplete bool     `json:"incomplete,omitempty"`
+	Shared     bool     `json:"shared,omitempty"`
 }
 
 // InitConfig is everything the native sandbox init needs before it serves.

@@ -29,7 +29,9 @@ func (s *Server) restrictWrites(m *Message) {
 	if m.Scope != nil {
 		paths = m.Scope.Paths
 	}
+	end := s.hostOp() // it may make directories
 	ws, err := s.narrowWrites(paths)
+	end()
 	if err != nil {
 		s.reply(&Message{Op: OpError, ID: m.ID, Code: scopeErrCode(err), Error: err.Error()})
 		return

@@ -64,10 +64,16 @@ type Server struct {
 	layers     []*landlock.Ruleset
 	scope      []string
 
+	// File activity (WatchFiles): trackFiles once asked for; watch is
+	// nil when inotify could not be had (every report is incomplete then).
+	trackFiles bool
+	watch      *watcher
+
 	mu      sync.Mutex
 	procs   map[int]*proc     // live commands by pid
 	early   map[int]earlyExit // statuses reaped before the pid was registered
 	byID    map[uint64]*proc  // live commands by request id
+	hostOps int               // file operations of the host's running
 	landABI int
 }
 
@@ -77,6 +83,7 @@ type proc struct {
 	start    time.Time
 	timer    *time.Timer
 	timedOut bool
+	act      activity // guarded by Server.mu while the command is live
 }
 
 type earlyExit struct {
@@ -226,6 +233,9 @@ func (s *Server) exec(m *Message, files []*os.File) {
 		p := &proc{id: m.ID, pid: pid, start: time.Now()}
 		s.procs[pid] = p
 		s.byID[m.ID] = p
+		if s.trackFiles {
+			s.noteStart(p)
+		}
 		if spec.TimeoutMS > 0 {
 			p.timer = time.AfterFunc(time.Duration(spec.TimeoutMS)*time.Millisecond, func() { s.timeout(p) })
 		}
@@ -463,6 +473,11 @@ func (s *Server) reap(sigc chan os.Signal) {
 }
 
 func (s *Server) finish(p *proc, ws syscall.WaitStatus, ru syscall.Rusage) {
+	if s.watch != nil {
+		// The command's own changes are queued by now: read them while
+		// it still counts as running.
+		s.watch.drain()
+	}
 	s.mu.Lock()
 	delete(s.procs, p.pid)
 	delete(s.byID, p.id)
@@ -470,6 +485,7 @@ func (s *Server) finish(p *proc, ws syscall.WaitStatus, ru syscall.Rusage) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
+	act := p.act
 	s.mu.Unlock()
 	ei := &ExitInfo{
 		UserUS:     ru.Utime.Sec*1e6 + ru.Utime.Usec,
@@ -478,6 +494,9 @@ func (s *Server) finish(p *proc, ws syscall.WaitStatus, ru syscall.Rusage) {
 		DurationUS: time.Since(p.start).Microseconds(),
 		TimedOut:   timedOut,
 		DiskFull:   s.diskFull(),
+	}
+	if s.trackFiles {
+		ei.Files = act.result()
 	}
 	switch {
 	case ws.Exited():

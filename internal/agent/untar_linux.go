@@ -19,11 +19,13 @@ func (s *Server) untar(m *Message, files []*os.File) {
 		return
 	}
 	var n int
+	end := s.hostOp()
 	err := s.asUser(func() error {
 		var err error
 		n, err = tarball.Extract(files[0], m.Path, tarball.ExtractOptions{UID: s.hard.UID, GID: s.hard.GID})
 		return err
 	})
+	end()
 	if err != nil {
 		// drain so the writer is not stuck
 		_, _ = io.Copy(io.Discard, files[0])

@@ -103,6 +103,15 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 		if e.Status != nil {
 			code := e.Status.Code
 			cmd.ExitCode, cmd.Signal, cmd.Limit = &code, e.Status.Signal, string(e.Status.Limit)
+			if fa := e.Status.Files; fa != nil {
+				// What it changed, as the sandbox saw it (not as predicted).
+				for _, l := range [][]string{fa.Written, fa.Deleted, fa.Chmod} {
+					for _, p := range l {
+						cmd.Writes = appendUniq(cmd.Writes, p)
+					}
+				}
+				sort.Strings(cmd.Writes)
+			}
 		}
 		if p := e.Policy; p != nil {
 			ps := &bundle.PolicySummary{Action: string(p.Action), Rules: p.Rules, Grant: p.Grant, BreakGlass: p.BreakGlass}

@@ -172,6 +172,23 @@ type ExitStatus struct {
 	UserTime        time.Duration `json:"user_time"`
 	SystemTime      time.Duration `json:"system_time"`
 	MaxRSSBytes     int64         `json:"max_rss_bytes"`
+	// Files is what the command did to the files under /workspace and the
+	// home directory; nil when the backend does not track it.
+	Files *FileActivity `json:"files,omitempty"`
+}
+
+// FileActivity is what a command did to the files under /workspace and
+// the home directory, as far as the backend can see it.
+type FileActivity struct {
+	Written []string `json:"written,omitempty"` // created or modified (absolute paths, sorted)
+	Deleted []string `json:"deleted,omitempty"`
+	Chmod   []string `json:"chmod,omitempty"` // mode, owner or extended-attribute changes
+	Read    []string `json:"read,omitempty"`  // opened and closed without writing
+	// Incomplete: a list was capped, or not every directory could be watched.
+	Incomplete bool `json:"incomplete,omitempty"`
+	// Shared: other commands of the sandbox ran at the same time, so some
+	// of this may be theirs.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // Exit codes used when a command could not run or was stopped by a limit.

@@ -53,6 +53,7 @@ func Run(t *testing.T, f Factory) {
 		{"OutputWithBackgroundChild", testOutputWithBackgroundChild},
 		{"FilesStayInside", testFilesStayInside},
 		{"WriteScope", testWriteScope},
+		{"FileActivity", testFileActivity},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
@@ -575,5 +576,48 @@ func testWriteScope(t *testing.T, f Factory) {
 	}
 	if r := shell(t, sb, "echo x >> /workspace/newdir/f && ! test -e /workspace/other"); r.st.Code != 0 {
 		t.Errorf("second scope: exit %d %q", r.st.Code, r.err)
+	}
+}
+
+// testFileActivity: a backend that reports file activity (ExitStatus.Files)
+// names what each command wrote, deleted, chmodded and read under
+// /workspace and the home directory, as sorted absolute paths, and nothing
+// elsewhere.
+func testFileActivity(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	r := shell(t, sb, "echo a > /workspace/a.txt && echo b > /workspace/b.txt && echo h > $HOME/h.txt && echo t > /tmp/t.txt")
+	fa := r.st.Files
+	if fa == nil {
+		t.Skip("the backend does not report file activity")
+	}
+	check := func(what string, fa *runtime.FileActivity, list []string, want ...string) {
+		t.Helper()
+		if !slices.IsSorted(list) {
+			t.Errorf("%s: %q not sorted", what, list)
+		}
+		for _, w := range want {
+			if !slices.Contains(list, w) {
+				t.Errorf("%s: %q lacks %s (activity %+v)", what, list, w, *fa)
+			}
+		}
+		for _, p := range list {
+			if !strings.HasPrefix(p, "/workspace/") && !strings.HasPrefix(p, "/home/") {
+				t.Errorf("%s: %s is neither in the workspace nor in the home directory", what, p)
+			}
+		}
+	}
+	check("written", fa, fa.Written, "/workspace/a.txt", "/workspace/b.txt", "/home/sandbox/h.txt")
+	if fa.Shared || fa.Incomplete {
+		t.Errorf("a lone command: %+v, want neither shared nor incomplete", *fa)
+	}
+	r = shell(t, sb, "rm /workspace/b.txt && chmod 600 /workspace/a.txt && cat /workspace/a.txt $HOME/h.txt >/dev/null")
+	if fa = r.st.Files; fa == nil {
+		t.Fatal("file activity reported once, not twice")
+	}
+	check("deleted", fa, fa.Deleted, "/workspace/b.txt")
+	check("chmod", fa, fa.Chmod, "/workspace/a.txt")
+	check("read", fa, fa.Read, "/home/sandbox/h.txt")
+	if slices.Contains(fa.Written, "/workspace/a.txt") || slices.Contains(fa.Written, "/workspace/b.txt") {
+		t.Errorf("written %q: the command wrote nothing", fa.Written)
 	}
 }

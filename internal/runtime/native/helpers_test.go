@@ -142,6 +142,11 @@ func newSandbox(t testing.TB, mutate func(*runtime.Spec)) runtime.Sandbox {
 		t.Fatalf("create sandbox: %v", err)
 	}
 	t.Cleanup(func() {
+		// The agent is this test binary: under -race, a race it hits goes
+		// to its log, not to the test's output.
+		if log, _ := os.ReadFile(filepath.Join(sb.(*sandbox).dir, "init.log")); bytes.Contains(log, []byte("DATA RACE")) {
+			t.Errorf("the agent raced:\n%s", log)
+		}
 		if err := sb.Destroy(context.Background()); err != nil {
 			t.Errorf("destroy: %v", err)
 		}

@@ -111,6 +111,13 @@ func runInit(conn *agent.Conn) error {
 	}
 	srv.DiskPaths = []string{"/", "/tmp"}
 	mark("agent")
+	// What each command does to the command user's files; git's object
+	// reads are left out. Without inotify (out of instances) the reports
+	// say incomplete.
+	if err := srv.WatchFiles([]string{"/workspace", cfg.Home}, []string{"/workspace/.git"}); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox init: file activity: %v\n", err)
+	}
+	mark("watch")
 	if cfg.Trace {
 		timings = append(timings, fmt.Sprintf("send@%d", time.Now().UnixNano()))
 	}

@@ -589,6 +589,7 @@ func (p *process) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 	st.MaxRSSBytes = ei.MaxRSSKiB * 1024
 	st.StdoutBytes, st.StderrBytes = p.outN, p.errN
 	st.StdoutTruncated, st.StderrTruncated = p.outTrunc, p.errTrunc
+	st.Files = fileActivity(ei.Files)
 	after, _ := p.s.cg.Stats()
 	switch {
 	case ei.TimedOut:
@@ -718,3 +719,25 @@ func (s *sandbox) Resume(ctx context.Context) error {
 	}
 	return nil
 }
+
+// fileActivity carries the agent's report of a command's file activity,
+// each list capped as the agent caps it: the agent is inside the boundary.
+func fileActivity(fa *agent.FileActivity) *runtime.FileActivity {
+	if fa == nil {
+		return nil
+	}
+	out := &runtime.FileActivity{Incomplete: fa.Incomplete, Shared: fa.Shared}
+	for _, l := range []struct {
+		from []string
+		to   *[]string
+	}{{fa.Written, &out.Written}, {fa.Deleted, &out.Deleted}, {fa.Chmod, &out.Chmod}, {fa.Read, &out.Read}} {
+		if len(l.from) > maxActivityList {
+			l.from, out.Incomplete = l.from[:maxActivityList], true
+		}
+		*l.to = l.from
+	}
+	return out
+}
+
+// maxActivityList is the agent's cap on each list of file activity.
+const maxActivityList = 1000

@@ -1,0 +1,71 @@
+package agent
+
+// WatchFiles makes every command's exit report what it did to the files
+// beneath roots (ExitInfo.Files): absolute, clean directories without
+// symlinks, watched recursively from now on. Reads beneath noReads are
+// not reported (a git repository's objects). Call it once, before Serve;
+// on error the reports are there but incomplete.
+func (s *Server) WatchFiles(roots, noReads []string) error {
+	s.trackFiles = true
+	w, err := newWatcher(roots, noReads, s.fileEvents)
+	if err != nil {
+		return err
+	}
+	s.watch = w
+	return nil
+}
+
+// fileEvents is the watcher's sink: every record goes to every command
+// running now.
+func (s *Server) fileEvents(recs []fileRec, lost bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.procs {
+		if lost {
+			p.act.incomplete = true
+		}
+		for _, r := range recs {
+			p.act.add(r.kind, r.path)
+		}
+	}
+}
+
+// noteStart sets up a new command's activity; s.mu is held and p is
+// already among s.procs.
+func (s *Server) noteStart(p *proc) {
+	if s.watch == nil || s.watch.missing.Load() {
+		p.act.incomplete = true
+	}
+	if s.hostOps > 0 {
+		p.act.shared = true
+	}
+	if len(s.procs) > 1 {
+		for _, q := range s.procs {
+			q.act.shared = true
+		}
+	}
+}
+
+// hostOp marks a file operation of the host's that changes or reads files
+// (its events go to the commands running, which are then shared). The
+// returned func ends it, after reading its events: call it before the
+// answer, so that a command started on the answer does not get them.
+func (s *Server) hostOp() (end func()) {
+	if !s.trackFiles {
+		return func() {}
+	}
+	s.mu.Lock()
+	s.hostOps++
+	for _, p := range s.procs {
+		p.act.shared = true
+	}
+	s.mu.Unlock()
+	return func() {
+		if s.watch != nil {
+			s.watch.drain()
+		}
+		s.mu.Lock()
+		s.hostOps--
+		s.mu.Unlock()
+	}
+}
