@@ -142,6 +142,18 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 		t.Fatalf("verified: %+v", v.Manifest)
 	}
 	files := untarAll(t, b)
+	// Each command's record says what it changed, as the sandbox saw it.
+	var wrote bool
+	for _, line := range strings.Split(strings.TrimSpace(string(files["commands.jsonl"])), "\n") {
+		var c bundle.Command
+		_ = json.Unmarshal([]byte(line), &c)
+		if len(c.Argv) == 3 && strings.Contains(c.Argv[2], "leak.txt") && strings.Contains(strings.Join(c.Writes, " "), "/workspace/src/leak.txt") && strings.Contains(strings.Join(c.Writes, " "), "/workspace/src/calc.sh") {
+			wrote = true
+		}
+	}
+	if !wrote {
+		t.Errorf("the script's file activity is not in commands.jsonl:\n%s", files["commands.jsonl"])
+	}
 	var runs []bundle.TestRun
 	_ = json.Unmarshal(files["tests.json"], &runs)
 	if len(runs) != 2 || runs[0].Command != "sh test.sh" || runs[1].Command != "python3 -m unittest" {
