@@ -119,7 +119,7 @@ func TestBenchAuditExec(t *testing.T) {
 	audited, _ := auditDaemon(t)
 	ids := [2]string{plain.sandbox(), audited.sandbox()}
 	var times [2][]time.Duration
-	for i := 0; i < 400; i++ {
+	for i := 0; i < 1000; i++ {
 		for j, d := range []*daemon{plain, audited} {
 			start := time.Now()
 			_, events, _ := d.exec(ids[j], ExecRequest{Argv: []string{"/bin/true"}})

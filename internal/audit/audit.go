@@ -125,6 +125,10 @@ type Log struct {
 	key ed25519.PrivateKey
 	now func() time.Time
 
+	// async counts RecordAsync calls in flight: readers wait for them, so
+	// what was recorded is what they see.
+	async sync.WaitGroup
+
 	mu      sync.Mutex
 	seq     int64
 	head    string
@@ -208,8 +212,27 @@ func (l *Log) PublicKey() ed25519.PublicKey { return l.key.Public().(ed25519.Pub
 // Sign signs msg with the daemon's key.
 func (l *Log) Sign(msg []byte) []byte { return ed25519.Sign(l.key, msg) }
 
+// RecordAsync records an event without waiting for it: for events that
+// come after the fact (an exec's end), off the caller's critical path. A
+// failure stops the log like any other (Err); Query, Head and Checkpoint
+// wait for these writes first.
+func (l *Log) RecordAsync(ctx context.Context, in Entry, done func(error)) {
+	l.async.Add(1)
+	go func() {
+		defer l.async.Done()
+		_, err := l.Record(context.WithoutCancel(ctx), in)
+		if done != nil {
+			done(err)
+		}
+	}()
+}
+
+// Flush waits for every RecordAsync so far.
+func (l *Log) Flush() { l.async.Wait() }
+
 // Head returns the last written event's sequence number and hash.
 func (l *Log) Head() (int64, string) {
+	l.async.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.seq, l.head
@@ -335,6 +358,7 @@ func (l *Log) blobify(m map[string]any, blobs map[string][]byte) map[string]any 
 
 // Query returns events in sequence order.
 func (l *Log) Query(ctx context.Context, f store.AuditFilter) ([]*Event, error) {
+	l.async.Wait()
 	rows, err := l.st.AuditEvents(ctx, f)
 	if err != nil {
 		return nil, err

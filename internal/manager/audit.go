@@ -55,6 +55,20 @@ func (m *Manager) record(ctx context.Context, e audit.Entry) error {
 	return nil
 }
 
+func (m *Manager) recordAsync(ctx context.Context, e audit.Entry) {
+	if m.cfg.Audit == nil {
+		return
+	}
+	if e.Actor == "" {
+		e.Actor = actorOf(ctx)
+	}
+	m.cfg.Audit.RecordAsync(ctx, e, func(err error) {
+		if err != nil {
+			m.cfg.Logf("AUDIT WRITE FAILED (%s): %v", e.Kind, err)
+		}
+	})
+}
+
 // auditHealthy fails closed: with a broken audit log nothing new runs.
 func (m *Manager) auditHealthy() error {
 	if m.cfg.Audit == nil {

@@ -702,7 +702,9 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	} else {
 		endPayload["status"] = st
 	}
-	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Kind: "exec.end", Payload: endPayload})
+	// The end is recorded off the exec's critical path (its start was
+	// recorded before it ran); readers of the log wait for it.
+	m.recordAsync(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Kind: "exec.end", Payload: endPayload})
 	if err != nil {
 		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, ended, nil, err.Error())
 		return rec.ID, nil, err
@@ -795,6 +797,9 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Unlock()
 	sort.Strings(ids)
 	var errs []error
+	if m.cfg.Audit != nil {
+		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
+	}
 	for _, id := range ids {
 		if err := m.stop(ctx, id, StopShutdown); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", id, err))

@@ -38,6 +38,25 @@ func (s *Store) AuditHead(ctx context.Context) (int64, string, error) {
 // AppendAudit writes events and blobs in one transaction. A blob already
 // stored is kept (same hash, same content).
 func (s *Store) AppendAudit(ctx context.Context, events []*AuditEvent, blobs map[string][]byte) error {
+	s.auditOnce.Do(func() {
+		s.auditInsert, s.auditErr = s.w.PrepareContext(context.Background(), `INSERT INTO audit_events
+			(seq, time, sandbox_id, task_id, exec_id, actor, kind, payload, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	})
+	if s.auditErr != nil {
+		return fmt.Errorf("store: audit: %w", classify(s.auditErr))
+	}
+	insert := func(stmt *sql.Stmt, e *AuditEvent) error {
+		if _, err := stmt.ExecContext(ctx, e.Seq, e.Time.UnixNano(), e.SandboxID, e.TaskID, e.ExecID, e.Actor, e.Kind, string(e.Payload), e.Prev, e.Hash); err != nil {
+			if isDuplicate(err) {
+				return fmt.Errorf("store: audit event %d already exists: %w", e.Seq, errdefs.ErrConflict)
+			}
+			return fmt.Errorf("store: audit event %d: %w", e.Seq, classify(err))
+		}
+		return nil
+	}
+	if len(events) == 1 && len(blobs) == 0 {
+		return insert(s.auditInsert, events[0]) // one statement is its own transaction
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: audit: %w", classify(err))
@@ -49,18 +68,10 @@ func (s *Store) AppendAudit(ctx context.Context, events []*AuditEvent, blobs map
 			return fmt.Errorf("store: audit blob: %w", classify(err))
 		}
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit_events (seq, time, sandbox_id, task_id, exec_id, actor, kind, payload, prev, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("store: audit: %w", classify(err))
-	}
-	defer stmt.Close()
+	stmt := tx.StmtContext(ctx, s.auditInsert)
 	for _, e := range events {
-		if _, err := stmt.ExecContext(ctx, e.Seq, e.Time.UnixNano(), e.SandboxID, e.TaskID, e.ExecID, e.Actor, e.Kind, string(e.Payload), e.Prev, e.Hash); err != nil {
-			if isDuplicate(err) {
-				return fmt.Errorf("store: audit event %d already exists: %w", e.Seq, errdefs.ErrConflict)
-			}
-			return fmt.Errorf("store: audit event %d: %w", e.Seq, classify(err))
+		if err := insert(stmt, e); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -52,6 +53,12 @@ type Store struct {
 	path string
 	w    *sql.DB
 	r    *sql.DB
+
+	// auditInsert is prepared once: parsing the statement for every event
+	// cost more than writing it.
+	auditOnce   sync.Once
+	auditInsert *sql.Stmt
+	auditErr    error
 }
 
 // Open opens (creating if needed, dir 0700, file 0600) the database at path,
@@ -181,6 +188,9 @@ func openPool(ctx context.Context, path string, conns int, params ...string) (*s
 // into the database file.
 func (s *Store) Close() error {
 	var errs []error
+	if s.auditInsert != nil {
+		errs = append(errs, s.auditInsert.Close())
+	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
