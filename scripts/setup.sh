@@ -12,6 +12,8 @@ command -v git >/dev/null || need+=(git)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)  # sandbox disks
 command -v gcc >/dev/null || need+=(gcc libc6-dev)    # seccomp int 0x80 test
 command -v chromium >/dev/null || need+=(chromium)    # report.html headless-browser test
+command -v node >/dev/null || need+=(nodejs)          # the published MCP client in the tests
+command -v npm >/dev/null || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "setup: installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
@@ -20,6 +22,12 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 go mod download
+# The published JavaScript clients the tests drive airlock with, at the
+# exact versions of test/node/package-lock.json, from npm's configured registry.
+if [ ! -d test/node/node_modules/@modelcontextprotocol/sdk ] || [ test/node/package-lock.json -nt test/node/node_modules/.package-lock.json ]; then
+	echo "setup: installing test/node packages"
+	npm ci --prefix test/node --no-audit --no-fund --loglevel=error
+fi
 sc="$(go env GOPATH)/bin/staticcheck"
 if [ ! -x "$sc" ]; then
 	echo "setup: installing staticcheck"

@@ -33,6 +33,7 @@ func verbs() []verb {
 		{"audit", "verify the tamper-evident audit chain; query its events", cmdAudit},
 		{"bundle", "verify a review bundle (signature, checksums, paths, audit excerpt)", cmdBundle},
 		{"purge", "remove task results, stored output and audit blobs older than a duration", cmdPurge},
+		{"mcp", "serve airlock's tools to an MCP client over stdio", cmdMCP},
 		{"task", "the review workflow: a repository at a commit in a sandbox, tests, patch", cmdTask},
 		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", cmdReap},
 		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println("airlock", version); return 0 }},

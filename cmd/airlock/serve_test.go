@@ -524,3 +524,57 @@ func TestAuditAndBundleCLI(t *testing.T) {
 		t.Fatalf("serve on a truncated log: %d %q", code, errOut)
 	}
 }
+
+// The published MCP TypeScript SDK (test/node, installed by
+// scripts/setup.sh) drives airlock's MCP server over stdio (`airlock
+// mcp`) and over streamable HTTP (/mcp on the daemon's TCP listener, with
+// an API key), against a real daemon with the default policy.
+func TestMCPWithTheRealClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	mods, _ := filepath.Abs("../../test/node/node_modules/@modelcontextprotocol/sdk")
+	if _, serr := os.Stat(mods); err != nil || serr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node or test/node/node_modules is missing: run scripts/setup.sh")
+		}
+		t.Skip("node or test/node/node_modules is missing: run scripts/setup.sh")
+	}
+	e := newEnv(t)
+	pf := filepath.Join(filepath.Dir(e.state), "default.yaml")
+	out, _, _ := e.run("", "policy", "default")
+	_ = os.WriteFile(pf, []byte(out), 0o644)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	d := e.startDaemon(t, "--policy", pf, "--listen", addr)
+	key, _, code := e.run("", "apikey", "create", "--socket", d.sock, "--name", "mcp")
+	if code != 0 {
+		t.Fatal("apikey create")
+	}
+	repo := t.TempDir()
+	_ = os.WriteFile(filepath.Join(repo, "README"), []byte("broken\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git: %v %s", err, out)
+		}
+	}
+	script, _ := filepath.Abs("../../test/node/mcp_client.mjs")
+	for _, mode := range []string{"stdio", "http"} {
+		cmd := exec.Command(node, script, mode)
+		cmd.Env = append(os.Environ(), "AIRLOCK_BIN="+airlockBin, "AIRLOCK_SOCKET="+d.sock, "MCP_URL=http://"+addr+"/mcp",
+			"AIRLOCK_KEY="+strings.TrimSpace(key), "REPO="+repo, "AIRLOCK_STATE_DIR="+e.state, "AIRLOCK_DATA_DIR="+e.data)
+		var o, er bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &er
+		if err := cmd.Run(); err != nil || !strings.Contains(o.String(), `"ok":true`) {
+			t.Fatalf("%s: %v\nstdout: %s\nstderr: %s\ndaemon: %s", mode, err, o.String(), er.String(), d.log)
+		}
+		t.Logf("%s: %s", mode, strings.TrimSpace(o.String()))
+	}
+	// Both clients' work is in the record, and both were held by the policy.
+	out, _, _ = e.run("", "approvals", "--socket", d.sock)
+	if strings.Count(out, "command:   /bin/sh -c 'rm -rf /workspace/old'") != 2 || !strings.Contains(out, "requested by apikey") || !strings.Contains(out, "requested by operator") {
+		t.Fatalf("approvals: %q", out)
+	}
+}

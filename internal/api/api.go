@@ -19,7 +19,9 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/mcp"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/sdk"
 )
 
 // Limits on request bodies.
@@ -72,6 +74,12 @@ func New(m *manager.Manager, h Health) *Server {
 	s.keyRoutes()
 	s.policyRoutes()
 	s.auditRoutes()
+	// MCP over streamable HTTP: its tools call this same API in process,
+	// with the caller's context, so nothing is different for them.
+	s.mux.Handle("/mcp", mcp.HTTP(h.Version, func(r *http.Request) *sdk.Client {
+		c, _ := sdk.New(sdk.WithBaseURL("http://airlock"), sdk.WithHTTPClient(&http.Client{Transport: mcp.InProcess{Handler: s}}))
+		return c
+	}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
 	})
