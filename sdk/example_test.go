@@ -126,3 +126,74 @@ func ExampleIsNotFound() {
 		fmt.Println(e.Status, e.Code, e.Message) // 404 not_found sandbox "no-such-id" not found
 	}
 }
+
+// A command the policy holds for a human: without waiting, the call fails
+// with the approval's id; an operator (on the unix socket) approves it
+// narrowly, and the same command then runs.
+func ExampleIsApprovalPending() {
+	ctx := context.Background()
+	agent, err := sdk.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	req := sdk.ExecRequest{Argv: []string{"rm", "-rf", "/workspace/build"}, NoApprovalWait: true}
+	_, err = agent.Exec(ctx, "3f9a0c1d2e4b", req, os.Stdout, os.Stderr)
+	var e *sdk.Error
+	switch {
+	case sdk.IsApprovalPending(err) && errors.As(err, &e):
+		fmt.Println("waiting for a human:", e.ApprovalID)
+		operator, _ := sdk.New(sdk.WithActor("alice"))
+		if _, err := operator.Approve(ctx, e.ApprovalID, sdk.ApproveOptions{Scope: "command", For: 10 * time.Minute}); err != nil {
+			log.Fatal(err)
+		}
+		_, err = agent.Exec(ctx, "3f9a0c1d2e4b", req, os.Stdout, os.Stderr) // covered by the grant
+		if err != nil {
+			log.Fatal(err)
+		}
+	case sdk.IsPolicyDenied(err):
+		fmt.Println("denied:", err)
+	case err != nil:
+		log.Fatal(err)
+	}
+}
+
+// Ask what the policy would decide, without running anything.
+func ExampleClient_CheckCommand() {
+	c, err := sdk.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := c.CheckCommand(context.Background(), "3f9a0c1d2e4b", []string{"/bin/sh", "-c", "npm ci && npm test"}, "/workspace")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Action, d.Reason)
+	for _, m := range d.Matches {
+		fmt.Println(" ", m.Action, m.Rule, m.Reason)
+	}
+}
+
+// The record of a task, and its signed review bundle.
+func ExampleClient_TaskBundle() {
+	ctx := context.Background()
+	c, err := sdk.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	events, err := c.AuditEvents(ctx, sdk.AuditFilter{Task: "t-1a2b3c4d5e6f", Kind: "exec"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range events {
+		fmt.Println(e.Seq, e.Kind, e.Actor, string(e.Payload))
+	}
+	f, err := os.Create("review.tar.gz")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := c.TaskBundle(ctx, "t-1a2b3c4d5e6f", f); err != nil {
+		log.Fatal(err)
+	}
+	// Check it with: airlock bundle verify review.tar.gz
+}
