@@ -45,6 +45,7 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 300x ./internal/runtime/native/
 	$(GO) test -run '^$$' -bench 'IdleMemory' -benchtime 1x ./internal/runtime/native/
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchAPI|TestBenchAuditExec' ./internal/api/ | grep BENCH
+	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchE2B' ./cmd/airlock/ | grep BENCH
 	$(GO) test -run '^$$' -bench 'AuditWrites' -benchtime 10000x ./internal/audit/
 	$(GO) test -run '^$$' -bench 'Classify' -benchtime 20000x ./internal/policy/
 

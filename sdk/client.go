@@ -776,8 +776,23 @@ type APIKey struct {
 // CreateAPIKey makes a key for TCP clients (on the unix socket only); the
 // key is returned this once.
 func (c *Client) CreateAPIKey(ctx context.Context, name string) (*APIKey, error) {
+	return c.createKey(ctx, name, "")
+}
+
+// CreateE2BAPIKey makes a key shaped as the E2B SDKs expect ("e2b_" and
+// 40 hex digits), for E2B_API_KEY against 'airlock serve --e2b-listen'.
+// It is an ordinary airlock key: it works on the TCP API too.
+func (c *Client) CreateE2BAPIKey(ctx context.Context, name string) (*APIKey, error) {
+	return c.createKey(ctx, name, "e2b")
+}
+
+func (c *Client) createKey(ctx context.Context, name, format string) (*APIKey, error) {
 	var k APIKey
-	if err := c.call(ctx, http.MethodPost, "/v1/apikeys", nil, map[string]string{"name": name}, &k); err != nil {
+	body := map[string]string{"name": name}
+	if format != "" {
+		body["format"] = format
+	}
+	if err := c.call(ctx, http.MethodPost, "/v1/apikeys", nil, body, &k); err != nil {
 		return nil, err
 	}
 	return &k, nil

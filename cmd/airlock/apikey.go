@@ -13,7 +13,10 @@ API keys let clients use the daemon over TCP ('airlock serve --listen ADDR'):
 Authorization: Bearer KEY. Keys are managed on the unix socket only; the
 daemon keeps only their SHA-256.
 
-  create [--name N]   make a key and print it (shown this once)
+  create [--name N] [--e2b]
+                      make a key and print it (shown this once); --e2b
+                      shapes it for the E2B SDKs (E2B_API_KEY, "e2b_..."),
+                      for 'airlock serve --e2b-listen'; it works here too
   ls [--json]         list keys
   rm ID...            revoke keys
 `
@@ -33,6 +36,7 @@ func cmdAPIKey(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "create":
 		name := c.fs.String("name", "", "a name to recognise the key by")
+		e2bKey := c.fs.Bool("e2b", false, "shape the key for the E2B SDKs (e2b_ + 40 hex digits)")
 		pos, code, done := c.parse(rest)
 		if done {
 			return code
@@ -44,7 +48,11 @@ func cmdAPIKey(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return c.fail(err)
 		}
-		k, err := cl.CreateAPIKey(context.Background(), *name)
+		create := cl.CreateAPIKey
+		if *e2bKey {
+			create = cl.CreateE2BAPIKey
+		}
+		k, err := create(context.Background(), *name)
 		if err != nil {
 			return c.fail(err)
 		}

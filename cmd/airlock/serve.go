@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/api"
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/e2b"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -47,6 +48,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	db := fs.String("db", "", "SQLite database (default DATA-DIR/airlock.db)")
 	maxLife := fs.Duration("max-lifetime", 24*time.Hour, "longest a sandbox may live (its default TTL); 0: unbounded")
 	listen := fs.String("listen", "", "also serve on this TCP `ADDR` (host:port), API key required (see 'airlock apikey')")
+	e2bListen := fs.String("e2b-listen", "", "also serve the E2B-compatible API on this TCP `ADDR`: point E2B_API_URL and E2B_SANDBOX_URL at it (key: 'airlock apikey create --e2b')")
 	policyFile := fs.String("policy", "", "policy `FILE` (YAML; see 'airlock policy default'); default: the built-in policy")
 	approvalWait := fs.Duration("approval-wait", manager.DefaultApprovalWait, "how long a command held for approval waits by default")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
@@ -75,14 +77,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if err := serve(*socket, *listen, *stateDir, *dataDir, *db, *maxLife, pol, *approvalWait, stderr); err != nil {
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, pol, *approvalWait, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Duration, pol *policy.File, approvalWait time.Duration, stderr io.Writer) error {
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, pol *policy.File, approvalWait time.Duration, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -163,6 +165,24 @@ func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Durati
 		go func() { errc <- tcpSrv.Serve(tln) }()
 		logf("serving on tcp:%s (API key required)", tln.Addr())
 	}
+	var e2bSrv *http.Server
+	if e2bListen != "" {
+		eln, err := net.Listen("tcp", e2bListen)
+		if err != nil {
+			_ = srv.Close()
+			if tcpSrv != nil {
+				_ = tcpSrv.Close()
+			}
+			return fmt.Errorf("--e2b-listen %s: %w", e2bListen, err)
+		}
+		wait := approvalWait
+		if wait > 50*time.Second {
+			wait = 50 * time.Second // under the E2B SDKs' 60 s request timeout
+		}
+		e2bSrv = &http.Server{Handler: e2b.New(e2b.Config{Manager: m, ApprovalWait: wait, Logf: logf}), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- e2bSrv.Serve(eln) }()
+		logf("serving the E2B-compatible API on tcp:%s (API key required)", eln.Addr())
+	}
 
 	sigc := make(chan os.Signal, 2)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
@@ -181,6 +201,10 @@ func serve(socket, listen, stateDir, dataDir, dbPath string, maxLife time.Durati
 	_ = srv.Shutdown(sctx)
 	if tcpSrv != nil {
 		_ = tcpSrv.Shutdown(sctx)
+	}
+	if e2bSrv != nil {
+		// Streams of running commands do not end on their own: close them.
+		_ = e2bSrv.Close()
 	}
 	err = m.Shutdown(context.Background())
 	_ = m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.stop", Payload: map[string]any{"pid": os.Getpid()}})

@@ -59,7 +59,8 @@ func (s *Server) TCP() http.Handler {
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Name string `json:"name"`
+		Name   string `json:"name"`
+		Format string `json:"format"`
 	}
 	if r.ContentLength != 0 {
 		if err := decode(w, r, maxJSONBody, &req); err != nil {
@@ -67,7 +68,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	k, key, err := s.m.CreateAPIKey(r.Context(), req.Name)
+	k, key, err := s.m.CreateAPIKey(r.Context(), req.Name, req.Format)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -291,7 +291,7 @@ func TestBreakGlassIsLoud(t *testing.T) {
 // nothing can be approved.
 func TestAgentCannotApproveOrRelax(t *testing.T) {
 	d, _ := policyDaemon(t)
-	_, key, err := d.m.CreateAPIKey(context.Background(), "agent")
+	_, key, err := d.m.CreateAPIKey(context.Background(), "agent", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,12 @@ type APIKey struct {
 	Created time.Time `json:"created"`
 }
 
-// KeyPrefix starts every API key.
-const KeyPrefix = "ak_"
+// KeyPrefix starts every API key of airlock's own format;
+// E2BKeyPrefix the keys shaped for the E2B SDKs ("e2b_" + 40 hex digits).
+const (
+	KeyPrefix    = "ak_"
+	E2BKeyPrefix = "e2b_"
+)
 
 func keyHash(key string) string {
 	h := sha256.Sum256([]byte(key))
@@ -31,15 +35,25 @@ func keyHash(key string) string {
 }
 
 // CreateAPIKey makes a key; the key is returned once and only its hash is
-// kept.
-func (m *Manager) CreateAPIKey(ctx context.Context, name string) (*APIKey, string, error) {
+// kept. format "" (or "airlock") makes an "ak_" key, "e2b" one shaped for
+// the E2B SDKs; both work on every door.
+func (m *Manager) CreateAPIKey(ctx context.Context, name, format string) (*APIKey, string, error) {
 	if len(name) > 100 || strings.ContainsAny(name, "\n\x00") {
 		return nil, "", fmt.Errorf("key name: at most 100 characters on one line: %w", errdefs.ErrInvalid)
 	}
-	var secret, id [16]byte
+	var secret [20]byte
+	var id [16]byte
 	_, _ = rand.Read(secret[:])
 	_, _ = rand.Read(id[:6])
-	key := KeyPrefix + hex.EncodeToString(secret[:])
+	var key string
+	switch format {
+	case "", "airlock":
+		key = KeyPrefix + hex.EncodeToString(secret[:16])
+	case "e2b":
+		key = E2BKeyPrefix + hex.EncodeToString(secret[:])
+	default:
+		return nil, "", fmt.Errorf("key format %q: airlock or e2b: %w", format, errdefs.ErrInvalid)
+	}
 	rec := &store.APIKey{ID: "k-" + hex.EncodeToString(id[:6]), Name: name, Hash: keyHash(key), Created: time.Now().UTC()}
 	if err := m.cfg.Store.PutAPIKey(ctx, rec); err != nil {
 		return nil, "", err
@@ -51,7 +65,7 @@ func (m *Manager) CreateAPIKey(ctx context.Context, name string) (*APIKey, strin
 
 // CheckAPIKey says whether key is a valid key.
 func (m *Manager) CheckAPIKey(ctx context.Context, key string) bool {
-	if !strings.HasPrefix(key, KeyPrefix) || len(key) > 200 {
+	if !(strings.HasPrefix(key, KeyPrefix) || strings.HasPrefix(key, E2BKeyPrefix)) || len(key) > 200 {
 		return false
 	}
 	h := keyHash(key)

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nodeClient finds node and the pinned npm packages of test/node.
+func nodeClient(t *testing.T, pkg string) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	dir, _ = filepath.Abs("../../test/node")
+	if _, serr := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil || serr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node or test/node/node_modules is missing: run scripts/setup.sh")
+		}
+		t.Skip("node or test/node/node_modules is missing: run scripts/setup.sh")
+	}
+	return node, dir
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (d *daemonProc) getJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	resp, err := d.client.Get("http://airlock" + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, b)
+	}
+}
+
+type approvalRec struct {
+	ID          string `json:"id"`
+	SandboxID   string `json:"sandbox_id"`
+	State       string `json:"state"`
+	RequestedBy string `json:"requested_by"`
+	DecidedBy   string `json:"decided_by"`
+	Prompt      struct {
+		Command string `json:"command"`
+	} `json:"prompt"`
+}
+
+// TestE2BWithTheRealSDK points the published e2b npm SDK at a real daemon
+// and runs an agent's whole session through it (test/node/e2b_client.mjs),
+// while this test plays the human operator: it approves the commands it is
+// meant to approve and leaves one to time out. Then it checks the
+// daemon's side: the approvals, the exec records with their policy
+// decisions, and an intact audit chain.
+func TestE2BWithTheRealSDK(t *testing.T) {
+	node, dir := nodeClient(t, "e2b")
+	e := newEnv(t)
+	pf := filepath.Join(filepath.Dir(e.state), "default.yaml")
+	out, _, _ := e.run("", "policy", "default")
+	if err := os.WriteFile(pf, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	d := e.startDaemon(t, "--policy", pf, "--approval-wait", "4s", "--e2b-listen", addr)
+	key, _, code := e.run("", "apikey", "create", "--socket", d.sock, "--e2b", "--name", "e2b-agent")
+	key = strings.TrimSpace(key)
+	if code != 0 || !strings.HasPrefix(key, "e2b_") || len(key) != 44 {
+		t.Fatalf("apikey create --e2b: %d %q", code, key)
+	}
+
+	// The operator: approve what the agent is meant to get.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	approved := make(chan []string, 1)
+	go func() {
+		var done []string
+		defer func() { approved <- done }()
+		for ctx.Err() == nil && len(done) < 2 {
+			var l struct {
+				Approvals []approvalRec `json:"approvals"`
+			}
+			resp, err := d.client.Get("http://airlock/v1/approvals?state=pending")
+			if err == nil {
+				_ = json.NewDecoder(resp.Body).Decode(&l)
+				resp.Body.Close()
+			}
+			for _, a := range l.Approvals {
+				if strings.Contains(a.Prompt.Command, "approve-me") || strings.Contains(a.Prompt.Command, "bash -i -l") {
+					req, _ := http.NewRequest("POST", "http://airlock/v1/approvals/"+a.ID+"/approve", strings.NewReader(`{}`))
+					req.Header.Set("X-Airlock-Actor", "reviewer")
+					if resp, err := d.client.Do(req); err == nil {
+						resp.Body.Close()
+						if resp.StatusCode == 200 {
+							done = append(done, a.Prompt.Command)
+						}
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+
+	cmd := exec.Command(node, filepath.Join(dir, "e2b_client.mjs"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "E2B_API_KEY="+key, "E2B_API_URL=http://"+addr, "E2B_SANDBOX_URL=http://"+addr, "E2B_DEBUG=")
+	var o, er bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &er
+	err := cmd.Run()
+	cancel()
+	got := <-approved
+	if err != nil || !strings.Contains(o.String(), `{"ok":true}`) {
+		t.Fatalf("e2b client: %v\nstdout: %s\nstderr: %s\ndaemon: %s", err, o.String(), er.String(), d.log)
+	}
+	t.Logf("e2b client:\n%s", o.String())
+	if len(got) != 2 {
+		t.Fatalf("approved %q, want the held rm and the terminal", got)
+	}
+	var sandboxID string
+	for _, line := range strings.Split(o.String(), "\n") {
+		var step struct{ Step, ID string }
+		if json.Unmarshal([]byte(line), &step) == nil && step.Step == "create" {
+			sandboxID = step.ID
+		}
+	}
+
+	// The approvals: asked for by the E2B door's key, decided by a human,
+	// and the one nobody decided expired.
+	var l struct {
+		Approvals []approvalRec `json:"approvals"`
+	}
+	d.getJSON(t, "/v1/approvals?sandbox="+sandboxID, &l)
+	states := map[string]string{}
+	for _, a := range l.Approvals {
+		if a.SandboxID != sandboxID || a.RequestedBy != "apikey:e2b" {
+			t.Errorf("approval %+v: want sandbox %s, requested by apikey:e2b", a, sandboxID)
+		}
+		switch {
+		case strings.Contains(a.Prompt.Command, "approve-me"):
+			states["approve-me"] = a.State + " by " + a.DecidedBy
+		case strings.Contains(a.Prompt.Command, "leave-me"):
+			states["leave-me"] = a.State
+		case strings.Contains(a.Prompt.Command, "bash -i -l"):
+			states["terminal"] = a.State
+		}
+	}
+	want := map[string]string{"approve-me": "approved by operator:reviewer", "leave-me": "expired", "terminal": "approved"}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Errorf("approvals: %v, want %v", states, want)
+	}
+
+	// Every command is in the exec record with the policy's decision; the
+	// denied secret read never ran.
+	var ex struct {
+		Execs []struct {
+			Argv   []string `json:"argv"`
+			Error  string   `json:"error"`
+			Policy *struct {
+				Action  string   `json:"action"`
+				Classes []string `json:"classes"`
+				Grant   []string `json:"grant"`
+			} `json:"policy"`
+			Status *struct {
+				Code int `json:"code"`
+			} `json:"status"`
+		} `json:"execs"`
+	}
+	d.getJSON(t, "/v1/sandboxes/"+sandboxID+"/execs", &ex)
+	found := map[string]string{}
+	for _, x := range ex.Execs {
+		line := strings.Join(x.Argv, " ")
+		if x.Policy == nil {
+			t.Errorf("exec %q has no policy decision", line)
+			continue
+		}
+		for _, k := range []string{"cat /workspace/.env", "exit 3", "approve-me", "sleep 60"} {
+			if strings.Contains(line, k) {
+				found[k] = x.Policy.Action
+				if len(x.Policy.Grant) > 0 {
+					found[k] += " by grant"
+				}
+				if k == "cat /workspace/.env" && x.Status != nil {
+					t.Errorf("the denied secret read has an exit status: it ran")
+				}
+			}
+		}
+	}
+	wantExecs := map[string]string{"cat /workspace/.env": "deny", "exit 3": "allow", "approve-me": "allow by grant", "sleep 60": "allow"}
+	if fmt.Sprint(found) != fmt.Sprint(wantExecs) {
+		t.Errorf("exec records: %v, want %v", found, wantExecs)
+	}
+
+	// The audit chain holds, and has the door's calls.
+	aout, aerr, code := e.run("", "audit", "verify", "--socket", d.sock)
+	if code != 0 {
+		t.Errorf("audit verify: %d %s %s", code, aout, aerr)
+	}
+	qout, _, _ := e.run("", "audit", "query", "--socket", d.sock, "--sandbox", sandboxID, "--json")
+	for _, kind := range []string{"sandbox.create", "exec.start", "exec.end", "exec.input", "exec.signal", "file.write", "file.refused", "approval.request", "sandbox.pause", "sandbox.resume", "sandbox.timeout", "sandbox.stop"} {
+		if !strings.Contains(qout, `"`+kind+`"`) {
+			t.Errorf("audit record of the sandbox has no %s event", kind)
+		}
+	}
+	if !strings.Contains(qout, `"apikey:e2b"`) {
+		t.Errorf("audit record does not name the E2B door's actor")
+	}
+}
+
+// TestBenchE2B (AIRLOCK_BENCH=1, 'make bench') measures commands.run('true')
+// through the E2B SDK against the native API in the same run.
+func TestBenchE2B(t *testing.T) {
+	if os.Getenv("AIRLOCK_BENCH") == "" {
+		t.Skip("a benchmark: AIRLOCK_BENCH=1 (make bench)")
+	}
+	node, dir := nodeClient(t, "e2b")
+	e := newEnv(t)
+	addr, e2bAddr := freeAddr(t), freeAddr(t)
+	d := e.startDaemon(t, "--listen", addr, "--e2b-listen", e2bAddr)
+	key, _, _ := e.run("", "apikey", "create", "--socket", d.sock, "--e2b")
+	key = strings.TrimSpace(key)
+	cmd := exec.Command(node, filepath.Join(dir, "e2b_bench.mjs"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "E2B_API_KEY="+key, "E2B_API_URL=http://"+e2bAddr, "E2B_SANDBOX_URL=http://"+e2bAddr,
+		"AIRLOCK_URL=http://"+addr, "AIRLOCK_KEY="+key)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, out, d.log)
+	}
+	fmt.Printf("BENCH e2b commands.run('true') vs native API: %s", out)
+}

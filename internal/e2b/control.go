@@ -1,0 +1,391 @@
+package e2b
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	goruntime "runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+)
+
+func (s *Server) controlRoutes() {
+	s.mux.HandleFunc("POST /sandboxes", s.create)
+	s.mux.HandleFunc("POST /v2/sandboxes", s.create)
+	s.mux.HandleFunc("GET /sandboxes", s.list)
+	s.mux.HandleFunc("GET /v2/sandboxes", s.list)
+	s.mux.HandleFunc("GET /sandboxes/{id}", s.get)
+	s.mux.HandleFunc("DELETE /sandboxes/{id}", s.kill)
+	s.mux.HandleFunc("POST /sandboxes/{id}/timeout", s.setTimeout)
+	s.mux.HandleFunc("POST /sandboxes/{id}/pause", s.pause)
+	s.mux.HandleFunc("POST /sandboxes/{id}/connect", s.connect)
+	s.mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.connect)
+	s.mux.HandleFunc("POST /sandboxes/{id}/resume", s.connect)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, http.StatusNotImplemented, fmt.Sprintf("unsupported: airlock's E2B-compatible API does not serve %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// sandboxDetail is E2B's sandbox object (create, connect, get, list).
+type sandboxDetail struct {
+	SandboxID       string            `json:"sandboxID"`
+	TemplateID      string            `json:"templateID"`
+	Alias           string            `json:"alias,omitempty"`
+	ClientID        string            `json:"clientID"`
+	EnvdVersion     string            `json:"envdVersion"`
+	EnvdAccessToken string            `json:"envdAccessToken,omitempty"`
+	StartedAt       *time.Time        `json:"startedAt,omitempty"`
+	EndAt           *time.Time        `json:"endAt,omitempty"`
+	CPUCount        int               `json:"cpuCount,omitempty"`
+	MemoryMB        int64             `json:"memoryMB,omitempty"`
+	DiskSizeMB      int64             `json:"diskSizeMB,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	State           string            `json:"state,omitempty"`
+}
+
+// clientID names airlock in E2B's clientID field.
+const clientID = "airlock"
+
+func (s *Server) detail(sb *manager.Sandbox, full bool) *sandboxDetail {
+	d := &sandboxDetail{SandboxID: sb.ID, TemplateID: sb.Template, ClientID: clientID, EnvdVersion: EnvdVersion, EnvdAccessToken: s.token(sb.ID)}
+	if !full {
+		return d
+	}
+	created := sb.Created
+	d.StartedAt, d.EndAt = &created, sb.Expires
+	d.Metadata = sb.Labels
+	if d.Metadata == nil {
+		d.Metadata = map[string]string{}
+	}
+	d.State = sb.State
+	d.CPUCount = goruntime.NumCPU()
+	if c := sb.Limits.CPUs; c > 0 {
+		d.CPUCount = int(c + 0.999)
+	}
+	d.MemoryMB = sb.Limits.MemoryBytes >> 20
+	d.DiskSizeMB = sb.Limits.DiskBytes >> 20
+	return d
+}
+
+// decodeBody reads a JSON body, refusing fields airlock does not know:
+// an option the caller counts on is never dropped in silence.
+func decodeBody(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	if err != nil {
+		return fmt.Errorf("read request: %w", err)
+	}
+	if len(body) > 1<<20 {
+		return fmt.Errorf("request body over 1 MiB: %w", errdefs.ErrInvalid)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("request body: %v: %w", err, errdefs.ErrInvalid)
+	}
+	return nil
+}
+
+// createRequest is E2B's create body. Options airlock does not have are
+// decoded only to refuse them when set.
+type createRequest struct {
+	TemplateID          string            `json:"templateID"`
+	Timeout             *int64            `json:"timeout"`
+	Metadata            map[string]string `json:"metadata"`
+	EnvVars             map[string]string `json:"envVars"`
+	Secure              *bool             `json:"secure"`
+	AllowInternetAccess *bool             `json:"allow_internet_access"`
+	Network             json.RawMessage   `json:"network"`
+	AutoPause           *bool             `json:"autoPause"`
+	AutoPauseMemory     *bool             `json:"autoPauseMemory"`
+	AutoResume          json.RawMessage   `json:"autoResume"`
+	VolumeMounts        json.RawMessage   `json:"volumeMounts"`
+	MCP                 json.RawMessage   `json:"mcp"`
+	IAM                 json.RawMessage   `json:"iam"`
+}
+
+func isSet(raw json.RawMessage) bool {
+	t := strings.TrimSpace(string(raw))
+	return t != "" && t != "null" && t != "{}"
+}
+
+// unsupported names an option of the request airlock cannot honour.
+func (c *createRequest) unsupported() string {
+	switch {
+	case c.AllowInternetAccess != nil && *c.AllowInternetAccess:
+		return "allow_internet_access: a sandbox's egress is governed by airlock's policy, not by the request"
+	case isSet(c.Network):
+		return "network: egress rules are set in airlock's policy, not in the request"
+	case c.AutoPause != nil && *c.AutoPause, c.AutoPauseMemory != nil, isSet(c.AutoResume):
+		return "lifecycle onTimeout pause / autoResume: an airlock sandbox is destroyed when its timeout ends"
+	case isSet(c.VolumeMounts):
+		return "volumeMounts: airlock has no volumes"
+	case isSet(c.MCP):
+		return "mcp: airlock runs no MCP gateway in the sandbox (use 'airlock mcp')"
+	case isSet(c.IAM):
+		return "iam: airlock brokers secrets through its own policy"
+	}
+	return ""
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	if u := req.unsupported(); u != "" {
+		writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: "+u)
+		return
+	}
+	tpl := req.TemplateID
+	if tpl == "" || tpl == "base" {
+		tpl = s.cfg.DefaultTemplate
+	}
+	cr := manager.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
+	if req.Timeout != nil {
+		if *req.Timeout < 0 {
+			writeAPIError(w, http.StatusBadRequest, "timeout must not be negative")
+			return
+		}
+		cr.TTLSeconds = *req.Timeout
+	}
+	keys := make([]string, 0, len(req.EnvVars))
+	for k := range req.EnvVars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cr.Env = append(cr.Env, k+"="+req.EnvVars[k])
+	}
+	sb, err := s.m.Create(r.Context(), cr)
+	if err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.detail(sb, false))
+}
+
+// live returns a sandbox that has not stopped; a stopped or unknown one
+// is E2B's 404.
+func (s *Server) live(w http.ResponseWriter, r *http.Request) (*manager.Sandbox, bool) {
+	id := r.PathValue("id")
+	sb, err := s.m.Get(r.Context(), id)
+	if err == nil && sb.State == "stopped" {
+		err = fmt.Errorf("sandbox %s has stopped (%s): %w", id, sb.StopReason, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return nil, false
+	}
+	return sb, true
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	sb, ok := s.live(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.detail(sb, true))
+}
+
+func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.live(w, r); !ok {
+		return
+	}
+	if err := s.m.Destroy(r.Context(), r.PathValue("id")); err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type timeoutRequest struct {
+	Timeout *int64 `json:"timeout"`
+	Memory  *bool  `json:"memory"`
+}
+
+func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
+	var req timeoutRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	if req.Timeout == nil || *req.Timeout < 0 {
+		writeAPIError(w, http.StatusBadRequest, "timeout (seconds, not negative) is required")
+		return
+	}
+	if _, ok := s.live(w, r); !ok {
+		return
+	}
+	if _, err := s.m.SetTTL(r.Context(), r.PathValue("id"), time.Duration(*req.Timeout)*time.Second); err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
+	var req timeoutRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	if req.Memory != nil && !*req.Memory {
+		writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: a pause without memory; airlock freezes the sandbox and keeps its memory")
+		return
+	}
+	sb, ok := s.live(w, r)
+	if !ok {
+		return
+	}
+	if sb.State == "paused" {
+		writeAPIError(w, http.StatusConflict, fmt.Sprintf("sandbox %s is already paused", sb.ID))
+		return
+	}
+	if _, err := s.m.Pause(r.Context(), sb.ID); err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// connect resumes a paused sandbox (201) or connects to a running one
+// (200), setting its timeout when one is given.
+func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
+	var req timeoutRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	if req.Memory != nil && !*req.Memory {
+		writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: resuming with a reboot; a paused airlock sandbox resumes where it stopped")
+		return
+	}
+	sb, ok := s.live(w, r)
+	if !ok {
+		return
+	}
+	status := http.StatusOK
+	if sb.State == "paused" {
+		var err error
+		if sb, err = s.m.Resume(r.Context(), sb.ID); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+			writeAPIError(w, apiStatus(err), err.Error())
+			return
+		}
+		status = http.StatusCreated
+	}
+	if req.Timeout != nil {
+		if *req.Timeout < 0 {
+			writeAPIError(w, http.StatusBadRequest, "timeout must not be negative")
+			return
+		}
+		var err error
+		if sb, err = s.m.SetTTL(r.Context(), r.PathValue("id"), time.Duration(*req.Timeout)*time.Second); err != nil {
+			writeAPIError(w, apiStatus(err), err.Error())
+			return
+		}
+	}
+	if sb == nil {
+		var err error
+		if sb, err = s.m.Get(r.Context(), r.PathValue("id")); err != nil {
+			writeAPIError(w, apiStatus(err), err.Error())
+			return
+		}
+	}
+	writeJSON(w, status, s.detail(sb, false))
+}
+
+// list answers GET /v2/sandboxes: running and paused sandboxes, filtered
+// by state and metadata, oldest first, paged by limit and nextToken.
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	states := map[string]bool{}
+	for _, v := range q["state"] {
+		for _, st := range strings.Split(v, ",") {
+			switch st = strings.TrimSpace(st); st {
+			case "running", "paused":
+				states[st] = true
+			case "":
+			default:
+				writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("state %q: running or paused", st))
+				return
+			}
+		}
+	}
+	var meta url.Values
+	if v := q.Get("metadata"); v != "" {
+		var err error
+		if meta, err = url.ParseQuery(v); err != nil {
+			writeAPIError(w, http.StatusBadRequest, "metadata: key=value pairs joined by &, URL-encoded")
+			return
+		}
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeAPIError(w, http.StatusBadRequest, "limit: 1 to 1000")
+			return
+		}
+		limit = n
+	}
+	start := 0
+	if v := q.Get("nextToken"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeAPIError(w, http.StatusBadRequest, "nextToken: use the X-Next-Token of the previous page")
+			return
+		}
+		start = n
+	}
+	var all []*manager.Sandbox
+	for _, st := range []string{"running", "paused"} {
+		l, err := s.m.List(r.Context(), st)
+		if err != nil {
+			writeAPIError(w, apiStatus(err), err.Error())
+			return
+		}
+		all = append(all, l...)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if !all[i].Created.Equal(all[j].Created) {
+			return all[i].Created.Before(all[j].Created)
+		}
+		return all[i].ID < all[j].ID
+	})
+	out := []*sandboxDetail{}
+	for _, sb := range all {
+		if sb.State == "stopped" || (len(states) > 0 && !states[sb.State]) {
+			continue
+		}
+		match := true
+		for k, vs := range meta {
+			if got, ok := sb.Labels[k]; !ok || got != vs[0] {
+				match = false
+			}
+		}
+		if match {
+			d := s.detail(sb, true)
+			d.EnvdAccessToken = ""
+			out = append(out, d)
+		}
+	}
+	if start > len(out) {
+		start = len(out)
+	}
+	page := out[start:]
+	if len(page) > limit {
+		page = page[:limit]
+		w.Header().Set("X-Next-Token", strconv.Itoa(start+limit))
+	}
+	writeJSON(w, http.StatusOK, page)
+}

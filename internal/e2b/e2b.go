@@ -1,0 +1,267 @@
+// Package e2b is airlock's door for the E2B SDKs: it serves the wire
+// protocol of E2B's control plane (REST+JSON under /sandboxes and
+// /v2/sandboxes, key in X-API-KEY) and of its in-sandbox API "envd"
+// (Connect RPCs process.Process and filesystem.Filesystem with JSON
+// messages, plus GET/POST /files and /health), so that code written for
+// E2B runs unmodified against a self-hosted airlock by setting
+// E2B_API_URL and E2B_SANDBOX_URL to this listener.
+//
+// It is a door, not a bypass: every call goes to the manager, so commands
+// are classified and allowed, denied or held for approval, file writes
+// answer to the write scope and secret-file rules, and everything lands in
+// the audit record. Callers are treated as agents: a policy in a create
+// request may only tighten. Approving is never possible here.
+//
+// Routing: with one shared sandbox URL the SDK names the sandbox in the
+// E2b-Sandbox-Id header of every in-sandbox request; that request must
+// carry the sandbox's access token (X-Access-Token), which create and
+// connect return as envdAccessToken. Tokens are an HMAC of the sandbox id
+// under a key made at daemon start.
+//
+// What E2B has and airlock does not (templates built from Dockerfiles,
+// volumes, network rules in the request, auto-pause, directory watches,
+// Move, metrics, snapshots) is refused with a clear "unsupported" error,
+// never silently ignored. Commands run as the sandbox's unprivileged user;
+// asking for user "root" is refused. Relative paths and the default
+// working directory are the sandbox user's home, as in E2B.
+package e2b
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+)
+
+// EnvdVersion is the in-sandbox API version airlock reports. The SDKs
+// gate features on it: 0.5.7 has stdin close and octet-stream uploads,
+// and not file metadata or watch options (0.6.x), which airlock lacks.
+const EnvdVersion = "0.5.7"
+
+// EnvdPort is the in-sandbox API port the SDKs name in E2b-Sandbox-Port.
+const EnvdPort = "49983"
+
+// Home is the sandbox user's home: relative paths and the default working
+// directory, as E2B's /home/user is.
+const Home = "/home/sandbox"
+
+// Config wires a Server.
+type Config struct {
+	Manager *manager.Manager
+	// DefaultTemplate is the template E2B's default name "base" (and an
+	// empty templateID) stands for; "": "host".
+	DefaultTemplate string
+	// ApprovalWait bounds how long a held command waits for a human before
+	// its Start call fails (0: 50s, under the SDKs' 60s request timeout).
+	ApprovalWait time.Duration
+	// KeepaliveMax caps the interval of keepalive events in streams.
+	KeepaliveMax time.Duration
+	Logf         func(format string, args ...any)
+}
+
+// Server is the E2B door's http.Handler.
+type Server struct {
+	cfg      Config
+	m        *manager.Manager
+	tokenKey []byte
+	mux      *http.ServeMux // control plane
+	envd     *http.ServeMux // in-sandbox API
+
+	mu    sync.Mutex
+	procs map[procKey]*proc
+}
+
+// New returns the handler.
+func New(cfg Config) *Server {
+	if cfg.DefaultTemplate == "" {
+		cfg.DefaultTemplate = "host"
+	}
+	if cfg.ApprovalWait <= 0 {
+		cfg.ApprovalWait = 50 * time.Second
+	}
+	if cfg.KeepaliveMax <= 0 {
+		cfg.KeepaliveMax = 50 * time.Second
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	s := &Server{cfg: cfg, m: cfg.Manager, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
+	_, _ = rand.Read(s.tokenKey)
+	s.controlRoutes()
+	s.envdRoutes()
+	return s
+}
+
+// ServeHTTP routes a request to the control plane (API key) or to a
+// sandbox's in-sandbox API (E2b-Sandbox-Id and its access token).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id := r.Header.Get("E2b-Sandbox-Id"); id != "" {
+		s.serveEnvd(w, r, id)
+		return
+	}
+	key := r.Header.Get("X-API-KEY")
+	if key == "" || !s.m.CheckAPIKey(r.Context(), key) {
+		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b NAME')")
+		return
+	}
+	ctx := manager.WithActor(r.Context(), "apikey:e2b")
+	s.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// token is the access token of a sandbox's in-sandbox API.
+func (s *Server) token(sandboxID string) string {
+	h := hmac.New(sha256.New, s.tokenKey)
+	h.Write([]byte("envd-access\x00" + sandboxID))
+	return "ea_" + hex.EncodeToString(h.Sum(nil))
+}
+
+type sandboxKey struct{}
+
+func sandboxOf(r *http.Request) string {
+	v, _ := r.Context().Value(sandboxKey{}).(string)
+	return v
+}
+
+func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
+	if p := r.Header.Get("E2b-Sandbox-Port"); p != "" && p != EnvdPort {
+		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served", p, id, EnvdPort))
+		return
+	}
+	tok := r.Header.Get("X-Access-Token")
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.token(id))) != 1 {
+		writeEnvdError(w, r, http.StatusUnauthorized, codeUnauthenticated, "a valid X-Access-Token for this sandbox is required (the envdAccessToken of create or connect)")
+		return
+	}
+	if err := checkUser(r); err != nil {
+		writeEnvdError(w, r, http.StatusForbidden, codePermissionDenied, err.Error())
+		return
+	}
+	ctx := manager.WithActor(context.WithValue(r.Context(), sandboxKey{}, id), "apikey:e2b")
+	s.envd.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// checkUser checks the user a request asks to act as (HTTP Basic user
+// name, or the files calls' username parameter): only the sandbox user.
+func checkUser(r *http.Request) error {
+	names := []string{r.URL.Query().Get("username")}
+	if u, _, ok := r.BasicAuth(); ok {
+		names = append(names, u)
+	}
+	for _, n := range names {
+		switch n {
+		case "", "user", "sandbox":
+		default:
+			return fmt.Errorf("user %q: airlock runs every command and file operation as the sandbox's unprivileged user (\"user\"); other users, root included, are not available", n)
+		}
+	}
+	return nil
+}
+
+// writeAPIError answers a control-plane call with E2B's error shape.
+func writeAPIError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"code": status, "message": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeEnvdError answers an in-sandbox request: Connect calls get a
+// Connect error, plain HTTP calls E2B's {code,message}.
+func writeEnvdError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	ct := r.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "application/connect+json"):
+		st := newStream(w)
+		st.end(&rpcError{Code: code, Message: msg})
+	case isProcedure(r.URL.Path):
+		writeUnary(w, nil, &rpcError{Code: code, Message: msg})
+	default:
+		writeAPIError(w, status, msg)
+	}
+}
+
+// isProcedure says whether path names a Connect procedure
+// ("/package.Service/Method").
+func isProcedure(path string) bool {
+	svc, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	return ok && strings.Contains(svc, ".") && method != "" && !strings.Contains(method, "/")
+}
+
+// apiStatus maps a manager error to an HTTP status for the control plane.
+func apiStatus(err error) int {
+	switch errdefs.Kind(err) {
+	case "invalid":
+		return http.StatusBadRequest
+	case "not_found":
+		return http.StatusNotFound
+	case "conflict":
+		return http.StatusConflict
+	case "denied", "pending":
+		return http.StatusForbidden
+	case "limit_exceeded":
+		return http.StatusTooManyRequests
+	case "unsupported":
+		return http.StatusNotImplemented
+	case "timeout":
+		return http.StatusRequestTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// rpcCode maps a manager error to a Connect code.
+func rpcCode(err error) string {
+	var pe *manager.PolicyError
+	if errors.As(err, &pe) {
+		return codePermissionDenied
+	}
+	switch errdefs.Kind(err) {
+	case "invalid":
+		return codeInvalidArgument
+	case "not_found":
+		return codeNotFound
+	case "conflict":
+		return codeFailedPrecond
+	case "denied", "pending":
+		return codePermissionDenied
+	case "limit_exceeded":
+		return codeResourceExhaust
+	case "unsupported":
+		return codeUnimplemented
+	case "timeout":
+		return codeDeadlineExceeded
+	}
+	if errors.Is(err, context.Canceled) {
+		return codeCanceled
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return codeDeadlineExceeded
+	}
+	return codeInternal
+}
+
+func rpcErr(err error) *rpcError {
+	return &rpcError{Code: rpcCode(err), Message: oneLine(err.Error())}
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 2000 {
+		s = s[:2000] + "..."
+	}
+	return s
+}

@@ -1,0 +1,356 @@
+package e2b
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// MaxFile is the largest file read or written through /files.
+const MaxFile = 256 << 20
+
+func (s *Server) fileRoutes() {
+	s.envd.HandleFunc("GET /health", s.health)
+	s.envd.HandleFunc("GET /files", s.readFile)
+	s.envd.HandleFunc("POST /files", s.writeFiles)
+	s.envd.HandleFunc("POST /filesystem.Filesystem/Stat", s.stat)
+	s.envd.HandleFunc("POST /filesystem.Filesystem/ListDir", s.listDir)
+	s.envd.HandleFunc("POST /filesystem.Filesystem/MakeDir", s.makeDir)
+	s.envd.HandleFunc("POST /filesystem.Filesystem/Remove", s.remove)
+	for _, m := range []string{"Move", "WatchDir", "CreateWatcher", "GetWatcherEvents", "RemoveWatcher"} {
+		m := m
+		s.envd.HandleFunc("POST /filesystem.Filesystem/"+m, func(w http.ResponseWriter, r *http.Request) {
+			writeEnvdError(w, r, http.StatusNotImplemented, codeUnimplemented, fmt.Sprintf("unsupported by airlock: filesystem %s (airlock records file activity per command instead)", m))
+		})
+	}
+}
+
+// health is 204 while the sandbox runs, 502 when it is gone (the SDKs
+// read 502 as "not running").
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	sb, err := s.m.Get(r.Context(), sandboxOf(r))
+	if err != nil || sb.State == "stopped" {
+		writeAPIError(w, http.StatusBadGateway, "the sandbox is not running")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// files is the sandbox's file access under its policy.
+func (s *Server) files(r *http.Request) (runtime.Files, error) {
+	return s.m.AgentFiles(r.Context(), sandboxOf(r))
+}
+
+// fileStatus maps a file error to the envd HTTP status.
+func fileStatus(err error) int {
+	if st := apiStatus(err); st != http.StatusInternalServerError {
+		return st
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
+	f, err := s.files(r)
+	if err != nil {
+		writeAPIError(w, fileStatus(err), err.Error())
+		return
+	}
+	p := resolve(r.URL.Query().Get("path"))
+	fi, err := f.Stat(r.Context(), p)
+	if err != nil {
+		writeAPIError(w, fileStatus(err), err.Error())
+		return
+	}
+	if fi.Type != "file" {
+		writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("%s is a %s, not a file", p, fi.Type))
+		return
+	}
+	if fi.Size > MaxFile {
+		writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("%s is %d bytes: files over %d bytes are not served", p, fi.Size, MaxFile))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": path.Base(p)}))
+	// Read into a buffer first: an error must still be an error status,
+	// not a short body.
+	var buf strings.Builder
+	if _, err := f.ReadFile(r.Context(), p, &buf, MaxFile); err != nil {
+		writeAPIError(w, fileStatus(err), err.Error())
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	_, _ = io.WriteString(w, buf.String())
+}
+
+// writtenEntry is an answer entry of POST /files.
+type writtenEntry struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+func (s *Server) writeFiles(w http.ResponseWriter, r *http.Request) {
+	f, err := s.files(r)
+	if err != nil {
+		writeAPIError(w, fileStatus(err), err.Error())
+		return
+	}
+	for k := range r.Header {
+		if strings.HasPrefix(strings.ToLower(k), "x-metadata-") || strings.EqualFold(k, "X-File-Metadata") {
+			writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: file metadata")
+			return
+		}
+	}
+	body := http.MaxBytesReader(w, r.Body, MaxFile+(1<<20))
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var out []writtenEntry
+	write := func(p string, src io.Reader) bool {
+		if p == "" {
+			writeAPIError(w, http.StatusBadRequest, "a path is required (the path parameter, or the part's file name)")
+			return false
+		}
+		p = resolve(p)
+		if _, err := f.WriteFile(r.Context(), p, src, 0o644, true); err != nil {
+			writeAPIError(w, fileStatus(err), err.Error())
+			return false
+		}
+		out = append(out, writtenEntry{Path: p, Name: path.Base(p), Type: "file"})
+		return true
+	}
+	switch ct {
+	case "multipart/form-data":
+		mr := multipart.NewReader(body, params["boundary"])
+		for {
+			part, err := mr.NextPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				writeAPIError(w, http.StatusBadRequest, "multipart body: "+err.Error())
+				return
+			}
+			if part.FormName() != "file" {
+				part.Close()
+				continue
+			}
+			p := r.URL.Query().Get("path")
+			if p == "" {
+				// The part's file name is the path (part.FileName would
+				// keep only its last element).
+				_, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+				p = dp["filename"]
+			}
+			ok := write(p, part)
+			part.Close()
+			if !ok {
+				return
+			}
+		}
+	case "application/octet-stream", "":
+		var src io.Reader = body
+		switch enc := r.Header.Get("Content-Encoding"); enc {
+		case "", "identity":
+		case "gzip":
+			zr, err := gzip.NewReader(body)
+			if err != nil {
+				writeAPIError(w, http.StatusBadRequest, "gzip body: "+err.Error())
+				return
+			}
+			defer zr.Close()
+			src = io.LimitReader(zr, MaxFile+1)
+		default:
+			writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("Content-Encoding %q: gzip or none", enc))
+			return
+		}
+		if !write(r.URL.Query().Get("path"), src) {
+			return
+		}
+	default:
+		writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("Content-Type %q: multipart/form-data or application/octet-stream", ct))
+		return
+	}
+	if len(out) == 0 {
+		writeAPIError(w, http.StatusBadRequest, "no file part in the body")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// entryInfo is filesystem.EntryInfo in the protobuf JSON mapping.
+type entryInfo struct {
+	Name          string  `json:"name"`
+	Type          string  `json:"type"`
+	Path          string  `json:"path"`
+	Size          string  `json:"size"`
+	Mode          uint32  `json:"mode"`
+	Permissions   string  `json:"permissions"`
+	Owner         string  `json:"owner"`
+	Group         string  `json:"group"`
+	ModifiedTime  string  `json:"modifiedTime"`
+	SymlinkTarget *string `json:"symlinkTarget,omitempty"`
+}
+
+// userName names the sandbox's users by id, as its /etc/passwd does.
+func userName(id int) string {
+	switch id {
+	case 0:
+		return "root"
+	case 1000:
+		return "sandbox"
+	case 65534:
+		return "nobody"
+	}
+	return strconv.Itoa(id)
+}
+
+func entryOf(fi runtime.FileInfo) entryInfo {
+	e := entryInfo{
+		Name: fi.Name, Path: fi.Path, Size: strconv.FormatInt(fi.Size, 10), Mode: fi.Mode & 0o7777,
+		Owner: userName(fi.UID), Group: userName(fi.GID), ModifiedTime: fi.ModTime.UTC().Format(time.RFC3339Nano),
+	}
+	mode := fs.FileMode(fi.Mode & 0o777)
+	switch fi.Type {
+	case "file":
+		e.Type = "FILE_TYPE_FILE"
+	case "dir":
+		e.Type, mode = "FILE_TYPE_DIRECTORY", mode|fs.ModeDir
+	case "symlink":
+		e.Type, mode = "FILE_TYPE_SYMLINK", mode|fs.ModeSymlink
+		t := fi.Target
+		e.SymlinkTarget = &t
+	default:
+		e.Type, mode = "FILE_TYPE_UNSPECIFIED", mode|fs.ModeIrregular
+	}
+	e.Permissions = mode.String()
+	return e
+}
+
+type pathRequest struct {
+	Path  string `json:"path"`
+	Depth uint32 `json:"depth"`
+}
+
+func (s *Server) fileCall(w http.ResponseWriter, r *http.Request) (runtime.Files, *pathRequest, bool) {
+	var req pathRequest
+	if rerr := readUnary(r, &req); rerr != nil {
+		writeUnary(w, nil, rerr)
+		return nil, nil, false
+	}
+	f, err := s.files(r)
+	if err != nil {
+		writeUnary(w, nil, rpcErr(err))
+		return nil, nil, false
+	}
+	req.Path = resolve(req.Path)
+	return f, &req, true
+}
+
+// fileRPCErr maps a file error to a Connect error.
+func fileRPCErr(err error) *rpcError {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &rpcError{Code: codeNotFound, Message: oneLine(err.Error())}
+	}
+	return rpcErr(err)
+}
+
+func (s *Server) stat(w http.ResponseWriter, r *http.Request) {
+	f, req, ok := s.fileCall(w, r)
+	if !ok {
+		return
+	}
+	fi, err := f.Stat(r.Context(), req.Path)
+	if err != nil {
+		writeUnary(w, nil, fileRPCErr(err))
+		return
+	}
+	writeUnary(w, map[string]any{"entry": entryOf(fi)}, nil)
+}
+
+// maxListed bounds a ListDir answer.
+const maxListed = 100000
+
+func (s *Server) listDir(w http.ResponseWriter, r *http.Request) {
+	f, req, ok := s.fileCall(w, r)
+	if !ok {
+		return
+	}
+	depth := int(req.Depth)
+	if depth == 0 {
+		depth = 1
+	}
+	out := []entryInfo{}
+	var walk func(dir string, level int) error
+	walk = func(dir string, level int) error {
+		list, err := f.List(r.Context(), dir)
+		if err != nil {
+			return err
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+		for _, fi := range list {
+			if len(out) >= maxListed {
+				return fmt.Errorf("more than %d entries: list a smaller tree: %w", maxListed, errdefs.ErrLimitExceeded)
+			}
+			out = append(out, entryOf(fi))
+			if fi.Type == "dir" && level < depth {
+				if err := walk(fi.Path, level+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(req.Path, 1); err != nil {
+		writeUnary(w, nil, fileRPCErr(err))
+		return
+	}
+	writeUnary(w, map[string]any{"entries": out}, nil)
+}
+
+func (s *Server) makeDir(w http.ResponseWriter, r *http.Request) {
+	f, req, ok := s.fileCall(w, r)
+	if !ok {
+		return
+	}
+	if fi, err := f.Stat(r.Context(), req.Path); err == nil {
+		writeUnary(w, nil, errorf("already_exists", "%s already exists (a %s)", req.Path, fi.Type))
+		return
+	}
+	if err := f.Mkdir(r.Context(), req.Path, true); err != nil {
+		writeUnary(w, nil, fileRPCErr(err))
+		return
+	}
+	fi, err := f.Stat(r.Context(), req.Path)
+	if err != nil {
+		writeUnary(w, nil, fileRPCErr(err))
+		return
+	}
+	writeUnary(w, map[string]any{"entry": entryOf(fi)}, nil)
+}
+
+func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
+	f, req, ok := s.fileCall(w, r)
+	if !ok {
+		return
+	}
+	if err := f.Remove(r.Context(), req.Path, true); err != nil {
+		writeUnary(w, nil, fileRPCErr(err))
+		return
+	}
+	writeUnary(w, struct{}{}, nil)
+}

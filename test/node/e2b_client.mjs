@@ -1,0 +1,162 @@
+// Drives airlock's E2B-compatible API with the published E2B SDK, as an
+// agent written for E2B would, unmodified: only E2B_API_KEY, E2B_API_URL
+// and E2B_SANDBOX_URL point at airlock. Prints one JSON line per step and
+// {"ok":true} at the end; the Go test (cmd/airlock) checks the daemon's
+// side: approvals, exec records, audit.
+// env: E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL
+import assert from "node:assert/strict";
+import { Sandbox, CommandExitError, NotFoundError, TimeoutError, AuthenticationError, SandboxError } from "e2b";
+
+const log = (step, v) => console.log(JSON.stringify({ step, ...v }));
+const rejects = async (p) => {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  throw new Error("expected an error");
+};
+
+// A bad key is refused.
+let e = await rejects(Sandbox.create({ apiKey: "e2b_" + "0".repeat(40) }));
+assert.ok(e instanceof AuthenticationError, String(e));
+
+// Options airlock does not have are refused, not ignored.
+e = await rejects(Sandbox.create({ allowInternetAccess: true }));
+assert.match(e.message, /unsupported by airlock: allow_internet_access/);
+
+// Create, with metadata and environment.
+const sbx = await Sandbox.create({ metadata: { suite: "e2b", run: "1" }, envs: { GREETING: "hi" }, timeoutMs: 300_000 });
+log("create", { id: sbx.sandboxId });
+let info = await sbx.getInfo();
+assert.equal(info.state, "running");
+assert.equal(info.metadata.suite, "e2b");
+assert.equal(info.templateId, "host");
+assert.equal(info.envdVersion, "0.5.7");
+assert.ok(info.endAt.getTime() > Date.now() + 200_000);
+const listed = await Sandbox.list({ query: { metadata: { suite: "e2b" } } }).nextItems();
+assert.deepEqual(listed.map((s) => s.sandboxId), [sbx.sandboxId]);
+assert.equal((await Sandbox.list({ query: { metadata: { suite: "other" } } }).nextItems()).length, 0);
+
+// commands.run: output, environment, working directory.
+let r = await sbx.commands.run('echo "$GREETING $WHO from $(pwd)"; echo oops >&2', { envs: { WHO: "e2b" } });
+assert.equal(r.exitCode, 0);
+assert.equal(r.stdout, "hi e2b from /home/sandbox\n");
+assert.equal(r.stderr, "oops\n");
+r = await sbx.commands.run("pwd", { cwd: "/workspace" });
+assert.equal(r.stdout, "/workspace\n");
+
+// Output is streamed as it comes, not at the end.
+const seen = [];
+const t0 = Date.now();
+r = await sbx.commands.run("for i in 1 2 3; do echo line$i; sleep 0.3; done", { onStdout: (d) => seen.push([d, Date.now() - t0]) });
+assert.equal(r.stdout, "line1\nline2\nline3\n");
+assert.equal(seen.length, 3, JSON.stringify(seen));
+assert.ok(seen[2][1] - seen[0][1] >= 400, "chunks arrived together: " + JSON.stringify(seen));
+log("stream", { seen });
+
+// A non-zero exit raises the SDK's error.
+e = await rejects(sbx.commands.run("echo partial; echo bad >&2; exit 3"));
+assert.ok(e instanceof CommandExitError, String(e));
+assert.equal(e.exitCode, 3);
+assert.equal(e.stdout, "partial\n");
+assert.equal(e.stderr, "bad\n");
+
+// Background commands: listed, fed stdin, connected to, killed.
+const bg = await sbx.commands.run("cat; echo done-cat", { background: true, stdin: true });
+const sleeper = await sbx.commands.run("sleep 60", { background: true });
+let procs = await sbx.commands.list();
+assert.deepEqual(procs.map((p) => p.pid).sort(), [bg.pid, sleeper.pid].sort());
+assert.deepEqual(procs.find((p) => p.pid === sleeper.pid).args, ["-l", "-c", "sleep 60"]);
+await sbx.commands.sendStdin(bg.pid, "typed\n");
+await sbx.commands.closeStdin(bg.pid);
+r = await bg.wait();
+assert.equal(r.stdout, "typed\ndone-cat\n");
+const ticker = await sbx.commands.run("for i in $(seq 1 50); do echo tick$i; sleep 0.1; done", { background: true });
+await ticker.disconnect();
+const again = await sbx.commands.connect(ticker.pid);
+r = await again.wait();
+assert.match(r.stdout, /tick50\n$/);
+assert.equal(await sleeper.kill(), true);
+e = await rejects(sleeper.wait());
+assert.ok(e instanceof CommandExitError);
+assert.equal(e.exitCode, -1);
+assert.equal(await sbx.commands.kill(999999), false);
+assert.equal((await sbx.commands.list()).length, 0);
+
+// A command that runs past its timeout is stopped.
+e = await rejects(sbx.commands.run("sleep 20", { timeoutMs: 700 }));
+assert.ok(e instanceof TimeoutError, String(e));
+
+// Files: write, read, list, stat, mkdir, remove.
+const w = await sbx.files.write("notes/a.txt", "one\ntwo\n");
+assert.equal(w.path, "/home/sandbox/notes/a.txt");
+assert.equal(await sbx.files.read("/home/sandbox/notes/a.txt"), "one\ntwo\n");
+await sbx.files.write([
+  { path: "/workspace/src/x.js", data: "console.log(1)\n" },
+  { path: "/workspace/src/y.bin", data: new Uint8Array([0, 1, 2, 255]).buffer },
+]);
+assert.deepEqual(Array.from(await sbx.files.read("/workspace/src/y.bin", { format: "bytes" })), [0, 1, 2, 255]);
+await sbx.files.write("/workspace/empty", "");
+assert.equal(await sbx.files.read("/workspace/empty"), "");
+const entries = await sbx.files.list("/workspace/src");
+assert.deepEqual(entries.map((x) => [x.name, x.type, x.size]), [["x.js", "file", 15], ["y.bin", "file", 4]]);
+assert.equal(entries[0].owner, "sandbox");
+assert.equal((await sbx.files.list("/workspace", { depth: 2 })).filter((x) => x.path.startsWith("/workspace/src/")).length, 2);
+assert.equal(await sbx.files.makeDir("/workspace/dir/sub"), true);
+assert.equal(await sbx.files.makeDir("/workspace/dir/sub"), false);
+assert.equal((await sbx.files.getInfo("/workspace/dir")).type, "dir");
+assert.equal(await sbx.files.exists("/workspace/nope"), false);
+e = await rejects(sbx.files.read("/workspace/nope"));
+assert.ok(e instanceof NotFoundError, String(e));
+await sbx.files.remove("/workspace/dir");
+assert.equal(await sbx.files.exists("/workspace/dir"), false);
+r = await sbx.commands.run("cat /workspace/src/x.js");
+assert.equal(r.stdout, "console.log(1)\n");
+
+// Commands run as the sandbox user, never root.
+e = await rejects(sbx.commands.run("id", { user: "root" }));
+assert.match(e.message, /unprivileged user/);
+
+// The policy applies through this door too.
+e = await rejects(sbx.commands.run("cat /workspace/.env"));
+assert.ok(e instanceof SandboxError, String(e));
+assert.match(e.message, /airlock policy: .*secret/);
+e = await rejects(sbx.files.write("/workspace/.env", "TOKEN=x"));
+assert.match(e.message, /secret/);
+// A held command waits for a human: the Go test approves this one...
+log("held", { command: "approve-me" });
+r = await sbx.commands.run("rm -rf /workspace/approve-me && echo approved-ran");
+assert.equal(r.stdout, "approved-ran\n");
+// ...and lets this one wait until the daemon gives up.
+e = await rejects(sbx.commands.run("rm -rf /workspace/leave-me"));
+assert.match(e.message, /airlock policy: approval ap-\S+ was not given within/);
+log("held-timeout", { message: e.message });
+
+// Terminal: an interactive shell escapes per-command classification, so
+// the default policy holds it for a human too (the Go test approves it).
+let ptyOut = "";
+const term = await sbx.pty.create({ cols: 100, rows: 30, onData: (d) => (ptyOut += new TextDecoder().decode(d)) });
+await sbx.pty.sendInput(term.pid, new TextEncoder().encode("stty size; exit\n"));
+await term.wait().catch(() => {});
+assert.match(ptyOut, /30 100/);
+
+// Timeout, pause, connect (resume), kill.
+await sbx.setTimeout(120_000);
+info = await sbx.getInfo();
+assert.ok(info.endAt.getTime() < Date.now() + 125_000);
+assert.equal(await sbx.pause(), true);
+assert.equal(await Sandbox.pause(sbx.sandboxId), false); // already paused
+assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, "paused");
+const back = await Sandbox.connect(sbx.sandboxId);
+assert.equal((await back.getInfo()).state, "running");
+r = await back.commands.run("cat /home/sandbox/notes/a.txt");
+assert.equal(r.stdout, "one\ntwo\n");
+assert.equal(await back.isRunning(), true);
+assert.equal(await back.kill(), true);
+assert.equal(await Sandbox.kill(sbx.sandboxId), false);
+e = await rejects(Sandbox.getInfo(sbx.sandboxId));
+assert.ok(e instanceof NotFoundError, String(e));
+assert.equal(await back.isRunning(), false);
+log("end", { id: sbx.sandboxId });
+console.log(JSON.stringify({ ok: true }));
