@@ -25,6 +25,7 @@ func verbs() []verb {
 		{"serve", "run the daemon: the API on a unix socket, persistent sandboxes", cmdServe},
 		{"sandbox", "manage long-lived sandboxes through the daemon (create, ls, get, exec, rm, ...)", cmdSandbox},
 		{"apikey", "manage API keys for TCP clients of the daemon", cmdAPIKey},
+		{"secret", "store secrets and grant them to a sandbox or task", cmdSecret},
 		{"policy", "explain the policy's decision on a command; print the default policy", cmdPolicy},
 		{"approvals", "list commands the policy held for a human", cmdApprovals},
 		{"approve", "let a held command run (a narrow, expiring grant)", cmdApprove},

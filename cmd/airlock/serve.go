@@ -129,7 +129,8 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		}
 	}
 	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife,
-		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf})
+		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf,
+		SecretKeyFile: filepath.Join(dataDir, "secrets.key")})
 	if err != nil {
 		return err
 	}

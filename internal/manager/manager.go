@@ -17,11 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"crypto/cipher"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -68,7 +71,12 @@ type Config struct {
 	AuditCheckpoint string
 	// Redactor hides secrets in stored output and records (nil: none).
 	Redactor Redactor
-	Logf     func(format string, args ...any)
+	// SecretKeyFile holds the key secrets are sealed with (made on first
+	// use); "": the daemon keeps no secrets. Broker is the egress proxy's
+	// secret broker (nil: brokered grants are refused).
+	SecretKeyFile string
+	Broker        Broker
+	Logf          func(format string, args ...any)
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -79,6 +87,8 @@ type Manager struct {
 	live    map[string]*liveSandbox
 	running map[string]*runningExec // by exec id
 	waiters map[string]chan string  // held execs by approval id
+
+	secretKey cipher.AEAD // nil: no secrets
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -124,7 +134,16 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if len(ids) > 0 {
 		cfg.Logf("%d sandboxes of a previous daemon were lost: %s", len(ids), strings.Join(ids, " "))
 	}
-	return &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}, nil
+	m := &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	if cfg.SecretKeyFile != "" {
+		if m.secretKey, err = loadSecretKey(cfg.SecretKeyFile); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+		if err := m.learnStoredSecrets(ctx); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	}
+	return m, nil
 }
 
 // Sandbox is a sandbox as the API shows it.
@@ -600,6 +619,12 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err != nil {
 		return "", nil, err
 	}
+	// Secrets granted to the sandbox join the command's environment
+	// (values for env grants, placeholders for brokered ones).
+	senv, uses, err := m.secretEnv(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
 	dj := m.cfg.Redactor.JSON(mustJSON(d))
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
@@ -607,7 +632,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	}
 	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: argv, Cwd: cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
 	if err := m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
-		"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(d)}}); err != nil {
+		"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(d), "secrets": uses}}); err != nil {
 		return "", nil, err // fail closed: what is not recorded does not run
 	}
 	if err := m.cfg.Store.PutExec(ctx, rec); err != nil {
@@ -624,7 +649,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(stdout))}
 	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(stderr))}
 	p, err := sb.Exec(ctx, runtime.ExecRequest{
-		Argv: req.Argv, Env: req.Env, Dir: cwd, Timeout: req.Timeout, Stdin: req.Stdin,
+		Argv: req.Argv, Env: append(slices.Clip(req.Env), senv...), Dir: cwd, Timeout: req.Timeout, Stdin: req.Stdin,
 		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
 	})
 	if err != nil {

@@ -157,6 +157,33 @@ CREATE TABLE audit_blobs (
 	created INTEGER NOT NULL
 ) STRICT;
 `,
+	// 6: secrets, sealed with the daemon's key (the store never sees a
+	// value), and their grants to a sandbox or task: injected into the
+	// environment, or brokered (the sandbox holds a placeholder).
+	`
+CREATE TABLE secrets (
+	name    TEXT    NOT NULL PRIMARY KEY CHECK (name <> ''),
+	sealed  BLOB    NOT NULL,
+	created INTEGER NOT NULL,
+	updated INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE secret_grants (
+	id          TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	secret      TEXT    NOT NULL REFERENCES secrets (name) ON DELETE CASCADE,
+	sandbox_id  TEXT    NOT NULL REFERENCES sandboxes (id),
+	task_id     TEXT    NOT NULL,
+	mode        TEXT    NOT NULL CHECK (mode IN ('env', 'broker')),
+	env         TEXT    NOT NULL CHECK (env <> ''),
+	hosts       TEXT    NOT NULL,
+	placeholder TEXT    NOT NULL,
+	created     INTEGER NOT NULL,
+	expires     INTEGER NOT NULL,
+	created_by  TEXT    NOT NULL,
+	revoked     INTEGER
+) STRICT;
+CREATE INDEX secret_grants_by_sandbox ON secret_grants (sandbox_id, expires);
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.
