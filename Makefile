@@ -38,6 +38,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(POLICY_FUZZTIME) ./internal/policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzSafePath$$' -fuzztime 50000x ./internal/bundle/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime 20000x ./internal/redact/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTarget$$' -fuzztime 50000x ./internal/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime 50000x ./internal/egress/
 
 # Benchmarks with their peers in the same run; numbers go in issue notes.
 bench: setup build
@@ -48,6 +50,7 @@ bench: setup build
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchE2B' ./cmd/airlock/ | grep BENCH
 	$(GO) test -run '^$$' -bench 'AuditWrites' -benchtime 10000x ./internal/audit/
 	$(GO) test -run '^$$' -bench 'Classify' -benchtime 20000x ./internal/policy/
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/egress/
 
 demo: setup build
 	./scripts/demo.sh

@@ -1,0 +1,217 @@
+package egress
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Built-in rule ids, for decisions no policy rule made.
+const (
+	RuleCut         = "egress-cut"   // the kill switch is on
+	RuleDefaultDeny = "default-deny" // nothing allows the destination
+	RulePort        = "port"         // the host is allowed, the port is not
+	RuleParse       = "parse"        // a malformed request or host
+	RuleResolve     = "resolve"      // the name did not resolve
+	RuleSNI         = "sni"          // the TLS ClientHello names a host that is not allowed
+	RulePublicWeb   = "public-web"   // allowed by the public_web category
+	RuleAudit       = "audit"        // the event could not be recorded: fail closed
+	RuleUpstream    = "upstream"     // the upstream failed mid-request
+	// Guards are named "guard-<range>": guard-loopback, guard-private,
+	// guard-link-local, guard-metadata, guard-cgnat, guard-multicast,
+	// guard-unspecified, guard-broadcast, guard-reserved.
+)
+
+// decision is the outcome of checking one destination.
+type decision struct {
+	allow  bool
+	rule   string
+	reason string // safe to show the sandbox
+	// addrs are the checked addresses to dial, in order; the only ones
+	// the proxy may connect to.
+	addrs  []netip.Addr
+	opaque bool
+}
+
+func deny(rule, format string, args ...any) decision {
+	return decision{rule: rule, reason: fmt.Sprintf(format, args...)}
+}
+
+// decideName checks a destination without resolving it: the kill switch,
+// deny rules, then allow rules and their ports. For a name it returns the
+// allowing rule; addresses are checked by checkAddrs.
+func (c *compiled) decideName(t Target, m mode) (decision, bool) {
+	if c == nil {
+		return deny(RuleDefaultDeny, "this sandbox has no egress policy"), false
+	}
+	for _, r := range c.deny {
+		if !r.denies(m, t.Port) {
+			continue
+		}
+		if (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchAddr(t.Addr)) {
+			return deny(r.id, "%s is denied by rule %s", t.Host, r.id), false
+		}
+	}
+	var portMiss *crule
+	for _, r := range c.allow {
+		if !c.active(r) {
+			continue
+		}
+		match := (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchAddr(t.Addr))
+		if !match {
+			continue
+		}
+		if !r.portOK(m, t.Port) {
+			if portMiss == nil {
+				portMiss = r
+			}
+			continue
+		}
+		return decision{allow: true, rule: r.id, opaque: r.opaque}, true
+	}
+	if c.grants[PublicWeb] {
+		ports := defaultHTTPPorts
+		if m == modeConnect {
+			ports = defaultConnectPorts
+		}
+		if m == modeDNS || slices.Contains(ports, t.Port) {
+			return decision{allow: true, rule: RulePublicWeb}, true
+		}
+		if portMiss == nil {
+			return deny(RulePort, "%s port %d is not allowed for public web (%s)", t.Host, t.Port, portList(ports)), false
+		}
+	}
+	if portMiss != nil {
+		return deny(RulePort, "%s port %d is not allowed for %s (%s)", t.Host, t.Port, m, portList(portMiss.ports4(m))), false
+	}
+	return deny(RuleDefaultDeny, "%s is not in this sandbox's egress policy", t.Host), false
+}
+
+// denies reports whether a deny rule applies on this port: one without
+// ports denies every port; one with ports never stops a DNS answer, since
+// the name may be used on other ports.
+func (r *crule) denies(m mode, port int) bool {
+	if len(r.ports) == 0 {
+		return true
+	}
+	return m != modeDNS && slices.Contains(r.ports, port)
+}
+
+func portList(ports []int) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(p)
+	}
+	return "allowed: " + strings.Join(s, ", ")
+}
+
+// checkAddr decides whether address a may be used for t: deny CIDRs
+// refuse it, and an address in a guarded range needs an allow CIDR inside
+// that very range (from a rule that is active and allows the port).
+func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason string, ok bool) {
+	for _, r := range c.deny {
+		if !r.denies(m, t.Port) {
+			continue
+		}
+		if r.matchAddr(a) {
+			return r.id, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.id), false
+		}
+	}
+	g, guarded := classify(a)
+	if !guarded {
+		return "", "", true
+	}
+	for _, r := range c.allow {
+		if !c.active(r) || !r.portOK(m, t.Port) {
+			continue
+		}
+		for _, p := range r.cidrs {
+			if unlocks(p, g, a) {
+				return "", "", true
+			}
+		}
+	}
+	what := "resolves to"
+	if t.IsIP() {
+		what = "is"
+	}
+	return "guard-" + g.kind, fmt.Sprintf("%s %s a %s address, which this sandbox's policy does not open", t.Host, what, g.kind), false
+}
+
+// decide checks t completely: the name, then the addresses it resolves to
+// (host-side, through the injected resolver). The addresses in an allowing
+// decision are the only ones the caller may connect to, so a second
+// resolution (DNS rebinding) never happens.
+func (s *Service) decide(ctx context.Context, c *compiled, t Target, m mode, network string) decision {
+	if s.cut.Load() {
+		return deny(RuleCut, "egress is switched off for every sandbox")
+	}
+	d, ok := c.decideName(t, m)
+	if !ok {
+		return d
+	}
+	var addrs []netip.Addr
+	if t.IsIP() {
+		addrs = []netip.Addr{t.Addr}
+	} else {
+		var err error
+		addrs, err = s.resolver.LookupNetIP(ctx, network, t.Host)
+		if err != nil {
+			return deny(RuleResolve, "%s does not resolve", t.Host)
+		}
+	}
+	var first decision
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !a.IsValid() {
+			continue
+		}
+		if rule, reason, ok := c.checkAddr(t, m, a); !ok {
+			if first.rule == "" {
+				first = deny(rule, "%s", reason)
+				first.addrs = []netip.Addr{a} // for the record only
+			}
+			continue
+		}
+		if !slices.Contains(d.addrs, a) {
+			d.addrs = append(d.addrs, a)
+		}
+	}
+	if len(d.addrs) == 0 {
+		if first.rule == "" {
+			return deny(RuleResolve, "%s has no address", t.Host)
+		}
+		return first
+	}
+	return d
+}
+
+// stillAllowed re-checks an open connection against a new policy, without
+// resolving again.
+func (s *Service) stillAllowed(c *compiled, t Target, m mode, a netip.Addr) bool {
+	if s.cut.Load() {
+		return false
+	}
+	if _, ok := c.decideName(t, m); !ok {
+		return false
+	}
+	_, _, ok := c.checkAddr(t, m, a)
+	return ok
+}
+
+// secretsFor returns the brokered secrets bound to a name.
+func (c *compiled) secretsFor(name string) []*csecret {
+	if c == nil {
+		return nil
+	}
+	var out []*csecret
+	for _, sec := range c.secrets {
+		if matchName(name, sec.names, sec.suffixes) {
+			out = append(out, sec)
+		}
+	}
+	return out
+}

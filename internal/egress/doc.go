@@ -1,0 +1,43 @@
+// Package egress is the host side of a sandbox's network: an HTTP proxy
+// (CONNECT and plain HTTP), a DNS filter and a secret broker, deciding
+// every destination by the sandbox's Policy and recording every decision.
+// The sandbox's network namespace has only loopback; the in-sandbox agent
+// accepts connections on its 127.0.0.1:3128 and queries on 127.0.0.1:53
+// and hands them to the host, which calls this package:
+//
+//	svc, err := egress.New(egress.Config{Recorder: rec, Presets: presets})
+//	svc.SetPolicy(sandboxID, pol)                     // again at any time; RemoveSandbox at the end
+//	pem, err := svc.CACert(sandboxID)                 // install in the sandbox's trust store
+//	go svc.ServeProxyConn(ctx, conn, egress.Source{SandboxID: id, TaskID: t, ExecID: e})
+//	reply, err := svc.AnswerDNS(ctx, query, who)      // one message, UDP payload or TCP without length
+//	svc.CutAll(true)                                  // kill switch: every sandbox, open connections too
+//
+// Invariants:
+//   - Default deny: a sandbox without a policy, a name no rule allows, a
+//     port not allowed, the kill switch, or an event the Recorder could not
+//     keep all refuse the destination before any byte goes upstream.
+//   - Names are resolved only here, through Config.Resolver, and only once
+//     they are allowed (a denied name is never resolved, so DNS cannot
+//     carry data out). Every resolved address is checked against the
+//     guarded ranges (loopback, private, link-local, CGNAT, multicast,
+//     unspecified, reserved, cloud metadata in every IPv4 and IPv6
+//     spelling); the proxy dials only the checked addresses, never the name
+//     again. A guarded range opens only to an allow CIDR inside that range.
+//   - Hosts and requests are parsed strictly (ParseTarget, and a request
+//     head parser that refuses what two parsers could read differently).
+//   - A CONNECT tunnel must begin with a TLS ClientHello whose server name
+//     is the target or another allowed host, unless its rule is opaque.
+//   - A brokered secret's value never enters the sandbox: placeholders are
+//     replaced in request headers only for the secret's own hosts, over TLS
+//     the proxy terminates with the sandbox's CA and re-originates to the
+//     real, verified host; values echoed in responses are replaced back.
+//
+// Events (Event, through Recorder) carry sandbox, task and exec, the
+// destination, address, bytes each way, HTTP status or TLS server name,
+// decision and rule id; the manager writes them to the audit log.
+// DiscoverPresets reads the package registries this machine is configured
+// to use, so that policies can name them (npm, go, pypi, debian, crates)
+// without airlock naming any host. The package imports nothing of
+// airlock's but errdefs; only the daemon's manager (and `airlock run`)
+// should use it.
+package egress

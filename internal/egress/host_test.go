@@ -1,0 +1,148 @@
+package egress
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestParseTarget(t *testing.T) {
+	ok := []struct {
+		in, host string
+		port     int
+	}{
+		{"api.example.test:443", "api.example.test", 443},
+		{"API.Example.Test.", "api.example.test", 80},
+		{"a_b.example.test:8080", "a_b.example.test", 8080},
+		{"xn--bcher-kva.example.test", "xn--bcher-kva.example.test", 80},
+		{"[2001:db8::1]:443", "2001:db8::1", 443},
+		{"[::ffff:10.0.0.1]", "10.0.0.1", 80},
+		{"10.0.0.1:65535", "10.0.0.1", 65535},
+		{"0x7f.1", "127.0.0.1", 80},
+		{"017700000001", "127.0.0.1", 80},
+		{"0", "0.0.0.0", 80},
+		{"1.2.3.4.", "1.2.3.4", 80},
+	}
+	for _, c := range ok {
+		tg, err := ParseTarget(c.in, 80)
+		if err != nil || tg.Host != c.host || tg.Port != c.port {
+			t.Errorf("ParseTarget(%q) = %+v, %v; want %s:%d", c.in, tg, err, c.host, c.port)
+		}
+	}
+	bad := []string{
+		"", ":443", "a.example.test:", "a.example.test:+1", "a.example.test:1e3", "[::1", "[::1]x", "::1",
+		"[1.2.3.4]", "[fe80::1%eth0]", "user@host", "a b", "a\tb", "a/b", "a\\b", "a?b", "a#b", "a%2eb",
+		"-a.example.test", "a-.example.test", "ab--c.example.test", "1.2.3.4.5", "1.2.3.0x100", "4294967296",
+		"256.1.1.1", "1.2.65536", "08.1.1.1", strings.Repeat("a", 64), strings.Repeat("a.", 127) + "ab",
+		"xn--ls8h", "xn--", "exa\u00e9mple.test", "a..b",
+	}
+	for _, in := range bad {
+		if tg, err := ParseTarget(in, 80); err == nil {
+			t.Errorf("ParseTarget(%q) = %+v, want an error", in, tg)
+		}
+	}
+}
+
+func TestGuards(t *testing.T) {
+	for in, kind := range map[string]string{
+		"169.254.169.254": "metadata", "fd00:ec2::254": "metadata", "100.100.100.200": "metadata", "168.63.129.16": "metadata",
+		"127.0.0.53": "loopback", "::1": "loopback", "10.0.0.1": "private", "172.31.255.255": "private", "192.168.0.1": "private",
+		"fd00::1": "private", "169.254.0.1": "link-local", "fe80::1": "link-local", "100.127.0.1": "cgnat",
+		"224.0.0.251": "multicast", "ff02::1": "multicast", "0.1.2.3": "unspecified", "::": "unspecified",
+		"255.255.255.255": "broadcast", "::ffff:127.0.0.1": "loopback", "64:ff9b::10.0.0.1": "private",
+		"2002:c0a8:0101::": "private", "::10.0.0.1": "reserved", "2001::1": "reserved",
+	} {
+		g, ok := classify(netip.MustParseAddr(in))
+		if !ok || g.kind != kind {
+			t.Errorf("classify(%s) = %v %v, want %s", in, g.kind, ok, kind)
+		}
+	}
+	for _, in := range []string{"8.8.4.4", "2606:4700::1", "172.32.0.1", "100.128.0.1", "64:ff9b::808:808"} {
+		if g, ok := classify(netip.MustParseAddr(in)); ok {
+			t.Errorf("classify(%s) = %s, want not guarded", in, g.kind)
+		}
+	}
+	meta := netip.MustParseAddr("169.254.169.254")
+	g, _ := classify(meta)
+	for cidr, want := range map[string]bool{
+		"169.254.169.254/32": true, "169.254.0.0/16": false, "0.0.0.0/0": false, "169.254.169.0/24": false,
+	} {
+		if got := unlocks(netip.MustParsePrefix(cidr), g, meta); got != want {
+			t.Errorf("unlocks(%s, metadata) = %v", cidr, got)
+		}
+	}
+}
+
+// FuzzParseTarget: whatever the input, ParseTarget does not panic, and
+// what it accepts is normalised, bounded and stable.
+func FuzzParseTarget(f *testing.F) {
+	for _, s := range []string{
+		"api.example.test:443", "[::ffff:169.254.169.254]:80", "0xA9FEA9FE", "0251.0376.0251.0376", "169.254.43518",
+		"xn--bcher-kva.example.test", "a.example.test.", "user@host:1", "a\x00b", "[fe80::1%25eth0]:1", "1.2.3.4.5",
+		"xn--pypal-4ve.example.test", strings.Repeat("a", 64) + ".test",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		tg, err := ParseTarget(in, 80)
+		if err != nil {
+			return
+		}
+		if tg.Port < 1 || tg.Port > 65535 {
+			t.Fatalf("port %d", tg.Port)
+		}
+		if tg.IsIP() {
+			if tg.Host != tg.Addr.String() || tg.Addr.Is4In6() || tg.Addr.Zone() != "" {
+				t.Fatalf("address %+v", tg)
+			}
+		} else {
+			if len(tg.Host) > 253 || tg.Host != strings.ToLower(tg.Host) || strings.HasSuffix(tg.Host, ".") {
+				t.Fatalf("name %q", tg.Host)
+			}
+			for l := range strings.SplitSeq(tg.Host, ".") {
+				if l == "" || len(l) > 63 {
+					t.Fatalf("label %q in %q", l, tg.Host)
+				}
+			}
+			for i := 0; i < len(tg.Host); i++ {
+				if c := tg.Host[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+					t.Fatalf("byte %q in %q", c, tg.Host)
+				}
+			}
+		}
+		again, err := ParseTarget(tg.String(), 1)
+		if err != nil || again != tg {
+			t.Fatalf("%q -> %+v -> %+v, %v", in, tg, again, err)
+		}
+	})
+}
+
+// FuzzParseHead: the request head parser never panics, and what it
+// accepts has no byte a lenient parser could read as a line break.
+func FuzzParseHead(f *testing.F) {
+	for _, s := range []string{
+		"CONNECT a.example.test:443 HTTP/1.1\r\nHost: a.example.test:443\r\n\r\n",
+		"GET http://a.example.test/x?y HTTP/1.1\r\nHost: a.example.test\r\nContent-Length: 3\r\n\r\n",
+		"GET http://a.example.test/ HTTP/1.1\r\nHost: a.example.test\nX: y\r\n\r\n",
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		h, err := parseHead([]byte(in))
+		if err != nil {
+			return
+		}
+		for _, fl := range h.fields {
+			if strings.ContainsAny(fl.name+fl.value, "\r\n\x00") {
+				t.Fatalf("field %q: %q", fl.name, fl.value)
+			}
+		}
+		if strings.ContainsAny(h.target, " \r\n\x00") {
+			t.Fatalf("target %q", h.target)
+		}
+		if rt, err := parseProxyTarget(h); err == nil && rt.t.Host == "" {
+			t.Fatalf("empty host from %q", in)
+		}
+	})
+}
