@@ -1,0 +1,319 @@
+// Package lockfile reads the package versions a lockfile pins, for the
+// evidence of what an install changed: npm (package-lock.json,
+// npm-shrinkwrap.json), yarn (v1 and berry), pnpm, Go (go.sum), Cargo,
+// Poetry, uv (Cargo.lock, poetry.lock, uv.lock), pip (requirements*.txt,
+// Pipfile.lock). It is pure: bytes in, packages out; a file it cannot read
+// is an error, never a guess.
+package lockfile
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Manager names the package manager a lockfile belongs to ("" if it is
+// not a lockfile this package reads).
+func Manager(name string) string {
+	base := path.Base(name)
+	switch base {
+	case "package-lock.json", "npm-shrinkwrap.json":
+		return "npm"
+	case "yarn.lock":
+		return "yarn"
+	case "pnpm-lock.yaml":
+		return "pnpm"
+	case "go.sum":
+		return "go"
+	case "Cargo.lock":
+		return "cargo"
+	case "poetry.lock":
+		return "poetry"
+	case "uv.lock":
+		return "uv"
+	case "Pipfile.lock":
+		return "pipenv"
+	}
+	if strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt") {
+		return "pip"
+	}
+	return ""
+}
+
+// Names are the lockfile names looked for next to a project.
+var Names = []string{"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "go.sum", "Cargo.lock", "poetry.lock", "uv.lock", "Pipfile.lock", "requirements.txt"}
+
+// Packages maps a package name to the versions the lockfile pins (sorted;
+// more than one when several are installed side by side).
+type Packages map[string][]string
+
+func (p Packages) add(name, version string) {
+	if name == "" || version == "" {
+		return
+	}
+	if !slices.Contains(p[name], version) {
+		p[name] = append(p[name], version)
+		sort.Strings(p[name])
+	}
+}
+
+// Parse reads the lockfile named name (only its base name matters).
+func Parse(name string, data []byte) (Packages, error) {
+	p := Packages{}
+	var err error
+	switch Manager(name) {
+	case "npm":
+		err = parseNPM(data, p)
+	case "yarn":
+		parseYarn(data, p)
+	case "pnpm":
+		parsePNPM(data, p)
+	case "go":
+		err = parseGoSum(data, p)
+	case "cargo", "poetry", "uv":
+		parseTOMLPackages(data, p)
+	case "pipenv":
+		err = parsePipfileLock(data, p)
+	case "pip":
+		parseRequirements(data, p)
+	default:
+		return nil, fmt.Errorf("lockfile %s: not a lockfile this reads", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lockfile %s: %w", name, err)
+	}
+	return p, nil
+}
+
+func parseNPM(data []byte, p Packages) error {
+	var lf struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+			Name    string `json:"name"`
+			Link    bool   `json:"link"`
+		} `json:"packages"`
+		Dependencies map[string]json.RawMessage `json:"dependencies"`
+	}
+	if err := json.Unmarshal(data, &lf); err != nil {
+		return err
+	}
+	if lf.Packages != nil {
+		for key, e := range lf.Packages {
+			i := strings.LastIndex(key, "node_modules/")
+			if key == "" || i < 0 || e.Link {
+				continue // the project itself, or a workspace link
+			}
+			name := key[i+len("node_modules/"):]
+			if e.Name != "" {
+				name = e.Name
+			}
+			p.add(name, e.Version)
+		}
+		return nil
+	}
+	// lockfileVersion 1: nested dependencies
+	var walk func(deps map[string]json.RawMessage) error
+	walk = func(deps map[string]json.RawMessage) error {
+		for name, raw := range deps {
+			var d struct {
+				Version      string                     `json:"version"`
+				Dependencies map[string]json.RawMessage `json:"dependencies"`
+			}
+			if err := json.Unmarshal(raw, &d); err != nil {
+				return err
+			}
+			p.add(name, d.Version)
+			if err := walk(d.Dependencies); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(lf.Dependencies)
+}
+
+// yarn v1: `"a@^1.0.0", a@^1.1.0:` then `  version "1.2.3"`; berry:
+// `"a@npm:^1.0.0":` then `  version: 1.2.3`.
+func parseYarn(data []byte, p Packages) {
+	name := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.HasPrefix(line, " ") && strings.HasSuffix(line, ":") {
+			spec := strings.TrimSpace(strings.Split(strings.TrimSuffix(line, ":"), ",")[0])
+			spec = strings.Trim(spec, `"`)
+			name = ""
+			if i := strings.LastIndex(spec, "@"); i > 0 {
+				name = spec[:i]
+				if j := strings.Index(name, "@npm:"); j > 0 {
+					name = name[:j]
+				}
+			}
+			if name == "__metadata" {
+				name = ""
+			}
+			continue
+		}
+		t := strings.TrimSpace(line)
+		if name != "" && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "    ") && strings.HasPrefix(t, "version") {
+			v := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "version"), ":"))
+			p.add(name, strings.Trim(v, `"`))
+		}
+	}
+}
+
+// pnpm: package keys under "packages:", as "/a@1.2.3:", "a@1.2.3:" or
+// (older) "/a/1.2.3:", possibly with a peer suffix "(…)".
+func parsePNPM(data []byte, p Packages) {
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, " ") {
+			in = line == "packages:"
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "  ") || strings.HasPrefix(line, "   ") || !strings.HasSuffix(line, ":") {
+			continue
+		}
+		key := strings.Trim(strings.TrimSuffix(strings.TrimSpace(line), ":"), `'"`)
+		if i := strings.Index(key, "("); i > 0 {
+			key = key[:i]
+		}
+		key = strings.TrimPrefix(key, "/")
+		if i := strings.LastIndex(key, "@"); i > 0 {
+			p.add(key[:i], key[i+1:])
+		} else if i := strings.LastIndex(key, "/"); i > 0 {
+			p.add(key[:i], key[i+1:])
+		}
+	}
+}
+
+func parseGoSum(data []byte, p Packages) error {
+	for n, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			return fmt.Errorf("line %d: want module, version and hash", n+1)
+		}
+		if strings.HasSuffix(f[1], "/go.mod") {
+			continue // the module's go.mod only, not its code
+		}
+		p.add(f[0], f[1])
+	}
+	return nil
+}
+
+// [[package]] blocks with name = "..." and version = "..." (Cargo.lock,
+// poetry.lock, uv.lock).
+func parseTOMLPackages(data []byte, p Packages) {
+	var name, version string
+	in := false
+	flush := func() {
+		if in {
+			p.add(name, version)
+		}
+		name, version = "", ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "[") {
+			flush()
+			in = t == "[[package]]"
+			continue
+		}
+		if !in {
+			continue
+		}
+		k, v, ok := strings.Cut(t, "=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"`)
+		switch strings.TrimSpace(k) {
+		case "name":
+			name = v
+		case "version":
+			version = v
+		}
+	}
+	flush()
+}
+
+func parsePipfileLock(data []byte, p Packages) error {
+	var lf map[string]json.RawMessage
+	if err := json.Unmarshal(data, &lf); err != nil {
+		return err
+	}
+	for _, section := range []string{"default", "develop"} {
+		var deps map[string]struct {
+			Version string `json:"version"`
+		}
+		if raw, ok := lf[section]; ok {
+			if err := json.Unmarshal(raw, &deps); err != nil {
+				return err
+			}
+		}
+		for name, d := range deps {
+			p.add(strings.ToLower(name), strings.TrimPrefix(d.Version, "=="))
+		}
+	}
+	return nil
+}
+
+// requirements: pinned lines "name==version" (others name no version).
+func parseRequirements(data []byte, p Packages) {
+	for _, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		line, _, _ = strings.Cut(line, ";")
+		name, version, ok := strings.Cut(strings.TrimSpace(line), "==")
+		if !ok {
+			continue
+		}
+		if i := strings.Index(name, "["); i > 0 {
+			name = name[:i]
+		}
+		p.add(strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(version))
+	}
+}
+
+// Change is one package's difference between two lockfiles.
+type Change struct {
+	Name   string   `json:"name"`
+	From   []string `json:"from,omitempty"`
+	To     []string `json:"to,omitempty"`
+	Change string   `json:"change"` // added, removed, changed
+}
+
+// Diff lists what changed from before to after, by name.
+func Diff(before, after Packages) []Change {
+	var out []Change
+	for name, to := range after {
+		from, ok := before[name]
+		switch {
+		case !ok:
+			out = append(out, Change{Name: name, To: to, Change: "added"})
+		case !slices.Equal(from, to):
+			out = append(out, Change{Name: name, From: from, To: to, Change: "changed"})
+		}
+	}
+	for name, from := range before {
+		if _, ok := after[name]; !ok {
+			out = append(out, Change{Name: name, From: from, Change: "removed"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
