@@ -23,8 +23,10 @@ lint: setup
 # The full suite, as CI runs it: lint, then every test with the race
 # detector (root-only tests run here: CI machines are root), then each
 # fuzz target for a short fixed time.
+# AIRLOCK_REQUIRE_GVISOR: the gVisor tests fail instead of skipping when
+# runsc is missing (setup installs Debian's).
 test: lint build
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	AIRLOCK_REQUIRE_GVISOR=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=250000x POLICY_FUZZTIME=50000x
 
 # An execution count, not a duration: Go 1.26's fuzz coordinator can report
@@ -40,12 +42,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime 20000x ./internal/redact/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTarget$$' -fuzztime 50000x ./internal/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime 50000x ./internal/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30000x ./internal/lockfile/
 
 # Benchmarks with their peers in the same run; numbers go in issue notes.
 bench: setup build
 	$(GO) test -run '^$$' -bench 'RunVsBwrap' -benchtime 200x ./cmd/airlock/
 	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 300x ./internal/runtime/native/
 	$(GO) test -run '^$$' -bench 'IdleMemory' -benchtime 1x ./internal/runtime/native/
+	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 20x ./internal/runtime/oci/
+	$(GO) test -run '^$$' -bench 'SyscallHeavy' -benchtime 3x ./internal/runtime/oci/
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchAPI|TestBenchAuditExec' ./internal/api/ | grep BENCH
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchE2B' ./cmd/airlock/ | grep BENCH
 	$(GO) test -run '^$$' -bench 'AuditWrites' -benchtime 10000x ./internal/audit/

@@ -18,6 +18,7 @@ type TaskRequest struct {
 	Test     string   `json:"test,omitempty"`  // shell command that runs the tests
 	Prompt   string   `json:"prompt,omitempty"`
 	Template string   `json:"template,omitempty"`
+	Backend  string   `json:"backend,omitempty"` // "native" or "gvisor"; "": the daemon's default
 	Limits   Limits   `json:"limits"`
 	// TTL destroys the task's sandbox after this long (whole seconds); 0: none.
 	TTL time.Duration `json:"-"`

@@ -91,7 +91,11 @@ type Sandbox struct {
 // CreateRequest describes a sandbox to create. Every field is optional.
 type CreateRequest struct {
 	Template string
-	Limits   Limits
+	// Backend names the isolation boundary: "native" (namespaces +
+	// seccomp + Landlock) or "gvisor" (gVisor's user-space kernel); "":
+	// the daemon's default. One the daemon does not have is an error.
+	Backend string
+	Limits  Limits
 	// TTL destroys the sandbox after this long (rounded up to whole
 	// seconds); 0: no TTL. It can be changed later with Client.SetTimeout.
 	TTL    time.Duration
@@ -106,6 +110,7 @@ type CreateRequest struct {
 type createWire struct {
 	Policy     *PolicyLayer      `json:"policy,omitempty"`
 	Template   string            `json:"template,omitempty"`
+	Backend    string            `json:"backend,omitempty"`
 	Limits     *Limits           `json:"limits,omitempty"`
 	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
@@ -117,7 +122,7 @@ func (r CreateRequest) MarshalJSON() ([]byte, error) {
 	if r.TTL < 0 {
 		return nil, invalidf("negative TTL %s", r.TTL)
 	}
-	w := createWire{Template: r.Template, TTLSeconds: ceilDiv(r.TTL, time.Second), Labels: r.Labels, Env: r.Env, Policy: r.Policy}
+	w := createWire{Template: r.Template, Backend: r.Backend, TTLSeconds: ceilDiv(r.TTL, time.Second), Labels: r.Labels, Env: r.Env, Policy: r.Policy}
 	if r.Limits != (Limits{}) {
 		l := r.Limits
 		w.Limits = &l

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/runtime/oci"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -26,6 +27,7 @@ func verbs() []verb {
 		{"sandbox", "manage long-lived sandboxes through the daemon (create, ls, get, exec, rm, ...)", cmdSandbox},
 		{"apikey", "manage API keys for TCP clients of the daemon", cmdAPIKey},
 		{"secret", "store secrets and grant them to a sandbox or task", cmdSecret},
+		{"egress", "sandboxes' network egress: status, kill switch, per-sandbox policy", cmdEgress},
 		{"policy", "explain the policy's decision on a command; print the default policy", cmdPolicy},
 		{"approvals", "list commands the policy held for a human", cmdApprovals},
 		{"approve", "let a held command run (a narrow, expiring grant)", cmdApprove},
@@ -55,6 +57,7 @@ func usage(w io.Writer) {
 func main() {
 	// A re-executed airlock binary may be a sandbox's PID 1.
 	native.MaybeInit()
+	oci.MaybeInit()
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/runtime/oci"
 	"github.com/airlock-dev/airlock/internal/template"
 )
 
@@ -26,8 +27,9 @@ No daemon is needed. Needs root (for uid mapping and cgroups).
 The sandbox: its own user, mount, pid, network (loopback only), ipc, uts and
 cgroup namespaces; the template's root filesystem read-only under a private
 writable layer; CMD runs as uid 1000 with no capabilities, no_new_privs,
-seccomp and Landlock. With --workspace, a copy of DIR is at /workspace; the
-host DIR is never changed.
+seccomp and Landlock. With --backend gvisor, the same behind gVisor's
+user-space kernel instead (runsc; no Landlock, no separate --tmp). With
+--workspace, a copy of DIR is at /workspace; the host DIR is never changed.
 
 Exit status: CMD's own; 127 if CMD is not found, 126 if it is not executable,
 124 if --timeout expired, 128+N if killed by signal N. A hit limit (timeout,
@@ -50,6 +52,7 @@ type runOpts struct {
 	stateDir  string
 	dataDir   string
 	output    int64
+	backend   backendOpts
 }
 
 func (o *runOpts) flags(fs *flag.FlagSet) {
@@ -66,6 +69,7 @@ func (o *runOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.stateDir, "state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
 	fs.StringVar(&o.dataDir, "data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates (env AIRLOCK_DATA_DIR)")
 	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr (default 16M)")
+	o.backend.flags(fs, "isolation backend")
 }
 
 // newFlagSet makes a verb's flag set. A parse error prints one line and a
@@ -129,6 +133,9 @@ func (o *runOpts) validate() error {
 	if err := template.ValidName(o.template); err != nil {
 		return fmt.Errorf("--template %q: %v", o.template, err)
 	}
+	if err := o.backend.validate(); err != nil {
+		return err
+	}
 	for _, kv := range o.env {
 		if i := strings.IndexByte(kv, '='); i <= 0 || strings.ContainsRune(kv, 0) {
 			return fmt.Errorf("--env %q: use K=V", kv)
@@ -173,7 +180,7 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 	defer cancel()
 
 	tracef("start")
-	be, err := native.New(native.Config{StateDir: o.stateDir, CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: true})
+	be, err := openBackend(o.backend, o.backend.name, o.stateDir, true, nil)
 	tracef("backend ready")
 	if err != nil {
 		return 125, err
@@ -288,6 +295,19 @@ func cmdReap(args []string, stdout, stderr io.Writer) int {
 	}
 	ids, err := be.Reap()
 	ids = append(be.Reaped, ids...)
+	if _, serr := os.Stat(filepath.Join(*stateDir, "gvisor")); serr == nil {
+		// gVisor sandboxes of `airlock run --backend gvisor`, where runsc
+		// still works
+		if g, gerr := openBackend(backendOpts{runsc: envOr("AIRLOCK_RUNSC", "runsc")}, "gvisor", *stateDir, false, nil); gerr == nil {
+			ob := g.(*oci.Backend)
+			gids, rerr := ob.Reap()
+			ids = append(append(ids, ob.Reaped...), gids...)
+			err = errors.Join(err, rerr)
+			if c, cerr := ob.Census(); cerr == nil && c.StateDirs == 0 && c.Cgroups == 0 {
+				_ = ob.RemoveCgroupParent()
+			}
+		}
+	}
 	fmt.Fprintf(stdout, "reaped %d leftover sandbox(es)\n", len(ids))
 	if c, cerr := be.Census(); cerr == nil && c.StateDirs == 0 && c.Cgroups == 0 {
 		// nothing of ours is left: the (empty) cgroup parent can go too

@@ -238,6 +238,7 @@ func sandboxCreate(args []string, stdout, stderr io.Writer) int {
 		tmp          int64
 	)
 	c.fs.StringVar(&req.Template, "template", "", "template for the root filesystem (default: the daemon's, host)")
+	c.fs.StringVar(&req.Backend, "backend", "", "isolation backend: native or gvisor (default: the daemon's)")
 	c.fs.Var(sizeFlag{&memory}, "memory", "memory limit, e.g. 512M")
 	c.fs.Int64Var(&req.Limits.Pids, "pids", 0, "maximum number of processes")
 	c.fs.Float64Var(&req.Limits.CPUs, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")

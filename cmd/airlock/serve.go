@@ -19,9 +19,11 @@ import (
 	"github.com/airlock-dev/airlock/internal/api"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/e2b"
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -51,6 +53,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	e2bListen := fs.String("e2b-listen", "", "also serve the E2B-compatible API on this TCP `ADDR`: point E2B_API_URL and E2B_SANDBOX_URL at it (key: 'airlock apikey create --e2b')")
 	policyFile := fs.String("policy", "", "policy `FILE` (YAML; see 'airlock policy default'); default: the built-in policy")
 	approvalWait := fs.Duration("approval-wait", manager.DefaultApprovalWait, "how long a command held for approval waits by default")
+	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code
 	}
@@ -77,14 +80,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, pol, *approvalWait, stderr); err != nil {
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, pol, *approvalWait, !*noEgress, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, pol *policy.File, approvalWait time.Duration, stderr io.Writer) error {
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, pol *policy.File, approvalWait time.Duration, withEgress bool, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -104,6 +107,16 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	}
 	if len(be.Reaped) > 0 {
 		logf("reaped %d leftover sandboxes", len(be.Reaped))
+	}
+	// gVisor, for sandboxes that ask for it (backend "gvisor"); missing,
+	// asking for it is an error that says how to install it.
+	backends, unavailable := map[string]runtime.Backend{}, map[string]string{}
+	gopts := backendOpts{runsc: envOr("AIRLOCK_RUNSC", "runsc"), platform: os.Getenv("AIRLOCK_GVISOR_PLATFORM")}
+	if g, err := openBackend(gopts, "gvisor", stateDir, true, logf); err == nil {
+		backends["gvisor"] = g
+	} else {
+		unavailable["gvisor"] = err.Error()
+		logf("gvisor backend unavailable: %v", err)
 	}
 	tpls, err := template.Open(filepath.Join(dataDir, "templates"))
 	if err != nil {
@@ -128,7 +141,22 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 			return fmt.Errorf("the audit log ends at event %d, but its signed checkpoint names event %d: it was truncated (see 'airlock audit verify --db %s')", seq, a.Seq, dbPath)
 		}
 	}
-	m, err := manager.New(ctx, manager.Config{Backend: be, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife,
+	var egressCfg *egress.Config
+	if withEgress {
+		// The package registries policies may name, as this machine's
+		// package managers are configured.
+		presets, err := egress.DiscoverPresets(ctx, egress.DiscoverEnv{})
+		if err != nil {
+			logf("egress presets: %v", err)
+		}
+		for _, name := range []string{"npm", "go", "pypi", "debian", "crates"} {
+			if len(presets[name]) == 0 {
+				logf("egress preset %s: no hosts found in this machine's configuration; a policy naming it allows nothing", name)
+			}
+		}
+		egressCfg = &egress.Config{Presets: presets, Logger: log}
+	}
+	m, err := manager.New(ctx, manager.Config{Egress: egressCfg, Backend: be, Backends: backends, Unavailable: unavailable, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife,
 		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf,
 		SecretKeyFile: filepath.Join(dataDir, "secrets.key")})
 	if err != nil {

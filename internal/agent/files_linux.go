@@ -11,8 +11,11 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/pathwalk"
 )
 
 // File operations run inside the sandbox, on a thread whose filesystem
@@ -59,8 +62,19 @@ func (s *Server) asUser(fn func() error) error {
 		_, _ = unix.SetfsgidRetGid(s.hard.GID)
 		_, _ = unix.SetfsuidRetUid(s.hard.UID)
 		if cur, _ := unix.SetfsuidRetUid(-1); cur != s.hard.UID {
-			errc <- fmt.Errorf("could not take the command user's ids")
-			return // the thread dies locked
+			// A kernel without setfsuid (gVisor before 2023): the
+			// thread's effective ids instead, which also clears its
+			// effective capabilities; the saved ids stay root.
+			if err := setThreadEffectiveIDs(s.hard.UID, s.hard.GID); err != nil {
+				errc <- fmt.Errorf("could not take the command user's ids: %w", err)
+				return // the thread dies locked
+			}
+			err := fn()
+			if setThreadEffectiveIDs(0, 0) == nil {
+				runtime.UnlockOSThread()
+			}
+			errc <- err
+			return
 		}
 		if len(layers) > 0 {
 			// Landlock cannot be lifted: the thread must never serve
@@ -85,6 +99,37 @@ func (s *Server) asUser(fn func() error) error {
 		errc <- err
 	}()
 	return <-errc
+}
+
+// setThreadEffectiveIDs sets the calling thread's effective gid and uid
+// (raw syscalls: Go's wrappers change every thread of the process) and
+// checks that both took.
+func setThreadEffectiveIDs(uid, gid int) error {
+	keep := ^uintptr(0) // -1: unchanged
+	if uid == 0 {
+		// back to root: the uid first, which makes changing the gid possible
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, keep, uintptr(uid), keep); e != 0 {
+			return e
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, keep, uintptr(gid), keep); e != 0 {
+			return e
+		}
+	} else {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, keep, uintptr(gid), keep); e != 0 {
+			return e
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, keep, uintptr(uid), keep); e != 0 {
+			return e
+		}
+	}
+	var r, e, sv uint32
+	if _, _, errno := unix.RawSyscall(unix.SYS_GETRESUID, uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&e)), uintptr(unsafe.Pointer(&sv))); errno != 0 || int(e) != uid {
+		return fmt.Errorf("effective uid %d, want %d", e, uid)
+	}
+	if _, _, errno := unix.RawSyscall(unix.SYS_GETRESGID, uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&e)), uintptr(unsafe.Pointer(&sv))); errno != 0 || int(e) != gid {
+		return fmt.Errorf("effective gid %d, want %d", e, gid)
+	}
+	return nil
 }
 
 func fileErrCode(err error) string {
@@ -117,15 +162,19 @@ const resolveFlags = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 
 func openRoot(p string, flags uint64, mode uint64) (int, error) {
 	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags}
-	for {
-		fd, err := unix.Openat2(unix.AT_FDCWD, p, &how)
-		if err != unix.EINTR {
-			if err != nil {
-				return -1, &fs.PathError{Op: "open", Path: p, Err: err}
-			}
-			return fd, nil
-		}
+	fd, err := pathwalk.Openat2(unix.AT_FDCWD, p, &how)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
+	// /proc is not the sandbox's files, and its entries of the agent's own
+	// process are open to this thread on some kernels (gVisor) whatever
+	// its ids: the file API does not reach into it.
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type == unix.PROC_SUPER_MAGIC {
+		unix.Close(fd)
+		return -1, &fs.PathError{Op: "open", Path: p, Err: unix.EACCES}
+	}
+	return fd, nil
 }
 
 // parentAndBase opens p's parent directory (resolved in root) and

@@ -28,6 +28,9 @@ const (
 	// OpRestrictWrites narrows where commands and file operations may
 	// write (Scope.Paths); the answer is OpDone with the Scope in force.
 	OpRestrictWrites = "restrict_writes" // host -> agent
+	// OpResize sets the window size (Rows, Cols) of the terminal of the
+	// relayed command ID (ExecSpec.Relay); answered like OpSignal.
+	OpResize = "resize" // host -> agent
 )
 
 // Message is one datagram on the channel. Fields are used per Op.
@@ -48,9 +51,14 @@ type Message struct {
 	Size  int64      `json:"size,omitempty"`
 	Exit  *ExitInfo  `json:"exit,omitempty"`
 
-	PID    int    `json:"pid,omitempty"` // command pid; in OpReady the spawner thread's tid
+	PID int `json:"pid,omitempty"` // command pid; in OpReady the spawner thread's tid
+	// OpDNS: the query (agent -> host) or the reply (host -> agent)
+	Data   []byte `json:"data,omitempty"`
 	Signal int    `json:"signal,omitempty"`
 	Path   string `json:"path,omitempty"`
+	// OpResize: the terminal's new size
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
 
 	// Ready
 	LandlockABI int    `json:"landlock_abi,omitempty"`
@@ -78,7 +86,13 @@ type ExecSpec struct {
 	// controlling terminal, size Rows x Cols); the exec then carries no
 	// descriptors and the agent answers "started" with the terminal's
 	// master side.
-	TTY       bool     `json:"tty,omitempty"`
+	TTY bool `json:"tty,omitempty"`
+	// Relay (with TTY) is for channels that cannot carry a descriptor from
+	// the agent to the host (gVisor's host sockets refuse it): the exec
+	// carries one descriptor, a stream socket, and the agent relays the
+	// terminal over it (output to the host, input typed in); the started
+	// answer carries nothing, and OpResize sets the window size.
+	Relay     bool     `json:"relay,omitempty"`
 	Rows      uint16   `json:"rows,omitempty"`
 	Cols      uint16   `json:"cols,omitempty"`
 	Argv      []string `json:"argv"`
@@ -142,7 +156,9 @@ type InitConfig struct {
 	Scratch     []string `json:"scratch"`
 	ScopeRoots  []string `json:"scope_roots"`
 	RequireLock bool     `json:"require_landlock"`
-	Trace       bool     `json:"trace,omitempty"` // report setup timings in the ready message
+	// Network: serve the proxy and DNS listeners (StartNetwork).
+	Network bool `json:"network,omitempty"`
+	Trace   bool `json:"trace,omitempty"` // report setup timings in the ready message
 }
 
 // Bind is a read-only bind of a host path into the sandbox root.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/landlock"
+	"github.com/airlock-dev/airlock/internal/pathwalk"
 )
 
 // A write scope confines where commands and file operations may write,
@@ -202,12 +203,7 @@ func checkPlaceType(f *os.File) error {
 
 func openNoSymlinks(p string) (int, error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	for {
-		fd, err := unix.Openat2(unix.AT_FDCWD, p, &how)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
+	return pathwalk.Openat2(unix.AT_FDCWD, p, &how)
 }
 
 // mkdirNoSymlinks makes p and its missing parents, never through a

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,6 +30,10 @@ type Hardening struct {
 	// Landlock: apply it when the kernel has it. RequireLandlock makes its
 	// absence an error instead of ABI 0.
 	RequireLandlock bool
+	// NoCgroupNS skips the cgroup namespace of the spawner thread: for a
+	// kernel whose cgroup file system shows nothing of the host's (gVisor,
+	// which may not implement cgroup namespaces at all).
+	NoCgroupNS bool
 }
 
 // Server serves one host channel. It must run as PID 1 of the sandbox's
@@ -69,6 +74,9 @@ type Server struct {
 	trackFiles bool
 	watch      *watcher
 
+	// net is the network forwarding (StartNetwork); nil: none.
+	net *netState
+
 	mu      sync.Mutex
 	procs   map[int]*proc     // live commands by pid
 	early   map[int]earlyExit // statuses reaped before the pid was registered
@@ -80,6 +88,7 @@ type Server struct {
 type proc struct {
 	id       uint64
 	pid      int
+	tty      *os.File // a relayed command's terminal (master side)
 	start    time.Time
 	timer    *time.Timer
 	timedOut bool
@@ -165,6 +174,9 @@ func (s *Server) Serve() {
 		case OpSignal:
 			closeAll(files)
 			s.signal(m)
+		case OpResize:
+			closeAll(files)
+			s.resize(m)
 		case OpUntar:
 			go s.untar(m, files)
 		case OpFile:
@@ -174,6 +186,11 @@ func (s *Server) Serve() {
 			go s.restrictWrites(m)
 		case OpShutdown:
 			os.Exit(0)
+		case OpNetConn, OpDNS:
+			// the host's answer to a network request of ours
+			if !s.netAnswer(m, files) {
+				closeAll(files)
+			}
 		default:
 			closeAll(files)
 			s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "unknown op " + strconv.Quote(m.Op)})
@@ -194,25 +211,45 @@ func (s *Server) reply(m *Message, files ...*os.File) {
 }
 
 func (s *Server) exec(m *Message, files []*os.File) {
-	if m.Exec == nil || len(m.Exec.Argv) == 0 || (!m.Exec.TTY && len(files) != 3) || (m.Exec.TTY && len(files) != 0) {
+	want := 3
+	if m.Exec != nil && m.Exec.TTY {
+		want = 0
+		if m.Exec.Relay {
+			want = 1
+		}
+	}
+	if m.Exec == nil || len(m.Exec.Argv) == 0 || len(files) != want {
 		closeAll(files)
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "exec needs argv and 3 descriptors (none with a terminal)"})
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "exec needs argv and 3 descriptors (none with a terminal, one with a relayed terminal)"})
 		return
 	}
 	spec := m.Exec
-	var master *os.File
+	var master, relay *os.File
 	if spec.TTY {
+		if spec.Relay {
+			relay = files[0]
+		}
 		var slave *os.File
 		var err error
 		if master, slave, err = s.openPTY(spec.Rows, spec.Cols); err != nil {
+			closeAll(files)
 			s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: "terminal: " + err.Error()})
 			return
 		}
 		files = []*os.File{slave, slave, slave}
 	}
 	go func() {
-		if master != nil {
+		if master != nil && relay == nil {
 			defer master.Close()
+		}
+		if relay != nil {
+			// until the relay owns them
+			defer func() {
+				if relay != nil {
+					relay.Close()
+					master.Close()
+				}
+			}()
 		}
 		path, err := lookPath(spec.Argv[0], spec.Env)
 		if err != nil {
@@ -231,6 +268,11 @@ func (s *Server) exec(m *Message, files []*os.File) {
 			return
 		}
 		p := &proc{id: m.ID, pid: pid, start: time.Now()}
+		if relay != nil {
+			p.tty = master
+			go relayTerminal(master, relay)
+			relay = nil
+		}
 		s.procs[pid] = p
 		s.byID[m.ID] = p
 		if s.trackFiles {
@@ -239,7 +281,7 @@ func (s *Server) exec(m *Message, files []*os.File) {
 		if spec.TimeoutMS > 0 {
 			p.timer = time.AfterFunc(time.Duration(spec.TimeoutMS)*time.Millisecond, func() { s.timeout(p) })
 		}
-		if master != nil {
+		if master != nil && p.tty == nil {
 			s.reply(&Message{Op: OpStarted, ID: m.ID, PID: pid}, master)
 		} else {
 			s.reply(&Message{Op: OpStarted, ID: m.ID, PID: pid})
@@ -344,15 +386,19 @@ func (s *Server) spawn(path string, spec *ExecSpec, files []*os.File) (int, erro
 // run under. It cannot be undone.
 func (s *Server) harden() error {
 	// A cgroup namespace rooted at the sandbox's cgroup.
-	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-		return fmt.Errorf("unshare cgroup ns: %w", err)
+	if !s.hard.NoCgroupNS {
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			return fmt.Errorf("unshare cgroup ns: %w", err)
+		}
 	}
 	for c := 0; c <= s.lastCap; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
 			return fmt.Errorf("drop capability %d: %w", c, err)
 		}
 	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+	// EINVAL: a kernel without ambient capabilities (gVisor before 2023)
+	// has none to clear.
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
@@ -439,6 +485,51 @@ func (s *Server) signal(m *Message) {
 		return
 	}
 	s.reply(&Message{Op: OpDone, ID: m.ID})
+}
+
+// resize sets the window size of a relayed command's terminal.
+func (s *Server) resize(m *Message) {
+	s.mu.Lock()
+	p := s.byID[m.ID]
+	s.mu.Unlock()
+	if p == nil || p.tty == nil {
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: "not_found", Error: "no such command with a relayed terminal"})
+		return
+	}
+	rc, err := p.tty.SyscallConn()
+	if err == nil {
+		// through the RawConn: safe while the relay may close it
+		cerr := rc.Control(func(fd uintptr) {
+			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: m.Rows, Col: m.Cols})
+		})
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: "resize: " + err.Error()})
+		return
+	}
+	s.reply(&Message{Op: OpDone, ID: m.ID})
+}
+
+// relayTerminal copies a terminal's output to the host's socket and what
+// the host sends into the terminal, until the terminal hangs up (every
+// holder of its slave side is gone) or the host closes its end. It owns
+// and closes both.
+func relayTerminal(master, sock *os.File) {
+	typed := make(chan struct{})
+	go func() {
+		// The end of the host's input is not a hang-up: stop typing only.
+		_, _ = io.Copy(master, sock)
+		close(typed)
+	}()
+	_, _ = io.Copy(sock, master)
+	// The host reads EOF; its closing of the socket then ends the typing.
+	_ = unix.Shutdown(int(sock.Fd()), unix.SHUT_WR)
+	<-typed
+	sock.Close()
+	master.Close()
 }
 
 // reap collects every child and orphan; PID 1 must, or zombies pile up.

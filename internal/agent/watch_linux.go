@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/pathwalk"
 )
 
 // File activity: the agent watches the command user's directories
@@ -280,13 +282,7 @@ func (w *watcher) watchDir(d string, record bool) []string {
 	// descriptor: a directory swapped for a symlink meanwhile is not
 	// followed out of the tree.
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	var fd int
-	var err error
-	for {
-		if fd, err = unix.Openat2(unix.AT_FDCWD, d, &how); err != unix.EINTR {
-			break
-		}
-	}
+	fd, err := pathwalk.Openat2(unix.AT_FDCWD, d, &how)
 	if err != nil {
 		// gone, or not a directory (any more): nothing to watch
 		if err != unix.ENOENT && err != unix.ENOTDIR && err != unix.ELOOP {

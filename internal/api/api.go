@@ -75,6 +75,7 @@ func New(m *manager.Manager, h Health) *Server {
 	s.policyRoutes()
 	s.auditRoutes()
 	s.secretRoutes()
+	s.egressRoutes()
 	// MCP over streamable HTTP: its tools call this same API in process,
 	// with the caller's context, so nothing is different for them.
 	s.mux.Handle("/mcp", mcp.HTTP(h.Version, func(r *http.Request) *sdk.Client {

@@ -48,6 +48,10 @@ func (s *Server) TCP() http.Handler {
 			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "the audit log and purging are the operator's: use the daemon's unix socket"})
 			return
 		}
+		if egressOperatorOnly(r) {
+			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "the egress kill switch is the operator's: use the daemon's unix socket"})
+			return
+		}
 		if secretsOnly(r) {
 			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "secrets are managed and granted on the daemon's unix socket only"})
 			return

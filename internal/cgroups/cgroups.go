@@ -608,6 +608,11 @@ func (g *Group) procs(tolerateMissing bool) ([]int, error) {
 				if errIsNotExist(err) && (tolerateMissing || sd != d || g.h.emulate) {
 					continue // removed meanwhile, or an emulated tree
 				}
+				if sd != d && errors.Is(err, unix.EOPNOTSUPP) {
+					// a v2 threaded child: its processes are listed
+					// by the root of its threaded subtree
+					continue
+				}
 				return nil, err
 			}
 			for _, f := range strings.Fields(data) {
@@ -942,23 +947,24 @@ func (g *Group) CgroupFD() (int, bool) {
 	return fd, true
 }
 
-// PidsSub is a child of a group in the v1 pids hierarchy only. Single
-// threads are moved into it (the v1 "tasks" file); every process such a
-// thread forks starts there. It lets a sandbox count and cap its commands
-// apart from its agent, whose other threads stay in the parent group.
-// Destroy and Kill of the parent group cover it.
+// PidsSub is a child of a group that counts and caps the processes of
+// single threads moved into it: every process such a thread forks starts
+// there. It lets a sandbox count and cap its commands apart from its
+// agent, whose other threads stay in the parent group. v1: a child in the
+// pids hierarchy (threads move with the "tasks" file). v2: a threaded
+// child (cgroup.type "threaded"; threads move with "cgroup.threads"), which
+// makes the group the root of a threaded subtree with only the pids
+// controller enabled below it; the group keeps its own processes, and its
+// memory and cpu limits cover the child. Destroy and Kill of the parent
+// group cover it.
 type PidsSub struct {
-	g   *Group
-	dir string
+	g       *Group
+	dir     string
+	threads string // the interface file threads are written to
 }
 
 // CreatePidsSub makes the child group name with pids.max = max (> 0).
-// It is a v1-only feature: on v2 it fails with ErrUnsupported (v2 keeps
-// all threads of a domain process in one group).
 func (g *Group) CreatePidsSub(name string, max int64) (*PidsSub, error) {
-	if g.h.mode != V1 {
-		return nil, fmt.Errorf("cgroup %s: pids sub-group: %w on v2", g, ErrUnsupported)
-	}
 	if err := validName("sub-group", name); err != nil {
 		return nil, err
 	}
@@ -973,11 +979,25 @@ func (g *Group) CreatePidsSub(name string, max int64) (*PidsSub, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cgroup %s: pids sub-group: %w", g, err)
 	}
-	if err := g.h.write(dir, "pids.max", strconv.FormatInt(max, 10)); err != nil {
+	sub := &PidsSub{g: g, dir: dir, threads: "tasks"}
+	var err error
+	if g.h.mode == V2 {
+		sub.threads = "cgroup.threads"
+		// Threaded first: pids (a threaded controller) may then be
+		// enabled below a group that has processes of its own.
+		err = g.h.write(dir, "cgroup.type", "threaded")
+		if err == nil {
+			err = g.h.write(pd, "cgroup.subtree_control", "+pids")
+		}
+	}
+	if err == nil {
+		err = g.h.write(dir, "pids.max", strconv.FormatInt(max, 10))
+	}
+	if err != nil {
 		_ = g.h.removeDir(dir)
 		return nil, fmt.Errorf("cgroup %s: pids sub-group: %w", g, err)
 	}
-	return &PidsSub{g: g, dir: dir}, nil
+	return sub, nil
 }
 
 // AddThread moves one thread (a tid, host pid namespace) into the group.
@@ -985,7 +1005,7 @@ func (p *PidsSub) AddThread(tid int) error {
 	if tid <= 0 {
 		return fmt.Errorf("cgroup pids sub-group: invalid tid %d", tid)
 	}
-	if err := p.g.h.write(p.dir, "tasks", strconv.Itoa(tid)); err != nil {
+	if err := p.g.h.write(p.dir, p.threads, strconv.Itoa(tid)); err != nil {
 		return fmt.Errorf("cgroup pids sub-group: tid %d: %w", tid, err)
 	}
 	return nil

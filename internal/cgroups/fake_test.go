@@ -3,10 +3,10 @@ package cgroups
 // Tests against FAKE hierarchies: ordinary directories in t.TempDir() made
 // with NewHierarchy. They check which files Create writes and with what
 // formats, and how Stats parses the kernel's files, but nothing here is
-// enforced by a kernel. In particular, real cgroup v2 enforcement cannot be
-// exercised on this project's v1-hybrid CI machine (its cgroup2 mount at
-// /sys/fs/cgroup/unified has no controllers), so the v2 code paths are only
-// covered by these file-level tests.
+// enforced by a kernel. Real cgroup v2 enforcement cannot be exercised on
+// this project's v1-hybrid CI machine (its cgroup2 mount at
+// /sys/fs/cgroup/unified has no controllers): v2_real_test.go's tests skip
+// there, and test/vm runs them in a VM with a pure v2 kernel.
 
 import (
 	"errors"
@@ -383,5 +383,38 @@ func TestValidation(t *testing.T) {
 	}
 	if V1.String() != "v1" || V2.String() != "v2" {
 		t.Errorf("Mode strings %v %v", V1, V2)
+	}
+}
+
+func TestV2FakePidsSub(t *testing.T) {
+	h, root := fakeV2(t)
+	g, err := h.Create("airlock", "sb1", Limits{Pids: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := g.CreatePidsSub("cmds", 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd := filepath.Join(root, "airlock", "sb1")
+	checkFile(t, filepath.Join(gd, "cmds", "cgroup.type"), "threaded")
+	checkFile(t, filepath.Join(gd, "cgroup.subtree_control"), "+pids")
+	checkFile(t, filepath.Join(gd, "cmds", "pids.max"), "32")
+	if err := sub.AddThread(1234); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, filepath.Join(gd, "cmds", "cgroup.threads"), "1234")
+	writeFixture(t, filepath.Join(gd, "cmds", "pids.events"), "max 3\n")
+	if n, err := sub.MaxHits(); err != nil || n != 3 {
+		t.Errorf("MaxHits = %d, %v; want 3", n, err)
+	}
+	if _, err := g.CreatePidsSub("cmds", 32); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("second CreatePidsSub: want ErrExist, got %v", err)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(gd); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Destroy left %s: %v", gd, err)
 	}
 }

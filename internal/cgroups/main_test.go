@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(helperEnv); v != "" {
 		os.Exit(allocHelper(v))
 	}
+	if v := os.Getenv(spawnerEnv); v != "" {
+		os.Exit(spawnerHelper(v))
+	}
 	os.Exit(m.Run())
 }
 

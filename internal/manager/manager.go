@@ -27,6 +27,7 @@ import (
 	"crypto/cipher"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -51,6 +52,12 @@ type Config struct {
 	Backend   runtime.Backend
 	Templates *template.Store
 	Store     *store.Store
+	// Backends are the backends besides Backend (the default) a request
+	// may name (CreateRequest.Backend), by Name; Unavailable says, per
+	// backend name, why it is missing on this host and how to install it,
+	// for a clear error instead of a fallback to another boundary.
+	Backends    map[string]runtime.Backend
+	Unavailable map[string]string
 	// MaxLifetime bounds every sandbox's life: a sandbox asked for without
 	// a TTL gets it, and a longer TTL is refused. 0: no bound.
 	MaxLifetime time.Duration
@@ -72,11 +79,13 @@ type Config struct {
 	// Redactor hides secrets in stored output and records (nil: none).
 	Redactor Redactor
 	// SecretKeyFile holds the key secrets are sealed with (made on first
-	// use); "": the daemon keeps no secrets. Broker is the egress proxy's
-	// secret broker (nil: brokered grants are refused).
+	// use); "": the daemon keeps no secrets.
 	SecretKeyFile string
-	Broker        Broker
-	Logf          func(format string, args ...any)
+	// Egress configures the egress service (its Recorder is the audit
+	// log); nil: sandboxes have no network at all, and brokered secrets
+	// are refused.
+	Egress *egress.Config
+	Logf   func(format string, args ...any)
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -88,7 +97,8 @@ type Manager struct {
 	running map[string]*runningExec // by exec id
 	waiters map[string]chan string  // held execs by approval id
 
-	secretKey cipher.AEAD // nil: no secrets
+	secretKey cipher.AEAD     // nil: no secrets
+	egressSvc *egress.Service // nil: no network
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -104,6 +114,9 @@ type liveSandbox struct {
 	pol    *policy.Policy
 	taskID string
 	scope  []string
+	// egressLayer is the egress layer set on the running sandbox
+	// (SetEgress), over its policy's.
+	egressLayer *egress.Policy
 }
 
 // New makes a manager. Sandboxes the store still lists as running died
@@ -141,6 +154,13 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		}
 		if err := m.learnStoredSecrets(ctx); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)
+		}
+	}
+	if cfg.Egress != nil {
+		ec := *cfg.Egress
+		ec.Recorder = egressRecorder{m: m}
+		if m.egressSvc, err = egress.New(ec); err != nil {
+			return nil, fmt.Errorf("manager: egress: %w", err)
 		}
 	}
 	return m, nil
@@ -191,7 +211,11 @@ func view(rec *store.Sandbox) *Sandbox {
 
 // CreateRequest asks for a sandbox.
 type CreateRequest struct {
-	Template   string            `json:"template,omitempty"`
+	Template string `json:"template,omitempty"`
+	// Backend names the isolation backend ("native", "gvisor"); "": the
+	// daemon's default. One that is not available is an error, never a
+	// fallback to another boundary.
+	Backend    string            `json:"backend,omitempty"`
 	Limits     runtime.Limits    `json:"limits"`
 	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
@@ -202,6 +226,20 @@ type CreateRequest struct {
 	// callers that are agents, not operators).
 	TightenOnly bool `json:"-"`
 	taskID      string
+}
+
+// backend returns the named backend ("": the default).
+func (m *Manager) backend(name string) (runtime.Backend, error) {
+	if name == "" || name == m.cfg.Backend.Name() {
+		return m.cfg.Backend, nil
+	}
+	if be, ok := m.cfg.Backends[name]; ok {
+		return be, nil
+	}
+	if why, ok := m.cfg.Unavailable[name]; ok {
+		return nil, fmt.Errorf("backend %q is not available on this host: %s: %w", name, why, errdefs.ErrUnsupported)
+	}
+	return nil, fmt.Errorf("backend %q: unknown (known: native, gvisor): %w", name, errdefs.ErrInvalid)
 }
 
 func envNames(env []string) []string {
@@ -274,8 +312,16 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err != nil {
 		return nil, err
 	}
+	be, err := m.backend(req.Backend)
+	if err != nil {
+		return nil, err
+	}
 	spec.Env, spec.Limits = req.Env, req.Limits
-	sb, err := m.cfg.Backend.Create(ctx, spec)
+	spec.ID = newSandboxID()
+	if spec.Network = m.network(spec.ID); spec.Network != nil {
+		spec.Env = append(proxyEnv(), req.Env...)
+	}
+	sb, err := be.Create(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +335,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
 	isoJSON, _ := json.Marshal(info.Isolation)
 	rec := &store.Sandbox{
-		ID: sb.ID(), State: "running", Backend: m.cfg.Backend.Name(), Template: tplName, TemplateVersion: tplVersion,
+		ID: sb.ID(), State: "running", Backend: be.Name(), Template: tplName, TemplateVersion: tplVersion,
 		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(),
 	}
 	if ttl > 0 {
@@ -315,6 +361,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	m.armTTL(ls)
 	m.mu.Unlock()
 	go m.watch(ls, sb)
+	if err := m.applyEgress(ctx, rec.ID); err != nil {
+		_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
+		return nil, fmt.Errorf("egress policy: %w", err)
+	}
 	return view(rec), nil
 }
 
@@ -374,6 +424,9 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		sb = ls.sb // nil while a reset is under way: Reset cleans up
 	}
 	m.mu.Unlock()
+	if ok && m.egressSvc != nil {
+		m.egressSvc.RemoveSandbox(id)
+	}
 	if !ok {
 		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
 			return err
@@ -563,6 +616,12 @@ func execPolicyOf(raw json.RawMessage) *ExecPolicy {
 	return ep
 }
 
+func newSandboxID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 func newExecID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -625,6 +684,11 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err != nil {
 		return "", nil, err
 	}
+	senv = append(senv, installScriptEnv(ls.pol)...)
+	var pkg *lockSnapshot
+	if d.Analysis != nil && slices.Contains(d.Analysis.Classes, policy.Dependency) {
+		pkg = m.snapLockfiles(ctx, sb, cwd, d.Analysis)
+	}
 	dj := m.cfg.Redactor.JSON(mustJSON(d))
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
@@ -670,7 +734,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 		return rec.ID, nil, err
 	}
 	m.mu.Lock()
-	m.running[rec.ID] = &runningExec{p: p, sandboxID: id, stdin: stdinW, taskID: ls.taskID}
+	m.running[rec.ID] = &runningExec{p: p, sandboxID: id, stdin: stdinW, taskID: ls.taskID, argv: argv, pkg: pkg}
 	m.mu.Unlock()
 	if started != nil {
 		started(rec.ID, p.PID())
@@ -690,6 +754,8 @@ type runningExec struct {
 	taskID    string
 	stdin     *io.PipeWriter // nil unless started with OpenStdin
 	stdinMu   sync.Mutex
+	argv      []string
+	pkg       *lockSnapshot // a dependency command's lockfiles before it ran
 }
 
 // finishExec waits for a command and records how it ended.
@@ -717,10 +783,15 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr)
 	m.mu.Lock()
 	taskID := ""
+	var pkg *lockSnapshot
+	var argv []string
 	if r := m.running[rec.ID]; r != nil {
-		taskID = r.taskID
+		taskID, pkg, argv = r.taskID, r.pkg, r.argv
 	}
 	m.mu.Unlock()
+	if pkg != nil {
+		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
+	}
 	endPayload := map[string]any{"stdout": audit.Blob(stdout), "stderr": audit.Blob(stderr), "ended": ended}
 	if err != nil {
 		endPayload["error"] = err.Error()
@@ -934,7 +1005,11 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 	}
 	spec := ls.spec
 	spec.ID = id
-	sb, err := m.cfg.Backend.Create(ctx, spec)
+	be, err := m.backend(ls.rec.Backend)
+	var sb runtime.Sandbox
+	if err == nil {
+		sb, err = be.Create(ctx, spec)
+	}
 	if err == nil && ls.seed != "" {
 		if err = seedSandbox(ctx, sb, ls.seed); err != nil {
 			_ = sb.Destroy(context.Background())

@@ -206,6 +206,10 @@ func grantOf(g *store.Grant) policy.Grant {
 // stopped it (the refusal is recorded here).
 func (m *Manager) gate(ctx context.Context, id string, ls *liveSandbox, req ExecRequest, cwd string) (*policy.Decision, error) {
 	a := policy.AnalyzeArgv(req.Argv, cwd)
+	if len(a.Secrets) > 0 {
+		// Using a secret granted to this sandbox is not secret access.
+		a = a.WithGranted(m.grantedVars(ctx, id))
+	}
 	d := ls.pol.Decide(a)
 	if req.taskTest && d.Action != policy.Allow {
 		// The task's own test command was set by whoever started the task.

@@ -28,9 +28,10 @@ import (
 //     The sandbox then holds it; the egress policy decides where it can
 //     be sent.
 //   - broker: the sandbox holds only a placeholder; the egress proxy puts
-//     the value into requests to the grant's hosts. A daemon without a
-//     broker refuses such grants (unsupported), never hands out a
-//     placeholder that nothing replaces.
+//     the value into request headers to the grant's hosts (which the
+//     egress policy must also allow). A daemon without an egress proxy
+//     refuses such grants (unsupported), never hands out a placeholder
+//     that nothing replaces.
 //
 // Values are never returned by the API, never logged, and are added to
 // the redactor, so output that shows one is redacted before it is kept.
@@ -77,21 +78,6 @@ type GrantSecretRequest struct {
 	Env        string   `json:"env,omitempty"`  // default: the secret's name
 	Hosts      []string `json:"hosts"`
 	TTLSeconds int64    `json:"ttl_seconds,omitempty"`
-}
-
-// Broker is the egress side of brokered secrets: it is told which
-// placeholders of which sandbox stand for which values, for which hosts.
-type Broker interface {
-	// SetBrokered replaces the sandbox's brokered secrets.
-	SetBrokered(sandboxID string, secrets []Brokered)
-}
-
-// Brokered is one brokered secret of a sandbox.
-type Brokered struct {
-	GrantID, Name, Placeholder string
-	Value                      []byte
-	Hosts                      []string
-	Expires                    time.Time
 }
 
 // loadSecretKey reads the daemon's secret key, making it on first use.
@@ -194,7 +180,7 @@ func (m *Manager) SetSecret(ctx context.Context, name string, value []byte) (*Se
 	if err != nil {
 		return nil, err
 	}
-	m.pushBrokered(ctx)
+	m.reapplyEgress(ctx, "")
 	return &SecretInfo{Name: got.Name, Created: got.Created, Updated: got.Updated}, nil
 }
 
@@ -222,7 +208,7 @@ func (m *Manager) DeleteSecret(ctx context.Context, name string) error {
 	if err := m.cfg.Store.DeleteSecret(ctx, name); err != nil {
 		return err
 	}
-	m.pushBrokered(ctx)
+	m.reapplyEgress(ctx, "")
 	return m.record(ctx, audit.Entry{Kind: "secret.delete", Payload: map[string]any{"name": name}})
 }
 
@@ -269,7 +255,7 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 	if mode != "env" && mode != "broker" {
 		return nil, fmt.Errorf("mode %q: env or broker: %w", mode, errdefs.ErrInvalid)
 	}
-	if mode == "broker" && m.cfg.Broker == nil {
+	if mode == "broker" && m.egressSvc == nil {
 		return nil, fmt.Errorf("brokered secrets need the egress proxy's broker, which this daemon does not run: %w", errdefs.ErrUnsupported)
 	}
 	env := req.Env
@@ -310,7 +296,11 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 	}
 	_ = m.record(ctx, audit.Entry{SandboxID: sandboxID, TaskID: taskID, Kind: "secret.grant", Payload: map[string]any{
 		"grant": g.ID, "secret": name, "mode": mode, "env": env, "hosts": hosts, "expires": g.Expires}})
-	m.pushBrokered(ctx)
+	if err := m.applyEgress(ctx, sandboxID); err != nil {
+		// A grant the proxy cannot take does not stand.
+		_ = m.cfg.Store.RevokeSecretGrant(context.WithoutCancel(ctx), g.ID, m.now())
+		return nil, err
+	}
 	return secretGrantView(g, now), nil
 }
 
@@ -349,7 +339,7 @@ func (m *Manager) RevokeSecretGrant(ctx context.Context, id string) error {
 	if err := m.cfg.Store.RevokeSecretGrant(ctx, id, m.now()); err != nil {
 		return err
 	}
-	m.pushBrokered(ctx)
+	m.reapplyEgress(ctx, g.SandboxID)
 	return m.record(ctx, audit.Entry{SandboxID: g.SandboxID, TaskID: g.TaskID, Kind: "secret.revoke", Payload: map[string]any{"grant": id, "secret": g.Secret}})
 }
 
@@ -385,40 +375,41 @@ func (m *Manager) secretEnv(ctx context.Context, sandboxID string) ([]string, []
 	return env, uses, nil
 }
 
-// pushBrokered tells the broker every sandbox's brokered secrets.
-func (m *Manager) pushBrokered(ctx context.Context) {
-	if m.cfg.Broker == nil {
+// reapplyEgress gives the egress service the current policy of one
+// sandbox, or of every live sandbox ("").
+func (m *Manager) reapplyEgress(ctx context.Context, id string) {
+	if m.egressSvc == nil {
 		return
 	}
-	m.mu.Lock()
-	ids := make([]string, 0, len(m.live))
-	for id := range m.live {
-		ids = append(ids, id)
-	}
-	m.mu.Unlock()
-	now := m.now()
-	for _, id := range ids {
-		grants, err := m.cfg.Store.ActiveSecretGrants(ctx, id, now)
-		if err != nil {
-			m.cfg.Logf("brokered secrets of %s: %v", id, err)
-			continue
+	ids := []string{id}
+	if id == "" {
+		m.mu.Lock()
+		ids = ids[:0]
+		for sid := range m.live {
+			ids = append(ids, sid)
 		}
-		var bs []Brokered
-		for _, g := range grants {
-			if g.Mode != "broker" {
-				continue
-			}
-			sec, err := m.cfg.Store.GetSecret(ctx, g.Secret)
-			if err != nil {
-				continue
-			}
-			v, err := m.open(sec)
-			if err != nil {
-				m.cfg.Logf("brokered secret %s: %v", g.Secret, err)
-				continue
-			}
-			bs = append(bs, Brokered{GrantID: g.ID, Name: g.Secret, Placeholder: g.Placeholder, Value: v, Hosts: g.Hosts, Expires: g.Expires})
-		}
-		m.cfg.Broker.SetBrokered(id, bs)
+		m.mu.Unlock()
 	}
+	for _, sid := range ids {
+		if err := m.applyEgress(ctx, sid); err != nil {
+			m.cfg.Logf("egress policy of %s: %v", sid, err)
+		}
+	}
+}
+
+// grantedVars are the variables the sandbox's secret grants in force put
+// into its commands' environment.
+func (m *Manager) grantedVars(ctx context.Context, sandboxID string) []string {
+	if m.secretKey == nil {
+		return nil
+	}
+	grants, err := m.cfg.Store.ActiveSecretGrants(ctx, sandboxID, m.now())
+	if err != nil {
+		return nil
+	}
+	var vars []string
+	for _, g := range grants {
+		vars = appendUniq(vars, g.Env)
+	}
+	return vars
 }

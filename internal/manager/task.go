@@ -38,6 +38,7 @@ type TaskRequest struct {
 	Test       string         `json:"test,omitempty"`  // shell command that runs the tests
 	Prompt     string         `json:"prompt,omitempty"`
 	Template   string         `json:"template,omitempty"`
+	Backend    string         `json:"backend,omitempty"` // "native" or "gvisor"; "": the default
 	Limits     runtime.Limits `json:"limits"`
 	TTLSeconds int64          `json:"ttl_seconds,omitempty"`
 	// Policy is the task's policy layer over the daemon's; Scope above is
@@ -252,7 +253,7 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	if err := os.WriteFile(filepath.Join(base, ".git", "info", "attributes"), []byte("* -text -eol -crlf -filter -ident -working-tree-encoding !diff\n"), 0o600); err != nil {
 		return nil, err
 	}
-	sb, err := m.Create(ctx, CreateRequest{Template: req.Template, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id},
+	sb, err := m.Create(ctx, CreateRequest{Template: req.Template, Backend: req.Backend, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id},
 		Policy: &layer, TightenOnly: req.TightenOnly, taskID: id})
 	if err != nil {
 		return nil, err

@@ -74,6 +74,9 @@ type Command struct {
 	Writes  []string `json:"writes,omitempty"`  // paths it would write or remove
 	Hosts   []string `json:"hosts,omitempty"`   // network destinations named
 	Secrets []string `json:"secrets,omitempty"` // credential files and variables it touches
+	// Dir is the directory it runs in when a cd before it moved there
+	// (as far as the text tells); "": the line's working directory.
+	Dir string `json:"dir,omitempty"`
 }
 
 // Analysis is what a command line would do, as far as its text tells.
@@ -645,6 +648,9 @@ func (a *analyzer) add(c Command) {
 	if c.Argv == nil {
 		c.Argv = []string{}
 	}
+	if a.cwd != "" && a.cwd != a.out.Cwd && c.Dir == "" {
+		c.Dir = a.cwd
+	}
 	a.out.Commands = append(a.out.Commands, c)
 }
 
@@ -711,4 +717,36 @@ func joinWhy(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// WithGranted returns the analysis as it stands for a sandbox that was
+// granted the secrets given to its commands as the variables vars: a
+// reference to one of them ("$NAME") is not secret access there. A
+// command that touches anything else secret (a credential file, an
+// environment dump, another variable) keeps its secret class.
+func (a *Analysis) WithGranted(vars []string) *Analysis {
+	if len(vars) == 0 || len(a.Secrets) == 0 {
+		return a
+	}
+	out := &analyzer{out: &Analysis{Line: a.Line, Cwd: a.Cwd, Error: a.Error}}
+	for _, c := range a.Commands {
+		c.Classes = slices.Clone(c.Classes)
+		var kept []string
+		for _, s := range c.Secrets {
+			if name, ok := strings.CutPrefix(s, "$"); ok && slices.Contains(vars, name) {
+				continue
+			}
+			kept = append(kept, s)
+		}
+		if len(kept) == 0 && len(c.Secrets) > 0 {
+			c.Classes = slices.DeleteFunc(c.Classes, func(cl Class) bool { return cl == Secret })
+			if len(c.Classes) == 0 {
+				c.Classes = []Class{Read}
+			}
+		}
+		c.Secrets = kept
+		out.out.Commands = append(out.out.Commands, c)
+	}
+	out.finish()
+	return out.out
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"go.yaml.in/yaml/v3"
 )
@@ -81,6 +82,14 @@ type Layer struct {
 	// change; empty means anywhere in /workspace.
 	Scope []string `yaml:"scope,omitempty" json:"scope,omitempty"`
 	Rules []Rule   `yaml:"rules,omitempty" json:"rules,omitempty"`
+	// Egress is where the sandbox's network traffic may go (default:
+	// nowhere). Layers add rules and presets; a later grant list
+	// replaces an earlier one.
+	Egress *egress.Policy `yaml:"egress,omitempty" json:"egress,omitempty"`
+	// InstallScripts: deny makes package managers skip install scripts
+	// (npm, yarn, pnpm lifecycle scripts; pip builds from source). allow
+	// is the default.
+	InstallScripts Action `yaml:"install_scripts,omitempty" json:"install_scripts,omitempty"`
 }
 
 // File is a policy file: a layer for every sandbox, and one per template.
@@ -96,6 +105,10 @@ type Policy struct {
 	OutsideScope Action           `json:"outside_scope"`
 	Scope        []string         `json:"scope,omitempty"`
 	Rules        []Rule           `json:"rules,omitempty"`
+	// Egress is the effective egress policy (the zero value: no egress).
+	Egress egress.Policy `json:"egress"`
+	// InstallScripts is allow or deny (see Layer).
+	InstallScripts Action `json:"install_scripts"`
 	// Sources names the layers applied, in order.
 	Sources []string `json:"sources"`
 
@@ -114,8 +127,9 @@ func Defaults() *Policy {
 			Read: Allow, Verify: Allow, Build: Allow, Write: Allow,
 			Dependency: Ask, Network: Ask, Destructive: Ask, Secret: Deny, Unknown: Ask,
 		},
-		OutsideScope: Deny,
-		Sources:      []string{"defaults"},
+		OutsideScope:   Deny,
+		InstallScripts: Allow,
+		Sources:        []string{"defaults"},
 	}
 	p.version = p.computeVersion()
 	return p
@@ -135,6 +149,16 @@ func DefaultFile() string {
 	b.WriteString("# paths (globs, relative to /workspace) the agent may change; empty: all of it\nscope: []\n")
 	b.WriteString("# rules only tighten: each matches by command, class, path or host and asks or denies\n")
 	b.WriteString("rules:\n  - id: no-force-push\n    command: \"git push *--force*\"\n    action: deny\n    reason: a force push rewrites shared history\n")
+	b.WriteString("# package install scripts (npm, yarn, pnpm lifecycle scripts; pip builds from source): allow or deny\ninstall_scripts: allow\n")
+	b.WriteString(`# where sandboxes' network traffic may go, through airlock's proxy: nowhere by default.
+# grant: categories (registries, git, public_web, internal, webhooks); presets: package
+# registries read from this machine's package manager configuration (npm, go, pypi, debian,
+# crates); rules: allow or deny by hosts ("*.example.com"), cidrs and ports.
+egress:
+  grant: []
+  presets: []
+  rules: []
+`)
 	b.WriteString("# per template, a layer like the above\ntemplates: {}\n")
 	return b.String()
 }
@@ -205,6 +229,14 @@ func (l *Layer) Check() error {
 		if err := r.compile(); err != nil {
 			return err
 		}
+	}
+	if l.Egress != nil {
+		if err := l.Egress.Check(); err != nil {
+			return err
+		}
+	}
+	if l.InstallScripts != "" && l.InstallScripts != Allow && l.InstallScripts != Deny {
+		return errdefs.Wrap(errdefs.ErrInvalid, "policy: install_scripts: allow or deny, not %q", l.InstallScripts)
 	}
 	return nil
 }
@@ -314,7 +346,13 @@ func (p *Policy) With(l Layer, source string) (*Policy, error) {
 
 func (p *Policy) with(l Layer, source string) *Policy {
 	out := &Policy{Classes: map[Class]Action{}, OutsideScope: p.OutsideScope, Scope: p.Scope, Rules: slices.Clone(p.Rules),
-		Sources: append(slices.Clone(p.Sources), source)}
+		Egress: p.Egress, InstallScripts: p.InstallScripts, Sources: append(slices.Clone(p.Sources), source)}
+	if l.InstallScripts != "" {
+		out.InstallScripts = l.InstallScripts
+	}
+	if l.Egress != nil {
+		out.Egress = p.Egress.Merge(*l.Egress)
+	}
 	for c, a := range p.Classes {
 		out.Classes[c] = a
 	}
@@ -370,6 +408,27 @@ func (p *Policy) Relaxes(l Layer) error {
 			}
 		}
 	}
+	if l.InstallScripts == Allow && p.InstallScripts == Deny {
+		loose = append(loose, "install_scripts deny->allow")
+	}
+	if e := l.Egress; e != nil {
+		for _, c := range e.Grant {
+			if !slices.Contains(p.Egress.Grant, c) {
+				loose = append(loose, "egress grants "+string(c))
+			}
+		}
+		for _, pr := range e.Presets {
+			loose = append(loose, "egress preset "+pr)
+		}
+		for _, r := range e.Rules {
+			if r.Action != egress.Deny {
+				loose = append(loose, "egress rule "+r.ID+" allows")
+			}
+		}
+		if len(e.Secrets) > 0 {
+			loose = append(loose, "egress brokers secrets")
+		}
+	}
 	if len(loose) == 0 {
 		return nil
 	}
@@ -387,12 +446,22 @@ func (p *Policy) Version() string {
 }
 
 func (p *Policy) computeVersion() string {
+	var inst Action // only a deny changes the version (older versions stay)
+	if p.InstallScripts == Deny {
+		inst = Deny
+	}
+	var eg *egress.Policy
+	if e := p.Egress; len(e.Grant)+len(e.Presets)+len(e.Rules)+len(e.Secrets) > 0 {
+		eg = &e
+	}
 	b, _ := json.Marshal(struct {
 		C map[Class]Action
 		O Action
 		S []string
 		R []Rule
-	}{p.Classes, p.OutsideScope, p.Scope, p.Rules})
+		E *egress.Policy `json:",omitempty"`
+		I Action         `json:",omitempty"`
+	}{p.Classes, p.OutsideScope, p.Scope, p.Rules, eg, inst})
 	sum := sha256.Sum256(b)
 	return "pol-" + hex.EncodeToString(sum[:6])
 }

@@ -286,3 +286,24 @@ func TestAnalysisDetails(t *testing.T) {
 		t.Errorf("unparsable line: %+v", bad)
 	}
 }
+
+func TestWithGranted(t *testing.T) {
+	for _, c := range []struct {
+		line    string
+		granted []string
+		secret  bool
+	}{
+		{`curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com/`, nil, true},
+		{`curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com/`, []string{"API_TOKEN"}, false},
+		{`curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com/`, []string{"OTHER_TOKEN"}, true},
+		{`echo $API_TOKEN; cat .env`, []string{"API_TOKEN"}, true},
+		{`echo $API_TOKEN $GITHUB_TOKEN`, []string{"API_TOKEN"}, true},
+		{`env`, []string{"API_TOKEN"}, true},
+		{`cat /proc/self/environ`, []string{"API_TOKEN"}, true},
+	} {
+		a := Analyze(c.line, "/workspace").WithGranted(c.granted)
+		if got := slices.Contains(a.Classes, Secret); got != c.secret {
+			t.Errorf("%s with %v granted: secret %v, want %v (%v)", c.line, c.granted, got, c.secret, a.Classes)
+		}
+	}
+}

@@ -8,6 +8,7 @@ package runtime
 import (
 	"context"
 	"io"
+	"net"
 	"os"
 	"time"
 )
@@ -86,6 +87,30 @@ type Spec struct {
 	Limits Limits
 	// Hostname inside the sandbox; default "airlock".
 	Hostname string
+	// Network, when set, is the host side of the sandbox's network: the
+	// backend runs an HTTP proxy on 127.0.0.1:3128 and a DNS server on
+	// 127.0.0.1:53 inside the sandbox and hands it every connection and
+	// query they get. nil: the sandbox has no network at all (loopback
+	// only). A backend that cannot do this fails Create (unsupported).
+	Network Network
+}
+
+// The in-sandbox addresses of the proxy and DNS server of a sandbox with
+// a Network.
+const (
+	ProxyAddr = "127.0.0.1:3128"
+	DNSAddr   = "127.0.0.1:53"
+)
+
+// Network is the host side of a sandbox's network. pid is the sandbox pid
+// of the command (as Process.PID) whose process tree made the connection
+// or query, 0 when it is not known.
+type Network interface {
+	// ProxyConn serves one connection to the in-sandbox proxy; it owns
+	// and closes c.
+	ProxyConn(c net.Conn, pid int)
+	// DNS answers one DNS query message (no TCP length prefix).
+	DNS(ctx context.Context, query []byte, pid int) ([]byte, error)
 }
 
 // Bind is a read-only bind mount of a host path.

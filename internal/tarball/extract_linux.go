@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/pathwalk"
 )
 
 // ExtractOptions tune Extract.
@@ -72,12 +74,7 @@ func cleanEntry(name string) (string, error) {
 
 func openInRoot(root int, name string, flags uint64, mode uint64) (int, error) {
 	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-	for {
-		fd, err := unix.Openat2(root, name, &how)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
+	return pathwalk.Openat2(root, name, &how)
 }
 
 func writeEntry(root int, name string, h *tar.Header, r io.Reader, uid, gid int) error {

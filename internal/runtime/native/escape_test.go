@@ -185,9 +185,12 @@ var createMu sync.Mutex
 // escSandbox is newSandbox under createMu.
 func escSandbox(t *testing.T, mutate func(*runtime.Spec)) runtime.Sandbox {
 	t.Helper()
-	createMu.Lock()
-	sb := newSandbox(t, mutate)
-	createMu.Unlock()
+	// (A skip or failure inside newSandbox must not leave the lock held.)
+	sb := func() runtime.Sandbox {
+		createMu.Lock()
+		defer createMu.Unlock()
+		return newSandbox(t, mutate)
+	}()
 	t.Cleanup(func() {
 		createMu.Lock()
 		defer createMu.Unlock()

@@ -118,6 +118,11 @@ func runInit(conn *agent.Conn) error {
 		fmt.Fprintf(os.Stderr, "sandbox init: file activity: %v\n", err)
 	}
 	mark("watch")
+	if cfg.Network {
+		if err := srv.StartNetwork(false); err != nil {
+			return fmt.Errorf("sandbox init: %w", err)
+		}
+	}
 	if cfg.Trace {
 		timings = append(timings, fmt.Sprintf("send@%d", time.Now().UnixNano()))
 	}

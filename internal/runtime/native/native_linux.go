@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/agent/client"
 	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -255,7 +256,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 
 	t0 := time.Now()
-	s := &sandbox{b: b, id: id, lim: lim, done: make(chan struct{}), pending: map[uint64]chan *agent.Message{}}
+	s := &sandbox{b: b, id: id, lim: lim, done: make(chan struct{})}
 	s.dir = filepath.Join(b.sandboxesDir(), id)
 	defer func() {
 		if retErr != nil {
@@ -402,12 +403,8 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		return nil, err
 	}
 	// 6. configure and wait for ready
-	// RLIMIT_NPROC caps the commands only where the cgroup cannot (v2, see
-	// pidsSub); on v1 it is a backstop above the commands' pids group.
+	// RLIMIT_NPROC is a backstop above the commands' pids group (pidsSub).
 	nproc := uint64(lim.Pids + agentPidsReserve)
-	if v2 {
-		nproc = uint64(lim.Pids)
-	}
 	// Scratch places stay writable under a write scope (RestrictWrites).
 	scratch := []string{"/tmp", sandboxHome, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
 	writable := append([]string{"/workspace"}, scratch...)
@@ -421,7 +418,8 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		NoFile: lim.NoFile, NProc: nproc, FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
 		UID: SandboxUID, GID: SandboxUID, Home: sandboxHome, Writable: writable,
 		Scratch: scratch, ScopeRoots: []string{"/workspace", sandboxHome},
-		Trace: os.Getenv("AIRLOCK_TRACE") != "",
+		Trace:   os.Getenv("AIRLOCK_TRACE") != "",
+		Network: spec.Network != nil,
 	}
 	dr := <-diskc
 	diskTaken = true
@@ -456,9 +454,10 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		return nil, fmt.Errorf("create sandbox %s: init failed: %s", id, ready.Error)
 	}
 	// Commands are counted and capped in a pids sub-group of their own
-	// (v1): the spawner thread joins it, so every command starts there,
-	// while the agent's other threads keep the reserve in the parent.
-	if !v2 {
+	// (v1: in the pids hierarchy; v2: a threaded child): the spawner thread
+	// joins it, so every command starts there, while the agent's other
+	// threads keep the reserve in the parent.
+	{
 		tid, err := hostTID(s.initPID, ready.PID)
 		if err == nil {
 			s.pidsSub, err = s.cg.CreatePidsSub("cmds", lim.Pids)
@@ -474,13 +473,21 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	s.landlockABI = ready.LandlockABI
 	s.seccomp = ready.Seccomp
 	s.created = time.Now()
-	go s.readLoop()
+	s.Client = client.New(s.conn, client.Options{
+		BaseEnv: append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/sandbox", "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, spec.Env...),
+		Meter:   s.meter,
+		Trace:   trace,
+		Network: spec.Network,
+	})
 	go func() {
-		<-s.exited
+		select {
+		case <-s.exited:
+		case <-s.Client.Done():
+		}
 		s.markDone()
 	}()
 	if spec.Workspace != "" {
-		if err := s.importDir(ctx, spec.Workspace, "/workspace"); err != nil {
+		if err := s.ImportDir(ctx, spec.Workspace, "/workspace"); err != nil {
 			return nil, fmt.Errorf("create sandbox %s: copy workspace: %w", id, err)
 		}
 	}
@@ -492,7 +499,6 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		})
 		s.lifeMu.Unlock()
 	}
-	s.baseEnv = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/sandbox", "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, spec.Env...)
 	return s, nil
 }
 

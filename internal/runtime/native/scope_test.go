@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/agent/client"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
@@ -332,7 +333,7 @@ func TestAgentErrorKinds(t *testing.T) {
 		"limit_exceeded": errdefs.ErrLimitExceeded,
 		"not_found":      errdefs.ErrNotFound,
 	} {
-		err := agentError("restrict writes", &agent.Message{Op: agent.OpError, Code: code, Error: "x"})
+		err := client.AgentError("restrict writes", &agent.Message{Op: agent.OpError, Code: code, Error: "x"})
 		if !errors.Is(err, kind) {
 			t.Errorf("code %q: %v, want %v", code, err, kind)
 		}

@@ -1,4 +1,4 @@
-package native
+package client
 
 import (
 	"context"
@@ -9,17 +9,15 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
-var _ runtime.WriteScoper = (*sandbox)(nil)
-
 // RestrictWrites implements runtime.WriteScoper. The agent enforces the
 // scope with a stacked, write-only Landlock layer on its spawner thread
 // (every later command inherits it) and on the thread of every later file
 // operation; the paths are validated and resolved there too.
-func (s *sandbox) RestrictWrites(ctx context.Context, paths []string) (runtime.ScopeInfo, error) {
-	m, err := s.call(ctx, &agent.Message{Op: agent.OpRestrictWrites, Scope: &agent.WriteScope{Paths: paths}})
+func (c *Client) RestrictWrites(ctx context.Context, paths []string) (runtime.ScopeInfo, error) {
+	m, err := c.call(ctx, &agent.Message{Op: agent.OpRestrictWrites, Scope: &agent.WriteScope{Paths: paths}})
 	if err != nil {
 		if m != nil && m.Op == agent.OpError {
-			return runtime.ScopeInfo{}, agentError("restrict writes", m)
+			return runtime.ScopeInfo{}, AgentError("restrict writes", m)
 		}
 		return runtime.ScopeInfo{}, fmt.Errorf("restrict writes: %w", err)
 	}
@@ -30,21 +28,21 @@ func (s *sandbox) RestrictWrites(ctx context.Context, paths []string) (runtime.S
 	if info.Paths == nil {
 		info.Paths = []string{}
 	}
-	s.scopeMu.Lock()
-	s.scope = &info
-	s.scopeMu.Unlock()
+	c.scopeMu.Lock()
+	c.scope = &info
+	c.scopeMu.Unlock()
 	return cloneScope(info), nil
 }
 
-// writeScope is a copy of the scope in force, for Info; nil: none.
-func (s *sandbox) writeScope() *runtime.ScopeInfo {
-	s.scopeMu.Lock()
-	defer s.scopeMu.Unlock()
-	if s.scope == nil {
+// WriteScope is a copy of the scope in force, for Info; nil: none.
+func (c *Client) WriteScope() *runtime.ScopeInfo {
+	c.scopeMu.Lock()
+	defer c.scopeMu.Unlock()
+	if c.scope == nil {
 		return nil
 	}
-	c := cloneScope(*s.scope)
-	return &c
+	si := cloneScope(*c.scope)
+	return &si
 }
 
 func cloneScope(si runtime.ScopeInfo) runtime.ScopeInfo {

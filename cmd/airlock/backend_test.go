@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// airlock run --backend gvisor: the same command behind gVisor, and a
+// clear error (how to install runsc) where runsc is missing, never a
+// fallback to the native backend.
+func TestRunBackendGVisor(t *testing.T) {
+	e := newEnv(t)
+	out, errOut, code := e.run("", "run", "--backend", "gvisor", "--runsc", "/nonexistent/runsc", "--", "/bin/true")
+	if code != 125 || !strings.Contains(errOut, "apt-get install -y runsc") || out != "" {
+		t.Errorf("missing runsc: %q %q code %d, want 125 and how to install it", out, errOut, code)
+	}
+	if _, errOut, code := e.run("", "run", "--backend", "bogus", "--", "/bin/true"); code != 2 || !strings.Contains(errOut, "native or gvisor") {
+		t.Errorf("unknown backend: %q code %d", errOut, code)
+	}
+	runsc := envOr("AIRLOCK_RUNSC", "runsc")
+	if _, err := exec.LookPath(runsc); err != nil {
+		if os.Getenv("AIRLOCK_REQUIRE_GVISOR") != "" {
+			t.Fatalf("runsc is not installed, but AIRLOCK_REQUIRE_GVISOR is set")
+		}
+		t.Skip("runsc is not installed (apt-get install -y runsc)")
+	}
+	out, errOut, code = e.run("piped\n", "run", "--backend", "gvisor", "--", "/bin/sh", "-c", "cat; echo hi; id -u; cat /proc/1/cmdline | tr '\\0' ' '; exit 7")
+	if code != 7 || !strings.HasPrefix(out, "piped\nhi\n1000\n/.airlock/agent") {
+		t.Errorf("got %q %q code %d", out, errOut, code)
+	}
+}

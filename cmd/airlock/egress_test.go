@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/egress"
+)
+
+// TestEgressRealInstalls installs real packages inside sandboxes through
+// the daemon's egress proxy: `npm install` of a small package and `go mod
+// download` of a small module, with only those registries allowed (the
+// npm and go presets, read from this machine's own npm and go
+// configuration), and both refused in a sandbox whose policy does not
+// allow them. The registries are the only hosts outside this machine that
+// any test reaches, and only through airlock's proxy.
+func TestEgressRealInstalls(t *testing.T) {
+	if _, err := os.Stat("/usr/local/go/bin/go"); err != nil {
+		t.Skip("no Go toolchain at /usr/local/go to run inside the sandbox")
+	}
+	ctx := context.Background()
+	presets, _ := egress.DiscoverPresets(ctx, egress.DiscoverEnv{})
+	if len(presets["npm"]) == 0 || len(presets["go"]) == 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("npm or go registry not configured on this machine: %v", presets)
+		}
+		t.Skip("npm or go registry not configured on this machine")
+	}
+	// On these machines the registries may resolve into ranges the proxy
+	// guards (reserved, private): open exactly their addresses, on 443.
+	var cidrs []string
+	for _, h := range append(append([]string{}, presets["npm"]...), presets["go"]...) {
+		host, _, err := net.SplitHostPort(h)
+		if err != nil {
+			host = h
+		}
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
+		if err != nil {
+			continue // (a checksum database reached through the module proxy, say)
+		}
+		for _, a := range addrs {
+			cidrs = append(cidrs, netip.PrefixFrom(a.Unmap(), 32).String())
+		}
+	}
+	if len(cidrs) == 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no registry resolves here")
+		}
+		t.Skip("no registry resolves here")
+	}
+	addrRule, _ := json.Marshal(map[string]any{"id": "registry-addresses", "action": "allow", "cidrs": cidrs, "ports": []int{443}})
+	base := fmt.Sprintf("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\negress:\n  grant: [registries]\n  rules:\n    - %s\n", addrRule)
+	e := newEnv(t)
+	pf := e.state + "-policy.yaml"
+	if err := os.WriteFile(pf, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := e.startDaemon(t, "--policy", pf)
+	create := func(layer string) string {
+		code, body := d.post(t, "/v1/sandboxes", layer)
+		if code != 201 {
+			t.Fatalf("create %s: %d %s", layer, code, body)
+		}
+		var sb struct{ ID string }
+		_ = json.Unmarshal(body, &sb)
+		return sb.ID
+	}
+	allowed := create(`{"policy":{"egress":{"presets":["npm","go"]}}}`)
+	refused := create(`{}`)
+	const npmInstall = `cd /workspace && timeout 120 npm install --no-audit --no-fund --loglevel=error is-number@7.0.0 >/tmp/npm.log 2>&1; echo "npm=$?"; cat node_modules/is-number/package.json 2>/dev/null | grep '"version"'`
+	const goDownload = `mkdir -p /workspace/m && cd /workspace/m && export GOTOOLCHAIN=local GOFLAGS=-mod=mod && /usr/local/go/bin/go mod init example.test/m >/dev/null 2>&1; timeout 120 /usr/local/go/bin/go get github.com/google/uuid@v1.6.0 >/tmp/go.log 2>&1; echo "go=$?"; ls ~/go/pkg/mod/github.com/google/ 2>/dev/null`
+	start := time.Now()
+	out := mustRun(t, e, "", "sandbox", "exec", "--socket", d.sock, allowed, "--", "/bin/sh", "-c", npmInstall)
+	if !strings.Contains(out, "npm=0") || !strings.Contains(out, `"version": "7.0.0"`) {
+		log, _, _ := e.run("", "sandbox", "exec", "--socket", d.sock, allowed, "--", "cat", "/tmp/npm.log")
+		t.Fatalf("npm install with the npm registry allowed: %q\n%s", out, log)
+	}
+	out = mustRun(t, e, "", "sandbox", "exec", "--socket", d.sock, allowed, "--", "/bin/sh", "-c", goDownload)
+	if !strings.Contains(out, "go=0") || !strings.Contains(out, "uuid@v1.6.0") {
+		log, _, _ := e.run("", "sandbox", "exec", "--socket", d.sock, allowed, "--", "cat", "/tmp/go.log")
+		t.Fatalf("go mod download with the module proxy allowed: %q\n%s", out, log)
+	}
+	t.Logf("npm install and go mod download through the proxy: %s", time.Since(start).Round(time.Millisecond))
+	out, _, _ = e.run("", "sandbox", "exec", "--socket", d.sock, refused, "--", "/bin/sh", "-c", npmInstall+"; "+goDownload)
+	if strings.Contains(out, "npm=0") || strings.Contains(out, "go=0") || strings.Contains(out, "7.0.0") || strings.Contains(out, "uuid@") {
+		t.Fatalf("installs in a sandbox whose policy does not allow the registries: %q", out)
+	}
+	// The record: allowed connections to the registries from the first
+	// sandbox's commands, refusals from the second's.
+	q, _, _ := e.run("", "audit", "query", "--socket", d.sock, "--kind", "egress.connect", "--json")
+	type event struct {
+		Sandbox string          `json:"sandbox"`
+		Exec    string          `json:"exec"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	var evs []event
+	for _, line := range strings.Split(strings.TrimSpace(q), "\n") {
+		var ev event
+		if json.Unmarshal([]byte(line), &ev) == nil {
+			evs = append(evs, ev)
+		}
+	}
+	var allows, denies int
+	for _, ev := range evs {
+		if ev.Exec == "" {
+			t.Errorf("egress event without its exec: %s", ev.Payload)
+		}
+		switch {
+		case ev.Sandbox == allowed && strings.Contains(string(ev.Payload), `"decision":"allow"`):
+			allows++
+		case ev.Sandbox == refused && strings.Contains(string(ev.Payload), `"decision":"deny"`):
+			denies++
+		}
+	}
+	if allows == 0 || denies == 0 {
+		t.Fatalf("egress record: %d allowed connections in the allowed sandbox, %d refused in the other (%d events)", allows, denies, len(evs))
+	}
+	// Package evidence: each install's lockfile change, its packages with
+	// versions, and the registry it came from.
+	q, _, _ = e.run("", "audit", "query", "--socket", d.sock, "--sandbox", allowed, "--kind", "package.change", "--json")
+	var npmSeen, goSeen bool
+	for _, line := range strings.Split(strings.TrimSpace(q), "\n") {
+		var ev struct {
+			Exec    string `json:"exec"`
+			Payload struct {
+				Lockfile   string   `json:"lockfile"`
+				Manager    string   `json:"manager"`
+				Registries []string `json:"registries"`
+				Changes    []struct {
+					Name   string   `json:"name"`
+					To     []string `json:"to"`
+					Change string   `json:"change"`
+				} `json:"changes"`
+				Diff any `json:"diff"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		p := ev.Payload
+		for _, c := range p.Changes {
+			switch {
+			case p.Manager == "npm" && c.Name == "is-number" && c.Change == "added" && fmt.Sprint(c.To) == "[7.0.0]":
+				npmSeen = len(p.Registries) > 0 && p.Registries[0] == hostOf(presets["npm"][0]) && p.Diff != nil && ev.Exec != ""
+			case p.Manager == "go" && c.Name == "github.com/google/uuid" && c.Change == "added" && fmt.Sprint(c.To) == "[v1.6.0]":
+				goSeen = len(p.Registries) > 0 && p.Diff != nil
+			}
+		}
+	}
+	if !npmSeen || !goSeen {
+		t.Fatalf("package evidence: npm %v go %v\n%s", npmSeen, goSeen, q)
+	}
+}
+
+func hostOf(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}

@@ -1,0 +1,143 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// fileCall runs one agent file operation; with a pipe end when data flows.
+func (c *Client) fileCall(ctx context.Context, op agent.FileOp, f *os.File) (*agent.Message, error) {
+	var files []*os.File
+	if f != nil {
+		files = append(files, f)
+	}
+	m, err := c.call(ctx, &agent.Message{Op: agent.OpFile, File: &op}, files...)
+	if err != nil {
+		if m != nil && m.Op == agent.OpError {
+			return nil, fileError(op, m)
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+func fileError(op agent.FileOp, m *agent.Message) error {
+	return AgentError(op.Kind+" "+op.Path, m)
+}
+
+func toInfo(fi agent.FileInfo) runtime.FileInfo { return runtime.FileInfo(fi) }
+
+// Stat implements runtime.Files.
+func (c *Client) Stat(ctx context.Context, path string) (runtime.FileInfo, error) {
+	m, err := c.fileCall(ctx, agent.FileOp{Kind: "stat", Path: path}, nil)
+	if err != nil {
+		return runtime.FileInfo{}, err
+	}
+	if len(m.Files) != 1 {
+		return runtime.FileInfo{}, fmt.Errorf("stat %s: bad answer from the agent", path)
+	}
+	return toInfo(m.Files[0]), nil
+}
+
+func (c *Client) List(ctx context.Context, dir string) ([]runtime.FileInfo, error) {
+	m, err := c.fileCall(ctx, agent.FileOp{Kind: "list", Path: dir}, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.FileInfo, 0, len(m.Files))
+	for _, fi := range m.Files {
+		out = append(out, toInfo(fi))
+	}
+	return out, nil
+}
+
+func (c *Client) Mkdir(ctx context.Context, path string, parents bool) error {
+	_, err := c.fileCall(ctx, agent.FileOp{Kind: "mkdir", Path: path, Parents: parents}, nil)
+	return err
+}
+
+func (c *Client) Remove(ctx context.Context, path string, recursive bool) error {
+	_, err := c.fileCall(ctx, agent.FileOp{Kind: "remove", Path: path, Recursive: recursive}, nil)
+	return err
+}
+
+// streamOut runs an op that writes into a pipe we read into w.
+func (c *Client) streamOut(ctx context.Context, op agent.FileOp, w io.Writer) (int64, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	copied := make(chan error, 1)
+	var n int64
+	go func() {
+		var err error
+		n, err = io.Copy(w, pr)
+		pr.Close()
+		copied <- err
+	}()
+	_, ferr := c.fileCall(ctx, op, pw)
+	pw.Close()
+	cerr := <-copied
+	if ferr != nil {
+		return n, ferr
+	}
+	return n, cerr
+}
+
+// streamIn runs an op that reads r from a pipe.
+func (c *Client) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Message, r io.Reader) (*agent.Message, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	copyErr := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(pw, r)
+		pw.Close()
+		copyErr <- err
+	}()
+	var m *agent.Message
+	if msg != nil {
+		m, err = c.call(ctx, msg, pr)
+		if err != nil && m != nil && m.Op == agent.OpError {
+			err = fileError(op, m)
+		}
+	} else {
+		m, err = c.fileCall(ctx, op, pr)
+	}
+	pr.Close()
+	// A failing source (say, an upload over its size limit) explains a
+	// failure better than what the agent made of the cut stream.
+	if cerr := <-copyErr; cerr != nil && err != nil && !errors.Is(cerr, syscall.EPIPE) {
+		return nil, cerr
+	}
+	return m, err
+}
+
+func (c *Client) ReadFile(ctx context.Context, path string, w io.Writer, max int64) (int64, error) {
+	return c.streamOut(ctx, agent.FileOp{Kind: "read", Path: path, MaxBytes: max}, w)
+}
+
+func (c *Client) WriteFile(ctx context.Context, path string, r io.Reader, mode uint32, parents bool) (int64, error) {
+	m, err := c.streamIn(ctx, agent.FileOp{Kind: "write", Path: path, Mode: mode, Parents: parents}, nil, r)
+	if err != nil {
+		return 0, err
+	}
+	return m.Size, nil
+}
+
+func (c *Client) Tar(ctx context.Context, dir string, w io.Writer) (int64, error) {
+	return c.streamOut(ctx, agent.FileOp{Kind: "tar", Path: dir}, w)
+}
+
+func (c *Client) Untar(ctx context.Context, dir string, r io.Reader) error {
+	_, err := c.streamIn(ctx, agent.FileOp{Kind: "untar", Path: dir}, &agent.Message{Op: agent.OpUntar, Path: dir}, r)
+	return err
+}

@@ -1,0 +1,107 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+)
+
+// The egress routes: a sandbox's effective egress policy, a runtime layer
+// over it (over TCP only tighter), its proxy CA, and the kill switch
+// (the operator's: refused over TCP).
+func (s *Server) egressRoutes() {
+	s.mux.HandleFunc("GET /v1/egress", s.egressStatus)
+	s.mux.HandleFunc("POST /v1/egress/cut", s.egressCut)
+	s.mux.HandleFunc("GET /v1/sandboxes/{id}/egress", s.getEgress)
+	s.mux.HandleFunc("PUT /v1/sandboxes/{id}/egress", s.setEgress)
+	s.mux.HandleFunc("GET /v1/sandboxes/{id}/egress/ca", s.egressCA)
+}
+
+func egressOperatorOnly(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/v1/egress/")
+}
+
+func (s *Server) egressStatus(w http.ResponseWriter, r *http.Request) {
+	on, cut := s.m.EgressStatus()
+	writeJSON(w, http.StatusOK, map[string]any{"enabled": on, "cut": cut})
+}
+
+func (s *Server) egressCut(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		On *bool `json:"on"`
+	}
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.On == nil {
+		writeError(w, fmt.Errorf(`"on" (true: cut every sandbox's egress; false: restore it) is required: %w`, errdefs.ErrInvalid))
+		return
+	}
+	if err := s.m.CutEgress(r.Context(), *req.On); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.egressStatus(w, r)
+}
+
+func (s *Server) getEgress(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	p, err := s.m.EgressPolicy(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) setEgress(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		writeError(w, fmt.Errorf("read body: %v: %w", err, errdefs.ErrInvalid))
+		return
+	}
+	layer, err := egress.ParseJSON(body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	p, err := s.m.SetEgress(r.Context(), id, *layer, isRemote(r))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) egressCA(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := validID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := s.m.EgressPolicy(r.Context(), id); err != nil {
+		writeError(w, err)
+		return
+	}
+	pem, err := s.m.EgressCA(id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	_, _ = w.Write(pem)
+}

@@ -1,0 +1,355 @@
+package api
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/redact"
+)
+
+// These tests run real sandboxes whose programs reach a fake upstream on
+// the host's loopback only through the daemon's egress proxy. Names are
+// resolved by a fake resolver (test names only); the dialer records every
+// address dialed and refuses anything but the upstreams' loopback
+// addresses, so that no test can send traffic anywhere else even if a
+// guard were broken.
+
+type fakeNet struct {
+	t     *testing.T
+	mu    sync.Mutex
+	names map[string]netip.Addr
+	ports map[int]bool // the upstreams' ports on 127.0.0.1
+	dials []string
+}
+
+func (f *fakeNet) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a, ok := f.names[host]; ok {
+		return []netip.Addr{a}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+func (f *fakeNet) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	f.mu.Lock()
+	f.dials = append(f.dials, address)
+	f.mu.Unlock()
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || ap.Addr() != netip.MustParseAddr("127.0.0.1") || !f.ports[int(ap.Port())] {
+		f.t.Errorf("the proxy dialed %s: only the test's upstreams may be dialed", address)
+		return nil, fmt.Errorf("test dialer: %s is not a test upstream", address)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, address)
+}
+
+func (f *fakeNet) dialed() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.dials...)
+}
+
+type egressEnv struct {
+	*daemon
+	net     *fakeNet
+	plain   *httptest.Server // http upstream, name plain.example.test
+	secure  *httptest.Server // https upstream, name api.example.test
+	gotAuth chan string      // Authorization headers the https upstream saw
+}
+
+func egressDaemon(t *testing.T, pol string) *egressEnv {
+	t.Helper()
+	e := &egressEnv{gotAuth: make(chan string, 16)}
+	e.plain = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from upstream %s", r.URL.Path)
+	}))
+	t.Cleanup(e.plain.Close)
+	e.secure = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.gotAuth <- r.Header.Get("Authorization")
+		fmt.Fprint(w, "secure ok")
+	}))
+	upCert, upPool := testCert(t, "api.example.test")
+	e.secure.TLS = &tls.Config{Certificates: []tls.Certificate{upCert}}
+	e.secure.StartTLS()
+	t.Cleanup(e.secure.Close)
+	port := func(s *httptest.Server) int {
+		_, p, _ := net.SplitHostPort(s.Listener.Addr().String())
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	lo := netip.MustParseAddr("127.0.0.1")
+	e.net = &fakeNet{t: t, names: map[string]netip.Addr{"plain.example.test": lo, "api.example.test": lo, "other.example.test": lo},
+		ports: map[int]bool{port(e.plain): true, port(e.secure): true}}
+	roots := upPool
+	polFile := strings.NewReplacer("PLAIN", strconv.Itoa(port(e.plain)), "SECURE", strconv.Itoa(port(e.secure))).Replace(pol)
+	e.daemon = newDaemonWith(t, func(c *manager.Config) {
+		red := redact.New()
+		log, err := audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := policy.Parse([]byte(polFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Policy, c.Audit, c.Redactor, c.SecretKeyFile = f, log, red, filepath.Join(t.TempDir(), "secrets.key")
+		c.Egress = &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots}
+	})
+	return e
+}
+
+// The policy of these tests: plain.example.test and api.example.test on
+// their upstreams' ports, and loopback opened for exactly those ports.
+const egressTestPolicy = `
+classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}
+egress:
+  rules:
+    - {id: plain, action: allow, hosts: [plain.example.test], ports: [PLAIN]}
+    - {id: api, action: allow, hosts: [api.example.test], ports: [SECURE]}
+    - {id: test-upstreams, action: allow, cidrs: [127.0.0.1/32], ports: [PLAIN, SECURE]}
+`
+
+func (e *egressEnv) sandbox() string {
+	var sb manager.Sandbox
+	if code := e.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
+		e.t.Fatalf("create: %d", code)
+	}
+	return sb.ID
+}
+
+func (e *egressEnv) egressEvents(id string) []audit.Event {
+	var out []audit.Event
+	for _, ev := range e.events("sandbox=" + id) {
+		if strings.HasPrefix(ev.Kind, "egress.") {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func TestEgressThroughTheProxy(t *testing.T) {
+	e := egressDaemon(t, egressTestPolicy)
+	id := e.sandbox()
+	plain := e.plain.Listener.Addr().(*net.TCPAddr).Port
+	// An allowed name, through the proxy the environment names.
+	_, out, _ := e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 http://plain.example.test:%d/hi`, plain), nil)
+	if out != "hello from upstream /hi" {
+		t.Fatalf("allowed request: %q", out)
+	}
+	// A name the policy does not name: the proxy refuses it, nothing dialed.
+	before := len(e.net.dialed())
+	_, out, _ = e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 -o /dev/null -w '%%{http_code}' http://other.example.test:%d/; echo " rc=$?"`, plain), nil)
+	if !strings.HasPrefix(out, "403") {
+		t.Fatalf("denied name: %q", out)
+	}
+	// The metadata address and host loopback, as literals: refused before
+	// any dial (the test dialer would fail the test otherwise).
+	// (127.0.0.1 is opened for the upstreams' ports only, for this test.)
+	for _, target := range []string{"http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/", "http://127.0.0.1:1/", "http://localhost:1/", "http://2852039166/", "http://0xA9FEA9FE/"} {
+		_, out, _ = e.sh(id, `curl -sS --max-time 20 -x http://127.0.0.1:3128 --noproxy '' -o /dev/null -w '%{http_code}' '`+target+`'; echo " rc=$?"`, nil)
+		if !strings.HasPrefix(out, "403") {
+			t.Errorf("%s: %q", target, out)
+		}
+	}
+	if d := e.net.dialed(); len(d) != before {
+		t.Fatalf("refused destinations were dialed: %v", d[before:])
+	}
+	// A program that ignores the proxy has no route at all.
+	_, out, _ = e.sh(id, fmt.Sprintf(`curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:%d/ 2>&1; echo " rc=$?"`, plain), nil)
+	if !strings.Contains(out, "rc=7") {
+		t.Fatalf("without the proxy: %q", out)
+	}
+	// DNS: allowed names resolve, others are NXDOMAIN; all recorded.
+	_, out, _ = e.sh(id, `getent hosts plain.example.test; echo "rc=$?"; getent hosts other.example.test; echo "rc=$?"`, nil)
+	if !strings.Contains(out, "127.0.0.1") || !strings.HasSuffix(out, "rc=2\n") {
+		t.Fatalf("dns: %q", out)
+	}
+	// The record: each decision with the exec that made it.
+	var sawAllow, sawDeny, sawDNS bool
+	for _, ev := range e.egressEvents(id) {
+		p := string(ev.Payload)
+		if ev.ExecID == "" {
+			t.Errorf("egress event without its exec: %s %s", ev.Kind, p)
+		}
+		switch {
+		case ev.Kind == "egress.request" && strings.Contains(p, `"decision":"allow"`) && strings.Contains(p, "plain.example.test"):
+			sawAllow = true
+		case ev.Kind == "egress.request" && strings.Contains(p, `"decision":"deny"`) && strings.Contains(p, "other.example.test"):
+			sawDeny = true
+		case ev.Kind == "egress.dns" && strings.Contains(p, "other.example.test"):
+			sawDNS = true
+		}
+	}
+	if !sawAllow || !sawDeny || !sawDNS {
+		t.Fatalf("egress record: allow %v deny %v dns %v", sawAllow, sawDeny, sawDNS)
+	}
+
+	// The kill switch cuts every sandbox, and restoring it restores them.
+	if code := e.do("POST", "/v1/egress/cut", map[string]bool{"on": true}, nil); code != 200 {
+		t.Fatalf("cut: %d", code)
+	}
+	_, out, _ = e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 -o /dev/null -w '%%{http_code}' http://plain.example.test:%d/`, plain), nil)
+	if out != "403" {
+		t.Fatalf("while cut: %q", out)
+	}
+	e.do("POST", "/v1/egress/cut", map[string]bool{"on": false}, nil)
+	if _, out, _ = e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 http://plain.example.test:%d/x`, plain), nil); out != "hello from upstream /x" {
+		t.Fatalf("after restore: %q", out)
+	}
+
+	// A runtime layer changes a running sandbox's egress.
+	if code := e.do("PUT", "/v1/sandboxes/"+id+"/egress", map[string]any{"rules": []map[string]any{{"id": "no-plain", "action": "deny", "hosts": []string{"plain.example.test"}}}}, nil); code != 200 {
+		t.Fatalf("set egress: %d", code)
+	}
+	_, out, _ = e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 -o /dev/null -w '%%{http_code}' http://plain.example.test:%d/`, plain), nil)
+	if out != "403" {
+		t.Fatalf("after the deny layer: %q", out)
+	}
+}
+
+// A brokered secret: the sandbox holds a placeholder; the upstream gets
+// the value; nothing inside or in the record ever shows it.
+func TestEgressBrokeredSecret(t *testing.T) {
+	e := egressDaemon(t, egressTestPolicy)
+	id := e.sandbox()
+	const value = "brokered-value-5f4e3d2c1b0a"
+	e.do("PUT", "/v1/secrets/API_TOKEN", map[string]string{"value": value}, nil)
+	var g manager.SecretGrant
+	if code := e.do("POST", "/v1/secrets/API_TOKEN/grants", map[string]any{"sandbox_id": id, "mode": "broker", "hosts": []string{"api.example.test"}}, &g); code != 201 {
+		t.Fatalf("broker grant: %d", code)
+	}
+	if !strings.HasPrefix(g.Placeholder, "airlock-brokered-") {
+		t.Fatalf("grant: %+v", g)
+	}
+	// Install the sandbox's proxy CA where curl can use it.
+	resp, err := e.client.Get("http://airlock/v1/sandboxes/" + id + "/egress/ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(ca), "BEGIN CERTIFICATE") {
+		t.Fatalf("ca: %q", ca)
+	}
+	if code, _, _ := e.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat > /tmp/airlock-ca"}, Stdin: base64.StdEncoding.EncodeToString(ca)}); code != 200 {
+		t.Fatalf("write ca: %d", code)
+	}
+	secure := e.secure.Listener.Addr().(*net.TCPAddr).Port
+	code, out, eb := e.sh(id, `echo "token=$API_TOKEN"; grep -rs `+value+` /tmp /home /workspace | head -1; curl -sS --max-time 20 --cacert /tmp/airlock-ca -H "Authorization: Bearer $API_TOKEN" https://api.example.test:`+strconv.Itoa(secure)+`/`, nil)
+	if !strings.HasPrefix(out, "token="+g.Placeholder+"\n") || !strings.HasSuffix(out, "secure ok") || strings.Contains(out, value) {
+		t.Fatalf("inside: %d %q %+v", code, out, eb)
+	}
+	if got := <-e.gotAuth; got != "Bearer "+value {
+		t.Fatalf("the upstream got %q", got)
+	}
+	raw := fmt.Sprint(e.events("sandbox=" + id))
+	if strings.Contains(raw, value) {
+		t.Fatal("the value is in the audit record")
+	}
+	var used bool
+	for _, ev := range e.egressEvents(id) {
+		if ev.Kind == "egress.secret" && strings.Contains(string(ev.Payload), g.ID) {
+			used = true
+		}
+	}
+	if !used {
+		for _, ev := range e.egressEvents(id) {
+			t.Logf("%s %s", ev.Kind, ev.Payload)
+		}
+		t.Fatal("the secret's use is not in the record")
+	}
+	// The placeholder sent to another host is not replaced (and that host
+	// is not allowed here anyway); revoking the grant ends the brokering.
+	e.do("DELETE", "/v1/secret-grants/"+g.ID, nil, nil)
+	_, out, _ = e.sh(id, `curl -sS --max-time 20 --cacert /tmp/airlock-ca -H "Authorization: Bearer $API_TOKEN" https://api.example.test:`+strconv.Itoa(secure)+`/; echo " rc=$?"`, nil)
+	if strings.Contains(out, "secure ok") {
+		if got := <-e.gotAuth; got == "Bearer "+value {
+			t.Fatalf("after revoke, the upstream still got the value")
+		}
+	}
+}
+
+// Over TCP (an agent's key) egress can only be tightened, and the kill
+// switch is the operator's.
+func TestEgressTightenOnlyOverTCP(t *testing.T) {
+	e := egressDaemon(t, egressTestPolicy)
+	id := e.sandbox()
+	_, key, _ := e.m.CreateAPIKey(context.Background(), "agent", "")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: New(e.m, Health{OK: true}).TCP()}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	do := func(method, path, body string) int {
+		req, _ := http.NewRequest(method, "http://"+ln.Addr().String()+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := do("PUT", "/v1/sandboxes/"+id+"/egress", `{"grant":["public_web"]}`); c != 403 {
+		t.Errorf("granting public web over TCP: %d", c)
+	}
+	if c := do("PUT", "/v1/sandboxes/"+id+"/egress", `{"rules":[{"id":"x","action":"allow","hosts":["x.example.test"]}]}`); c != 403 {
+		t.Errorf("an allow rule over TCP: %d", c)
+	}
+	if c := do("PUT", "/v1/sandboxes/"+id+"/egress", `{"rules":[{"id":"x","action":"deny","hosts":["plain.example.test"]}]}`); c != 200 {
+		t.Errorf("a deny rule over TCP: %d", c)
+	}
+	if c := do("POST", "/v1/egress/cut", `{"on":false}`); c != 403 {
+		t.Errorf("kill switch over TCP: %d", c)
+	}
+}
+
+// testCert is a self-signed certificate for name, and a pool that trusts
+// it: the test upstream's, which the proxy verifies.
+func testCert(t *testing.T, name string) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+}

@@ -1,0 +1,241 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// A sandbox's network namespace has only loopback. With an egress
+// service (Config.Egress), the backend hands the manager every connection
+// the sandbox's programs open to the in-sandbox proxy and every DNS query
+// (runtime.Network); the manager passes them to the egress service with
+// the sandbox, task and exec they came from, and the service decides by
+// the sandbox's egress policy: its policy layers' egress sections, the
+// runtime layer set with SetEgress, and the brokered secrets granted to it.
+// Every decision is in the audit record before a byte goes out; a record
+// that cannot be written refuses the destination.
+
+// egressRecorder writes egress events to the audit log.
+type egressRecorder struct{ m *Manager }
+
+func (r egressRecorder) Record(ctx context.Context, e egress.Event) error {
+	if r.m.cfg.Audit == nil {
+		return nil
+	}
+	var payload map[string]any
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &payload); err != nil {
+		return err
+	}
+	if e.Decision == "allow" && (e.Kind == egress.KindConnect || e.Kind == egress.KindRequest) {
+		r.m.noteEgress(e.ExecID, e.Host)
+	}
+	// A brokered secret is named by its grant's id: under the key
+	// "secret" it would look like a credential to the redactor.
+	if id, ok := payload["secret"]; ok {
+		delete(payload, "secret")
+		payload["grant"] = id
+	}
+	return r.m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: e.SandboxID, TaskID: e.TaskID, ExecID: e.ExecID, Actor: "egress", Kind: string(e.Kind), Payload: payload})
+}
+
+// sandboxNetwork is a sandbox's runtime.Network: what the backend calls.
+type sandboxNetwork struct {
+	m  *Manager
+	id string
+}
+
+func (n *sandboxNetwork) source(pid int) egress.Source {
+	src := egress.Source{SandboxID: n.id}
+	n.m.mu.Lock()
+	defer n.m.mu.Unlock()
+	if ls := n.m.live[n.id]; ls != nil {
+		src.TaskID = ls.taskID
+	}
+	if pid > 0 {
+		for execID, r := range n.m.running {
+			if r.sandboxID == n.id && r.p.PID() == pid {
+				src.ExecID = execID
+				break
+			}
+		}
+	}
+	return src
+}
+
+func (n *sandboxNetwork) ProxyConn(c net.Conn, pid int) {
+	n.m.egressSvc.ServeProxyConn(context.Background(), c, n.source(pid))
+}
+
+func (n *sandboxNetwork) DNS(ctx context.Context, query []byte, pid int) ([]byte, error) {
+	return n.m.egressSvc.AnswerDNS(ctx, query, n.source(pid))
+}
+
+// proxyEnv points the usual clients (curl, git, npm, pip, go, ...) at the
+// sandbox's proxy. A program that ignores it has no route at all.
+func proxyEnv() []string {
+	const proxy = "http://" + runtime.ProxyAddr
+	return []string{
+		"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "ALL_PROXY=" + proxy,
+		"http_proxy=" + proxy, "https_proxy=" + proxy, "all_proxy=" + proxy,
+		"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+		"npm_config_proxy=" + proxy, "npm_config_https_proxy=" + proxy,
+	}
+}
+
+// network is what a new sandbox's spec gets: nil without an egress
+// service (no network at all).
+func (m *Manager) network(id string) runtime.Network {
+	if m.egressSvc == nil {
+		return nil
+	}
+	return &sandboxNetwork{m: m, id: id}
+}
+
+// effectiveEgress is a live sandbox's egress policy: its policy's, the
+// runtime layer, and its brokered secrets with their values.
+func (m *Manager) effectiveEgress(ctx context.Context, ls *liveSandbox) (egress.Policy, error) {
+	p := ls.pol.Egress
+	if ls.egressLayer != nil {
+		p = p.Merge(*ls.egressLayer)
+	}
+	grants, err := m.cfg.Store.ActiveSecretGrants(ctx, ls.rec.ID, m.now())
+	if err != nil {
+		return p, err
+	}
+	for _, g := range grants {
+		if g.Mode != "broker" {
+			continue
+		}
+		sec, err := m.cfg.Store.GetSecret(ctx, g.Secret)
+		if err != nil {
+			continue
+		}
+		v, err := m.open(sec)
+		if err != nil {
+			return p, err
+		}
+		p.Secrets = append(slices.Clone(p.Secrets), egress.Secret{ID: g.ID, Placeholder: g.Placeholder, Hosts: g.Hosts, Value: string(v)})
+	}
+	return p, nil
+}
+
+// applyEgress gives the egress service a live sandbox's policy.
+func (m *Manager) applyEgress(ctx context.Context, id string) error {
+	if m.egressSvc == nil {
+		return nil
+	}
+	m.mu.Lock()
+	ls := m.live[id]
+	m.mu.Unlock()
+	if ls == nil {
+		m.egressSvc.RemoveSandbox(id)
+		return nil
+	}
+	p, err := m.effectiveEgress(ctx, ls)
+	if err != nil {
+		return err
+	}
+	return m.egressSvc.SetPolicy(id, p)
+}
+
+// EgressPolicy returns a running sandbox's effective egress policy
+// (secret values left out).
+func (m *Manager) EgressPolicy(ctx context.Context, id string) (*egress.Policy, error) {
+	m.mu.Lock()
+	ls := m.live[id]
+	m.mu.Unlock()
+	if ls == nil {
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	p, err := m.effectiveEgress(ctx, ls)
+	if err != nil {
+		return nil, err
+	}
+	for i := range p.Secrets {
+		p.Secrets[i].Value = ""
+	}
+	return &p, nil
+}
+
+// SetEgress replaces a running sandbox's runtime egress layer (over its
+// policy's egress sections). tightenOnly refuses a layer that would let
+// more through (agents' callers).
+func (m *Manager) SetEgress(ctx context.Context, id string, layer egress.Policy, tightenOnly bool) (*egress.Policy, error) {
+	if m.egressSvc == nil {
+		return nil, fmt.Errorf("this daemon runs no egress proxy: sandboxes have no network at all: %w", errdefs.ErrUnsupported)
+	}
+	if err := layer.Check(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	ls := m.live[id]
+	m.mu.Unlock()
+	if ls == nil {
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	if tightenOnly {
+		if err := ls.pol.Relaxes(policy.Layer{Egress: &layer}); err != nil {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	old := ls.egressLayer
+	ls.egressLayer = &layer
+	m.mu.Unlock()
+	if err := m.applyEgress(ctx, id); err != nil {
+		m.mu.Lock()
+		ls.egressLayer = old
+		m.mu.Unlock()
+		return nil, errors.Join(err, m.applyEgress(ctx, id))
+	}
+	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "egress.policy", Payload: map[string]any{"layer": layer}})
+	return m.EgressPolicy(ctx, id)
+}
+
+// CutEgress turns the kill switch on (every sandbox's egress refused,
+// open connections closed) or off.
+func (m *Manager) CutEgress(ctx context.Context, on bool) error {
+	if m.egressSvc == nil {
+		return fmt.Errorf("this daemon runs no egress proxy: sandboxes have no network at all: %w", errdefs.ErrUnsupported)
+	}
+	m.egressSvc.CutAll(on)
+	return m.record(ctx, audit.Entry{Kind: "egress.cut", Payload: map[string]any{"on": on}})
+}
+
+// EgressStatus says whether this daemon runs an egress proxy and whether
+// the kill switch is on.
+func (m *Manager) EgressStatus() (enabled, cut bool) {
+	if m.egressSvc == nil {
+		return false, false
+	}
+	return true, m.egressSvc.IsCut()
+}
+
+// EgressCA returns a running sandbox's CA certificate (PEM), which the
+// proxy signs intercepted hosts' certificates with (brokered secrets).
+func (m *Manager) EgressCA(id string) ([]byte, error) {
+	if m.egressSvc == nil {
+		return nil, fmt.Errorf("this daemon runs no egress proxy: %w", errdefs.ErrUnsupported)
+	}
+	return m.egressSvc.CACert(id)
+}

@@ -1,0 +1,17 @@
+package oci
+
+import (
+	"testing"
+
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/conformance"
+)
+
+func TestConformance(t *testing.T) {
+	needGVisor(t)
+	conformance.RunWith(t, func(t *testing.T) (runtime.Backend, runtime.Spec) {
+		return newTestBackend(t), hostSpec(t)
+	}, conformance.Differences{
+		"WriteScope": "gVisor implements no Landlock, which enforces write scopes: RestrictWrites is ErrUnsupported",
+	})
+}

@@ -1,0 +1,444 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/agent/client"
+	"github.com/airlock-dev/airlock/internal/cgroups"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// ErrStopped is returned for operations on a sandbox that has stopped.
+var ErrStopped = client.ErrStopped
+
+type sandbox struct {
+	// Client is the agent's channel once the sandbox is ready: Exec, the
+	// file operations.
+	*client.Client
+
+	b       *Backend
+	id      string
+	dir     string
+	lim     runtime.Limits
+	created time.Time
+	seccomp string
+
+	madeDir   bool
+	lock      *os.File
+	cg        *cgroups.Group
+	cmd       *exec.Cmd
+	exited    chan struct{} // closed when runsc has exited
+	conn      *agent.Conn
+	lifeMu    sync.Mutex
+	lifeTimer *time.Timer
+
+	doneOnce sync.Once
+	done     chan struct{}
+	destroy  sync.Once
+	destErr  error
+}
+
+func (s *sandbox) ID() string             { return s.id }
+func (s *sandbox) Done() <-chan struct{}  { return s.done }
+func (s *sandbox) markDone()              { s.doneOnce.Do(func() { close(s.done) }) }
+func (s *sandbox) Cgroup() *cgroups.Group { return s.cg }
+
+// Info implements runtime.Sandbox.
+func (s *sandbox) Info() runtime.Info {
+	lim := s.lim
+	return runtime.Info{
+		ID: s.id, Backend: "gvisor", Created: s.created, Limits: lim,
+		Isolation: runtime.Isolation{
+			Boundary: fmt.Sprintf("gVisor user-space kernel (runsc %s, %s platform) + seccomp", s.b.version, s.b.platform),
+			// gVisor's own: every sandbox has all of these in its kernel,
+			// and runsc runs that kernel in host namespaces of its own.
+			Namespaces: []string{"mount", "pid", "net", "ipc", "uts"},
+			Seccomp:    s.seccomp + " (in gVisor) + gVisor's host syscall filter",
+			Cgroup:     cgroupMode(s.b.hier),
+		},
+	}
+}
+
+func cgroupMode(h *cgroups.Hierarchy) string {
+	if h.Mode() == cgroups.V2 {
+		return "v2"
+	}
+	return "v1"
+}
+
+// launch starts runsc in a mount namespace of its own, in which the
+// sandbox's root is assembled: the disk attached on dir/disk and an
+// overlay of the template (lower) and the disk (upper) on dir/rootfs. The
+// host's mount table never holds any of it; the mounts go away with the
+// last runsc process. The namespace is made on a locked OS thread that
+// forks runsc, waits for it and then dies with the goroutine, so that no
+// other goroutine ever runs in that namespace. It also joins the cgroup
+// first (v1: per thread), so runsc starts inside it.
+func (s *sandbox) launch(cmd *exec.Cmd, disk *os.File, lower string, binds []bindMount) error {
+	started := make(chan error, 1)
+	go func() {
+		var leave func() error // v1: back to the thread's own groups
+		goruntime.LockOSThread()
+		// never unlocked: the thread's mount namespace is the sandbox's
+		defer close(s.exited)
+		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
+			started <- fmt.Errorf("mount namespace: %w", err)
+			return
+		}
+		if err := s.buildRoot(disk, lower, binds); err != nil {
+			started <- err
+			return
+		}
+		if s.cg.Mode() == cgroups.V2 {
+			if fd, ok := s.cg.CgroupFD(); ok {
+				cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+				defer unix.Close(fd)
+			}
+		} else {
+			// v1: this thread joins the group so that runsc is forked
+			// into it, then goes back at once: a thread of ours in the
+			// group would die with the sandbox.
+			back, err := threadGroupsV1(s.cg)
+			if err != nil {
+				started <- err
+				return
+			}
+			tid := strconv.Itoa(unix.Gettid())
+			for _, d := range s.cg.Paths() {
+				if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
+					started <- fmt.Errorf("join cgroup %s: %w", d, err)
+					return
+				}
+			}
+			leave = func() error {
+				for _, f := range back {
+					if err := os.WriteFile(f, []byte(tid), 0); err != nil {
+						return fmt.Errorf("leave the sandbox's cgroup (%s): %w", f, err)
+					}
+				}
+				return nil
+			}
+		}
+		err := cmd.Start()
+		if leave != nil {
+			if lerr := leave(); lerr != nil {
+				// A thread of ours must never stay in the sandbox's group
+				// (destroying it kills every member): end runsc, and let
+				// this thread die, locked, right away.
+				if err == nil {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+				}
+				started <- lerr
+				return
+			}
+		}
+		if err != nil {
+			started <- fmt.Errorf("start runsc: %w", err)
+			return
+		}
+		s.cmd = cmd
+		started <- nil
+		_ = cmd.Wait()
+	}()
+	return <-started
+}
+
+// threadGroupsV1 returns, for each v1 hierarchy of g, the tasks file of
+// the group the calling thread is in now.
+func threadGroupsV1(g *cgroups.Group) ([]string, error) {
+	b, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range g.Paths() {
+		mount := strings.TrimSuffix(d, "/"+g.Parent()+"/"+g.Name())
+		want := strings.Split(filepath.Base(mount), ",")
+		found := false
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.SplitN(line, ":", 3)
+			if len(f) != 3 {
+				continue
+			}
+			have := strings.Split(f[1], ",")
+			all := len(f[1]) > 0
+			for _, w := range want {
+				all = all && slices.Contains(have, w) || all && slices.Contains(have, "name="+w)
+			}
+			if all {
+				out = append(out, filepath.Join(mount, f[2], "tasks"))
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("cgroup of this thread in %s not found", mount)
+		}
+	}
+	return out, nil
+}
+
+// buildRoot runs on the launch thread, in its new mount namespace.
+func (s *sandbox) buildRoot(disk *os.File, lower string, binds []bindMount) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("private mounts: %w", err)
+	}
+	d := filepath.Join(s.dir, "disk")
+	if err := unix.MoveMount(int(disk.Fd()), "", unix.AT_FDCWD, d, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach disk: %w", err)
+	}
+	_ = os.Remove(filepath.Join(d, "lost+found"))
+	upper, work := filepath.Join(d, "upper"), filepath.Join(d, "work")
+	for _, p := range []string{upper, work} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+	}
+	// Writable directories live in the upper layer from the start, owned
+	// by the command user; mount points of the binds exist there too.
+	for _, w := range []struct {
+		path string
+		mode os.FileMode
+		user bool
+	}{{"workspace", 0o755, true}, {"home", 0o755, false}, {"home/sandbox", 0o700, true}, {"var", 0o755, false}, {"var/tmp", 0o1777, false}, {"tmp", 0o1777, false}, {".airlock", 0o755, false}} {
+		p := filepath.Join(upper, w.path)
+		if err := os.Mkdir(p, w.mode); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, w.mode); err != nil {
+			return err
+		}
+		if w.user {
+			if err := os.Chown(p, SandboxUID, SandboxUID); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(upper, agentPath), nil, 0o555); err != nil {
+		return err
+	}
+	root := filepath.Join(s.dir, "rootfs")
+	ovl := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)
+	if err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl); err != nil {
+		return fmt.Errorf("mount overlay root: %w", err)
+	}
+	for _, b := range binds {
+		// mount points of the template's binds (usually there already)
+		if err := os.MkdirAll(filepath.Join(root, b.target), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("bind mount point %s: %w", b.target, err)
+		}
+	}
+	return nil
+}
+
+// recvDirect reads one message before the client runs.
+func (s *sandbox) recvDirect(ctx context.Context) (*agent.Message, error) {
+	type res struct {
+		m   *agent.Message
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		m, files, err := s.conn.Recv()
+		for _, f := range files {
+			f.Close()
+		}
+		ch <- res{m, err}
+	}()
+	t := time.NewTimer(60 * time.Second)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-s.exited:
+		select {
+		case r := <-ch:
+			return r.m, r.err
+		case <-time.After(100 * time.Millisecond):
+		}
+		return nil, errors.New("runsc exited")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, errors.New("timed out")
+	}
+}
+
+func (s *sandbox) initLog() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "init.log"))
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return " (runsc log: " + strings.TrimSpace(string(b)) + ")"
+}
+
+// meter: the host sees gVisor only from outside, through its cgroup. A
+// memory limit hit is the host OOM-killing gVisor's kernel, which ends
+// the whole sandbox; a process limit hit (RLIMIT_NPROC, enforced by
+// gVisor's kernel) leaves no host-side trace and is not named.
+func (s *sandbox) meter() func(*agent.ExitInfo) runtime.Limit {
+	before, _ := s.cg.Stats()
+	return func(ei *agent.ExitInfo) runtime.Limit {
+		if ei == nil {
+			// the sandbox died under the command: wait for gVisor to be
+			// gone, so that the kill is counted
+			select {
+			case <-s.exited:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		after, _ := s.cg.Stats()
+		if after.OOMKills > before.OOMKills {
+			return runtime.LimitMemory
+		}
+		if ei != nil && ei.Code != 0 && s.diskFull() {
+			return runtime.LimitDisk
+		}
+		return runtime.LimitNone
+	}
+}
+
+// diskFull looks at the sandbox's disk from the host, through the mount
+// namespace runsc runs in (current gVisor reports no real numbers inside):
+// full is under 1 MiB or 1% free, or no inode left.
+func (s *sandbox) diskFull() bool {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return false
+	}
+	var st unix.Statfs_t
+	p := fmt.Sprintf("/proc/%d/root%s", s.cmd.Process.Pid, filepath.Join(s.dir, "disk"))
+	if unix.Statfs(p, &st) != nil || st.Type != unix.EXT4_SUPER_MAGIC {
+		return false
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	return free < 1<<20 || free*100 < st.Blocks*uint64(st.Bsize) || (st.Files > 0 && st.Ffree == 0)
+}
+
+// Destroy implements runtime.Sandbox.
+func (s *sandbox) Destroy(ctx context.Context) error {
+	s.destroy.Do(func() { s.destErr = s.teardown() })
+	return s.destErr
+}
+
+// teardown kills everything and removes all state; safe on a partly
+// created sandbox.
+func (s *sandbox) teardown() error {
+	var errs []error
+	t0 := time.Now()
+	s.lifeMu.Lock()
+	if s.lifeTimer != nil {
+		s.lifeTimer.Stop()
+	}
+	s.lifeMu.Unlock()
+	if s.cg != nil {
+		// every process of the sandbox (runsc, the gofer, gVisor's
+		// kernel) is in the group: kill them all at once
+		_ = s.cg.Thaw()
+		if pids, _ := s.cg.Procs(); slices.Contains(pids, os.Getpid()) {
+			// cannot happen (launch leaves the group at once); never
+			// kill ourselves
+			errs = append(errs, fmt.Errorf("sandbox %s: this process is in the sandbox's cgroup; not killing the group", s.id))
+		} else if err := s.cg.Kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			errs = append(errs, fmt.Errorf("sandbox %s: runsc did not exit", s.id))
+		}
+	}
+	trace(t0, "teardown: runsc gone")
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.cg != nil {
+		if err := s.cg.Destroy(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.madeDir {
+		dead := filepath.Join(filepath.Dir(s.dir), ".dead-"+s.id)
+		dir := s.dir
+		if err := os.Rename(s.dir, dead); err == nil {
+			dir = dead
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	s.markDone()
+	trace(t0, "teardown: done")
+	return errors.Join(errs...)
+}
+
+var _ runtime.Pauser = (*sandbox)(nil)
+
+// Pause freezes the whole sandbox (gVisor's kernel with it).
+func (s *sandbox) Pause(ctx context.Context) error {
+	if s.stopped() {
+		return ErrStopped
+	}
+	if err := s.cg.Freeze(); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", s.id, err)
+	}
+	return nil
+}
+
+// Resume thaws a paused sandbox.
+func (s *sandbox) Resume(ctx context.Context) error {
+	if s.stopped() {
+		return ErrStopped
+	}
+	if err := s.cg.Thaw(); err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", s.id, err)
+	}
+	return nil
+}
+
+func (s *sandbox) stopped() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// RestrictWrites implements runtime.WriteScoper: gVisor has no Landlock,
+// which enforces write scopes, so it is refused, never a silent no-op.
+func (s *sandbox) RestrictWrites(ctx context.Context, paths []string) (runtime.ScopeInfo, error) {
+	return runtime.ScopeInfo{}, fmt.Errorf("restrict writes: gVisor has no Landlock, which enforces write scopes: use the native backend: %w", errdefs.ErrUnsupported)
+}
+
+// trace prints phase timings to stderr when AIRLOCK_TRACE is set.
+func trace(start time.Time, what string) {
+	if os.Getenv("AIRLOCK_TRACE") == "" {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "  [gvisor +%7.3fms] %s\n", float64(time.Since(start).Microseconds())/1000, what)
+}
