@@ -31,3 +31,30 @@ func TestRunBackendGVisor(t *testing.T) {
 		t.Errorf("got %q %q code %d", out, errOut, code)
 	}
 }
+
+// serve --template-backend: a template's sandboxes run on its backend
+// unless the request names another; the choice is in every sandbox's
+// details.
+func TestTemplateBackend(t *testing.T) {
+	runsc := envOr("AIRLOCK_RUNSC", "runsc")
+	if _, err := exec.LookPath(runsc); err != nil {
+		if os.Getenv("AIRLOCK_REQUIRE_GVISOR") != "" {
+			t.Fatalf("runsc is not installed, but AIRLOCK_REQUIRE_GVISOR is set")
+		}
+		t.Skip("runsc is not installed (apt-get install -y runsc)")
+	}
+	e := newEnv(t)
+	d := e.startDaemon(t, "--template-backend", "host=gvisor")
+	for _, c := range []struct{ body, want string }{
+		{`{}`, `"backend":"gvisor"`},
+		{`{"backend":"native"}`, `"backend":"native"`},
+	} {
+		code, body := d.post(t, "/v1/sandboxes", c.body)
+		if code != 201 || !strings.Contains(string(body), c.want) {
+			t.Errorf("create %s: %d %s, want %s", c.body, code, body, c.want)
+		}
+	}
+	if _, errOut, code := e.run("", "serve", "--socket", d.sock+"2", "--template-backend", "host"); code != 2 || !strings.Contains(errOut, "TEMPLATE=native") {
+		t.Errorf("bad --template-backend: %d %q", code, errOut)
+	}
+}

@@ -58,6 +58,9 @@ type Config struct {
 	// for a clear error instead of a fallback to another boundary.
 	Backends    map[string]runtime.Backend
 	Unavailable map[string]string
+	// TemplateBackends names the backend of a template's sandboxes when
+	// the request names none (template name -> backend name).
+	TemplateBackends map[string]string
 	// MaxLifetime bounds every sandbox's life: a sandbox asked for without
 	// a TTL gets it, and a longer TTL is refused. 0: no bound.
 	MaxLifetime time.Duration
@@ -312,7 +315,11 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err != nil {
 		return nil, err
 	}
-	be, err := m.backend(req.Backend)
+	beName := req.Backend
+	if beName == "" {
+		beName = m.cfg.TemplateBackends[tplName]
+	}
+	be, err := m.backend(beName)
 	if err != nil {
 		return nil, err
 	}
