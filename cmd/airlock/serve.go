@@ -33,10 +33,14 @@ import (
 const serveUsage = `usage: airlock serve [flags]
 
 Runs the airlock daemon: the HTTP+JSON API (docs/api.md) on a unix socket
-(mode 0600), sandboxes on the native backend, state in SQLite. One daemon
-per state dir. SIGINT/SIGTERM stop it; its sandboxes are destroyed, their
-records kept. Sandboxes die with the daemon even if it is killed; the next
-start reaps what they left and marks them lost.
+(mode 0600), optionally on TCP (--listen) and as the E2B SDKs' API
+(--e2b-listen); sandboxes on the native backend, or on gVisor when runsc is
+installed and a request (or --template-backend) asks for it; their network
+only through the egress proxy, as each sandbox's egress policy allows
+(default: nothing); state in SQLite. One daemon per state dir. SIGINT/SIGTERM
+stop it; its sandboxes are destroyed, their records kept. Sandboxes die with
+the daemon even if it is killed; the next start reaps what they left and
+marks them lost.
 
 flags:
 `
