@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -41,7 +42,7 @@ func Report(c *Contents) ([]byte, error) {
 	}
 	v := buildView(c)
 	var b bytes.Buffer
-	if err := reportTmpl.Execute(&b, v); err != nil {
+	if err := reportTmpl().Execute(&b, v); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	return b.Bytes(), nil
@@ -1131,11 +1132,15 @@ func shellJoin(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"v":  func(s string) []seg { return visible(s, false) },
-	"vb": func(s string) []seg { return visible(s, true) },
-	"vt": visibleText,
-}).Parse(reportHTML))
+// reportTmpl is parsed on first use: every airlock process (the agent
+// inside each sandbox too) would otherwise pay for it at start.
+var reportTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"v":  func(s string) []seg { return visible(s, false) },
+		"vb": func(s string) []seg { return visible(s, true) },
+		"vt": visibleText,
+	}).Parse(reportHTML))
+})
 
 // The page. Record data only ever reaches it through {{template "t"}} (or
 // vt, in the title and attributes), which html/template escapes.

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"regexp"
+	"sync"
 )
 
 // rule is one token shape. A rule is tried only where one of its anchors occurs, and its
@@ -176,11 +177,12 @@ func jwtWindow(b []byte, at int) int {
 // the match runs into the end of a window cut short, it is continued over the bytes in tail,
 // so that a long token is not cut and half shown.
 func regexpAt(expr string, window windowFunc, tail byteSet) matchFunc {
-	re := regexp.MustCompile(expr)
+	// Compiled on first use, not when the table is built at start.
+	re := sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 	return func(sc *scan, at int) (int, int, int) {
 		b := sc.b
 		lim := window(b, at)
-		m := re.FindSubmatchIndex(b[at:lim])
+		m := re().FindSubmatchIndex(b[at:lim])
 		if m == nil {
 			return -1, 0, 0
 		}
