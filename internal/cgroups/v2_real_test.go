@@ -305,6 +305,9 @@ func TestV2CPULimit(t *testing.T) {
 	g := mustCreate(t, h, parent, "cpu", Limits{CPUs: 0.5})
 	start := time.Now()
 	shellInGroup(t, g, `while :; do :; done`)
+	// Lift the quota before the loop is killed (cleanups run last first),
+	// so that a throttled task is not left waiting for runtime to die.
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(g.dirs[0], "cpu.max"), []byte("max 100000"), 0) })
 	time.Sleep(1500 * time.Millisecond)
 	st, err := g.Stats()
 	if err != nil {
