@@ -289,6 +289,18 @@ func parentOf(pid int) int {
 // /proc/net/{tcp,udp}, then the process with that socket open. 0 when it
 // cannot tell.
 func socketOwner(proto string, peer net.Addr) int {
+	// /proc/net/* is read in pieces while connections come and go, and a
+	// line can be missed: look again before giving up.
+	for try := 0; try < 4; try++ {
+		if pid := socketOwnerOnce(proto, peer); pid > 0 {
+			return pid
+		}
+		time.Sleep(time.Duration(try+1) * time.Millisecond)
+	}
+	return 0
+}
+
+func socketOwnerOnce(proto string, peer net.Addr) int {
 	var port int
 	switch a := peer.(type) {
 	case *net.TCPAddr:
@@ -298,16 +310,14 @@ func socketOwner(proto string, peer net.Addr) int {
 	default:
 		return 0
 	}
-	f, err := os.Open("/proc/net/" + proto)
+	table, err := os.ReadFile("/proc/net/" + proto)
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
 	want := fmt.Sprintf(":%04X", port)
 	inode := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
+	for _, line := range strings.Split(string(table), "\n") {
+		fs := strings.Fields(line)
 		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
 		if len(fs) >= 10 && strings.HasSuffix(fs[1], want) && strings.HasPrefix(fs[1], "0100007F") {
 			inode = fs[9]
