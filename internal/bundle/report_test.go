@@ -136,9 +136,9 @@ index 1c2d3e4..5f6a7b8 100644
 				Decided: &decided, Reason: "needed for currency formatting", Grant: "g-5"},
 		},
 		Network: []NetworkRequest{
-			{Time: at(97), ExecID: "e3", Host: "proxy.golang.org", Port: 443, Method: "GET", Status: 200, Decision: "allow", Rule: "go-proxy", BytesOut: 512, BytesIn: 180344},
-			{Time: at(98), ExecID: "e3", Host: "sum.golang.org", Port: 443, Method: "GET", Status: 200, Decision: "allow", Rule: "go-proxy", BytesOut: 300, BytesIn: 4200},
-			{Time: at(98), ExecID: "e3", Host: "proxy.golang.org", Port: 443, Method: "GET", Status: 200, Decision: "allow", Rule: "go-proxy", BytesOut: 480, BytesIn: 2100},
+			{Time: at(97), ExecID: "e3", Host: "goproxy.example.test", Port: 443, Method: "GET", Status: 200, Decision: "allow", Rule: "go-proxy", BytesOut: 512, BytesIn: 180344},
+			{Time: at(98), ExecID: "e3", Host: "sumdb.example.test", Port: 443, Method: "GET", Status: 200, Decision: "allow", Rule: "go-proxy", BytesOut: 300, BytesIn: 4200},
+			{Time: at(98), ExecID: "e3", Host: "goproxy.example.test", Port: 443, Method: "GET", Status: 200, Decision: "allow", Rule: "go-proxy", BytesOut: 480, BytesIn: 2100},
 			{Time: at(200), ExecID: "e5", Host: "paste.example.net", Port: 443, Method: "POST", Decision: "deny", Rule: "default-deny", BytesOut: 0, BytesIn: 0},
 		},
 		Dependencies: Dependencies{

@@ -13,7 +13,7 @@ func goTestOutput(n int) []byte {
 	for i := 0; sb.Len() < n; i++ {
 		fmt.Fprintf(&sb, "=== RUN   TestTokenRefresh/case_%d\n", i)
 		fmt.Fprintf(&sb, "    token_test.go:%d: got status 200, want 200 (request id 123e4567-e89b-12d3-a456-%012d)\n", 40+i%90, i)
-		fmt.Fprintf(&sb, "    fetch https://proxy.golang.org/github.com/airlock-dev/airlock/@v/v0.%d.0.info\n", i%50)
+		fmt.Fprintf(&sb, "    fetch https://goproxy.example.test/github.com/airlock-dev/airlock/@v/v0.%d.0.info\n", i%50)
 		fmt.Fprintf(&sb, "--- PASS: TestTokenRefresh/case_%d (0.%02ds)\n", i, i%100)
 		if i%16 == 0 {
 			fmt.Fprintf(&sb, "commit 9fceb02d0ae598e95dc970b74767f19372d6%04x password: <none>\n", i%65536)

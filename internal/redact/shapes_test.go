@@ -64,7 +64,7 @@ func TestShapes(t *testing.T) {
 		{"google", "?key=" + googleKey + "&q=1", "?key=[REDACTED:google-api-key]&q=1"},
 		{"google too short", googleKey[:38], googleKey[:38]},
 		{"google too long", googleKey + "x", googleKey + "x"},
-		{"npm", "//registry.npmjs.org/:_authToken=" + npmToken, "//registry.npmjs.org/:_authToken=[REDACTED:npm-token]"},
+		{"npm", "//npm.registry.example.test/:_authToken=" + npmToken, "//npm.registry.example.test/:_authToken=[REDACTED:npm-token]"},
 		{"npm config var", "npm_config_registry=https://r.example", "npm_config_registry=https://r.example"},
 
 		// Private keys.
