@@ -324,7 +324,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	spec.Env, spec.Limits = req.Env, req.Limits
-	spec.ID = newSandboxID()
+	spec.ID = runtime.NewID()
 	if spec.Network = m.network(spec.ID); spec.Network != nil {
 		spec.Env = append(proxyEnv(), req.Env...)
 	}
@@ -621,12 +621,6 @@ func execPolicyOf(raw json.RawMessage) *ExecPolicy {
 		}
 	}
 	return ep
-}
-
-func newSandboxID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func newExecID() string {

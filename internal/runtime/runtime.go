@@ -7,6 +7,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"net"
 	"os"
@@ -111,6 +113,27 @@ type Network interface {
 	ProxyConn(c net.Conn, pid int)
 	// DNS answers one DNS query message (no TCP length prefix).
 	DNS(ctx context.Context, query []byte, pid int) ([]byte, error)
+}
+
+// NewID makes a sandbox id: 12 random hex digits.
+func NewID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ValidID says whether id may name a sandbox: 1 to 64 of a-z, 0-9 and
+// '-' (it becomes a path, a cgroup name and an OCI container id).
+func ValidID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Bind is a read-only bind mount of a host path.

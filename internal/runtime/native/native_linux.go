@@ -3,7 +3,6 @@ package native
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,25 +154,6 @@ type stateInfo struct {
 	Created  time.Time `json:"created"`
 }
 
-func newID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// validID: what we accept as a sandbox id (it becomes a path and a cgroup name).
-func validID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 func withDefaults(l runtime.Limits) (runtime.Limits, error) {
 	if l.MemoryBytes < 0 || l.Pids < 0 || l.CPUs < 0 || l.DiskBytes < 0 || l.TmpBytes < 0 || l.Inodes < 0 || l.Lifetime < 0 {
 		return l, fmt.Errorf("limits must not be negative: %w", errdefs.ErrInvalid)
@@ -246,8 +226,8 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 	id := spec.ID
 	if id == "" {
-		id = newID()
-	} else if !validID(id) {
+		id = runtime.NewID()
+	} else if !runtime.ValidID(id) {
 		return nil, fmt.Errorf("sandbox id %q: use lowercase letters, digits and '-': %w", id, errdefs.ErrInvalid)
 	}
 	hostname := spec.Hostname

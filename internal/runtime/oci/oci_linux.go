@@ -2,8 +2,6 @@ package oci
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -222,26 +220,6 @@ type stateInfo struct {
 	Created  time.Time `json:"created"`
 }
 
-func newID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// validID: what we accept as a sandbox id (it becomes a path, a cgroup
-// name and runsc's container id).
-func validID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // withDefaults fills in and checks the limits. TmpBytes must be zero:
 // /tmp is gVisor's own tmpfs (runsc mounts one), in the sandbox's memory.
 func withDefaults(l runtime.Limits) (runtime.Limits, error) {
@@ -314,8 +292,8 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 	id := spec.ID
 	if id == "" {
-		id = newID()
-	} else if !validID(id) {
+		id = runtime.NewID()
+	} else if !runtime.ValidID(id) {
 		return nil, fmt.Errorf("sandbox id %q: use lowercase letters, digits and '-': %w", id, errdefs.ErrInvalid)
 	}
 	hostname := spec.Hostname
