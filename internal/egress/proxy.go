@@ -47,7 +47,10 @@ func (s *Service) ServeProxyConn(ctx context.Context, c net.Conn, who Source) {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	tr, untrack := s.track(who.SandboxID, cancel)
+	// Cutting closes the sandbox's side at once (AfterFunc's close runs in
+	// a goroutine of its own): once RemoveSandbox, the kill switch or a
+	// policy change returns, nothing more passes.
+	tr, untrack := s.track(who.SandboxID, func() { cancel(); c.Close() })
 	defer untrack()
 	pc := &proxyConn{
 		s: s, ctx: ctx, c: c, who: who, tr: tr, id: s.connSeq.Add(1),
