@@ -204,6 +204,8 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 		Limits: runtime.Limits{
 			MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus, DiskBytes: o.disk, TmpBytes: o.tmp,
 		},
+		// a one-shot run reports no file activity (nothing records it)
+		NoFileActivity: true,
 	}
 	for _, b := range tpl.Binds {
 		spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})

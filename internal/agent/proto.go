@@ -158,7 +158,9 @@ type InitConfig struct {
 	RequireLock bool     `json:"require_landlock"`
 	// Network: serve the proxy and DNS listeners (StartNetwork).
 	Network bool `json:"network,omitempty"`
-	Trace   bool `json:"trace,omitempty"` // report setup timings in the ready message
+	// NoFileActivity: do not watch files (Server.WatchFiles).
+	NoFileActivity bool `json:"no_file_activity,omitempty"`
+	Trace          bool `json:"trace,omitempty"` // report setup timings in the ready message
 }
 
 // Bind is a read-only bind of a host path into the sandbox root.

@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -37,7 +37,7 @@ type Report struct {
 // OK reports whether the chain verified.
 func (r *Report) OK() bool { return len(r.Problem) == 0 }
 
-var blobRE = regexp.MustCompile(`blob:sha256:([0-9a-f]{64})`)
+var blobRE = lazyre.New(`blob:sha256:([0-9a-f]{64})`)
 
 // PurgeKind is the event a purge records; its payload's "blobs_before"
 // (RFC 3339) says which blobs may be missing.
@@ -92,7 +92,7 @@ func Verify(ctx context.Context, st *store.Store, anchor *Anchor) (*Report, erro
 					purgedBefore = p.BlobsBefore
 				}
 			}
-			for _, m := range blobRE.FindAllSubmatch(e.Payload, -1) {
+			for _, m := range blobRE().FindAllSubmatch(e.Payload, -1) {
 				uses = append(uses, blobUse{e.Seq, string(m[1]), e.Time})
 			}
 			if anchor != nil && e.Seq == anchor.Seq {

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"html/template"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -366,8 +366,8 @@ func (p *patchFile) status() string {
 }
 
 var (
-	hunkRE            = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
-	generatedMarkerRE = regexp.MustCompile(`(?i)code generated\b.*\bdo not edit|@generated\b|auto-?generated\b.*\bdo not (?:edit|modify)`)
+	hunkRE            = lazyre.New(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+	generatedMarkerRE = lazyre.New(`(?i)code generated\b.*\bdo not edit|@generated\b|auto-?generated\b.*\bdo not (?:edit|modify)`)
 )
 
 // parsePatch splits a unified diff (git's or plain diff -u) into files. The
@@ -413,7 +413,7 @@ func parsePatch(patch string) (pre []string, files []*patchFile) {
 				i--
 				continue
 			}
-			if generatedMarkerRE.MatchString(l) {
+			if generatedMarkerRE().MatchString(l) {
 				cur.Marker = true
 			}
 			continue
@@ -427,7 +427,7 @@ func parsePatch(patch string) (pre []string, files []*patchFile) {
 		if binaryData {
 			continue
 		}
-		if m := hunkRE.FindStringSubmatch(l); m != nil {
+		if m := hunkRE().FindStringSubmatch(l); m != nil {
 			if cur == nil {
 				start()
 			}

@@ -2,7 +2,7 @@ package bundle
 
 import (
 	"encoding/json"
-	"regexp"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,13 +52,13 @@ func ParseTestOutput(out string) *TestSummary {
 	return sum
 }
 
-var ansiRE = regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+var ansiRE = lazyre.New(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
 
 // cleanLines splits output into lines as a terminal would have shown them:
 // without colour codes, and with a carriage return's redraw replacing what
 // came before it on the line.
 func cleanLines(out string) []string {
-	out = ansiRE.ReplaceAllString(out, "")
+	out = ansiRE().ReplaceAllString(out, "")
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
 		l = strings.TrimRight(l, "\r")
@@ -84,9 +84,9 @@ func atoi(s string) int {
 }
 
 var (
-	goTestRE    = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+) \(\d+(?:\.\d+)?s\)`)
-	goPkgOKRE   = regexp.MustCompile(`^ok\s+(\S+)\s+(?:\d+(?:\.\d+)?s|\(cached\))`)
-	goPkgFailRE = regexp.MustCompile(`^FAIL\s+(\S+)\s+(?:\d+(?:\.\d+)?s|\[[^\]]+\])`)
+	goTestRE    = lazyre.New(`^\s*--- (PASS|FAIL|SKIP): (\S+) \(\d+(?:\.\d+)?s\)`)
+	goPkgOKRE   = lazyre.New(`^ok\s+(\S+)\s+(?:\d+(?:\.\d+)?s|\(cached\))`)
+	goPkgFailRE = lazyre.New(`^FAIL\s+(\S+)\s+(?:\d+(?:\.\d+)?s|\[[^\]]+\])`)
 )
 
 // goEvent is the part of a test2json event ParseTestOutput needs.
@@ -147,16 +147,16 @@ func parseGo(lines []string) *TestSummary {
 				continue
 			}
 		}
-		if m := goTestRE.FindStringSubmatch(l); m != nil {
+		if m := goTestRE().FindStringSubmatch(l); m != nil {
 			seen = true
 			section.record(m[2], strings.ToLower(m[1]))
 			continue
 		}
 		result := ""
 		var m []string
-		if m = goPkgOKRE.FindStringSubmatch(l); m != nil {
+		if m = goPkgOKRE().FindStringSubmatch(l); m != nil {
 			result = "pass"
-		} else if m = goPkgFailRE.FindStringSubmatch(l); m != nil {
+		} else if m = goPkgFailRE().FindStringSubmatch(l); m != nil {
 			result = "fail"
 		}
 		if result != "" {
@@ -215,10 +215,10 @@ func (p *goPackage) count(s *TestSummary) {
 }
 
 var (
-	pytestSummaryRE = regexp.MustCompile(`^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)(?:, )?)+) in \d+(?:\.\d+)?(?:s| seconds)(?: \([0-9:.]+\))?\s*=*$`)
-	pytestNoneRE    = regexp.MustCompile(`^=+ no tests ran in \d+(?:\.\d+)?(?:s| seconds) =+$`)
-	pytestCountRE   = regexp.MustCompile(`(\d+) (\w+)`)
-	pytestFailedRE  = regexp.MustCompile(`^(?:FAILED|ERROR) (\S.*)$`)
+	pytestSummaryRE = lazyre.New(`^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)(?:, )?)+) in \d+(?:\.\d+)?(?:s| seconds)(?: \([0-9:.]+\))?\s*=*$`)
+	pytestNoneRE    = lazyre.New(`^=+ no tests ran in \d+(?:\.\d+)?(?:s| seconds) =+$`)
+	pytestCountRE   = lazyre.New(`(\d+) (\w+)`)
+	pytestFailedRE  = lazyre.New(`^(?:FAILED|ERROR) (\S.*)$`)
 )
 
 func parsePytest(lines []string) *TestSummary {
@@ -226,9 +226,9 @@ func parsePytest(lines []string) *TestSummary {
 	seen := false
 	var failures []string
 	for _, l := range lines {
-		if m := pytestSummaryRE.FindStringSubmatch(l); m != nil {
+		if m := pytestSummaryRE().FindStringSubmatch(l); m != nil {
 			seen = true
-			for _, c := range pytestCountRE.FindAllStringSubmatch(m[1], -1) {
+			for _, c := range pytestCountRE().FindAllStringSubmatch(m[1], -1) {
 				n := atoi(c[1])
 				switch c[2] {
 				case "passed", "xpassed":
@@ -241,11 +241,11 @@ func parsePytest(lines []string) *TestSummary {
 			}
 			continue
 		}
-		if pytestNoneRE.MatchString(l) {
+		if pytestNoneRE().MatchString(l) {
 			seen = true
 			continue
 		}
-		if m := pytestFailedRE.FindStringSubmatch(l); m != nil {
+		if m := pytestFailedRE().FindStringSubmatch(l); m != nil {
 			name, _, _ := strings.Cut(m[1], " - ")
 			failures = appendNew(failures, strings.TrimSpace(name))
 		}
@@ -258,9 +258,9 @@ func parsePytest(lines []string) *TestSummary {
 }
 
 var (
-	jestTestsRE  = regexp.MustCompile(`^Tests:\s+((?:\d+ \w+, )*\d+ total)\s*$`)
-	jestCountRE  = regexp.MustCompile(`(\d+) (\w+)`)
-	jestBulletRE = regexp.MustCompile(`^\s*● (.+?)\s*$`)
+	jestTestsRE  = lazyre.New(`^Tests:\s+((?:\d+ \w+, )*\d+ total)\s*$`)
+	jestCountRE  = lazyre.New(`(\d+) (\w+)`)
+	jestBulletRE = lazyre.New(`^\s*● (.+?)\s*$`)
 )
 
 func parseJest(lines []string) *TestSummary {
@@ -268,9 +268,9 @@ func parseJest(lines []string) *TestSummary {
 	seen := false
 	var failures []string
 	for _, l := range lines {
-		if m := jestTestsRE.FindStringSubmatch(l); m != nil {
+		if m := jestTestsRE().FindStringSubmatch(l); m != nil {
 			seen = true
-			for _, c := range jestCountRE.FindAllStringSubmatch(m[1], -1) {
+			for _, c := range jestCountRE().FindAllStringSubmatch(m[1], -1) {
 				n := atoi(c[1])
 				switch c[2] {
 				case "passed":
@@ -283,7 +283,7 @@ func parseJest(lines []string) *TestSummary {
 			}
 			continue
 		}
-		if m := jestBulletRE.FindStringSubmatch(l); m != nil {
+		if m := jestBulletRE().FindStringSubmatch(l); m != nil {
 			name := m[1]
 			if name == "Test suite failed to run" || strings.HasSuffix(name, "Warning:") || name == "Console" {
 				continue
@@ -301,9 +301,9 @@ func parseJest(lines []string) *TestSummary {
 }
 
 var (
-	vitestTestsRE = regexp.MustCompile(`^\s*Tests\s+((?:\d+ \w+(?: \| )?)+)\s*\(\d+\)\s*$`)
-	vitestCountRE = regexp.MustCompile(`(\d+) (\w+)`)
-	vitestFailRE  = regexp.MustCompile(`^\s*FAIL\s+(\S.* > .+?)\s*$`)
+	vitestTestsRE = lazyre.New(`^\s*Tests\s+((?:\d+ \w+(?: \| )?)+)\s*\(\d+\)\s*$`)
+	vitestCountRE = lazyre.New(`(\d+) (\w+)`)
+	vitestFailRE  = lazyre.New(`^\s*FAIL\s+(\S.* > .+?)\s*$`)
 )
 
 func parseVitest(lines []string) *TestSummary {
@@ -311,9 +311,9 @@ func parseVitest(lines []string) *TestSummary {
 	seen := false
 	var failures []string
 	for _, l := range lines {
-		if m := vitestTestsRE.FindStringSubmatch(l); m != nil {
+		if m := vitestTestsRE().FindStringSubmatch(l); m != nil {
 			seen = true
-			for _, c := range vitestCountRE.FindAllStringSubmatch(m[1], -1) {
+			for _, c := range vitestCountRE().FindAllStringSubmatch(m[1], -1) {
 				n := atoi(c[1])
 				switch c[2] {
 				case "passed":
@@ -326,7 +326,7 @@ func parseVitest(lines []string) *TestSummary {
 			}
 			continue
 		}
-		if m := vitestFailRE.FindStringSubmatch(l); m != nil {
+		if m := vitestFailRE().FindStringSubmatch(l); m != nil {
 			failures = appendNew(failures, m[1])
 		}
 	}
@@ -340,10 +340,10 @@ func parseVitest(lines []string) *TestSummary {
 }
 
 var (
-	mochaPassingRE = regexp.MustCompile(`^\s*(\d+) passing \(\d+(?:\.\d+)?(?:ms|s|m|h)\)\s*$`)
-	mochaFailingRE = regexp.MustCompile(`^\s*(\d+) failing\s*$`)
-	mochaPendingRE = regexp.MustCompile(`^\s*(\d+) pending\s*$`)
-	mochaTitleRE   = regexp.MustCompile(`^\s*\d+\) (.+)$`)
+	mochaPassingRE = lazyre.New(`^\s*(\d+) passing \(\d+(?:\.\d+)?(?:ms|s|m|h)\)\s*$`)
+	mochaFailingRE = lazyre.New(`^\s*(\d+) failing\s*$`)
+	mochaPendingRE = lazyre.New(`^\s*(\d+) pending\s*$`)
+	mochaTitleRE   = lazyre.New(`^\s*\d+\) (.+)$`)
 )
 
 // mochaTitleLines bounds how many lines one failure's title may span (the
@@ -356,17 +356,17 @@ func parseMocha(lines []string) *TestSummary {
 	var failures []string
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		if m := mochaPassingRE.FindStringSubmatch(l); m != nil {
+		if m := mochaPassingRE().FindStringSubmatch(l); m != nil {
 			seen, failing = true, false
 			s.Passed += atoi(m[1])
 			continue
 		}
-		if m := mochaFailingRE.FindStringSubmatch(l); m != nil {
+		if m := mochaFailingRE().FindStringSubmatch(l); m != nil {
 			seen, failing = true, true
 			s.Failed += atoi(m[1])
 			continue
 		}
-		if m := mochaPendingRE.FindStringSubmatch(l); m != nil {
+		if m := mochaPendingRE().FindStringSubmatch(l); m != nil {
 			seen = true
 			s.Skipped += atoi(m[1])
 			continue
@@ -375,7 +375,7 @@ func parseMocha(lines []string) *TestSummary {
 			continue
 		}
 		// After "N failing": "  1) Suite\n       test:\n     Error: ..."
-		m := mochaTitleRE.FindStringSubmatch(l)
+		m := mochaTitleRE().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
@@ -397,8 +397,8 @@ func parseMocha(lines []string) *TestSummary {
 }
 
 var (
-	cargoResultRE = regexp.MustCompile(`^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored;`)
-	cargoFailRE   = regexp.MustCompile(`^test (\S+)(?: - should panic)? \.\.\. FAILED\s*$`)
+	cargoResultRE = lazyre.New(`^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored;`)
+	cargoFailRE   = lazyre.New(`^test (\S+)(?: - should panic)? \.\.\. FAILED\s*$`)
 )
 
 func parseCargo(lines []string) *TestSummary {
@@ -406,14 +406,14 @@ func parseCargo(lines []string) *TestSummary {
 	seen := false
 	var failures []string
 	for _, l := range lines {
-		if m := cargoResultRE.FindStringSubmatch(l); m != nil {
+		if m := cargoResultRE().FindStringSubmatch(l); m != nil {
 			seen = true
 			s.Passed += atoi(m[1])
 			s.Failed += atoi(m[2])
 			s.Skipped += atoi(m[3])
 			continue
 		}
-		if m := cargoFailRE.FindStringSubmatch(l); m != nil {
+		if m := cargoFailRE().FindStringSubmatch(l); m != nil {
 			failures = appendNew(failures, m[1])
 		}
 	}

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -218,23 +218,23 @@ func (m *Manager) findSecrets(data []byte) []string {
 		return nil
 	}
 	var kinds []string
-	for _, k := range redactedKindRE.FindAllSubmatch(red, -1) {
+	for _, k := range redactedKindRE().FindAllSubmatch(red, -1) {
 		kinds = appendUniq(kinds, string(k[1]))
 	}
 	sort.Strings(kinds)
 	return kinds
 }
 
-var redactedKindRE = regexp.MustCompile(`\[REDACTED:([a-z0-9-]+)\]`)
+var redactedKindRE = lazyre.New(`\[REDACTED:([a-z0-9-]+)\]`)
 
 var lockfiles = map[string]string{"package-lock.json": "npm", "npm-shrinkwrap.json": "npm", "yarn.lock": "yarn", "pnpm-lock.yaml": "pnpm",
 	"go.sum": "go", "Cargo.lock": "cargo", "poetry.lock": "pip", "Pipfile.lock": "pip", "uv.lock": "pip", "composer.lock": "composer",
 	"Gemfile.lock": "bundler", "requirements.txt": "pip"}
 
 var (
-	goRequireRE = regexp.MustCompile(`^([+-])\s*(?:require\s+)?([a-zA-Z0-9.\-_/~]+\.[a-z]{2,}[a-zA-Z0-9.\-_/~]*)\s+(v[0-9][^\s/]*)(\s*//.*)?$`)
-	npmDepRE    = regexp.MustCompile(`^([+-])\s*"(@?[a-zA-Z0-9._\-/]+)":\s*"([^"]+)",?$`)
-	pipReqRE    = regexp.MustCompile(`^([+-])([A-Za-z0-9_.\-\[\]]+)\s*(?:==|>=|~=|<=|>|<)?\s*([A-Za-z0-9_.*\-]*)\s*$`)
+	goRequireRE = lazyre.New(`^([+-])\s*(?:require\s+)?([a-zA-Z0-9.\-_/~]+\.[a-z]{2,}[a-zA-Z0-9.\-_/~]*)\s+(v[0-9][^\s/]*)(\s*//.*)?$`)
+	npmDepRE    = lazyre.New(`^([+-])\s*"(@?[a-zA-Z0-9._\-/]+)":\s*"([^"]+)",?$`)
+	pipReqRE    = lazyre.New(`^([+-])([A-Za-z0-9_.\-\[\]]+)\s*(?:==|>=|~=|<=|>|<)?\s*([A-Za-z0-9_.*\-]*)\s*$`)
 )
 
 // dependencies reads dependency changes from the patch: lines added and
@@ -261,14 +261,14 @@ func dependencies(patch string) bundle.Dependencies {
 		var m []string
 		switch base := path.Base(file); {
 		case base == "go.mod":
-			mgr, m = "go", goRequireRE.FindStringSubmatch(line)
+			mgr, m = "go", goRequireRE().FindStringSubmatch(line)
 		case base == "package.json":
-			mgr, m = "npm", npmDepRE.FindStringSubmatch(line)
+			mgr, m = "npm", npmDepRE().FindStringSubmatch(line)
 			if m != nil && (m[2] == "version" || m[2] == "name" || m[2] == "main" || strings.HasPrefix(m[3], "node ") || strings.Contains(m[3], " ")) {
 				m = nil // not a dependency line
 			}
 		case strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt"):
-			mgr, m = "pip", pipReqRE.FindStringSubmatch(line)
+			mgr, m = "pip", pipReqRE().FindStringSubmatch(line)
 		}
 		if m == nil {
 			continue

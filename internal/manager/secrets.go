@@ -8,9 +8,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"io/fs"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -43,7 +43,7 @@ const (
 	MaxSecretGrantFor     = 24 * time.Hour
 )
 
-var secretNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var secretNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // SecretInfo is a secret as the API shows it: never its value.
 type SecretInfo struct {
@@ -158,7 +158,7 @@ func (m *Manager) SetSecret(ctx context.Context, name string, value []byte) (*Se
 	if err != nil {
 		return nil, err
 	}
-	if !secretNameRE.MatchString(name) {
+	if !secretNameRE().MatchString(name) {
 		return nil, fmt.Errorf("secret name %q: letters, digits and _, not starting with a digit, at most 128: %w", name, errdefs.ErrInvalid)
 	}
 	if len(value) == 0 || len(value) > MaxSecretBytes {
@@ -212,7 +212,7 @@ func (m *Manager) DeleteSecret(ctx context.Context, name string) error {
 	return m.record(ctx, audit.Entry{Kind: "secret.delete", Payload: map[string]any{"name": name}})
 }
 
-var hostPatternRE = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+var hostPatternRE = lazyre.New(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // GrantSecret lets a sandbox (or a task's sandbox) use a secret.
 func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretRequest) (*SecretGrant, error) {
@@ -262,7 +262,7 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 	if env == "" {
 		env = name
 	}
-	if !secretNameRE.MatchString(env) {
+	if !secretNameRE().MatchString(env) {
 		return nil, fmt.Errorf("env %q: a variable name: %w", env, errdefs.ErrInvalid)
 	}
 	if len(req.Hosts) == 0 {
@@ -271,7 +271,7 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 	var hosts []string
 	for _, h := range req.Hosts {
 		h = strings.ToLower(strings.TrimSuffix(h, "."))
-		if len(h) > 253 || !hostPatternRE.MatchString(h) {
+		if len(h) > 253 || !hostPatternRE().MatchString(h) {
 			return nil, fmt.Errorf("host %q: a DNS name, optionally *.name: %w", h, errdefs.ErrInvalid)
 		}
 		hosts = appendUniq(hosts, h)

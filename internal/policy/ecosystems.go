@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"regexp"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"strings"
 )
 
@@ -769,13 +769,13 @@ func cargoTool(c *call) {
 }
 
 // Make-like tools: the targets say what happens.
-var makeVarRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var makeVarRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 func makeTool(c *call) {
 	_, pos := opts(c.args, "-C", "-f", "--file", "--directory", "-j", "--jobs", "-l", "-o", "-W", "-I", "-t", "--taskfile", "-d", "--dir")
 	var targets []string
 	for _, w := range pos {
-		if makeVarRE.MatchString(w.s) {
+		if makeVarRE().MatchString(w.s) {
 			continue
 		}
 		targets = append(targets, w.s)
@@ -1327,7 +1327,7 @@ func dockerCompose(c *call, args []word) {
 	}
 }
 
-var cloudDestroyRE = regexp.MustCompile(`^(delete|destroy|rm|remove|terminate|purge|uninstall|drain|scale)$|^(delete|destroy|remove|terminate)-`)
+var cloudDestroyRE = lazyre.New(`^(delete|destroy|rm|remove|terminate|purge|uninstall|drain|scale)$|^(delete|destroy|remove|terminate)-`)
 
 func cloudTool(c *call) {
 	all := strs(c.args)
@@ -1364,7 +1364,7 @@ func cloudTool(c *call) {
 	}
 	c.class(Network, c.name+" talks to a remote service")
 	for _, s := range all {
-		if cloudDestroyRE.MatchString(s) {
+		if cloudDestroyRE().MatchString(s) {
 			c.class(Destructive, c.name+" "+s+" deletes remote resources")
 			break
 		}

@@ -1,9 +1,9 @@
 package policy
 
 import (
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -205,14 +205,14 @@ func (c *call) dispatch() {
 		c.class(Destructive, c.name+" formats a filesystem")
 		return
 	}
-	if pythonRE.MatchString(c.name) {
+	if pythonRE().MatchString(c.name) {
 		python(c)
 		return
 	}
 	c.class(Unknown, "unknown program "+c.name)
 }
 
-var pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
+var pythonRE = lazyre.New(`^(python|pypy)[0-9.]*$`)
 
 func onlyAsksVersion(args []word) bool {
 	if len(args) != 1 {
@@ -301,8 +301,8 @@ func pathCandidates(s string) []string {
 	return out
 }
 
-var scpHostRE = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2,}|[0-9.]+|\[[0-9a-fA-F:]+\]):`)
-var bareHostRE = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)$`)
+var scpHostRE = lazyre.New(`^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2,}|[0-9.]+|\[[0-9a-fA-F:]+\]):`)
+var bareHostRE = lazyre.New(`^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)$`)
 
 // hostOf finds a destination in an argument of a network command.
 func hostOf(s string) string {
@@ -315,19 +315,19 @@ func hostOf(s string) string {
 	if strings.HasPrefix(s, "-") {
 		return ""
 	}
-	if m := scpHostRE.FindStringSubmatch(s); m != nil {
+	if m := scpHostRE().FindStringSubmatch(s); m != nil {
 		return strings.Trim(m[1], "[]")
 	}
-	if m := bareHostRE.FindStringSubmatch(s); m != nil && !looksLikeFile(m[1]) {
+	if m := bareHostRE().FindStringSubmatch(s); m != nil && !looksLikeFile(m[1]) {
 		return m[1]
 	}
 	return ""
 }
 
-var fileExtRE = regexp.MustCompile(`\.(json|ya?ml|txt|md|sh|py|js|ts|go|rs|tar|gz|tgz|zip|log|toml|lock|cfg|conf|ini|xml|html|css|csv|pem|key|pub|out|bin|deb|rpm|whl|o|so|a|c|h|java|rb|php|env)$`)
+var fileExtRE = lazyre.New(`\.(json|ya?ml|txt|md|sh|py|js|ts|go|rs|tar|gz|tgz|zip|log|toml|lock|cfg|conf|ini|xml|html|css|csv|pem|key|pub|out|bin|deb|rpm|whl|o|so|a|c|h|java|rb|php|env)$`)
 
 func looksLikeFile(s string) bool {
-	return fileExtRE.MatchString(s) || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "/")
+	return fileExtRE().MatchString(s) || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "/")
 }
 
 // Option parsing for tools whose options are known.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"path"
 	"regexp"
 	"strings"
@@ -336,7 +337,7 @@ func sourceTool(c *call) {
 	c.class(Unknown, c.name+" runs the script "+f.s+" in this shell")
 }
 
-var aliasRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+=`)
+var aliasRE = lazyre.New(`^[A-Za-z0-9_.-]+=`)
 
 func aliasTool(c *call) {
 	if len(c.args) == 0 {
@@ -344,7 +345,7 @@ func aliasTool(c *call) {
 		return
 	}
 	for _, w := range c.args {
-		if m := aliasRE.FindString(w.s); m != "" {
+		if m := aliasRE().FindString(w.s); m != "" {
 			c.shell(word{s: w.s[len(m):], static: w.static})
 		}
 	}
@@ -462,11 +463,11 @@ func tasksetTool(c *call) {
 	c.exec(skipN(rest, 1))
 }
 
-var durationRE = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
+var durationRE = lazyre.New(`^[0-9.]+[smhd]?$`)
 
 func timeoutTool(c *call) {
 	_, rest := leadingCommand(c.args, "-s", "--signal", "-k", "--kill-after")
-	if len(rest) > 0 && durationRE.MatchString(rest[0].s) {
+	if len(rest) > 0 && durationRE().MatchString(rest[0].s) {
 		rest = rest[1:]
 	}
 	c.exec(rest)
@@ -613,7 +614,7 @@ func rsyncTool(c *call) {
 	flags, pos := opts(c.args, "-e", "--rsh", "--exclude", "--include", "--filter", "-f", "--port")
 	remote := false
 	for _, w := range pos {
-		if strings.Contains(w.s, "::") || strings.HasPrefix(w.s, "rsync://") || scpHostRE.MatchString(w.s) {
+		if strings.Contains(w.s, "::") || strings.HasPrefix(w.s, "rsync://") || scpHostRE().MatchString(w.s) {
 			remote = true
 		}
 	}
@@ -630,7 +631,7 @@ func rsyncTool(c *call) {
 	}
 }
 
-var systemPathRE = regexp.MustCompile(`^(/|/(etc|usr|bin|sbin|lib|lib64|var|boot|home|root|opt|srv|proc|sys|dev)(/.*)?|~|~/?|\$HOME/?|\$\{HOME\}/?|\.|\./?|\*|/workspace/?)$`)
+var systemPathRE = lazyre.New(`^(/|/(etc|usr|bin|sbin|lib|lib64|var|boot|home|root|opt|srv|proc|sys|dev)(/.*)?|~|~/?|\$HOME/?|\$\{HOME\}/?|\.|\./?|\*|/workspace/?)$`)
 
 func chTool(c *call) {
 	flags, pos := opts(c.args, "--reference")
@@ -642,7 +643,7 @@ func chTool(c *call) {
 		return
 	}
 	for _, w := range skipN(pos, 1) {
-		if systemPathRE.MatchString(w.s) {
+		if systemPathRE().MatchString(w.s) {
 			c.class(Destructive, c.name+" on "+w.s)
 			return
 		}
@@ -689,21 +690,21 @@ func sedTool(c *call) {
 
 // sedExecRE finds sed's e command, and an s command with the e flag for
 // the usual delimiters.
-var sedExecRE = func() *regexp.Regexp {
+var sedExecRE = lazyre.New(func() string {
 	alts := []string{`(^|[;\n{}])\s*[0-9,$]*\s*e(\s|;|$)`}
 	for _, d := range []string{"/", "|", "#", ":", ",", "@", "!", "_", "%"} {
 		q := regexp.QuoteMeta(d)
 		alts = append(alts, `s`+q+`[^`+q+`]*`+q+`[^`+q+`]*`+q+`[a-zA-Z0-9]*e`)
 	}
-	return regexp.MustCompile(strings.Join(alts, "|"))
-}()
-var sedWriteRE = regexp.MustCompile(`(^|[;\n}/])\s*w\s+\S|/w\s+\S`)
+	return strings.Join(alts, "|")
+}())
+var sedWriteRE = lazyre.New(`(^|[;\n}/])\s*w\s+\S|/w\s+\S`)
 
 func checkSedScript(c *call, s string) {
-	if sedExecRE.MatchString(s) {
+	if sedExecRE().MatchString(s) {
 		c.class(Unknown, "sed script runs commands (e)")
 	}
-	if m := sedWriteRE.FindString(s); m != "" {
+	if m := sedWriteRE().FindString(s); m != "" {
 		c.class(Write, "sed script writes a file (w)")
 	}
 }
@@ -723,7 +724,7 @@ func perlTool(c *call) {
 	c.class(Unknown, "perl runs code")
 }
 
-var awkRiskRE = regexp.MustCompile(`system\s*\(|\|\s*getline|print[^;}]*\|\s*"|print[^;}]*>`)
+var awkRiskRE = lazyre.New(`system\s*\(|\|\s*getline|print[^;}]*\|\s*"|print[^;}]*>`)
 
 func awkTool(c *call) {
 	flags, pos := opts(c.args, "-F", "-v", "-f", "-i", "--include", "-e")
@@ -736,7 +737,7 @@ func awkTool(c *call) {
 		c.write(skipN(pos, 1)...)
 		return
 	}
-	if len(pos) > 0 && awkRiskRE.MatchString(pos[0].s) {
+	if len(pos) > 0 && awkRiskRE().MatchString(pos[0].s) {
 		c.class(Unknown, "awk program runs commands or writes files")
 		return
 	}

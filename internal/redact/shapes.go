@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"regexp"
 	"sync"
 )
@@ -224,8 +225,8 @@ func bounded(before, after byteSet, m matchFunc) matchFunc {
 const maxPEM = 64 << 10
 
 var (
-	pemBegin = regexp.MustCompile(`^-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----`)
-	pemEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----`)
+	pemBegin = lazyre.New(`^-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----`)
+	pemEnd   = lazyre.New(`-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----`)
 	// pemBody is what a key body can hold: base64, newlines, "Proc-Type: 4,ENCRYPTED"
 	// headers, and "\n" escapes when the key sits in a JSON string or a quoted log line.
 	pemBody = charset("A-Za-z0-9+/= \t\r\n\\:,-")
@@ -236,14 +237,14 @@ var (
 // still a secret.
 func matchPEM(sc *scan, at int) (int, int, int) {
 	b := sc.b
-	m := pemBegin.FindIndex(b[at:min(len(b), at+80)])
+	m := pemBegin().FindIndex(b[at:min(len(b), at+80)])
 	if m == nil {
 		return -1, 0, 0
 	}
 	body := at + m[1]
 	if body < sc.endFrom || (sc.endAt >= 0 && sc.endAt < body) {
 		sc.endFrom, sc.endAt = body, -1
-		if e := pemEnd.FindIndex(b[body:]); e != nil {
+		if e := pemEnd().FindIndex(b[body:]); e != nil {
 			sc.endAt, sc.endEnd = body+e[0], body+e[1]
 		}
 	}
@@ -259,7 +260,7 @@ func matchPEM(sc *scan, at int) (int, int, int) {
 
 // urlPassword matches the userinfo after "://"; the user may be empty ("redis://:pw@host").
 // Neither part may hold '/', '?', '#' or '@', which end the authority.
-var urlPassword = regexp.MustCompile(`^://[^\s:@/?#\[\]"'<>]*:([^\s@/?#\[\]"'<>]+)@`)
+var urlPassword = lazyre.New(`^://[^\s:@/?#\[\]"'<>]*:([^\s@/?#\[\]"'<>]+)@`)
 
 // authorityEnd holds the bytes that end a URL's userinfo, and '@', which ends it well.
 var authorityEnd = charset("/?#@[]\"'<> \t\r\n")
@@ -279,7 +280,7 @@ func matchURLPassword(sc *scan, at int) (int, int, int) {
 	if !colon || i == len(b) || b[i] != '@' {
 		return -1, 0, 0
 	}
-	m := urlPassword.FindSubmatchIndex(b[at : i+1])
+	m := urlPassword().FindSubmatchIndex(b[at : i+1])
 	if m == nil {
 		return -1, 0, 0
 	}
@@ -290,18 +291,18 @@ func matchURLPassword(sc *scan, at int) (int, int, int) {
 // apikey, secret, token, password or passwd (optionally followed by "_key"), quoted or not.
 // The value must have 8 or more characters: "password: x" and "token:" alone are prose.
 // Brackets never belong to a value, so a marker is never re-redacted.
-var generic = regexp.MustCompile(`^(?i:api[_-]?key|secret|token|password|passwd)(?i:[_-]?key)?["']?[ \t]*(?::=|=>|[=:])[ \t]*` +
+var generic = lazyre.New(`^(?i:api[_-]?key|secret|token|password|passwd)(?i:[_-]?key)?["']?[ \t]*(?::=|=>|[=:])[ \t]*` +
 	`(?:"([^"\s\[\]]{8,})|'([^'\s\[\]]{8,})|([^\s"'\[\]{}()<>,;&=][^\s"'\[\]{}()<>,;&]{7,}))`)
 
 var (
 	// A dotted identifier is code or a host name (cfg.Token, os.Environ, api.example.com).
-	dottedIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$`)
+	dottedIdent = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$`)
 	// An identifier followed by "(" is a call: token = newToken().
-	callee = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+	callee = lazyre.New(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 	// A reference to where the secret lives is not the secret: $TOKEN, %PASSWORD%.
-	varRef = regexp.MustCompile(`^(?:\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%)$`)
+	varRef = lazyre.New(`^(?:\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%)$`)
 	// So is a file path. A lone leading "/" is not enough, since base64 may start with it.
-	filePath = regexp.MustCompile(`^(?:\./|\.\./|~/|/[A-Za-z0-9._~-]*/)[A-Za-z0-9._~/-]*$`)
+	filePath = lazyre.New(`^(?:\./|\.\./|~/|/[A-Za-z0-9._~-]*/)[A-Za-z0-9._~/-]*$`)
 )
 
 // matchGeneric takes the value of a generic assignment, unless it looks like code, a
@@ -315,7 +316,7 @@ func matchGeneric(sc *scan, at int) (int, int, int) {
 	// The regexp sees a short window, so that a failing candidate costs little even in a
 	// long run of "token=token=..."; a value longer than the window is continued by hand.
 	lim := min(len(b), value+genericWindowLen)
-	m := generic.FindSubmatchIndex(b[at:lim])
+	m := generic().FindSubmatchIndex(b[at:lim])
 	if m == nil {
 		return -1, 0, 0
 	}
@@ -341,10 +342,10 @@ func matchGeneric(sc *scan, at int) (int, int, int) {
 	// skip past them; this keeps "token=a.b.token=a.b..." linear.
 	resume := max(at+m[1], e)
 	v := b[s:e]
-	if varRef.Match(v) || filePath.Match(v) {
+	if varRef().Match(v) || filePath().Match(v) {
 		return -1, 0, resume
 	}
-	if !quoted && (dottedIdent.Match(v) || e < len(b) && b[e] == '(' && callee.Match(v)) {
+	if !quoted && (dottedIdent().Match(v) || e < len(b) && b[e] == '(' && callee().Match(v)) {
 		return -1, 0, resume
 	}
 	return s, e, resume

@@ -95,6 +95,11 @@ type Spec struct {
 	// query they get. nil: the sandbox has no network at all (loopback
 	// only). A backend that cannot do this fails Create (unsupported).
 	Network Network
+	// NoFileActivity: commands' exits do not report what they did to the
+	// files (Process results carry no file activity). It spares a one-shot
+	// run the watch's set-up and its teardown (an RCU grace period when
+	// the sandbox ends).
+	NoFileActivity bool
 }
 
 // The in-sandbox addresses of the proxy and DNS server of a sandbox with

@@ -265,7 +265,7 @@ func buildGuestFiles(t *testing.T, work string) {
 		args []string
 	}{
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(work, "init"), "./test/vm/guest"}},
-		{nil, []string{"build", "-o", filepath.Join(work, "airlock"), "./cmd/airlock"}},
+		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(work, "airlock"), "./cmd/airlock"}},
 		{nil, []string{"test", "-c", "-o", filepath.Join(work, "cgroups.test"), "./internal/cgroups"}},
 		{nil, []string{"test", "-c", "-o", filepath.Join(work, "native.test"), "./internal/runtime/native"}},
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(work, "probe"), "./internal/runtime/native/testdata/probe"}},

@@ -114,8 +114,10 @@ func runInit(conn *agent.Conn) error {
 	// What each command does to the command user's files; git's object
 	// reads are left out. Without inotify (out of instances) the reports
 	// say incomplete.
-	if err := srv.WatchFiles([]string{"/workspace", cfg.Home}, []string{"/workspace/.git"}); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbox init: file activity: %v\n", err)
+	if !cfg.NoFileActivity {
+		if err := srv.WatchFiles([]string{"/workspace", cfg.Home}, []string{"/workspace/.git"}); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox init: file activity: %v\n", err)
+		}
 	}
 	mark("watch")
 	if cfg.Network {

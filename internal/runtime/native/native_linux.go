@@ -398,8 +398,9 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		NoFile: lim.NoFile, NProc: nproc, FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
 		UID: SandboxUID, GID: SandboxUID, Home: sandboxHome, Writable: writable,
 		Scratch: scratch, ScopeRoots: []string{"/workspace", sandboxHome},
-		Trace:   os.Getenv("AIRLOCK_TRACE") != "",
-		Network: spec.Network != nil,
+		Trace:          os.Getenv("AIRLOCK_TRACE") != "",
+		Network:        spec.Network != nil,
+		NoFileActivity: spec.NoFileActivity,
 	}
 	dr := <-diskc
 	diskTaken = true

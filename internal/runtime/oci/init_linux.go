@@ -70,8 +70,10 @@ func serve(conn *agent.Conn) error {
 			return fmt.Errorf("sandbox agent: %w", err)
 		}
 	}
-	if err := srv.WatchFiles([]string{"/workspace", cfg.Home}, []string{"/workspace/.git"}); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbox agent: file activity: %v\n", err)
+	if !cfg.NoFileActivity {
+		if err := srv.WatchFiles([]string{"/workspace", cfg.Home}, []string{"/workspace/.git"}); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox agent: file activity: %v\n", err)
+		}
 	}
 	timings := ""
 	if cfg.Trace {

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -150,7 +150,7 @@ func New(cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-var platformLine = regexp.MustCompile(`specifies which platform to use: ([^.\n]*)`)
+var platformLine = lazyre.New(`specifies which platform to use: ([^.\n]*)`)
 
 // probeRunsc asks runsc for its platforms (the default first) and version.
 func probeRunsc(bin string) (platforms []string, def, version string, err error) {
@@ -160,7 +160,7 @@ func probeRunsc(bin string) (platforms []string, def, version string, err error)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("runsc flags: %v: %s", err, bytesHead(out))
 	}
-	m := platformLine.FindSubmatch(out)
+	m := platformLine().FindSubmatch(out)
 	if m == nil {
 		return nil, "", "", errors.New("runsc flags names no platforms")
 	}
@@ -419,7 +419,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		Hostname: hostname, UID: SandboxUID, GID: SandboxUID, Home: sandboxHome,
 		Writable: append([]string{"/workspace"}, scratch...), Scratch: scratch,
 		ScopeRoots: []string{"/workspace", sandboxHome}, Trace: os.Getenv("AIRLOCK_TRACE") != "",
-		Network: spec.Network != nil,
+		Network: spec.Network != nil, NoFileActivity: spec.NoFileActivity,
 	}
 	if err := s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)

@@ -1,0 +1,27 @@
+package lazyre
+
+import "testing"
+
+func TestNewCompilesOnceOnFirstUse(t *testing.T) {
+	re := New(`^a+b$`)
+	if !re().MatchString("aaab") || re().MatchString("ba") {
+		t.Fatal("wrong expression compiled")
+	}
+	if re() != re() {
+		t.Fatal("compiled more than once")
+	}
+}
+
+func TestCompileAllPanicsOnABadExpression(t *testing.T) {
+	bad := New(`(`)
+	defer func() {
+		mu.Lock()
+		all = all[:len(all)-1] // leave the registry as it was
+		mu.Unlock()
+		if recover() == nil {
+			t.Fatal("CompileAll accepted an invalid expression")
+		}
+	}()
+	_ = bad
+	CompileAll()
+}
