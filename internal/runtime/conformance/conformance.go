@@ -647,4 +647,9 @@ func testFileActivity(t *testing.T, f Factory) {
 	if slices.Contains(fa.Written, "/workspace/a.txt") || slices.Contains(fa.Written, "/workspace/b.txt") {
 		t.Errorf("written %q: the command wrote nothing", fa.Written)
 	}
+	// Spec.NoFileActivity turns it off.
+	off := create(t, f, func(s *runtime.Spec) { s.NoFileActivity = true })
+	if r := shell(t, off, "echo a > /workspace/a.txt"); r.st.Code != 0 || r.st.Files != nil {
+		t.Errorf("NoFileActivity: exit %d, activity %+v; want 0 and none", r.st.Code, r.st.Files)
+	}
 }
