@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/seccomp"
 )
 
 // mainAt is when the sandbox init's main began (for AIRLOCK_TRACE).
@@ -28,6 +29,13 @@ func MaybeInit() {
 		return
 	}
 	mainAt = time.Now()
+	// Built while the host sends the configuration, not after it: the
+	// message codec (for the ready message) and the commands' seccomp
+	// program (for NewServer).
+	go func() {
+		agent.WarmCodec()
+		_, _ = seccomp.Program()
+	}()
 	// Whatever the host process leaked to us (descriptors it opened without
 	// O_CLOEXEC) must never reach a command: mark every descriptor above
 	// the channel close-on-exec. (The Go runtime's own are already.)

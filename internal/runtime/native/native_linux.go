@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -236,6 +237,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 
 	t0 := time.Now()
+	warmCodec.Do(func() { go agent.WarmCodec() }) // for the init message
 	s := &sandbox{b: b, id: id, lim: lim, done: make(chan struct{})}
 	s.dir = filepath.Join(b.sandboxesDir(), id)
 	defer func() {
@@ -482,6 +484,9 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 	return s, nil
 }
+
+// warmCodec: the first Create warms the agent message codec.
+var warmCodec sync.Once
 
 func (s *sandbox) initLog() string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, "init.log"))
