@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -23,7 +24,9 @@ func (s *sandbox) makeDisk() (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disk image: %w", err)
 	}
+	t0 := time.Now()
 	m, err := diskimg.Mount(base, filepath.Join(s.dir, "disk.img"))
+	trace(t0, "disk: mounted (from its start)")
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +42,7 @@ func (s *sandbox) makeDisk() (*os.File, error) {
 		}
 	}
 	_ = unix.Unlinkat(mfd, "lost+found", unix.AT_REMOVEDIR)
+	trace(t0, "disk: directories made")
 	return m, nil
 }
 

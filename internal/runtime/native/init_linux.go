@@ -15,8 +15,9 @@ import (
 	"github.com/airlock-dev/airlock/internal/seccomp"
 )
 
-// mainAt is when the sandbox init's main began (for AIRLOCK_TRACE).
-var mainAt time.Time
+// mainAt is when the sandbox init's main began, waitAt when it began to
+// wait for its configuration (for AIRLOCK_TRACE).
+var mainAt, waitAt time.Time
 
 // initArg0 marks a re-executed airlock binary as a sandbox init.
 const initArg0 = "airlock-sandbox-init"
@@ -64,6 +65,7 @@ func MaybeInit() {
 }
 
 func runInit(conn *agent.Conn) error {
+	waitAt = time.Now()
 	m, files, err := conn.Recv()
 	if err != nil {
 		return err
@@ -75,7 +77,7 @@ func runInit(conn *agent.Conn) error {
 	t0 := time.Now()
 	var timings []string
 	if cfg.Trace {
-		timings = append(timings, fmt.Sprintf("main@%d", mainAt.UnixNano()), fmt.Sprintf("recv@%d", t0.UnixNano()))
+		timings = append(timings, fmt.Sprintf("main@%d", mainAt.UnixNano()), fmt.Sprintf("wait@%d", waitAt.UnixNano()), fmt.Sprintf("recv@%d", t0.UnixNano()))
 	}
 	mark := func(what string) {
 		if cfg.Trace {
