@@ -7,7 +7,8 @@ func TestNewCompilesOnceOnFirstUse(t *testing.T) {
 	if !re().MatchString("aaab") || re().MatchString("ba") {
 		t.Fatal("wrong expression compiled")
 	}
-	if re() != re() {
+	first := re()
+	if again := re(); again != first {
 		t.Fatal("compiled more than once")
 	}
 }
