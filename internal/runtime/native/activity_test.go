@@ -200,16 +200,22 @@ func TestFileActivityFlood(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	var worst time.Duration
+	overflowed := 0
 	for range 20 {
 		start := time.Now()
 		got := activityOf(t, sb, "echo x > /workspace/fg")
 		worst = max(worst, time.Since(start))
-		if !got.Shared || !slices.Contains(got.Written, "/workspace/fg") {
+		// When the flood overflows inotify's queue, events are lost (the
+		// foreground write's among them, possibly) and the report says so.
+		if !got.Shared || !slices.Contains(got.Written, "/workspace/fg") && !got.Incomplete {
 			t.Fatalf("during a flood: %+v", *got)
+		}
+		if got.Incomplete {
+			overflowed++
 		}
 	}
 	if worst > 2*time.Second {
 		t.Errorf("a command took %s during a flood of events", worst)
 	}
-	t.Logf("slowest command during the flood: %s", worst)
+	t.Logf("slowest command during the flood: %s; %d of 20 reports incomplete (queue overflow)", worst, overflowed)
 }
