@@ -328,6 +328,28 @@ func TestEgressTightenOnlyOverTCP(t *testing.T) {
 	if c := do("POST", "/v1/egress/cut", `{"on":false}`); c != 403 {
 		t.Errorf("kill switch over TCP: %d", c)
 	}
+	// A layer replaces the last one; over TCP it may not drop a deny rule
+	// (the operator's, here) or give back a grant the last layer revoked.
+	if c := e.do("PUT", "/v1/sandboxes/"+id+"/egress", map[string]any{"grant": []string{}, "rules": []map[string]any{{"id": "incident", "action": "deny", "hosts": []string{"plain.example.test"}}}}, nil); c != 200 {
+		t.Fatalf("operator's layer: %d", c)
+	}
+	for _, body := range []string{`{}`, `{"grant":[],"rules":[{"id":"incident","action":"deny","hosts":["other.example.test"]}]}`} {
+		if c := do("PUT", "/v1/sandboxes/"+id+"/egress", body); c != 403 {
+			t.Errorf("over TCP, replacing the operator's layer with %s: %d, want 403", body, c)
+		}
+	}
+	plain := e.plain.Listener.Addr().(*net.TCPAddr).Port
+	if _, out, _ := e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 -o /dev/null -w '%%{http_code}' http://plain.example.test:%d/`, plain), nil); out != "403" {
+		t.Errorf("the operator's deny rule: curl got %q, want 403", out)
+	}
+	// Keeping it is not loosening (the base grants nothing to give back),
+	// and adding to it is tightening.
+	if c := do("PUT", "/v1/sandboxes/"+id+"/egress", `{"rules":[{"id":"incident","action":"deny","hosts":["plain.example.test"]}]}`); c != 200 {
+		t.Errorf("over TCP, the operator's layer again: %d, want 200", c)
+	}
+	if c := do("PUT", "/v1/sandboxes/"+id+"/egress", `{"grant":[],"rules":[{"id":"incident","action":"deny","hosts":["plain.example.test"]},{"id":"more","action":"deny","hosts":["x.example.test"]}]}`); c != 200 {
+		t.Errorf("over TCP, adding a deny rule to the operator's layer: %d, want 200", c)
+	}
 }
 
 // testCert is a self-signed certificate for name, and a pool that trusts

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -143,6 +144,44 @@ func (p Policy) Merge(later Policy) Policy {
 		out.Grant = slices.Clone(later.Grant)
 	}
 	return out
+}
+
+// LooserThan lists what p allows that prev does not: a grant or preset
+// prev lacks, an allow rule or brokered secret that is not one of prev's,
+// or a deny rule of prev's that p drops. A caller that may only tighten a
+// sandbox's policy must be refused when the list is not empty. Rules and
+// secrets are compared whole (a changed rule is a new rule).
+func (p Policy) LooserThan(prev Policy) []string {
+	var loose []string
+	for _, g := range p.Grant {
+		if !slices.Contains(prev.Grant, g) {
+			loose = append(loose, "grants "+string(g))
+		}
+	}
+	for _, pr := range p.Presets {
+		if !slices.Contains(prev.Presets, pr) {
+			loose = append(loose, "preset "+pr)
+		}
+	}
+	sameRule := func(a Rule) func(Rule) bool {
+		return func(b Rule) bool { return reflect.DeepEqual(a, b) }
+	}
+	for _, r := range p.Rules {
+		if r.Action != Deny && !slices.ContainsFunc(prev.Rules, sameRule(r)) {
+			loose = append(loose, "rule "+r.ID+" allows")
+		}
+	}
+	for _, r := range prev.Rules {
+		if r.Action == Deny && !slices.ContainsFunc(p.Rules, sameRule(r)) {
+			loose = append(loose, "deny rule "+r.ID+" is dropped")
+		}
+	}
+	for _, s := range p.Secrets {
+		if !slices.ContainsFunc(prev.Secrets, func(o Secret) bool { return reflect.DeepEqual(s, o) }) {
+			loose = append(loose, "brokers secret "+s.ID)
+		}
+	}
+	return loose
 }
 
 // Check validates a policy (see Parse).

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,5 +110,31 @@ func TestUnicodePattern(t *testing.T) {
 	}
 	if strings.Contains(c.allow[0].suffixes[0], "\u00fc") {
 		t.Errorf("pattern kept Unicode")
+	}
+}
+
+func TestLooserThan(t *testing.T) {
+	deny := Rule{ID: "incident", Action: Deny, Hosts: []string{"a.example.test"}}
+	allow := Rule{ID: "web", Action: Allow, Hosts: []string{"b.example.test"}}
+	sec := Secret{ID: "s", Placeholder: "placeholder-0123", Hosts: []string{"b.example.test"}}
+	prev := Policy{Grant: []Category{Git}, Presets: []string{"go"}, Rules: []Rule{deny, allow}, Secrets: []Secret{sec}}
+	for _, tc := range []struct {
+		name string
+		p    Policy
+		want []string
+	}{
+		{"the same", prev, nil},
+		{"less of everything, the deny kept", Policy{Rules: []Rule{deny}}, nil},
+		{"a further deny", Policy{Rules: []Rule{deny, {ID: "more", Action: Deny, Hosts: []string{"c.example.test"}}}}, nil},
+		{"the deny dropped", Policy{Grant: []Category{Git}}, []string{"deny rule incident is dropped"}},
+		{"the deny changed", Policy{Rules: []Rule{{ID: "incident", Action: Deny, Hosts: []string{"z.example.test"}}}}, []string{"deny rule incident is dropped"}},
+		{"a grant back", Policy{Grant: []Category{Git, PublicWeb}, Rules: []Rule{deny}}, []string{"grants public_web"}},
+		{"a preset", Policy{Presets: []string{"npm"}, Rules: []Rule{deny}}, []string{"preset npm"}},
+		{"a changed allow", Policy{Rules: []Rule{deny, {ID: "web", Action: Allow, Hosts: []string{"*.example.test"}}}}, []string{"rule web allows"}},
+		{"another secret", Policy{Rules: []Rule{deny}, Secrets: []Secret{{ID: "s", Placeholder: "placeholder-0123", Hosts: []string{"*.example.test"}}}}, []string{"brokers secret s"}},
+	} {
+		if got := tc.p.LooserThan(prev); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

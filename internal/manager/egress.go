@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
@@ -193,9 +194,25 @@ func (m *Manager) SetEgress(ctx context.Context, id string, layer egress.Policy,
 		}
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
+	m.layerMu.Lock() // one runtime-layer change at a time: the check below holds until it is applied
+	defer m.layerMu.Unlock()
 	if tightenOnly {
 		if err := ls.pol.Relaxes(policy.Layer{Egress: &layer}); err != nil {
 			return nil, err
+		}
+		// Against the sandbox's policy as it is now, not only its base: a
+		// layer that drops the operator's deny rule or restores a revoked
+		// grant loosens it.
+		m.mu.Lock()
+		old := ls.egressLayer
+		m.mu.Unlock()
+		now, next := ls.pol.Egress, ls.pol.Egress.Merge(layer)
+		if old != nil {
+			now = now.Merge(*old)
+		}
+		if loose := next.LooserThan(now); len(loose) > 0 {
+			return nil, errdefs.Wrap(errdefs.ErrDenied, "this caller may only tighten the sandbox's egress policy; the new layer would relax it: %s (a layer replaces the last one: keep its deny rules)",
+				strings.Join(loose, ", "))
 		}
 	}
 	m.mu.Lock()

@@ -96,6 +96,7 @@ type Manager struct {
 	cfg Config
 
 	mu      sync.Mutex
+	layerMu sync.Mutex // serializes runtime egress layer changes (SetEgress)
 	live    map[string]*liveSandbox
 	running map[string]*runningExec // by exec id
 	waiters map[string]chan string  // held execs by approval id
