@@ -10,6 +10,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -20,6 +23,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -342,6 +346,7 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 		// ask for it plain so it can be scrubbed.
 		req.Header.Set("Accept-Encoding", "identity")
 		ex.scrub = sc.response
+		ex.scrubText = func(s string) string { return string(sc.replace([]byte(s))) }
 	}
 	keep := ex.run()
 	res := pc.event(KindResponse)
@@ -393,14 +398,67 @@ func newScrubber(secrets []*csecret) *scrubber {
 		if s.value == "" {
 			continue
 		}
-		sc.old = append(sc.old, []byte(s.value))
-		sc.new = append(sc.new, []byte(s.placeholder))
-		sc.longest = max(sc.longest, len(s.value))
+		// The value as it is, and as an upstream that echoes a request
+		// would likely quote it: each form goes back as the same form of
+		// the placeholder.
+		for _, enc := range echoForms {
+			v := enc(s.value)
+			if len(sc.old) > 0 && slices.ContainsFunc(sc.old, func(o []byte) bool { return string(o) == v }) {
+				continue
+			}
+			sc.old = append(sc.old, []byte(v))
+			sc.new = append(sc.new, []byte(enc(s.placeholder)))
+			sc.longest = max(sc.longest, len(v))
+		}
 	}
 	if len(sc.old) == 0 {
 		return nil
 	}
 	return sc
+}
+
+// echoForms are the encodings a value echoed by an upstream is scrubbed
+// in: as it is, JSON-escaped (with and without HTML escapes), URL-escaped
+// (either case of hex digits), hex, and base64 (standard and URL
+// alphabets, padded or not) of the value alone.
+var echoForms = []func(string) string{
+	func(s string) string { return s },
+	func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) },
+	func(s string) string {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(s)
+		b := bytes.TrimSpace(buf.Bytes())
+		return string(b[1 : len(b)-1])
+	},
+	url.QueryEscape, url.PathEscape,
+	func(s string) string { return lowerHexEscapes(url.QueryEscape(s)) },
+	func(s string) string { return lowerHexEscapes(url.PathEscape(s)) },
+	func(s string) string { return hex.EncodeToString([]byte(s)) },
+	func(s string) string { return strings.ToUpper(hex.EncodeToString([]byte(s))) },
+	func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
+	func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) },
+	func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) },
+	func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
+}
+
+// lowerHexEscapes writes %2F as %2f.
+func lowerHexEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func lowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func (sc *scrubber) response(resp *http.Response) {
@@ -413,10 +471,14 @@ func (sc *scrubber) response(resp *http.Response) {
 		}
 		resp.Header[name] = vals
 	}
+	// The upstream's reason phrase and trailers are not relayed: the
+	// standard phrase goes back, and no trailers.
+	resp.Status = fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	resp.Trailer = nil
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return
 	}
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	if !identityOnly(resp.Header.Values("Content-Encoding")) {
 		// The upstream compressed anyway: the value cannot be seen in the
 		// stream, so refuse to pass it rather than risk it.
 		resp.Body.Close()
@@ -436,6 +498,19 @@ func (sc *scrubber) response(resp *http.Response) {
 	} else {
 		resp.Close = true
 	}
+}
+
+// identityOnly: every Content-Encoding listed (header lines and their
+// comma-separated values) is identity.
+func identityOnly(vals []string) bool {
+	for _, v := range vals {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" && !strings.EqualFold(e, "identity") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (sc *scrubber) replace(b []byte) []byte {

@@ -481,8 +481,10 @@ type exchange struct {
 	client io.Writer
 	up     io.Writer
 	upBr   *bufio.Reader
-	// scrub, when set, rewrites the response before it goes back.
-	scrub func(*http.Response)
+	// scrub, when set, rewrites the response before it goes back, and
+	// scrubText an error message that may quote the upstream.
+	scrub     func(*http.Response)
+	scrubText func(string) string
 
 	status     int
 	upN, downN int64
@@ -570,5 +572,9 @@ func (ex *exchange) run() bool {
 
 // fail answers 502 when nothing has gone back yet.
 func (ex *exchange) fail() {
-	writeRefusal(ex.client, http.StatusBadGateway, RuleUpstream, ex.err.Error())
+	msg := ex.err.Error()
+	if ex.scrubText != nil {
+		msg = ex.scrubText(msg)
+	}
+	writeRefusal(ex.client, http.StatusBadGateway, RuleUpstream, msg)
 }
