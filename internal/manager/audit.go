@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/redact"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -17,6 +18,8 @@ import (
 type Redactor interface {
 	Add(secret string)
 	Redact(b []byte) ([]byte, bool)
+	// Find locates what Redact would replace.
+	Find(b []byte) []redact.Finding
 	String(s string) string
 	JSON(doc []byte) []byte
 }
@@ -26,6 +29,7 @@ type nopRedactor struct{}
 
 func (nopRedactor) Add(string)                     {}
 func (nopRedactor) Redact(b []byte) ([]byte, bool) { return b, false }
+func (nopRedactor) Find([]byte) []redact.Finding   { return nil }
 func (nopRedactor) String(s string) string         { return s }
 func (nopRedactor) JSON(b []byte) []byte           { return b }
 

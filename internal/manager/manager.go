@@ -630,14 +630,38 @@ func newExecID() string {
 	return "e-" + hex.EncodeToString(b[:])
 }
 
-// capped keeps the first n bytes written to it.
+// cappedSlack is what capped keeps beyond its cap, so that a secret that
+// straddles the cap is seen whole by the redactor (a known value's longest
+// form, base64 of MaxSecretBytes, is about 87 KiB).
+const cappedSlack = 128 << 10
+
+// capped keeps the first n bytes written to it (and cappedSlack more, for
+// the redactor: see redacted).
 type capped struct {
 	buf bytes.Buffer
 	n   int64
 }
 
+// redacted returns the first n bytes kept, redacted. When the cap cuts a
+// secret, the cut moves to before it: a part of a secret is never kept.
+func (c *capped) redacted(r Redactor) []byte {
+	b := c.buf.Bytes()
+	if int64(len(b)) <= c.n {
+		out, _ := r.Redact(b)
+		return out
+	}
+	cut := int(c.n)
+	for _, f := range r.Find(b) {
+		if f.Start < cut && f.End > cut {
+			cut = f.Start
+		}
+	}
+	out, _ := r.Redact(b[:cut])
+	return out
+}
+
 func (c *capped) Write(p []byte) (int, error) {
-	if room := c.n - int64(c.buf.Len()); room > 0 {
+	if room := c.n + cappedSlack - int64(c.buf.Len()); room > 0 {
 		if int64(len(p)) > room {
 			c.buf.Write(p[:room])
 		} else {
@@ -779,8 +803,8 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		cancel()
 	}
 	ended := time.Now().UTC()
-	stdout, _ := m.cfg.Redactor.Redact(outKeep.buf.Bytes())
-	stderr, _ := m.cfg.Redactor.Redact(errKeep.buf.Bytes())
+	stdout := outKeep.redacted(m.cfg.Redactor)
+	stderr := errKeep.redacted(m.cfg.Redactor)
 	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout)
 	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr)
 	m.mu.Lock()
