@@ -51,7 +51,7 @@ func (c *compiled) decideName(t Target, m mode) (decision, bool) {
 		if !r.denies(m, t.Port) {
 			continue
 		}
-		if (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchAddr(t.Addr)) {
+		if (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchDenied(t.Addr)) {
 			return deny(r.id, "%s is denied by rule %s", t.Host, r.id), false
 		}
 	}
@@ -116,7 +116,7 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 		if !r.denies(m, t.Port) {
 			continue
 		}
-		if r.matchAddr(a) {
+		if r.matchDenied(a) {
 			return r.id, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.id), false
 		}
 	}

@@ -60,7 +60,7 @@ var guards = []guardRange{
 // address is judged as the IPv4 address; NAT64 and 6to4 addresses are
 // judged by the IPv4 address they embed when that one is guarded.
 func classify(a netip.Addr) (guardRange, bool) {
-	a = a.Unmap()
+	a = a.WithZone("").Unmap()
 	for _, g := range guards {
 		if g.prefix.Contains(a) {
 			return g, true
@@ -97,7 +97,7 @@ func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
 // unlocks reports whether an allow CIDR opens address a in guarded range
 // g: it must contain a and lie entirely within g.
 func unlocks(cidr netip.Prefix, g guardRange, a netip.Addr) bool {
-	a = a.Unmap()
+	a = a.WithZone("").Unmap()
 	if !cidr.Contains(a) {
 		return false
 	}

@@ -437,13 +437,24 @@ func matchName(name string, names map[string]bool, suffixes []string) bool {
 func (r *crule) matchName(name string) bool { return matchName(name, r.names, r.suffixes) }
 
 func (r *crule) matchAddr(a netip.Addr) bool {
-	a = a.Unmap()
+	a = a.WithZone("").Unmap()
 	for _, p := range r.cidrs {
 		if p.Contains(a) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchDenied is matchAddr for a deny rule: a NAT64 or 6to4 address is
+// also denied by the IPv4 address it embeds (it reaches that host where
+// the network translates).
+func (r *crule) matchDenied(a netip.Addr) bool {
+	if r.matchAddr(a) {
+		return true
+	}
+	v4, ok := embeddedIPv4(a.WithZone(""))
+	return ok && r.matchAddr(v4)
 }
 
 // mode is what a destination is used for; it sets the default ports.
