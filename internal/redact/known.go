@@ -25,6 +25,8 @@ type known struct {
 	// moves about five bytes a step; byKey then holds the needles that start with a window.
 	shift *[1 << 16]uint8
 	byKey map[uint64][]int32
+	// hasB64: some needle is a base64 form (see findWrapped).
+	hasB64 bool
 }
 
 // needle is one form of one value.
@@ -62,6 +64,7 @@ func newKnown(values []string) *known {
 			key := load48(n.text, 0)
 			k.byKey[key] = append(k.byKey[key], int32(len(k.needles)))
 			k.needles = append(k.needles, n)
+			k.hasB64 = k.hasB64 || n.b64
 		}
 	}
 	return k
@@ -152,8 +155,66 @@ func load48(b []byte, i int) uint64 {
 	return key
 }
 
+// findWrapped finds the base64 forms of known values in base64 text that
+// is wrapped into lines (base64(1), MIME and PEM wrap at 64 or 76
+// columns): in every run of two or more lines made of nothing but base64
+// characters, the line breaks are taken out, the run is searched, and a
+// hit that spans a line break is reported in b's offsets (line breaks
+// included).
+func (k *known) findWrapped(b []byte, add func(start, end int)) {
+	if !k.hasB64 || bytes.IndexByte(b, '\n') < 0 {
+		return
+	}
+	var joined []byte
+	var pos []int // pos[j]: offset in b of joined[j]
+	flush := func(lines int) {
+		if lines >= 2 {
+			k.scan(joined, true, func(s, e int) {
+				if pos[e-1]-pos[s] != e-1-s { // it spans a line break
+					add(pos[s], pos[e-1]+1)
+				}
+			})
+		}
+		joined, pos = joined[:0], pos[:0]
+	}
+	lines := 0
+	for start := 0; start < len(b); {
+		end := bytes.IndexByte(b[start:], '\n')
+		next := len(b)
+		if end < 0 {
+			end = len(b)
+		} else {
+			end += start
+			next = end + 1
+		}
+		line := end
+		if line > start && b[line-1] == '\r' {
+			line--
+		}
+		ok := line > start
+		for i := start; i < line && ok; i++ {
+			ok = base64Char[b[i]] || b[i] == '='
+		}
+		if !ok {
+			flush(lines)
+			lines = 0
+		} else {
+			for i := start; i < line; i++ {
+				joined = append(joined, b[i])
+				pos = append(pos, i)
+			}
+			lines++
+		}
+		start = next
+	}
+	flush(lines)
+}
+
 // find calls add for every occurrence of every needle in b.
-func (k *known) find(b []byte, add func(start, end int)) {
+func (k *known) find(b []byte, add func(start, end int)) { k.scan(b, false, add) }
+
+// scan is find, for base64 needles only when onlyB64 is set.
+func (k *known) scan(b []byte, onlyB64 bool, add func(start, end int)) {
 	for i := 0; i+minSecret <= len(b); {
 		if s := k.shift[uint16(b[i+minSecret-2])|uint16(b[i+minSecret-1])<<8]; s > 0 {
 			i += int(s)
@@ -162,7 +223,7 @@ func (k *known) find(b []byte, add func(start, end int)) {
 		cands := k.byKey[load48(b, i)]
 		for _, ni := range cands {
 			n := &k.needles[ni]
-			if !bytes.HasPrefix(b[i:], n.text) {
+			if onlyB64 && !n.b64 || !bytes.HasPrefix(b[i:], n.text) {
 				continue
 			}
 			s, e := i, i+len(n.text)
