@@ -218,3 +218,39 @@ func TestSecretWrongKey(t *testing.T) {
 		t.Fatalf("the right key: %v", err)
 	}
 }
+
+// A grant to a task ends when the task finishes, also when its sandbox is
+// kept.
+func TestSecretTaskGrantEndsWithTheTask(t *testing.T) {
+	d, _, _ := secretDaemon(t)
+	repo, _ := sampleRepo(t)
+	if code := d.do("PUT", "/v1/secrets/DEPLOY_TOKEN", map[string]string{"value": secretValue}, nil); code != 200 {
+		t.Fatalf("set: %d", code)
+	}
+	var task manager.Task
+	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo}, &task); code != 201 {
+		t.Fatal(code)
+	}
+	var e Error
+	if code := d.do("POST", "/v1/secrets/DEPLOY_TOKEN/grants", map[string]any{"task_id": task.ID, "hosts": []string{"deploy.example.test"}}, &e); code != 201 {
+		t.Fatalf("grant: %d %+v", code, e)
+	}
+	if _, out, _ := d.sh(task.SandboxID, `echo "[${DEPLOY_TOKEN:+set}]"`, nil); out != "[set]\n" {
+		t.Fatalf("during the task: %q", out)
+	}
+	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish?keep=true", nil, nil); code != 200 {
+		t.Fatalf("finish --keep: %d", code)
+	}
+	if _, out, _ := d.sh(task.SandboxID, `echo "[${DEPLOY_TOKEN:+set}]"`, nil); out != "[]\n" {
+		t.Errorf("in the kept sandbox after the task: %q", out)
+	}
+	var grants struct{ Grants []manager.SecretGrant }
+	d.do("GET", "/v1/secret-grants?sandbox="+task.SandboxID, nil, &grants)
+	if len(grants.Grants) != 1 || grants.Grants[0].State != "revoked" {
+		t.Errorf("grants after the task: %+v", grants.Grants)
+	}
+	raw, _ := json.Marshal(d.events("sandbox=" + task.SandboxID))
+	if !bytes.Contains(raw, []byte(`"reason":"task finished"`)) {
+		t.Errorf("no record of the grant's end: %s", raw)
+	}
+}

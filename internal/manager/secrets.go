@@ -231,7 +231,7 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 		if err != nil {
 			return nil, err
 		}
-		if t.State != "running" {
+		if t.State != "open" {
 			return nil, fmt.Errorf("task %s is %s: %w", taskID, t.State, errdefs.ErrConflict)
 		}
 		sandboxID = t.SandboxID
@@ -328,6 +328,29 @@ func (m *Manager) SecretGrants(ctx context.Context, sandboxID string) ([]*Secret
 		out = append(out, secretGrantView(g, now))
 	}
 	return out, nil
+}
+
+// endTaskGrants revokes the active grants made to a task, which has ended.
+func (m *Manager) endTaskGrants(ctx context.Context, sandboxID, taskID string) error {
+	gs, err := m.cfg.Store.ActiveSecretGrants(ctx, sandboxID, m.now())
+	if err != nil {
+		return err
+	}
+	ended := false
+	for _, g := range gs {
+		if g.TaskID != taskID {
+			continue
+		}
+		if err := m.cfg.Store.RevokeSecretGrant(ctx, g.ID, m.now()); err != nil {
+			return err
+		}
+		ended = true
+		_ = m.record(ctx, audit.Entry{SandboxID: g.SandboxID, TaskID: taskID, Kind: "secret.revoke", Payload: map[string]any{"grant": g.ID, "secret": g.Secret, "reason": "task finished"}})
+	}
+	if ended {
+		m.reapplyEgress(ctx, sandboxID)
+	}
+	return nil
 }
 
 // RevokeSecretGrant ends a grant now.
