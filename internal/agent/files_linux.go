@@ -309,12 +309,12 @@ func (s *Server) fileOp(op *FileOp, files []*os.File) (*Message, error) {
 			return nil, err
 		}
 		defer unix.Close(dfd)
-		// O_NOFOLLOW: a symlink planted at the name is not written through
-		fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		// Never through a symlink planted at the name, never into a FIFO
+		// or device (which could block the agent, or reach a terminal).
+		f, err := pathwalk.OpenRegular(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, mode)
 		if err != nil {
-			return nil, &fs.PathError{Op: "create", Path: p, Err: err}
+			return nil, &fs.PathError{Op: "create", Path: p, Err: errors.Unwrap(err)}
 		}
-		f := os.NewFile(uintptr(fd), p)
 		n, err := io.Copy(f, files[0])
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -492,11 +492,11 @@ func tarDir(tw *tar.Writer, dirfd int, rel string) error {
 				return err
 			}
 		case "file":
-			fd, err := unix.Openat(dirfd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			// a FIFO swapped in since the listing is skipped, not waited on
+			f, err := pathwalk.OpenRegular(dirfd, n, unix.O_RDONLY, 0)
 			if err != nil {
 				continue
 			}
-			f := os.NewFile(uintptr(fd), name)
 			h.Typeflag, h.Size = tar.TypeReg, fi.Size
 			if err := tw.WriteHeader(h); err != nil {
 				f.Close()

@@ -20,6 +20,8 @@
 package pathwalk
 
 import (
+	"fmt"
+	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -262,4 +264,36 @@ func openPath(dirfd int, name string) (int, error) {
 			return fd, err
 		}
 	}
+}
+
+// OpenRegular opens name in dirfd with flags and mode, never following a
+// symlink at name, and refuses anything but a regular file
+// (syscall.EINVAL wrapped in a PathError). It opens with O_NONBLOCK and
+// O_NOCTTY, so that a FIFO or a terminal put at name by sandbox code can
+// neither block the caller in open(2) nor become its terminal, checks the
+// type of what it opened, and then clears O_NONBLOCK. A FIFO opened for
+// writing with no reader fails with ENXIO.
+func OpenRegular(dirfd int, name string, flags int, mode uint32) (*os.File, error) {
+	fd, err := unix.Openat(dirfd, name, flags|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "open", Path: name, Err: fmt.Errorf("not a regular file: %w", unix.EINVAL)}
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "fcntl", Path: name, Err: err}
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }

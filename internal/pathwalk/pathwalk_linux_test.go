@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -166,5 +167,52 @@ func TestWalkStaysInside(t *testing.T) {
 	}
 	if _, err := Walk(rfd, "a", &unix.OpenHow{Resolve: unix.RESOLVE_BENEATH}); !errors.Is(err, unix.ENOSYS) {
 		t.Errorf("an unsupported flag: %v, want ENOSYS", err)
+	}
+}
+
+func TestOpenRegular(t *testing.T) {
+	d := t.TempDir()
+	dfd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	if err := unix.Mkfifo(d+"/fifo", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/null", d+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		flags int
+	}{{"fifo", unix.O_WRONLY}, {"fifo", unix.O_RDONLY}, {"link", unix.O_RDONLY}} {
+		done := make(chan error, 1)
+		go func() {
+			f, err := OpenRegular(dfd, c.name, c.flags, 0)
+			if f != nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s (flags %#x): opened", c.name, c.flags)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s (flags %#x): open blocked", c.name, c.flags)
+		}
+	}
+	f, err := OpenRegular(dfd, "file", unix.O_WRONLY|unix.O_CREAT, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if fl, _ := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0); fl&unix.O_NONBLOCK != 0 {
+		t.Error("the file was left non-blocking")
+	}
+	if _, err := f.WriteString("x"); err != nil {
+		t.Error(err)
 	}
 }

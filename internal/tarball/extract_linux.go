@@ -100,12 +100,12 @@ func writeEntry(root int, name string, h *tar.Header, r io.Reader, uid, gid int)
 		}
 		return unix.Fchownat(pfd, base, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 	case tar.TypeReg:
-		// O_NOFOLLOW: an existing symlink at the final element is not followed.
-		fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		// Not through an existing symlink at the final element, nor into a
+		// FIFO or device put there (which could block the extraction).
+		f, err := pathwalk.OpenRegular(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, mode)
 		if err != nil {
 			return err
 		}
-		f := os.NewFile(uintptr(fd), base)
 		defer f.Close()
 		if _, err := io.Copy(f, r); err != nil {
 			return err

@@ -10,10 +10,12 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/agent"
@@ -218,10 +220,23 @@ func (c *Client) ImportDir(ctx context.Context, src, dst string) error {
 	}()
 	_, cerr := c.call(ctx, &agent.Message{Op: agent.OpUntar, Path: dst}, pr)
 	pr.Close()
+	if cerr != nil {
+		// The agent may still hold the read end without reading: do not
+		// wait for the writer.
+		pw.Close()
+		select {
+		case err := <-werr:
+			if err != nil && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, os.ErrClosed) {
+				return err
+			}
+		case <-time.After(100 * time.Millisecond):
+		}
+		return cerr
+	}
 	if err := <-werr; err != nil {
 		return err
 	}
-	return cerr
+	return nil
 }
 
 // ExecError is a command that could not be started.

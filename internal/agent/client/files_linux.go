@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -84,6 +85,11 @@ func (c *Client) streamOut(ctx context.Context, op agent.FileOp, w io.Writer) (i
 	}()
 	_, ferr := c.fileCall(ctx, op, pw)
 	pw.Close()
+	if ferr != nil {
+		// The agent may still hold the pipe's write end (an op that went
+		// past ctx): do not wait for its end of file.
+		pr.Close()
+	}
 	cerr := <-copied
 	if ferr != nil {
 		return n, ferr
@@ -113,11 +119,24 @@ func (c *Client) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Messa
 		m, err = c.fileCall(ctx, op, pr)
 	}
 	pr.Close()
-	// A failing source (say, an upload over its size limit) explains a
-	// failure better than what the agent made of the cut stream.
-	if cerr := <-copyErr; cerr != nil && err != nil && !errors.Is(cerr, syscall.EPIPE) {
-		return nil, cerr
+	if err != nil {
+		// The agent may still hold the pipe's read end without reading
+		// (an op that went past ctx): the copy must not wait for it, nor
+		// the caller for a source that does not end.
+		pw.Close()
+		select {
+		case cerr := <-copyErr:
+			// A failing source (say, an upload over its size limit)
+			// explains a failure better than what the agent made of the
+			// cut stream.
+			if cerr != nil && !errors.Is(cerr, syscall.EPIPE) && !errors.Is(cerr, os.ErrClosed) {
+				return nil, cerr
+			}
+		case <-time.After(100 * time.Millisecond):
+		}
+		return m, err
 	}
+	<-copyErr
 	return m, err
 }
 

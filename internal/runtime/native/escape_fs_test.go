@@ -2,7 +2,9 @@ package native
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
@@ -598,4 +601,67 @@ func procUID(pid int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Threat model, Filesystem: a FIFO or device that sandbox code puts where
+// the host's file API writes, reads or tars is refused at once; it never
+// blocks the agent, and the host's call never outlives its context.
+func TestEscapeFSFileAPIFifos(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	sb := newSandbox(t, nil)
+	if r := sh(t, sb, `mkfifo /workspace/out /workspace/in && mkdir /workspace/d && mkfifo /workspace/d/pipe && echo ok > /workspace/d/file && ln -s /dev /workspace/devs`); r.Status.Code != 0 {
+		t.Fatalf("setup: %+v %s", r.Status, r.Stderr)
+	}
+	fs := sb.(runtime.Files)
+	within := func(what string, f func(ctx context.Context) error) error {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- f(ctx) }()
+		select {
+		case err := <-done:
+			if time.Since(start) > time.Second {
+				t.Errorf("%s: took %s", what, time.Since(start))
+			}
+			return err
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: still blocked 3s after its deadline", what)
+			return nil
+		}
+	}
+	if err := within("write into a FIFO", func(ctx context.Context) error {
+		_, err := fs.WriteFile(ctx, "/workspace/out", bytes.NewReader(make([]byte, 1<<20)), 0o644, false)
+		return err
+	}); err == nil {
+		t.Error("write into a FIFO: no error")
+	}
+	if err := within("read a FIFO", func(ctx context.Context) error {
+		_, err := fs.ReadFile(ctx, "/workspace/in", io.Discard, 0)
+		return err
+	}); err == nil {
+		t.Error("read of a FIFO: no error")
+	}
+	if err := within("write to the terminal through a planted link", func(ctx context.Context) error {
+		_, err := fs.WriteFile(ctx, "/workspace/devs/tty", strings.NewReader("x"), 0o644, false)
+		return err
+	}); err == nil {
+		t.Error("write to /dev/tty through a link: no error")
+	}
+	var tarred bytes.Buffer
+	if err := within("tar a directory with a FIFO", func(ctx context.Context) error {
+		_, err := fs.Tar(ctx, "/workspace/d", &tarred)
+		return err
+	}); err != nil {
+		t.Errorf("tar: %v", err)
+	}
+	if !bytes.Contains(tarred.Bytes(), []byte("ok\n")) {
+		t.Error("tar lost the regular file next to the FIFO")
+	}
+	// The agent is not stuck: a command still runs.
+	if r := sh(t, sb, "echo alive"); r.Stdout != "alive\n" {
+		t.Errorf("after the FIFOs: %+v %q", r.Status, r.Stdout)
+	}
 }
