@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -201,14 +202,35 @@ func NewConn(f *os.File) *Conn {
 // Close closes the socket.
 func (c *Conn) Close() error { return c.f.Close() }
 
+// ErrTooLarge is a message over the channel's limit (Send).
+var ErrTooLarge = errors.New("agent message too large")
+
+// SetBuffers sizes a channel socket's buffers for the largest message
+// (a datagram must fit in its sender's buffer; the default, about 208
+// KiB, is less than maxMessage). Forced (root) where it may be, else as
+// large as the system allows. The host calls it on both ends.
+func SetBuffers(fd int) error {
+	const size = 2*maxMessage + 64<<10
+	for _, o := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], size); err != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], size); err != nil {
+				return fmt.Errorf("agent channel buffers: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 // Send writes m with the given descriptors (which the caller still owns).
+// A message over the limit is an error wrapping ErrTooLarge; nothing is
+// sent then.
 func (c *Conn) Send(m *Message, files ...*os.File) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
 	if len(b) > maxMessage {
-		return fmt.Errorf("agent message too large (%d bytes)", len(b))
+		return fmt.Errorf("%w (%d bytes, at most %d)", ErrTooLarge, len(b), maxMessage)
 	}
 	var oob []byte
 	if len(files) > 0 {
@@ -225,6 +247,9 @@ func (c *Conn) Send(m *Message, files ...*os.File) error {
 		if err != unix.EINTR {
 			break
 		}
+	}
+	if err == unix.EMSGSIZE {
+		return fmt.Errorf("%w (%d bytes, more than the channel's buffer)", ErrTooLarge, len(b))
 	}
 	if err != nil {
 		return fmt.Errorf("agent channel send: %w", err)

@@ -205,8 +205,23 @@ func closeAll(files []*os.File) {
 }
 
 func (s *Server) reply(m *Message, files ...*os.File) {
-	if err := s.conn.Send(m, files...); err != nil {
-		os.Exit(0)
+	err := s.conn.Send(m, files...)
+	if errors.Is(err, ErrTooLarge) {
+		// The answer does not fit: an exit report goes without its file
+		// activity (marked incomplete); anything else becomes an error.
+		// The host must hear of it either way.
+		if m.Exit != nil && m.Exit.Files != nil {
+			short := *m
+			ex := *m.Exit
+			ex.Files = &FileActivity{Incomplete: true, Shared: m.Exit.Files.Shared}
+			short.Exit = &ex
+			err = s.conn.Send(&short, files...)
+		} else {
+			err = s.conn.Send(&Message{Op: OpError, ID: m.ID, Code: "limit_exceeded", Error: "the answer is too large for the agent channel: " + err.Error()}, files...)
+		}
+	}
+	if err != nil {
+		os.Exit(0) // the host is gone
 	}
 }
 

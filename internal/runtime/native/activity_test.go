@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -218,4 +219,43 @@ func TestFileActivityFlood(t *testing.T) {
 		t.Errorf("a command took %s during a flood of events", worst)
 	}
 	t.Logf("slowest command during the flood: %s; %d of 20 reports incomplete (queue overflow)", worst, overflowed)
+}
+
+// Answers larger than the agent channel's default socket buffer (about
+// 208 KiB) go out: a big directory's listing, and an exit report with a
+// lot of file activity. Neither may end the sandbox.
+func TestLargeAgentAnswers(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	sb := newSandbox(t, nil)
+	long := strings.Repeat("n", 200)
+	r := sh(t, sb, `mkdir /workspace/big && cd /workspace/big && i=0; while [ $i -lt 1200 ]; do : > `+long+`$i; i=$((i+1)); done`)
+	if r.Status.Code != 0 || r.Status.Files == nil {
+		t.Fatalf("1200 files: %+v %s", r.Status, r.Stderr)
+	}
+	if n := len(r.Status.Files.Written); n != 1000 && !r.Status.Files.Incomplete {
+		t.Errorf("1200 long names: %d written, incomplete=%v; want the list capped or marked incomplete", n, r.Status.Files.Incomplete)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := sb.(runtime.Files).List(ctx, "/workspace/big")
+	if err != nil {
+		t.Fatalf("list of 1200 long names: %v", err)
+	}
+	if len(list) != 1200 {
+		t.Errorf("list: %d entries, want 1200", len(list))
+	}
+	// Past the protocol's limit (1 MiB) the answer is an error, and the
+	// sandbox lives on.
+	if r := sh(t, sb, `cd /workspace/big && i=1200; while [ $i -lt 6000 ]; do : > `+long+`$i; i=$((i+1)); done`); r.Status.Code != 0 {
+		t.Fatalf("6000 files: %+v %s", r.Status, r.Stderr)
+	}
+	list, err = sb.(runtime.Files).List(ctx, "/workspace/big")
+	if err == nil && len(list) != 6000 || err != nil && !strings.Contains(err.Error(), "too large") {
+		t.Errorf("list of 6000 long names: %d entries, %v; want all of them or a too-large error", len(list), err)
+	}
+	t.Logf("6000 long names: %d entries, %v", len(list), err)
+	if r := sh(t, sb, "echo alive"); r.Stdout != "alive\n" {
+		t.Errorf("after the large answers: %+v %q", r.Status, r.Stdout)
+	}
 }

@@ -320,6 +320,13 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if err != nil {
 		return nil, err
 	}
+	for _, fd := range fds {
+		if err := agent.SetBuffers(fd); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+		}
+	}
 	hostEnd, childEnd := os.NewFile(uintptr(fds[0]), "agent-host"), os.NewFile(uintptr(fds[1]), "agent-child")
 	s.conn = agent.NewConn(hostEnd)
 	logf, err := os.OpenFile(filepath.Join(s.dir, "init.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
