@@ -283,6 +283,8 @@ func TestProgramDecisions(t *testing.T) {
 		{"lsm_get_self_attr (not allowlisted)", call("lsm_get_self_attr"), enosys},
 		{"tuxcall", call("tuxcall"), enosys},
 		{"clone3", call("clone3", 0, 88), enosys},
+		{"io_setup", call("io_setup", 4096, 0), enosys},
+		{"io_submit", call("io_submit", 0, 1, 0), enosys},
 
 		// Explicit denials.
 		{"ptrace", call("ptrace"), epermRet},

@@ -73,7 +73,6 @@ var allowedSyscalls = []string{
 	"fsync", "fdatasync", "sync", "syncfs", "sync_file_range",
 	"truncate", "ftruncate", "fallocate", "fadvise64", "readahead",
 	"sendfile", "splice", "tee", "vmsplice", "copy_file_range", "cachestat",
-	"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
 
 	// Files and directories.
 	"stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs",
@@ -142,8 +141,11 @@ var deniedSyscalls = []string{
 var conditionalSyscalls = []string{"clone", "ioctl", "socket", "personality"}
 
 // enosysSyscalls fail with ENOSYS even though the kernel implements them, so
-// callers fall back to an older interface that can be filtered.
-var enosysSyscalls = []string{"clone3"}
+// callers fall back to an older interface: clone3 to clone (whose flags
+// can be filtered), and Linux AIO to ordinary I/O (its contexts come from
+// one host-wide pool, fs.aio-max-nr, that a sandbox could use up).
+var enosysSyscalls = []string{"clone3",
+	"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents"}
 
 // Allowed returns the names of the syscalls the default profile allows
 // regardless of their arguments, sorted.

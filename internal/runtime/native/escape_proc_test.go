@@ -10,8 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/landlock"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -555,5 +558,67 @@ func TestEscapeProcReapRace(t *testing.T) {
 	if left, _ := b.Census(); left.StateDirs > censusBefore.StateDirs || left.Cgroups > censusBefore.Cgroups || left.Mounts > censusBefore.Mounts {
 		ids, err := b.Reap()
 		t.Errorf("LEAK: after the race: %+v (before %+v); reaped %q (%v)", left, censusBefore, ids, err)
+	}
+}
+
+// Defence in depth from the runtime review: no nested user namespaces by
+// sysctl too (not only seccomp), a pty cap per sandbox, the agent in a
+// session of its own (no host terminal), and no host local config under
+// a bound /usr.
+func TestEscapeHardeningExtras(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	sb := newSandbox(t, nil)
+	if r := sh(t, sb, "cat /proc/sys/user/max_user_namespaces"); r.Stdout != "0\n" {
+		t.Errorf("max_user_namespaces inside: %q %q", r.Stdout, r.Stderr)
+	}
+	if r := sh(t, sb, "grep ' /dev/pts ' /proc/self/mountinfo"); !strings.Contains(r.Stdout, "max=256") {
+		t.Errorf("devpts without a pty cap: %q", r.Stdout)
+	}
+	pid := impl(t, sb).initPID
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	mySid, _ := unix.Getsid(0)
+	if f[3] == strconv.Itoa(mySid) || f[3] != strconv.Itoa(pid) || f[4] != "0" {
+		t.Errorf("agent: session %s tty %s; want a session of its own (%d, not the host's %d) and no terminal", f[3], f[4], pid, mySid)
+	}
+	if st, err := os.Stat("/usr/local/etc"); err == nil && st.IsDir() {
+		if r := sh(t, sb, "ls -A /usr/local/etc | wc -l; touch /usr/local/etc/x"); !strings.HasPrefix(r.Stdout, "0\n") || r.Status.Code == 0 {
+			t.Errorf("/usr/local/etc inside: %q %q (code %d); want it empty and read-only", r.Stdout, r.Stderr, r.Status.Code)
+		}
+	}
+}
+
+// A bound host directory is read-only also in its submounts.
+func TestEscapeBindSubmountsReadOnly(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	d := t.TempDir()
+	_ = os.Chmod(filepath.Dir(d), 0o711) // the sandbox's root (an unprivileged host uid) binds it
+	_ = os.Chmod(d, 0o755)
+	sub := filepath.Join(d, "sub")
+	if err := os.Mkdir(sub, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("airlock-test", sub, "tmpfs", 0, "size=1m,mode=0777"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(sub, syscall.MNT_DETACH) })
+	sb := newSandbox(t, func(s *runtime.Spec) {
+		s.Binds = append(s.Binds, runtime.Bind{Source: d, Target: "/mnt"})
+	})
+	// (Landlock refuses the write anyway; the mount itself must be ro.)
+	r := sh(t, sb, "grep ' /mnt/sub ' /proc/self/mountinfo")
+	if fs := strings.Fields(r.Stdout); len(fs) < 6 || !strings.HasPrefix(fs[5], "ro,") {
+		t.Errorf("the bound directory's submount inside: %q, want read-only", r.Stdout)
+	}
+	if r := sh(t, sb, "touch /mnt/sub/f 2>&1; echo $?"); strings.HasSuffix(r.Stdout, "\n0\n") || r.Stdout == "0\n" {
+		t.Errorf("writing into a bound directory's submount: %q", r.Stdout)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "f")); err == nil {
+		t.Error("ESCAPE: the sandbox wrote into the host's mount")
 	}
 }

@@ -204,6 +204,13 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 		if err := bindRO(b.Source, filepath.Join(root, b.Target)); err != nil {
 			return err
 		}
+		// The host's /usr brings programs, and also local configuration
+		// (npm's global npmrc, say, which may hold a token): not that.
+		if filepath.Clean(b.Target) == "/usr" {
+			if err := maskDir(filepath.Join(root, "usr/local/etc")); err != nil {
+				return err
+			}
+		}
 	}
 	if err := setupProc(root); err != nil {
 		return err
@@ -216,11 +223,18 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 		return mountErr("tmpfs", tmp, err)
 	}
 	// /sys stays an empty read-only directory: nothing of the host's.
-	if err := pivot(root); err != nil {
-		return err
+	return pivot(root)
+}
+
+// maskDir hides a directory, if there is one, under an empty read-only
+// tmpfs.
+func maskDir(d string) error {
+	if st, err := os.Lstat(d); err != nil || !st.IsDir() {
+		return nil
 	}
-	// No nested user namespaces, also for anything that slips past seccomp.
-	_ = os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0)
+	if err := unix.Mount("airlock-mask", d, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0555"); err != nil {
+		return mountErr("mask", d, err)
+	}
 	return nil
 }
 
@@ -253,6 +267,12 @@ func bindRO(src, dst string) error {
 	}
 	if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|fl, ""); err != nil {
 		return mountErr("read-only remount", dst, err)
+	}
+	// The remount covers the top mount only: submounts (a separate
+	// /usr/local on the host, say) are made read-only too.
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE, attr); err != nil && err != unix.ENOSYS {
+		return mountErr("read-only submounts", dst, err)
 	}
 	return nil
 }
@@ -287,6 +307,11 @@ func setupProc(root string) error {
 			return mountErr("mask", t, err)
 		}
 	}
+	// No nested user namespaces, also for anything that slips past
+	// seccomp: written before /proc/sys turns read-only.
+	if err := os.WriteFile(filepath.Join(p, "sys/user/max_user_namespaces"), []byte("0"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("user namespaces limit: %w", err)
+	}
 	return bindRO(filepath.Join(p, "sys"), filepath.Join(p, "sys"))
 }
 
@@ -308,7 +333,7 @@ func setupDev(root string) error {
 	if err := os.Mkdir(pts, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,max=256"); err != nil {
 		return mountErr("devpts", pts, err)
 	}
 	shm := filepath.Join(dev, "shm")

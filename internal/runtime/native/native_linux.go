@@ -205,6 +205,13 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	if spec.RootFS == "" || !filepath.IsAbs(spec.RootFS) {
 		return nil, fmt.Errorf("root filesystem must be an absolute path: %w", errdefs.ErrInvalid)
 	}
+	// Both go into overlayfs's option string, which these characters
+	// would cut into more options.
+	for _, p := range []string{spec.RootFS, b.cfg.StateDir} {
+		if strings.ContainsAny(p, ",:\\") {
+			return nil, fmt.Errorf("path %q has a comma, colon or backslash, which an overlay mount cannot take: %w", p, errdefs.ErrInvalid)
+		}
+	}
 	if st, err := os.Stat(spec.RootFS); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("root filesystem %s is not a directory: %w", spec.RootFS, errdefs.ErrNotFound)
 	}
@@ -350,6 +357,10 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 			GidMappingsEnableSetgroups: true,
 			// become sandbox root (host uid base) once the maps are written
 			Credential: &syscall.Credential{Uid: 0, Gid: 0},
+			// A session of its own: no controlling terminal of the host's
+			// (the agent's threads have no seccomp filter: TIOCSTI), no
+			// job-control signals from it.
+			Setsid: true,
 		},
 	}
 	if b.cfg.DieWithOwner {
