@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -478,8 +479,77 @@ func (s *Server) timeout(p *proc) {
 	}
 	p.timedOut = true
 	s.mu.Unlock()
-	_ = unix.Kill(-p.pid, unix.SIGKILL)
-	_ = unix.Kill(p.pid, unix.SIGKILL)
+	killTree(p.pid)
+}
+
+// killTree kills a command: its process group, and every process below
+// it in the process tree, whatever session or group it moved to (setsid
+// does not take a process out of its parent's tree). The tree is stopped
+// first, so that nothing forks past the scan, then killed. A process that
+// left the tree before (a double fork, whose parent became the agent)
+// is not found: it ends with the sandbox.
+func killTree(leader int) {
+	_ = unix.Kill(-leader, unix.SIGSTOP)
+	seen := map[int]bool{leader: true}
+	for round := 0; round < 10; round++ {
+		found := false
+		for _, pid := range descendants(leader) {
+			if !seen[pid] {
+				seen[pid] = true
+				found = true
+				_ = unix.Kill(pid, unix.SIGSTOP)
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	for pid := range seen {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	_ = unix.Kill(-leader, unix.SIGKILL)
+}
+
+// descendants lists the processes below pid, from /proc.
+func descendants(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// after the command name's ")": state ppid ...
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(b[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(string(f[1])); err == nil {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		q := queue[0]
+		queue = queue[1:]
+		for _, c := range children[q] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
 }
 
 func (s *Server) signal(m *Message) {
@@ -491,6 +561,12 @@ func (s *Server) signal(m *Message) {
 		return
 	}
 	sig := unix.Signal(m.Signal)
+	if sig == unix.SIGKILL {
+		// killing a command kills all of it (see killTree)
+		killTree(p.pid)
+		s.reply(&Message{Op: OpDone, ID: m.ID})
+		return
+	}
 	err := unix.Kill(-p.pid, sig)
 	if err != nil {
 		err = unix.Kill(p.pid, sig)

@@ -217,6 +217,15 @@ func testTimeout(t *testing.T, f Factory) {
 	if r := shell(t, sb, "echo alive"); r.out != "alive\n" {
 		t.Errorf("after timeout: %q", r.out)
 	}
+	// The whole tree dies, also what moved to a session of its own.
+	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "setsid sh -c 'tree=escapee; while :; do :; done' & wait"}, Timeout: 500 * time.Millisecond})
+	if r.st.Limit != runtime.LimitTimeout {
+		t.Errorf("tree with a new session: limit %q, want timeout", r.st.Limit)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if r := shell(t, sb, `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c 'tree=escape[e]'`); r.out != "0\n" {
+		t.Errorf("after the timeout, processes of the command still run: %q", r.out)
+	}
 }
 
 func testSignal(t *testing.T, f Factory) {
