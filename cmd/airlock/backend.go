@@ -31,19 +31,24 @@ func (o *backendOpts) validate() error {
 	return nil
 }
 
-// openBackend opens the named backend with its state under stateDir. A
-// backend that cannot run here is an error that says how to fix it,
-// never a fallback to another boundary.
-func openBackend(o backendOpts, name, stateDir string, dieWithOwner bool, logf func(string, ...any)) (runtime.Backend, error) {
+// diskDir is where a backend keeps its sandboxes' disk images: in the
+// data dir, on a disk (the state dir is often a tmpfs, whose files would
+// take memory that no sandbox's limit counts).
+func diskDir(dataDir, backend string) string { return filepath.Join(dataDir, "disks", backend) }
+
+// openBackend opens the named backend with its state under stateDir and
+// its disks under dataDir. A backend that cannot run here is an error
+// that says how to fix it, never a fallback to another boundary.
+func openBackend(o backendOpts, name, stateDir, dataDir string, dieWithOwner bool, logf func(string, ...any)) (runtime.Backend, error) {
 	switch name {
 	case "native":
-		return native.New(native.Config{StateDir: stateDir, CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: dieWithOwner, Logf: logf})
+		return native.New(native.Config{StateDir: stateDir, DiskDir: diskDir(dataDir, "native"), CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: dieWithOwner, Logf: logf})
 	case "gvisor":
 		parent := ""
 		if p := os.Getenv("AIRLOCK_CGROUP_PARENT"); p != "" {
 			parent = p + "-gvisor"
 		}
-		return oci.New(oci.Config{StateDir: filepath.Join(stateDir, "gvisor"), CgroupParent: parent, Runsc: o.runsc,
+		return oci.New(oci.Config{StateDir: filepath.Join(stateDir, "gvisor"), DiskDir: diskDir(dataDir, "gvisor"), CgroupParent: parent, Runsc: o.runsc,
 			Platform: o.platform, DieWithOwner: dieWithOwner, Logf: logf})
 	}
 	return nil, fmt.Errorf("backend %q: use native or gvisor", name)

@@ -67,7 +67,7 @@ func (o *runOpts) flags(fs *flag.FlagSet) {
 	fs.Var(&o.env, "env", "set `K=V` in CMD's environment (repeatable)")
 	fs.StringVar(&o.dir, "cwd", "/workspace", "working directory inside the sandbox")
 	fs.StringVar(&o.stateDir, "state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
-	fs.StringVar(&o.dataDir, "data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates (env AIRLOCK_DATA_DIR)")
+	fs.StringVar(&o.dataDir, "data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates and the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
 	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr (default 16M)")
 	o.backend.flags(fs, "isolation backend")
 }
@@ -180,7 +180,7 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 	defer cancel()
 
 	tracef("start")
-	be, err := openBackend(o.backend, o.backend.name, o.stateDir, true, nil)
+	be, err := openBackend(o.backend, o.backend.name, o.stateDir, o.dataDir, true, nil)
 	tracef("backend ready")
 	if err != nil {
 		return 125, err
@@ -287,10 +287,11 @@ func cmdReap(args []string, stdout, stderr io.Writer) int {
 	const reapUsage = "usage: airlock reap [flags]\n\nRemoves what killed airlock processes left behind: sandbox processes, cgroups,\nstate dirs. Every airlock start does this too.\n\nflags:\n"
 	fs := newFlagSet("reap", reapUsage, stderr)
 	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
+	dataDir := fs.String("data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
 	if code, done := parseFlags(fs, reapUsage, args, stdout); done {
 		return code
 	}
-	be, err := native.New(native.Config{StateDir: *stateDir, CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT")})
+	be, err := native.New(native.Config{StateDir: *stateDir, DiskDir: diskDir(*dataDir, "native"), CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT")})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
 		return 1
@@ -300,7 +301,7 @@ func cmdReap(args []string, stdout, stderr io.Writer) int {
 	if _, serr := os.Stat(filepath.Join(*stateDir, "gvisor")); serr == nil {
 		// gVisor sandboxes of `airlock run --backend gvisor`, where runsc
 		// still works
-		if g, gerr := openBackend(backendOpts{runsc: envOr("AIRLOCK_RUNSC", "runsc")}, "gvisor", *stateDir, false, nil); gerr == nil {
+		if g, gerr := openBackend(backendOpts{runsc: envOr("AIRLOCK_RUNSC", "runsc")}, "gvisor", *stateDir, *dataDir, false, nil); gerr == nil {
 			ob := g.(*oci.Backend)
 			gids, rerr := ob.Reap()
 			ids = append(append(ids, ob.Reaped...), gids...)

@@ -117,7 +117,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fmt.Errorf("another airlock daemon is running with state dir %s (stop it first)", stateDir)
 	}
-	be, err := native.New(native.Config{StateDir: stateDir, CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: true, Logf: logf})
+	be, err := native.New(native.Config{StateDir: stateDir, DiskDir: diskDir(dataDir, "native"), CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: true, Logf: logf})
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	// asking for it is an error that says how to install it.
 	backends, unavailable := map[string]runtime.Backend{}, map[string]string{}
 	gopts := backendOpts{runsc: envOr("AIRLOCK_RUNSC", "runsc"), platform: os.Getenv("AIRLOCK_GVISOR_PLATFORM")}
-	if g, err := openBackend(gopts, "gvisor", stateDir, true, logf); err == nil {
+	if g, err := openBackend(gopts, "gvisor", stateDir, dataDir, true, logf); err == nil {
 		backends["gvisor"] = g
 	} else {
 		unavailable["gvisor"] = err.Error()

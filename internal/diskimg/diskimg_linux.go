@@ -189,3 +189,37 @@ func attachLoop(img string) (string, *os.File, error) {
 	}
 	return "", nil, errors.New("no free loop device")
 }
+
+// InMemoryEnv, set to 1, lets CheckDir accept a directory in memory (a
+// test machine with no disk, say): the disks' contents then take memory
+// that no sandbox's memory limit counts.
+const InMemoryEnv = "AIRLOCK_DISKS_IN_MEMORY"
+
+// CheckDir refuses a directory for disk images that is in memory (tmpfs,
+// ramfs): a sandbox's writes to its disk would take host memory outside
+// its memory limit, up to its disk size. /run is a tmpfs on most hosts.
+func CheckDir(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("disk images directory %s: %w", dir, err)
+	}
+	if (st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC) && os.Getenv(InMemoryEnv) != "1" {
+		return fmt.Errorf("disk images directory %s is in memory (tmpfs): what sandboxes write to their disks would take memory that no memory limit counts; use a directory on a disk (the data dir's disks/ is the default): %w", dir, errdefs.ErrUnsupported)
+	}
+	return nil
+}
+
+// CheckFree refuses a disk of size bytes when dir's file system has less
+// free space than that: the image is sparse, and a disk that cannot be
+// filled would fail its sandbox mid-write instead of at creation. (Disks
+// of sandboxes that are running share that space and are not counted.)
+func CheckFree(dir string, size int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("disk images directory %s: %w", dir, err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < size {
+		return fmt.Errorf("%s has %d MiB free, less than the sandbox's disk of %d MiB: %w", dir, free>>20, size>>20, errdefs.ErrLimitExceeded)
+	}
+	return nil
+}

@@ -3,7 +3,6 @@ package native
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,12 +19,15 @@ import (
 // mount, with upper, work and root directories on it that belong to the
 // sandbox's root.
 func (s *sandbox) makeDisk() (*os.File, error) {
-	base, err := diskimg.Base(filepath.Join(s.b.cfg.StateDir, "images"), s.lim.DiskBytes, s.lim.Inodes)
+	if err := diskimg.CheckFree(s.b.cfg.DiskDir, s.lim.DiskBytes); err != nil {
+		return nil, fmt.Errorf("disk: %w", err)
+	}
+	base, err := diskimg.Base(s.b.cfg.DiskDir, s.lim.DiskBytes, s.lim.Inodes)
 	if err != nil {
 		return nil, fmt.Errorf("disk image: %w", err)
 	}
 	t0 := time.Now()
-	m, err := diskimg.Mount(base, filepath.Join(s.dir, "disk.img"))
+	m, err := diskimg.Mount(base, s.b.diskImage(s.id))
 	trace(t0, "disk: mounted (from its start)")
 	if err != nil {
 		return nil, err

@@ -449,3 +449,34 @@ func TestEscapeResOutput(t *testing.T) {
 	}
 	t.Logf("heap in use: base %d MiB, peak %d MiB; %s for 2GiB", base>>20, peak>>20, st.Duration)
 }
+
+// Threat model, Resources: sandboxes' disks are never in memory (their
+// contents would count against no memory limit), and a disk image left
+// by a crash before its attach is reaped.
+func TestDiskDir(t *testing.T) {
+	needRuntime(t)
+	t.Setenv("AIRLOCK_DISKS_IN_MEMORY", "")
+	mem := t.TempDir()
+	if err := syscall.Mount("airlock-test", mem, "tmpfs", 0, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mem, syscall.MNT_DETACH) })
+	_, err := New(Config{StateDir: filepath.Join(testRoot, "state"), DiskDir: mem, CgroupParent: cgroupParent})
+	if err == nil || !strings.Contains(err.Error(), "in memory") {
+		t.Errorf("a disk dir on a tmpfs: %v, want a refusal", err)
+	}
+	b, err := New(Config{StateDir: filepath.Join(testRoot, "state"), CgroupParent: cgroupParent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := b.diskImage("0123456789ab")
+	if err := os.WriteFile(left, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Reap(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("a leftover disk image was not reaped: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/diskimg"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,11 @@ type Config struct {
 	// "airlock". Reap treats every group under it as this StateDir's, so two
 	// state dirs must not share a parent.
 	CgroupParent string
+	// DiskDir holds the sandboxes' disk images (sparse ext4 files, each
+	// unlinked once its loop device holds it, and the blank base images
+	// they are copied from); default StateDir/disks. It must be on a disk,
+	// not in memory (see diskimg.CheckDir), and no other backend's.
+	DiskDir string
 	// SlotDir holds the uid-range slot locks; default /run/airlock/slots.
 	// It is shared by every airlock on the host, whatever its StateDir, so
 	// that no two sandboxes ever share host uids.
@@ -92,6 +98,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.SlotDir == "" {
 		cfg.SlotDir = "/run/airlock/slots"
 	}
+	if cfg.DiskDir == "" {
+		cfg.DiskDir = filepath.Join(cfg.StateDir, "disks")
+	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
@@ -118,6 +127,12 @@ func New(cfg Config) (*Backend, error) {
 	if err := checkTraversable(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("native backend: state dir: %w", err)
 	}
+	if err := os.MkdirAll(cfg.DiskDir, 0o700); err != nil {
+		return nil, fmt.Errorf("native backend: disks dir: %w", err)
+	}
+	if err := diskimg.CheckDir(cfg.DiskDir); err != nil {
+		return nil, fmt.Errorf("native backend: %w", err)
+	}
 	if b.exe, err = sandboxExe(filepath.Join(cfg.StateDir, "bin")); err != nil {
 		return nil, fmt.Errorf("native backend: %w", err)
 	}
@@ -130,7 +145,13 @@ func New(cfg Config) (*Backend, error) {
 }
 
 func (b *Backend) sandboxesDir() string { return filepath.Join(b.cfg.StateDir, "sandboxes") }
-func (b *Backend) slotsDir() string     { return b.cfg.SlotDir }
+
+// diskImage is where sandbox id's disk image is made (and unlinked once
+// attached).
+func (b *Backend) diskImage(id string) string {
+	return filepath.Join(b.cfg.DiskDir, "sb-"+id+".img")
+}
+func (b *Backend) slotsDir() string { return b.cfg.SlotDir }
 
 // Name implements runtime.Backend.
 func (b *Backend) Name() string { return "native" }
@@ -635,7 +656,20 @@ func (b *Backend) Reap() ([]string, error) {
 		if lock != nil {
 			lock.Close()
 		}
+		_ = os.Remove(b.diskImage(id)) // a crash between its copy and its attach
 		reaped = append(reaped, id)
+	}
+	// disk images of sandboxes whose state dir is gone (the state dir is
+	// made before the image, and the image is unlinked long before the
+	// state dir goes)
+	if imgs, err := filepath.Glob(filepath.Join(b.cfg.DiskDir, "sb-*.img")); err == nil {
+		for _, img := range imgs {
+			id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(img), "sb-"), ".img")
+			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), id)); err == nil {
+				continue
+			}
+			_ = os.Remove(img)
+		}
 	}
 	// cgroups whose state dir is gone: a crash between the two removals
 	if names, err := b.hier.List(b.cfg.CgroupParent); err == nil {

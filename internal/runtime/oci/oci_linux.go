@@ -55,6 +55,9 @@ const (
 type Config struct {
 	// StateDir holds per-sandbox state; default /run/airlock-oci.
 	StateDir string
+	// DiskDir holds the sandboxes' disk images, as native.Config.DiskDir;
+	// default StateDir/disks. On a disk, and no other backend's.
+	DiskDir string
 	// CgroupParent is the cgroup under which sandboxes are placed; default
 	// "airlock-oci". Reap treats every group under it as this StateDir's.
 	CgroupParent string
@@ -95,6 +98,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.StateDir == "" {
 		cfg.StateDir = "/run/airlock-oci"
 	}
+	if cfg.DiskDir == "" {
+		cfg.DiskDir = filepath.Join(cfg.StateDir, "disks")
+	}
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = "airlock-oci"
 	}
@@ -134,10 +140,13 @@ func New(cfg Config) (*Backend, error) {
 	if b.hier, err = cgroups.Detect(); err != nil {
 		return nil, fmt.Errorf("gvisor backend: %w", err)
 	}
-	for _, d := range []string{cfg.StateDir, b.sandboxesDir()} {
+	for _, d := range []string{cfg.StateDir, b.sandboxesDir(), b.cfg.DiskDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("gvisor backend: state dir: %w", err)
 		}
+	}
+	if err := diskimg.CheckDir(b.cfg.DiskDir); err != nil {
+		return nil, fmt.Errorf("gvisor backend: %w", err)
 	}
 	if b.agentBin, err = os.Executable(); err != nil {
 		return nil, fmt.Errorf("gvisor backend: find own binary: %w", err)
@@ -193,6 +202,12 @@ func bytesHead(b []byte) string {
 }
 
 func (b *Backend) sandboxesDir() string { return filepath.Join(b.cfg.StateDir, "sandboxes") }
+
+// diskImage is where sandbox id's disk image is made (and unlinked once
+// attached).
+func (b *Backend) diskImage(id string) string {
+	return filepath.Join(b.cfg.DiskDir, "sb-"+id+".img")
+}
 
 // Name implements runtime.Backend.
 func (b *Backend) Name() string { return "gvisor" }
@@ -345,12 +360,16 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 	diskc := make(chan diskRes, 1)
 	go func() {
-		base, err := diskimg.Base(filepath.Join(b.cfg.StateDir, "images"), lim.DiskBytes, lim.Inodes)
+		if err := diskimg.CheckFree(b.cfg.DiskDir, lim.DiskBytes); err != nil {
+			diskc <- diskRes{nil, fmt.Errorf("disk: %w", err)}
+			return
+		}
+		base, err := diskimg.Base(b.cfg.DiskDir, lim.DiskBytes, lim.Inodes)
 		if err != nil {
 			diskc <- diskRes{nil, err}
 			return
 		}
-		f, err := diskimg.Mount(base, filepath.Join(s.dir, "disk.img"))
+		f, err := diskimg.Mount(base, b.diskImage(id))
 		diskc <- diskRes{f, err}
 	}()
 	diskTaken := false
@@ -521,7 +540,17 @@ func (b *Backend) Reap() ([]string, error) {
 		if lock != nil {
 			lock.Close()
 		}
+		_ = os.Remove(b.diskImage(id)) // a crash between its copy and its attach
 		reaped = append(reaped, id)
+	}
+	// disk images of sandboxes whose state dir is gone
+	if imgs, err := filepath.Glob(filepath.Join(b.cfg.DiskDir, "sb-*.img")); err == nil {
+		for _, img := range imgs {
+			id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(img), "sb-"), ".img")
+			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), id)); err != nil {
+				_ = os.Remove(img)
+			}
+		}
 	}
 	if names, err := b.hier.List(b.cfg.CgroupParent); err == nil {
 		for _, n := range names {

@@ -41,6 +41,9 @@ import (
 )
 
 func main() {
+	// The guest has no disk of its own: sandboxes' disk images go on a
+	// tmpfs, which airlock refuses unless told (diskimg.InMemoryEnv).
+	_ = os.Setenv("AIRLOCK_DISKS_IN_MEMORY", "1")
 	if len(os.Args) > 1 && os.Args[1] == "checks" {
 		os.Exit(checks())
 	}
