@@ -35,14 +35,17 @@ func TestCheckDirAndFree(t *testing.T) {
 	if err := CheckDir(mem); !errors.Is(err, errdefs.ErrUnsupported) {
 		t.Errorf("a tmpfs: %v, want unsupported", err)
 	}
-	t.Setenv(InMemoryEnv, "1")
-	if err := CheckDir(mem); err != nil {
-		t.Errorf("a tmpfs with %s=1: %v", InMemoryEnv, err)
-	}
 	if err := CheckFree(mem, 512<<10); err != nil {
 		t.Errorf("512 KiB on a 1 MiB tmpfs: %v", err)
 	}
 	if err := CheckFree(mem, 2<<20); !errors.Is(err, errdefs.ErrLimitExceeded) {
 		t.Errorf("2 MiB on a 1 MiB tmpfs: %v, want limit exceeded", err)
+	}
+	t.Setenv(InMemoryEnv, "1")
+	if err := CheckDir(mem); err != nil {
+		t.Errorf("a tmpfs with %s=1: %v", InMemoryEnv, err)
+	}
+	if err := CheckFree(mem, 2<<20); err != nil {
+		t.Errorf("2 MiB on a 1 MiB tmpfs with %s=1: %v", InMemoryEnv, err)
 	}
 }
