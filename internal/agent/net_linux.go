@@ -253,35 +253,50 @@ func (s *Server) acceptDNSStreams(ln net.Listener) {
 // commandOf returns the pid of the command whose process tree holds pid
 // (0 when none does or pid is 0).
 func (s *Server) commandOf(pid int) int {
-	for i := 0; pid > 1 && i < 64; i++ {
+	live := func(p int) bool {
 		s.mu.Lock()
-		_, ok := s.procs[pid]
-		s.mu.Unlock()
-		if ok {
+		defer s.mu.Unlock()
+		_, ok := s.procs[p]
+		return ok
+	}
+	orig := pid
+	for i := 0; pid > 1 && i < 64; i++ {
+		if live(pid) {
 			return pid
 		}
-		pid = parentOf(pid)
+		pid, _ = parentAndSession(pid)
+	}
+	// A process that left the tree (a double fork: its parent is now the
+	// agent) but not its command's session still names the command, whose
+	// leader's pid is the session's id (commands start in sessions of
+	// their own).
+	if _, sid := parentAndSession(orig); sid > 1 && live(sid) {
+		return sid
 	}
 	return 0
 }
 
-func parentOf(pid int) int {
+// parentAndSession reads a process's parent and session ids (0, 0 when
+// it is gone).
+func parentAndSession(pid int) (ppid, sid int) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	// pid (comm) state ppid pgrp session ...: comm may hold spaces and
+	// parentheses.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
+	if len(f) < 4 {
+		return 0, 0
 	}
-	p, _ := strconv.Atoi(f[1])
-	return p
+	ppid, _ = strconv.Atoi(f[1])
+	sid, _ = strconv.Atoi(f[3])
+	return ppid, sid
 }
 
 // socketOwner finds the process that holds the client end of a loopback

@@ -207,6 +207,27 @@ func TestEgressThroughTheProxy(t *testing.T) {
 	if !sawAllow || !sawDeny || !sawDNS {
 		t.Fatalf("egress record: allow %v deny %v dns %v", sawAllow, sawDeny, sawDNS)
 	}
+	// A double-forked process (its parent is the agent now) is still its
+	// command's, by the command's session.
+	_, execEvs, _ := e.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(`(sh -c 'curl -sS --max-time 20 http://plain.example.test:%d/orphan > /tmp/orphan' &); sleep 2; cat /tmp/orphan`, plain)}})
+	orphanExec := ""
+	for _, ev := range execEvs {
+		if ev.ExecID != "" {
+			orphanExec = ev.ExecID
+		}
+	}
+	found := false
+	for _, ev := range e.egressEvents(id) {
+		if ev.Kind == "egress.request" && strings.Contains(string(ev.Payload), "/orphan") {
+			found = true
+			if ev.ExecID != orphanExec || orphanExec == "" {
+				t.Errorf("the orphan's request: exec %q, want %q", ev.ExecID, orphanExec)
+			}
+		}
+	}
+	if !found {
+		t.Error("no record of the orphan's request")
+	}
 
 	// The kill switch cuts every sandbox, and restoring it restores them.
 	if code := e.do("POST", "/v1/egress/cut", map[string]bool{"on": true}, nil); code != 200 {
