@@ -482,12 +482,13 @@ func (s *Server) timeout(p *proc) {
 	killTree(p.pid)
 }
 
-// killTree kills a command: its process group, and every process below
-// it in the process tree, whatever session or group it moved to (setsid
-// does not take a process out of its parent's tree). The tree is stopped
-// first, so that nothing forks past the scan, then killed. A process that
-// left the tree before (a double fork, whose parent became the agent)
-// is not found: it ends with the sandbox.
+// killTree kills a command: its process group, every process below it in
+// the process tree, whatever session or group it moved to (setsid does
+// not take a process out of its parent's tree), and every process still
+// in its session (commands lead sessions of their own), also one that
+// left the tree by a double fork. The lot is stopped first, so that
+// nothing forks past the scan, then killed. A process that left both the
+// tree and the session is not found: it ends with the sandbox.
 func killTree(leader int) {
 	_ = unix.Kill(-leader, unix.SIGSTOP)
 	seen := map[int]bool{leader: true}
@@ -510,13 +511,15 @@ func killTree(leader int) {
 	_ = unix.Kill(-leader, unix.SIGKILL)
 }
 
-// descendants lists the processes below pid, from /proc.
+// descendants lists the processes below pid, and those in the session
+// pid leads, from /proc.
 func descendants(pid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
 	children := map[int][]int{}
+	var inSession []int
 	for _, e := range ents {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -538,8 +541,11 @@ func descendants(pid int) []int {
 		if pp, err := strconv.Atoi(string(f[1])); err == nil {
 			children[pp] = append(children[pp], p)
 		}
+		if len(f) > 3 && p != pid && string(f[3]) == strconv.Itoa(pid) {
+			inSession = append(inSession, p)
+		}
 	}
-	var out []int
+	out := inSession
 	queue := []int{pid}
 	for len(queue) > 0 {
 		q := queue[0]

@@ -222,9 +222,15 @@ func testTimeout(t *testing.T, f Factory) {
 	if r.st.Limit != runtime.LimitTimeout {
 		t.Errorf("tree with a new session: limit %q, want timeout", r.st.Limit)
 	}
+	// And what left the tree by a double fork and the command's process
+	// group (job control), in the command's session.
+	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "bash -c \"set -m; sh -c 'tree=escapee; while :; do :; done' & disown\"; sleep 100"}, Timeout: 500 * time.Millisecond})
+	if r.st.Limit != runtime.LimitTimeout {
+		t.Errorf("tree with a double fork: limit %q, want timeout", r.st.Limit)
+	}
 	time.Sleep(300 * time.Millisecond)
 	if r := shell(t, sb, `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c 'tree=escape[e]'`); r.out != "0\n" {
-		t.Errorf("after the timeout, processes of the command still run: %q", r.out)
+		t.Errorf("after the timeouts, processes of the commands still run: %q", r.out)
 	}
 }
 
