@@ -161,7 +161,10 @@ func cleanPath(p string) (string, error) {
 const resolveFlags = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 
 func openRoot(p string, flags uint64, mode uint64) (int, error) {
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags}
+	// O_NOCTTY: the agent leads a session with no terminal, and a tty
+	// (a sandbox's pty, say) it opened would become its own, whose
+	// owner could then signal it.
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC | unix.O_NOCTTY, Mode: mode, Resolve: resolveFlags}
 	fd, err := pathwalk.Openat2(unix.AT_FDCWD, p, &how)
 	if err != nil {
 		return -1, &fs.PathError{Op: "open", Path: p, Err: err}

@@ -163,6 +163,17 @@ func (s *Server) LandlockABI() int { return s.landABI }
 func (s *Server) Serve() {
 	sigc := make(chan os.Signal, 16)
 	signal.Notify(sigc, unix.SIGCHLD)
+	// Terminal signals are caught and dropped, not left to their default
+	// (which ends a Go program, PID 1 or not, once the runtime handles
+	// them): no terminal should ever reach the agent, and if one did, its
+	// owner could not stop or end the agent with it. Caught, not
+	// ignored: an ignored disposition would pass to every command.
+	termc := make(chan os.Signal, 8)
+	signal.Notify(termc, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	go func() {
+		for range termc {
+		}
+	}()
 	go s.reap(sigc)
 	for {
 		m, files, err := s.conn.Recv()

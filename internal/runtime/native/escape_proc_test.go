@@ -1,9 +1,11 @@
 package native
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -620,5 +622,48 @@ func TestEscapeBindSubmountsReadOnly(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sub, "f")); err == nil {
 		t.Error("ESCAPE: the sandbox wrote into the host's mount")
+	}
+}
+
+// Threat model, Privilege and processes: the agent never takes a
+// sandbox's pty as its terminal (the host's file API reading it must not
+// make it so), and a terminal's signals could not end it anyway.
+func TestEscapeAgentTakesNoTerminal(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	sb := escSandbox(t, withProbe(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"/workspace/probe", "ptmx-hold"}, Stdin: inR, Stdout: outW})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	pts := "/dev/pts/" + strings.TrimSpace(line)
+	if _, err := sb.(runtime.Files).ReadFile(ctx, pts, io.Discard, 0); err == nil {
+		t.Errorf("the file API read %s", pts)
+	}
+	pid := impl(t, sb).initPID
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); f[4] != "0" {
+		t.Errorf("ESCAPE: the agent took a terminal (tty_nr %s) when the host read %s", f[4], pts)
+	}
+	_, _ = inW.Write([]byte("\n")) // the probe types ^C ^Z and hangs up
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inW.Close()
+	outW.Close()
+	if r := sh(t, sb, "echo alive"); r.Stdout != "alive\n" {
+		t.Fatalf("ESCAPE: the agent is gone after the pty's signals: %+v %q", r.Status, r.Stdout)
 	}
 }

@@ -692,6 +692,28 @@ var cases = map[string]func(args []string) result{
 		}
 		return result{OK: len(found) > 0, N: int64(readable), Detail: strings.Join(found, " ")}
 	},
+	// ptmx-hold: opens a pty, prints its number, waits for a line on
+	// stdin, then types ^C and ^Z into it and hangs it up: whatever has
+	// the pty as its terminal gets SIGINT, SIGTSTP and SIGHUP.
+	"ptmx-hold": func([]string) result {
+		m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return errResult(err, "open ptmx")
+		}
+		if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+			return errResult(err, "unlockpt")
+		}
+		n, err := unix.IoctlGetInt(m, unix.TIOCGPTN)
+		if err != nil {
+			return errResult(err, "ptsname")
+		}
+		fmt.Println(n)
+		buf := make([]byte, 1)
+		_, _ = os.Stdin.Read(buf)
+		_, err = unix.Write(m, []byte{3, 26})
+		unix.Close(m)
+		return errResult(err, "typed ^C ^Z and hung up")
+	},
 	"pids": func([]string) result {
 		ents, _ := readDirRaw("/proc")
 		var pids []string
