@@ -164,7 +164,10 @@ func openRoot(p string, flags uint64, mode uint64) (int, error) {
 	// O_NOCTTY: the agent leads a session with no terminal, and a tty
 	// (a sandbox's pty, say) it opened would become its own, whose
 	// owner could then signal it.
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC | unix.O_NOCTTY, Mode: mode, Resolve: resolveFlags}
+	if flags&unix.O_PATH == 0 { // (openat2 refuses O_NOCTTY with O_PATH)
+		flags |= unix.O_NOCTTY
+	}
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags}
 	fd, err := pathwalk.Openat2(unix.AT_FDCWD, p, &how)
 	if err != nil {
 		return -1, &fs.PathError{Op: "open", Path: p, Err: err}

@@ -136,9 +136,21 @@ func (c *Client) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Messa
 		}
 		return m, err
 	}
-	<-copyErr
-	return m, err
+	// The agent read to the end of the pipe and is content; the source
+	// may still have failed part-way (a size limit, a client gone): then
+	// what the agent got is cut short, and the operation failed.
+	if cerr := <-copyErr; cerr != nil && !errors.Is(cerr, syscall.EPIPE) {
+		return nil, &cutSourceError{cerr}
+	}
+	return m, nil
 }
+
+// cutSourceError is a source that failed part-way while the agent took
+// what came as the whole (streamIn).
+type cutSourceError struct{ err error }
+
+func (e *cutSourceError) Error() string { return e.err.Error() }
+func (e *cutSourceError) Unwrap() error { return e.err }
 
 func (c *Client) ReadFile(ctx context.Context, path string, w io.Writer, max int64) (int64, error) {
 	return c.streamOut(ctx, agent.FileOp{Kind: "read", Path: path, MaxBytes: max}, w)
@@ -147,6 +159,12 @@ func (c *Client) ReadFile(ctx context.Context, path string, w io.Writer, max int
 func (c *Client) WriteFile(ctx context.Context, path string, r io.Reader, mode uint32, parents bool) (int64, error) {
 	m, err := c.streamIn(ctx, agent.FileOp{Kind: "write", Path: path, Mode: mode, Parents: parents}, nil, r)
 	if err != nil {
+		var cut *cutSourceError
+		if errors.As(err, &cut) {
+			// The source failed after the agent wrote what it got: no
+			// truncated file is left behind.
+			_, _ = c.fileCall(ctx, agent.FileOp{Kind: "remove", Path: path}, nil)
+		}
 		return 0, err
 	}
 	return m.Size, nil

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -375,6 +376,15 @@ func testFiles(t *testing.T, f Factory) {
 	}
 	if _, err := fs.ReadFile(ctx, "/workspace/dir/a.txt", io.Discard, 5); err == nil {
 		t.Error("read over the max: want an error")
+	}
+	// A source that fails part-way fails the write, and leaves no
+	// truncated file.
+	cut := io.MultiReader(strings.NewReader("twelve bytes"), iotest.ErrReader(errors.New("the client went away")))
+	if _, err := fs.WriteFile(ctx, "/workspace/dir/cut.txt", cut, 0o644, false); err == nil || !strings.Contains(err.Error(), "went away") {
+		t.Errorf("write from a failing source: %v, want its error", err)
+	}
+	if _, err := fs.Stat(ctx, "/workspace/dir/cut.txt"); err == nil {
+		t.Error("write from a failing source left a file")
 	}
 	fi, err := fs.Stat(ctx, "/workspace/dir/a.txt")
 	if err != nil || fi.Type != "file" || fi.Size != int64(len(data)) || fi.Mode != 0o640 || fi.Name != "a.txt" {
