@@ -69,6 +69,7 @@ func Base(dir string, size, inodes int64) (string, error) {
 // before Mount returns (the loop device holds it).
 func Mount(base, img string) (*os.File, error) {
 	if err := sparseCopy(base, img); err != nil {
+		_ = os.Remove(img)
 		return nil, fmt.Errorf("disk image: %w", err)
 	}
 	dev, lf, err := attachLoop(img)

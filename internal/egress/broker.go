@@ -466,6 +466,11 @@ func (sc *scrubber) response(resp *http.Response) {
 		return
 	}
 	for name, vals := range resp.Header {
+		if sc.inName(name) {
+			// a header named after the value goes, whatever it says
+			delete(resp.Header, name)
+			continue
+		}
 		for i, v := range vals {
 			vals[i] = string(sc.replace([]byte(v)))
 		}
@@ -511,6 +516,18 @@ func identityOnly(vals []string) bool {
 		}
 	}
 	return true
+}
+
+// inName reports whether a header name holds a value in any of its forms
+// (names are canonicalized, so case is ignored).
+func (sc *scrubber) inName(name string) bool {
+	n := bytes.ToLower([]byte(name))
+	for _, o := range sc.old {
+		if bytes.Contains(n, bytes.ToLower(o)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (sc *scrubber) replace(b []byte) []byte {

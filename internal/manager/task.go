@@ -561,6 +561,11 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 		}
 		names = append(names, bp)
 	}
+	// The task's secret grants end with it (a kept sandbox outlives
+	// them): first, so that a failure leaves the task open to finish again.
+	if err := m.endTaskGrants(ctx, rec.SandboxID, id); err != nil {
+		return nil, fmt.Errorf("end the task's secret grants: %w", err)
+	}
 	now := time.Now().UTC()
 	res.OutputDir, res.Kept = out, keep
 	rec.Result, _ = json.Marshal(res)
@@ -569,10 +574,6 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 		return nil, err
 	}
 	_ = m.record(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: id, Kind: "task.finish", Payload: map[string]any{"files": len(d.Files), "out_of_scope": d.OutOfScope, "kept": keep}})
-	// The task's secret grants end with it (a kept sandbox outlives them).
-	if err := m.endTaskGrants(ctx, rec.SandboxID, id); err != nil {
-		return nil, err
-	}
 	if !keep {
 		if err := m.Destroy(ctx, rec.SandboxID); err != nil {
 			return nil, err

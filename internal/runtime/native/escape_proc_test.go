@@ -667,3 +667,35 @@ func TestEscapeAgentTakesNoTerminal(t *testing.T) {
 		t.Fatalf("ESCAPE: the agent is gone after the pty's signals: %+v %q", r.Status, r.Stdout)
 	}
 }
+
+// The fallback for kernels without mount_setattr: every submount below a
+// bound directory is remounted read-only, paths with spaces included.
+func TestRemountSubmountsRO(t *testing.T) {
+	needRuntime(t)
+	if got := unescapeMountinfo(`/a\040b\134c`); got != `/a b\c` {
+		t.Errorf("unescape: %q", got)
+	}
+	d, d2 := t.TempDir(), t.TempDir()
+	sub := filepath.Join(d, "s u b")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("airlock-test", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
+	if err := unix.Mount(d, d2, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(d2, unix.MNT_DETACH) })
+	if err := remountSubmountsRO(d2); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Join(d2, "s u b"), &st); err != nil || st.Flags&unix.ST_RDONLY == 0 {
+		t.Errorf("the bound copy's submount: flags %#x %v, want read-only", st.Flags, err)
+	}
+	if err := unix.Statfs(sub, &st); err != nil || st.Flags&unix.ST_RDONLY != 0 {
+		t.Errorf("the original submount: flags %#x %v, want it untouched", st.Flags, err)
+	}
+}

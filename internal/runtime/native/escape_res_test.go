@@ -469,8 +469,14 @@ func TestDiskDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := b.diskImage("0123456789ab")
-	if err := os.WriteFile(left, []byte("x"), 0o600); err != nil {
+	left, fresh := b.diskImage("0123456789ab"), b.diskImage("ba9876543210")
+	for _, p := range []string{left, fresh} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-3 * time.Minute)
+	if err := os.Chtimes(left, old, old); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Reap(); err != nil {
@@ -479,4 +485,10 @@ func TestDiskDir(t *testing.T) {
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Errorf("a leftover disk image was not reaped: %v", err)
 	}
+	// A young one may be another airlock's (same data dir, other state
+	// dir) in the making.
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a young disk image was reaped: %v", err)
+	}
+	_ = os.Remove(fresh)
 }

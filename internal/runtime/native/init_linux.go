@@ -271,10 +271,57 @@ func bindRO(src, dst string) error {
 	// The remount covers the top mount only: submounts (a separate
 	// /usr/local on the host, say) are made read-only too.
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	if err := unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE, attr); err != nil && err != unix.ENOSYS {
+	err = unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE, attr)
+	if err == unix.ENOSYS {
+		// a kernel before 5.12: each submount, one at a time
+		return remountSubmountsRO(dst)
+	}
+	if err != nil {
 		return mountErr("read-only submounts", dst, err)
 	}
 	return nil
+}
+
+// remountSubmountsRO remounts read-only every mount below dst.
+func remountSubmountsRO(dst string) error {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasPrefix(f[4], dst+"/") {
+			continue
+		}
+		mp := unescapeMountinfo(f[4])
+		fl, err := statfsFlags(mp)
+		if err != nil {
+			return err
+		}
+		if err := unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|fl, ""); err != nil {
+			return mountErr("read-only remount", mp, err)
+		}
+	}
+	return nil
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				out = append(out, byte(n))
+				i += 3
+				continue
+			}
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
 }
 
 func setupProc(root string) error {

@@ -668,7 +668,12 @@ func (b *Backend) Reap() ([]string, error) {
 			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), id)); err == nil {
 				continue
 			}
-			_ = os.Remove(img)
+			// Another airlock with the same data dir but another state
+			// dir may be making it right now (an image lives for
+			// milliseconds before its attach unlinks it).
+			if st, err := os.Stat(img); err == nil && time.Since(st.ModTime()) > 2*time.Minute {
+				_ = os.Remove(img)
+			}
 		}
 	}
 	// cgroups whose state dir is gone: a crash between the two removals

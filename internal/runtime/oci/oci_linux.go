@@ -547,7 +547,11 @@ func (b *Backend) Reap() ([]string, error) {
 	if imgs, err := filepath.Glob(filepath.Join(b.cfg.DiskDir, "sb-*.img")); err == nil {
 		for _, img := range imgs {
 			id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(img), "sb-"), ".img")
-			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), id)); err != nil {
+			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), id)); err == nil {
+				continue
+			}
+			// another airlock with the same data dir may be making it now
+			if st, err := os.Stat(img); err == nil && time.Since(st.ModTime()) > 2*time.Minute {
 				_ = os.Remove(img)
 			}
 		}
