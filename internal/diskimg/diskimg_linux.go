@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -227,4 +228,29 @@ func CheckFree(dir string, size int64) error {
 		return fmt.Errorf("%s has %d MiB free, less than the sandbox's disk of %d MiB: %w", dir, free>>20, size>>20, errdefs.ErrLimitExceeded)
 	}
 	return nil
+}
+
+// Image is where the disk image of sandbox id is made in dir (Mount
+// unlinks it once its loop device holds it).
+func Image(dir, id string) string { return filepath.Join(dir, "sb-"+id+".img") }
+
+// ReapImages removes the images in dir of sandboxes that no longer exist
+// (live reports whether sandbox id does): an image left by a crash
+// between its copy and its attach. A young one is left alone: another
+// airlock with the same dir may be making it right now (an image lives
+// for milliseconds before its attach unlinks it).
+func ReapImages(dir string, live func(id string) bool) {
+	imgs, err := filepath.Glob(Image(dir, "*"))
+	if err != nil {
+		return
+	}
+	for _, img := range imgs {
+		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(img), "sb-"), ".img")
+		if live(id) {
+			continue
+		}
+		if st, err := os.Stat(img); err == nil && time.Since(st.ModTime()) > 2*time.Minute {
+			_ = os.Remove(img)
+		}
+	}
 }

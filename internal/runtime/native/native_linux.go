@@ -148,10 +148,8 @@ func (b *Backend) sandboxesDir() string { return filepath.Join(b.cfg.StateDir, "
 
 // diskImage is where sandbox id's disk image is made (and unlinked once
 // attached).
-func (b *Backend) diskImage(id string) string {
-	return filepath.Join(b.cfg.DiskDir, "sb-"+id+".img")
-}
-func (b *Backend) slotsDir() string { return b.cfg.SlotDir }
+func (b *Backend) diskImage(id string) string { return diskimg.Image(b.cfg.DiskDir, id) }
+func (b *Backend) slotsDir() string           { return b.cfg.SlotDir }
 
 // Name implements runtime.Backend.
 func (b *Backend) Name() string { return "native" }
@@ -662,20 +660,10 @@ func (b *Backend) Reap() ([]string, error) {
 	// disk images of sandboxes whose state dir is gone (the state dir is
 	// made before the image, and the image is unlinked long before the
 	// state dir goes)
-	if imgs, err := filepath.Glob(filepath.Join(b.cfg.DiskDir, "sb-*.img")); err == nil {
-		for _, img := range imgs {
-			id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(img), "sb-"), ".img")
-			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), id)); err == nil {
-				continue
-			}
-			// Another airlock with the same data dir but another state
-			// dir may be making it right now (an image lives for
-			// milliseconds before its attach unlinks it).
-			if st, err := os.Stat(img); err == nil && time.Since(st.ModTime()) > 2*time.Minute {
-				_ = os.Remove(img)
-			}
-		}
-	}
+	diskimg.ReapImages(b.cfg.DiskDir, func(id string) bool {
+		_, err := os.Stat(filepath.Join(b.sandboxesDir(), id))
+		return err == nil
+	})
 	// cgroups whose state dir is gone: a crash between the two removals
 	if names, err := b.hier.List(b.cfg.CgroupParent); err == nil {
 		for _, n := range names {

@@ -205,9 +205,7 @@ func (b *Backend) sandboxesDir() string { return filepath.Join(b.cfg.StateDir, "
 
 // diskImage is where sandbox id's disk image is made (and unlinked once
 // attached).
-func (b *Backend) diskImage(id string) string {
-	return filepath.Join(b.cfg.DiskDir, "sb-"+id+".img")
-}
+func (b *Backend) diskImage(id string) string { return diskimg.Image(b.cfg.DiskDir, id) }
 
 // Name implements runtime.Backend.
 func (b *Backend) Name() string { return "gvisor" }
@@ -544,18 +542,10 @@ func (b *Backend) Reap() ([]string, error) {
 		reaped = append(reaped, id)
 	}
 	// disk images of sandboxes whose state dir is gone
-	if imgs, err := filepath.Glob(filepath.Join(b.cfg.DiskDir, "sb-*.img")); err == nil {
-		for _, img := range imgs {
-			id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(img), "sb-"), ".img")
-			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), id)); err == nil {
-				continue
-			}
-			// another airlock with the same data dir may be making it now
-			if st, err := os.Stat(img); err == nil && time.Since(st.ModTime()) > 2*time.Minute {
-				_ = os.Remove(img)
-			}
-		}
-	}
+	diskimg.ReapImages(b.cfg.DiskDir, func(id string) bool {
+		_, err := os.Stat(filepath.Join(b.sandboxesDir(), id))
+		return err == nil
+	})
 	if names, err := b.hier.List(b.cfg.CgroupParent); err == nil {
 		for _, n := range names {
 			if known[n] {
