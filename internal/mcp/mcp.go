@@ -120,7 +120,7 @@ func (s *Server) dispatch(ctx context.Context, method string, params json.RawMes
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, &rpcError{codeInvalidParams, "tools/call: " + err.Error()}
 		}
-		t, ok := tools[p.Name]
+		t, ok := tools()[p.Name]
 		if !ok {
 			return nil, &rpcError{codeInvalidParams, "unknown tool " + p.Name}
 		}
@@ -292,7 +292,7 @@ func toolList() []map[string]any {
 	names := []string{"create_sandbox", "start_task", "exec", "read_file", "write_file", "list_files", "diff", "run_tests", "export_bundle", "destroy"}
 	out := make([]map[string]any, 0, len(names))
 	for _, n := range names {
-		t := tools[n]
+		t := tools()[n]
 		out = append(out, map[string]any{"name": n, "description": t.description, "inputSchema": t.schema})
 	}
 	return out
@@ -324,10 +324,12 @@ func (c *capWriter) String() string {
 	return c.buf.String()
 }
 
-var tools map[string]tool
+// tools returns the tool table, built on first use: every airlock process,
+// a sandbox's init too, would pay for its schemas at start.
+var tools = sync.OnceValue(toolTable)
 
-func init() {
-	tools = map[string]tool{
+func toolTable() map[string]tool {
+	return map[string]tool{
 		"create_sandbox": {
 			description: "Create a fresh, isolated sandbox (a Linux workspace at /workspace). Returns its id.",
 			schema: schema(nil, map[string]any{

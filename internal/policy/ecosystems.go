@@ -563,7 +563,7 @@ func npxRun(c *call, rest []word) {
 	switch {
 	case npxKnown[name]:
 		c.exec(append([]word{{s: name, static: rest[0].static}}, rest[1:]...))
-	case tools[name] != nil || simpleTools[name] != "" && name != "open":
+	case tools()[name] != nil || simpleTools[name] != "" && name != "open":
 		c.exec(append([]word{{s: name, static: rest[0].static}}, rest[1:]...))
 	default:
 		c.class(Dependency, c.name+" downloads and runs the package "+pkg)

@@ -170,7 +170,7 @@ func launcher(p string) string {
 }
 
 func (c *call) dispatch() {
-	if h, ok := tools[c.name]; ok {
+	if h, ok := tools()[c.name]; ok {
 		h(c)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // readOnly tools only inspect (whatever their arguments, unless a handler
@@ -73,10 +74,15 @@ func setOf(s string) map[string]bool {
 
 type handler func(*call)
 
-var tools map[string]handler
+// tools returns the handler table, built on first use rather than at
+// package init: every airlock process, a sandbox's init too, would pay for
+// it at start. (Set in init: the handlers refer back to tools.)
+var tools func() map[string]handler
 
-func init() {
-	tools = map[string]handler{
+func init() { tools = sync.OnceValue(toolTable) }
+
+func toolTable() map[string]handler {
+	return map[string]handler{
 		// Shells and evaluators.
 		"sh": shellTool, "bash": shellTool, "zsh": shellTool, "dash": shellTool, "ksh": shellTool,
 		"ash": shellTool, "fish": shellTool, "busybox": busybox,

@@ -406,8 +406,9 @@ type anchorRef struct {
 
 // The anchor index: bigram[b[i]|b[i+1]<<8] is 0 when no anchor starts with those two bytes,
 // else 1 + the index in anchorLists of the anchors that do. Two bytes rather than one keep
-// common letters (every 's' of ordinary text) from costing a comparison.
-var bigram, anchorLists = func() (*[1 << 16]uint8, [][]anchorRef) {
+// common letters (every 's' of ordinary text) from costing a comparison. Built on first use:
+// every airlock process (a sandbox's init too) would pay for it at start.
+var anchorIndex = sync.OnceValues(func() (*[1 << 16]uint8, [][]anchorRef) {
 	var idx [1 << 16]uint8
 	var lists [][]anchorRef
 	if len(rules) > maxRules {
@@ -436,7 +437,7 @@ var bigram, anchorLists = func() (*[1 << 16]uint8, [][]anchorRef) {
 		}
 	}
 	return &idx, lists
-}()
+})
 
 func caseVariants(c byte) []byte {
 	l, u := lowerASCII(c), upperASCII(c)
@@ -479,6 +480,7 @@ func hasAnchor(b []byte, a anchorRef) bool {
 func findShapes(b []byte, add func(span)) {
 	var resume [maxRules]int // per rule: no anchor before this may start a match
 	sc := &scan{b: b, endFrom: len(b) + 1}
+	bigram, anchorLists := anchorIndex()
 	for i := 0; i+1 < len(b); i++ {
 		k := bigram[uint16(b[i])|uint16(b[i+1])<<8]
 		if k == 0 {
