@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-command -v bwrap >/dev/null || need+=(bubblewrap)     # benchmark peer
+command -v bwrap >/dev/null || need+=(bubblewrap)     # benchmark peer (airlock run)
+command -v socat >/dev/null || need+=(socat)          # benchmark peer (egress tunnel)
 command -v ip >/dev/null || need+=(iproute2)          # network escape tests (fake upstream netns)
 command -v git >/dev/null || need+=(git)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)  # sandbox disks

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,36 +90,87 @@ func download(b *testing.B, c net.Conn, buf []byte) {
 
 // BenchmarkTunnelThroughput: 64 MiB through a CONNECT tunnel (relayed with
 // splice between the two TCP connections) against the same transfer
-// straight over loopback, alternately in the same run: the medians of
-// each and their ratio (target: proxy >= 0.8x direct). Alternating keeps
-// a busy moment of the machine from landing on one side only.
+// straight over loopback, and through socat, a plain TCP relay with no
+// policy at all (the peer: what any userspace hop costs on this machine),
+// in turn in the same run: the medians of each and their ratios to direct
+// (target: proxy >= 0.8x direct). Taking turns keeps a busy moment of the
+// machine from landing on one side only.
 func BenchmarkTunnelThroughput(b *testing.B) {
 	port := sourceServer(b)
 	e := newEnv(b, newResolver("git.example.test", "127.0.0.1"), Config{})
 	e.setPolicy(b, opaquePolicy(port))
 	target := "git.example.test:" + itoa(port)
+	relay := socatRelay(b, port)
 	buf := make([]byte, 256<<10)
-	var direct, proxy []time.Duration
-	b.SetBytes(2 * benchBytes)
-	for b.Loop() {
-		start := time.Now()
-		c, err := net.Dial("tcp", "127.0.0.1:"+itoa(port))
+	var direct, proxy, socat []time.Duration
+	dial := func(addr string) net.Conn {
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			b.Fatal(err)
 		}
-		download(b, c, buf)
+		return c
+	}
+	b.SetBytes(2 * benchBytes)
+	for b.Loop() {
+		start := time.Now()
+		download(b, dial("127.0.0.1:"+itoa(port)), buf)
 		direct = append(direct, time.Since(start))
 		start = time.Now()
 		download(b, dialThrough(b, e, target), buf)
 		proxy = append(proxy, time.Since(start))
+		if relay != "" {
+			b.StopTimer() // the peer's transfers are not the benchmark's time
+			start = time.Now()
+			download(b, dial(relay), buf)
+			socat = append(socat, time.Since(start))
+			b.StartTimer()
+		}
 	}
-	slices.Sort(direct)
-	slices.Sort(proxy)
+	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
 	rate := func(d time.Duration) float64 { return float64(benchBytes) / d.Seconds() / 1e9 }
-	dm, pm := direct[len(direct)/2], proxy[len(proxy)/2]
+	dm, pm := median(direct), median(proxy)
 	b.ReportMetric(rate(dm), "direct-GB/s")
 	b.ReportMetric(rate(pm), "proxy-GB/s")
 	b.ReportMetric(rate(pm)/rate(dm), "ratio")
+	if relay != "" {
+		sm := median(socat)
+		b.ReportMetric(rate(sm), "socat-GB/s")
+		b.ReportMetric(rate(sm)/rate(dm), "socat-ratio")
+	}
+}
+
+// socatRelay starts socat relaying a loopback port to port, with a
+// buffer as large as the benchmark's reads, and returns its address; ""
+// (and a log line) without socat. Each connection is relayed by a child
+// that socat forks for it.
+func socatRelay(b *testing.B, port int) string {
+	path, err := exec.LookPath("socat")
+	if err != nil {
+		b.Log("no socat: the benchmark runs without its peer (scripts/setup.sh installs it)")
+		return ""
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // socat binds it again (reuseaddr); nothing else here takes ports
+	cmd := exec.Command(path, "-b", itoa(256<<10), "TCP-LISTEN:"+addr[strings.LastIndexByte(addr, ':')+1:]+",bind=127.0.0.1,reuseaddr,fork", "TCP:127.0.0.1:"+itoa(port))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("socat did not listen on %s: %v", addr, err)
+		}
+	}
 }
 
 func reportLatency(b *testing.B, d []time.Duration) {
