@@ -269,6 +269,9 @@ type Health struct {
 	Version string `json:"version"`
 	Backend string `json:"backend"`
 	Cgroup  string `json:"cgroup"`
+	// Problem is set when OK is false. (Health itself then returns an
+	// *Error: the daemon answers 503.)
+	Problem string `json:"problem,omitempty"`
 }
 
 // ceilDiv is d in units of unit, rounded up, so that a small positive

@@ -38,6 +38,9 @@ type Health struct {
 	Version string `json:"version"`
 	Backend string `json:"backend"`
 	Cgroup  string `json:"cgroup,omitempty"`
+	// Problem says why the daemon takes no work (ok is false, status 503):
+	// an audit log that can no longer be written.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Server is the API's http.Handler.
@@ -219,7 +222,19 @@ func validID(id string) error {
 }
 
 func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.health)
+	h := s.health
+	if err := s.m.Healthy(); err != nil {
+		// Also an error answer (code, message), for clients that read
+		// any non-2xx as one.
+		h.OK, h.Problem = false, oneLine(message(err))
+		writeJSON(w, http.StatusServiceUnavailable, struct {
+			Health
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}{h, errdefs.Kind(err), h.Problem})
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {

@@ -62,6 +62,13 @@ func newDaemon(t *testing.T) *daemon {
 
 func newDaemonWith(t *testing.T, configure func(*manager.Config)) *daemon {
 	t.Helper()
+	return newDaemonAt(t, "", configure)
+}
+
+// newDaemonAt keeps the database (the store and the audit log) in dbDir,
+// or with the rest of the daemon's data when dbDir is "".
+func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *daemon {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("API tests need root under CI")
@@ -82,7 +89,10 @@ func newDaemonWith(t *testing.T, configure func(*manager.Config)) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{t: t, be: be, dbPath: filepath.Join(dir, "data", "airlock.db")}
+	if dbDir == "" {
+		dbDir = filepath.Join(dir, "data")
+	}
+	d := &daemon{t: t, be: be, dbPath: filepath.Join(dbDir, "airlock.db")}
 	d.st, err = store.Open(d.dbPath)
 	if err != nil {
 		t.Fatal(err)

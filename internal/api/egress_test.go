@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -16,7 +17,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +31,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"golang.org/x/sys/unix"
 )
 
 // These tests run real sandboxes whose programs reach a fake upstream on
@@ -79,9 +83,16 @@ type egressEnv struct {
 	plain   *httptest.Server // http upstream, name plain.example.test
 	secure  *httptest.Server // https upstream, name api.example.test
 	gotAuth chan string      // Authorization headers the https upstream saw
+	log     *audit.Log
 }
 
 func egressDaemon(t *testing.T, pol string) *egressEnv {
+	t.Helper()
+	return egressDaemonAt(t, "", pol)
+}
+
+// egressDaemonAt keeps the daemon's database in dbDir (see newDaemonAt).
+func egressDaemonAt(t *testing.T, dbDir, pol string) *egressEnv {
 	t.Helper()
 	e := &egressEnv{gotAuth: make(chan string, 16)}
 	e.plain = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +117,7 @@ func egressDaemon(t *testing.T, pol string) *egressEnv {
 		ports: map[int]bool{port(e.plain): true, port(e.secure): true}}
 	roots := upPool
 	polFile := strings.NewReplacer("PLAIN", strconv.Itoa(port(e.plain)), "SECURE", strconv.Itoa(port(e.secure))).Replace(pol)
-	e.daemon = newDaemonWith(t, func(c *manager.Config) {
+	e.daemon = newDaemonAt(t, dbDir, func(c *manager.Config) {
 		red := redact.New()
 		log, err := audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")})
 		if err != nil {
@@ -117,6 +128,7 @@ func egressDaemon(t *testing.T, pol string) *egressEnv {
 			t.Fatal(err)
 		}
 		c.Policy, c.Audit, c.Redactor, c.SecretKeyFile = f, log, red, filepath.Join(t.TempDir(), "secrets.key")
+		e.log = log
 		c.Egress = &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots}
 	})
 	return e
@@ -395,4 +407,141 @@ func testCert(t *testing.T, name string) (tls.Certificate, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+}
+
+// tmpfsDir mounts a tmpfs of size bytes on a new directory, unmounted at
+// the end of the test (after anything registered later, such as a daemon
+// keeping its database there).
+func tmpfsDir(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0711", size)); err != nil {
+		t.Fatalf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// fill writes to a file in dir until the filesystem is full.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, unix.ENOSPC) {
+				t.Fatalf("fill %s: %v", dir, err)
+			}
+			return
+		}
+	}
+}
+
+// The threat model's "fill the log disk": the daemon fails closed. Once
+// the audit log cannot be written, a command that is already running loses
+// its network and is told that its record is incomplete; nothing new
+// starts; the task cannot be finished into a bundle with a gap; and the
+// health endpoint says why.
+func TestFullLogDiskFailsClosed(t *testing.T) {
+	db := tmpfsDir(t, 16<<20)
+	e := egressDaemonAt(t, db, egressTestPolicy)
+	plain := e.plain.Listener.Addr().(*net.TCPAddr).Port
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	if code := e.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task); code != 201 {
+		t.Fatalf("create task: %d", code)
+	}
+	id := task.SandboxID
+	if _, out, _ := e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 http://plain.example.test:%d/before`, plain), nil); !strings.Contains(out, "hello from upstream /before") {
+		t.Fatalf("egress before the disk is full: %q", out)
+	}
+
+	// A command that keeps reaching the upstream until it has been refused
+	// five times in a row (or gives up after 400 tries).
+	type result struct {
+		events []Event
+		code   int
+	}
+	running := make(chan result, 1)
+	go func() {
+		code, events, _ := e.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(`n=0; i=0
+while [ $n -lt 5 ] && [ $i -lt 400 ]; do
+  c=$(curl -s --max-time 10 -o /dev/null -w '%%{http_code}' http://plain.example.test:%d/during)
+  echo "$c"
+  if [ "$c" = 200 ]; then n=0; else n=$((n+1)); fi
+  i=$((i+1)); sleep 0.05
+done`, plain)}})
+		running <- result{events, code}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); countDials(e, plain) < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the looping command never reached the upstream")
+		}
+	}
+
+	// Fill the log disk, then make the daemon write: commands whose output
+	// (stored as audit blobs) cannot fit.
+	fill(t, db)
+	for i := 0; e.log.Err() == nil; i++ {
+		if i == 30 {
+			t.Fatal("the audit log never failed on a full disk")
+		}
+		e.sh(id, "head -c 3000000 /dev/urandom | base64", nil)
+	}
+	failedAt := countDials(e, plain)
+
+	r := <-running
+	out, _, last := collect(r.events)
+	codes := strings.Fields(out)
+	if r.code != 200 || len(codes) < 5 || slices.Contains(codes[len(codes)-5:], "200") {
+		t.Errorf("the running command's network after the log failed: HTTP %d, codes %v", r.code, codes)
+	}
+	if n := countDials(e, plain); n > failedAt+1 { // one may have been decided just before
+		t.Errorf("the proxy dialed the upstream %d times after the audit log failed", n-failedAt)
+	}
+	if last == nil || last.Type != "error" || last.Code != "limit_exceeded" || !strings.Contains(last.Message, "record is incomplete") {
+		t.Errorf("the running command's end: %+v", last)
+	}
+
+	// Nothing new starts, and each refusal says why.
+	var apiErr Error
+	if code := e.do("POST", "/v1/sandboxes", "", &apiErr); code != 429 || !strings.Contains(apiErr.Message, "audit log cannot be written") {
+		t.Errorf("create with a broken audit log: %d %+v", code, apiErr)
+	}
+	if code, _, eb := e.exec(id, ExecRequest{Argv: []string{"true"}}); code != 429 || !strings.Contains(eb.Message, "audit log cannot be written") {
+		t.Errorf("exec with a broken audit log: %d %+v", code, eb)
+	}
+	apiErr = Error{}
+	if code := e.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &apiErr); code != 429 || !strings.Contains(apiErr.Message, "cannot be finished") {
+		t.Errorf("finish with a broken audit log: %d %+v", code, apiErr)
+	}
+	var h struct {
+		Health
+		Code, Message string
+	}
+	if code := e.do("GET", "/v1/health", nil, &h); code != 503 || h.OK || !strings.Contains(h.Problem, "audit log cannot be written") || h.Code != "limit_exceeded" || h.Message != h.Problem {
+		t.Errorf("health with a broken audit log: %d %+v", code, h)
+	}
+	// Space freed, the task is still open, its sandbox still there (for the
+	// operator to restart the daemon and finish it).
+	os.Remove(filepath.Join(db, "filler"))
+	var got manager.Task
+	if code := e.do("GET", "/v1/tasks/"+task.ID, nil, &got); code != 200 || got.State != "open" {
+		t.Errorf("the task after the failure: %d %+v", code, got)
+	}
+}
+
+// countDials counts the proxy's dials to the plain upstream.
+func countDials(e *egressEnv, port int) int {
+	n := 0
+	for _, a := range e.net.dialed() {
+		if strings.HasSuffix(a, ":"+strconv.Itoa(port)) {
+			n++
+		}
+	}
+	return n
 }

@@ -84,6 +84,11 @@ func (m *Manager) auditHealthy() error {
 	return nil
 }
 
+// Healthy reports why the daemon cannot take work, or nil: today, an
+// audit log that can no longer be written (a full log disk). The health
+// endpoint shows it, so that the operator learns of it before a user does.
+func (m *Manager) Healthy() error { return m.auditHealthy() }
+
 // RecordAPI records one API call (the API layer calls it for every
 // request that changes something).
 func (m *Manager) RecordAPI(ctx context.Context, method, path string, status int) {

@@ -827,6 +827,13 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	// The end is recorded off the exec's critical path (its start was
 	// recorded before it ran); readers of the log wait for it.
 	m.recordAsync(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Kind: "exec.end", Payload: endPayload})
+	if err == nil {
+		// The audit log broke while the command ran (its network was cut
+		// then): the caller is told, not shown a plain success.
+		if herr := m.auditHealthy(); herr != nil {
+			err = fmt.Errorf("the command ended (exit code %d), but its record is incomplete: %w", st.Code, herr)
+		}
+	}
 	if err != nil {
 		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, ended, nil, err.Error())
 		return rec.ID, nil, err

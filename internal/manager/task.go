@@ -502,6 +502,12 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	if err != nil {
 		return nil, err
 	}
+	// A task is not finished into a bundle whose record has a gap: with a
+	// broken audit log it stays open (its sandbox kept) until the log
+	// works again.
+	if err := m.auditHealthy(); err != nil {
+		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
+	}
 	var run *TestRun
 	if sp.Test != "" {
 		if run, err = m.TestTask(ctx, id, 30*time.Minute, nil, nil, nil); err != nil {
