@@ -1,11 +1,13 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -171,13 +173,28 @@ func (s *Server) tarDownload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// Entries the policy does not let the caller read are left out of the
+	// archive; the trailer counts them (each is recorded as file.refused).
+	w.Header().Set("Trailer", OmittedTrailer)
 	lw := &lazyWriter{w: w, ctype: "application/x-tar"}
-	if _, err := f.Tar(r.Context(), p, lw); err != nil && !lw.started {
+	_, err := f.Tar(r.Context(), p, lw)
+	var om *manager.OmittedError
+	if errors.As(err, &om) {
+		lw.start()
+		w.Header().Set(OmittedTrailer, strconv.Itoa(len(om.Paths)))
+		return
+	}
+	if err != nil && !lw.started {
+		w.Header().Del("Trailer")
 		writeError(w, err)
 		return
 	}
 	lw.start()
 }
+
+// OmittedTrailer is the HTTP trailer of a tar download that counts the
+// entries left out because the policy does not let the caller read them.
+const OmittedTrailer = "Airlock-Omitted"
 
 func (s *Server) tarUpload(w http.ResponseWriter, r *http.Request) {
 	f, p, ok := s.filesFor(w, r)

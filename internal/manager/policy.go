@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -628,48 +627,6 @@ func (f *policedFiles) check(ctx context.Context, op, p string, write bool) erro
 		msg += " (file operations are not held for approval: run the change as a command)"
 	}
 	return newPolicyError("policy_denied", msg, d, "")
-}
-
-func (f *policedFiles) ReadFile(ctx context.Context, p string, w io.Writer, max int64) (int64, error) {
-	if err := f.check(ctx, "read", p, false); err != nil {
-		return 0, err
-	}
-	return f.Files.ReadFile(ctx, p, w, max)
-}
-
-func (f *policedFiles) WriteFile(ctx context.Context, p string, r io.Reader, mode uint32, parents bool) (int64, error) {
-	if err := f.check(ctx, "write", p, true); err != nil {
-		return 0, err
-	}
-	return f.Files.WriteFile(ctx, p, r, mode, parents)
-}
-
-func (f *policedFiles) Mkdir(ctx context.Context, p string, parents bool) error {
-	if err := f.check(ctx, "mkdir", p, true); err != nil {
-		return err
-	}
-	return f.Files.Mkdir(ctx, p, parents)
-}
-
-func (f *policedFiles) Remove(ctx context.Context, p string, recursive bool) error {
-	if err := f.check(ctx, "remove", p, true); err != nil {
-		return err
-	}
-	return f.Files.Remove(ctx, p, recursive)
-}
-
-func (f *policedFiles) Tar(ctx context.Context, dir string, w io.Writer) (int64, error) {
-	if err := f.check(ctx, "download", dir, false); err != nil {
-		return 0, err
-	}
-	return f.Files.Tar(ctx, dir, w)
-}
-
-func (f *policedFiles) Untar(ctx context.Context, dir string, r io.Reader) error {
-	if err := f.check(ctx, "upload", dir, true); err != nil {
-		return err
-	}
-	return f.Files.Untar(ctx, dir, r)
 }
 
 // restrictWrites applies a write scope inside the sandbox: each glob's

@@ -1,0 +1,234 @@
+package manager
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+)
+
+// The policed file operations. Each judges the path it will use: the
+// lexically clean form of what the caller sent ("/tmp/../workspace/x" is
+// judged, and written, as "/workspace/x"), and for tar streams every
+// entry, not only the directory.
+
+// errStreamEnded: one side of a filtered tar stream stopped the other.
+var errStreamEnded = errors.New("the tar stream ended")
+
+// cleanPath returns p's clean form, or an error when p is not absolute.
+func cleanPath(p string) (string, error) {
+	if !path.IsAbs(p) || strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("path %q must be absolute: %w", p, errdefs.ErrInvalid)
+	}
+	return path.Clean(p), nil
+}
+
+func (f *policedFiles) ReadFile(ctx context.Context, p string, w io.Writer, max int64) (int64, error) {
+	p, err := cleanPath(p)
+	if err != nil {
+		return 0, err
+	}
+	if err := f.check(ctx, "read", p, false); err != nil {
+		return 0, err
+	}
+	return f.Files.ReadFile(ctx, p, w, max)
+}
+
+func (f *policedFiles) WriteFile(ctx context.Context, p string, r io.Reader, mode uint32, parents bool) (int64, error) {
+	p, err := cleanPath(p)
+	if err != nil {
+		return 0, err
+	}
+	if err := f.check(ctx, "write", p, true); err != nil {
+		return 0, err
+	}
+	return f.Files.WriteFile(ctx, p, r, mode, parents)
+}
+
+func (f *policedFiles) Mkdir(ctx context.Context, p string, parents bool) error {
+	p, err := cleanPath(p)
+	if err != nil {
+		return err
+	}
+	if err := f.check(ctx, "mkdir", p, true); err != nil {
+		return err
+	}
+	return f.Files.Mkdir(ctx, p, parents)
+}
+
+func (f *policedFiles) Remove(ctx context.Context, p string, recursive bool) error {
+	p, err := cleanPath(p)
+	if err != nil {
+		return err
+	}
+	if err := f.check(ctx, "remove", p, true); err != nil {
+		return err
+	}
+	return f.Files.Remove(ctx, p, recursive)
+}
+
+// OmittedError: a tar download left out the entries the policy does not
+// let the caller read (each is in the audit record as file.refused); the
+// stream itself is a complete archive of the rest.
+type OmittedError struct{ Paths []string }
+
+func (e *OmittedError) Error() string {
+	return fmt.Sprintf("%d entries the policy does not let you read were left out (first: %s)", len(e.Paths), e.Paths[0])
+}
+
+// Tar streams dir's tree, without the entries whose read the policy
+// refuses (then it returns an *OmittedError once the archive is complete).
+func (f *policedFiles) Tar(ctx context.Context, dir string, w io.Writer) (int64, error) {
+	dir, err := cleanPath(dir)
+	if err != nil {
+		return 0, err
+	}
+	if err := f.check(ctx, "download", dir, false); err != nil {
+		return 0, err
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Files.Tar(ctx, dir, pw)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	cw := &countingWriter{w: w}
+	omitted, ferr := f.filterTar(ctx, dir, pr, cw)
+	if ferr == nil {
+		_, _ = io.Copy(io.Discard, pr) // the padding after the archive's end
+	}
+	pr.CloseWithError(errStreamEnded) // the producer stops if we did
+	terr := <-done
+	switch {
+	case ferr != nil:
+		return cw.n, ferr
+	case terr != nil:
+		return cw.n, terr
+	case len(omitted) > 0:
+		return cw.n, &OmittedError{Paths: omitted}
+	}
+	return cw.n, nil
+}
+
+func (f *policedFiles) filterTar(ctx context.Context, dir string, r io.Reader, w io.Writer) (omitted []string, err error) {
+	tr, tw := tar.NewReader(r), tar.NewWriter(w)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return omitted, tw.Close()
+		}
+		if err != nil {
+			return omitted, err
+		}
+		p := path.Join(dir, h.Name)
+		if err := f.check(ctx, "read", p, false); err != nil {
+			var pe *PolicyError
+			if !errors.As(err, &pe) {
+				return omitted, err
+			}
+			omitted = append(omitted, p)
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return omitted, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return omitted, err
+		}
+	}
+}
+
+// Untar unpacks a tar stream below dir, judging every entry as a write
+// (a hard link also as a write of what it links to). The first entry the
+// policy refuses ends the upload with the policy's error; the entries
+// before it are written. An archive that could write elsewhere than it
+// names ends the same way: an entry that climbs out of dir, or one below a
+// symlink the same archive made.
+func (f *policedFiles) Untar(ctx context.Context, dir string, r io.Reader) error {
+	dir, err := cleanPath(dir)
+	if err != nil {
+		return err
+	}
+	// dir itself must exist and is not written: only the entries are.
+	pr, pw := io.Pipe()
+	checked := make(chan error, 1)
+	go func() {
+		err := f.checkTar(ctx, dir, r, pw)
+		pw.CloseWithError(err)
+		checked <- err
+	}()
+	uerr := f.Files.Untar(ctx, dir, pr)
+	pr.CloseWithError(errStreamEnded) // the checker stops if the agent did
+	if cerr := <-checked; cerr != nil && !errors.Is(cerr, errStreamEnded) {
+		return cerr // the reason the agent's stream broke off
+	}
+	return uerr
+}
+
+func (f *policedFiles) checkTar(ctx context.Context, dir string, r io.Reader, w io.Writer) error {
+	tr, tw := tar.NewReader(r), tar.NewWriter(w)
+	var links []string // symlinks this archive made
+	under := func(p string) bool {
+		for _, l := range links {
+			if strings.HasPrefix(p, l+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return tw.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("tar: %v: %w", err, errdefs.ErrInvalid)
+		}
+		rel := path.Clean(h.Name)
+		if path.IsAbs(h.Name) || rel == ".." || strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("tar entry %q is not below the upload directory: %w", h.Name, errdefs.ErrInvalid)
+		}
+		p := path.Join(dir, rel)
+		if under(p) {
+			return fmt.Errorf("tar entry %q is below a symlink the same archive made: %w", h.Name, errdefs.ErrInvalid)
+		}
+		if err := f.check(ctx, "upload", p, true); err != nil {
+			return err
+		}
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			links = append(links, p)
+		case tar.TypeLink:
+			target := path.Clean(h.Linkname)
+			if path.IsAbs(h.Linkname) || target == ".." || strings.HasPrefix(target, "../") {
+				return fmt.Errorf("tar hard link %q to %q is not below the upload directory: %w", h.Name, h.Linkname, errdefs.ErrInvalid)
+			}
+			if err := f.check(ctx, "upload", path.Join(dir, target), true); err != nil {
+				return err
+			}
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
