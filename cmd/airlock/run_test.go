@@ -53,6 +53,8 @@ func testMain(m *testing.M) int {
 type env struct {
 	t                       *testing.T
 	state, data, cgroupName string
+	// prefix runs airlock under another command (prlimit ... --)
+	prefix []string
 }
 
 func newEnv(t *testing.T) *env {
@@ -86,6 +88,9 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(airlockBin, args...)
+	if len(e.prefix) > 0 {
+		c = exec.Command(e.prefix[0], append(append(e.prefix[1:len(e.prefix):len(e.prefix)], airlockBin), args...)...)
+	}
 	c.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+e.state, "AIRLOCK_DATA_DIR="+e.data, "AIRLOCK_CGROUP_PARENT="+e.cgroupName)
 	return c
 }

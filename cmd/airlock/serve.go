@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/api"
@@ -194,7 +195,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		return err
 	}
 	handler := api.New(m, api.Health{OK: true, Version: version, Backend: be.Name(), Cgroup: be.CgroupMode()})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	logf("serving on unix:%s (state %s, database %s)", socket, stateDir, dbPath)
@@ -206,8 +207,8 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 			_ = srv.Close()
 			return fmt.Errorf("--listen %s: %w", listen, err)
 		}
-		tcpSrv = &http.Server{Handler: handler.TCP(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- tcpSrv.Serve(tln) }()
+		tcpSrv = &http.Server{Handler: handler.TCP(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		go func() { errc <- tcpSrv.Serve(netutil.LimitListener(tln, connCap())) }()
 		logf("serving on tcp:%s (API key required)", tln.Addr())
 	}
 	var e2bSrv *http.Server
@@ -224,8 +225,8 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		if wait > 50*time.Second {
 			wait = 50 * time.Second // under the E2B SDKs' 60 s request timeout
 		}
-		e2bSrv = &http.Server{Handler: e2b.New(e2b.Config{Manager: m, ApprovalWait: wait, Logf: logf}), ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- e2bSrv.Serve(eln) }()
+		e2bSrv = &http.Server{Handler: e2b.New(e2b.Config{Manager: m, ApprovalWait: wait, Logf: logf}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		go func() { errc <- e2bSrv.Serve(netutil.LimitListener(eln, connCap())) }()
 		logf("serving the E2B-compatible API on tcp:%s (API key required)", eln.Addr())
 	}
 
@@ -261,4 +262,20 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	}
 	logf("stopped")
 	return nil
+}
+
+// idleTimeout closes a kept-alive connection that sends no new request.
+const idleTimeout = 60 * time.Second
+
+// connCap bounds the open connections of each TCP listener, so that
+// clients that open thousands and leave them idle (no key needed for
+// that) cannot use up the descriptors that the unix socket and the
+// sandboxes need: more wait in the kernel's accept queue. A quarter of
+// the descriptor limit, at most 1024.
+func connCap() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur/4 > 1024 {
+		return 1024
+	}
+	return max(int(rl.Cur/4), 16)
 }

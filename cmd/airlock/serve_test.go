@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -576,5 +577,52 @@ func TestMCPWithTheRealClient(t *testing.T) {
 	out, _, _ = e.run("", "approvals", "--socket", d.sock)
 	if strings.Count(out, "command:   /bin/sh -c 'rm -rf /workspace/old'") != 2 || !strings.Contains(out, "requested by apikey") || !strings.Contains(out, "requested by operator") {
 		t.Fatalf("approvals: %q", out)
+	}
+}
+
+// Clients that open many TCP connections and leave them idle (no key is
+// needed for that) cannot use up the daemon's descriptors: the unix socket
+// keeps answering (found in an interface review: 20,000 idle connections
+// made accept fail on every listener).
+func TestServeIdleTCPClientsCannotStarveTheSocket(t *testing.T) {
+	e := newEnv(t)
+	e.prefix = []string{"prlimit", "--nofile=256:256", "--"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	d := e.startDaemon(t, "--listen", addr)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 400; i++ { // more than the daemon has descriptors
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		// one request (refused: no key), then the connection stays open
+		io.WriteString(c, "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	time.Sleep(500 * time.Millisecond) // let the daemon accept what it will
+	client := &http.Client{Transport: d.client.Transport, Timeout: 5 * time.Second}
+	for i := 0; i < 3; i++ {
+		resp, err := client.Get("http://airlock/v1/health")
+		if err != nil {
+			t.Fatalf("the unix socket under 400 idle TCP connections: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("health: %d", resp.StatusCode)
+		}
+	}
+	fds, _ := os.ReadDir("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/fd")
+	if len(fds) > 200 {
+		t.Errorf("the daemon holds %d descriptors for idle connections", len(fds))
 	}
 }
