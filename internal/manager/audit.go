@@ -16,7 +16,7 @@ import (
 // (internal/redact). It learns the values of secret-named variables
 // given to sandboxes and commands.
 type Redactor interface {
-	Add(secret string)
+	Add(secrets ...string)
 	Redact(b []byte) ([]byte, bool)
 	// Find locates what Redact would replace.
 	Find(b []byte) []redact.Finding
@@ -27,20 +27,39 @@ type Redactor interface {
 // nopRedactor is used when none is configured (tests of other things).
 type nopRedactor struct{}
 
-func (nopRedactor) Add(string)                     {}
+func (nopRedactor) Add(...string)                  {}
 func (nopRedactor) Redact(b []byte) ([]byte, bool) { return b, false }
 func (nopRedactor) Find([]byte) []redact.Finding   { return nil }
 func (nopRedactor) String(s string) string         { return s }
 func (nopRedactor) JSON(b []byte) []byte           { return b }
 
-// learnSecrets teaches the redactor the values of secret-named variables.
-func (m *Manager) learnSecrets(env []string) {
+// MaxLearned is how many secret-named variables one request may bring,
+// and MaxLearnedLen how long a value the redactor learns from one.
+const (
+	MaxLearned    = 64
+	MaxLearnedLen = 16 << 10
+)
+
+// learnSecrets teaches the redactor the values of secret-named variables,
+// in one batch (the redactor's index is rebuilt once per batch: one call
+// per value made a request of thousands cost minutes of CPU). A longer
+// value is not learned (token shapes and private keys are still found by
+// their shape).
+func (m *Manager) learnSecrets(env []string) error {
+	var vals []string
 	for _, kv := range env {
 		name, val, ok := strings.Cut(kv, "=")
-		if ok && policy.SecretName(name) {
-			m.cfg.Redactor.Add(val)
+		if ok && policy.SecretName(name) && len(val) <= MaxLearnedLen {
+			vals = append(vals, val)
 		}
 	}
+	if len(vals) > MaxLearned {
+		return fmt.Errorf("%d secret-named variables: at most %d per request (grant secrets with airlock secret instead): %w", len(vals), MaxLearned, errdefs.ErrInvalid)
+	}
+	if len(vals) > 0 {
+		m.cfg.Redactor.Add(vals...)
+	}
+	return nil
 }
 
 // record writes an audit event (when the daemon keeps an audit log). The

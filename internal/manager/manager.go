@@ -97,6 +97,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	layerMu sync.Mutex // serializes runtime egress layer changes (SetEgress)
+	snapMu  sync.Mutex // serializes moving a snapshot template's "current"
 	live    map[string]*liveSandbox
 	running map[string]*runningExec // by exec id
 	waiters map[string]chan string  // held execs by approval id
@@ -286,7 +287,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err := m.auditHealthy(); err != nil {
 		return nil, err
 	}
-	m.learnSecrets(req.Env)
+	if err := m.learnSecrets(req.Env); err != nil {
+		return nil, err
+	}
 	for k := range req.Labels {
 		if k == "" || len(k) > 63 {
 			return nil, fmt.Errorf("label key %q: 1 to 63 characters: %w", k, errdefs.ErrInvalid)
@@ -694,7 +697,9 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err := m.auditHealthy(); err != nil {
 		return "", nil, err
 	}
-	m.learnSecrets(req.Env)
+	if err := m.learnSecrets(req.Env); err != nil {
+		return "", nil, err
+	}
 	// Policy first: nothing reaches the sandbox before it is allowed.
 	d, err := m.gate(ctx, id, ls, req, cwd)
 	if err != nil {

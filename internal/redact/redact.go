@@ -36,16 +36,17 @@ func New(secrets ...string) *Redactor {
 	return r
 }
 
-// Add teaches it another exact value (ignored if shorter than 6 bytes, to avoid redacting
-// everything). Values made only of whitespace are ignored for the same reason.
+// Add teaches it more exact values (each ignored if shorter than 6 bytes, to avoid redacting
+// everything; values made only of whitespace are ignored for the same reason). The index is
+// rebuilt once per call: add many values in one call, not one call each.
 //
 // Add on a nil *Redactor panics rather than forget the secret: a value that was meant to be
 // redacted and silently is not would leak later.
-func (r *Redactor) Add(secret string) {
+func (r *Redactor) Add(secrets ...string) {
 	if r == nil {
 		panic("redact: Add on a nil *Redactor")
 	}
-	r.add([]string{secret})
+	r.add(secrets)
 }
 
 func (r *Redactor) add(secrets []string) {
