@@ -629,7 +629,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	snap, err := s.m.SnapshotSandbox(r.Context(), id, req.Name)
+	snap, err := s.m.SnapshotSandbox(r.Context(), id, req.Name, isRemote(r))
 	if err != nil {
 		writeError(w, err)
 		return

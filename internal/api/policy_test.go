@@ -505,3 +505,60 @@ func TestFileAPIJudgesCleanPathsAndEveryTarEntry(t *testing.T) {
 		t.Errorf("download: %d, entries %v, omitted %q", resp.StatusCode, names, resp.Trailer.Get("Airlock-Omitted"))
 	}
 }
+
+// A snapshot template others start from is not a remote client's to
+// replace: over TCP a snapshot may only make a new name (found in an
+// interface review: an agent's key moved "current" of the operator's
+// template to a version with a poisoned .bash_profile).
+func TestRemoteCannotReplaceASnapshotTemplate(t *testing.T) {
+	d := newDaemon(t)
+	_, key, err := d.m.CreateAPIKey(context.Background(), "agent", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: New(d.m, Health{OK: true}).TCP()}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	remote := func(path, body string) (int, Error) {
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e Error
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e
+	}
+	ops, agents := d.sandbox(), d.sandbox()
+	if code := d.do("POST", "/v1/sandboxes/"+ops+"/snapshot", map[string]string{"name": "team-base"}, nil); code != 201 {
+		t.Fatalf("operator snapshot: %d", code)
+	}
+	if code, e := remote("/v1/sandboxes/"+agents+"/snapshot", `{"name":"team-base"}`); code != 409 || !strings.Contains(e.Message, "only the operator") {
+		t.Errorf("remote new version of the operator's template: %d %+v", code, e)
+	}
+	if code, e := remote("/v1/sandboxes/"+agents+"/snapshot", `{"name":"agent-base"}`); code != 201 {
+		t.Errorf("remote snapshot under a new name: %d %+v", code, e)
+	}
+	if code, _ := remote("/v1/sandboxes/"+agents+"/snapshot", `{"name":"agent-base"}`); code != 409 {
+		t.Errorf("remote second version: %d", code)
+	}
+	var snap manager.Snapshot
+	if code := d.do("POST", "/v1/sandboxes/"+ops+"/snapshot", map[string]string{"name": "team-base"}, &snap); code != 201 || snap.FromSandbox != ops {
+		t.Errorf("operator's new version: %d %+v", code, snap)
+	}
+	cur, err := d.m.Snapshots(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cur {
+		if s.Name == "team-base" && s.FromSandbox != ops {
+			t.Errorf("team-base's current version comes from %s", s.FromSandbox)
+		}
+	}
+}

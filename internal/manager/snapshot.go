@@ -58,8 +58,9 @@ func (m *Manager) snapshotRoot() string {
 }
 
 // SnapshotSandbox makes a new version of the snapshot template name from
-// a running sandbox.
-func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string) (*Snapshot, error) {
+// a running sandbox. With newOnly (remote callers), name must not exist
+// yet: a template that others start from is not theirs to replace.
+func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly bool) (*Snapshot, error) {
 	if m.cfg.TaskDir == "" {
 		return nil, fmt.Errorf("snapshots are not configured: %w", errdefs.ErrUnsupported)
 	}
@@ -85,6 +86,13 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string) (*Snapsh
 		return nil, fmt.Errorf("sandbox %s is not running: %w", id, errdefs.ErrConflict)
 	}
 	dir := filepath.Join(m.snapshotRoot(), name)
+	exists := func() bool {
+		_, err := os.Stat(filepath.Join(dir, "current"))
+		return err == nil
+	}
+	if newOnly && exists() {
+		return nil, fmt.Errorf("snapshot template %q exists: only the operator (on the unix socket) makes new versions of it; pick a new name: %w", name, errdefs.ErrConflict)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -133,6 +141,11 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string) (*Snapsh
 		return nil, err
 	}
 	// "current" names the newest version
+	m.snapMu.Lock()
+	defer m.snapMu.Unlock()
+	if newOnly && exists() { // made meanwhile
+		return nil, fmt.Errorf("snapshot template %q exists: only the operator (on the unix socket) makes new versions of it; pick a new name: %w", name, errdefs.ErrConflict)
+	}
 	cur := filepath.Join(dir, ".current.tmp")
 	if err := os.WriteFile(cur, []byte(snap.Version), 0o600); err != nil {
 		return nil, err
