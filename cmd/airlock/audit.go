@@ -21,11 +21,14 @@ import (
 
 const auditUsage = `usage: airlock audit <verify|query> [flags]
 
-  verify [--db FILE [--checkpoint FILE]] [--json]
+  verify [--db FILE [--checkpoint FILE] [--key-file FILE]] [--json]
         recompute the whole hash chain: every event's hash, every link, no
-        gaps, every blob; exit 0 if it holds, 1 if not. Without --db the
-        daemon verifies (and moves its signed checkpoint); with --db it is
-        done here, on the database file, with no daemon needed.
+        gaps, every blob, and the head against the checkpoint the daemon's
+        key signed (a checkpoint signed by another key, unreadable, or
+        missing once the log records one is a failure); exit 0 if it holds,
+        1 if not. Without --db the daemon verifies (and moves its signed
+        checkpoint); with --db it is done here, on the database file, with
+        no daemon needed (the key: audit.key next to it, or --key-file).
   query [--sandbox ID] [--task ID] [--exec ID] [--kind K] [--since T] [--until T]
         [--after SEQ] [--limit N] [--json]
         list events (T: RFC 3339 or a duration ago like 2h; K: exec matches exec.*)
@@ -54,6 +57,7 @@ func auditVerify(args []string, stdout, stderr io.Writer) int {
 	c.group, c.usage = "audit", auditUsage
 	db := c.fs.String("db", "", "verify this database file here instead of asking the daemon")
 	cp := c.fs.String("checkpoint", "", "a signed checkpoint to check the head against (default: audit-head.json next to --db)")
+	keyFile := c.fs.String("key-file", "", "with --db: the daemon's audit.key, which must have signed the checkpoint (default: audit.key next to --db)")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	pos, code, done := c.parse(args)
 	if done {
@@ -77,17 +81,28 @@ func auditVerify(args []string, stdout, stderr io.Writer) int {
 		if *cp == "" {
 			*cp = filepath.Join(filepath.Dir(*db), "audit-head.json")
 		}
-		var anchor *audit.Anchor
-		if a, err := audit.ReadAnchor(*cp); err == nil {
-			anchor = a
-		} else if !os.IsNotExist(err) {
-			return c.fail(err)
+		// The checkpoint counts only if the daemon's key signed it.
+		if *keyFile == "" {
+			if k := filepath.Join(filepath.Dir(*db), "audit.key"); func() bool { _, err := os.Stat(k); return err == nil }() {
+				*keyFile = k
+			}
 		}
-		r, err := audit.Verify(context.Background(), st, anchor)
+		var pub ed25519.PublicKey
+		if *keyFile != "" {
+			seed, err := os.ReadFile(*keyFile)
+			if err != nil || len(seed) != ed25519.SeedSize {
+				return c.usageErr("--key-file: not an airlock audit key")
+			}
+			pub = ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+		}
+		r, err := audit.VerifyCheckpointed(context.Background(), st, *cp, pub)
 		if err != nil {
 			return c.fail(err)
 		}
 		rep, ok, summary = r, r.OK(), r.String()
+		if pub == nil && ok {
+			summary += " (the checkpoint's signer was not checked: give --key-file)"
+		}
 	} else {
 		cl, err := c.client()
 		if err != nil {

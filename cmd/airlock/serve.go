@@ -61,6 +61,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	approvalWait := fs.Duration("approval-wait", manager.DefaultApprovalWait, "how long a command held for approval waits by default")
 	var tplBackends listFlag
 	fs.Var(&tplBackends, "template-backend", "run the sandboxes of a template on a backend unless the request names one: `TEMPLATE=native|gvisor` (repeatable)")
+	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code
@@ -97,14 +98,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 		byTemplate[name] = be
 	}
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, pol, *approvalWait, !*noEgress, byTemplate, stderr); err != nil {
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, pol, *approvalWait, !*noEgress, byTemplate, *acceptGap, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, pol *policy.File, approvalWait time.Duration, withEgress bool, byTemplate map[string]string, stderr io.Writer) error {
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, pol *policy.File, approvalWait time.Duration, withEgress bool, byTemplate map[string]string, acceptGap string, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -151,12 +152,22 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		return err
 	}
 	checkpoint := filepath.Join(filepath.Dir(dbPath), "audit-head.json")
-	// The last signed head must still be in the log: a log cut short
-	// while the daemon was down is refused, not continued.
-	if a, err := audit.ReadAnchor(checkpoint); err == nil {
-		if seq, _ := alog.Head(); seq < a.Seq {
-			return fmt.Errorf("the audit log ends at event %d, but its signed checkpoint names event %d: it was truncated (see 'airlock audit verify --db %s')", seq, a.Seq, dbPath)
+	// The last signed head must still be in the log: a log cut short or
+	// rewritten while the daemon was down is refused, not continued,
+	// unless the operator accepts the gap, which the log then records.
+	if err := audit.CheckStart(ctx, alog, st, checkpoint); err != nil {
+		if acceptGap == "" {
+			return fmt.Errorf("%v (see 'airlock audit verify --db %s'; to start anyway, with the gap on record: --accept-audit-gap REASON)", err, dbPath)
 		}
+		logf("AUDIT GAP ACCEPTED (%s): %v", acceptGap, err)
+		if _, err := alog.Record(ctx, audit.Entry{Actor: "operator", Kind: "audit.gap_accepted", Payload: map[string]any{"reason": acceptGap, "problem": err.Error()}}); err != nil {
+			return err
+		}
+	}
+	// A checkpoint at every start: a daemon that dies without stopping
+	// still leaves one that names this head.
+	if _, err := alog.Checkpoint(checkpoint); err != nil {
+		return fmt.Errorf("audit checkpoint: %w", err)
 	}
 	var egressCfg *egress.Config
 	if withEgress {

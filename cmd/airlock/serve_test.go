@@ -519,10 +519,25 @@ func TestAuditAndBundleCLI(t *testing.T) {
 	if out, _, code := e.run("", "audit", "verify", "--db", db); code != 1 || !strings.Contains(out, "truncated") {
 		t.Fatalf("a cut tail: %d %q", code, out)
 	}
-	// A daemon refuses to continue a log cut short.
+	// A daemon refuses to continue a log cut short, or one whose
+	// checkpoint is gone.
 	_, errOut, code = e.run("", "serve", "--socket", d.sock)
-	if code == 0 || !strings.Contains(errOut, "truncated") {
+	if code == 0 || !strings.Contains(errOut, "truncated") || !strings.Contains(errOut, "--accept-audit-gap") {
 		t.Fatalf("serve on a truncated log: %d %q", code, errOut)
+	}
+	cp := filepath.Join(e.data, "audit-head.json")
+	os.Remove(cp)
+	if out, _, code := e.run("", "audit", "verify", "--db", db); code != 1 || !strings.Contains(out, "is missing") {
+		t.Fatalf("offline verify without the checkpoint: %d %q", code, out)
+	}
+	if _, errOut, code := e.run("", "serve", "--socket", d.sock); code == 0 || !strings.Contains(errOut, "missing") {
+		t.Fatalf("serve without the checkpoint: %d %q", code, errOut)
+	}
+	// The operator accepts the gap: it is on record, and the log verifies
+	// from the new checkpoint on.
+	d2 := e.startDaemon(t, "--accept-audit-gap", "restored from backup")
+	if out, _, code := e.run("", "audit", "query", "--socket", d2.sock, "--kind", "audit.gap_accepted", "--json"); code != 0 || !strings.Contains(out, "restored from backup") {
+		t.Fatalf("the accepted gap is not on record: %d %q", code, out)
 	}
 }
 

@@ -3,8 +3,12 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"database/sql"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -139,7 +143,7 @@ func TestCheckpointCatchesTruncation(t *testing.T) {
 	if _, err := l.Checkpoint(path); err != nil {
 		t.Fatal(err)
 	}
-	a, err := ReadAnchor(path)
+	a, err := ReadAnchor(path, l.PublicKey())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,5 +244,77 @@ func BenchmarkAuditWrites(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(per*writers)/time.Since(t0).Seconds(), "events/s")
 		})
+	}
+}
+
+// A checkpoint counts only when the daemon's key signed it: one that
+// anyone could sign would vouch for a forged chain (found in review: a
+// rewritten chain plus a checkpoint signed with a fresh key verified).
+// A missing checkpoint is a failure once the log records one, and the
+// start check catches a cut, a rewritten head and a foreign signer.
+func TestCheckpointIsTheDaemonsAndMustBeThere(t *testing.T) {
+	ctx := context.Background()
+	l, st, db := openLog(t, maskRedactor{})
+	record(t, l, 5)
+	path := filepath.Join(t.TempDir(), "head.json")
+	if _, err := l.Checkpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := VerifyCheckpointed(ctx, st, path, l.PublicKey()); err != nil || !r.OK() {
+		t.Fatalf("untouched: %v %v", r, err)
+	}
+	if err := CheckStart(ctx, l, st, path); err != nil {
+		t.Fatalf("start check, untouched: %v", err)
+	}
+
+	// A checkpoint of the same head signed by another key.
+	seq, hash := l.Head()
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	forged := Anchor{Seq: seq, Hash: hash, PublicKey: base64.StdEncoding.EncodeToString(pub), Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(priv, anchorMsg(seq, hash)))}
+	b, _ := json.Marshal(forged)
+	good, _ := os.ReadFile(path)
+	os.WriteFile(path, b, 0o600)
+	if !forged.Valid() {
+		t.Fatal("the forged anchor should be self-consistent, or this test proves nothing")
+	}
+	if r, _ := VerifyCheckpointed(ctx, st, path, l.PublicKey()); r.OK() || !strings.Contains(r.String(), "not signed by this daemon's key") {
+		t.Errorf("a checkpoint signed by another key: %s", r)
+	}
+	if err := CheckStart(ctx, l, st, path); err == nil {
+		t.Error("the start check took a checkpoint signed by another key")
+	}
+	os.WriteFile(path, []byte("garbage"), 0o600)
+	if r, _ := VerifyCheckpointed(ctx, st, path, l.PublicKey()); r.OK() {
+		t.Errorf("an unreadable checkpoint: %s", r)
+	}
+
+	// Missing, while the log records that one was written.
+	os.Remove(path)
+	if r, _ := VerifyCheckpointed(ctx, st, path, l.PublicKey()); r.OK() || !strings.Contains(r.String(), "is missing") {
+		t.Errorf("a missing checkpoint: %s", r)
+	}
+	if err := CheckStart(ctx, l, st, path); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("start check, missing: %v", err)
+	}
+
+	// The real checkpoint back; the event it names rewritten.
+	os.WriteFile(path, good, 0o600)
+	tamper(t, db, fmt.Sprintf(`UPDATE audit_events SET hash = 'x' || substr(hash, 2) WHERE seq = %d`, seq))
+	if err := CheckStart(ctx, l, st, path); err == nil || !strings.Contains(err.Error(), "rewritten") {
+		t.Errorf("start check, rewritten head: %v", err)
+	}
+}
+
+// A fresh log with no checkpoint yet is not a failure.
+func TestNoCheckpointYetIsFine(t *testing.T) {
+	ctx := context.Background()
+	l, st, _ := openLog(t, maskRedactor{})
+	record(t, l, 2)
+	path := filepath.Join(t.TempDir(), "head.json")
+	if r, err := VerifyCheckpointed(ctx, st, path, l.PublicKey()); err != nil || !r.OK() {
+		t.Fatalf("no checkpoint ever written: %v %v", r, err)
+	}
+	if err := CheckStart(ctx, l, st, path); err != nil {
+		t.Fatal(err)
 	}
 }

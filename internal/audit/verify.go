@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -160,9 +161,20 @@ func anchorMsg(seq int64, hash string) []byte {
 	return []byte(fmt.Sprintf("airlock audit head %d %s", seq, hash))
 }
 
-// Checkpoint signs the current head and writes it to path (atomically):
-// later verification then notices a tail cut off the log.
+// CheckpointKind is the event the log records each time a checkpoint is
+// written, so that the chain itself says that one exists: a checkpoint
+// file that goes missing afterwards is then a problem, not a fresh start.
+const CheckpointKind = "audit.checkpoint"
+
+// Checkpoint records a CheckpointKind event, signs the head (that event
+// included) and writes it to path (atomically): later verification then
+// notices a tail cut off the log.
 func (l *Log) Checkpoint(path string) (*Anchor, error) {
+	if path != "" {
+		if _, err := l.Record(context.Background(), Entry{Kind: CheckpointKind, Payload: map[string]any{"file": filepath.Base(path)}}); err != nil {
+			return nil, err
+		}
+	}
 	seq, hash := l.Head()
 	a := &Anchor{Seq: seq, Hash: hash, PublicKey: base64.StdEncoding.EncodeToString(l.PublicKey()),
 		Signature: base64.StdEncoding.EncodeToString(l.Sign(anchorMsg(seq, hash)))}
@@ -177,20 +189,91 @@ func (l *Log) Checkpoint(path string) (*Anchor, error) {
 	return a, os.Rename(tmp, path)
 }
 
-// ReadAnchor reads a checkpoint and checks its signature.
-func ReadAnchor(path string) (*Anchor, error) {
+// ReadAnchor reads a checkpoint and checks its signature, by pub when pub
+// is given (the daemon's key: a checkpoint signed by any other key is
+// refused, or anyone could write one for a forged chain), else only by
+// the key it names.
+func ReadAnchor(path string, pub ed25519.PublicKey) (*Anchor, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var a Anchor
 	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("audit checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("audit checkpoint %s: %v: %w", path, err, errdefs.ErrInvalid)
 	}
 	if !a.Valid() {
 		return nil, fmt.Errorf("audit checkpoint %s: bad signature: %w", path, errdefs.ErrInvalid)
 	}
+	if pub != nil && a.PublicKey != base64.StdEncoding.EncodeToString(pub) {
+		return nil, fmt.Errorf("audit checkpoint %s: not signed by this daemon's key: %w", path, errdefs.ErrInvalid)
+	}
 	return &a, nil
+}
+
+// CheckStart checks, cheaply, that the log still holds the head its
+// checkpoint at path signed (by pub), before a daemon writes to it: an
+// error says what is wrong (a cut tail, a changed event at the signed
+// head, a checkpoint that is unreadable, signed by another key, or missing
+// although the log records one).
+func CheckStart(ctx context.Context, l *Log, st *store.Store, path string) error {
+	a, err := ReadAnchor(path, l.PublicKey())
+	if errors.Is(err, os.ErrNotExist) {
+		rows, qerr := st.AuditEvents(ctx, store.AuditFilter{Kind: CheckpointKind, Limit: 1})
+		if qerr != nil {
+			return qerr
+		}
+		if len(rows) > 0 {
+			return fmt.Errorf("the signed audit checkpoint %s is missing although event %d records one: a cut tail would not show", path, rows[0].Seq)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if seq, _ := l.Head(); seq < a.Seq {
+		return fmt.Errorf("the audit log ends at event %d, but its signed checkpoint names event %d: it was truncated", seq, a.Seq)
+	}
+	if a.Seq > 0 {
+		rows, err := st.AuditEvents(ctx, store.AuditFilter{AfterSeq: a.Seq - 1, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 || rows[0].Seq != a.Seq || rows[0].Hash != a.Hash {
+			return fmt.Errorf("audit event %d is not the one the signed checkpoint names: the log was rewritten", a.Seq)
+		}
+	}
+	return nil
+}
+
+// VerifyCheckpointed is Verify against the checkpoint at path, checked
+// against pub (see ReadAnchor). A checkpoint that cannot be read, or is
+// signed by another key, is a problem; so is a missing one once the log
+// records that one was written (CheckpointKind).
+func VerifyCheckpointed(ctx context.Context, st *store.Store, path string, pub ed25519.PublicKey) (*Report, error) {
+	var extra []Problem
+	a, err := ReadAnchor(path, pub)
+	switch {
+	case err == nil:
+	case errors.Is(err, os.ErrNotExist):
+		a = nil
+		rows, qerr := st.AuditEvents(ctx, store.AuditFilter{Kind: CheckpointKind, Limit: 1})
+		if qerr != nil {
+			return nil, qerr
+		}
+		if len(rows) > 0 {
+			extra = append(extra, Problem{0, fmt.Sprintf("the signed checkpoint %s is missing although event %d records one: a cut tail would not show", path, rows[0].Seq)})
+		}
+	default:
+		a = nil
+		extra = append(extra, Problem{0, err.Error()})
+	}
+	r, err := Verify(ctx, st, a)
+	if err != nil {
+		return nil, err
+	}
+	r.Problem = append(r.Problem, extra...)
+	return r, nil
 }
 
 // Valid checks the anchor's signature against its own public key.

@@ -179,15 +179,20 @@ func (m *Manager) AuditVerify(ctx context.Context) (*audit.Report, error) {
 	if m.cfg.Audit == nil {
 		return nil, fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
 	}
-	var anchor *audit.Anchor
+	var rep *audit.Report
+	var err error
 	if m.cfg.AuditCheckpoint != "" {
-		if a, err := audit.ReadAnchor(m.cfg.AuditCheckpoint); err == nil {
-			anchor = a
-		}
+		rep, err = audit.VerifyCheckpointed(ctx, m.cfg.Store, m.cfg.AuditCheckpoint, m.cfg.Audit.PublicKey())
+	} else {
+		rep, err = audit.Verify(ctx, m.cfg.Store, nil)
 	}
-	rep, err := audit.Verify(ctx, m.cfg.Store, anchor)
 	if err != nil {
 		return nil, err
+	}
+	// The daemon knows how far it wrote: a log that ends earlier, or
+	// differently, was cut or rewritten under it.
+	if seq, hash := m.cfg.Audit.Head(); rep.Head < seq || rep.Head == seq && rep.Hash != hash {
+		rep.Problem = append(rep.Problem, audit.Problem{Seq: seq, What: fmt.Sprintf("this daemon wrote up to event %d, but the log ends at event %d: it was cut or rewritten", seq, rep.Head)})
 	}
 	if rep.OK() && m.cfg.AuditCheckpoint != "" {
 		_, _ = m.cfg.Audit.Checkpoint(m.cfg.AuditCheckpoint)
