@@ -107,7 +107,9 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "scope": []string{"src/**"}, "test": "sh test.sh", "prompt": "fix calc"}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}
-	script := `echo "token is $API_TOKEN"; echo ` + token + ` >&2; printf 'key=%s\n' "$API_TOKEN" > src/leak.txt; printf 'MZ\0\0binary' > src/tool.exe; sed -i 's/-/+/' src/calc.sh`
+	script := `echo "token is $API_TOKEN"; echo ` + token + ` >&2; printf 'key=%s\n' "$API_TOKEN" > src/leak.txt; printf 'MZ\0\0binary' > src/tool.exe; sed -i 's/-/+/' src/calc.sh; ` +
+		// a file named after the secret, and a dependency spec that holds it
+		`echo x > "src/$API_TOKEN.txt"; printf '{"dependencies": {"left-pad": "%s"}}\n' "$API_TOKEN" > src/package.json`
 	code, events, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"API_TOKEN=" + secret}})
 	out, errOut, _ := collect(events)
 	if code != 200 || !strings.Contains(out, "token is ") {
@@ -175,12 +177,35 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 	if !strings.Contains(html.UnescapeString(string(files["report.html"])), "echo $(( $1 + $2 ))") {
 		t.Errorf("the report lacks the diff")
 	}
-	// Nowhere: the database file (and its WAL), every bundle entry.
+	if a := byPath["src/[REDACTED:known-secret].txt"]; a.Included || len(a.Findings) == 0 {
+		t.Errorf("the file named after the secret: %+v", arts)
+	}
+	// The diff and the exec records over the API.
+	var diffBody, execsBody []byte
+	for p, into := range map[string]*[]byte{"/v1/tasks/" + task.ID + "/diff": &diffBody, "/v1/sandboxes/" + task.SandboxID + "/execs": &execsBody} {
+		resp, err := d.client.Get("http://airlock" + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*into, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", p, resp.StatusCode)
+		}
+	}
+	if !bytes.Contains(diffBody, []byte("[REDACTED:known-secret].txt")) {
+		t.Errorf("the diff does not show the file named after the secret: %s", diffBody)
+	}
+	// Nowhere: the database file (and its WAL), every bundle entry (and
+	// every entry's name), the diff, the exec records.
 	for _, s := range []string{secret, token, base64.StdEncoding.EncodeToString([]byte(secret))} {
 		for name, data := range files {
-			if bytes.Contains(data, []byte(s)) {
+			if bytes.Contains(data, []byte(s)) || strings.Contains(name, s) {
 				t.Errorf("bundle entry %s holds a secret", name)
 			}
+		}
+		if bytes.Contains(diffBody, []byte(s)) || bytes.Contains(execsBody, []byte(s)) {
+			t.Errorf("the diff or the exec records hold a secret")
 		}
 		for _, f := range []string{d.dbPath, d.dbPath + "-wal"} {
 			data, _ := os.ReadFile(f)

@@ -83,11 +83,12 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 		Manifest: bundle.Manifest{Task: rec.ID, Sandbox: rec.SandboxID, Repo: red.String(sp.Repo), Ref: sp.Ref, Commit: sp.Commit,
 			Prompt: red.String(sp.Prompt), Scope: sp.Scope, Test: red.String(sp.Test), Template: sb.Template, TemplateVersion: sb.TemplateVersion,
 			Backend: sb.Backend, Policy: sb.Policy, Created: rec.Created, Finished: time.Now().UTC()},
-		Patch:      red.String(d.Patch),
-		OutOfScope: d.OutOfScope,
-		Outputs:    map[string][2][]byte{},
+		Outputs: map[string][2][]byte{},
 	}
-	for _, f := range d.Files {
+	// Paths are redacted too: a file may be named after a secret.
+	rd := d.redacted(red)
+	c.Patch, c.OutOfScope = rd.Patch, rd.OutOfScope
+	for _, f := range rd.Files {
 		c.Files = append(c.Files, bundle.File{Path: f.Path, Status: f.Status, InScope: f.InScope})
 	}
 	execs, err := m.Execs(ctx, rec.SandboxID)
@@ -107,7 +108,7 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 				// What it changed, as the sandbox saw it (not as predicted).
 				for _, l := range [][]string{fa.Written, fa.Deleted, fa.Chmod} {
 					for _, p := range l {
-						cmd.Writes = appendUniq(cmd.Writes, p)
+						cmd.Writes = appendUniq(cmd.Writes, red.String(p))
 					}
 				}
 				sort.Strings(cmd.Writes)
@@ -168,7 +169,7 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 		}
 		c.Approvals = append(c.Approvals, ba)
 	}
-	c.Dependencies = dependencies(d.Patch)
+	c.Dependencies = dependencies(rd.Patch)
 	if err := m.artifacts(ctx, rec.SandboxID, d, c); err != nil {
 		return nil, err
 	}
@@ -203,6 +204,15 @@ func (m *Manager) artifacts(ctx context.Context, sandboxID string, d *Diff, c *b
 			}
 		}
 		a := bundle.ScanArtifact(rel, data, st.Type == "symlink", st.Size, m.findSecrets)
+		// A path that holds a secret is shown redacted, and its file is
+		// not copied (its entry name would carry the secret).
+		if kinds := m.findSecrets([]byte(a.Path)); len(kinds) > 0 {
+			a.Path, a.Included = m.cfg.Redactor.String(a.Path), false
+			for _, k := range kinds {
+				a.Findings = appendUniq(a.Findings, k)
+			}
+			sort.Strings(a.Findings)
+		}
 		c.Artifacts = append(c.Artifacts, a)
 		if a.Included {
 			c.ArtifactData[rel] = data

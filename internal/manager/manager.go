@@ -844,6 +844,8 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		return rec.ID, nil, err
 	}
 	stJSON, _ := json.Marshal(st)
+	// Its file activity names paths, which may hold a secret.
+	stJSON = m.cfg.Redactor.JSON(stJSON)
 	if ferr := m.cfg.Store.FinishExec(context.Background(), rec.ID, ended, stJSON, ""); ferr != nil {
 		return rec.ID, &st, ferr
 	}

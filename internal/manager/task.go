@@ -368,13 +368,31 @@ func (m *Manager) TestTask(ctx context.Context, id string, timeout time.Duration
 }
 
 // DiffTask computes, on the host, the task's change against its base
-// commit from the files in /workspace (its .git left aside).
+// commit from the files in /workspace (its .git left aside), redacted.
 func (m *Manager) DiffTask(ctx context.Context, id string) (*Diff, error) {
 	rec, sp, err := m.openTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return m.diff(ctx, rec, sp)
+	d, err := m.diff(ctx, rec, sp)
+	if err != nil {
+		return nil, err
+	}
+	return d.redacted(m.cfg.Redactor), nil
+}
+
+// redacted is d as it may be shown or stored: the patch and every path
+// redacted (a file may be named after a secret).
+func (d *Diff) redacted(red Redactor) *Diff {
+	out := &Diff{Base: d.Base, Patch: red.String(d.Patch)}
+	for _, f := range d.Files {
+		f.Path = red.String(f.Path)
+		out.Files = append(out.Files, f)
+	}
+	for _, p := range d.OutOfScope {
+		out.OutOfScope = append(out.OutOfScope, red.String(p))
+	}
+	return out
 }
 
 func (m *Manager) diff(ctx context.Context, rec *store.Task, sp *taskSpec) (*Diff, error) {
@@ -533,16 +551,19 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	if len(rec.Result) > 0 {
 		_ = json.Unmarshal(rec.Result, &res)
 	}
+	// What is written here is shown to people: redacted, as the bundle is.
+	red := m.cfg.Redactor
+	rd := d.redacted(red)
 	var log bytes.Buffer
 	for _, e := range execs {
 		b, _ := json.Marshal(e)
-		log.Write(append(b, '\n'))
+		log.Write(append(red.JSON(b), '\n'))
 	}
-	filesJSON, _ := json.MarshalIndent(map[string]any{"base": d.Base, "files": d.Files, "out_of_scope": d.OutOfScope}, "", "  ")
+	filesJSON, _ := json.MarshalIndent(map[string]any{"base": rd.Base, "files": rd.Files, "out_of_scope": rd.OutOfScope}, "", "  ")
 	testsJSON, _ := json.MarshalIndent(res.Tests, "", "  ")
-	manifest, _ := json.MarshalIndent(map[string]any{"task": id, "sandbox": rec.SandboxID, "repo": sp.Repo, "ref": sp.Ref, "commit": sp.Commit,
-		"prompt": sp.Prompt, "scope": sp.Scope, "test": sp.Test, "created": rec.Created, "finished": time.Now().UTC()}, "", "  ")
-	written := map[string][]byte{"patch.diff": []byte(d.Patch), "files.json": filesJSON, "tests.json": testsJSON, "commands.jsonl": log.Bytes(), "manifest.json": manifest}
+	manifest, _ := json.MarshalIndent(map[string]any{"task": id, "sandbox": rec.SandboxID, "repo": red.String(sp.Repo), "ref": sp.Ref, "commit": sp.Commit,
+		"prompt": red.String(sp.Prompt), "scope": sp.Scope, "test": red.String(sp.Test), "created": rec.Created, "finished": time.Now().UTC()}, "", "  ")
+	written := map[string][]byte{"patch.diff": []byte(rd.Patch), "files.json": filesJSON, "tests.json": red.JSON(testsJSON), "commands.jsonl": log.Bytes(), "manifest.json": manifest}
 	var names []string
 	for name, data := range written {
 		if err := os.WriteFile(filepath.Join(out, name), data, 0o600); err != nil {
@@ -590,5 +611,5 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 		return nil, err
 	}
 	sort.Strings(names)
-	return &FinishResult{Task: t, OutputDir: out, Files: names, Test: run, Diff: d}, nil
+	return &FinishResult{Task: t, OutputDir: out, Files: names, Test: run, Diff: rd}, nil
 }
