@@ -43,6 +43,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // EnvdVersion is the in-sandbox API version airlock reports. The SDKs
@@ -78,6 +79,8 @@ type Server struct {
 	tokenKey []byte
 	mux      *http.ServeMux // control plane
 	envd     *http.ServeMux // in-sandbox API
+	// agentFiles is the manager's AgentFiles; tests put a double here.
+	agentFiles func(ctx context.Context, id string) (runtime.Files, error)
 
 	mu    sync.Mutex
 	procs map[procKey]*proc
@@ -98,6 +101,7 @@ func New(cfg Config) *Server {
 		cfg.Logf = func(string, ...any) {}
 	}
 	s := &Server{cfg: cfg, m: cfg.Manager, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
+	s.agentFiles = s.m.AgentFiles
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
 	s.envdRoutes()

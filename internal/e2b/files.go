@@ -51,7 +51,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 // files is the sandbox's file access under its policy.
 func (s *Server) files(r *http.Request) (runtime.Files, error) {
-	return s.m.AgentFiles(r.Context(), sandboxOf(r))
+	return s.agentFiles(r.Context(), sandboxOf(r))
 }
 
 // fileStatus maps a file error to the envd HTTP status.
@@ -65,6 +65,11 @@ func fileStatus(err error) int {
 	return http.StatusInternalServerError
 }
 
+// readFile streams a file. Nothing is held in memory beyond a copy
+// buffer: the status and headers go out with the first byte, so that a
+// read refused before any byte (the policy, a file gone since Stat) still
+// gets its error answer, and one that fails after it breaks the
+// connection rather than end as a short but clean body.
 func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 	f, err := s.files(r)
 	if err != nil {
@@ -85,17 +90,65 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("%s is %d bytes: files over %d bytes are not served", p, fi.Size, MaxFile))
 		return
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": path.Base(p)}))
-	// Read into a buffer first: an error must still be an error status,
-	// not a short body.
-	var buf strings.Builder
-	if _, err := f.ReadFile(r.Context(), p, &buf, MaxFile); err != nil {
+	fw := &fileWriter{w: w, name: path.Base(p), size: fi.Size}
+	_, err = f.ReadFile(r.Context(), p, fw, MaxFile)
+	switch {
+	case err != nil && !fw.started:
 		writeAPIError(w, fileStatus(err), err.Error())
+	case !fw.started:
+		// Empty (if only since Stat): net/http sends Content-Length: 0.
+		fw.size = 0
+		fw.start()
+	case fw.size > 0 && fw.n == fw.size:
+		// Every byte Content-Length promised is out (a file that grew
+		// since Stat is served as it was then).
+	case err != nil || fw.size > 0:
+		// Failed, or shrank since Stat, part-way through the body.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// errPastLength stops a read at the Content-Length already sent.
+var errPastLength = errors.New("the file grew past the size it was served at")
+
+// fileWriter is the body of GET /files: it sends the 200 header and the
+// file's headers with the first byte written, and nothing past size.
+type fileWriter struct {
+	w    http.ResponseWriter
+	name string
+	// size is the Content-Length when over 0; files Stat sizes 0 (empty,
+	// or pseudo files) go without one and are sent as they come.
+	size    int64
+	n       int64
+	started bool
+}
+
+func (fw *fileWriter) start() {
+	if fw.started {
 		return
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	_, _ = io.WriteString(w, buf.String())
+	fw.started = true
+	h := fw.w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": fw.name}))
+	if fw.size > 0 {
+		h.Set("Content-Length", strconv.FormatInt(fw.size, 10))
+	}
+	fw.w.WriteHeader(http.StatusOK)
+}
+
+func (fw *fileWriter) Write(p []byte) (int, error) {
+	fw.start()
+	var past error
+	if left := fw.size - fw.n; fw.size > 0 && int64(len(p)) > left {
+		p, past = p[:left], errPastLength
+	}
+	n, err := fw.w.Write(p)
+	fw.n += int64(n)
+	if err == nil {
+		err = past
+	}
+	return n, err
 }
 
 // writtenEntry is an answer entry of POST /files.
