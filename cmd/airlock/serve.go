@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +62,13 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	approvalWait := fs.Duration("approval-wait", manager.DefaultApprovalWait, "how long a command held for approval waits by default")
 	var tplBackends listFlag
 	fs.Var(&tplBackends, "template-backend", "run the sandboxes of a template on a backend unless the request names one: `TEMPLATE=native|gvisor` (repeatable)")
+	caps := defaultCaps()
+	fs.Var(sizeFlag{&caps.Limits.MemoryBytes}, "max-memory", "the most memory one sandbox may ask for (`SIZE`, by default half the host's; 0: no bound)")
+	fs.Var(sizeFlag{&caps.Limits.DiskBytes}, "max-disk", "the largest disk one sandbox may ask for (`SIZE`; 0: no bound)")
+	fs.Var(sizeFlag{&caps.Limits.TmpBytes}, "max-tmp", "the largest /tmp one sandbox may ask for (`SIZE`, by default half the host's memory; 0: no bound)")
+	fs.Int64Var(&caps.Limits.Pids, "max-pids", caps.Limits.Pids, "the most processes one sandbox may ask for (0: no bound)")
+	fs.Float64Var(&caps.Limits.CPUs, "max-cpus", caps.Limits.CPUs, "the most CPUs one sandbox may ask for (by default the host's; 0: no bound)")
+	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
@@ -98,14 +106,18 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 		byTemplate[name] = be
 	}
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, pol, *approvalWait, !*noEgress, byTemplate, *acceptGap, stderr); err != nil {
+	if caps.Limits.MemoryBytes < 0 || caps.Limits.DiskBytes < 0 || caps.Limits.TmpBytes < 0 || caps.Limits.Pids < 0 || caps.Limits.CPUs < 0 || caps.Sandboxes < 0 {
+		fmt.Fprintln(stderr, "airlock serve: --max-* must not be negative (0: no bound)")
+		return 2
+	}
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, byTemplate, *acceptGap, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, pol *policy.File, approvalWait time.Duration, withEgress bool, byTemplate map[string]string, acceptGap string, stderr io.Writer) error {
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, byTemplate map[string]string, acceptGap string, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -184,7 +196,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		}
 		egressCfg = &egress.Config{Presets: presets, Logger: log}
 	}
-	m, err := manager.New(ctx, manager.Config{Egress: egressCfg, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: byTemplate, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife,
+	m, err := manager.New(ctx, manager.Config{Egress: egressCfg, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: byTemplate, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife, Caps: caps,
 		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf,
 		SecretKeyFile: filepath.Join(dataDir, "secrets.key")})
 	if err != nil {
@@ -289,4 +301,20 @@ func connCap() int {
 		return 1024
 	}
 	return max(int(rl.Cur/4), 16)
+}
+
+// defaultCaps: what one sandbox may ask for by default is what this host
+// can give without one sandbox taking it whole (half its memory, as /tmp
+// too, all its CPUs, 32768 processes, a 64 GiB disk, 65536 open files),
+// and 256 sandboxes at once.
+func defaultCaps() manager.Caps {
+	c := manager.Caps{Sandboxes: 256}
+	c.Limits.Pids, c.Limits.DiskBytes, c.Limits.NoFile = 32768, 64<<30, 65536
+	c.Limits.CPUs = float64(goruntime.NumCPU())
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		half := int64(si.Totalram) * int64(si.Unit) / 2
+		c.Limits.MemoryBytes, c.Limits.TmpBytes = half, half
+	}
+	return c
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -835,5 +836,39 @@ func TestFullDiskOverAPI(t *testing.T) {
 	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "rm -f /workspace/big /workspace/big2"}})
 	if code := d.do("PUT", "/v1/sandboxes/"+sb.ID+"/files?path=/workspace/small", "fits", nil); code != 200 {
 		t.Errorf("write after freeing space: %d", code)
+	}
+}
+
+// A client chooses its sandboxes' limits, but not past the daemon's caps,
+// nor more sandboxes than it allows at once (found in an interface review:
+// a remote key asked for 200 GB of memory and 100 GB of /tmp, and got them).
+func TestCreateWithinTheDaemonsCaps(t *testing.T) {
+	d := newDaemonWith(t, func(c *manager.Config) {
+		c.Policy = allowAll
+		c.Caps = manager.Caps{Limits: runtime.Limits{MemoryBytes: 256 << 20, TmpBytes: 64 << 20, Pids: 512, CPUs: 1}, Sandboxes: 2}
+	})
+	for _, l := range []map[string]any{{"memory_bytes": 200e9}, {"tmp_bytes": 100e9}, {"pids": 60000}, {"cpus": 4}} {
+		var e Error
+		if code := d.do("POST", "/v1/sandboxes", map[string]any{"limits": l}, &e); code != 400 || !strings.Contains(e.Message, "on this daemon") {
+			t.Errorf("create with %v: %d %+v", l, code, e)
+		}
+	}
+	var a, b manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", map[string]any{"limits": map[string]any{"memory_bytes": 256 << 20}}, &a); code != 201 {
+		t.Fatalf("create at the cap: %d", code)
+	}
+	if code := d.do("POST", "/v1/sandboxes", nil, &b); code != 201 {
+		t.Fatalf("second: %d", code)
+	}
+	var e Error
+	if code := d.do("POST", "/v1/sandboxes", nil, &e); code != 429 || !strings.Contains(e.Message, "at most 2") {
+		t.Errorf("a third sandbox: %d %+v", code, e)
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/"+a.ID, nil, nil); code != 204 {
+		t.Fatalf("destroy: %d", code)
+	}
+	var c manager.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", nil, &c); code != 201 {
+		t.Errorf("create after one was destroyed: %d", code)
 	}
 }

@@ -64,6 +64,8 @@ type Config struct {
 	// MaxLifetime bounds every sandbox's life: a sandbox asked for without
 	// a TTL gets it, and a longer TTL is refused. 0: no bound.
 	MaxLifetime time.Duration
+	// Caps bound what any caller may ask for.
+	Caps Caps
 	// TaskDir holds the host's clone and results of each task; "": no tasks.
 	TaskDir string
 	// StoredOutput caps the bytes kept per stream per exec; 0: default.
@@ -95,12 +97,13 @@ type Config struct {
 type Manager struct {
 	cfg Config
 
-	mu      sync.Mutex
-	layerMu sync.Mutex // serializes runtime egress layer changes (SetEgress)
-	snapMu  sync.Mutex // serializes moving a snapshot template's "current"
-	live    map[string]*liveSandbox
-	running map[string]*runningExec // by exec id
-	waiters map[string]chan string  // held execs by approval id
+	mu       sync.Mutex
+	layerMu  sync.Mutex // serializes runtime egress layer changes (SetEgress)
+	creating int        // Creates under way (counted against Caps.Sandboxes)
+	snapMu   sync.Mutex // serializes moving a snapshot template's "current"
+	live     map[string]*liveSandbox
+	running  map[string]*runningExec // by exec id
+	waiters  map[string]chan string  // held execs by approval id
 
 	secretKey cipher.AEAD     // nil: no secrets
 	egressSvc *egress.Service // nil: no network
@@ -287,6 +290,14 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err := m.auditHealthy(); err != nil {
 		return nil, err
 	}
+	if err := m.cfg.Caps.check(req.Limits); err != nil {
+		return nil, err
+	}
+	release, err := m.reserveSlot()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
 	}
