@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
-	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
