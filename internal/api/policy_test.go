@@ -342,6 +342,13 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 	if code, e := post("/v1/sandboxes/"+sb.ID+"/exec", `{"argv":["curl","http://127.0.0.1:9/"]}`); code != 403 || e.Code != "policy_denied" {
 		t.Fatalf("the tightened class: %d %+v", code, e)
 	}
+	// A task's clone is the daemon's own fetch, on the host: over TCP only
+	// from public addresses (the guard refuses before anything connects).
+	for repo, why := range map[string]string{"http://127.0.0.1/x.git": "loopback", "https://localhost/x.git": "loopback", "/tmp": "https or http URL", "git://127.0.0.1/x": "https or http URL"} {
+		if code, e := post("/v1/tasks", `{"repo":"`+repo+`"}`); code != 403 || !strings.Contains(e.Message, why) {
+			t.Errorf("a remote task from %s: %d %+v", repo, code, e)
+		}
+	}
 }
 
 // A task's scope is decided on the host, and held inside the sandbox.

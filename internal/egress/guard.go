@@ -103,3 +103,12 @@ func unlocks(cidr netip.Prefix, g guardRange, a netip.Addr) bool {
 	}
 	return cidr.Bits() >= g.prefix.Bits() && g.prefix.Contains(cidr.Addr())
 }
+
+// Guarded says whether a lies in a range that egress refuses unless a
+// rule opens exactly that range (loopback, private, link-local, metadata,
+// ...), and names the range. The daemon's own fetches for remote clients
+// (a task's clone) use it too.
+func Guarded(a netip.Addr) (string, bool) {
+	g, ok := classify(a)
+	return g.kind, ok
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,7 +212,13 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		layer.Scope = req.Scope
 	}
 	scope := layer.Scope
-	if st, err := os.Stat(req.Repo); err == nil {
+	var cloneOpts []string
+	if req.TightenOnly {
+		var err error
+		if cloneOpts, err = remoteClone(ctx, net.DefaultResolver, req.Repo); err != nil {
+			return nil, err
+		}
+	} else if st, err := os.Stat(req.Repo); err == nil {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("repo %s is not a directory: %w", req.Repo, errdefs.ErrInvalid)
 		}
@@ -231,7 +238,7 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 			_ = os.RemoveAll(m.taskDir(id))
 		}
 	}()
-	if _, err := git(ctx, m.taskDir(id), nil, "clone", "--quiet", "--no-checkout", "--", req.Repo, base); err != nil {
+	if _, err := git(ctx, m.taskDir(id), nil, append(cloneOpts, "clone", "--quiet", "--no-checkout", "--", req.Repo, base)...); err != nil {
 		return nil, fmt.Errorf("clone %s: %v: %w", req.Repo, err, errdefs.ErrInvalid)
 	}
 	var commit string
