@@ -253,7 +253,7 @@ func cmdBundle(args []string, stdout, stderr io.Writer) int {
 		return c.fail(err)
 	}
 	defer f.Close()
-	v, err := bundle.Verify(f, trusted)
+	v, err := bundle.VerifyStream(f, trusted)
 	if err != nil {
 		c.errorf("%v", err)
 		return 1

@@ -41,8 +41,30 @@ const (
 	ReportName    = "report.html"
 )
 
-// MaxEntry bounds one entry when verifying (and reading) a bundle.
-const MaxEntry = 256 << 20
+// Limits on what Verify reads, so that a small bundle cannot make it read
+// or hold without end (gzip makes 200 MiB of zeros 200 KiB). The exporter
+// caps each thing it puts in a bundle, and these leave a real bundle
+// plenty of room:
+//
+//   - MaxEntry bounds one entry. The largest the exporter writes is the
+//     patch (at most 64 MiB, the manager's MaxPatch); an artifact is at
+//     most LargeArtifact and a stream of a command's output 1 MiB by
+//     default.
+//   - MaxEntries bounds how many entries. A bundle has a dozen fixed
+//     entries, two per command (stdout, stderr) and one per included
+//     artifact, each a file the task added: an OCI sandbox's disk has at
+//     most 200,000 inodes by default, and 2^18 holds that many artifacts
+//     and 30,000 commands besides.
+//   - MaxTotal bounds the entries' contents and names in all. The daemon
+//     builds a whole bundle in memory before writing it, so the bundles it
+//     makes stay far below 1 GiB, which holds the patch twice (patch.diff
+//     and report.html), 300 commands whose output filled both streams and
+//     25 artifacts of the largest size included.
+const (
+	MaxEntry   = 256 << 20
+	MaxEntries = 1 << 18
+	MaxTotal   = 4 * MaxEntry
+)
 
 // sigMsg is what the daemon signs: the checksums of every entry, the
 // manifest (without its chain head), and the chain head.
@@ -203,8 +225,29 @@ type Verified struct {
 // missing, nothing extra), the signature over the checksums and the
 // chain head is valid (for trusted, when given, else for the key the
 // manifest names), and the audit excerpt's events hash correctly and
-// end at or before the signed head.
+// end at or before the signed head. It also refuses a bundle past
+// MaxEntry, MaxEntries or MaxTotal, before reading the entry that would
+// go past. Files holds every entry, so Verify may hold up to MaxTotal
+// bytes; VerifyStream checks the same without holding them.
 func Verify(r io.Reader, trusted ed25519.PublicKey) (*Verified, error) {
+	return verify(r, trusted, true, limits{entries: MaxEntries, total: MaxTotal})
+}
+
+// VerifyStream checks and refuses what Verify does, but holds only the
+// entries it must parse (manifest.json, checksums.json, audit.jsonl), in
+// Files: it hashes the others as they stream past. For callers that need
+// the verdict, not the contents.
+func VerifyStream(r io.Reader, trusted ed25519.PublicKey) (*Verified, error) {
+	return verify(r, trusted, false, limits{entries: MaxEntries, total: MaxTotal})
+}
+
+// limits are MaxEntries and MaxTotal, smaller in tests.
+type limits struct {
+	entries int
+	total   int64
+}
+
+func verify(r io.Reader, trusted ed25519.PublicKey, keepAll bool, lim limits) (*Verified, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("bundle refused: "+format+": %w", append(args, errdefs.ErrInvalid)...)
 	}
@@ -213,7 +256,10 @@ func Verify(r io.Reader, trusted ed25519.PublicKey) (*Verified, error) {
 		return nil, bad("not a gzip stream (%v)", err)
 	}
 	tr := tar.NewReader(gz)
+	digests := map[string][sha256.Size]byte{}
 	files := map[string][]byte{}
+	var total int64
+	copyBuf := make([]byte, 32<<10) // io.Copy would make one per entry
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -229,27 +275,43 @@ func Verify(r io.Reader, trusted ed25519.PublicKey) (*Verified, error) {
 		if hdr.Typeflag != tar.TypeReg {
 			return nil, bad("entry %q is not a regular file (type %q)", hdr.Name, hdr.Typeflag)
 		}
-		if _, dup := files[name]; dup {
+		if _, dup := digests[name]; dup {
 			return nil, bad("entry %q appears twice", name)
+		}
+		if len(digests) >= lim.entries {
+			return nil, bad("more than %d entries", lim.entries)
 		}
 		if hdr.Size > MaxEntry {
 			return nil, bad("entry %q is larger than %d bytes", name, MaxEntry)
 		}
-		data, err := io.ReadAll(io.LimitReader(tr, MaxEntry+1))
-		if err != nil {
+		// Checked on the size the header declares, before reading any of it.
+		if total += int64(len(name)) + hdr.Size; total > lim.total {
+			return nil, bad("entry %q takes the bundle past %d bytes in all", name, lim.total)
+		}
+		h := sha256.New()
+		var keep *bytes.Buffer
+		var w io.Writer = h
+		if keepAll || name == ManifestName || name == ChecksumsName || name == AuditName {
+			keep = bytes.NewBuffer(make([]byte, 0, hdr.Size))
+			w = io.MultiWriter(h, keep)
+		}
+		if _, err := io.CopyBuffer(w, tr, copyBuf); err != nil {
 			return nil, bad("entry %q: %v", name, err)
 		}
-		files[name] = data
+		digests[name] = [sha256.Size]byte(h.Sum(nil))
+		if keep != nil {
+			files[name] = keep.Bytes()
+		}
 	}
 	var m Manifest
 	if err := json.Unmarshal(files[ManifestName], &m); err != nil {
 		return nil, bad("no readable %s", ManifestName)
 	}
-	var sums map[string]string
-	if err := json.Unmarshal(files[ChecksumsName], &sums); err != nil {
-		return nil, bad("no readable %s", ChecksumsName)
+	sums, err := decodeChecksums(files[ChecksumsName], lim.entries)
+	if err != nil {
+		return nil, bad("no readable %s (%v)", ChecksumsName, err)
 	}
-	for name, data := range files {
+	for name, sum := range digests {
 		if name == ManifestName || name == ChecksumsName {
 			continue
 		}
@@ -257,13 +319,12 @@ func Verify(r io.Reader, trusted ed25519.PublicKey) (*Verified, error) {
 		if !ok {
 			return nil, bad("entry %q is not in the checksums", name)
 		}
-		sum := sha256.Sum256(data)
 		if hex.EncodeToString(sum[:]) != want {
 			return nil, bad("entry %q was changed (checksum differs)", name)
 		}
 	}
 	for name := range sums {
-		if _, ok := files[name]; !ok {
+		if _, ok := digests[name]; !ok {
 			return nil, bad("entry %q is missing", name)
 		}
 	}
@@ -298,5 +359,44 @@ func Verify(r io.Reader, trusted ed25519.PublicKey) (*Verified, error) {
 			return nil, bad("the signed chain head differs from event %d", e.Seq)
 		}
 	}
-	return &Verified{Manifest: m, Entries: len(files), Events: len(events), Files: files}, nil
+	return &Verified{Manifest: m, Entries: len(digests), Events: len(events), Files: files}, nil
+}
+
+// decodeChecksums reads checksums.json (entry name -> hex sha256), a JSON
+// object of at most limit names. (json.Unmarshal would map every pair
+// first: an entry of MaxEntry bytes holds tens of millions of tiny ones.)
+func decodeChecksums(b []byte, limit int) (map[string]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	sums := map[string]string{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, ok := t.(string)
+		if !ok {
+			return nil, errors.New("not a JSON object of names")
+		}
+		var sum string
+		if err := dec.Decode(&sum); err != nil {
+			return nil, fmt.Errorf("%q: %w", name, err)
+		}
+		if _, dup := sums[name]; dup {
+			return nil, fmt.Errorf("%q twice", name)
+		}
+		if len(sums) >= limit {
+			return nil, fmt.Errorf("more than %d names", limit)
+		}
+		sums[name] = sum
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("data after the object")
+	}
+	return sums, nil
 }

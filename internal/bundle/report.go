@@ -626,6 +626,9 @@ func testsQuestion(c *Contents) question {
 		for _, f := range s.Failures {
 			q.Items = append(q.Items, "failed: "+f)
 		}
+		if s.FailuresCapped {
+			q.Items = append(q.Items, fmt.Sprintf("and more: only the first %d failed tests are named", MaxFailureNames))
+		}
 	} else {
 		q.Says = append(q.Says, "Its output was not recognised as any known test framework's, so only the exit code speaks for it.")
 		if last.Passed {
@@ -1057,6 +1060,9 @@ func testsSection(c *Contents) table {
 		if r.Summary != nil {
 			rep = summaryText(r.Summary)
 			fails = strings.Join(r.Summary.Failures, "\n")
+			if r.Summary.FailuresCapped {
+				fails += "\n…"
+			}
 		}
 		t.Rows = append(t.Rows, row{Class: cls, Cells: []cell{{S: r.ExecID, Class: "mono"}, {S: r.Command, Class: "mono"},
 			{S: fmtTime(r.Started)}, {S: fmtDur(r.Started, r.Finished), Class: "num"}, {S: strconv.Itoa(r.ExitCode), Class: "num"},

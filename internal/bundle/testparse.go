@@ -25,6 +25,9 @@ import (
 // (go test without -v lists only failures) counts as one test named after
 // the package, and so does a package that failed with no failed test (a
 // build failure, a panic in TestMain, a timeout).
+//
+// At most MaxFailureNames failed tests are named, the first seen
+// (FailuresCapped says more failed); the counts are always exact.
 func ParseTestOutput(out string) *TestSummary {
 	lines := cleanLines(out)
 	var found []*TestSummary
@@ -47,9 +50,46 @@ func ParseTestOutput(out string) *TestSummary {
 		sum.Failed += s.Failed
 		sum.Skipped += s.Skipped
 		sum.Failures = append(sum.Failures, s.Failures...)
+		sum.FailuresCapped = sum.FailuresCapped || s.FailuresCapped
+	}
+	if len(sum.Failures) > MaxFailureNames {
+		sum.Failures, sum.FailuresCapped = sum.Failures[:MaxFailureNames], true
 	}
 	sum.Framework = strings.Join(names, ",")
 	return sum
+}
+
+// MaxFailureNames bounds the failed test names a TestSummary keeps (the
+// counts stay exact): a reviewer reads the first few, and an output of a
+// million failures must not make a bundle a million names long.
+const MaxFailureNames = 1000
+
+// failureNames collects failed test names in the order first seen, each
+// once, at most MaxFailureNames of them; capped says some were left out.
+type failureNames struct {
+	list   []string
+	seen   map[string]bool
+	capped bool
+}
+
+func (f *failureNames) add(name string) {
+	if name == "" || f.seen[name] {
+		return
+	}
+	if len(f.list) >= MaxFailureNames {
+		f.capped = true
+		return
+	}
+	if f.seen == nil {
+		f.seen = map[string]bool{}
+	}
+	f.seen[name] = true
+	f.list = append(f.list, name)
+}
+
+// set puts the names in s.
+func (f *failureNames) set(s *TestSummary) {
+	s.Failures, s.FailuresCapped = f.list, f.capped
 }
 
 var ansiRE = lazyre.New(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
@@ -70,7 +110,8 @@ func cleanLines(out string) []string {
 	return lines
 }
 
-// appendNew appends name unless it is empty or already there.
+// appendNew appends name unless it is empty or already there. It scans
+// list, so it is for short lists; failed test names use failureNames.
 func appendNew(list []string, name string) []string {
 	if name == "" || slices.Contains(list, name) {
 		return list
@@ -173,24 +214,35 @@ func parseGo(lines []string) *TestSummary {
 		pkgs = append(pkgs, section)
 	}
 	s := &TestSummary{Framework: "go"}
+	var failures failureNames
 	for _, p := range pkgs {
-		p.count(s)
+		p.count(s, &failures)
 	}
+	failures.set(s)
 	return s
 }
 
-// count adds the package's results to s; see ParseTestOutput for the rules.
-func (p *goPackage) count(s *TestSummary) {
+// count adds the package's results to s and its failed tests to failures;
+// see ParseTestOutput for the rules.
+func (p *goPackage) count(s *TestSummary, failures *failureNames) {
+	// A test's subtests (and theirs) are the names that start with its name
+	// and a slash: in sorted order, those from t+"/" up to t+"0" ('/'+1).
+	// nfail[i] is how many of sorted[:i] failed.
+	sorted := slices.Clone(p.tests)
+	slices.Sort(sorted)
+	nfail := make([]int, len(sorted)+1)
+	for i, u := range sorted {
+		nfail[i+1] = nfail[i]
+		if p.state[u] == "fail" {
+			nfail[i+1]++
+		}
+	}
 	failed := false
 	for _, t := range p.tests {
 		st := p.state[t]
-		childFailed, hasChildren := false, false
-		for _, u := range p.tests {
-			if strings.HasPrefix(u, t+"/") {
-				hasChildren = true
-				childFailed = childFailed || p.state[u] == "fail"
-			}
-		}
+		lo, _ := slices.BinarySearch(sorted, t+"/")
+		hi, _ := slices.BinarySearch(sorted, t+"0")
+		hasChildren, childFailed := hi > lo, nfail[hi] > nfail[lo]
 		if hasChildren && (st != "fail" || childFailed) {
 			continue
 		}
@@ -200,7 +252,7 @@ func (p *goPackage) count(s *TestSummary) {
 		case "fail":
 			failed = true
 			s.Failed++
-			s.Failures = appendNew(s.Failures, t)
+			failures.add(t)
 		case "skip":
 			s.Skipped++
 		}
@@ -208,7 +260,7 @@ func (p *goPackage) count(s *TestSummary) {
 	switch {
 	case p.result == "fail" && !failed:
 		s.Failed++
-		s.Failures = appendNew(s.Failures, p.name)
+		failures.add(p.name)
 	case p.result == "pass" && len(p.tests) == 0:
 		s.Passed++
 	}
@@ -224,7 +276,7 @@ var (
 func parsePytest(lines []string) *TestSummary {
 	s := &TestSummary{Framework: "pytest"}
 	seen := false
-	var failures []string
+	var failures failureNames
 	for _, l := range lines {
 		if m := pytestSummaryRE().FindStringSubmatch(l); m != nil {
 			seen = true
@@ -247,13 +299,13 @@ func parsePytest(lines []string) *TestSummary {
 		}
 		if m := pytestFailedRE().FindStringSubmatch(l); m != nil {
 			name, _, _ := strings.Cut(m[1], " - ")
-			failures = appendNew(failures, strings.TrimSpace(name))
+			failures.add(strings.TrimSpace(name))
 		}
 	}
 	if !seen {
 		return nil
 	}
-	s.Failures = failures
+	failures.set(s)
 	return s
 }
 
@@ -266,7 +318,7 @@ var (
 func parseJest(lines []string) *TestSummary {
 	s := &TestSummary{Framework: "jest"}
 	seen := false
-	var failures []string
+	var failures failureNames
 	for _, l := range lines {
 		if m := jestTestsRE().FindStringSubmatch(l); m != nil {
 			seen = true
@@ -288,14 +340,14 @@ func parseJest(lines []string) *TestSummary {
 			if name == "Test suite failed to run" || strings.HasSuffix(name, "Warning:") || name == "Console" {
 				continue
 			}
-			failures = appendNew(failures, name)
+			failures.add(name)
 		}
 	}
 	if !seen {
 		return nil
 	}
 	if s.Failed > 0 {
-		s.Failures = failures
+		failures.set(s)
 	}
 	return s
 }
@@ -309,7 +361,7 @@ var (
 func parseVitest(lines []string) *TestSummary {
 	s := &TestSummary{Framework: "vitest"}
 	seen := false
-	var failures []string
+	var failures failureNames
 	for _, l := range lines {
 		if m := vitestTestsRE().FindStringSubmatch(l); m != nil {
 			seen = true
@@ -327,14 +379,14 @@ func parseVitest(lines []string) *TestSummary {
 			continue
 		}
 		if m := vitestFailRE().FindStringSubmatch(l); m != nil {
-			failures = appendNew(failures, m[1])
+			failures.add(m[1])
 		}
 	}
 	if !seen {
 		return nil
 	}
 	if s.Failed > 0 {
-		s.Failures = failures
+		failures.set(s)
 	}
 	return s
 }
@@ -353,7 +405,7 @@ const mochaTitleLines = 8
 func parseMocha(lines []string) *TestSummary {
 	s := &TestSummary{Framework: "mocha"}
 	seen, failing := false, false
-	var failures []string
+	var failures failureNames
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		if m := mochaPassingRE().FindStringSubmatch(l); m != nil {
@@ -385,14 +437,14 @@ func parseMocha(lines []string) *TestSummary {
 		}
 		if last := parts[len(parts)-1]; strings.HasSuffix(last, ":") {
 			parts[len(parts)-1] = strings.TrimSuffix(last, ":")
-			failures = appendNew(failures, strings.Join(parts, " "))
+			failures.add(strings.Join(parts, " "))
 			i += len(parts) - 1
 		}
 	}
 	if !seen {
 		return nil
 	}
-	s.Failures = failures
+	failures.set(s)
 	return s
 }
 
@@ -404,7 +456,7 @@ var (
 func parseCargo(lines []string) *TestSummary {
 	s := &TestSummary{Framework: "cargo"}
 	seen := false
-	var failures []string
+	var failures failureNames
 	for _, l := range lines {
 		if m := cargoResultRE().FindStringSubmatch(l); m != nil {
 			seen = true
@@ -414,12 +466,12 @@ func parseCargo(lines []string) *TestSummary {
 			continue
 		}
 		if m := cargoFailRE().FindStringSubmatch(l); m != nil {
-			failures = appendNew(failures, m[1])
+			failures.add(m[1])
 		}
 	}
 	if !seen {
 		return nil
 	}
-	s.Failures = failures
+	failures.set(s)
 	return s
 }

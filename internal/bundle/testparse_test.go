@@ -1,9 +1,11 @@
 package bundle
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -91,6 +93,76 @@ func TestParseTestOutputLines(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ParseTestOutput(tc.out); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("ParseTestOutput(%q)\n got %+v\nwant %+v", tc.out, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseTestOutputManyFailures: an output naming more than
+// MaxFailureNames failed tests keeps the first MaxFailureNames names,
+// says it was capped, and still counts every test. The regression: 1 MiB
+// of "--- FAIL: TestN" lines on stdout and on stderr made an export take
+// 30 s (both the name list and the subtest lookup were quadratic).
+func TestParseTestOutputManyFailures(t *testing.T) {
+	lines := func(n int, f func(i int) string) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(f(i))
+			b.WriteByte('\n')
+		}
+		return b.String()
+	}
+	var goOut strings.Builder
+	nGo := 0
+	for goOut.Len() < 1<<20 {
+		fmt.Fprintf(&goOut, "--- FAIL: Test%d (0.00s)\n", nGo)
+		nGo++
+	}
+	// A parent with many subtests, every other one failed: the parent
+	// stands for them, so only they count.
+	sub := lines(20000, func(i int) string {
+		if i%2 == 0 {
+			return fmt.Sprintf("    --- FAIL: TestP/s%d (0.00s)", i)
+		}
+		return fmt.Sprintf("    --- PASS: TestP/s%d (0.00s)", i)
+	}) + "--- FAIL: TestP (0.00s)\nFAIL\nFAIL\texample.com/x\t0.01s\n"
+	n := 2 * MaxFailureNames
+	for _, tc := range []struct {
+		name  string
+		out   string
+		first string
+		want  TestSummary // Failures: only its length and first name are checked
+	}{
+		// stdout and stderr: every name twice.
+		{"go", goOut.String() + goOut.String(), "Test0", TestSummary{Framework: "go", Failed: nGo}},
+		{"go subtests", sub, "TestP/s0", TestSummary{Framework: "go", Passed: 10000, Failed: 10000}},
+		{"pytest", lines(n, func(i int) string { return fmt.Sprintf("FAILED tests/t.py::test_%d - assert 0", i) }) +
+			fmt.Sprintf("==== %d failed in 1.00s ====\n", n), "tests/t.py::test_0", TestSummary{Framework: "pytest", Failed: n}},
+		{"jest", lines(n, func(i int) string { return fmt.Sprintf("  ● Cart › case %d", i) }) +
+			fmt.Sprintf("Tests:       %d failed, %d total\n", n, n), "Cart › case 0", TestSummary{Framework: "jest", Failed: n}},
+		{"vitest", lines(n, func(i int) string { return fmt.Sprintf(" FAIL  a.test.js > Cart > case %d", i) }) +
+			fmt.Sprintf("      Tests  %d failed (%d)\n", n, n), "a.test.js > Cart > case 0", TestSummary{Framework: "vitest", Failed: n}},
+		{"mocha", fmt.Sprintf("  %d failing\n", n) + lines(n, func(i int) string { return fmt.Sprintf("  %d) Cart case %d:", i+1, i) }),
+			"Cart case 0", TestSummary{Framework: "mocha", Failed: n}},
+		{"cargo", lines(n, func(i int) string { return fmt.Sprintf("test t::case_%d ... FAILED", i) }) +
+			fmt.Sprintf("test result: FAILED. 0 passed; %d failed; 0 ignored;\n", n), "t::case_0", TestSummary{Framework: "cargo", Failed: n}},
+		// Two frameworks, each capped: their names together are capped too.
+		{"go and cargo", goOut.String() + lines(n, func(i int) string { return fmt.Sprintf("test t::case_%d ... FAILED", i) }) +
+			fmt.Sprintf("test result: FAILED. 0 passed; %d failed; 0 ignored;\n", n), "Test0", TestSummary{Framework: "go,cargo", Failed: nGo + n}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ParseTestOutput(tc.out)
+			if got == nil {
+				t.Fatal("not recognised")
+			}
+			if len(got.Failures) != MaxFailureNames || !got.FailuresCapped || got.Failures[0] != tc.first {
+				t.Errorf("%d failure names (capped %v), the first %q; want %d, capped, the first %q",
+					len(got.Failures), got.FailuresCapped, got.Failures[:min(1, len(got.Failures))], MaxFailureNames, tc.first)
+			}
+			counts := *got
+			counts.Failures, counts.FailuresCapped = nil, false
+			if !reflect.DeepEqual(counts, tc.want) {
+				t.Errorf("counts %+v; want %+v", counts, tc.want)
 			}
 		})
 	}

@@ -70,6 +70,9 @@ type TestSummary struct {
 	Failed    int      `json:"failed"`
 	Skipped   int      `json:"skipped"`
 	Failures  []string `json:"failures,omitempty"` // names of failed tests
+	// FailuresCapped: more tests failed than Failures names (it stops at
+	// MaxFailureNames).
+	FailuresCapped bool `json:"failures_capped,omitempty"`
 }
 
 // TestRun is one run of the task's test command.
