@@ -109,7 +109,9 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 	}
 	script := `echo "token is $API_TOKEN"; echo ` + token + ` >&2; printf 'key=%s\n' "$API_TOKEN" > src/leak.txt; printf 'MZ\0\0binary' > src/tool.exe; sed -i 's/-/+/' src/calc.sh; ` +
 		// a file named after the secret, and a dependency spec that holds it
-		`echo x > "src/$API_TOKEN.txt"; printf '{"dependencies": {"left-pad": "%s"}}\n' "$API_TOKEN" > src/package.json`
+		`echo x > "src/$API_TOKEN.txt"; printf '{"dependencies": {"left-pad": "%s"}}\n' "$API_TOKEN" > src/package.json; ` +
+		// and an archive that holds it, compressed
+		`printf 'T=%s\n' "$API_TOKEN" > /tmp/e; tar czf src/dist.tgz -C /tmp e`
 	code, events, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"API_TOKEN=" + secret}})
 	out, errOut, _ := collect(events)
 	if code != 200 || !strings.Contains(out, "token is ") {
@@ -176,6 +178,9 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 	}
 	if !strings.Contains(html.UnescapeString(string(files["report.html"])), "echo $(( $1 + $2 ))") {
 		t.Errorf("the report lacks the diff")
+	}
+	if a := byPath["src/dist.tgz"]; a.Type != "archive" || a.Included {
+		t.Errorf("the archive is copied into the bundle: %+v", arts)
 	}
 	if a := byPath["src/[REDACTED:known-secret].txt"]; a.Included || len(a.Findings) == 0 {
 		t.Errorf("the file named after the secret: %+v", arts)

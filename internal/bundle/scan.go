@@ -29,7 +29,8 @@ const sniffLen = 8 << 10
 // the kinds of secret it sees in data (never the values), and may be nil.
 //
 // An artifact is Included (copied into the bundle) only when it is not
-// large, holds no finding, is not a symlink and its path is one SafePath
+// large, holds no finding, is not a symlink or an archive (its compressed
+// contents would hide a secret from find) and its path is one SafePath
 // accepts; Path is then the cleaned path. Type is decided in this order:
 // symlink, executable (ELF, Mach-O, PE), archive (zip, gzip, tar, xz,
 // bzip2, 7z, zstd, rar, ar), then binary (a NUL or invalid UTF-8 in the
@@ -59,7 +60,7 @@ func ScanArtifact(path string, data []byte, symlink bool, size int64, find func(
 		}
 		slices.Sort(a.Findings)
 	}
-	a.Included = perr == nil && !a.Large && len(a.Findings) == 0 && !symlink
+	a.Included = perr == nil && !a.Large && len(a.Findings) == 0 && !symlink && a.Type != "archive"
 	return a
 }
 

@@ -137,7 +137,7 @@ type Artifact struct {
 	Type     string   `json:"type"` // text, binary, executable, archive, symlink
 	Large    bool     `json:"large,omitempty"`
 	Findings []string `json:"findings,omitempty"` // secret kinds found (values never included)
-	Included bool     `json:"included"`           // copied into artifacts/ (not if large, secret or symlink)
+	Included bool     `json:"included"`           // copied into artifacts/ (not if large, secret, symlink or archive)
 }
 
 // Contents is everything a bundle holds.
