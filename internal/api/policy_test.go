@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +21,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/redact"
 )
 
 // clock is a test clock the manager reads; tests move it.
@@ -567,5 +571,53 @@ func TestRemoteCannotReplaceASnapshotTemplate(t *testing.T) {
 		if s.Name == "team-base" && s.FromSandbox != ops {
 			t.Errorf("team-base's current version comes from %s", s.FromSandbox)
 		}
+	}
+}
+
+// A command held for approval is stored, listed and logged redacted (the
+// line may carry a credential), and the grant its approval makes still
+// lets that same command through (found in a review-plane review: a held
+// curl kept its API key in the database, the approvals list and the log).
+func TestHeldCommandIsRedactedAndItsGrantStillMatches(t *testing.T) {
+	var logs strings.Builder
+	var logMu sync.Mutex
+	d := newDaemonWith(t, func(c *manager.Config) {
+		c.Redactor = redact.New()
+		c.Logf = func(f string, a ...any) { logMu.Lock(); fmt.Fprintf(&logs, f+"\n", a...); logMu.Unlock() }
+	})
+	id := d.sandbox()
+	const token = "ghp_" + "0123456789abcdefghijklmnopqrstuvwxyzAB"
+	line := "curl -s -H 'Authorization: token " + token + "' http://example.test/ || true"
+	code, _, e := d.sh(id, line, i64(0))
+	if code != 403 || e.Code != "approval_pending" {
+		t.Fatalf("held: %d %+v", code, e)
+	}
+	resp, err := d.client.Get("http://airlock/v1/approvals?state=pending&sandbox=" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "REDACTED") {
+		t.Errorf("the approval does not show the redacted command: %s", body)
+	}
+	for what, data := range map[string][]byte{"approvals list": body, "log": []byte(logs.String())} {
+		if bytes.Contains(data, []byte(token)) {
+			t.Errorf("the %s holds the token", what)
+		}
+	}
+	for _, f := range []string{d.dbPath, d.dbPath + "-wal"} {
+		if data, _ := os.ReadFile(f); bytes.Contains(data, []byte(token)) {
+			t.Errorf("%s holds the token", filepath.Base(f))
+		}
+	}
+	if code := d.do("POST", "/v1/approvals/"+e.ApprovalID+"/approve", map[string]any{"scope": "command", "for_seconds": 600}, nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	if code, _, e := d.sh(id, line, i64(0)); code != 200 {
+		t.Errorf("the approved command, again: %d %+v", code, e)
+	}
+	if code, _, e := d.sh(id, strings.Replace(line, "example.test", "other.test", 1), i64(0)); code != 403 || e.Code != "approval_pending" {
+		t.Errorf("another command under the same grant: %d %+v", code, e)
 	}
 }

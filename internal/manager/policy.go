@@ -171,9 +171,20 @@ func (m *Manager) lift(ctx context.Context, id string, d *policy.Decision) error
 		if err != nil {
 			return err
 		}
+		// Grants keep the line redacted, as it was shown for approval: one
+		// matches the line that redacts to it.
+		var raw, red string
+		if d.Analysis != nil {
+			raw = d.Analysis.Line
+			red = m.cfg.Redactor.String(raw)
+		}
 		var pg []policy.Grant
 		for _, g := range gs {
-			pg = append(pg, grantOf(g))
+			p := grantOf(g)
+			if p.Line != "" && p.Line == red {
+				p.Line = raw
+			}
+			pg = append(pg, p)
 		}
 		d.ApplyGrants(pg, now)
 	}
@@ -219,7 +230,7 @@ func (m *Manager) gate(ctx context.Context, id string, ls *liveSandbox, req Exec
 		return nil, err
 	}
 	if d.BreakGlass != "" {
-		m.cfg.Logf("BREAK-GLASS %s: sandbox %s runs %q by override (%s)", d.BreakGlass, id, a.Line, d.Reason)
+		m.cfg.Logf("BREAK-GLASS %s: sandbox %s runs %q by override (%s)", d.BreakGlass, id, m.cfg.Redactor.String(a.Line), m.cfg.Redactor.String(d.Reason))
 	}
 	switch d.Action {
 	case policy.Allow:
@@ -304,8 +315,11 @@ func (m *Manager) hold(ctx context.Context, id string, ls *liveSandbox, req Exec
 		wait = MaxApprovalWait
 	}
 	now := m.now()
+	// What is stored and shown is redacted (the line may carry a
+	// credential); the grant an approval makes matches by it (lift).
 	pj, _ := json.Marshal(promptOf(req, cwd, d))
-	ap := &store.Approval{ID: newID("ap-"), SandboxID: id, TaskID: ls.taskID, Line: d.Analysis.Line, Cwd: cwd, Request: pj,
+	pj = m.cfg.Redactor.JSON(pj)
+	ap := &store.Approval{ID: newID("ap-"), SandboxID: id, TaskID: ls.taskID, Line: m.cfg.Redactor.String(d.Analysis.Line), Cwd: cwd, Request: pj,
 		RequestedBy: actorOf(ctx), State: store.ApprovalPending, Created: now, Deadline: now.Add(wait)}
 	ch := make(chan string, 1)
 	m.mu.Lock()
@@ -320,10 +334,10 @@ func (m *Manager) hold(ctx context.Context, id string, ls *liveSandbox, req Exec
 		return nil, err
 	}
 	if err := m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "approval.request", Payload: map[string]any{
-		"approval": ap.ID, "prompt": json.RawMessage(m.cfg.Redactor.JSON(pj)), "deadline": ap.Deadline}}); err != nil {
+		"approval": ap.ID, "prompt": json.RawMessage(pj), "deadline": ap.Deadline}}); err != nil {
 		return nil, err
 	}
-	m.cfg.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, id, ap.Line, d.Reason)
+	m.cfg.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, id, ap.Line, m.cfg.Redactor.String(d.Reason))
 	if req.NoWait {
 		return nil, newPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
 	}
