@@ -318,3 +318,24 @@ func TestNoCheckpointYetIsFine(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Text that looks like a blob reference (a command may print anything) is
+// not one, and bytes stored after a payload's JSON are a change, not
+// something the hash skips (both found in a review-plane review).
+func TestVerifyBlobLookalikesAndTrailingBytes(t *testing.T) {
+	ctx := context.Background()
+	l, st, db := openLog(t, maskRedactor{})
+	look := "blob:sha256:" + strings.Repeat("ab", 32)
+	if _, err := l.Record(ctx, Entry{Kind: "exec.end", Payload: map[string]any{"stdout": look, "status": map[string]any{"x": map[string]any{"blob": look, "bytes": 3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	record(t, l, 2) // real blobs
+	r := verify(t, st, nil)
+	if !r.OK() || r.Blobs != 2 {
+		t.Fatalf("lookalikes: %s (blobs %d)", r, r.Blobs)
+	}
+	tamper(t, db, `UPDATE audit_events SET payload = payload || ' {"stdout":"forged"}' WHERE seq = 1`)
+	if r := verify(t, st, nil); r.OK() || !strings.Contains(r.String(), "event 1") {
+		t.Fatalf("trailing bytes: %s", r)
+	}
+}

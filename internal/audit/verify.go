@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -38,7 +39,33 @@ type Report struct {
 // OK reports whether the chain verified.
 func (r *Report) OK() bool { return len(r.Problem) == 0 }
 
-var blobRE = lazyre.New(`blob:sha256:([0-9a-f]{64})`)
+var blobRE = lazyre.New(`^blob:sha256:([0-9a-f]{64})$`)
+
+// blobRefs returns the blobs a payload refers to: its top-level values
+// that are blob references ({"blob": "blob:sha256:HEX", "bytes": N}, as
+// Record makes them), not any text that looks like one (a command's
+// output may print anything).
+func blobRefs(payload []byte) []string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(payload, &top) != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range top {
+		var ref map[string]json.RawMessage
+		if json.Unmarshal(v, &ref) != nil || len(ref) != 2 || ref["bytes"] == nil {
+			continue
+		}
+		var s string
+		if json.Unmarshal(ref["blob"], &s) != nil {
+			continue
+		}
+		if m := blobRE().FindStringSubmatch(s); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
 
 // PurgeKind is the event a purge records; its payload's "blobs_before"
 // (RFC 3339) says which blobs may be missing.
@@ -93,8 +120,13 @@ func Verify(ctx context.Context, st *store.Store, anchor *Anchor) (*Report, erro
 					purgedBefore = p.BlobsBefore
 				}
 			}
-			for _, m := range blobRE().FindAllSubmatch(e.Payload, -1) {
-				uses = append(uses, blobUse{e.Seq, string(m[1]), e.Time})
+			if c, err := canonicalJSON(e.Payload); err == nil && !bytes.Equal(c, e.Payload) {
+				// The hash covers the canonical form: bytes beside it
+				// (trailing data, other spellings) would go unhashed.
+				r.Problem = append(r.Problem, Problem{e.Seq, "payload is not stored in its canonical form"})
+			}
+			for _, h := range blobRefs(e.Payload) {
+				uses = append(uses, blobUse{e.Seq, h, e.Time})
 			}
 			if anchor != nil && e.Seq == anchor.Seq {
 				anchorSeen = true
