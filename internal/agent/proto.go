@@ -32,6 +32,9 @@ const (
 	// OpResize sets the window size (Rows, Cols) of the terminal of the
 	// relayed command ID (ExecSpec.Relay); answered like OpSignal.
 	OpResize = "resize" // host -> agent
+	// OpSweep ends every process of the sandbox but the agent, and answers
+	// OpDone (PID: how many there were) once they are gone.
+	OpSweep = "sweep" // host -> agent
 )
 
 // Message is one datagram on the channel. Fields are used per Op.

@@ -196,6 +196,9 @@ func (s *Server) Serve() {
 		case OpRestrictWrites:
 			closeAll(files)
 			go s.restrictWrites(m)
+		case OpSweep:
+			closeAll(files)
+			go s.sweep(m)
 		case OpShutdown:
 			os.Exit(0)
 		case OpNetConn, OpDNS:
@@ -593,6 +596,34 @@ func (s *Server) signal(m *Message) {
 		return
 	}
 	s.reply(&Message{Op: OpDone, ID: m.ID})
+}
+
+// sweep ends every other process of the sandbox: as its PID 1, the
+// agent's kill(-1) reaches all of them (and never itself). It answers once
+// none is left, or with an error after 5 s.
+func (s *Server) sweep(m *Message) {
+	others := func() int {
+		ents, _ := os.ReadDir("/proc")
+		n := 0
+		for _, e := range ents {
+			if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() {
+				n++
+			}
+		}
+		return n
+	}
+	n := others()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		_ = unix.Kill(-1, unix.SIGKILL) // again: one may have forked meanwhile
+		if others() == 0 {
+			s.reply(&Message{Op: OpDone, ID: m.ID, PID: n})
+			return
+		}
+		if time.Now().After(deadline) {
+			s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: fmt.Sprintf("%d processes were still there after 5 s", others())})
+			return
+		}
+	}
 }
 
 // resize sets the window size of a relayed command's terminal.

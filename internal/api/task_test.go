@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
 )
@@ -211,5 +212,40 @@ func TestTaskDiffTooLarge(t *testing.T) {
 	var diff manager.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 || len(diff.Files) != 1 {
 		t.Errorf("diff after removing the big file: %d %+v", code, diff.Files)
+	}
+}
+
+// Finishing a task first ends every process the agent left running, so
+// that what the tests ran on is what the patch holds (found in a
+// review-plane review: a setsid'd orphan rewrote the fixed file with a
+// backdoor once the tests had passed, and the signed patch said "tests
+// passed").
+func TestFinishEndsLeftoversBeforeTheTests(t *testing.T) {
+	d := newDaemon(t)
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "test": "sh test.sh"}, &task); code != 201 {
+		t.Fatalf("start: %d", code)
+	}
+	// The fix, a test that takes a while (the agent may change it), and
+	// an orphan that waits for the test run to end, then plants a backdoor.
+	script := `sed -i 's/-/+/' src/calc.sh; echo 'sleep 0.3' >> test.sh
+setsid sh -c 'ran() { grep -qs "test[.]s[h]" /proc/[0-9]*/cmdline; }
+while ! ran; do sleep 0.005; done; while ran; do sleep 0.005; done
+echo "echo 0 # backdoor" > src/calc.sh' </dev/null >/dev/null 2>&1 &
+echo ok`
+	if code, out, _ := d.sh(task.SandboxID, script, nil); code != 200 || !strings.Contains(out, "ok") {
+		t.Fatalf("agent: %d %q", code, out)
+	}
+	var res manager.FinishResult
+	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish?keep=true", nil, &res); code != 200 || res.Test == nil {
+		t.Fatalf("finish: %d %+v", code, res)
+	}
+	if !res.Test.Passed || strings.Contains(res.Diff.Patch, "backdoor") || !strings.Contains(res.Diff.Patch, "+echo $(( $1 + $2 ))") {
+		t.Errorf("tests passed %v, patch:\n%s", res.Test.Passed, res.Diff.Patch)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if code, out, _ := d.sh(task.SandboxID, "cat src/calc.sh", nil); code != 200 || strings.Contains(out, "backdoor") {
+		t.Errorf("the orphan outlived the finish: %q", out)
 	}
 }

@@ -519,6 +519,24 @@ type FinishResult struct {
 	Diff      *Diff    `json:"diff"`
 }
 
+// sweep ends every process in the task's sandbox but its agent (when the
+// backend can), and records how many there were.
+func (m *Manager) sweep(ctx context.Context, sandboxID, taskID, when string) error {
+	sb, err := m.liveSandbox(ctx, sandboxID)
+	if err != nil {
+		return nil // a stopped sandbox runs nothing
+	}
+	sw, ok := sb.(runtime.Sweeper)
+	if !ok {
+		return nil
+	}
+	n, err := sw.Sweep(ctx)
+	if err != nil {
+		return fmt.Errorf("end the task's processes %s: %w", when, err)
+	}
+	return m.record(ctx, audit.Entry{SandboxID: sandboxID, TaskID: taskID, Kind: "task.sweep", Payload: map[string]any{"ended": n, "when": when}})
+}
+
 // FinishTask runs the tests (if the task has a test command), writes the
 // patch, the changed files, the test runs and the exec log to the task's
 // output directory, and destroys the sandbox unless keep.
@@ -533,12 +551,22 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	if err := m.auditHealthy(); err != nil {
 		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
 	}
+	// Nothing of the agent's may keep running past this point: a process
+	// left behind (a daemon, a setsid'd orphan) could change the files
+	// after the tests ran and before, or after, the diff was taken. Swept
+	// again after the tests, which may leave processes too.
+	if err := m.sweep(ctx, rec.SandboxID, id, "before the tests"); err != nil {
+		return nil, err
+	}
 	var run *TestRun
 	if sp.Test != "" {
 		if run, err = m.TestTask(ctx, id, 30*time.Minute, nil, nil, nil); err != nil {
 			return nil, fmt.Errorf("run the tests: %w", err)
 		}
 		if rec, err = m.cfg.Store.GetTask(ctx, id); err != nil {
+			return nil, err
+		}
+		if err := m.sweep(ctx, rec.SandboxID, id, "after the tests"); err != nil {
 			return nil, err
 		}
 	}

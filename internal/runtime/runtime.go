@@ -283,6 +283,14 @@ type Files interface {
 	Untar(ctx context.Context, dir string, r io.Reader) error
 }
 
+// Sweeper is a sandbox that can end every process but its own agent:
+// running commands and what they left running (a daemon, a setsid'd
+// orphan), so that nothing changes its files afterwards.
+type Sweeper interface {
+	// Sweep returns how many processes it ended, once they are gone.
+	Sweep(ctx context.Context) (int, error)
+}
+
 // Pauser is a sandbox that can be frozen: every process stops where it is
 // (memory, files and processes are kept) until Resume. Nothing can run in
 // a paused sandbox; callers must not Exec or use Files on it.

@@ -205,6 +205,17 @@ func (c *Client) call(ctx context.Context, m *agent.Message, files ...*os.File) 
 	}
 }
 
+// Sweep ends every process of the sandbox but its agent (commands still
+// running, and whatever they left behind) and returns how many there
+// were, once they are gone.
+func (c *Client) Sweep(ctx context.Context) (int, error) {
+	r, err := c.call(ctx, &agent.Message{Op: agent.OpSweep})
+	if err != nil {
+		return 0, err
+	}
+	return r.PID, nil
+}
+
 // ImportDir streams a host directory into the sandbox as a tar; the agent
 // unpacks it without following anything out of dst.
 func (c *Client) ImportDir(ctx context.Context, src, dst string) error {

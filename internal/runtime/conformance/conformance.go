@@ -66,6 +66,7 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{"WriteScope", func(t *testing.T, f Factory) { testWriteScope(t, f, diffs["WriteScope"]) }},
 		{"FileActivity", testFileActivity},
 		{"Network", testNetwork},
+		{"Sweep", testSweep},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
@@ -676,5 +677,42 @@ func testFileActivity(t *testing.T, f Factory) {
 	off := create(t, f, func(s *runtime.Spec) { s.NoFileActivity = true })
 	if r := shell(t, off, "echo a > /workspace/a.txt"); r.st.Code != 0 || r.st.Files != nil {
 		t.Errorf("NoFileActivity: exit %d, activity %+v; want 0 and none", r.st.Code, r.st.Files)
+	}
+}
+
+// testSweep: Sweep ends a running command and what earlier commands left
+// running (a setsid'd orphan that would otherwise change files later), and
+// the sandbox takes commands again afterwards.
+func testSweep(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	sw, ok := sb.(runtime.Sweeper)
+	if !ok {
+		t.Skip("the backend cannot sweep")
+	}
+	r := shell(t, sb, "setsid sh -c 'while :; do sleep 0.05; echo late >> /workspace/orphan; done' </dev/null >/dev/null 2>&1 & echo left")
+	if r.out != "left\n" {
+		t.Fatalf("leave an orphan: %q", r.out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"sleep", "100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := sw.Sweep(ctx)
+	if err != nil || n < 2 {
+		t.Fatalf("sweep: %d %v (want the orphan's processes and the sleep)", n, err)
+	}
+	st, err := p.Wait(ctx)
+	if err != nil || st.Signal != "SIGKILL" && st.Code != 137 {
+		t.Errorf("the running command after the sweep: %+v %v", st, err)
+	}
+	before := shell(t, sb, "wc -c < /workspace/orphan").out
+	time.Sleep(300 * time.Millisecond)
+	if after := shell(t, sb, "wc -c < /workspace/orphan").out; after != before {
+		t.Errorf("the orphan still writes after the sweep: %q then %q", before, after)
+	}
+	if r := shell(t, sb, `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c 'sleep 0.0[5]'`); r.out != "0\n" {
+		t.Errorf("the orphan's processes after the sweep: %q", r.out)
 	}
 }

@@ -206,6 +206,7 @@ func (s *sandbox) teardown() error {
 }
 
 var _ runtime.Pauser = (*sandbox)(nil)
+var _ runtime.Sweeper = (*sandbox)(nil)
 
 // Pause freezes every process of the sandbox, its agent included.
 func (s *sandbox) Pause(ctx context.Context) error {

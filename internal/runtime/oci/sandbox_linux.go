@@ -397,6 +397,7 @@ func (s *sandbox) teardown() error {
 }
 
 var _ runtime.Pauser = (*sandbox)(nil)
+var _ runtime.Sweeper = (*sandbox)(nil)
 
 // Pause freezes the whole sandbox (gVisor's kernel with it).
 func (s *sandbox) Pause(ctx context.Context) error {
