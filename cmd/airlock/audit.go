@@ -264,6 +264,10 @@ func cmdBundle(args []string, stdout, stderr io.Writer) int {
 	}
 	m := v.Manifest
 	fmt.Fprintf(stdout, "ok: task %s (%s@%.12s), %d entries, %d audit events, signed at chain head %d %.16s\n", m.Task, m.Repo, m.Commit, v.Entries, v.Events, m.Chain.Seq, m.Chain.Hash)
+	if trusted == nil {
+		// Anyone can sign a bundle with a key of their own: say which.
+		fmt.Fprintf(stdout, "signed by key %s, which was not checked: give --key or --key-file to pin the daemon's\n", m.Chain.PublicKey)
+	}
 	return 0
 }
 

@@ -472,7 +472,10 @@ func TestAuditAndBundleCLI(t *testing.T) {
 		t.Fatalf("export: %d %q", code, errOut)
 	}
 	keyFile := filepath.Join(e.data, "audit.key")
-	if out, errOut, code := e.run("", "bundle", "verify", "--key-file", keyFile, file); code != 0 || !strings.HasPrefix(out, "ok: task "+id) {
+	if out, _, code := e.run("", "bundle", "verify", file); code != 0 || !strings.Contains(out, "which was not checked") {
+		t.Fatalf("unpinned verify does not say so: %d %q", code, out)
+	}
+	if out, errOut, code := e.run("", "bundle", "verify", "--key-file", keyFile, file); code != 0 || !strings.HasPrefix(out, "ok: task "+id) || strings.Contains(out, "not checked") {
 		t.Fatalf("bundle verify: %d %q %q", code, out, errOut)
 	}
 	unpacked := filepath.Join(dir, "unpacked")

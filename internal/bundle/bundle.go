@@ -335,6 +335,13 @@ func verify(r io.Reader, trusted ed25519.PublicKey, keepAll bool, lim limits) (*
 	if trusted != nil && !bytes.Equal(trusted, pub) {
 		return nil, bad("signed by another key than the trusted one")
 	}
+	// The signature covers the manifest as decoded; its bytes must be
+	// exactly that, or a reader that decodes differently (a duplicate key,
+	// one spelled in another case, a field airlock does not know) would
+	// see something unsigned.
+	if again, _ := json.MarshalIndent(m, "", "  "); !bytes.Equal(again, files[ManifestName]) {
+		return nil, bad("%s is not exactly what was signed (extra, duplicate or re-spelled fields)", ManifestName)
+	}
 	sig, err := base64.StdEncoding.DecodeString(m.Chain.Signature)
 	if err != nil || !ed25519.Verify(pub, sigMsg(files[ChecksumsName], m), sig) {
 		return nil, bad("the signature does not verify")

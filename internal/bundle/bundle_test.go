@@ -218,6 +218,16 @@ func TestVerifyRefuses(t *testing.T) {
 		{"unsafe path", func(es []tarEntry) []tarEntry {
 			return append(es, tarEntry{name: "../x", data: []byte("x")})
 		}, `"../x" has an unsafe path`},
+		// A key that Go decodes into the signed field but other readers
+		// take as given (found in a review-plane review).
+		{"manifest key in another case", func(es []tarEntry) []tarEntry {
+			for i := range es {
+				if es[i].name == ManifestName {
+					es[i].data = bytes.Replace(es[i].data, []byte("{\n"), []byte("{\n  \"Repo\": \"https://evil.example.test/x.git\",\n"), 1)
+				}
+			}
+			return es
+		}, `manifest.json is not exactly what was signed`},
 	} {
 		b := tarGz(t, tc.change(goldenEntries(t)))
 		for _, v := range verifiers {
