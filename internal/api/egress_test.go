@@ -9,8 +9,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"math/big"
 	"net"
@@ -27,6 +29,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -544,4 +547,42 @@ func countDials(e *egressEnv, port int) int {
 		}
 	}
 	return n
+}
+
+// A task's bundle says where the network was contacted, from the egress
+// record (found in a review-plane review: the report said egress recording
+// was not available while the record held every request).
+func TestBundleNetworkFromTheEgressRecord(t *testing.T) {
+	e := egressDaemon(t, egressTestPolicy)
+	plain := e.plain.Listener.Addr().(*net.TCPAddr).Port
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	if code := e.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task); code != 201 {
+		t.Fatalf("task: %d", code)
+	}
+	if _, out, _ := e.sh(task.SandboxID, fmt.Sprintf(`curl -sS --max-time 20 http://plain.example.test:%d/hi; curl -s --max-time 20 -o /dev/null -w ' %%{http_code}' http://other.example.test:%d/`, plain, plain), nil); !strings.Contains(out, "hello from upstream /hi") || !strings.Contains(out, " 403") {
+		t.Fatalf("requests: %q", out)
+	}
+	files := untarAll(t, e.bundle(task.ID))
+	var reqs []bundle.NetworkRequest
+	for _, line := range strings.Split(strings.TrimSpace(string(files["network.jsonl"])), "\n") {
+		var r bundle.NetworkRequest
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("network.jsonl: %v: %q", err, files["network.jsonl"])
+		}
+		reqs = append(reqs, r)
+	}
+	byHost := map[string]bundle.NetworkRequest{}
+	for _, r := range reqs {
+		byHost[r.Host] = r
+	}
+	if r := byHost["plain.example.test"]; len(reqs) != 2 || r.Decision != "allow" || r.Status != 200 || r.BytesIn == 0 || r.Method != "GET" || r.ExecID == "" {
+		t.Errorf("requests: %+v", reqs)
+	}
+	if r := byHost["other.example.test"]; r.Decision != "deny" {
+		t.Errorf("the refused request: %+v", r)
+	}
+	if page := html.UnescapeString(string(files["report.html"])); !strings.Contains(page, "2 request(s) to 2 host(s); 1 not allowed.") {
+		t.Errorf("the report's network question does not say what happened")
+	}
 }

@@ -767,7 +767,7 @@ func networkQuestion(c *Contents) question {
 	q := question{ID: "q-network", Title: "Was the network contacted, and where?"}
 	if c.Network == nil {
 		q.Verdict, q.Level = "not recorded", "warn"
-		q.Says = append(q.Says, "Network egress was not recorded for this run: egress recording is not available yet, so this bundle cannot say whether the network was contacted.")
+		q.Says = append(q.Says, "Network egress was not recorded for this run, so this bundle cannot say whether the network was contacted.")
 		return q
 	}
 	if len(c.Network) == 0 {

@@ -230,7 +230,7 @@ func TestReportVerdicts(t *testing.T) {
 		}, map[string]string{qTests: "not run", qScope: "no", qDeps: "no", qGenerated: "no", qNetwork: "no", qApprovals: "none", qArtifacts: "no"},
 			[]string{"No tests were run.", "The patch is empty", "No network request was made.", "No command was run."}},
 		{"network not recorded", func(c *Contents) { c.Network = nil }, map[string]string{qNetwork: "not recorded"},
-			[]string{"egress recording is not available yet"}},
+			[]string{"cannot say whether the network was contacted"}},
 		{"last run failed", func(c *Contents) { c.Tests = c.Tests[:1] }, map[string]string{qTests: "failed"},
 			[]string{"The only test run (go test ./..., exec e1", "failed, exit code 1.", "failed: TestApplyRounds"}},
 		{"passed without tests", func(c *Contents) {

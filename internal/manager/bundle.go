@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -169,11 +170,71 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 		}
 		c.Approvals = append(c.Approvals, ba)
 	}
+	if c.Network, err = m.networkRequests(ctx, rec.SandboxID); err != nil {
+		return nil, err
+	}
 	c.Dependencies = dependencies(rd.Patch)
 	if err := m.artifacts(ctx, rec.SandboxID, d, c); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// networkRequests is what the sandbox's egress proxy decided, from the
+// audit record: one entry per CONNECT or HTTP request, with the bytes and
+// status of its connection. Never nil: with no egress service, no request
+// could leave the sandbox at all.
+func (m *Manager) networkRequests(ctx context.Context, sandboxID string) ([]bundle.NetworkRequest, error) {
+	out := []bundle.NetworkRequest{}
+	events, err := m.cfg.Audit.Query(ctx, store.AuditFilter{SandboxID: sandboxID, Kind: "egress"})
+	if err != nil {
+		return nil, err
+	}
+	last := map[uint64]int{} // connection -> its latest request in out
+	for _, e := range events {
+		var p struct {
+			Time      time.Time `json:"time"`
+			Exec      string    `json:"exec"`
+			Conn      uint64    `json:"conn"`
+			Decision  string    `json:"decision"`
+			Rule      string    `json:"rule"`
+			Method    string    `json:"method"`
+			Host      string    `json:"host"`
+			Port      int       `json:"port"`
+			Status    int       `json:"status"`
+			BytesUp   int64     `json:"bytes_up"`
+			BytesDown int64     `json:"bytes_down"`
+		}
+		if json.Unmarshal(e.Payload, &p) != nil {
+			continue
+		}
+		switch e.Kind {
+		case string(egress.KindConnect), string(egress.KindRequest):
+			method := p.Method
+			if e.Kind == string(egress.KindConnect) {
+				method = "CONNECT"
+			}
+			out = append(out, bundle.NetworkRequest{Time: p.Time, ExecID: p.Exec, Host: p.Host, Port: p.Port, Method: method, Decision: p.Decision, Rule: p.Rule})
+			if p.Conn != 0 {
+				last[p.Conn] = len(out) - 1
+			}
+		case string(egress.KindClose), string(egress.KindResponse):
+			i, ok := last[p.Conn]
+			if !ok || p.Conn == 0 {
+				continue
+			}
+			r := &out[i]
+			r.BytesOut += p.BytesUp
+			r.BytesIn += p.BytesDown
+			if p.Status != 0 {
+				r.Status = p.Status
+			}
+			if p.Decision == "deny" { // refused after it opened (SNI)
+				r.Decision, r.Rule = p.Decision, p.Rule
+			}
+		}
+	}
+	return out, nil
 }
 
 // artifacts scans the files the task added (read from the live sandbox).
