@@ -796,6 +796,7 @@ type runningExec struct {
 	taskID    string
 	stdin     *io.PipeWriter // nil unless started with OpenStdin
 	stdinMu   sync.Mutex
+	inputTail []byte // typed input not yet recorded (no line end yet)
 	argv      []string
 	pkg       *lockSnapshot // a dependency command's lockfiles before it ran
 }
@@ -827,10 +828,14 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	taskID := ""
 	var pkg *lockSnapshot
 	var argv []string
-	if r := m.running[rec.ID]; r != nil {
+	r := m.running[rec.ID]
+	if r != nil {
 		taskID, pkg, argv = r.taskID, r.pkg, r.argv
 	}
 	m.mu.Unlock()
+	if r != nil {
+		_ = m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r)
+	}
 	if pkg != nil {
 		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
 	}
@@ -1173,17 +1178,52 @@ func (m *Manager) Input(ctx context.Context, id, execID string, data []byte) err
 		if err != nil {
 			return fmt.Errorf("exec %s: stdin closed: %w", execID, errdefs.ErrConflict)
 		}
-		// What is typed into a running command is part of the record.
-		return m.record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.input", Payload: map[string]any{"data": audit.Blob(data)}})
+		// What is typed into a running command is part of the record, a
+		// line at a time: redacted chunk by chunk, a secret typed in
+		// pieces would be kept in pieces.
+		r.inputTail = append(r.inputTail, data...)
+		if i := bytes.LastIndexAny(r.inputTail, "\r\n"); i >= 0 || len(r.inputTail) >= maxInputTail {
+			n := len(r.inputTail)
+			if i >= 0 {
+				n = i + 1
+			}
+			line := r.inputTail[:n]
+			r.inputTail = append([]byte(nil), r.inputTail[n:]...)
+			return m.recordInput(ctx, id, execID, r, line)
+		}
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// maxInputTail is how much typed input without a line end is held before
+// it is recorded anyway.
+const maxInputTail = 4 << 10
+
+func (m *Manager) recordInput(ctx context.Context, id, execID string, r *runningExec, data []byte) error {
+	return m.record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.input", Payload: map[string]any{"data": audit.Blob(data)}})
+}
+
+// flushInput records the typed input still held without a line end.
+func (m *Manager) flushInput(ctx context.Context, id, execID string, r *runningExec) error {
+	r.stdinMu.Lock()
+	defer r.stdinMu.Unlock()
+	if len(r.inputTail) == 0 {
+		return nil
+	}
+	tail := r.inputTail
+	r.inputTail = nil
+	return m.recordInput(ctx, id, execID, r, tail)
 }
 
 // CloseStdin closes a running command's open stdin (it reads end of file).
 func (m *Manager) CloseStdin(ctx context.Context, id, execID string) error {
 	r, err := m.runningStdin(ctx, id, execID)
 	if err != nil {
+		return err
+	}
+	if err := m.flushInput(ctx, id, execID, r); err != nil {
 		return err
 	}
 	return r.stdin.Close()
