@@ -100,10 +100,22 @@ func escapeRune(r rune, size int, b byte, multiline bool) string {
 		return `\r`
 	case r < 0x20 || r == 0x7f:
 		return fmt.Sprintf(`\x%02x`, r)
-	case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == '\u2028', r == '\u2029':
+	case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == '\u2028', r == '\u2029', invisible(r):
 		return fmt.Sprintf(`\u%04x`, r)
 	}
 	return ""
+}
+
+// invisible: characters outside Cf that render as nothing (or as a blank),
+// so text could hide in them: Hangul fillers, the Braille blank, the
+// combining grapheme joiner, variation selectors, the Khmer inherent
+// vowels and the Mongolian vowel separator.
+func invisible(r rune) bool {
+	switch r {
+	case '\u115f', '\u1160', '\u3164', '\uffa0', '\u2800', '\u034f', '\u17b4', '\u17b5', '\u180e':
+		return true
+	}
+	return r >= 0xfe00 && r <= 0xfe0f || r >= 0xe0100 && r <= 0xe01ef
 }
 
 // visibleText is visible's result as one string, for places that cannot hold

@@ -274,7 +274,7 @@ func TestReportVerdicts(t *testing.T) {
 // hostile puts markup, terminal escapes and invisible characters in every
 // string the record holds.
 func TestReportHostileRecord(t *testing.T) {
-	const evil = "</title></style><script>alert(1)</script><img src=x onerror=alert(2)>\x1b]8;;http://evil.example/\x07link\u202e\u200b\x00\xff"
+	const evil = "</title></style><script>alert(1)</script><img src=x onerror=alert(2)>\x1b]8;;http://evil.example/\x07link\u202e\u200b\x00\xff\u3164\u2800\ufe0f"
 	c := sampleContents()
 	m := &c.Manifest
 	m.Task, m.Sandbox, m.Repo, m.Ref, m.Commit, m.Prompt = evil, evil, evil, evil, evil, evil
@@ -305,12 +305,12 @@ func TestReportHostileRecord(t *testing.T) {
 			t.Errorf("the page contains %q", bad)
 		}
 	}
-	for _, bad := range []string{"\x1b", "\x07", "\u202e", "\u200b", "\x00", "\xff"} {
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", "\u200b", "\x00", "\xff", "\u3164", "\u2800", "\ufe0f"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("the page contains %q raw", bad)
 		}
 	}
-	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", `<span class="esc">\x1b</span>`, `\u202e\u200b\x00\xff`} {
+	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", `<span class="esc">\x1b</span>`, `\u202e\u200b\x00\xff\u3164\u2800\ufe0f`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
