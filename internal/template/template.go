@@ -391,6 +391,10 @@ func (s *Store) refresh(name string, b builtin, host, fp string) (*Template, err
 	hash := c.hash(name)
 	hx, _ := hashHex(hash)
 	t, err := s.readVersion(name, hash)
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		// Another builder may have put it in place just now.
+		t, err = s.readVersion(name, hash)
+	}
 	if err != nil {
 		t = nil
 		if _, err := os.Lstat(filepath.Join(s.Root, name, hx)); err == nil {
