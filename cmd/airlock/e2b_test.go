@@ -88,6 +88,13 @@ func TestE2BWithTheRealSDK(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(key, "e2b_") || len(key) != 44 {
 		t.Fatalf("apikey create --e2b: %d %q", code, key)
 	}
+	// The record names the key that acted (its id, never the key).
+	var keys []struct{ ID, Name string }
+	ls, _, _ := e.run("", "apikey", "ls", "--socket", d.sock, "--json")
+	if err := json.Unmarshal([]byte(ls), &keys); err != nil || len(keys) != 1 || keys[0].Name != "e2b-agent" {
+		t.Fatalf("apikey ls: %v %q", err, ls)
+	}
+	actor := "apikey:" + keys[0].ID
 
 	// The operator: approve what the agent is meant to get.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -152,6 +159,7 @@ func TestE2BWithTheRealSDK(t *testing.T) {
 	d.getJSON(t, "/v1/approvals?sandbox="+sandboxID, &l)
 	states := map[string]string{}
 	for _, a := range l.Approvals {
+		// (commands come through the sandbox's access token, not a key)
 		if a.SandboxID != sandboxID || a.RequestedBy != "apikey:e2b" {
 			t.Errorf("approval %+v: want sandbox %s, requested by apikey:e2b", a, sandboxID)
 		}
@@ -221,8 +229,8 @@ func TestE2BWithTheRealSDK(t *testing.T) {
 			t.Errorf("audit record of the sandbox has no %s event", kind)
 		}
 	}
-	if !strings.Contains(qout, `"apikey:e2b"`) {
-		t.Errorf("audit record does not name the E2B door's actor")
+	if !strings.Contains(qout, `"`+actor+`"`) || !strings.Contains(qout, `"apikey:e2b"`) {
+		t.Errorf("audit record does not name the key that made the sandbox (%s) and the E2B door", actor)
 	}
 }
 

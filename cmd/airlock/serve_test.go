@@ -395,6 +395,10 @@ func TestServeTCPWithAPIKeys(t *testing.T) {
 	if len(keys) != 1 || keys[0].Name != "ci" || strings.Contains(out, key) {
 		t.Fatalf("apikey ls: %q", out)
 	}
+	// The record names the key that acted, by its id.
+	if q, _, _ := e.run("", "audit", "query", sock, "--kind", "sandbox.create", "--json"); !strings.Contains(q, `"apikey:`+keys[0].ID+`"`) {
+		t.Errorf("the audit record does not name the key: %s", q)
+	}
 	if _, errOut, code := e.run("", "apikey", "rm", sock, keys[0].ID); code != 0 {
 		t.Fatalf("apikey rm: %d %q", code, errOut)
 	}

@@ -35,7 +35,8 @@ func (s *Server) TCP() http.Handler {
 		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 			key = v
 		}
-		if key == "" || !s.m.CheckAPIKey(r.Context(), key) {
+		k, ok := s.m.APIKeyOf(r.Context(), key)
+		if key == "" || !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
 			writeJSON(w, http.StatusUnauthorized, Error{Code: "unauthenticated", Message: "a valid API key is required (Authorization: Bearer KEY)"})
 			return
@@ -61,7 +62,8 @@ func (s *Server) TCP() http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), remoteKey{}, true)
-		s.ServeHTTP(w, r.WithContext(manager.WithActor(ctx, "apikey")))
+		// The record names the key (its id, never the key) that acted.
+		s.ServeHTTP(w, r.WithContext(manager.WithActor(ctx, "apikey:"+k.ID)))
 	})
 }
 

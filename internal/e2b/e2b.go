@@ -116,11 +116,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("X-API-KEY")
-	if key == "" || !s.m.CheckAPIKey(r.Context(), key) {
+	k, ok := s.m.APIKeyOf(r.Context(), key)
+	if key == "" || !ok {
 		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b NAME')")
 		return
 	}
-	ctx := manager.WithActor(r.Context(), "apikey:e2b")
+	ctx := manager.WithActor(r.Context(), "apikey:"+k.ID)
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 

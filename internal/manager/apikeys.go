@@ -65,12 +65,22 @@ func (m *Manager) CreateAPIKey(ctx context.Context, name, format string) (*APIKe
 
 // CheckAPIKey says whether key is a valid key.
 func (m *Manager) CheckAPIKey(ctx context.Context, key string) bool {
+	_, ok := m.APIKeyOf(ctx, key)
+	return ok
+}
+
+// APIKeyOf returns the key's record (never the key) when key is valid.
+// Its ID names the caller in the audit record (actor "apikey:ID").
+func (m *Manager) APIKeyOf(ctx context.Context, key string) (*APIKey, bool) {
 	if !(strings.HasPrefix(key, KeyPrefix) || strings.HasPrefix(key, E2BKeyPrefix)) || len(key) > 200 {
-		return false
+		return nil, false
 	}
 	h := keyHash(key)
 	rec, err := m.cfg.Store.APIKeyByHash(ctx, h)
-	return err == nil && subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(h)) == 1
+	if err != nil || subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(h)) != 1 {
+		return nil, false
+	}
+	return &APIKey{ID: rec.ID, Name: rec.Name, Created: rec.Created}, true
 }
 
 // APIKeys lists the keys.
