@@ -171,20 +171,9 @@ func (m *Manager) lift(ctx context.Context, id string, d *policy.Decision) error
 		if err != nil {
 			return err
 		}
-		// Grants keep the line redacted, as it was shown for approval: one
-		// matches the line that redacts to it.
-		var raw, red string
-		if d.Analysis != nil {
-			raw = d.Analysis.Line
-			red = m.cfg.Redactor.String(raw)
-		}
 		var pg []policy.Grant
 		for _, g := range gs {
-			p := grantOf(g)
-			if p.Line != "" && p.Line == red {
-				p.Line = raw
-			}
-			pg = append(pg, p)
+			pg = append(pg, grantOf(g))
 		}
 		d.ApplyGrants(pg, now)
 	}
@@ -315,11 +304,13 @@ func (m *Manager) hold(ctx context.Context, id string, ls *liveSandbox, req Exec
 		wait = MaxApprovalWait
 	}
 	now := m.now()
-	// What is stored and shown is redacted (the line may carry a
-	// credential); the grant an approval makes matches by it (lift).
+	// The approver sees the command as it would run, and its grant
+	// matches exactly that line: a redacted one would hide from the
+	// approver what any client can declare a secret (a host, a script),
+	// and match other commands that redact alike. The record and the log
+	// are redacted; the database keeps the line (README).
 	pj, _ := json.Marshal(promptOf(req, cwd, d))
-	pj = m.cfg.Redactor.JSON(pj)
-	ap := &store.Approval{ID: newID("ap-"), SandboxID: id, TaskID: ls.taskID, Line: m.cfg.Redactor.String(d.Analysis.Line), Cwd: cwd, Request: pj,
+	ap := &store.Approval{ID: newID("ap-"), SandboxID: id, TaskID: ls.taskID, Line: d.Analysis.Line, Cwd: cwd, Request: pj,
 		RequestedBy: actorOf(ctx), State: store.ApprovalPending, Created: now, Deadline: now.Add(wait)}
 	ch := make(chan string, 1)
 	m.mu.Lock()
@@ -334,10 +325,10 @@ func (m *Manager) hold(ctx context.Context, id string, ls *liveSandbox, req Exec
 		return nil, err
 	}
 	if err := m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "approval.request", Payload: map[string]any{
-		"approval": ap.ID, "prompt": json.RawMessage(pj), "deadline": ap.Deadline}}); err != nil {
+		"approval": ap.ID, "prompt": json.RawMessage(m.cfg.Redactor.JSON(pj)), "deadline": ap.Deadline}}); err != nil {
 		return nil, err
 	}
-	m.cfg.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, id, ap.Line, m.cfg.Redactor.String(d.Reason))
+	m.cfg.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, id, m.cfg.Redactor.String(ap.Line), m.cfg.Redactor.String(d.Reason))
 	if req.NoWait {
 		return nil, newPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
 	}
@@ -499,7 +490,7 @@ func (m *Manager) Approve(ctx context.Context, id string, req ApproveRequest) (*
 	if err := m.cfg.Store.Approve(ctx, a.ID, now, actorOf(ctx), req.Reason, g); err != nil {
 		return nil, err
 	}
-	m.cfg.Logf("approval %s approved by %s (%s for %s): %q", a.ID, actorOf(ctx), req.Scope, req.For, a.Line)
+	m.cfg.Logf("approval %s approved by %s (%s for %s): %q", a.ID, actorOf(ctx), req.Scope, req.For, m.cfg.Redactor.String(a.Line))
 	_ = m.record(ctx, audit.Entry{SandboxID: a.SandboxID, TaskID: a.TaskID, Kind: "approval.approve", Payload: map[string]any{
 		"approval": a.ID, "grant": g.ID, "scope": g.Scope, "line": g.Line, "cwd": g.Cwd, "classes": g.Classes, "expires": g.Expires, "reason": req.Reason}})
 	m.notify(a.ID, store.ApprovalApproved)
