@@ -249,3 +249,51 @@ echo ok`
 		t.Errorf("the orphan outlived the finish: %q", out)
 	}
 }
+
+// While a task is being finished, nothing but its own tests runs or writes
+// in its sandbox (found in a review of this session's changes: commands
+// sent during finish wrote a backdoor between the tests and the diff).
+func TestNothingRunsWhileATaskFinishes(t *testing.T) {
+	d := newDaemon(t)
+	repo, first := sampleRepo(t)
+	var task manager.Task
+	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "test": "sh test.sh"}, &task); code != 201 {
+		t.Fatalf("start: %d", code)
+	}
+	// The fix, and a test that says when it has read the code, then lingers.
+	if code, _, _ := d.sh(task.SandboxID, `sed -i 's/-/+/' src/calc.sh; echo 'touch /tmp/started; sleep 0.5' >> test.sh`, nil); code != 200 {
+		t.Fatal(code)
+	}
+	done := make(chan struct{})
+	refused := make(chan int, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				refused <- n
+				return
+			default:
+			}
+			code, _, _ := d.sh(task.SandboxID, `if [ -e /tmp/started ]; then echo 'echo 0 # backdoor' > src/calc.sh; fi`, nil)
+			if code == 409 {
+				n++
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	var res manager.FinishResult
+	code := d.do("POST", "/v1/tasks/"+task.ID+"/finish?keep=true", nil, &res)
+	close(done)
+	n := <-refused
+	if code != 200 || res.Test == nil || !res.Test.Passed || strings.Contains(res.Diff.Patch, "backdoor") {
+		t.Fatalf("finish: %d, tests %+v, patch:\n%s", code, res.Test, res.Diff.Patch)
+	}
+	if n == 0 {
+		t.Errorf("no command was refused while the task finished")
+	}
+	var e Error
+	if code := d.do("PUT", "/v1/sandboxes/"+task.SandboxID+"/files?path=/workspace/src/after.txt", "x", &e); code != 200 {
+		t.Errorf("a write once the task is finished (its sandbox kept): %d %+v", code, e)
+	}
+}

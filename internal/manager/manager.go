@@ -121,6 +121,9 @@ type liveSandbox struct {
 	// scope the write scope applied inside it (again after a reset).
 	pol    *policy.Policy
 	taskID string
+	// finishing: its task is being finished; nothing new runs or writes
+	// (but the task's own tests) until the diff and bundle are taken.
+	finishing bool
 	scope  []string
 	// egressLayer is the egress layer set on the running sandbox
 	// (SetEgress), over its policy's.
@@ -701,9 +704,13 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	}
 	m.mu.Lock()
 	ls := m.live[id]
+	finishing := ls != nil && ls.finishing
 	m.mu.Unlock()
 	if ls == nil {
 		return "", nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	if finishing && !req.taskTest {
+		return "", nil, errFinishing(ls.taskID)
 	}
 	if err := m.auditHealthy(); err != nil {
 		return "", nil, err

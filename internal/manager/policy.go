@@ -607,6 +607,14 @@ func (m *Manager) AgentFiles(ctx context.Context, id string) (runtime.Files, err
 }
 
 func (f *policedFiles) check(ctx context.Context, op, p string, write bool) error {
+	if write {
+		f.m.mu.Lock()
+		finishing := f.ls.finishing
+		f.m.mu.Unlock()
+		if finishing {
+			return errFinishing(f.ls.taskID)
+		}
+	}
 	cmd := policy.Command{Argv: []string{"files:" + op, p}, Classes: []policy.Class{policy.Read}, Why: "file API " + op}
 	if write {
 		cmd.Classes = []policy.Class{policy.Write}

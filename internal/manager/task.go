@@ -519,6 +519,10 @@ type FinishResult struct {
 	Diff      *Diff    `json:"diff"`
 }
 
+func errFinishing(taskID string) error {
+	return fmt.Errorf("task %s is being finished: nothing new runs or writes in its sandbox until it is done: %w", taskID, errdefs.ErrConflict)
+}
+
 // sweep ends every process in the task's sandbox but its agent (when the
 // backend can), and records how many there were.
 func (m *Manager) sweep(ctx context.Context, sandboxID, taskID, when string) error {
@@ -551,6 +555,26 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	if err := m.auditHealthy(); err != nil {
 		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
 	}
+	// From here until the diff and bundle are taken, nothing but the
+	// task's own tests runs or writes in its sandbox: a command sent
+	// meanwhile could change the files after the tests.
+	m.mu.Lock()
+	ls := m.live[rec.SandboxID]
+	if ls != nil && ls.finishing {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("task %s is already being finished: %w", id, errdefs.ErrConflict)
+	}
+	if ls != nil {
+		ls.finishing = true
+	}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		if ls != nil {
+			ls.finishing = false
+		}
+		m.mu.Unlock()
+	}()
 	// Nothing of the agent's may keep running past this point: a process
 	// left behind (a daemon, a setsid'd orphan) could change the files
 	// after the tests ran and before, or after, the diff was taken. Swept
