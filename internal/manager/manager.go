@@ -124,7 +124,7 @@ type liveSandbox struct {
 	// finishing: its task is being finished; nothing new runs or writes
 	// (but the task's own tests) until the diff and bundle are taken.
 	finishing bool
-	scope  []string
+	scope     []string
 	// egressLayer is the egress layer set on the running sandbox
 	// (SetEgress), over its policy's.
 	egressLayer *egress.Policy
