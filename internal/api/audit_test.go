@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -477,4 +478,35 @@ func TestTypedInputIsRecordedByLine(t *testing.T) {
 			t.Errorf("a piece of the secret is on record: %q", in)
 		}
 	}
+}
+
+// The daemon's verify, while commands keep writing the log, reports no
+// problem (found in a review of this session's changes: it compared the
+// log with a head that counted events still being written).
+func TestAuditVerifyUnderLoad(t *testing.T) {
+	d, _ := auditDaemon(t)
+	id := d.sandbox()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				d.exec(id, ExecRequest{Argv: []string{"true"}})
+			}
+		})
+	}
+	for i := range 20 {
+		var rep audit.Report
+		if code := d.do("GET", "/v1/audit/verify", nil, &rep); code != 200 || !rep.OK() {
+			t.Errorf("verify %d under load: %d %s", i, code, rep.String())
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
 }

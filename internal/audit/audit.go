@@ -133,12 +133,14 @@ type Log struct {
 	// what was recorded is what they see.
 	async sync.WaitGroup
 
-	mu      sync.Mutex
-	seq     int64
-	head    string
-	queue   []*pending
-	writing bool
-	failed  error
+	mu sync.Mutex
+	// seq and head are the chain's end as assigned (events in flight
+	// included); cseq and chash the end that is in the database.
+	seq, cseq   int64
+	head, chash string
+	queue       []*pending
+	writing     bool
+	failed      error
 }
 
 type pending struct {
@@ -174,7 +176,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Log{st: cfg.Store, red: cfg.Redactor, key: key, now: cfg.Now, seq: seq, head: head}, nil
+	return &Log{st: cfg.Store, red: cfg.Redactor, key: key, now: cfg.Now, seq: seq, head: head, cseq: seq, chash: head}, nil
 }
 
 func loadKey(path string) (ed25519.PrivateKey, error) {
@@ -239,7 +241,7 @@ func (l *Log) Head() (int64, string) {
 	l.async.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.seq, l.head
+	return l.cseq, l.chash // written, not only assigned: others may be in flight
 }
 
 // Err is the error that stopped the log, if any: once a write failed the
@@ -320,6 +322,10 @@ func (l *Log) Record(ctx context.Context, in Entry) (*Event, error) {
 		l.mu.Lock()
 		if werr != nil && l.failed == nil {
 			l.failed = werr
+		}
+		if werr == nil {
+			last := evs[len(evs)-1]
+			l.cseq, l.chash = last.Seq, last.Hash
 		}
 		for _, q := range batch {
 			q.done <- werr

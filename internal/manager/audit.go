@@ -179,6 +179,10 @@ func (m *Manager) AuditVerify(ctx context.Context) (*audit.Report, error) {
 	if m.cfg.Audit == nil {
 		return nil, fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
 	}
+	// The daemon knows how far it wrote (taken before the scan: what is
+	// written meanwhile is not the question): a log that lacks that event,
+	// or holds another one there, was cut or rewritten under it.
+	seq, hash := m.cfg.Audit.Head()
 	var rep *audit.Report
 	var err error
 	if m.cfg.AuditCheckpoint != "" {
@@ -189,10 +193,16 @@ func (m *Manager) AuditVerify(ctx context.Context) (*audit.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The daemon knows how far it wrote: a log that ends earlier, or
-	// differently, was cut or rewritten under it.
-	if seq, hash := m.cfg.Audit.Head(); rep.Head < seq || rep.Head == seq && rep.Hash != hash {
-		rep.Problem = append(rep.Problem, audit.Problem{Seq: seq, What: fmt.Sprintf("this daemon wrote up to event %d, but the log ends at event %d: it was cut or rewritten", seq, rep.Head)})
+	if seq > 0 {
+		rows, err := m.cfg.Store.AuditEvents(ctx, store.AuditFilter{AfterSeq: seq - 1, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 || rows[0].Seq != seq {
+			rep.Problem = append(rep.Problem, audit.Problem{Seq: seq, What: fmt.Sprintf("this daemon wrote up to event %d, but the log ends at event %d: it was cut", seq, rep.Head)})
+		} else if rows[0].Hash != hash {
+			rep.Problem = append(rep.Problem, audit.Problem{Seq: seq, What: fmt.Sprintf("event %d is not the one this daemon wrote: the log was rewritten", seq)})
+		}
 	}
 	if rep.OK() && m.cfg.AuditCheckpoint != "" {
 		_, _ = m.cfg.Audit.Checkpoint(m.cfg.AuditCheckpoint)
