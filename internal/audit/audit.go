@@ -129,9 +129,9 @@ type Log struct {
 	key ed25519.PrivateKey
 	now func() time.Time
 
-	// async counts RecordAsync calls in flight: readers wait for them, so
-	// what was recorded is what they see.
-	async sync.WaitGroup
+	// async tracks RecordAsync calls in flight: readers wait for those
+	// begun before them, so what was recorded is what they see.
+	async inflight
 
 	mu sync.Mutex
 	// seq and head are the chain's end as assigned (events in flight
@@ -223,9 +223,9 @@ func (l *Log) Sign(msg []byte) []byte { return ed25519.Sign(l.key, msg) }
 // failure stops the log like any other (Err); Query, Head and Checkpoint
 // wait for these writes first.
 func (l *Log) RecordAsync(ctx context.Context, in Entry, done func(error)) {
-	l.async.Add(1)
+	ticket := l.async.add()
 	go func() {
-		defer l.async.Done()
+		defer l.async.done(ticket)
 		_, err := l.Record(context.WithoutCancel(ctx), in)
 		if done != nil {
 			done(err)
@@ -234,11 +234,11 @@ func (l *Log) RecordAsync(ctx context.Context, in Entry, done func(error)) {
 }
 
 // Flush waits for every RecordAsync so far.
-func (l *Log) Flush() { l.async.Wait() }
+func (l *Log) Flush() { l.async.wait() }
 
 // Head returns the last written event's sequence number and hash.
 func (l *Log) Head() (int64, string) {
-	l.async.Wait()
+	l.async.wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cseq, l.chash // written, not only assigned: others may be in flight
@@ -368,7 +368,7 @@ func (l *Log) blobify(m map[string]any, blobs map[string][]byte) map[string]any 
 
 // Query returns events in sequence order.
 func (l *Log) Query(ctx context.Context, f store.AuditFilter) ([]*Event, error) {
-	l.async.Wait()
+	l.async.wait()
 	rows, err := l.st.AuditEvents(ctx, f)
 	if err != nil {
 		return nil, err
@@ -388,4 +388,52 @@ func fromRow(r *store.AuditEvent) *Event {
 // Blob returns a blob's content.
 func (l *Log) Blob(ctx context.Context, hash string) ([]byte, error) {
 	return l.st.AuditBlob(ctx, hash)
+}
+
+// inflight counts calls in flight, and waits for the ones begun before the
+// wait only (a sync.WaitGroup may not be added to while it is waited on,
+// and under steady load would never reach zero).
+type inflight struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	next uint64
+	open map[uint64]struct{}
+}
+
+func (f *inflight) add() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.open == nil {
+		f.open = map[uint64]struct{}{}
+		f.cond = sync.NewCond(&f.mu)
+	}
+	f.next++
+	f.open[f.next] = struct{}{}
+	return f.next
+}
+
+func (f *inflight) done(t uint64) {
+	f.mu.Lock()
+	delete(f.open, t)
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+func (f *inflight) wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	upTo := f.next
+	for {
+		pending := false
+		for t := range f.open {
+			if t <= upTo {
+				pending = true
+				break
+			}
+		}
+		if !pending {
+			return
+		}
+		f.cond.Wait()
+	}
 }
