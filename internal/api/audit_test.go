@@ -510,3 +510,47 @@ func TestAuditVerifyUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// Closing stdin is not held up by an input blocked on a command that does
+// not read (found in a review of this session's changes: close-stdin
+// waited behind it; with no client timeout, for ever).
+func TestCloseStdinBehindABlockedInput(t *testing.T) {
+	d, _ := auditDaemon(t)
+	id := d.sandbox()
+	var started struct {
+		ExecID string `json:"exec_id"`
+	}
+	if code := d.do("POST", "/v1/sandboxes/"+id+"/exec", map[string]any{"argv": []string{"sleep", "30"}, "background": true, "stdin_open": true}, &started); code != 202 {
+		t.Fatal(code)
+	}
+	base := "http://airlock/v1/sandboxes/" + id + "/execs/" + started.ExecID
+	blocked := make(chan int, 1)
+	go func() {
+		body, _ := json.Marshal(map[string]any{"data": make([]byte, 256<<10)}) // more than a pipe holds
+		resp, err := d.client.Post(base+"/input", "application/json", bytes.NewReader(body))
+		if err != nil {
+			blocked <- 0
+			return
+		}
+		resp.Body.Close()
+		blocked <- resp.StatusCode
+	}()
+	time.Sleep(300 * time.Millisecond) // the input is now stuck in the pipe
+	c := &http.Client{Transport: d.client.Transport, Timeout: 10 * time.Second}
+	resp, err := c.Post(base+"/close-stdin", "application/json", nil)
+	if err != nil {
+		t.Fatalf("close-stdin behind a blocked input: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 204 {
+		t.Errorf("close-stdin: %d", resp.StatusCode)
+	}
+	select {
+	case code := <-blocked:
+		if code != 409 {
+			t.Errorf("the blocked input, once stdin closed: %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the blocked input was not released by close-stdin")
+	}
+}

@@ -803,7 +803,8 @@ type runningExec struct {
 	taskID    string
 	stdin     *io.PipeWriter // nil unless started with OpenStdin
 	stdinMu   sync.Mutex
-	inputTail []byte // typed input not yet recorded (no line end yet)
+	inputMu   sync.Mutex // guards inputTail (taken inside stdinMu, never around it)
+	inputTail []byte     // typed input not yet recorded (no line end yet)
 	argv      []string
 	pkg       *lockSnapshot // a dependency command's lockfiles before it ran
 }
@@ -1188,6 +1189,8 @@ func (m *Manager) Input(ctx context.Context, id, execID string, data []byte) err
 		// What is typed into a running command is part of the record, a
 		// line at a time: redacted chunk by chunk, a secret typed in
 		// pieces would be kept in pieces.
+		r.inputMu.Lock()
+		defer r.inputMu.Unlock()
 		r.inputTail = append(r.inputTail, data...)
 		if i := bytes.LastIndexAny(r.inputTail, "\r\n"); i >= 0 || len(r.inputTail) >= maxInputTail {
 			n := len(r.inputTail)
@@ -1212,10 +1215,12 @@ func (m *Manager) recordInput(ctx context.Context, id, execID string, r *running
 	return m.record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.input", Payload: map[string]any{"data": audit.Blob(data)}})
 }
 
-// flushInput records the typed input still held without a line end.
+// flushInput records the typed input still held without a line end. It
+// takes inputMu only: an Input blocked writing to a stdin nobody reads
+// holds stdinMu, and closing stdin is what releases it.
 func (m *Manager) flushInput(ctx context.Context, id, execID string, r *runningExec) error {
-	r.stdinMu.Lock()
-	defer r.stdinMu.Unlock()
+	r.inputMu.Lock()
+	defer r.inputMu.Unlock()
 	if len(r.inputTail) == 0 {
 		return nil
 	}
@@ -1230,10 +1235,11 @@ func (m *Manager) CloseStdin(ctx context.Context, id, execID string) error {
 	if err != nil {
 		return err
 	}
+	cerr := r.stdin.Close()
 	if err := m.flushInput(ctx, id, execID, r); err != nil {
 		return err
 	}
-	return r.stdin.Close()
+	return cerr
 }
 
 // Resize sets the window of a running command's terminal.
