@@ -554,3 +554,36 @@ func TestCloseStdinBehindABlockedInput(t *testing.T) {
 		t.Error("the blocked input was not released by close-stdin")
 	}
 }
+
+// A tar upload is on record as two events, before and after, with the
+// paths it wrote (an event per entry made large uploads slow).
+func TestTarUploadIsRecordedOnce(t *testing.T) {
+	d, _ := auditDaemon(t)
+	id := d.sandbox()
+	entries := map[string]string{}
+	for i := range 50 {
+		entries[fmt.Sprintf("src/f%02d.txt", i)] = "x"
+	}
+	req, _ := http.NewRequest("PUT", "http://airlock/v1/sandboxes/"+id+"/files/tar?path=/workspace", bytes.NewReader(tarOf(t, entries)))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 204 {
+		t.Fatalf("upload: %d", resp.StatusCode)
+	}
+	evs := d.events("kind=file.upload&sandbox=" + id)
+	if len(evs) != 2 {
+		t.Fatalf("%d file.upload events, want 2", len(evs))
+	}
+	var done struct {
+		State   string
+		Entries int
+		Paths   []string
+	}
+	_ = json.Unmarshal(evs[1].Payload, &done)
+	if done.State != "done" || done.Entries != 50 || len(done.Paths) != 50 || done.Paths[0] != "/workspace/src/f00.txt" {
+		t.Errorf("the upload's record: %+v", done)
+	}
+}

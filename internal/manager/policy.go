@@ -607,12 +607,19 @@ func (m *Manager) AgentFiles(ctx context.Context, id string) (runtime.Files, err
 }
 
 func (f *policedFiles) check(ctx context.Context, op, p string, write bool) error {
+	_, err := f.decide(ctx, op, p, write, true)
+	return err
+}
+
+// decide is check, which records an allowed write only when record is
+// set; it returns the break-glass that allowed it, if one did.
+func (f *policedFiles) decide(ctx context.Context, op, p string, write, record bool) (string, error) {
 	if write {
 		f.m.mu.Lock()
 		finishing := f.ls.finishing
 		f.m.mu.Unlock()
 		if finishing {
-			return errFinishing(f.ls.taskID)
+			return "", errFinishing(f.ls.taskID)
 		}
 	}
 	cmd := policy.Command{Argv: []string{"files:" + op, p}, Classes: []policy.Class{policy.Read}, Why: "file API " + op}
@@ -623,23 +630,23 @@ func (f *policedFiles) check(ctx context.Context, op, p string, write bool) erro
 	a := policy.FileAnalysis(cmd)
 	d := f.ls.pol.Decide(a)
 	if err := f.m.lift(ctx, f.id, d); err != nil {
-		return err
+		return "", err
 	}
 	if d.BreakGlass != "" {
 		f.m.cfg.Logf("BREAK-GLASS %s: sandbox %s file %s %s by override", d.BreakGlass, f.id, op, p)
 	}
 	if d.Action == policy.Allow {
-		if write {
-			return f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file." + op, Payload: map[string]any{"path": p, "break_glass": d.BreakGlass}})
+		if write && record {
+			return d.BreakGlass, f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file." + op, Payload: map[string]any{"path": p, "break_glass": d.BreakGlass}})
 		}
-		return nil
+		return d.BreakGlass, nil
 	}
 	_ = f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.refused", Payload: map[string]any{"op": op, "path": p, "decision": decisionPayload(d)}})
 	msg := d.Reason
 	if d.Action == policy.Ask {
 		msg += " (file operations are not held for approval: run the change as a command)"
 	}
-	return newPolicyError("policy_denied", msg, d, "")
+	return "", newPolicyError("policy_denied", msg, d, "")
 }
 
 // restrictWrites applies a write scope inside the sandbox: each glob's
