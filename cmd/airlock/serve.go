@@ -68,6 +68,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.Var(sizeFlag{&caps.Limits.TmpBytes}, "max-tmp", "the largest /tmp one sandbox may ask for (`SIZE`, by default half the host's memory; 0: no bound)")
 	fs.Int64Var(&caps.Limits.Pids, "max-pids", caps.Limits.Pids, "the most processes one sandbox may ask for (0: no bound)")
 	fs.Float64Var(&caps.Limits.CPUs, "max-cpus", caps.Limits.CPUs, "the most CPUs one sandbox may ask for (by default the host's; 0: no bound)")
+	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", caps.Limits.NoFile, "the most open files one sandbox may ask for (0: no bound)")
 	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")

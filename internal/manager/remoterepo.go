@@ -30,8 +30,9 @@ func remoteClone(ctx context.Context, resolver egress.Resolver, repo string) ([]
 	}
 	host := u.Hostname()
 	var addrs []netip.Addr
+	literal := false
 	if a, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{a}
+		addrs, literal = []netip.Addr{a}, true
 	} else {
 		if addrs, err = resolver.LookupNetIP(ctx, "ip", host); err != nil || len(addrs) == 0 {
 			return nil, fmt.Errorf("repo host %s does not resolve: %w", host, errdefs.ErrInvalid)
@@ -48,6 +49,9 @@ func remoteClone(ctx context.Context, resolver egress.Resolver, repo string) ([]
 		}
 		pinned = append(pinned, s)
 	}
-	return []string{"-c", "http.curloptResolve=" + host + ":" + port + ":" + strings.Join(pinned, ","), "-c", "http.followRedirects=false",
-		"-c", "protocol.allow=never", "-c", "protocol." + u.Scheme + ".allow=always"}, nil
+	opts := []string{"-c", "http.followRedirects=false", "-c", "protocol.allow=never", "-c", "protocol." + u.Scheme + ".allow=always"}
+	if !literal { // an address needs no resolving (and curl refuses a pin for one)
+		opts = append(opts, "-c", "http.curloptResolve="+host+":"+port+":"+strings.Join(pinned, ","))
+	}
+	return opts, nil
 }

@@ -43,6 +43,10 @@ func TestRemoteCloneIsPublicAndPinned(t *testing.T) {
 			t.Errorf("options %v lack %s", opts, want)
 		}
 	}
+	// An address needs no pin (curl refuses one for a literal).
+	if opts, err := remoteClone(ctx, res, "https://[2606:4700::1111]/x.git"); err != nil || slices.ContainsFunc(opts, func(o string) bool { return strings.HasPrefix(o, "http.curloptResolve") }) {
+		t.Errorf("an IPv6 literal: %v %v", opts, err)
+	}
 	for repo, why := range map[string]string{
 		"https://127.0.0.1/x.git":             "loopback",
 		"https://[::1]/x.git":                 "loopback",
