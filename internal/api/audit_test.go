@@ -227,6 +227,22 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 	}
 }
 
+// tamper runs statements on the daemon's database behind its back, as
+// someone with the file would.
+func (d *daemon) tamper(t *testing.T, stmts ...string) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+d.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, s := range stmts {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
 // An edit made directly in the database is found by the daemon's verify.
 func TestAuditVerifyThroughTheAPI(t *testing.T) {
 	d, _ := auditDaemon(t)
@@ -238,16 +254,7 @@ func TestAuditVerifyThroughTheAPI(t *testing.T) {
 	if d.do("GET", "/v1/audit/verify", nil, &rep); !rep.OK() {
 		t.Fatalf("before: %s", rep.String())
 	}
-	raw, err := sql.Open("sqlite", "file:"+d.dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, s := range []string{"DROP TRIGGER audit_no_update", `UPDATE audit_events SET payload = replace(payload, 'echo hi', 'echo ok') WHERE kind = 'exec.start' AND seq = (SELECT min(seq) FROM audit_events WHERE kind = 'exec.start')`} {
-		if _, err := raw.Exec(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d.tamper(t, "DROP TRIGGER audit_no_update", `UPDATE audit_events SET payload = replace(payload, 'echo hi', 'echo ok') WHERE kind = 'exec.start' AND seq = (SELECT min(seq) FROM audit_events WHERE kind = 'exec.start')`)
 	if d.do("GET", "/v1/audit/verify", nil, &rep); rep.OK() || !strings.Contains(rep.String(), "changed") {
 		t.Fatalf("the edit was not found: %s", rep.String())
 	}
@@ -266,16 +273,7 @@ func TestAuditVerifyKnowsTheDaemonsOwnHead(t *testing.T) {
 	if d.do("GET", "/v1/audit/verify", nil, &rep); !rep.OK() {
 		t.Fatalf("before: %s", rep.String())
 	}
-	raw, err := sql.Open("sqlite", "file:"+d.dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, s := range []string{"DROP TRIGGER audit_no_delete", `DELETE FROM audit_events WHERE seq > (SELECT max(seq) - 3 FROM audit_events)`} {
-		if _, err := raw.Exec(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d.tamper(t, "DROP TRIGGER audit_no_delete", `DELETE FROM audit_events WHERE seq > (SELECT max(seq) - 3 FROM audit_events)`)
 	if d.do("GET", "/v1/audit/verify", nil, &rep); rep.OK() || !strings.Contains(rep.String(), "this daemon wrote up to event") {
 		t.Fatalf("the cut tail was not found: %s", rep.String())
 	}

@@ -294,10 +294,10 @@ func TestBreakGlassIsLoud(t *testing.T) {
 	}
 }
 
-// Over TCP (an agent's API key) the policy can only be tightened, and
-// nothing can be approved.
-func TestAgentCannotApproveOrRelax(t *testing.T) {
-	d, _ := policyDaemon(t)
+// remotePost serves the daemon's API on a loopback TCP port for a new API
+// key, and returns a POST as that remote client (status, error answer).
+func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, Error) {
+	t.Helper()
 	_, key, err := d.m.CreateAPIKey(context.Background(), "agent", "")
 	if err != nil {
 		t.Fatal(err)
@@ -309,9 +309,8 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 	srv := &http.Server{Handler: New(d.m, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	base := "http://" + ln.Addr().String()
-	post := func(path, body string) (int, Error) {
-		req, _ := http.NewRequest("POST", base+path, bytes.NewReader([]byte(body)))
+	return func(path, body string) (int, Error) {
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -322,6 +321,13 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return resp.StatusCode, e
 	}
+}
+
+// Over TCP (an agent's API key) the policy can only be tightened, and
+// nothing can be approved.
+func TestAgentCannotApproveOrRelax(t *testing.T) {
+	d, _ := policyDaemon(t)
+	post := d.remotePost(t)
 	if code, e := post("/v1/sandboxes", `{"policy":{"classes":{"secret":"allow"}}}`); code != 403 || !strings.Contains(e.Message, "secret deny->allow") {
 		t.Fatalf("relaxing over TCP: %d %+v", code, e)
 	}
@@ -521,29 +527,7 @@ func TestFileAPIJudgesCleanPathsAndEveryTarEntry(t *testing.T) {
 // template to a version with a poisoned .bash_profile).
 func TestRemoteCannotReplaceASnapshotTemplate(t *testing.T) {
 	d := newDaemon(t)
-	_, key, err := d.m.CreateAPIKey(context.Background(), "agent", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: New(d.m, Health{OK: true}).TCP()}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	remote := func(path, body string) (int, Error) {
-		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var e Error
-		_ = json.NewDecoder(resp.Body).Decode(&e)
-		return resp.StatusCode, e
-	}
+	remote := d.remotePost(t)
 	ops, agents := d.sandbox(), d.sandbox()
 	if code := d.do("POST", "/v1/sandboxes/"+ops+"/snapshot", map[string]string{"name": "team-base"}, nil); code != 201 {
 		t.Fatalf("operator snapshot: %d", code)
