@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
@@ -61,21 +62,38 @@ type sandboxNetwork struct {
 
 func (n *sandboxNetwork) source(pid int) egress.Source {
 	src := egress.Source{SandboxID: n.id}
+	deadline := time.Now().Add(sourceWait)
 	n.m.mu.Lock()
 	defer n.m.mu.Unlock()
-	if ls := n.m.live[n.id]; ls != nil {
-		src.TaskID = ls.taskID
-	}
-	if pid > 0 {
+	for {
+		ls := n.m.live[n.id]
+		if ls != nil {
+			src.TaskID = ls.taskID
+		}
+		if pid <= 0 {
+			return src
+		}
 		for execID, r := range n.m.running {
 			if r.sandboxID == n.id && r.p.PID() == pid {
 				src.ExecID = execID
-				break
+				return src
 			}
 		}
+		// A command's first connection can arrive before Exec has noted
+		// the command it came from: wait while one of this sandbox's
+		// execs is starting (bounded), so the record names its command.
+		if ls == nil || ls.starting == 0 || !time.Now().Before(deadline) {
+			return src
+		}
+		n.m.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		n.m.mu.Lock()
 	}
-	return src
 }
+
+// sourceWait bounds how long a connection waits for its command's exec
+// to be noted (sandboxNetwork.source).
+const sourceWait = 5 * time.Second
 
 func (n *sandboxNetwork) ProxyConn(c net.Conn, pid int) {
 	n.m.egressSvc.ServeProxyConn(context.Background(), c, n.source(pid))

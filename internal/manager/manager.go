@@ -125,6 +125,10 @@ type liveSandbox struct {
 	// (but the task's own tests) until the diff and bundle are taken.
 	finishing bool
 	scope     []string
+	// starting counts this sandbox's execs between the backend's start of
+	// the command and their entry in Manager.running: a connection the
+	// command makes in that moment waits for it (sandboxNetwork.source).
+	starting int
 	// egressLayer is the egress layer set on the running sandbox
 	// (SetEgress), over its policy's.
 	egressLayer *egress.Policy
@@ -761,11 +765,17 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	gate := make(chan struct{})
 	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(stdout))}
 	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(stderr))}
+	m.mu.Lock()
+	ls.starting++
+	m.mu.Unlock()
 	p, err := sb.Exec(ctx, runtime.ExecRequest{
 		Argv: req.Argv, Env: append(slices.Clip(req.Env), senv...), Dir: cwd, Timeout: req.Timeout, Stdin: req.Stdin,
 		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
 	})
 	if err != nil {
+		m.mu.Lock()
+		ls.starting--
+		m.mu.Unlock()
 		close(gate)
 		if stdinW != nil {
 			stdinW.Close()
@@ -784,6 +794,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	}
 	m.mu.Lock()
 	m.running[rec.ID] = &runningExec{p: p, sandboxID: id, stdin: stdinW, taskID: ls.taskID, argv: argv, pkg: pkg}
+	ls.starting--
 	m.mu.Unlock()
 	if started != nil {
 		started(rec.ID, p.PID())

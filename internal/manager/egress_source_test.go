@@ -1,0 +1,51 @@
+package manager
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+type pidProcess int
+
+func (p pidProcess) PID() int                                       { return int(p) }
+func (pidProcess) Signal(os.Signal) error                           { return nil }
+func (pidProcess) Wait(context.Context) (runtime.ExitStatus, error) { return runtime.ExitStatus{}, nil }
+
+// A command's first connection can reach the manager before Exec has
+// noted the command (between the backend's start and the entry in
+// running): the connection waits for it, so the record names its exec
+// (a CI flake: "egress event without its exec").
+func TestEgressSourceWaitsForAStartingExec(t *testing.T) {
+	m := &Manager{live: map[string]*liveSandbox{}, running: map[string]*runningExec{}}
+	ls := &liveSandbox{taskID: "t-1", starting: 1}
+	m.live["sb-1"] = ls
+	n := &sandboxNetwork{m: m, id: "sb-1"}
+	got := make(chan string, 1)
+	go func() { got <- n.source(42).ExecID }()
+	time.Sleep(50 * time.Millisecond)
+	m.mu.Lock()
+	m.running["e-1"] = &runningExec{p: pidProcess(42), sandboxID: "sb-1"}
+	ls.starting--
+	m.mu.Unlock()
+	select {
+	case id := <-got:
+		if id != "e-1" {
+			t.Fatalf("connection attributed to exec %q, want e-1", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("source did not return")
+	}
+
+	// Nothing starting: a connection of no known command does not wait.
+	start := time.Now()
+	if src := n.source(7); src.ExecID != "" || src.TaskID != "t-1" {
+		t.Fatalf("unknown pid: %+v", src)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("unknown pid with nothing starting waited %v", d)
+	}
+}
