@@ -131,7 +131,8 @@ type liveSandbox struct {
 }
 
 // New makes a manager. Sandboxes the store still lists as running died
-// with the previous daemon: they are marked stopped ("lost").
+// with the previous daemon: they are marked stopped ("lost"), and the
+// commands it ran in them ended ("lost"), both on the audit record.
 func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Backend == nil || cfg.Templates == nil || cfg.Store == nil {
 		return nil, fmt.Errorf("manager: backend, templates and store are required: %w", errdefs.ErrInvalid)
@@ -151,14 +152,12 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.ApprovalWait <= 0 {
 		cfg.ApprovalWait = DefaultApprovalWait
 	}
-	ids, err := cfg.Store.MarkRunningStopped(ctx, StopLost, time.Now().UTC())
-	if err != nil {
-		return nil, fmt.Errorf("manager: %w", err)
-	}
-	if len(ids) > 0 {
-		cfg.Logf("%d sandboxes of a previous daemon were lost: %s", len(ids), strings.Join(ids, " "))
-	}
 	m := &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	if err := m.reapLost(ctx); err != nil {
+		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
+	}
+	m.cleanTaskLeftovers()
+	var err error
 	if cfg.SecretKeyFile != "" {
 		if m.secretKey, err = loadSecretKey(cfg.SecretKeyFile); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)

@@ -1,0 +1,115 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// What a daemon start does about its predecessor.
+
+// lostExecError is the error of an exec whose daemon went away while it ran.
+const lostExecError = "lost: the daemon stopped before the command ended (its exit status is unknown)"
+
+// reapLost ends what a previous daemon left running: its sandboxes died
+// with it (stopped, "lost"), and so did their commands (ended, "lost").
+// Both are recorded (exec.end and sandbox.stop, reason "lost") before
+// the records change: a start that dies in between records them again
+// rather than never.
+func (m *Manager) reapLost(ctx context.Context) error {
+	ctx = WithActor(ctx, "airlock")
+	now := time.Now().UTC()
+	var sbs []*store.Sandbox
+	for _, state := range []string{store.StateRunning, "paused"} {
+		l, err := m.cfg.Store.ListSandboxes(ctx, state)
+		if err != nil {
+			return err
+		}
+		sbs = append(sbs, l...)
+	}
+	execs, err := m.cfg.Store.UnendedExecs(ctx)
+	if err != nil {
+		return err
+	}
+	bySandbox := map[string][]*store.Exec{}
+	for _, e := range execs {
+		bySandbox[e.SandboxID] = append(bySandbox[e.SandboxID], e)
+	}
+	seen := map[string]bool{}
+	for _, sb := range sbs {
+		seen[sb.ID] = true
+	}
+	// Commands still "running" in a sandbox already stopped (left by a
+	// daemon from before this reaping).
+	var stopped []string
+	for id := range bySandbox {
+		if !seen[id] {
+			stopped = append(stopped, id)
+		}
+	}
+	sort.Strings(stopped)
+	for _, id := range stopped {
+		sb, err := m.cfg.Store.GetSandbox(ctx, id)
+		if err != nil {
+			return err
+		}
+		sbs = append(sbs, sb)
+	}
+	for _, sb := range sbs {
+		lost := sb.State != store.StateStopped
+		taskID := sb.Labels["task"]
+		for _, e := range bySandbox[sb.ID] {
+			if err := m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: taskID, ExecID: e.ID, Kind: "exec.end",
+				Payload: map[string]any{"reason": StopLost, "error": lostExecError, "ended": now}}); err != nil {
+				return err
+			}
+			if err := m.cfg.Store.FinishExec(ctx, e.ID, now, nil, lostExecError); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+				return err
+			}
+		}
+		if lost {
+			if err := m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: taskID, Kind: "sandbox.stop", Payload: map[string]any{"reason": StopLost}}); err != nil {
+				return err
+			}
+		}
+	}
+	ids, err := m.cfg.Store.MarkRunningStopped(ctx, StopLost, now)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 || len(execs) > 0 {
+		m.cfg.Logf("%d sandboxes and %d commands of a previous daemon were lost: %s", len(ids), len(execs), strings.Join(ids, " "))
+	}
+	return nil
+}
+
+// A diff's work directory in a task's directory is the daemon's own while
+// it runs: any found at start was left by a daemon that was killed.
+const diffWorkPattern = "work-*"
+
+// cleanTaskLeftovers removes the diff copies and temporary files that a
+// killed daemon left in the task directories.
+func (m *Manager) cleanTaskLeftovers() {
+	if m.cfg.TaskDir == "" {
+		return
+	}
+	for _, pat := range []string{diffWorkPattern} {
+		left, _ := filepath.Glob(filepath.Join(m.cfg.TaskDir, "t-*", pat))
+		for _, p := range left {
+			if err := os.RemoveAll(p); err != nil {
+				m.cfg.Logf("remove %s (left by a killed daemon): %v", p, err)
+			}
+		}
+		if len(left) > 0 {
+			m.cfg.Logf("removed %d %s left in task directories by a killed daemon", len(left), pat)
+		}
+	}
+}
