@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +26,37 @@ func (fakeBackend) Name() string                       { return "fake" }
 func (fakeBackend) Capabilities() runtime.Capabilities { return runtime.Capabilities{} }
 func (fakeBackend) Create(context.Context, runtime.Spec) (runtime.Sandbox, error) {
 	return nil, errors.New("the fake backend makes no sandboxes")
+}
+
+// fakeSandbox's Destroy takes a while and counts how many run at once.
+type fakeSandbox struct {
+	id        string
+	done      chan struct{}
+	once      sync.Once
+	inDestroy *atomic.Int32
+	maxSeen   *atomic.Int32
+}
+
+func (s *fakeSandbox) ID() string { return s.id }
+func (s *fakeSandbox) Info() runtime.Info {
+	return runtime.Info{ID: s.id, Backend: "fake"}
+}
+func (s *fakeSandbox) Exec(context.Context, runtime.ExecRequest) (runtime.Process, error) {
+	return nil, errors.New("the fake sandbox runs nothing")
+}
+func (s *fakeSandbox) Done() <-chan struct{} { return s.done }
+func (s *fakeSandbox) Destroy(context.Context) error {
+	n := s.inDestroy.Add(1)
+	for {
+		m := s.maxSeen.Load()
+		if n <= m || s.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	s.inDestroy.Add(-1)
+	s.once.Do(func() { close(s.done) })
+	return nil
 }
 
 // testManager is a manager on a fresh store (with an audit log) whose
@@ -140,13 +173,13 @@ func TestStartEndsWhatALostDaemonRan(t *testing.T) {
 	}
 }
 
-// Diff copies of a killed daemon are removed at the next start; a task's
-// clone and result stay.
+// Diff copies and temporary files of a killed daemon are removed at the
+// next start; a task's clone, result and kept diff stay.
 func TestStartRemovesAKilledDaemonsDiffCopies(t *testing.T) {
 	dir := t.TempDir()
 	task := filepath.Join(dir, "tasks", "t-0123456789ab")
-	left := []string{filepath.Join(task, "work-123", "tree", "src", "big.bin")}
-	kept := []string{filepath.Join(task, "base", "README"), filepath.Join(task, "result", "patch.diff")}
+	left := []string{filepath.Join(task, "work-123", "tree", "src", "big.bin"), filepath.Join(task, "stopped-diff-99.tmp")}
+	kept := []string{filepath.Join(task, "base", "README"), filepath.Join(task, "result", "patch.diff"), filepath.Join(task, keptDiffName)}
 	for _, p := range append(left, kept...) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
@@ -156,7 +189,7 @@ func TestStartRemovesAKilledDaemonsDiffCopies(t *testing.T) {
 		}
 	}
 	testManager(t, dir)
-	for _, p := range []string{filepath.Join(task, "work-123")} {
+	for _, p := range []string{filepath.Join(task, "work-123"), left[1]} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left on disk: %v", p, err)
 		}
@@ -164,6 +197,46 @@ func TestStartRemovesAKilledDaemonsDiffCopies(t *testing.T) {
 	for _, p := range kept {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s removed: %v", p, err)
+		}
+	}
+}
+
+// Shutdown stops sandboxes a few at a time: each stop may take a task's
+// diff (up to a minute), and one after the other they outlasted a service
+// manager's stop timeout; all at once they would not be bounded at all.
+func TestShutdownStopsFourAtATime(t *testing.T) {
+	m, st, _ := testManager(t, t.TempDir())
+	ctx := context.Background()
+	var in, max atomic.Int32
+	const n = 10
+	for i := range n {
+		id := "sb-" + string(rune('a'+i))
+		rec := &store.Sandbox{ID: id, State: "running", Backend: "fake", Template: "host", Created: time.Now().UTC()}
+		if err := st.PutSandbox(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		m.live[id] = &liveSandbox{sb: &fakeSandbox{id: id, done: make(chan struct{}), inDestroy: &in, maxSeen: &max}, rec: rec}
+	}
+	start := time.Now()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := max.Load(); got != ShutdownParallel {
+		t.Errorf("at most %d sandboxes stopped at once, want %d", got, ShutdownParallel)
+	}
+	if took := time.Since(start); took > n*50*time.Millisecond {
+		t.Errorf("shutdown took %s: the stops did not overlap", took)
+	}
+	if m.LiveCount() != 0 {
+		t.Errorf("%d sandboxes still live", m.LiveCount())
+	}
+	sbs, _ := st.ListSandboxes(ctx, "stopped")
+	if len(sbs) != n {
+		t.Errorf("%d of %d sandboxes recorded stopped", len(sbs), n)
+	}
+	for _, sb := range sbs {
+		if sb.StopReason != StopShutdown {
+			t.Errorf("%s: stop reason %q", sb.ID, sb.StopReason)
 		}
 	}
 }

@@ -457,6 +457,14 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		}
 		return nil // already stopped: deleting twice is fine
 	}
+	payload := map[string]any{"reason": reason}
+	if sb != nil && ls.taskID != "" && reason != StopFailed {
+		// An open task keeps its work: the diff is taken before the
+		// files go (a sandbox whose init died has none to read).
+		for k, v := range m.keepTaskDiff(context.WithoutCancel(ctx), ls, sb, reason) {
+			payload[k] = v
+		}
+	}
 	var derr error
 	if sb != nil {
 		derr = sb.Destroy(ctx)
@@ -466,7 +474,6 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, reason
 	rec := *ls.rec
 	m.mu.Unlock()
-	payload := map[string]any{"reason": reason}
 	if derr != nil {
 		payload["error"] = derr.Error()
 	}
@@ -946,7 +953,8 @@ func (m *Manager) Output(ctx context.Context, id, execID, stream string) ([]byte
 	return m.cfg.Store.GetOutput(ctx, execID, stream)
 }
 
-// Shutdown destroys every live sandbox (the daemon is stopping).
+// Shutdown destroys every live sandbox (the daemon is stopping), a few
+// at a time (ShutdownParallel); open tasks keep their diffs.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.live))
@@ -955,16 +963,10 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	sort.Strings(ids)
-	var errs []error
 	if m.cfg.Audit != nil {
 		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
 	}
-	for _, id := range ids {
-		if err := m.stop(ctx, id, StopShutdown); err != nil {
-			errs = append(errs, fmt.Errorf("stop %s: %w", id, err))
-		}
-	}
-	return errors.Join(errs...)
+	return m.stopAll(ctx, ids, StopShutdown)
 }
 
 // LiveCount is the number of running sandboxes.
