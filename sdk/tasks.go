@@ -51,6 +51,19 @@ type Task struct {
 	OutputDir string     `json:"output_dir,omitempty"`
 	Created   time.Time  `json:"created"`
 	Finished  *time.Time `json:"finished,omitempty"`
+	// WorkspaceGone is set on a task finished after its sandbox had
+	// stopped (expired, destroyed, lost, daemon-stopped): no tests ran at
+	// its finish, and its patch is the one taken as the sandbox stopped.
+	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
+}
+
+// WorkspaceGone says why a task's workspace was gone when it was finished.
+type WorkspaceGone struct {
+	Reason    string    `json:"reason"` // the sandbox's stop reason
+	Stopped   time.Time `json:"stopped"`
+	DiffKept  bool      `json:"diff_kept"` // the patch was taken as the sandbox stopped
+	DiffError string    `json:"diff_error,omitempty"`
+	Note      string    `json:"note"`
 }
 
 // ChangedFile is a file a task changed against its base commit.

@@ -142,11 +142,35 @@ func TestServeSIGKILLMidExec(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
+	// and a task with an agent at work
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git: %v %s", err, out)
+		}
+	}
+	sock := "--socket=" + d.sock
+	out, errOut, code := e.run("", "task", "start", sock, "--repo", repo, "--test", "true")
+	taskID := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("task start: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "task", "exec", taskID, sock, "--", "/bin/sh", "-c", "echo hello > notes.txt"); code != 0 {
+		t.Fatalf("task exec: %d %q", code, errOut)
+	}
 	time.Sleep(500 * time.Millisecond)
 	_ = d.cmd.Process.Kill()
 	_ = d.cmd.Wait()
+	// what a diff that the kill cut short leaves behind
+	work := filepath.Join(e.data, "tasks", taskID, "work-123456")
+	if err := os.MkdirAll(filepath.Join(work, "tree"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	// restart: leftovers reaped, the record kept and marked lost
 	d2 := e.startDaemon(t)
+	if _, err := os.Stat(work); err == nil {
+		t.Errorf("the killed daemon's diff copy %s is still there", work)
+	}
 	resp, err := d2.client.Get("http://airlock/v1/sandboxes/" + sb.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -166,13 +190,54 @@ func TestServeSIGKILLMidExec(t *testing.T) {
 	}
 	var execs struct {
 		Execs []struct {
-			Argv []string `json:"argv"`
+			Argv  []string   `json:"argv"`
+			Ended *time.Time `json:"ended"`
+			Error string     `json:"error"`
 		} `json:"execs"`
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&execs)
 	resp.Body.Close()
 	if len(execs.Execs) != 1 || execs.Execs[0].Argv[0] != "sleep" {
-		t.Errorf("exec record lost: %+v", execs)
+		t.Fatalf("exec record lost: %+v", execs)
+	}
+	// The command that ran is not shown running for ever: it ended with
+	// its sandbox, and both ends are on record (found in a lifecycle
+	// review).
+	if x := execs.Execs[0]; x.Ended == nil || !strings.HasPrefix(x.Error, "lost") {
+		t.Errorf("the lost command's record: %+v", x)
+	}
+	sock2 := "--socket=" + d2.sock
+	for _, kind := range []string{"exec.end", "sandbox.stop"} {
+		out, _, code := e.run("", "audit", "query", sock2, "--sandbox", sb.ID, "--kind", kind, "--json")
+		if code != 0 || !strings.Contains(out, `"reason":"lost"`) {
+			t.Errorf("audit %s of the lost sandbox: %d %q", kind, code, out)
+		}
+	}
+	if out, _, code := e.run("", "audit", "verify", sock2); code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Errorf("audit verify after the restart: %d %q", code, out)
+	}
+	// The task whose sandbox was lost can be finished and exported; it
+	// says that no tests ran and that its workspace went with the daemon.
+	out, errOut, code = e.run("", "task", "finish", sock2, "--json", taskID)
+	var fin struct {
+		Task struct {
+			State         string `json:"state"`
+			WorkspaceGone *struct {
+				Reason   string `json:"reason"`
+				DiffKept bool   `json:"diff_kept"`
+			} `json:"workspace_gone"`
+		} `json:"task"`
+		Test *struct{} `json:"test"`
+	}
+	if err := json.Unmarshal([]byte(out), &fin); code != 0 || err != nil || fin.Task.State != "finished" || fin.Test != nil ||
+		fin.Task.WorkspaceGone == nil || fin.Task.WorkspaceGone.Reason != "lost" || fin.Task.WorkspaceGone.DiffKept {
+		t.Errorf("finish of the lost task: %d %q %q", code, out, errOut)
+	}
+	bf := filepath.Join(t.TempDir(), "b.tar.gz")
+	if _, errOut, code := e.run("", "task", "export", sock2, taskID, "-o", bf); code != 0 {
+		t.Errorf("export of the lost task: %d %q", code, errOut)
+	} else if out, errOut, code := e.run("", "bundle", "verify", "--key-file", filepath.Join(e.data, "audit.key"), bf); code != 0 {
+		t.Errorf("bundle verify: %d %q %q", code, out, errOut)
 	}
 	if c := e.census(); c != (native.Census{}) {
 		t.Errorf("after restart: leftovers %+v", c)

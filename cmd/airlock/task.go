@@ -201,7 +201,7 @@ func taskDiff(args []string, stdout, stderr io.Writer) int {
 }
 
 func taskFinish(args []string, stdout, stderr io.Writer) int {
-	c := newTaskCmd("finish", "airlock task finish [flags] TASK", "Runs the tests, writes patch.diff, files.json, tests.json, commands.jsonl and\nmanifest.json to the task's output directory, and destroys the sandbox.\n", stdout, stderr)
+	c := newTaskCmd("finish", "airlock task finish [flags] TASK", "Runs the tests, writes patch.diff, files.json, tests.json, commands.jsonl and\nmanifest.json to the task's output directory, and destroys the sandbox.\nA task whose sandbox has stopped (TTL, destroy, daemon stop or crash) is\nfinished without tests, with the patch taken as the sandbox stopped (none after\na crash); its result and manifest say workspace_gone.\n", stdout, stderr)
 	keep := c.fs.Bool("keep", false, "keep the sandbox running")
 	asJSON := c.fs.Bool("json", false, "print the result as JSON")
 	id, code, done := c.oneID(args)
@@ -223,6 +223,10 @@ func taskFinish(args []string, stdout, stderr io.Writer) int {
 	tests := "no test command"
 	if r.Test != nil {
 		tests = map[bool]string{true: "passed", false: "FAILED"}[r.Test.Passed]
+	}
+	if g := r.Task.WorkspaceGone; g != nil {
+		tests = "not run (its sandbox had stopped: " + g.Reason + ")"
+		fmt.Fprintf(stdout, "warning: %s\n", g.Note)
 	}
 	fmt.Fprintf(stdout, "task %s finished: tests %s, %d files changed (%d outside the scope)\n", r.Task.ID, tests, len(r.Diff.Files), len(r.Diff.OutOfScope))
 	fmt.Fprintf(stdout, "results in %s:\n", r.OutputDir)
@@ -251,6 +255,9 @@ func taskGet(args []string, stdout, stderr io.Writer) int {
 		t.ID, t.State, t.SandboxID, t.Repo, t.Ref, t.Commit, strings.Join(t.Scope, " "), t.Test, len(t.Tests))
 	if t.OutputDir != "" {
 		fmt.Fprintf(stdout, "results:  %s\n", t.OutputDir)
+	}
+	if g := t.WorkspaceGone; g != nil {
+		fmt.Fprintf(stdout, "workspace: gone: %s\n", g.Note)
 	}
 	return 0
 }

@@ -244,6 +244,9 @@ func headerFields(c *Contents) []field {
 	add("Created", fmtTime(m.Created), false)
 	add("Finished", fmtTime(m.Finished), false)
 	add("Took", fmtDur(m.Created, m.Finished), false)
+	if g := m.WorkspaceGone; g != nil {
+		add("Workspace", "gone: "+g.Note, false)
+	}
 	chain := "not recorded in this page"
 	if m.Chain.Hash != "" {
 		chain = fmt.Sprintf("event %d, hash %s", m.Chain.Seq, short(m.Chain.Hash))
@@ -598,8 +601,15 @@ func generatedReason(p string) string {
 
 // The questions.
 
-func testsQuestion(c *Contents) question {
-	q := question{ID: "q-tests", Title: "Did tests run and pass?"}
+func testsQuestion(c *Contents) (q question) {
+	q = question{ID: "q-tests", Title: "Did tests run and pass?"}
+	if g := c.Manifest.WorkspaceGone; g != nil {
+		// Whatever ran before, nothing ran on the final state.
+		defer func() {
+			q.Level = "bad"
+			q.Says = append(q.Says, "The task's sandbox had stopped ("+g.Reason+") before the task was finished: no tests ran on its final state.")
+		}()
+	}
 	if len(c.Tests) == 0 {
 		q.Verdict, q.Level = "not run", "bad"
 		q.Says = append(q.Says, "No tests were run.")

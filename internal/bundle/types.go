@@ -19,7 +19,23 @@ type Manifest struct {
 	Policy          string    `json:"policy"` // policy version
 	Created         time.Time `json:"created"`
 	Finished        time.Time `json:"finished"`
-	Chain           ChainHead `json:"chain"`
+	// WorkspaceGone is set when the task's sandbox had stopped before the
+	// bundle was made: no tests ran then, and the patch is the one taken
+	// as the sandbox stopped (or none).
+	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
+	Chain         ChainHead      `json:"chain"`
+}
+
+// WorkspaceGone says why a task's workspace was gone when the task was
+// finished or exported, and what was kept of it.
+type WorkspaceGone struct {
+	Reason  string    `json:"reason"` // the sandbox's stop reason: expired, destroyed, lost, daemon-stopped, failed
+	Stopped time.Time `json:"stopped"`
+	// DiffKept: the patch was taken as the sandbox stopped; otherwise the
+	// agent's changes went with it (DiffError says why, when known).
+	DiffKept  bool   `json:"diff_kept"`
+	DiffError string `json:"diff_error,omitempty"`
+	Note      string `json:"note"`
 }
 
 // ChainHead is the audit chain's last event when the bundle was made, signed by the daemon.

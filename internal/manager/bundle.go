@@ -28,7 +28,9 @@ const BundleName = "bundle.tar.gz"
 
 // ExportTask writes the task's signed review bundle to w. An open task's
 // bundle is made now, from its live sandbox; a finished task's is the one
-// made when it finished (its sandbox is gone).
+// made when it finished (its sandbox is gone). An open task whose sandbox
+// stopped gets one made now from the diff kept as it stopped (or none),
+// its manifest saying workspace_gone.
 func (m *Manager) ExportTask(ctx context.Context, id string, w io.Writer) error {
 	if m.cfg.Audit == nil {
 		return fmt.Errorf("bundles need the audit log: %w", errdefs.ErrUnsupported)
@@ -50,7 +52,7 @@ func (m *Manager) ExportTask(ctx context.Context, id string, w io.Writer) error 
 	if err := json.Unmarshal(rec.Spec, &sp); err != nil {
 		return err
 	}
-	d, err := m.diff(ctx, rec, &sp)
+	d, _, err := m.taskDiff(ctx, rec, &sp)
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
 	}
@@ -85,6 +87,11 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 			Prompt: red.String(sp.Prompt), Scope: sp.Scope, Test: red.String(sp.Test), Template: sb.Template, TemplateVersion: sb.TemplateVersion,
 			Backend: sb.Backend, Policy: sb.Policy, Created: rec.Created, Finished: time.Now().UTC()},
 		Outputs: map[string][2][]byte{},
+	}
+	if rec.State == "open" {
+		if c.Manifest.WorkspaceGone, _, err = m.workspaceGone(ctx, rec); err != nil {
+			return nil, err
+		}
 	}
 	// Paths are redacted too: a file may be named after a secret.
 	rd := d.redacted(red)

@@ -135,7 +135,8 @@ type liveSandbox struct {
 }
 
 // New makes a manager. Sandboxes the store still lists as running died
-// with the previous daemon: they are marked stopped ("lost").
+// with the previous daemon: they are marked stopped ("lost"), and the
+// commands it ran in them ended ("lost"), both on the audit record.
 func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Backend == nil || cfg.Templates == nil || cfg.Store == nil {
 		return nil, fmt.Errorf("manager: backend, templates and store are required: %w", errdefs.ErrInvalid)
@@ -155,14 +156,12 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.ApprovalWait <= 0 {
 		cfg.ApprovalWait = DefaultApprovalWait
 	}
-	ids, err := cfg.Store.MarkRunningStopped(ctx, StopLost, time.Now().UTC())
-	if err != nil {
-		return nil, fmt.Errorf("manager: %w", err)
-	}
-	if len(ids) > 0 {
-		cfg.Logf("%d sandboxes of a previous daemon were lost: %s", len(ids), strings.Join(ids, " "))
-	}
 	m := &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	if err := m.reapLost(ctx); err != nil {
+		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
+	}
+	m.cleanTaskLeftovers()
+	var err error
 	if cfg.SecretKeyFile != "" {
 		if m.secretKey, err = loadSecretKey(cfg.SecretKeyFile); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)
@@ -462,6 +461,14 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		}
 		return nil // already stopped: deleting twice is fine
 	}
+	payload := map[string]any{"reason": reason}
+	if sb != nil && ls.taskID != "" && reason != StopFailed {
+		// An open task keeps its work: the diff is taken before the
+		// files go (a sandbox whose init died has none to read).
+		for k, v := range m.keepTaskDiff(context.WithoutCancel(ctx), ls, sb, reason) {
+			payload[k] = v
+		}
+	}
 	var derr error
 	if sb != nil {
 		derr = sb.Destroy(ctx)
@@ -471,7 +478,6 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, reason
 	rec := *ls.rec
 	m.mu.Unlock()
-	payload := map[string]any{"reason": reason}
 	if derr != nil {
 		payload["error"] = derr.Error()
 	}
@@ -958,7 +964,8 @@ func (m *Manager) Output(ctx context.Context, id, execID, stream string) ([]byte
 	return m.cfg.Store.GetOutput(ctx, execID, stream)
 }
 
-// Shutdown destroys every live sandbox (the daemon is stopping).
+// Shutdown destroys every live sandbox (the daemon is stopping), a few
+// at a time (ShutdownParallel); open tasks keep their diffs.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.live))
@@ -967,16 +974,10 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	sort.Strings(ids)
-	var errs []error
 	if m.cfg.Audit != nil {
 		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
 	}
-	for _, id := range ids {
-		if err := m.stop(ctx, id, StopShutdown); err != nil {
-			errs = append(errs, fmt.Errorf("stop %s: %w", id, err))
-		}
-	}
-	return errors.Join(errs...)
+	return m.stopAll(ctx, ids, StopShutdown)
 }
 
 // LiveCount is the number of running sandboxes.

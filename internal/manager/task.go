@@ -72,6 +72,8 @@ type taskResult struct {
 	Tests     []TestRun `json:"tests,omitempty"`
 	OutputDir string    `json:"output_dir,omitempty"`
 	Kept      bool      `json:"kept,omitempty"`
+	// WorkspaceGone: the task was finished after its sandbox stopped.
+	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
 }
 
 // Task is a task as the API shows it.
@@ -89,6 +91,9 @@ type Task struct {
 	OutputDir string     `json:"output_dir,omitempty"`
 	Created   time.Time  `json:"created"`
 	Finished  *time.Time `json:"finished,omitempty"`
+	// WorkspaceGone is set on a task finished after its sandbox had
+	// stopped (expired, destroyed, lost): no tests ran at its finish.
+	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
 }
 
 // ChangedFile is one file the task changed against its base commit.
@@ -117,7 +122,7 @@ func taskView(t *store.Task) (*Task, error) {
 	}
 	return &Task{ID: t.ID, SandboxID: t.SandboxID, State: t.State, Repo: sp.Repo, Ref: sp.Ref, Commit: sp.Commit,
 		Scope: sp.Scope, Test: sp.Test, Prompt: sp.Prompt, Tests: res.Tests, OutputDir: res.OutputDir,
-		Created: t.Created, Finished: t.Finished}, nil
+		Created: t.Created, Finished: t.Finished, WorkspaceGone: res.WorkspaceGone}, nil
 }
 
 func (m *Manager) taskDir(id string) string { return filepath.Join(m.cfg.TaskDir, id) }
@@ -381,11 +386,32 @@ func (m *Manager) DiffTask(ctx context.Context, id string) (*Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := m.diff(ctx, rec, sp)
+	d, gone, err := m.taskDiff(ctx, rec, sp)
 	if err != nil {
 		return nil, err
 	}
+	if gone != nil && !gone.DiffKept {
+		return nil, fmt.Errorf("task %s: %s; finish it to close it: %w", id, gone.Note, errdefs.ErrConflict)
+	}
 	return d.redacted(m.cfg.Redactor), nil
+}
+
+// taskDiff is an open task's diff: from its sandbox, or, once that has
+// stopped, the one kept as it stopped (gone says so; an empty diff when
+// none was kept).
+func (m *Manager) taskDiff(ctx context.Context, rec *store.Task, sp *taskSpec) (*Diff, *WorkspaceGone, error) {
+	gone, d, err := m.workspaceGone(ctx, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if gone == nil {
+		d, err = m.diff(ctx, rec, sp)
+		return d, nil, err
+	}
+	if d == nil {
+		d = &Diff{Base: sp.Commit, Files: []ChangedFile{}, OutOfScope: []string{}}
+	}
+	return d, gone, nil
 }
 
 // redacted is d as it may be shown or stored: the patch and every path
@@ -407,6 +433,11 @@ func (m *Manager) diff(ctx context.Context, rec *store.Task, sp *taskSpec) (*Dif
 	if err != nil {
 		return nil, err
 	}
+	return m.diffFiles(ctx, f, rec, sp)
+}
+
+// diffFiles computes the task's diff from the sandbox files f.
+func (m *Manager) diffFiles(ctx context.Context, f runtime.Files, rec *store.Task, sp *taskSpec) (*Diff, error) {
 	sbv, err := m.Get(ctx, rec.SandboxID)
 	if err != nil {
 		return nil, err
@@ -543,7 +574,9 @@ func (m *Manager) sweep(ctx context.Context, sandboxID, taskID, when string) err
 
 // FinishTask runs the tests (if the task has a test command), writes the
 // patch, the changed files, the test runs and the exec log to the task's
-// output directory, and destroys the sandbox unless keep.
+// output directory, and destroys the sandbox unless keep. A task whose
+// sandbox has stopped is finished without tests, with the diff kept as it
+// stopped (or none); its result says workspace_gone.
 func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*FinishResult, error) {
 	rec, sp, err := m.openTask(ctx, id)
 	if err != nil {
@@ -554,6 +587,12 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	// works again.
 	if err := m.auditHealthy(); err != nil {
 		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
+	}
+	// A task whose sandbox stopped (expired, destroyed, lost) is finished
+	// without tests, with what was kept of its workspace, and says so.
+	gone, kept, err := m.workspaceGone(ctx, rec)
+	if err != nil {
+		return nil, err
 	}
 	// From here until the diff and bundle are taken, nothing but the
 	// task's own tests runs or writes in its sandbox: a command sent
@@ -579,11 +618,14 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	// left behind (a daemon, a setsid'd orphan) could change the files
 	// after the tests ran and before, or after, the diff was taken. Swept
 	// again after the tests, which may leave processes too.
-	if err := m.sweep(ctx, rec.SandboxID, id, "before the tests"); err != nil {
-		return nil, err
-	}
 	var run *TestRun
-	if sp.Test != "" {
+	d := kept
+	if gone == nil {
+		if err := m.sweep(ctx, rec.SandboxID, id, "before the tests"); err != nil {
+			return nil, err
+		}
+	}
+	if gone == nil && sp.Test != "" {
 		if run, err = m.TestTask(ctx, id, 30*time.Minute, nil, nil, nil); err != nil {
 			return nil, fmt.Errorf("run the tests: %w", err)
 		}
@@ -594,9 +636,12 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 			return nil, err
 		}
 	}
-	d, err := m.diff(ctx, rec, sp)
-	if err != nil {
-		return nil, fmt.Errorf("diff: %w", err)
+	if gone == nil {
+		if d, err = m.diff(ctx, rec, sp); err != nil {
+			return nil, fmt.Errorf("diff: %w", err)
+		}
+	} else if d == nil {
+		d = &Diff{Base: sp.Commit, Files: []ChangedFile{}, OutOfScope: []string{}}
 	}
 	out := filepath.Join(m.taskDir(id), "result")
 	if err := os.MkdirAll(out, 0o700); err != nil {
@@ -620,8 +665,12 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	}
 	filesJSON, _ := json.MarshalIndent(map[string]any{"base": rd.Base, "files": rd.Files, "out_of_scope": rd.OutOfScope}, "", "  ")
 	testsJSON, _ := json.MarshalIndent(res.Tests, "", "  ")
-	manifest, _ := json.MarshalIndent(map[string]any{"task": id, "sandbox": rec.SandboxID, "repo": red.String(sp.Repo), "ref": sp.Ref, "commit": sp.Commit,
-		"prompt": red.String(sp.Prompt), "scope": sp.Scope, "test": red.String(sp.Test), "created": rec.Created, "finished": time.Now().UTC()}, "", "  ")
+	mf := map[string]any{"task": id, "sandbox": rec.SandboxID, "repo": red.String(sp.Repo), "ref": sp.Ref, "commit": sp.Commit,
+		"prompt": red.String(sp.Prompt), "scope": sp.Scope, "test": red.String(sp.Test), "created": rec.Created, "finished": time.Now().UTC()}
+	if gone != nil {
+		mf["workspace_gone"] = gone
+	}
+	manifest, _ := json.MarshalIndent(mf, "", "  ")
 	written := map[string][]byte{"patch.diff": []byte(rd.Patch), "files.json": filesJSON, "tests.json": red.JSON(testsJSON), "commands.jsonl": log.Bytes(), "manifest.json": manifest}
 	var names []string
 	for name, data := range written {
@@ -653,13 +702,18 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 		return nil, fmt.Errorf("end the task's secret grants: %w", err)
 	}
 	now := time.Now().UTC()
-	res.OutputDir, res.Kept = out, keep
+	res.OutputDir, res.Kept, res.WorkspaceGone = out, keep, gone
 	rec.Result, _ = json.Marshal(res)
 	rec.State, rec.Finished = "finished", &now
 	if err := m.cfg.Store.UpdateTask(ctx, rec); err != nil {
 		return nil, err
 	}
-	_ = m.record(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: id, Kind: "task.finish", Payload: map[string]any{"files": len(d.Files), "out_of_scope": d.OutOfScope, "kept": keep}})
+	finish := map[string]any{"files": len(d.Files), "out_of_scope": d.OutOfScope, "kept": keep}
+	if gone != nil {
+		finish["workspace_gone"] = gone.Reason
+		finish["diff_kept"] = gone.DiffKept
+	}
+	_ = m.record(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: id, Kind: "task.finish", Payload: finish})
 	if !keep {
 		if err := m.Destroy(ctx, rec.SandboxID); err != nil {
 			return nil, err

@@ -42,6 +42,8 @@ const (
 	FROM execs WHERE id = ?`
 	listExecs = `SELECT id, sandbox_id, argv, cwd, env_names, started, ended, status, error, decision
 	FROM execs WHERE sandbox_id = ? ORDER BY started, rowid`
+	listUnended = `SELECT id, sandbox_id, argv, cwd, env_names, started, ended, status, error, decision
+	FROM execs WHERE ended IS NULL ORDER BY started, rowid`
 	existsExec    = `SELECT 1 FROM execs WHERE id = ?`
 	existsSandbox = `SELECT 1 FROM sandboxes WHERE id = ?`
 	upsertOutput  = `INSERT INTO outputs (exec_id, stream, data) VALUES (?, ?, ?)
@@ -190,6 +192,29 @@ func (s *Store) ListExecs(ctx context.Context, sandboxID string) ([]*Exec, error
 		if err := s.exists(ctx, existsSandbox, sandboxID); err != nil {
 			return nil, fmt.Errorf("store: list execs: sandbox %q: %w", sandboxID, err)
 		}
+	}
+	return out, nil
+}
+
+// UnendedExecs returns every exec not yet ended, of any sandbox, oldest
+// first (a daemon that starts finds those of its predecessor's lost
+// sandboxes here). The slice is empty, not nil, when there are none.
+func (s *Store) UnendedExecs(ctx context.Context) ([]*Exec, error) {
+	rows, err := s.r.QueryContext(ctx, listUnended)
+	if err != nil {
+		return nil, fmt.Errorf("store: list unended execs: %w", err)
+	}
+	defer rows.Close()
+	out := []*Exec{}
+	for rows.Next() {
+		e, err := scanExec(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list unended execs: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list unended execs: %w", err)
 	}
 	return out, nil
 }
