@@ -159,6 +159,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		cfg.Logf("%d sandboxes of a previous daemon were lost: %s", len(ids), strings.Join(ids, " "))
 	}
 	m := &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	if cfg.TaskDir != "" {
+		m.cleanSeeds()
+	}
 	if cfg.SecretKeyFile != "" {
 		if m.secretKey, err = loadSecretKey(cfg.SecretKeyFile); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)
