@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -138,5 +139,58 @@ func TestServeSIGKILLWhilePaused(t *testing.T) {
 	_ = d2.cmd.Wait()
 	if strings.Contains(d2.log.String(), "reap leftovers") {
 		t.Errorf("the reap at the next start failed: %s", d2.log)
+	}
+}
+
+// The output of a command running when the daemon died was lost (found in
+// a lifecycle review): while it runs it is stored every 2 s, redacted,
+// but for the tail a secret may still be arriving in; after a crash and a
+// restart its stored output holds what was checkpointed.
+func TestServeCrashKeepsCheckpointedOutput(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	code, body := d.post(t, "/v1/sandboxes", `{}`)
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var sb struct{ ID string }
+	_ = json.Unmarshal(body, &sb)
+	const token = "tok-9f8e7d6c5b4a3210"
+	// About 200 KB of output naming a secret, then a long wait.
+	code, body = d.post(t, "/v1/sandboxes/"+sb.ID+"/exec", `{"background":true,"env":["API_TOKEN=`+token+`"],"argv":["/bin/sh","-c","i=0; while [ $i -lt 4000 ]; do echo \"line $i of the output, with $API_TOKEN in it\"; i=$((i+1)); done; sleep 1000"]}`)
+	if code != 202 {
+		t.Fatalf("exec: %d %s", code, body)
+	}
+	var ex struct {
+		ExecID string `json:"exec_id"`
+	}
+	_ = json.Unmarshal(body, &ex)
+	output := func(d *daemonProc) string {
+		t.Helper()
+		resp, err := d.client.Get("http://airlock/v1/sandboxes/" + sb.ID + "/execs/" + ex.ExecID + "/output?stream=stdout")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var running string
+	waitUntil(t, "a checkpoint of the running command's output", func() bool {
+		running = output(d)
+		return len(running) > 100<<10
+	})
+	if running != "" && (strings.Contains(running, token) || !strings.HasPrefix(running, "line 0 of the output, with [REDACTED:known-secret] in it\n")) {
+		t.Errorf("checkpoint not redacted: %.100q", running)
+	}
+	_ = d.cmd.Process.Kill()
+	_ = d.cmd.Wait()
+	d2 := e.startDaemon(t)
+	after := output(d2)
+	if len(after) < len(running) || !strings.HasPrefix(after, running) {
+		t.Errorf("after the crash the stored output holds %d bytes, %d were checkpointed before", len(after), len(running))
+	}
+	if strings.Contains(after, token) {
+		t.Error("the stored output holds the secret")
 	}
 }
