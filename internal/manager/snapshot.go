@@ -201,8 +201,8 @@ func (m *Manager) removeIfEmpty(dir string) {
 }
 
 // cleanSeeds removes what snapshots under way left when their daemon was
-// killed: seeds being written, a "current" being replaced, and template
-// dirs left empty by them. Only at start: no snapshot is under way then.
+// killed: seeds being written, versions without their snapshot.json, a
+// "current" being replaced, and template dirs left empty by them. Only at start: no snapshot is under way then.
 func (m *Manager) cleanSeeds() {
 	root := m.snapshotRoot()
 	ents, err := os.ReadDir(root)
@@ -219,6 +219,16 @@ func (m *Manager) cleanSeeds() {
 			continue
 		}
 		for _, f := range files {
+			if f.IsDir() {
+				// a version whose snapshot.json was never written
+				v := filepath.Join(dir, f.Name())
+				if _, err := os.Stat(filepath.Join(v, "snapshot.json")); errors.Is(err, os.ErrNotExist) {
+					if err := os.RemoveAll(v); err != nil {
+						m.cfg.Logf("remove the unfinished snapshot version %s: %v", v, err)
+					}
+				}
+				continue
+			}
 			if strings.HasPrefix(f.Name(), seedPrefix) || f.Name() == ".current.tmp" {
 				if err := os.Remove(filepath.Join(dir, f.Name())); err != nil {
 					m.cfg.Logf("remove the leftover snapshot seed %s: %v", filepath.Join(dir, f.Name()), err)

@@ -37,11 +37,13 @@ func TestNewRemovesSeedsOfAKilledDaemon(t *testing.T) {
 	}
 	snaps := filepath.Join(dir, "snapshots")
 	files := map[string]bool{ // path under snaps -> kept
-		"new/.seed-123":          false,
-		"old/.seed-456":          false,
-		"old/.current.tmp":       false,
-		"old/current":            true,
-		"old/0123456789ab/a.tar": true,
+		"new/.seed-123":                  false,
+		"old/.seed-456":                  false,
+		"old/.current.tmp":               false,
+		"old/current":                    true,
+		"old/0123456789ab/seed.tar":      true,
+		"old/0123456789ab/snapshot.json": true,
+		"old/ba9876543210/seed.tar":      false, // its snapshot.json never written
 	}
 	for f := range files {
 		p := filepath.Join(snaps, f)

@@ -8,9 +8,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A paused sandbox must still die with its daemon. On cgroup v1 the
@@ -41,7 +42,7 @@ const guardReady = "ready\n"
 func runThawGuard() {
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if len(os.Args) != 2 || !validFreezerState(os.Args[1]) {
-		fmt.Fprintln(os.Stderr, "airlock thaw guard: usage: airlock-thaw-guard /sys/fs/cgroup/freezer/.../freezer.state (started by airlock, not by hand)")
+		fmt.Fprintln(os.Stderr, "airlock thaw guard: usage: airlock-thaw-guard CGROUP-V1-FREEZER-DIR/freezer.state (started by airlock at a pause, not by hand)")
 		os.Exit(2)
 	}
 	pipe := os.NewFile(3, "thaw-guard-pipe")
@@ -70,10 +71,14 @@ func runThawGuard() {
 	os.Exit(0)
 }
 
-// validFreezerState: the guard only ever writes a v1 freezer's state file.
+// validFreezerState: the guard only ever writes a v1 freezer's state file
+// (on a cgroup file system, wherever it is mounted).
 func validFreezerState(p string) bool {
-	return filepath.IsAbs(p) && filepath.Clean(p) == p && filepath.Base(p) == "freezer.state" &&
-		strings.HasPrefix(p, "/sys/fs/cgroup/") && !strings.Contains(p, "/../")
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p || filepath.Base(p) != "freezer.state" {
+		return false
+	}
+	var st unix.Statfs_t
+	return unix.Statfs(p, &st) == nil && st.Type == unix.CGROUP_SUPER_MAGIC
 }
 
 // thawGuard is a running guard: the daemon's end of its pipe and its
