@@ -762,6 +762,21 @@ func (g *Group) Thaw() error {
 	return nil
 }
 
+// V1FreezerState returns the path of the group's v1 freezer.state file,
+// for a process outside the daemon that must be able to thaw the group
+// (a v1 freezer holds back even SIGKILL). It returns false on v2, whose
+// freezer lets fatal signals through, and on v1 without a freezer.
+func (g *Group) V1FreezerState() (string, bool) {
+	if g.h.mode == V2 {
+		return "", false
+	}
+	fd, ok := g.ctrl["freezer"]
+	if !ok {
+		return "", false
+	}
+	return filepath.Join(fd, "freezer.state"), true
+}
+
 func (g *Group) canFreeze() bool {
 	if g.h.mode == V2 {
 		return true

@@ -22,6 +22,8 @@ type Redactor interface {
 	Find(b []byte) []redact.Finding
 	String(s string) string
 	JSON(doc []byte) []byte
+	// LongestMatch is the most bytes one finding of a known value covers.
+	LongestMatch() int
 }
 
 // nopRedactor is used when none is configured (tests of other things).
@@ -32,6 +34,7 @@ func (nopRedactor) Redact(b []byte) ([]byte, bool) { return b, false }
 func (nopRedactor) Find([]byte) []redact.Finding   { return nil }
 func (nopRedactor) String(s string) string         { return s }
 func (nopRedactor) JSON(b []byte) []byte           { return b }
+func (nopRedactor) LongestMatch() int              { return 0 }
 
 // MaxLearned is how many secret-named variables one request may bring,
 // and MaxLearnedLen how long a value the redactor learns from one.

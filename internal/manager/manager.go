@@ -161,6 +161,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
 	m.cleanTaskLeftovers()
+	if cfg.TaskDir != "" {
+		m.cleanSeeds()
+	}
 	var err error
 	if cfg.SecretKeyFile != "" {
 		if m.secretKey, err = loadSecretKey(cfg.SecretKeyFile); err != nil {
@@ -665,13 +668,18 @@ const cappedSlack = 128 << 10
 // capped keeps the first n bytes written to it (and cappedSlack more, for
 // the redactor: see redacted).
 type capped struct {
+	mu  sync.Mutex // Write runs while checkpoints are taken
 	buf bytes.Buffer
 	n   int64
+	// ckLen and ckCut: the bytes kept and the cut at the last checkpoint.
+	ckLen, ckCut int
 }
 
 // redacted returns the first n bytes kept, redacted. When the cap cuts a
 // secret, the cut moves to before it: a part of a secret is never kept.
 func (c *capped) redacted(r Redactor) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	b := c.buf.Bytes()
 	if int64(len(b)) <= c.n {
 		out, _ := r.Redact(b)
@@ -687,7 +695,82 @@ func (c *capped) redacted(r Redactor) []byte {
 	return out
 }
 
+// checkpointHold is the least a checkpoint holds back of the output's
+// tail: a secret may still be arriving there (see checkpoint).
+const checkpointHold = 64 << 10
+
+// checkpoint returns what may be stored of the output while the command
+// still runs, redacted, and false if that has not changed since the last
+// call. The tail is held back (at least checkpointHold bytes, and at least
+// the longest form of any known secret value): a secret still arriving
+// there is not found yet. The cut moves to before a secret it would
+// split, so no part of one is ever stored.
+func (c *capped) checkpoint(r Redactor) ([]byte, bool) {
+	c.mu.Lock()
+	if c.buf.Len() == c.ckLen {
+		c.mu.Unlock()
+		return nil, false
+	}
+	c.ckLen = c.buf.Len()
+	b := bytes.Clone(c.buf.Bytes())
+	c.mu.Unlock()
+	cut := min(len(b)-max(checkpointHold, r.LongestMatch()), int(c.n))
+	if cut <= 0 {
+		return nil, false
+	}
+	for _, f := range r.Find(b) {
+		if f.Start < cut && f.End > cut {
+			cut = f.Start
+		}
+	}
+	if cut == c.ckCut {
+		return nil, false
+	}
+	c.ckCut = cut
+	out, _ := r.Redact(b[:cut])
+	return out, true
+}
+
+// checkpointEvery is how often a running command's output is stored.
+var checkpointEvery = 2 * time.Second
+
+// checkpointOutput stores the output of a running command every
+// checkpointEvery (see capped.checkpoint), so that a daemon that dies
+// keeps what it had. stop ends it and waits for a store under way: the
+// final store comes after.
+func (m *Manager) checkpointOutput(execID string, stdout, stderr *capped) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(checkpointEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			for _, s := range []struct {
+				name string
+				c    *capped
+			}{{"stdout", stdout}, {"stderr", stderr}} {
+				if b, ok := s.c.checkpoint(m.cfg.Redactor); ok {
+					if err := m.cfg.Store.PutOutput(context.Background(), execID, s.name, b); err != nil {
+						m.cfg.Logf("exec %s: checkpoint of its %s: %v", execID, s.name, err)
+					}
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
 func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if room := c.n + cappedSlack - int64(c.buf.Len()); room > 0 {
 		if int64(len(p)) > room {
 			c.buf.Write(p[:room])
@@ -836,6 +919,7 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		delete(m.running, rec.ID)
 		m.mu.Unlock()
 	}()
+	stopCheckpoints := m.checkpointOutput(rec.ID, outKeep, errKeep)
 	st, err := p.Wait(ctx)
 	if err != nil && ctx.Err() != nil {
 		// the caller went away: the command must not outlive the request
@@ -844,6 +928,7 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		st, err = p.Wait(wctx)
 		cancel()
 	}
+	stopCheckpoints()
 	ended := time.Now().UTC()
 	stdout := outKeep.redacted(m.cfg.Redactor)
 	stderr := errKeep.redacted(m.cfg.Redactor)

@@ -93,17 +93,21 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly 
 	if newOnly && exists() {
 		return nil, fmt.Errorf("snapshot template %q exists: only the operator (on the unix socket) makes new versions of it; pick a new name: %w", name, errdefs.ErrConflict)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp(dir, ".seed-")
+	tmp, err := m.newSeed(dir)
 	if err != nil {
 		return nil, err
 	}
+	// A failed snapshot of a new name leaves no empty template dir.
+	defer m.removeIfEmpty(dir)
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
+	// The seed cannot honestly be bigger than the sandbox's disk (plus tar
+	// headers): sparse files are read, and written here, dense, so a
+	// 16 MiB sandbox could make the host write gigabytes.
+	limit := rec.Limits.DiskBytes + snapshotSlack
+	cw := &capWriter{w: io.MultiWriter(tmp, h), left: limit}
 	// one tar of both trees, entries named "workspace/...", "home/sandbox/..."
-	tw := newPrefixTar(io.MultiWriter(tmp, h))
+	tw := newPrefixTar(cw)
 	for _, d := range seedDirs {
 		pr, pw := io.Pipe()
 		go func(d string) {
@@ -114,11 +118,17 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly 
 		pr.Close()
 		if err != nil {
 			tmp.Close()
+			if cw.over {
+				return nil, tooLargeSnapshot(id, rec.Limits.DiskBytes)
+			}
 			return nil, fmt.Errorf("snapshot %s: %w", d, err)
 		}
 	}
 	if err := tw.close(); err != nil {
 		tmp.Close()
+		if cw.over {
+			return nil, tooLargeSnapshot(id, rec.Limits.DiskBytes)
+		}
 		return nil, err
 	}
 	size, _ := tmp.Seek(0, io.SeekCurrent)
@@ -156,6 +166,95 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly 
 	out := snap.Snapshot
 	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: m.taskOf(id), Kind: "sandbox.snapshot", Payload: map[string]any{"snapshot": out}})
 	return &out, nil
+}
+
+// snapshotSlack is what a snapshot's seed may hold beyond the sandbox's
+// disk size: tar headers and padding.
+const snapshotSlack = 64 << 20
+
+// seedPrefix names a seed being written (in the template's dir); one a
+// killed daemon left is removed at the next start (cleanSeeds).
+const seedPrefix = ".seed-"
+
+func tooLargeSnapshot(id string, disk int64) error {
+	return fmt.Errorf("snapshot of sandbox %s: its files (/workspace and /home/sandbox) take more than its disk size (%d MiB) + %d MiB on the host, where sparse files are written dense; nothing was kept: remove or shrink large (sparse) files first: %w",
+		id, disk>>20, snapshotSlack>>20, errdefs.ErrLimitExceeded)
+}
+
+// newSeed makes the template dir and the temp file a seed is written to.
+// Under snapMu, so that removeIfEmpty never takes the dir from under it.
+func (m *Manager) newSeed(dir string) (*os.File, error) {
+	m.snapMu.Lock()
+	defer m.snapMu.Unlock()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return os.CreateTemp(dir, seedPrefix)
+}
+
+// removeIfEmpty removes a template dir that holds nothing (a failed first
+// snapshot of a name).
+func (m *Manager) removeIfEmpty(dir string) {
+	m.snapMu.Lock()
+	defer m.snapMu.Unlock()
+	_ = os.Remove(dir) // fails unless empty
+}
+
+// cleanSeeds removes what snapshots under way left when their daemon was
+// killed: seeds being written, versions without their snapshot.json, a
+// "current" being replaced, and template dirs left empty by them. Only at start: no snapshot is under way then.
+func (m *Manager) cleanSeeds() {
+	root := m.snapshotRoot()
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			if f.IsDir() {
+				// a version whose snapshot.json was never written
+				v := filepath.Join(dir, f.Name())
+				if _, err := os.Stat(filepath.Join(v, "snapshot.json")); errors.Is(err, os.ErrNotExist) {
+					if err := os.RemoveAll(v); err != nil {
+						m.cfg.Logf("remove the unfinished snapshot version %s: %v", v, err)
+					}
+				}
+				continue
+			}
+			if strings.HasPrefix(f.Name(), seedPrefix) || f.Name() == ".current.tmp" {
+				if err := os.Remove(filepath.Join(dir, f.Name())); err != nil {
+					m.cfg.Logf("remove the leftover snapshot seed %s: %v", filepath.Join(dir, f.Name()), err)
+				} else {
+					m.cfg.Logf("removed the leftover snapshot seed %s (its daemon was killed)", filepath.Join(dir, f.Name()))
+				}
+			}
+		}
+		_ = os.Remove(dir) // fails unless empty
+	}
+}
+
+// capWriter fails once more than left bytes would be written.
+type capWriter struct {
+	w    io.Writer
+	left int64
+	over bool
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > c.left {
+		c.over = true
+		return 0, errdefs.ErrLimitExceeded
+	}
+	c.left -= int64(len(p))
+	return c.w.Write(p)
 }
 
 // snapshot returns the current version of a snapshot template and the

@@ -27,6 +27,8 @@ type known struct {
 	byKey map[uint64][]int32
 	// hasB64: some needle is a base64 form (see findWrapped).
 	hasB64 bool
+	// longest is the most bytes one finding of a needle can cover.
+	longest int
 }
 
 // needle is one form of one value.
@@ -37,6 +39,16 @@ type needle struct {
 	b64               bool
 	extLeft, extRight bool
 	pad               int
+}
+
+// span is the most bytes a finding of n can cover: its text, the loose
+// characters on either side and the padding of a base64 form, and that
+// wrapped into lines (findWrapped): at worst "\r\n" after each character.
+func (n *needle) span() int {
+	if !n.b64 {
+		return len(n.text)
+	}
+	return 3 * (len(n.text) + 2 + n.pad)
 }
 
 const mask48 = 1<<(8*minSecret) - 1
@@ -65,6 +77,7 @@ func newKnown(values []string) *known {
 			k.byKey[key] = append(k.byKey[key], int32(len(k.needles)))
 			k.needles = append(k.needles, n)
 			k.hasB64 = k.hasB64 || n.b64
+			k.longest = max(k.longest, n.span())
 		}
 	}
 	return k

@@ -87,6 +87,20 @@ func (r *Redactor) Find(b []byte) []Finding {
 	return fs
 }
 
+// LongestMatch is the most bytes one finding of a known value can cover,
+// in any of its forms (hex, URL-escaped, wrapped base64 ...); 0 when no
+// value is known. A writer that stores a stream in pieces holds back at
+// least this much of its tail: a value that is still arriving there is not
+// found yet, and a cut inside it would keep part of it. (Token shapes are
+// far shorter than the 64 KiB such writers hold back anyway.)
+func (r *Redactor) LongestMatch() int {
+	k := r.snapshot()
+	if k == nil {
+		return 0
+	}
+	return k.longest
+}
+
 // Redact returns b with every finding replaced, and whether anything was replaced. b is not
 // modified; the result is always a fresh copy (nil for nil b), so callers may keep it while
 // b's buffer is reused.

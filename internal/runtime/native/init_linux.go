@@ -22,10 +22,14 @@ var mainAt, waitAt time.Time
 // initArg0 marks a re-executed airlock binary as a sandbox init.
 const initArg0 = "airlock-sandbox-init"
 
-// MaybeInit turns this process into a sandbox's PID 1 when it was started
-// as one; otherwise it returns at once. Call it first thing in main (and in
+// MaybeInit turns this process into a sandbox's PID 1 (or a paused
+// sandbox's thaw guard) when it was started as one; otherwise it returns
+// at once. Call it first thing in main (and in
 // TestMain of packages that create native sandboxes).
 func MaybeInit() {
+	if len(os.Args) > 0 && os.Args[0] == guardArg0 {
+		runThawGuard() // does not return
+	}
 	if len(os.Args) == 0 || os.Args[0] != initArg0 {
 		return
 	}

@@ -51,6 +51,10 @@ type sandbox struct {
 	seccomp     string
 	lifeMu      sync.Mutex
 	lifeTimer   *time.Timer
+	// guard thaws the group if the daemon dies while it is paused (v1;
+	// see thawguard_linux.go); guardMu orders it with freezes and thaws.
+	guardMu sync.Mutex
+	guard   *thawGuard
 
 	doneOnce sync.Once
 	done     chan struct{}
@@ -161,7 +165,10 @@ func (s *sandbox) teardown() error {
 	}
 	s.lifeMu.Unlock()
 	if s.cg != nil {
+		s.guardMu.Lock()
 		_ = s.cg.Thaw()
+		s.stopGuardLocked()
+		s.guardMu.Unlock()
 	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		// SIGKILL of a pid namespace's init kills every process in it.
@@ -213,7 +220,19 @@ func (s *sandbox) Pause(ctx context.Context) error {
 	if s.stopped() {
 		return ErrStopped
 	}
+	s.guardMu.Lock()
+	defer s.guardMu.Unlock()
+	// Only a sandbox that dies with its owner needs one: an other's
+	// frozen processes wait for Reap, as its running ones would.
+	if state, ok := s.cg.V1FreezerState(); ok && s.b.cfg.DieWithOwner && s.guard == nil {
+		g, err := s.startThawGuard(state)
+		if err != nil {
+			return fmt.Errorf("pause sandbox %s: %w", s.id, err)
+		}
+		s.guard = g
+	}
 	if err := s.cg.Freeze(); err != nil {
+		s.stopGuardLocked()
 		return fmt.Errorf("pause sandbox %s: %w", s.id, err)
 	}
 	return nil
@@ -224,8 +243,22 @@ func (s *sandbox) Resume(ctx context.Context) error {
 	if s.stopped() {
 		return ErrStopped
 	}
+	s.guardMu.Lock()
+	defer s.guardMu.Unlock()
 	if err := s.cg.Thaw(); err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", s.id, err)
 	}
+	s.stopGuardLocked()
 	return nil
+}
+
+// stopGuardLocked ends the thaw guard, if any. Called with guardMu held.
+func (s *sandbox) stopGuardLocked() {
+	if s.guard == nil {
+		return
+	}
+	if err := s.guard.stop(); err != nil {
+		s.b.cfg.Logf("sandbox %s: %v", s.id, err)
+	}
+	s.guard = nil
 }
