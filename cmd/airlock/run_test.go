@@ -55,6 +55,9 @@ type env struct {
 	state, data, cgroupName string
 	// prefix runs airlock under another command (prlimit ... --)
 	prefix []string
+	// defaultCgroup: no AIRLOCK_CGROUP_PARENT, airlock's own default
+	// (cgroupName is set to it)
+	defaultCgroup bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -91,7 +94,10 @@ func (e *env) cmd(args ...string) *exec.Cmd {
 	if len(e.prefix) > 0 {
 		c = exec.Command(e.prefix[0], append(append(e.prefix[1:len(e.prefix):len(e.prefix)], airlockBin), args...)...)
 	}
-	c.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+e.state, "AIRLOCK_DATA_DIR="+e.data, "AIRLOCK_CGROUP_PARENT="+e.cgroupName)
+	c.Env = append(withoutEnv(os.Environ(), "AIRLOCK_CGROUP_PARENT"), "AIRLOCK_STATE_DIR="+e.state, "AIRLOCK_DATA_DIR="+e.data)
+	if !e.defaultCgroup {
+		c.Env = append(c.Env, "AIRLOCK_CGROUP_PARENT="+e.cgroupName)
+	}
 	return c
 }
 

@@ -27,7 +27,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 )
@@ -132,7 +131,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fmt.Errorf("another airlock daemon is running with state dir %s (stop it first)", stateDir)
 	}
-	be, err := native.New(native.Config{StateDir: stateDir, DiskDir: diskDir(dataDir, "native"), CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: true, Logf: logf})
+	be, err := openNative(stateDir, dataDir, true, logf)
 	if err != nil {
 		return err
 	}
