@@ -34,6 +34,15 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, policyUsage)
 		return 0
 	case "default":
+		const defaultUsage = "usage: airlock policy default\n\nPrints the built-in policy as a policy file to start from.\n"
+		fs := newFlagSet("policy default", defaultUsage, stderr)
+		if code, done := parseFlags(fs, defaultUsage, args[1:], stdout); done {
+			return code
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "airlock policy default: unexpected argument %q; usage: airlock policy default\n", fs.Arg(0))
+			return 2
+		}
 		fmt.Fprint(stdout, policy.DefaultFile())
 		return 0
 	case "check":

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// leafCommands finds every command of the CLI as its help lists it: the
+// top-level verbs, and for a group its sub-commands ("usage: airlock G
+// <a|b>" or a "commands:" section).
+func leafCommands(t *testing.T) [][]string {
+	t.Helper()
+	var leaves [][]string
+	alt := regexp.MustCompile(`^usage: airlock \S+ <([a-z-]+(?:\|[a-z-]+)+)>`)
+	sub := regexp.MustCompile(`^usage: airlock \S+ ([a-z][a-z-]*)[ \n]`)
+	for _, v := range verbs() {
+		var out, errOut bytes.Buffer
+		if code := dispatch([]string{v.name, "--help"}, &out, &errOut); code != 0 {
+			t.Errorf("airlock %s --help: exit %d, %q", v.name, code, errOut.String())
+			continue
+		}
+		help := out.String()
+		var subs []string
+		if m := alt.FindStringSubmatch(help); m != nil {
+			subs = strings.Split(m[1], "|")
+		} else if m := sub.FindStringSubmatch(help); m != nil {
+			subs = []string{m[1]}
+		} else if _, list, ok := strings.Cut(help, "\ncommands:\n"); ok {
+			for _, line := range strings.Split(list, "\n") {
+				if !strings.HasPrefix(line, "  ") || strings.HasPrefix(line, "   ") {
+					if strings.TrimSpace(line) == "" {
+						break
+					}
+					continue
+				}
+				subs = append(subs, strings.Fields(line)[0])
+			}
+		}
+		if len(subs) == 0 {
+			leaves = append(leaves, []string{v.name})
+		}
+		for _, s := range subs {
+			leaves = append(leaves, []string{v.name, s})
+		}
+	}
+	return leaves
+}
+
+// Every command, given a flag it does not have, fails with status 2 and
+// names a help command that exists (the hint used to name commands such as
+// 'airlock sandbox approve --help'), and its error prefix names it once
+// ('airlock approve approve:' was one).
+func TestBadFlagNamesRealHelp(t *testing.T) {
+	leaves := leafCommands(t)
+	if len(leaves) < 40 {
+		t.Fatalf("found only %d commands: %v", len(leaves), leaves)
+	}
+	hint := regexp.MustCompile(`run 'airlock ([a-z -]+) --help'`)
+	for _, cmd := range leaves {
+		name := strings.Join(cmd, " ")
+		var out, errOut bytes.Buffer
+		code := dispatch(append(cmd[:len(cmd):len(cmd)], "--no-such-flag"), &out, &errOut)
+		if code != 2 {
+			t.Errorf("airlock %s --no-such-flag: exit %d, want 2 (%q)", name, code, errOut.String())
+			continue
+		}
+		m := hint.FindStringSubmatch(errOut.String())
+		if m == nil {
+			t.Errorf("airlock %s --no-such-flag names no help command: %q", name, errOut.String())
+			continue
+		}
+		if m[1] != name {
+			t.Errorf("airlock %s --no-such-flag names 'airlock %s --help'", name, m[1])
+		}
+		var hout, herr bytes.Buffer
+		if code := dispatch(append(strings.Fields(m[1]), "--help"), &hout, &herr); code != 0 || !strings.HasPrefix(hout.String(), "usage: airlock "+cmd[0]) {
+			t.Errorf("the named 'airlock %s --help': exit %d, %q %q", m[1], code, hout.String(), herr.String())
+		}
+	}
+	// the prefix of an error names the command once
+	for _, c := range []struct {
+		args   []string
+		prefix string
+	}{
+		{[]string{"approve"}, "airlock approve: "},
+		{[]string{"deny", "ap-1"}, "airlock deny: "},
+		{[]string{"breakglass", "sb-1"}, "airlock breakglass: "},
+		{[]string{"approvals", "x"}, "airlock approvals: "},
+		{[]string{"purge"}, "airlock purge: "},
+		{[]string{"mcp", "x"}, "airlock mcp: "},
+		{[]string{"task", "exec"}, "airlock task exec: "},
+		{[]string{"task", "exec", "t-1"}, "airlock task exec: "},
+		{[]string{"policy", "check"}, "airlock policy check: "},
+		{[]string{"sandbox", "get"}, "airlock sandbox get: "},
+		{[]string{"apikey", "rm"}, "airlock apikey rm: "},
+	} {
+		var out, errOut bytes.Buffer
+		if code := dispatch(c.args, &out, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), c.prefix) {
+			t.Errorf("airlock %s: exit %d, %q; want 2 and an error that starts with %q", strings.Join(c.args, " "), code, errOut.String(), c.prefix)
+		}
+	}
+}
