@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -100,5 +102,33 @@ func TestBadFlagNamesRealHelp(t *testing.T) {
 		if code := dispatch(c.args, &out, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), c.prefix) {
 			t.Errorf("airlock %s: exit %d, %q; want 2 and an error that starts with %q", strings.Join(c.args, " "), code, errOut.String(), c.prefix)
 		}
+	}
+}
+
+// policy check exits 1 for "ask": a check that could not be made must not
+// look like one. It exits 4.
+func TestPolicyCheckFailureIsNotAsk(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("classes: [not, a, map]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"policy", "check", "--policy", filepath.Join(dir, "missing.yaml"), "--", "ls"},
+		{"policy", "check", "--policy", bad, "--", "ls"},
+		{"policy", "check", "--socket", filepath.Join(dir, "no.sock"), "--sandbox", "sb-1", "--", "ls"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := dispatch(args, &out, &errOut); code != 4 || !strings.HasPrefix(errOut.String(), "airlock policy check: ") {
+			t.Errorf("airlock %s: exit %d, %q; want 4", strings.Join(args, " "), code, errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := dispatch([]string{"policy", "check", "--", "rm -rf /workspace/x"}, &out, &errOut); code != 1 {
+		t.Errorf("a held command: exit %d, want 1 (%q)", code, errOut.String())
+	}
+	out.Reset()
+	if code := dispatch([]string{"policy", "--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "4 if the check itself failed") {
+		t.Errorf("policy --help does not document exit 4: %q", out.String())
 	}
 }

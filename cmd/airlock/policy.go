@@ -17,9 +17,12 @@ const policyUsage = `usage: airlock policy <check|default> [flags]
 
   check [--policy FILE] [--template T] [--scope GLOB]... [--cwd DIR] [--json] -- CMD [ARGS]
         explain the decision on a command line without running it: its
-        classes, the rules that matched and why (exit 0 allow, 1 ask, 3 deny).
-        A single argument is read as a shell line: policy check -- 'npm i && npm t'.
-        With --sandbox ID, ask the daemon with that sandbox's policy instead.
+        classes, the rules that matched and why. A single argument is read as
+        a shell line: policy check -- 'npm i && npm t'. With --sandbox ID, ask
+        the daemon with that sandbox's policy instead.
+        Exit status: 0 allow, 1 ask, 3 deny; 4 if the check itself failed
+        (an unreadable or invalid policy file, no daemon, no such sandbox);
+        2 for bad usage.
   default
         print the built-in policy as a policy file to start from
 `
@@ -53,7 +56,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 }
 
 func policyCheck(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("check", "airlock policy check [flags] -- CMD [ARGS]", "Explains the policy's decision on a command.\n", stdout, stderr)
+	c := newSandboxCmd("check", "airlock policy check [flags] -- CMD [ARGS]", "Explains the policy's decision on a command line without running it.\nExit status: 0 allow, 1 ask, 3 deny; 4 if the check itself failed (an\nunreadable or invalid policy file, no daemon, no such sandbox); 2 for bad\nusage.\n", stdout, stderr)
 	c.group = "policy"
 	file := c.fs.String("policy", "", "policy `FILE` (default: the built-in policy)")
 	tpl := c.fs.String("template", "host", "the template whose section of the policy file applies")
@@ -76,11 +79,11 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	if *sandbox != "" {
 		cl, err := c.client()
 		if err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 		d, err := cl.CheckCommand(context.Background(), *sandbox, argv, *cwd)
 		if err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 		if *asJSON {
 			_ = printJSON(stdout, d)
@@ -96,17 +99,17 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	if *file != "" {
 		data, err := os.ReadFile(*file)
 		if err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 		if f, err = policy.Parse(data); err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 	}
 	pol := f.ForTemplate(*tpl)
 	if len(scope) > 0 {
 		var err error
 		if pol, err = pol.With(policy.Layer{Scope: scope}, "command line"); err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 	}
 	d := pol.Decide(policy.AnalyzeArgv(argv, *cwd))
@@ -137,6 +140,15 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, m.Rule, m.Reason)
 	}
 	return actionCode(string(d.Action))
+}
+
+// exitCheckFailed is policy check's status when no decision was made: 1
+// means "ask".
+const exitCheckFailed = 4
+
+func (c *sandboxCmd) checkFailed(err error) int {
+	c.errorf("%v", err)
+	return exitCheckFailed
 }
 
 func joinClasses(cs []policy.Class) string {
