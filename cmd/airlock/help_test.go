@@ -132,3 +132,17 @@ func TestPolicyCheckFailureIsNotAsk(t *testing.T) {
 		t.Errorf("policy --help does not document exit 4: %q", out.String())
 	}
 }
+
+// A TTL is bounded by the daemon's --max-lifetime: help that offers a TTL
+// says so rather than "never".
+func TestTTLHelpNamesMaxLifetime(t *testing.T) {
+	for _, cmd := range [][]string{{"sandbox", "create"}, {"sandbox", "timeout"}, {"task", "start"}} {
+		var out, errOut bytes.Buffer
+		if code := dispatch(append(cmd, "--help"), &out, &errOut); code != 0 {
+			t.Fatalf("%v --help: %d", cmd, code)
+		}
+		if h := out.String(); !strings.Contains(h, "--max-lifetime") || strings.Contains(h, "(default: never)") {
+			t.Errorf("airlock %s --help does not say that the daemon's --max-lifetime bounds a TTL: %q", strings.Join(cmd, " "), h)
+		}
+	}
+}

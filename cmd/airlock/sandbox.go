@@ -257,7 +257,7 @@ func sandboxCreate(args []string, stdout, stderr io.Writer) int {
 	c.fs.Float64Var(&req.Limits.CPUs, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
 	c.fs.Var(sizeFlag{&disk}, "disk", "size of the writable layer (/workspace, home), e.g. 1G")
 	c.fs.Var(sizeFlag{&tmp}, "tmp", "size of /tmp, e.g. 256M")
-	c.fs.DurationVar(&req.TTL, "ttl", 0, "destroy the sandbox after this long, e.g. 1h (default: never)")
+	c.fs.DurationVar(&req.TTL, "ttl", 0, "destroy the sandbox after this long, e.g. 1h (default and most: the daemon's --max-lifetime, 24h unless set; never only where that is 0)")
 	c.fs.Var(&labels, "label", "attach the label `k=v` (repeatable)")
 	c.fs.Var(&env, "env", "set `K=V` in every command's environment (repeatable)")
 	c.fs.BoolVar(&asJSON, "json", false, "print the sandbox as JSON")
@@ -537,7 +537,7 @@ func sandboxRm(args []string, stdout, stderr io.Writer) int {
 
 func sandboxTimeout(args []string, stdout, stderr io.Writer) int {
 	c := newSandboxCmd("timeout", "airlock sandbox timeout [flags] ID DURATION",
-		"Makes a running sandbox expire DURATION from now (e.g. 30m, 2h); 0 means never.\n", stdout, stderr)
+		"Makes a running sandbox expire DURATION from now (e.g. 30m, 2h, 7d); 0 clears the\nTTL. Either way the daemon's --max-lifetime (24h unless set; counted from\ncreation) still bounds it: 0 then means at that bound, never only where the\ndaemon has none.\n", stdout, stderr)
 	asJSON := c.fs.Bool("json", false, "print the sandbox as JSON")
 	pos, code, done := c.parse(args)
 	if done {
@@ -548,7 +548,7 @@ func sandboxTimeout(args []string, stdout, stderr io.Writer) int {
 	}
 	ttl, err := time.ParseDuration(pos[1])
 	if err != nil || ttl < 0 {
-		return c.usageErr("%q is not a duration (use e.g. 30m, 2h, or 0 for never)", pos[1])
+		return c.usageErr("%q is not a duration (use e.g. 30m, 2h, or 0 for no TTL of its own)", pos[1])
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -565,7 +565,7 @@ func sandboxTimeout(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if sb.Expires.IsZero() {
-		fmt.Fprintf(stdout, "%s: never expires\n", sb.ID)
+		fmt.Fprintf(stdout, "%s: never expires (the daemon has no --max-lifetime)\n", sb.ID)
 	} else {
 		now := time.Now()
 		fmt.Fprintf(stdout, "%s: expires %s (in %s)\n", sb.ID, sb.Expires.Local().Format(time.RFC3339), humanDuration(sb.Expires.Sub(now)))

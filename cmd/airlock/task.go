@@ -65,7 +65,7 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 	c.fs.StringVar(&req.Prompt, "prompt", "", "the task's prompt, recorded for review")
 	c.fs.StringVar(&req.Template, "template", "host", "template of the sandbox")
 	c.fs.StringVar(&req.Backend, "backend", "", "isolation backend: native or gvisor (default: the daemon's; gvisor has no write scopes)")
-	ttl := c.fs.Duration("ttl", 0, "destroy the sandbox after this long (default: never)")
+	ttl := c.fs.Duration("ttl", 0, "destroy the sandbox after this long (default and most: the daemon's --max-lifetime, 24h unless set)")
 	asJSON := c.fs.Bool("json", false, "print the task as JSON")
 	pos, code, done := c.parse(args)
 	if done {
