@@ -148,3 +148,47 @@ func TestExecHeldForApproval(t *testing.T) {
 		t.Errorf("a denied or undecided rm ran: /workspace holds %q", out)
 	}
 }
+
+// A tar download leaves out what the policy does not let the caller read,
+// and the CLI says how many were left out.
+func TestDownloadSaysWhatWasLeftOut(t *testing.T) {
+	e := newEnv(t)
+	pf := filepath.Join(filepath.Dir(e.state), "default.yaml")
+	if out, _, code := e.run("", "policy", "default"); code != 0 || os.WriteFile(pf, []byte(out), 0o644) != nil {
+		t.Fatalf("policy default: %d", code)
+	}
+	d := e.startDaemon(t, "--policy", pf)
+	sock := "--socket=" + d.sock
+	repo := t.TempDir()
+	gitc := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	gitc("init", "-q")
+	for name, body := range map[string]string{"main.go": "package main\n", ".env": "TOKEN=hunter2\n", "deploy.pem": "-----BEGIN PRIVATE KEY-----\n"} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitc("add", ".")
+	gitc("commit", "-qm", "base")
+	out, errOut, code := e.run("", "task", "start", sock, "--repo", repo)
+	task := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("task start: %d %q", code, errOut)
+	}
+	out, _, _ = e.run("", "task", "get", sock, "--json", task)
+	m := regexp.MustCompile(`"sandbox_id": "([^"]+)"`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("task get: %q", out)
+	}
+	out, errOut, code = e.run("", "sandbox", "download", sock, m[1], "/workspace")
+	if code != 0 || !strings.Contains(out, "main.go") || strings.Contains(out, "hunter2") {
+		t.Fatalf("download: %d (%d bytes) %q", code, len(out), errOut)
+	}
+	if !strings.Contains(errOut, "airlock sandbox download: 2 files left out (refused by policy") {
+		t.Errorf("download did not say what it left out: %q", errOut)
+	}
+}
