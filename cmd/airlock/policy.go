@@ -243,7 +243,7 @@ func cmdApprove(args []string, stdout, stderr io.Writer) int {
 		"Lets a held command run. The grant is narrow: this exact command (or, with\n--scope class, commands held only by the same classes), in that sandbox only,\nuntil it expires (default 15m, at most 24h). Never a global grant.\n", stdout, stderr)
 	c.group = "approve"
 	var o sdk.ApproveOptions
-	c.fs.DurationVar(&o.For, "for", 0, "how long the grant lasts (default 15m)")
+	durationVar(c.fs, &o.For, "for", 0, "how long the grant lasts: a `DURATION`, at most 24h (default 15m)")
 	c.fs.StringVar(&o.Scope, "scope", "command", "command or class")
 	c.fs.StringVar(&o.Reason, "reason", "", "a note kept with the approval")
 	asJSON := c.fs.Bool("json", false, "print the approval as JSON")
@@ -301,7 +301,7 @@ func cmdBreakGlass(args []string, stdout, stderr io.Writer) int {
 		"Overrides one sandbox's policy: every command runs, denials included, for a\nbounded time (default 15m, at most 4h). Loud: logged by the daemon and marked\nin the record of every command it lets through.\n", stdout, stderr)
 	c.group = "breakglass"
 	reason := c.fs.String("reason", "", "why (required; recorded)")
-	d := c.fs.Duration("for", 0, "how long (default 15m)")
+	d := duration(c.fs, "for", 0, "how long: a `DURATION`, at most 4h (default 15m)")
 	pos, code, done := c.parse(args)
 	if done {
 		return code

@@ -67,17 +67,17 @@ type runOpts struct {
 func (o *runOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.template, "template", "host", "template for the root filesystem")
 	fs.StringVar(&o.workspace, "workspace", "", "host `DIR` to copy into /workspace (the host DIR is not changed)")
-	fs.Var(sizeFlag{&o.memory}, "memory", "memory limit, e.g. 512M (default 512M)")
-	fs.Var(sizeFlag{&o.disk}, "disk", "size of the writable layer (/workspace, home), e.g. 1G (default 1G)")
-	fs.Var(sizeFlag{&o.tmp}, "tmp", "size of /tmp, e.g. 256M (default 256M)")
+	fs.Var(sizeFlag{&o.memory}, "memory", "memory limit: a `SIZE` such as 512M (default 512M)")
+	fs.Var(sizeFlag{&o.disk}, "disk", "size of the writable layer (/workspace, home): a `SIZE` such as 1G (default 1G)")
+	fs.Var(sizeFlag{&o.tmp}, "tmp", "size of /tmp: a `SIZE` such as 256M (default 256M)")
 	fs.Int64Var(&o.pids, "pids", native.DefaultPids, "maximum number of processes")
 	fs.Float64Var(&o.cpus, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "kill CMD after this long, e.g. 30s (default: no timeout)")
+	durationVar(fs, &o.timeout, "timeout", 0, "kill CMD after this long: a `DURATION` such as 30s, 5m (default: no timeout)")
 	fs.Var(&o.env, "env", "set `K=V` in CMD's environment (repeatable)")
 	fs.StringVar(&o.dir, "cwd", "/workspace", "working directory inside the sandbox")
 	fs.StringVar(&o.stateDir, "state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
 	fs.StringVar(&o.dataDir, "data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates and the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
-	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr (default 16M)")
+	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr: a `SIZE` (default 16M)")
 	o.backend.flags(fs, "isolation backend")
 }
 
@@ -85,9 +85,9 @@ func (o *runOpts) flags(fs *flag.FlagSet) {
 // hint; --help prints the full usage to stdout.
 func newFlagSet(name, usageText string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagErrors{stderr, func() string { return name }})
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "run 'airlock %s --help' for usage\n", name)
+		fmt.Fprintf(stderr, "; run 'airlock %s --help' for usage\n", name)
 	}
 	return fs
 }

@@ -243,7 +243,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "--memory", "1M", "--", "true"}, "at least 16M"},
 		{[]string{"run", "--pids", "0", "--", "true"}, "at least 32"},
 		{[]string{"run", "--cpus", "-1", "--", "true"}, "must not be negative"},
-		{[]string{"run", "--timeout", "soon", "--", "true"}, "invalid value"},
+		{[]string{"run", "--timeout", "soon", "--", "true"}, `--timeout: "soon": use a number with a unit`},
 		{[]string{"run", "--env", "NOEQUALS", "--", "true"}, "use K=V"},
 		{[]string{"run", "--cwd", "rel", "--", "true"}, "absolute"},
 		{[]string{"frobnicate"}, "unknown command"},

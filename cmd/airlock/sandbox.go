@@ -145,7 +145,8 @@ func newSandboxCmd(name, synopsis, about string, stdout, stderr io.Writer) *sand
 	c.fs = newFlagSet("sandbox "+name, c.usage, stderr)
 	// the group may be changed after this (apikey, task, ...): name the
 	// command as it is when the hint is printed
-	c.fs.Usage = func() { fmt.Fprintf(stderr, "run 'airlock %s --help' for usage\n", c.path()) }
+	c.fs.Usage = func() { fmt.Fprintf(stderr, "; run 'airlock %s --help' for usage\n", c.path()) }
+	c.fs.SetOutput(flagErrors{stderr, c.path})
 	c.fs.StringVar(&c.socket, "socket", envOr(sdk.SocketEnv, sdk.DefaultSocket), "the daemon's unix socket `PATH` (env AIRLOCK_SOCKET)")
 	return c
 }
@@ -252,12 +253,12 @@ func sandboxCreate(args []string, stdout, stderr io.Writer) int {
 	)
 	c.fs.StringVar(&req.Template, "template", "", "template for the root filesystem (default: the daemon's, host)")
 	c.fs.StringVar(&req.Backend, "backend", "", "isolation backend: native or gvisor (default: the daemon's)")
-	c.fs.Var(sizeFlag{&memory}, "memory", "memory limit, e.g. 512M")
+	c.fs.Var(sizeFlag{&memory}, "memory", "memory limit: a `SIZE` such as 512M")
 	c.fs.Int64Var(&req.Limits.Pids, "pids", 0, "maximum number of processes")
 	c.fs.Float64Var(&req.Limits.CPUs, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
-	c.fs.Var(sizeFlag{&disk}, "disk", "size of the writable layer (/workspace, home), e.g. 1G")
-	c.fs.Var(sizeFlag{&tmp}, "tmp", "size of /tmp, e.g. 256M")
-	c.fs.DurationVar(&req.TTL, "ttl", 0, "destroy the sandbox after this long, e.g. 1h (default and most: the daemon's --max-lifetime, 24h unless set; never only where that is 0)")
+	c.fs.Var(sizeFlag{&disk}, "disk", "size of the writable layer (/workspace, home): a `SIZE` such as 1G")
+	c.fs.Var(sizeFlag{&tmp}, "tmp", "size of /tmp: a `SIZE` such as 256M")
+	durationVar(c.fs, &req.TTL, "ttl", 0, "destroy the sandbox after this long: a `DURATION` such as 1h, 7d (default and most: the daemon's --max-lifetime, 24h unless set; never only where that is 0)")
 	c.fs.Var(&labels, "label", "attach the label `k=v` (repeatable)")
 	c.fs.Var(&env, "env", "set `K=V` in every command's environment (repeatable)")
 	c.fs.BoolVar(&asJSON, "json", false, "print the sandbox as JSON")
@@ -546,9 +547,9 @@ func sandboxTimeout(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 2 {
 		return c.usageErr("want a sandbox ID and a duration")
 	}
-	ttl, err := time.ParseDuration(pos[1])
+	ttl, err := parseDuration(pos[1])
 	if err != nil || ttl < 0 {
-		return c.usageErr("%q is not a duration (use e.g. 30m, 2h, or 0 for no TTL of its own)", pos[1])
+		return c.usageErr("%q is not a duration: use a number with a unit: 30m, 2h, 7d, or 0 for no TTL of its own", pos[1])
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -730,11 +731,11 @@ func runExec(c *sandboxCmd, args []string, resolve func(ctx context.Context, cl 
 	)
 	c.fs.StringVar(&req.Cwd, "cwd", "", "working directory inside the sandbox (default /workspace)")
 	c.fs.Var(&env, "env", "set `K=V` in CMD's environment (repeatable)")
-	c.fs.DurationVar(&req.Timeout, "timeout", 0, "kill CMD after this long, e.g. 30s (default: no timeout)")
+	durationVar(c.fs, &req.Timeout, "timeout", 0, "kill CMD after this long: a `DURATION` such as 30s, 5m (default: no timeout)")
 	c.fs.BoolVar(&useStdin, "stdin", false, "send this process's stdin to CMD (read to its end first; at most 16M)")
-	c.fs.Var(sizeFlag{&req.OutputLimit}, "output-limit", "cap on each of stdout and stderr (default: the daemon's, 16M)")
+	c.fs.Var(sizeFlag{&req.OutputLimit}, "output-limit", "cap on each of stdout and stderr: a `SIZE` (default: the daemon's, 16M)")
 	background := c.fs.Bool("background", false, "start CMD and return: print its exec id (see 'execs', 'output', 'kill')")
-	c.fs.DurationVar(&wait, "approval-wait", wait, "if the policy holds CMD for approval, wait this long for the decision (at most 1h; 0: as --no-approval-wait)")
+	durationVar(c.fs, &wait, "approval-wait", wait, "if the policy holds CMD for approval, wait this long for the decision: a `DURATION`, at most 1h (0: as --no-approval-wait)")
 	noWait := c.fs.Bool("no-approval-wait", false, "if the policy holds CMD, fail at once (exit 126) and print the approval id")
 
 	// Without "--", flags stop at ID and the rest is CMD, so that CMD's own

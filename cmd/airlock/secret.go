@@ -144,7 +144,7 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		c.fs.StringVar(&req.Mode, "mode", "env", "env or broker")
 		c.fs.StringVar(&req.Env, "env", "", "the environment `VAR` it is given as (default: its name)")
 		c.fs.Var(&hosts, "host", "a `HOST` it is for (repeatable; *.example.com for subdomains)")
-		c.fs.DurationVar(&req.TTL, "for", time.Hour, "how long the grant lasts (at most 24h)")
+		durationVar(c.fs, &req.TTL, "for", time.Hour, "how long the grant lasts: a `DURATION`, at most 24h")
 		pos, code, done := c.parse(rest)
 		if done {
 			return code

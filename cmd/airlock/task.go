@@ -65,7 +65,7 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 	c.fs.StringVar(&req.Prompt, "prompt", "", "the task's prompt, recorded for review")
 	c.fs.StringVar(&req.Template, "template", "host", "template of the sandbox")
 	c.fs.StringVar(&req.Backend, "backend", "", "isolation backend: native or gvisor (default: the daemon's; gvisor has no write scopes)")
-	ttl := c.fs.Duration("ttl", 0, "destroy the sandbox after this long (default and most: the daemon's --max-lifetime, 24h unless set)")
+	ttl := duration(c.fs, "ttl", 0, "destroy the sandbox after this long: a `DURATION` such as 2h, 7d (default and most: the daemon's --max-lifetime, 24h unless set)")
 	asJSON := c.fs.Bool("json", false, "print the task as JSON")
 	pos, code, done := c.parse(args)
 	if done {
@@ -120,7 +120,7 @@ func taskExec(args []string, stdout, stderr io.Writer) int {
 
 func taskTest(args []string, stdout, stderr io.Writer) int {
 	c := newTaskCmd("test", "airlock task test [flags] TASK", "Runs the task's test command in /workspace, streaming its output; exits 0 when the tests pass.\n", stdout, stderr)
-	timeout := c.fs.Duration("timeout", 30*time.Minute, "kill the tests after this long")
+	timeout := duration(c.fs, "timeout", 30*time.Minute, "kill the tests after this long: a `DURATION`")
 	id, code, done := c.oneID(args)
 	if done {
 		return code
