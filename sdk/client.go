@@ -477,7 +477,8 @@ func (c *Client) CreateSandbox(ctx context.Context, req CreateRequest) (*Sandbox
 }
 
 // ListSandboxes lists sandboxes, newest first. A non-empty state
-// (StateRunning, StateStopped) keeps only the sandboxes in that state.
+// (StateRunning, StatePaused, StateStopped) keeps only the sandboxes in
+// that state.
 func (c *Client) ListSandboxes(ctx context.Context, state string) ([]Sandbox, error) {
 	var q url.Values
 	if state != "" {

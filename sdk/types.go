@@ -10,6 +10,7 @@ import (
 // Sandbox states.
 const (
 	StateRunning = "running"
+	StatePaused  = "paused" // frozen until resumed (PauseSandbox)
 	StateStopped = "stopped"
 )
 
@@ -68,7 +69,7 @@ type Isolation struct {
 // sandboxes stay (State "stopped").
 type Sandbox struct {
 	ID              string            `json:"id"`
-	State           string            `json:"state"` // StateRunning or StateStopped
+	State           string            `json:"state"` // StateRunning, StatePaused or StateStopped
 	Backend         string            `json:"backend"`
 	Template        string            `json:"template"`
 	TemplateVersion string            `json:"template_version"`

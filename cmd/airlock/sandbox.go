@@ -324,8 +324,8 @@ func checkEnv(env []string) error {
 }
 
 func sandboxLs(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("ls", "airlock sandbox ls [flags]", "Lists sandboxes, newest first, running and stopped.\n", stdout, stderr)
-	state := c.fs.String("state", "", "only sandboxes in this `state`: running or stopped")
+	c := newSandboxCmd("ls", "airlock sandbox ls [flags]", "Lists sandboxes, newest first, running, paused and stopped.\n", stdout, stderr)
+	state := c.fs.String("state", "", "only sandboxes in this `state`: running, paused or stopped")
 	asJSON := c.fs.Bool("json", false, "print a JSON array of sandboxes")
 	pos, code, done := c.parse(args)
 	if done {
@@ -333,6 +333,11 @@ func sandboxLs(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(pos) != 0 {
 		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	switch *state {
+	case "", sdk.StateRunning, sdk.StatePaused, sdk.StateStopped:
+	default:
+		return c.usageErr("--state %q: use running, paused or stopped", *state)
 	}
 	cl, err := c.client()
 	if err != nil {
