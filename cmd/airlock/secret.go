@@ -34,7 +34,8 @@ Output that shows a secret's value is redacted before it is stored.
                              requests to the hosts; --for: default 1h, at most
                              24h
   grants [--sandbox ID] [--json]   list grants
-  revoke GRANT-ID...         end grants now
+  revoke GRANT-ID...         end grants now (ids as 'grant' and 'grants' print
+                             them: sg-...)
 `
 
 func cmdSecret(args []string, stdout, stderr io.Writer) int {
