@@ -146,3 +146,74 @@ func TestTTLHelpNamesMaxLifetime(t *testing.T) {
 		}
 	}
 }
+
+// Every flag the README shows with a command exists in that command's
+// --help.
+func TestREADMEFlagsExist(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdRe := regexp.MustCompile(`airlock ([a-z-]+)((?: [a-z][a-z-]*)?)([^|;&#]*)`)
+	flagRe := regexp.MustCompile(`(?:^|[\s\[(])--([a-z][a-z0-9-]*)`)
+	help := map[string]string{}
+	helpOf := func(path []string) string {
+		k := strings.Join(path, " ")
+		if h, ok := help[k]; ok {
+			return h
+		}
+		var out, errOut bytes.Buffer
+		if dispatch(append(path[:len(path):len(path)], "--help"), &out, &errOut) != 0 {
+			out.Reset()
+		}
+		help[k] = out.String()
+		return help[k]
+	}
+	inCode, checked := false, 0
+	var block []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+			continue
+		}
+		if !inCode {
+			// `airlock ...` spans in the text
+			for _, span := range regexp.MustCompile("`(airlock [^`]*)`").FindAllStringSubmatch(line, -1) {
+				block = append(block, span[1])
+			}
+			continue
+		}
+		if strings.HasPrefix(line, " ") && len(block) > 0 && strings.Contains(line, "--") && !strings.Contains(line, "airlock ") {
+			block[len(block)-1] += " " + strings.SplitN(line, "#", 2)[0] // a continued synopsis
+			continue
+		}
+		block = append(block, strings.SplitN(line, "#", 2)[0])
+	}
+	for _, text := range block {
+		for _, m := range cmdRe.FindAllStringSubmatch(text, -1) {
+			path := []string{m[1]}
+			rest := m[3]
+			if sub := strings.TrimSpace(m[2]); sub != "" {
+				if h := helpOf([]string{m[1], sub}); h != "" && !strings.HasPrefix(h, helpOf([]string{m[1]})) {
+					path = append(path, sub)
+				} else {
+					rest = m[2] + rest
+				}
+			}
+			h := helpOf(path)
+			if h == "" {
+				t.Errorf("README names 'airlock %s', which has no --help", strings.Join(path, " "))
+				continue
+			}
+			for _, f := range flagRe.FindAllStringSubmatch(rest, -1) {
+				checked++
+				if !regexp.MustCompile(`(?m)(^\s+|[\s\[])-{1,2}` + regexp.QuoteMeta(f[1]) + `\b`).MatchString(h) {
+					t.Errorf("README shows 'airlock %s --%s', which its --help does not have (%q)", strings.Join(path, " "), f[1], text)
+				}
+			}
+		}
+	}
+	if checked < 30 {
+		t.Errorf("checked only %d flags of the README", checked)
+	}
+}
