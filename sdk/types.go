@@ -98,7 +98,9 @@ type CreateRequest struct {
 	Backend string
 	Limits  Limits
 	// TTL destroys the sandbox after this long (rounded up to whole
-	// seconds); 0: no TTL. It can be changed later with Client.SetTimeout.
+	// seconds); 0: the daemon's maximum lifetime (serve --max-lifetime,
+	// 24h unless set; none only where that is 0), which a TTL may not
+	// exceed. It can be changed later with Client.SetTimeout.
 	TTL    time.Duration
 	Labels map[string]string
 	// Env is the base environment ("K=V") of every command in the sandbox.
