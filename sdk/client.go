@@ -477,7 +477,8 @@ func (c *Client) CreateSandbox(ctx context.Context, req CreateRequest) (*Sandbox
 }
 
 // ListSandboxes lists sandboxes, newest first. A non-empty state
-// (StateRunning, StateStopped) keeps only the sandboxes in that state.
+// (StateRunning, StatePaused, StateStopped) keeps only the sandboxes in
+// that state.
 func (c *Client) ListSandboxes(ctx context.Context, state string) ([]Sandbox, error) {
 	var q url.Values
 	if state != "" {
@@ -519,7 +520,9 @@ func (c *Client) DestroySandbox(ctx context.Context, id string) error {
 }
 
 // SetTimeout makes a sandbox expire ttl from now (rounded up to whole
-// seconds); 0 removes its time to live.
+// seconds); 0 removes its own time to live, leaving the daemon's maximum
+// lifetime (counted from creation), if it has one, as the bound. A ttl
+// that goes past that bound is refused (IsInvalid).
 func (c *Client) SetTimeout(ctx context.Context, id string, ttl time.Duration) (*Sandbox, error) {
 	p, err := sandboxPath(id, "timeout")
 	if err != nil {

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -124,20 +125,41 @@ func (c *Client) UploadTar(ctx context.Context, id, dir string, r io.Reader) err
 	return c.call(ctx, http.MethodPut, p, filesQuery(dir), rawBody{r, "application/x-tar"}, nil)
 }
 
-// DownloadTar writes dir's tree in the sandbox to w as a tar stream.
+// DownloadTar writes dir's tree in the sandbox to w as a tar stream. The
+// entries the policy does not let this client read (a .env, a key) are
+// left out; DownloadTarCounted also says how many.
 func (c *Client) DownloadTar(ctx context.Context, id, dir string, w io.Writer) (int64, error) {
+	n, _, err := c.DownloadTarCounted(ctx, id, dir, w)
+	return n, err
+}
+
+// OmittedTrailer is the HTTP trailer of a tar download that counts the
+// entries the daemon left out of it.
+const OmittedTrailer = "Airlock-Omitted"
+
+// DownloadTarCounted is DownloadTar that also returns how many entries the
+// daemon left out because the policy does not let this client read them
+// (each is recorded as file.refused). The count is known once the whole
+// stream has been written; a daemon that does not send it counts 0.
+func (c *Client) DownloadTarCounted(ctx context.Context, id, dir string, w io.Writer) (written int64, omitted int, err error) {
 	p, err := sandboxPath(id, "files", "tar")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	a, err := c.request(ctx, http.MethodGet, p, filesQuery(dir), nil, "application/x-tar", true)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer a.close()
 	n, err := io.Copy(w, a.Body)
 	if err != nil {
-		return n, a.readErr("GET "+p, err)
+		return n, 0, a.readErr("GET "+p, err)
 	}
-	return n, nil
+	if v := a.Trailer.Get(OmittedTrailer); v != "" {
+		omitted, err = strconv.Atoi(v)
+		if err != nil || omitted < 0 {
+			return n, 0, fmt.Errorf("GET %s: malformed %s trailer %q from the airlock daemon", p, OmittedTrailer, v)
+		}
+	}
+	return n, omitted, nil
 }

@@ -20,7 +20,8 @@ type TaskRequest struct {
 	Template string   `json:"template,omitempty"`
 	Backend  string   `json:"backend,omitempty"` // "native" or "gvisor"; "": the daemon's default
 	Limits   Limits   `json:"limits"`
-	// TTL destroys the task's sandbox after this long (whole seconds); 0: none.
+	// TTL destroys the task's sandbox after this long (whole seconds); 0:
+	// the daemon's maximum lifetime, as CreateRequest.TTL.
 	TTL time.Duration `json:"-"`
 	// Policy is the task's policy layer over the daemon's (its Scope is
 	// merged with Scope above). Over TCP it may only tighten.

@@ -10,6 +10,7 @@ import (
 // Sandbox states.
 const (
 	StateRunning = "running"
+	StatePaused  = "paused" // frozen until resumed (PauseSandbox)
 	StateStopped = "stopped"
 )
 
@@ -68,7 +69,7 @@ type Isolation struct {
 // sandboxes stay (State "stopped").
 type Sandbox struct {
 	ID              string            `json:"id"`
-	State           string            `json:"state"` // StateRunning or StateStopped
+	State           string            `json:"state"` // StateRunning, StatePaused or StateStopped
 	Backend         string            `json:"backend"`
 	Template        string            `json:"template"`
 	TemplateVersion string            `json:"template_version"`
@@ -97,7 +98,9 @@ type CreateRequest struct {
 	Backend string
 	Limits  Limits
 	// TTL destroys the sandbox after this long (rounded up to whole
-	// seconds); 0: no TTL. It can be changed later with Client.SetTimeout.
+	// seconds); 0: the daemon's maximum lifetime (serve --max-lifetime,
+	// 24h unless set; none only where that is 0), which a TTL may not
+	// exceed. It can be changed later with Client.SetTimeout.
 	TTL    time.Duration
 	Labels map[string]string
 	// Env is the base environment ("K=V") of every command in the sandbox.

@@ -140,10 +140,14 @@ func parseWhen(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := parseDuration(s); err == nil {
 		return time.Now().Add(-d), nil
 	}
-	return time.Parse(time.RFC3339Nano, s)
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: use a time (RFC 3339, 2026-11-29T20:00:00Z) or a duration ago (30m, 2h, 7d)", s)
+	}
+	return t, nil
 }
 
 func auditQuery(args []string, stdout, stderr io.Writer) int {
@@ -154,7 +158,7 @@ func auditQuery(args []string, stdout, stderr io.Writer) int {
 	c.fs.StringVar(&f.Task, "task", "", "only this task's events")
 	c.fs.StringVar(&f.Exec, "exec", "", "only this exec's events")
 	c.fs.StringVar(&f.Kind, "kind", "", "only this kind (exec matches exec.start, exec.end, ...)")
-	since := c.fs.String("since", "", "from this time (RFC 3339, or a duration ago: 2h)")
+	since := c.fs.String("since", "", "from this time (RFC 3339, or a duration ago: 2h, 7d)")
 	until := c.fs.String("until", "", "before this time")
 	c.fs.Int64Var(&f.After, "after", 0, "events after this sequence number")
 	c.fs.IntVar(&f.Limit, "limit", 1000, "at most this many events")
@@ -274,14 +278,14 @@ func cmdBundle(args []string, stdout, stderr io.Writer) int {
 const purgeUsage = `usage: airlock purge --older-than DURATION
 
 Removes finished tasks' results (bundles included), stored command output
-and audit blobs older than DURATION (e.g. 720h). Records and audit events
+and audit blobs older than DURATION (e.g. 30d, 720h). Records and audit events
 stay, so the chain still verifies; the purge itself is recorded first.
 `
 
 func cmdPurge(args []string, stdout, stderr io.Writer) int {
 	c := newSandboxCmd("purge", "airlock purge --older-than DURATION", "", stdout, stderr)
 	c.group, c.usage = "purge", purgeUsage
-	d := c.fs.Duration("older-than", 0, "remove what is older than this (required)")
+	d := duration(c.fs, "older-than", 0, "remove what is older than this `DURATION`, e.g. 30d (required)")
 	pos, code, done := c.parse(args)
 	if done {
 		return code

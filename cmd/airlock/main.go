@@ -39,7 +39,7 @@ func verbs() []verb {
 		{"mcp", "serve airlock's tools to an MCP client over stdio", cmdMCP},
 		{"task", "the review workflow: a repository at a commit in a sandbox, tests, patch", cmdTask},
 		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", cmdReap},
-		{"version", "print the version", func([]string, io.Writer, io.Writer) int { fmt.Println("airlock", version); return 0 }},
+		{"version", "print the version", cmdVersion},
 	}
 }
 
@@ -78,4 +78,18 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "airlock: unknown command %q; run 'airlock --help' for the list\n", args[0])
 	return 2
+}
+
+func cmdVersion(args []string, stdout, stderr io.Writer) int {
+	const versionUsage = "usage: airlock version\n\nPrints airlock's version.\n"
+	fs := newFlagSet("version", versionUsage, stderr)
+	if code, done := parseFlags(fs, versionUsage, args, stdout); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "airlock version: unexpected argument %q; usage: airlock version\n", fs.Arg(0))
+		return 2
+	}
+	fmt.Fprintln(stdout, "airlock", version)
+	return 0
 }

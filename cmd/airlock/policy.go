@@ -17,9 +17,12 @@ const policyUsage = `usage: airlock policy <check|default> [flags]
 
   check [--policy FILE] [--template T] [--scope GLOB]... [--cwd DIR] [--json] -- CMD [ARGS]
         explain the decision on a command line without running it: its
-        classes, the rules that matched and why (exit 0 allow, 1 ask, 3 deny).
-        A single argument is read as a shell line: policy check -- 'npm i && npm t'.
-        With --sandbox ID, ask the daemon with that sandbox's policy instead.
+        classes, the rules that matched and why. A single argument is read as
+        a shell line: policy check -- 'npm i && npm t'. With --sandbox ID, ask
+        the daemon with that sandbox's policy instead.
+        Exit status: 0 allow, 1 ask, 3 deny; 4 if the check itself failed
+        (an unreadable or invalid policy file, no daemon, no such sandbox);
+        2 for bad usage.
   default
         print the built-in policy as a policy file to start from
 `
@@ -34,6 +37,15 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, policyUsage)
 		return 0
 	case "default":
+		const defaultUsage = "usage: airlock policy default\n\nPrints the built-in policy as a policy file to start from.\n"
+		fs := newFlagSet("policy default", defaultUsage, stderr)
+		if code, done := parseFlags(fs, defaultUsage, args[1:], stdout); done {
+			return code
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "airlock policy default: unexpected argument %q; usage: airlock policy default\n", fs.Arg(0))
+			return 2
+		}
 		fmt.Fprint(stdout, policy.DefaultFile())
 		return 0
 	case "check":
@@ -44,7 +56,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 }
 
 func policyCheck(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("check", "airlock policy check [flags] -- CMD [ARGS]", "Explains the policy's decision on a command.\n", stdout, stderr)
+	c := newSandboxCmd("check", "airlock policy check [flags] -- CMD [ARGS]", "Explains the policy's decision on a command line without running it.\nExit status: 0 allow, 1 ask, 3 deny; 4 if the check itself failed (an\nunreadable or invalid policy file, no daemon, no such sandbox); 2 for bad\nusage.\n", stdout, stderr)
 	c.group = "policy"
 	file := c.fs.String("policy", "", "policy `FILE` (default: the built-in policy)")
 	tpl := c.fs.String("template", "host", "the template whose section of the policy file applies")
@@ -67,11 +79,11 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	if *sandbox != "" {
 		cl, err := c.client()
 		if err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 		d, err := cl.CheckCommand(context.Background(), *sandbox, argv, *cwd)
 		if err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 		if *asJSON {
 			_ = printJSON(stdout, d)
@@ -87,17 +99,17 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	if *file != "" {
 		data, err := os.ReadFile(*file)
 		if err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 		if f, err = policy.Parse(data); err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 	}
 	pol := f.ForTemplate(*tpl)
 	if len(scope) > 0 {
 		var err error
 		if pol, err = pol.With(policy.Layer{Scope: scope}, "command line"); err != nil {
-			return c.fail(err)
+			return c.checkFailed(err)
 		}
 	}
 	d := pol.Decide(policy.AnalyzeArgv(argv, *cwd))
@@ -128,6 +140,15 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, m.Rule, m.Reason)
 	}
 	return actionCode(string(d.Action))
+}
+
+// exitCheckFailed is policy check's status when no decision was made: 1
+// means "ask".
+const exitCheckFailed = 4
+
+func (c *sandboxCmd) checkFailed(err error) int {
+	c.errorf("%v", err)
+	return exitCheckFailed
 }
 
 func joinClasses(cs []policy.Class) string {
@@ -222,7 +243,7 @@ func cmdApprove(args []string, stdout, stderr io.Writer) int {
 		"Lets a held command run. The grant is narrow: this exact command (or, with\n--scope class, commands held only by the same classes), in that sandbox only,\nuntil it expires (default 15m, at most 24h). Never a global grant.\n", stdout, stderr)
 	c.group = "approve"
 	var o sdk.ApproveOptions
-	c.fs.DurationVar(&o.For, "for", 0, "how long the grant lasts (default 15m)")
+	durationVar(c.fs, &o.For, "for", 0, "how long the grant lasts: a `DURATION`, at most 24h (default 15m)")
 	c.fs.StringVar(&o.Scope, "scope", "command", "command or class")
 	c.fs.StringVar(&o.Reason, "reason", "", "a note kept with the approval")
 	asJSON := c.fs.Bool("json", false, "print the approval as JSON")
@@ -280,7 +301,7 @@ func cmdBreakGlass(args []string, stdout, stderr io.Writer) int {
 		"Overrides one sandbox's policy: every command runs, denials included, for a\nbounded time (default 15m, at most 4h). Loud: logged by the daemon and marked\nin the record of every command it lets through.\n", stdout, stderr)
 	c.group = "breakglass"
 	reason := c.fs.String("reason", "", "why (required; recorded)")
-	d := c.fs.Duration("for", 0, "how long (default 15m)")
+	d := duration(c.fs, "for", 0, "how long: a `DURATION`, at most 4h (default 15m)")
 	pos, code, done := c.parse(args)
 	if done {
 		return code

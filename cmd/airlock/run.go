@@ -32,8 +32,17 @@ user-space kernel instead (runsc; no Landlock, no separate --tmp). With
 --workspace, a copy of DIR is at /workspace; the host DIR is never changed.
 
 Exit status: CMD's own; 127 if CMD is not found, 126 if it is not executable,
-124 if --timeout expired, 128+N if killed by signal N. A hit limit (timeout,
-memory, pids, disk) is named on stderr.
+124 if --timeout expired, 128+N if killed by signal N; 2 for a usage error (a
+bad flag or value), 125 if airlock itself failed (no sandbox could be made).
+A hit limit (timeout, memory, pids, disk, output) is named on stderr.
+
+Environment: AIRLOCK_STATE_DIR, AIRLOCK_DATA_DIR, AIRLOCK_BACKEND,
+AIRLOCK_RUNSC and AIRLOCK_GVISOR_PLATFORM (defaults of the flags named
+below); AIRLOCK_CGROUP_PARENT, the cgroup the sandbox is placed under
+(default: "airlock" for the state dir /run/airlock, "airlock-HASH" for any
+other, HASH from the state dir's path; gVisor's: the same with "-oci" after
+"airlock", or AIRLOCK_CGROUP_PARENT-gvisor); AIRLOCK_TRACE=1 prints the
+timing of each phase on stderr.
 
 flags:
 `
@@ -58,17 +67,17 @@ type runOpts struct {
 func (o *runOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.template, "template", "host", "template for the root filesystem")
 	fs.StringVar(&o.workspace, "workspace", "", "host `DIR` to copy into /workspace (the host DIR is not changed)")
-	fs.Var(sizeFlag{&o.memory}, "memory", "memory limit, e.g. 512M (default 512M)")
-	fs.Var(sizeFlag{&o.disk}, "disk", "size of the writable layer (/workspace, home), e.g. 1G (default 1G)")
-	fs.Var(sizeFlag{&o.tmp}, "tmp", "size of /tmp, e.g. 256M (default 256M)")
+	fs.Var(sizeFlag{&o.memory}, "memory", "memory limit: a `SIZE` such as 512M (default 512M)")
+	fs.Var(sizeFlag{&o.disk}, "disk", "size of the writable layer (/workspace, home): a `SIZE` such as 1G (default 1G)")
+	fs.Var(sizeFlag{&o.tmp}, "tmp", "size of /tmp: a `SIZE` such as 256M (default 256M)")
 	fs.Int64Var(&o.pids, "pids", native.DefaultPids, "maximum number of processes")
 	fs.Float64Var(&o.cpus, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "kill CMD after this long, e.g. 30s (default: no timeout)")
+	durationVar(fs, &o.timeout, "timeout", 0, "kill CMD after this long: a `DURATION` such as 30s, 5m (default: no timeout)")
 	fs.Var(&o.env, "env", "set `K=V` in CMD's environment (repeatable)")
 	fs.StringVar(&o.dir, "cwd", "/workspace", "working directory inside the sandbox")
 	fs.StringVar(&o.stateDir, "state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
 	fs.StringVar(&o.dataDir, "data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates and the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
-	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr (default 16M)")
+	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr: a `SIZE` (default 16M)")
 	o.backend.flags(fs, "isolation backend")
 }
 
@@ -76,9 +85,9 @@ func (o *runOpts) flags(fs *flag.FlagSet) {
 // hint; --help prints the full usage to stdout.
 func newFlagSet(name, usageText string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(flagErrors{stderr, func() string { return name }})
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "run 'airlock %s --help' for usage\n", name)
+		fmt.Fprintf(stderr, "; run 'airlock %s --help' for usage\n", name)
 	}
 	return fs
 }
@@ -284,14 +293,14 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 }
 
 func cmdReap(args []string, stdout, stderr io.Writer) int {
-	const reapUsage = "usage: airlock reap [flags]\n\nRemoves what killed airlock processes left behind: sandbox processes, cgroups,\nstate dirs. Every airlock start does this too.\n\nflags:\n"
+	const reapUsage = "usage: airlock reap [flags]\n\nRemoves what killed airlock processes of this state dir left behind: sandbox\nprocesses, cgroups, state dirs. Every airlock start does this too. Only the\nstate dir's own cgroup parent is searched (see AIRLOCK_CGROUP_PARENT in\n'airlock run --help'); another state dir's sandboxes are never touched.\n\nflags:\n"
 	fs := newFlagSet("reap", reapUsage, stderr)
 	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
 	dataDir := fs.String("data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
 	if code, done := parseFlags(fs, reapUsage, args, stdout); done {
 		return code
 	}
-	be, err := native.New(native.Config{StateDir: *stateDir, DiskDir: diskDir(*dataDir, "native"), CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT")})
+	be, err := openNative(*stateDir, *dataDir, false, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
 		return 1

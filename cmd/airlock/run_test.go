@@ -55,6 +55,9 @@ type env struct {
 	state, data, cgroupName string
 	// prefix runs airlock under another command (prlimit ... --)
 	prefix []string
+	// defaultCgroup: no AIRLOCK_CGROUP_PARENT, airlock's own default
+	// (cgroupName is set to it)
+	defaultCgroup bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -91,7 +94,10 @@ func (e *env) cmd(args ...string) *exec.Cmd {
 	if len(e.prefix) > 0 {
 		c = exec.Command(e.prefix[0], append(append(e.prefix[1:len(e.prefix):len(e.prefix)], airlockBin), args...)...)
 	}
-	c.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+e.state, "AIRLOCK_DATA_DIR="+e.data, "AIRLOCK_CGROUP_PARENT="+e.cgroupName)
+	c.Env = append(withoutEnv(os.Environ(), "AIRLOCK_CGROUP_PARENT"), "AIRLOCK_STATE_DIR="+e.state, "AIRLOCK_DATA_DIR="+e.data)
+	if !e.defaultCgroup {
+		c.Env = append(c.Env, "AIRLOCK_CGROUP_PARENT="+e.cgroupName)
+	}
 	return c
 }
 
@@ -237,7 +243,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "--memory", "1M", "--", "true"}, "at least 16M"},
 		{[]string{"run", "--pids", "0", "--", "true"}, "at least 32"},
 		{[]string{"run", "--cpus", "-1", "--", "true"}, "must not be negative"},
-		{[]string{"run", "--timeout", "soon", "--", "true"}, "invalid value"},
+		{[]string{"run", "--timeout", "soon", "--", "true"}, `--timeout: "soon": use a number with a unit`},
 		{[]string{"run", "--env", "NOEQUALS", "--", "true"}, "use K=V"},
 		{[]string{"run", "--cwd", "rel", "--", "true"}, "absolute"},
 		{[]string{"frobnicate"}, "unknown command"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,8 +143,21 @@ func newSandboxCmd(name, synopsis, about string, stdout, stderr io.Writer) *sand
 	c := &sandboxCmd{group: "sandbox", name: name, synopsis: synopsis, stdout: stdout, stderr: stderr}
 	c.usage = "usage: " + synopsis + "\n\n" + about + "\nflags:\n"
 	c.fs = newFlagSet("sandbox "+name, c.usage, stderr)
+	// the group may be changed after this (apikey, task, ...): name the
+	// command as it is when the hint is printed
+	c.fs.Usage = func() { fmt.Fprintf(stderr, "; run 'airlock %s --help' for usage\n", c.path()) }
+	c.fs.SetOutput(flagErrors{stderr, c.path})
 	c.fs.StringVar(&c.socket, "socket", envOr(sdk.SocketEnv, sdk.DefaultSocket), "the daemon's unix socket `PATH` (env AIRLOCK_SOCKET)")
 	return c
+}
+
+// path is the command as typed after "airlock": "sandbox exec", or
+// "approve" for a verb of its own (whose group is its name).
+func (c *sandboxCmd) path() string {
+	if c.group == c.name {
+		return c.name
+	}
+	return c.group + " " + c.name
 }
 
 // splitDash splits args at the first "--".
@@ -188,7 +202,7 @@ func (c *sandboxCmd) parse(args []string) (pos []string, code int, done bool) {
 
 // usageErr reports bad usage: exit status 2.
 func (c *sandboxCmd) usageErr(format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "airlock %s %s: %s; usage: %s\n", c.group, c.name, fmt.Sprintf(format, args...), c.synopsis)
+	fmt.Fprintf(c.stderr, "airlock %s: %s; usage: %s\n", c.path(), fmt.Sprintf(format, args...), c.synopsis)
 	return 2
 }
 
@@ -200,7 +214,7 @@ func (c *sandboxCmd) fail(err error) int {
 
 func (c *sandboxCmd) errorf(format string, args ...any) {
 	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
-	fmt.Fprintf(c.stderr, "airlock %s %s: %s\n", c.group, c.name, msg)
+	fmt.Fprintf(c.stderr, "airlock %s: %s\n", c.path(), msg)
 }
 
 func (c *sandboxCmd) client() (*sdk.Client, error) {
@@ -239,12 +253,12 @@ func sandboxCreate(args []string, stdout, stderr io.Writer) int {
 	)
 	c.fs.StringVar(&req.Template, "template", "", "template for the root filesystem (default: the daemon's, host)")
 	c.fs.StringVar(&req.Backend, "backend", "", "isolation backend: native or gvisor (default: the daemon's)")
-	c.fs.Var(sizeFlag{&memory}, "memory", "memory limit, e.g. 512M")
+	c.fs.Var(sizeFlag{&memory}, "memory", "memory limit: a `SIZE` such as 512M")
 	c.fs.Int64Var(&req.Limits.Pids, "pids", 0, "maximum number of processes")
 	c.fs.Float64Var(&req.Limits.CPUs, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
-	c.fs.Var(sizeFlag{&disk}, "disk", "size of the writable layer (/workspace, home), e.g. 1G")
-	c.fs.Var(sizeFlag{&tmp}, "tmp", "size of /tmp, e.g. 256M")
-	c.fs.DurationVar(&req.TTL, "ttl", 0, "destroy the sandbox after this long, e.g. 1h (default: never)")
+	c.fs.Var(sizeFlag{&disk}, "disk", "size of the writable layer (/workspace, home): a `SIZE` such as 1G")
+	c.fs.Var(sizeFlag{&tmp}, "tmp", "size of /tmp: a `SIZE` such as 256M")
+	durationVar(c.fs, &req.TTL, "ttl", 0, "destroy the sandbox after this long: a `DURATION` such as 1h, 7d (default and most: the daemon's --max-lifetime, 24h unless set; never only where that is 0)")
 	c.fs.Var(&labels, "label", "attach the label `k=v` (repeatable)")
 	c.fs.Var(&env, "env", "set `K=V` in every command's environment (repeatable)")
 	c.fs.BoolVar(&asJSON, "json", false, "print the sandbox as JSON")
@@ -310,8 +324,8 @@ func checkEnv(env []string) error {
 }
 
 func sandboxLs(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("ls", "airlock sandbox ls [flags]", "Lists sandboxes, newest first, running and stopped.\n", stdout, stderr)
-	state := c.fs.String("state", "", "only sandboxes in this `state`: running or stopped")
+	c := newSandboxCmd("ls", "airlock sandbox ls [flags]", "Lists sandboxes, newest first, running, paused and stopped.\n", stdout, stderr)
+	state := c.fs.String("state", "", "only sandboxes in this `state`: running, paused or stopped")
 	asJSON := c.fs.Bool("json", false, "print a JSON array of sandboxes")
 	pos, code, done := c.parse(args)
 	if done {
@@ -319,6 +333,11 @@ func sandboxLs(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(pos) != 0 {
 		return c.usageErr("unexpected argument %q", pos[0])
+	}
+	switch *state {
+	case "", sdk.StateRunning, sdk.StatePaused, sdk.StateStopped:
+	default:
+		return c.usageErr("--state %q: use running, paused or stopped", *state)
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -524,7 +543,7 @@ func sandboxRm(args []string, stdout, stderr io.Writer) int {
 
 func sandboxTimeout(args []string, stdout, stderr io.Writer) int {
 	c := newSandboxCmd("timeout", "airlock sandbox timeout [flags] ID DURATION",
-		"Makes a running sandbox expire DURATION from now (e.g. 30m, 2h); 0 means never.\n", stdout, stderr)
+		"Makes a running sandbox expire DURATION from now (e.g. 30m, 2h, 7d); 0 clears the\nTTL. Either way the daemon's --max-lifetime (24h unless set; counted from\ncreation) still bounds it: 0 then means at that bound, never only where the\ndaemon has none.\n", stdout, stderr)
 	asJSON := c.fs.Bool("json", false, "print the sandbox as JSON")
 	pos, code, done := c.parse(args)
 	if done {
@@ -533,9 +552,9 @@ func sandboxTimeout(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 2 {
 		return c.usageErr("want a sandbox ID and a duration")
 	}
-	ttl, err := time.ParseDuration(pos[1])
+	ttl, err := parseDuration(pos[1])
 	if err != nil || ttl < 0 {
-		return c.usageErr("%q is not a duration (use e.g. 30m, 2h, or 0 for never)", pos[1])
+		return c.usageErr("%q is not a duration: use a number with a unit: 30m, 2h, 7d, or 0 for no TTL of its own", pos[1])
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -552,7 +571,7 @@ func sandboxTimeout(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if sb.Expires.IsZero() {
-		fmt.Fprintf(stdout, "%s: never expires\n", sb.ID)
+		fmt.Fprintf(stdout, "%s: never expires (the daemon has no --max-lifetime)\n", sb.ID)
 	} else {
 		now := time.Now()
 		fmt.Fprintf(stdout, "%s: expires %s (in %s)\n", sb.ID, sb.Expires.Local().Format(time.RFC3339), humanDuration(sb.Expires.Sub(now)))
@@ -669,13 +688,30 @@ func sandboxOutput(args []string, stdout, stderr io.Writer) int {
 
 const sandboxExecAbout = `Runs CMD in a running sandbox, streaming its stdout and stderr as they come.
 Flags may also follow ID when a "--" separates CMD.
+` + execStatusAbout
 
-Exit status: CMD's own; 127 if CMD is not found, 126 if it is not executable,
-124 if --timeout expired, 128+N if killed by signal N, 125 when airlock itself
-failed (no daemon, no such sandbox, ...). A hit limit (timeout, memory, pids,
-disk, output) is named on stderr. SIGINT, SIGTERM and SIGHUP end the request
-(the daemon then kills CMD) and exit 128+N.
+const execStatusAbout = `
+If the policy holds CMD for a human, this says so at once on stderr, with the
+approval id and how to decide ('airlock approve ID', 'airlock deny ID
+--reason TEXT'), and waits up to --approval-wait for the decision: approved,
+CMD runs; denied, nothing runs.
+
+Exit status: CMD's own; 127 if CMD is not found, 126 if it is not executable
+or the policy refused it (denied, or held with --no-approval-wait), 75 if
+nobody decided within --approval-wait (nothing ran; the approval stays
+pending: run the command again once it is approved), 124 if --timeout
+expired, 128+N if killed by signal N, 125 when airlock itself failed (no
+daemon, no such sandbox, ...), 2 for bad usage. A hit limit (timeout, memory,
+pids, disk, output) is named on stderr. SIGINT, SIGTERM and SIGHUP end the
+request (the daemon then kills CMD) and exit 128+N.
 `
+
+// exitApprovalWait is the exit status of an exec whose approval was not
+// decided in time (EX_TEMPFAIL: nothing ran, try again later).
+const exitApprovalWait = 75
+
+// approvalPoll is how often a held exec asks whether it was decided.
+var approvalPoll = 250 * time.Millisecond
 
 // interrupted is the cause of an exec ended by a signal.
 type interrupted struct{ sig syscall.Signal }
@@ -686,24 +722,31 @@ func (i *interrupted) Error() string {
 
 func sandboxExec(args []string, stdout, stderr io.Writer) int {
 	c := newSandboxCmd("exec", "airlock sandbox exec [flags] ID [--] CMD [ARGS...]", sandboxExecAbout, stdout, stderr)
+	return runExec(c, args, nil)
+}
+
+// runExec is 'sandbox exec' and 'task exec': resolve, when not nil, turns
+// the ID given into a sandbox id.
+func runExec(c *sandboxCmd, args []string, resolve func(ctx context.Context, cl *sdk.Client, id string) (string, error)) int {
 	var (
 		req      sdk.ExecRequest
 		env      listFlag
 		useStdin bool
+		wait     = 5 * time.Minute
 	)
 	c.fs.StringVar(&req.Cwd, "cwd", "", "working directory inside the sandbox (default /workspace)")
 	c.fs.Var(&env, "env", "set `K=V` in CMD's environment (repeatable)")
-	c.fs.DurationVar(&req.Timeout, "timeout", 0, "kill CMD after this long, e.g. 30s (default: no timeout)")
+	durationVar(c.fs, &req.Timeout, "timeout", 0, "kill CMD after this long: a `DURATION` such as 30s, 5m (default: no timeout)")
 	c.fs.BoolVar(&useStdin, "stdin", false, "send this process's stdin to CMD (read to its end first; at most 16M)")
-	c.fs.Var(sizeFlag{&req.OutputLimit}, "output-limit", "cap on each of stdout and stderr (default: the daemon's, 16M)")
+	c.fs.Var(sizeFlag{&req.OutputLimit}, "output-limit", "cap on each of stdout and stderr: a `SIZE` (default: the daemon's, 16M)")
 	background := c.fs.Bool("background", false, "start CMD and return: print its exec id (see 'execs', 'output', 'kill')")
-	c.fs.DurationVar(&req.ApprovalWait, "approval-wait", 0, "if the policy holds CMD for approval, wait this long for it (default: the daemon's)")
-	c.fs.BoolVar(&req.NoApprovalWait, "no-approval-wait", false, "if the policy holds CMD, fail at once (exit 126) and print the approval id")
+	durationVar(c.fs, &wait, "approval-wait", wait, "if the policy holds CMD for approval, wait this long for the decision: a `DURATION`, at most 1h (0: as --no-approval-wait)")
+	noWait := c.fs.Bool("no-approval-wait", false, "if the policy holds CMD, fail at once (exit 126) and print the approval id")
 
 	// Without "--", flags stop at ID and the rest is CMD, so that CMD's own
 	// flags are left alone.
 	head, tail, dashed := splitDash(args)
-	if code, done := parseFlags(c.fs, c.usage, head, stdout); done {
+	if code, done := parseFlags(c.fs, c.usage, head, c.stdout); done {
 		return code
 	}
 	var id string
@@ -713,13 +756,13 @@ func sandboxExec(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		if len(pos) != 1 {
-			return c.usageErr("want one sandbox ID before --")
+			return c.usageErr("want one ID before --")
 		}
 		id, req.Argv = pos[0], tail
 	} else {
 		rest := c.fs.Args()
 		if len(rest) == 0 {
-			return c.usageErr("no sandbox ID given")
+			return c.usageErr("no ID given")
 		}
 		id, req.Argv = rest[0], rest[1:]
 	}
@@ -736,24 +779,27 @@ func sandboxExec(args []string, stdout, stderr io.Writer) int {
 	if req.Timeout < 0 {
 		return c.usageErr("--timeout %s: must not be negative", req.Timeout)
 	}
+	if wait < 0 || wait > time.Hour {
+		return c.usageErr("--approval-wait %s: 0 to 1h", wait)
+	}
+	// The CLI waits for a decision itself, so that it can say at once that
+	// CMD is held, and by whom it can be decided.
+	req.NoApprovalWait = true
+	var stdinData []byte
 	if useStdin {
-		req.Stdin = sandboxStdin
-	}
-	cl, err := c.client()
-	if err != nil {
-		c.errorf("%v", err)
-		return 125
-	}
-	if *background {
-		st, err := cl.ExecBackground(context.Background(), id, req)
+		b, err := io.ReadAll(io.LimitReader(sandboxStdin, sdk.MaxStdin+1))
 		if err != nil {
-			return c.execFailed(context.Background(), cl, id, req.Argv, err)
+			c.errorf("reading stdin: %v", err)
+			return 125
 		}
-		fmt.Fprintln(stdout, st.ExecID)
-		return 0
+		if len(b) > sdk.MaxStdin {
+			c.errorf("stdin is larger than %d MiB", sdk.MaxStdin>>20)
+			return 125
+		}
+		stdinData = b
 	}
 
-	// SIGINT/SIGTERM/SIGHUP: drop the stream, exit 128+sig.
+	// SIGINT/SIGTERM/SIGHUP: drop the stream (or the wait), exit 128+sig.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigc := make(chan os.Signal, 1)
@@ -766,18 +812,101 @@ func sandboxExec(args []string, stdout, stderr io.Writer) int {
 		case <-ctx.Done():
 		}
 	}()
-
-	st, err := cl.Exec(ctx, id, req, stdout, stderr)
-	if err != nil {
+	wasInterrupted := func() int {
 		var in *interrupted
 		if errors.As(context.Cause(ctx), &in) {
 			c.errorf("%v", in)
 			return 128 + int(in.sig)
 		}
-		return c.execFailed(ctx, cl, id, req.Argv, err)
+		return 0
 	}
-	reportLimits(ctx, cl, id, req.Timeout, st, stderr)
-	return st.Code
+
+	cl, err := c.client()
+	if err != nil {
+		c.errorf("%v", err)
+		return 125
+	}
+	if resolve != nil {
+		if id, err = resolve(ctx, cl, id); err != nil {
+			c.errorf("%v", err)
+			return 125
+		}
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if useStdin {
+			req.Stdin = bytes.NewReader(stdinData)
+		}
+		var st *sdk.ExitStatus
+		if *background {
+			var bs *sdk.Started
+			if bs, err = cl.ExecBackground(ctx, id, req); err == nil {
+				fmt.Fprintln(c.stdout, bs.ExecID)
+				return 0
+			}
+		} else if st, err = cl.Exec(ctx, id, req, c.stdout, c.stderr); err == nil {
+			reportLimits(ctx, cl, id, req.Timeout, st, c.stderr)
+			return st.Code
+		}
+		if code := wasInterrupted(); code != 0 {
+			return code
+		}
+		var e *sdk.Error
+		if !sdk.IsApprovalPending(err) || !errors.As(err, &e) || e.ApprovalID == "" {
+			return c.execFailed(ctx, cl, id, req.Argv, err)
+		}
+		if *noWait || wait == 0 {
+			c.errorf("%v", err)
+			c.errorf("an operator decides with 'airlock approve %s' or 'airlock deny %s --reason TEXT' (see 'airlock approvals'); then run it again", e.ApprovalID, e.ApprovalID)
+			return 126
+		}
+		c.errorf("%v", err)
+		c.errorf("waiting up to %s for an operator: 'airlock approve %s' lets it run, 'airlock deny %s --reason TEXT' refuses it (see 'airlock approvals')",
+			humanDuration(time.Until(deadline)), e.ApprovalID, e.ApprovalID)
+		a, err := waitDecision(ctx, cl, e.ApprovalID, deadline)
+		if code := wasInterrupted(); code != 0 {
+			return code
+		}
+		if err != nil {
+			c.errorf("approval %s: %v", e.ApprovalID, err)
+			return 125
+		}
+		switch a.State {
+		case "approved":
+			c.errorf("approval %s: approved by %s; running it", a.ID, a.DecidedBy)
+			continue
+		case "denied":
+			c.errorf("approval %s: denied by %s: %s", a.ID, a.DecidedBy, a.Reason)
+			return 126
+		case "expired":
+			c.errorf("approval %s expired undecided; nothing ran (run the command again to ask again)", a.ID)
+			return exitApprovalWait
+		}
+		c.errorf("approval %s was not decided within %s; nothing ran. It stays pending until %s: run the command again once it is approved",
+			a.ID, wait, a.Deadline.Local().Format(time.RFC3339))
+		return exitApprovalWait
+	}
+}
+
+// waitDecision polls an approval until it is decided or deadline passes;
+// it returns the approval as last seen.
+func waitDecision(ctx context.Context, cl *sdk.Client, id string, deadline time.Time) (*sdk.Approval, error) {
+	for {
+		a, err := cl.GetApproval(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if a.State != "pending" || !time.Now().Before(deadline) {
+			return a, nil
+		}
+		t := time.NewTimer(min(approvalPoll, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // execFailed reports an exec that returned no status. A command that could
@@ -785,12 +914,11 @@ func sandboxExec(args []string, stdout, stderr io.Writer) int {
 // conventional status (127, 126); anything else is airlock's failure: 125.
 func (c *sandboxCmd) execFailed(ctx context.Context, cl *sdk.Client, id string, argv []string, err error) int {
 	c.errorf("%v", err)
-	if sdk.IsPolicyDenied(err) || sdk.IsApprovalPending(err) || sdk.IsApprovalTimeout(err) {
-		var e *sdk.Error
-		if errors.As(err, &e) && e.ApprovalID != "" && sdk.IsApprovalPending(err) {
-			c.errorf("an operator decides with 'airlock approve %s' or 'airlock deny %s --reason TEXT'; then run it again", e.ApprovalID, e.ApprovalID)
-		}
+	if sdk.IsPolicyDenied(err) || sdk.IsApprovalPending(err) {
 		return 126 // not permitted: nothing ran
+	}
+	if sdk.IsApprovalTimeout(err) {
+		return exitApprovalWait
 	}
 	var e *sdk.Error
 	if !errors.As(err, &e) || e.Status == 0 || (e.Code != sdk.CodeNotFound && e.Code != sdk.CodeInvalid) {

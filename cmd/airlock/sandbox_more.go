@@ -72,17 +72,30 @@ var sandboxRmFile = simpleVerb("rmf", "airlock sandbox rmf [flags] ID PATH", "Re
 		return 0
 	})
 
-var sandboxDownload = simpleVerb("download", "airlock sandbox download [flags] ID DIR > FILE.tar", "Writes a directory of the sandbox to stdout as a tar stream.\n", 2,
+var sandboxDownload = simpleVerb("download", "airlock sandbox download [flags] ID DIR > FILE.tar",
+	"Writes a directory of the sandbox to stdout as a tar stream. Files the policy\ndoes not let you read (a .env, a key) are left out, and their number is said\non stderr (each is in the audit record as file.refused).\n", 2,
 	func(c *sandboxCmd, a []string) int {
 		cl, err := c.client()
 		if err != nil {
 			return c.fail(err)
 		}
-		if _, err := cl.DownloadTar(context.Background(), a[0], a[1], c.stdout); err != nil {
+		_, omitted, err := cl.DownloadTarCounted(context.Background(), a[0], a[1], c.stdout)
+		if err != nil {
 			return c.fail(err)
+		}
+		if omitted > 0 {
+			c.errorf("%s left out (refused by policy; see 'airlock audit query --sandbox %s --kind file.refused')", plural(omitted, "file"), a[0])
 		}
 		return 0
 	})
+
+// plural is "1 file", "2 files".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
 
 var sandboxInput = simpleVerb("input", "airlock sandbox input [flags] ID EXEC_ID < DATA", "Sends stdin to a running command started with an open stdin.\n", 2,
 	func(c *sandboxCmd, a []string) int {

@@ -34,7 +34,8 @@ Output that shows a secret's value is redacted before it is stored.
                              requests to the hosts; --for: default 1h, at most
                              24h
   grants [--sandbox ID] [--json]   list grants
-  revoke GRANT-ID...         end grants now
+  revoke GRANT-ID...         end grants now (ids as 'grant' and 'grants' print
+                             them: sg-...)
 `
 
 func cmdSecret(args []string, stdout, stderr io.Writer) int {
@@ -144,7 +145,7 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		c.fs.StringVar(&req.Mode, "mode", "env", "env or broker")
 		c.fs.StringVar(&req.Env, "env", "", "the environment `VAR` it is given as (default: its name)")
 		c.fs.Var(&hosts, "host", "a `HOST` it is for (repeatable; *.example.com for subdomains)")
-		c.fs.DurationVar(&req.TTL, "for", time.Hour, "how long the grant lasts (at most 24h)")
+		durationVar(c.fs, &req.TTL, "for", time.Hour, "how long the grant lasts: a `DURATION`, at most 24h")
 		pos, code, done := c.parse(rest)
 		if done {
 			return code

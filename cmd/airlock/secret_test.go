@@ -37,8 +37,13 @@ func TestSecretCLI(t *testing.T) {
 	if out := mustRun(t, e, "", "sandbox", "exec", "--socket", d.sock, id2, "--", "/bin/sh", "-c", check); out != "[]\n" {
 		t.Fatalf("other sandbox: %q", out)
 	}
+	// a grant id is written sg-..., as every other id has its dash
+	grant := strings.TrimSpace(out[strings.LastIndex(out, ": ")+2:])
+	if !strings.HasPrefix(grant, "sg-") {
+		t.Errorf("grant id %q, want sg-...", grant)
+	}
 	out, _, _ = e.run("", "secret", "grants", "--socket", d.sock, "--sandbox", id1)
-	if !strings.Contains(out, "API_TOKEN") || !strings.Contains(out, "active") {
+	if !strings.Contains(out, "API_TOKEN") || !strings.Contains(out, "active") || !strings.Contains(out, grant) {
 		t.Fatalf("grants: %q", out)
 	}
 }

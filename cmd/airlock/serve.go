@@ -27,7 +27,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 )
@@ -55,11 +54,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
 	dataDir := fs.String("data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory: templates and the database (env AIRLOCK_DATA_DIR)")
 	db := fs.String("db", "", "SQLite database (default DATA-DIR/airlock.db)")
-	maxLife := fs.Duration("max-lifetime", 24*time.Hour, "longest a sandbox may live (its default TTL); 0: unbounded")
+	maxLife := duration(fs, "max-lifetime", 24*time.Hour, "longest a sandbox may live, from its creation, and its TTL when none is asked for: a `DURATION` such as 24h, 7d (0: unbounded)")
 	listen := fs.String("listen", "", "also serve on this TCP `ADDR` (host:port), API key required (see 'airlock apikey')")
 	e2bListen := fs.String("e2b-listen", "", "also serve the E2B-compatible API on this TCP `ADDR`: point E2B_API_URL and E2B_SANDBOX_URL at it (key: 'airlock apikey create --e2b')")
 	policyFile := fs.String("policy", "", "policy `FILE` (YAML; see 'airlock policy default'); default: the built-in policy")
-	approvalWait := fs.Duration("approval-wait", manager.DefaultApprovalWait, "how long a command held for approval waits by default")
+	approvalWait := duration(fs, "approval-wait", manager.DefaultApprovalWait, "how long a command held for approval waits by default: a `DURATION`, at most 1h (the CLI's exec waits as long as its own --approval-wait says)")
 	var tplBackends listFlag
 	fs.Var(&tplBackends, "template-backend", "run the sandboxes of a template on a backend unless the request names one: `TEMPLATE=native|gvisor` (repeatable)")
 	caps := defaultCaps()
@@ -132,7 +131,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fmt.Errorf("another airlock daemon is running with state dir %s (stop it first)", stateDir)
 	}
-	be, err := native.New(native.Config{StateDir: stateDir, DiskDir: diskDir(dataDir, "native"), CgroupParent: os.Getenv("AIRLOCK_CGROUP_PARENT"), DieWithOwner: true, Logf: logf})
+	be, err := openNative(stateDir, dataDir, true, logf)
 	if err != nil {
 		return err
 	}

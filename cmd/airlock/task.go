@@ -50,7 +50,6 @@ func cmdTask(args []string, stdout, stderr io.Writer) int {
 func newTaskCmd(name, synopsis, about string, stdout, stderr io.Writer) *sandboxCmd {
 	c := newSandboxCmd(name, synopsis, about, stdout, stderr)
 	c.group = "task"
-	c.fs.Init("task "+name, c.fs.ErrorHandling())
 	return c
 }
 
@@ -66,7 +65,7 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 	c.fs.StringVar(&req.Prompt, "prompt", "", "the task's prompt, recorded for review")
 	c.fs.StringVar(&req.Template, "template", "host", "template of the sandbox")
 	c.fs.StringVar(&req.Backend, "backend", "", "isolation backend: native or gvisor (default: the daemon's; gvisor has no write scopes)")
-	ttl := c.fs.Duration("ttl", 0, "destroy the sandbox after this long (default: never)")
+	ttl := duration(c.fs, "ttl", 0, "destroy the sandbox after this long: a `DURATION` such as 2h, 7d (default and most: the daemon's --max-lifetime, 24h unless set)")
 	asJSON := c.fs.Bool("json", false, "print the task as JSON")
 	pos, code, done := c.parse(args)
 	if done {
@@ -108,36 +107,20 @@ func (c *sandboxCmd) task(id string) (*sdk.Client, *sdk.Task, int) {
 }
 
 func taskExec(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			fmt.Fprintln(stdout, "usage: airlock task exec TASK [exec flags] -- CMD [ARGS...]\n\nRuns CMD in the task's sandbox; the flags are those of 'airlock sandbox exec'.")
-			return 0
+	c := newTaskCmd("exec", "airlock task exec [flags] TASK [--] CMD [ARGS...]",
+		"Runs CMD in the task's sandbox, as 'airlock sandbox exec' does (the write scope\nof the task applies). Flags may also follow TASK when a \"--\" separates CMD.\n"+execStatusAbout, stdout, stderr)
+	return runExec(c, args, func(ctx context.Context, cl *sdk.Client, id string) (string, error) {
+		t, err := cl.GetTask(ctx, id)
+		if err != nil {
+			return "", err
 		}
-		fmt.Fprintln(stderr, "airlock task exec: usage: airlock task exec TASK [exec flags] -- CMD [ARGS...]")
-		return 2
-	}
-	c := newTaskCmd("exec", "airlock task exec TASK [flags] -- CMD", "", stdout, stderr)
-	// --socket may follow the task id: take it from the rest for the lookup
-	for i, a := range args[1:] {
-		if a == "--" {
-			break
-		}
-		if v, ok := strings.CutPrefix(a, "--socket="); ok {
-			c.socket = v
-		} else if a == "--socket" && i+2 < len(args) {
-			c.socket = args[i+2]
-		}
-	}
-	_, t, code := c.task(args[0])
-	if t == nil {
-		return code
-	}
-	return sandboxExec(append([]string{t.SandboxID}, args[1:]...), stdout, stderr)
+		return t.SandboxID, nil
+	})
 }
 
 func taskTest(args []string, stdout, stderr io.Writer) int {
 	c := newTaskCmd("test", "airlock task test [flags] TASK", "Runs the task's test command in /workspace, streaming its output; exits 0 when the tests pass.\n", stdout, stderr)
-	timeout := c.fs.Duration("timeout", 30*time.Minute, "kill the tests after this long")
+	timeout := duration(c.fs, "timeout", 30*time.Minute, "kill the tests after this long: a `DURATION`")
 	id, code, done := c.oneID(args)
 	if done {
 		return code

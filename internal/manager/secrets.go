@@ -284,7 +284,7 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 		d = time.Duration(req.TTLSeconds) * time.Second
 	}
 	now := m.now()
-	g := &store.SecretGrant{ID: newID("sg"), Secret: name, SandboxID: sandboxID, TaskID: taskID, Mode: mode, Env: env, Hosts: hosts,
+	g := &store.SecretGrant{ID: newID("sg-"), Secret: name, SandboxID: sandboxID, TaskID: taskID, Mode: mode, Env: env, Hosts: hosts,
 		Created: now, Expires: now.Add(d), CreatedBy: actorOf(ctx)}
 	if mode == "broker" {
 		var b [16]byte
