@@ -147,3 +147,34 @@ func TestTaskDiffKeptAtShutdown(t *testing.T) {
 	}
 	finishGone(t, d, task, "daemon-stopped")
 }
+
+// Finishes of one task are one at a time, also when its sandbox is gone
+// and no live sandbox can be marked: of several at once, one finishes it
+// and the others get 409; the record has one task.finish.
+func TestTaskWithStoppedSandboxFinishesOnce(t *testing.T) {
+	d, _ := auditDaemon(t)
+	task := startFixedTask(t, d, 0)
+	if code := d.do("DELETE", "/v1/sandboxes/"+task.SandboxID, nil, nil); code != 204 {
+		t.Fatalf("destroy: %d", code)
+	}
+	const n = 8
+	codes := make(chan int, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			codes <- d.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, nil)
+		}()
+	}
+	close(start)
+	got := map[int]int{}
+	for i := 0; i < n; i++ {
+		got[<-codes]++
+	}
+	if got[200] != 1 || got[409] != n-1 {
+		t.Fatalf("%d finishes at once: status counts %v, want one 200 and %d 409", n, got, n-1)
+	}
+	if evs := d.events("task=" + task.ID + "&kind=task.finish"); len(evs) != 1 {
+		t.Fatalf("%d task.finish events, want 1", len(evs))
+	}
+}

@@ -104,6 +104,8 @@ type Manager struct {
 	live     map[string]*liveSandbox
 	running  map[string]*runningExec // by exec id
 	waiters  map[string]chan string  // held execs by approval id
+	// finishingTasks: tasks a FinishTask is under way for (by task id).
+	finishingTasks map[string]bool
 
 	secretKey cipher.AEAD     // nil: no secrets
 	egressSvc *egress.Service // nil: no network

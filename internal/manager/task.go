@@ -588,32 +588,45 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	if err := m.auditHealthy(); err != nil {
 		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
 	}
-	// A task whose sandbox stopped (expired, destroyed, lost) is finished
-	// without tests, with what was kept of its workspace, and says so.
-	gone, kept, err := m.workspaceGone(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
 	// From here until the diff and bundle are taken, nothing but the
 	// task's own tests runs or writes in its sandbox: a command sent
 	// meanwhile could change the files after the tests.
+	// One finish of a task at a time, also of one whose sandbox is gone
+	// (no live sandbox to mark): a second would write the same result
+	// files and bundle and record a second task.finish.
 	m.mu.Lock()
 	ls := m.live[rec.SandboxID]
-	if ls != nil && ls.finishing {
+	if m.finishingTasks[id] || (ls != nil && ls.finishing) {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("task %s is already being finished: %w", id, errdefs.ErrConflict)
 	}
+	if m.finishingTasks == nil {
+		m.finishingTasks = map[string]bool{}
+	}
+	m.finishingTasks[id] = true
 	if ls != nil {
 		ls.finishing = true
 	}
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
+		delete(m.finishingTasks, id)
 		if ls != nil {
 			ls.finishing = false
 		}
 		m.mu.Unlock()
 	}()
+	// The task may have been finished by another call between openTask
+	// and here: read its state again under the mark.
+	if rec, sp, err = m.openTask(ctx, id); err != nil {
+		return nil, err
+	}
+	// A task whose sandbox stopped (expired, destroyed, lost) is finished
+	// without tests, with what was kept of its workspace, and says so.
+	gone, kept, err := m.workspaceGone(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
 	// Nothing of the agent's may keep running past this point: a process
 	// left behind (a daemon, a setsid'd orphan) could change the files
 	// after the tests ran and before, or after, the diff was taken. Swept
