@@ -578,7 +578,7 @@ func (m *Manager) sweep(ctx context.Context, sandboxID, taskID, when string) err
 // sandbox has stopped is finished without tests, with the diff kept as it
 // stopped (or none); its result says workspace_gone.
 func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*FinishResult, error) {
-	rec, sp, err := m.openTask(ctx, id)
+	rec, _, err := m.openTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -618,7 +618,8 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	}()
 	// The task may have been finished by another call between openTask
 	// and here: read its state again under the mark.
-	if rec, sp, err = m.openTask(ctx, id); err != nil {
+	rec, sp, err := m.openTask(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	// A task whose sandbox stopped (expired, destroyed, lost) is finished
