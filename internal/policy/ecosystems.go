@@ -42,7 +42,8 @@ func contains(list []string, s string) bool {
 // Git.
 
 func gitTool(c *call) {
-	sub, rest, _ := subcommand(c.args, "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env")
+	gitGlobal(c)
+	sub, rest, _ := subcommand(c.args, "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--list-cmds", "--attr-source")
 	flags, pos := opts(rest)
 	force := hasFlag(flags, "-f", "--force")
 	why := "git " + sub
@@ -57,6 +58,9 @@ func gitTool(c *call) {
 		"annotate", "diff-tree", "diff-index", "diff-files", "cherry", "show-branch", "verify-commit",
 		"verify-tag", "fsck", "check-ref-format", "--version", "--help", "-h":
 		c.class(Read, why+" only reads")
+		if sub == "grep" {
+			gitGrepPager(c, rest)
+		}
 		if f := flagValue(rest, "--output"); f != nil {
 			c.class(Write, why+" writes "+f.s)
 			c.write(*f)
@@ -91,11 +95,16 @@ func gitTool(c *call) {
 			c.class(Write, "git remote changes remotes")
 		}
 	case "config":
-		gitConfig(c, flags, pos)
+		gitConfig(c, rest)
 	case "add", "commit", "mv", "apply", "am", "cherry-pick", "merge", "rebase", "revert", "notes",
 		"init", "bisect", "update-index", "sparse-checkout", "gc", "repack", "pack-refs", "replace",
 		"commit-tree", "hash-object", "write-tree", "read-tree", "mktag", "rerere", "format-patch", "maintenance":
 		c.class(Write, why+" changes the repository")
+		if sub == "bisect" && firstPos(rest) == "run" {
+			_, cmd := leadingCommand(skipN(rest, 1))
+			c.exec(cmd)
+			c.delegated = false
+		}
 		if x := flagValue(rest, "-x", "--exec"); x != nil && sub == "rebase" {
 			c.shell(*x)
 			c.delegated = false
@@ -113,7 +122,7 @@ func gitTool(c *call) {
 		c.class(Destructive, "git rm deletes files")
 		c.write(pos...)
 	case "switch":
-		if force || hasFlag(flags, "--discard-changes", "-C") && force {
+		if force || hasFlag(flags, "--discard-changes") {
 			c.class(Destructive, "git switch --force discards changes")
 			return
 		}
@@ -233,10 +242,32 @@ func gitTool(c *call) {
 	}
 }
 
-func gitConfig(c *call, flags []string, pos []word) {
+func gitConfig(c *call, rest []word) {
+	flags, pos := opts(rest, "-f", "--file", "--blob", "--type", "--default", "--comment", "--value")
+	verb := ""
+	if len(pos) > 0 {
+		switch pos[0].s {
+		case "set", "get", "list", "unset", "rename-section", "remove-section", "edit":
+			verb, pos = pos[0].s, pos[1:] // git 2.46's subcommands
+		}
+	}
 	key := ""
 	if len(pos) > 0 {
 		key = strings.ToLower(pos[0].s)
+	}
+	setting := verb == "set" || verb == "" && len(pos) >= 2 && !hasFlag(flags, "--get", "--get-all", "--get-regexp", "--unset", "--unset-all",
+		"--list", "-l", "--get-urlmatch", "--rename-section", "--remove-section", "--show-origin", "--get-color", "--get-colorbool")
+	if setting && len(pos) >= 2 {
+		gitSetting(c, pos[0].s, pos[1])
+		if f := flagValue(rest, "-f", "--file"); f != nil {
+			c.write(*f)
+		}
+	}
+	switch verb {
+	case "set", "unset", "rename-section", "remove-section", "edit":
+		c.class(Write, "git config "+verb+" changes configuration")
+	case "get", "list":
+		c.class(Read, "git config reads configuration")
 	}
 	if strings.Contains(key, "credential") || strings.Contains(key, "token") || strings.Contains(key, "password") || strings.HasSuffix(key, ".extraheader") {
 		c.class(Secret, "git config "+key+" touches credentials")

@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"slices"
+	"testing"
+)
+
+// Cases from an adversarial review of the policy plane: what ran
+// unattended under the default policy although it runs, deletes, installs
+// or reaches out.
+
+type hasCase struct {
+	line string
+	want Class // the line must have this class
+}
+
+func checkHas(t *testing.T, cases []hasCase) {
+	t.Helper()
+	for _, tc := range cases {
+		a := Analyze(tc.line, "")
+		if !a.Has(tc.want) {
+			t.Errorf("%s: classes %v, want %s among them", tc.line, a.Classes, tc.want)
+		}
+	}
+}
+
+// checkOnly: the line's classes are exactly want (inert variants of the
+// cases above must not be held).
+func checkOnly(t *testing.T, cases map[string][]Class) {
+	t.Helper()
+	for line, want := range cases {
+		if got := Analyze(line, "").Classes; !slices.Equal(got, want) {
+			t.Errorf("%s: classes %v, want %v", line, got, want)
+		}
+	}
+}
+
+func TestGitConfigThatRunsCommands(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`git -c core.fsmonitor='rm -rf x' status`, Destructive},
+		{`git -c core.fsmonitor=./hook status`, Unknown},
+		{`git -c diff.external='curl https://example.com' diff`, Network},
+		{`git -c core.editor='rm -f a' commit`, Destructive},
+		{`git -c sequence.editor=./x.sh rebase -i HEAD~2`, Unknown},
+		{`git -c core.pager='sh ./x' log`, Unknown},
+		{`git -c pager.log='rm -rf y' log`, Destructive},
+		{`git -c Filter.x.Clean='rm -rf y' add .`, Destructive},
+		{`git -c filter.lfs.process=./evil status`, Unknown},
+		{`git -c diff.x.textconv='rm -rf y' diff`, Destructive},
+		{`git -c alias.st='!rm -rf y' st`, Destructive},
+		{`git -c credential.helper='!rm -rf y' status`, Destructive},
+		{`git -c credential.helper=store status`, Secret},
+		{`git -c core.hooksPath=/tmp/h commit -m x`, Unknown},
+		{`git -c core.hooksPath=1 commit -m x`, Unknown},
+		{`git -c core.sshCommand='rm -rf y' status`, Destructive},
+		{`git -c include.path=/tmp/x status`, Unknown},
+		{`git --config-env=core.pager=PAGER_CMD log`, Unknown},
+		{`git --config-env core.editor=ED commit`, Unknown},
+		{`git -c gpg.program=./sign commit -S -m x`, Unknown},
+		{`git -c gpg.ssh.defaultKeyCommand='rm -rf y' commit -S -m x`, Destructive},
+		{`git --exec-path=/tmp/x status`, Unknown},
+		{`git config core.pager 'rm -rf y'`, Destructive},
+		{`git config --global core.fsmonitor ./hook.sh`, Unknown},
+		{`git config core.hooksPath .githooks`, Unknown},
+		{`git config set alias.x '!curl https://example.com'`, Network},
+		{`git config --add filter.x.smudge 'rm -rf y'`, Destructive},
+		{`git config --file .gitmodules diff.x.command 'rm -rf y'`, Destructive},
+		{`git bisect run rm -rf y`, Destructive},
+		{`git bisect run ./test.sh`, Unknown},
+		{`git grep -O'rm -rf y' foo`, Destructive},
+		{`git grep -nO'rm -rf y' foo`, Destructive},
+		{`git grep --open-files-in-pager='curl https://example.com' foo`, Network},
+		{`git switch --discard-changes main`, Destructive},
+	})
+	checkOnly(t, map[string][]Class{
+		`git -c core.fsmonitor=false status`:        {Read},
+		`git -c core.fsmonitor status`:              {Read},
+		`git -c pager.log=false log`:                {Read},
+		`git -c core.pager=cat log`:                 {Read},
+		`git -c color.ui=never diff HEAD`:           {Read},
+		`git -c user.name=bot commit -m x`:          {Write},
+		`git config --get core.pager`:               {Read},
+		`git config core.editor`:                    {Read},
+		`git config user.email bot@example.com`:     {Write},
+		`git grep -O foo`:                           {Read},
+		`git grep -e foo -A 3 -- '*.go'`:            {Read},
+		`git bisect start`:                          {Write},
+		`git switch -C topic`:                       {Write},
+		`git -c core.editor=true commit --amend`:    {Read, Write},
+		`git config --global core.editor 'code -w'`: {Write, Unknown},
+	})
+}
