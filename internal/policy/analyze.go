@@ -263,7 +263,7 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 		a.stmt(c.Body, via, depth)
 	case *syntax.DeclClause:
 		a.substs(c, via, depth)
-		a.decl(c, via)
+		a.decl(c, via, depth)
 	case *syntax.TimeClause:
 		a.stmt(c.Stmt, via, depth)
 	case *syntax.CoprocClause:
@@ -307,7 +307,7 @@ func (a *analyzer) substs(n syntax.Node, via []string, depth int) {
 	})
 }
 
-func (a *analyzer) decl(c *syntax.DeclClause, via []string) {
+func (a *analyzer) decl(c *syntax.DeclClause, via []string, depth int) {
 	name := c.Variant.Value
 	cmd := Command{Argv: []string{name}, Via: via, Classes: []Class{Read}, Why: "shell builtin"}
 	printing := len(c.Args) == 0
@@ -323,6 +323,9 @@ func (a *analyzer) decl(c *syntax.DeclClause, via []string) {
 		}
 		if as.Name != nil {
 			cmd.Argv = append(cmd.Argv, as.Name.Value+"=…")
+			if as.Value != nil {
+				a.assign(as.Name.Value, a.assignValue(as), via, depth)
+			}
 		}
 	}
 	if printing && !named && name != "local" && name != "readonly" {
@@ -336,6 +339,9 @@ func (a *analyzer) decl(c *syntax.DeclClause, via []string) {
 func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 	for _, as := range c.Assigns {
 		a.substs(as, via, depth)
+		if as.Name != nil && as.Array == nil {
+			a.assign(as.Name.Value, a.assignValue(as), via, depth)
+		}
 	}
 	var args []word
 	for _, w := range c.Args {
@@ -364,6 +370,19 @@ func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 		return
 	}
 	a.simple(args, via, depth)
+}
+
+// assignValue is the value an assignment gives its variable (+= adds to
+// a value the text does not show).
+func (a *analyzer) assignValue(as *syntax.Assign) word {
+	w := word{static: true}
+	if as.Value != nil {
+		w = a.word(as.Value)
+	}
+	if as.Append {
+		w.static = false
+	}
+	return w
 }
 
 // word resolves a word to its text, as the shell would see it before

@@ -736,7 +736,10 @@ func goTool(c *call) {
 		}
 		c.class(Write, "go clean removes build files")
 	case "env":
-		if f, _ := opts(rest); hasFlag(f, "-w", "-u") {
+		if f, pos := opts(rest); hasFlag(f, "-w", "-u") {
+			for _, w := range pos {
+				c.assignArg(w)
+			}
 			c.class(Write, "go env -w changes settings")
 			return
 		}

@@ -434,6 +434,7 @@ func envTool(c *call) {
 			return
 		case strings.HasPrefix(s, "-"):
 		case strings.Contains(s, "="):
+			c.assignArg(c.args[i])
 		default:
 			c.exec(c.args[i:])
 			return
@@ -455,6 +456,7 @@ func sudoTool(c *call) {
 		return
 	}
 	for len(rest) > 0 && strings.Contains(rest[0].s, "=") && !strings.HasPrefix(rest[0].s, "=") {
+		c.assignArg(rest[0])
 		rest = rest[1:]
 	}
 	if len(rest) == 0 {
@@ -543,6 +545,7 @@ func parallelTool(c *call) {
 func crossEnv(c *call) {
 	rest := c.args
 	for len(rest) > 0 && strings.Contains(rest[0].s, "=") {
+		c.assignArg(rest[0])
 		rest = rest[1:]
 	}
 	c.exec(rest)
