@@ -378,6 +378,7 @@ func npmTool(c *call) {
 		extraFix(c, rest)
 	case "exec":
 		_, r := leadingCommand(rest, "-p", "--package", "-c", "--call")
+		npxPackages(c, rest)
 		if f := flagValue(rest, "-c", "--call"); f != nil {
 			c.shell(*f)
 			return
@@ -563,6 +564,7 @@ func bunTool(c *call) {
 // package fetched and run.
 func npxTool(c *call) {
 	_, rest := leadingCommand(c.args, "-p", "--package", "-c", "--call", "--node-options", "--cache", "--from", "--with", "--python")
+	npxPackages(c, c.args)
 	if f := flagValue(c.args, "-c", "--call"); f != nil {
 		c.shell(*f)
 		return
@@ -581,6 +583,23 @@ var npxKnown = map[string]bool{
 	"isort": true, "pyright": true, "flake8": true, "pylint": true,
 }
 
+// npxPackages: -p/--package (uvx: --from, --with) fetch a package before
+// the command runs, whatever the command is.
+func npxPackages(c *call, args []word) {
+	for i, w := range args {
+		if !strings.HasPrefix(w.s, "-") {
+			break // the command starts
+		}
+		for _, f := range []string{"-p", "--package", "--from", "--with"} {
+			if v, ok := strings.CutPrefix(w.s, f+"="); ok {
+				c.class(Dependency, c.name+" "+f+" fetches the package "+v)
+			} else if w.s == f && i+1 < len(args) {
+				c.class(Dependency, c.name+" "+f+" fetches the package "+args[i+1].s)
+			}
+		}
+	}
+}
+
 func npxRun(c *call, rest []word) {
 	if len(rest) == 0 {
 		c.class(Unknown, c.name+" without a package")
@@ -590,6 +609,7 @@ func npxRun(c *call, rest []word) {
 	name := pkg
 	if i := strings.LastIndex(name, "@"); i > 0 {
 		name = name[:i]
+		c.class(Dependency, c.name+" fetches "+pkg+" (a version of its own)")
 	}
 	switch {
 	case npxKnown[name]:
@@ -694,6 +714,11 @@ func biomeTool(c *call) {
 
 func goTool(c *call) {
 	sub, rest, _ := subcommand(c.args, "-C")
+	gflags, gpos := goFlags(rest)
+	switch sub {
+	case "build", "test", "vet", "run", "install", "list", "generate":
+		goRunsCommands(c, gflags)
+	}
 	switch sub {
 	case "build", "generate", "run", "install":
 		if sub == "install" {
@@ -704,9 +729,12 @@ func goTool(c *call) {
 				}
 			}
 		}
+		if sub == "run" && len(gpos) > 0 && strings.Contains(gpos[0].s, "@") && !strings.HasSuffix(gpos[0].s, ".go") {
+			c.class(Dependency, "go run "+gpos[0].s+" downloads a module and runs it")
+		}
 		c.class(Build, "go "+sub+" builds")
-		if f := flagValue(rest, "-o"); f != nil {
-			c.write(*f)
+		if f, ok := gflags["-o"]; ok {
+			c.write(f)
 		}
 	case "test", "vet":
 		c.class(Verify, "go "+sub+" checks the code")

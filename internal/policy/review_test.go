@@ -144,3 +144,81 @@ func TestEnvironmentThatRunsCommands(t *testing.T) {
 		`export NODE_ENV=test`:                                 {Read},
 	})
 }
+
+func TestBuildToolsThatRunCommands(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`tar -xf x.tar --to-command='rm -rf y'`, Destructive},
+		{`tar --to-com='rm -rf y' -xf x.tar`, Destructive},
+		{`tar -cf x.tar --checkpoint=1 --checkpoint-action=exec='rm -rf y' .`, Destructive},
+		{`tar -I 'rm -rf y' -xf x.tar`, Destructive},
+		{`tar -xI./evil -f x.tar`, Unknown},
+		{`tar xIf ./evil x.tar`, Unknown},
+		{`tar --use-compress-program='curl https://example.com' -cf x.tar .`, Network},
+		{`tar --use-compress-program ./evil -cf x.tar .`, Unknown},
+		{`tar -xf x.tar -F ./next.sh`, Unknown},
+		{`tar -xf user@example.com:x.tar`, Network},
+		{`go build -toolexec 'rm -rf y' ./...`, Destructive},
+		{`go build -toolexec=./x ./...`, Unknown},
+		{`go test -exec 'rm -rf y' ./...`, Destructive},
+		{`go test --exec=./x ./...`, Unknown},
+		{`go run -exec ./x .`, Unknown},
+		{`go vet -vettool=./x ./...`, Unknown},
+		{`go vet -vettool $(which x) ./...`, Unknown},
+		{`perl -pi -e 'system("rm -rf y")' f`, Unknown},
+		{`perl -pi -e 's/a/b/e' f`, Unknown},
+		{`perl -pi -e 's/a/b/;unlink("f")' f`, Unknown},
+		{"perl -pi -e 's/a/@{[ `id` ]}/' f", Unknown},
+		{`perl -pi -e 's/a/${\ system("id")}/' f`, Unknown},
+		{`perl -pi -e 's/(?{ system("id") })a/b/' f`, Unknown},
+		{`perl -pi -e 's/a/$ENV{GITHUB_TOKEN}/' f`, Unknown},
+		{`perl -pe 's/a/b/;' -le 'system("id")' f`, Unknown},
+		{`perl -pi -le 's/a/b/' -e 'unlink "x"' f`, Unknown},
+		{`perl -0e 'system("id")'`, Unknown},
+		{`perl -pi -0e 'system("id")' f`, Unknown},
+		{`perl -F'/x/);system("id");split(/x/' -pi -e 's/a/b/' f`, Unknown},
+		{`perl -F'"@{[system("id")]}"' -pi -e 's/a/b/' f`, Unknown},
+		{`perl -pie 's/a/b/' f`, Unknown},
+		{`perl -MPOSIX -pi -e 's/a/b/' f`, Unknown},
+		{`perl -pi -e "$CODE" f`, Unknown},
+	})
+	checkOnly(t, map[string][]Class{
+		`tar -xf x.tar`:              {Write},
+		`tar -czf dist.tar.gz dist/`: {Write},
+		`tar xzf x.tgz -C /tmp/x`:    {Write},
+		`tar -xI zstd -f x.tar.zst`:  {Write},
+		`tar -tf x.tar`:              {Read},
+		`tar --checkpoint=100 --checkpoint-action=dot -xf x.tar`: {Write},
+		`go build ./...`: {Build},
+		`go build -o bin/app -tags netgo ./cmd/app`:  {Build},
+		`go test -run TestX -count=1 ./...`:          {Verify},
+		`go vet ./...`:                               {Verify},
+		`perl -pi -e 's/a/b/' f`:                     {Write},
+		`perl -pi.bak -e 's/\bfoo\b/bar/g' lib/x.pm`: {Write},
+		`perl -0777 -pi -e 's/\n+$/\n/' f`:           {Write},
+		`perl -pi -e 's{a}{b}g; tr/a-z/A-Z/' f`:      {Write},
+		`perl -pi -e 's#a/b#c$1#' f`:                 {Write},
+		`perl -lpi -e 's/a/b/' f`:                    {Write},
+		`perl -F, -lane 's/a/b/' f`:                  {Read},
+		`perl -pe 's/a/b/' f`:                        {Read},
+		`perl -v`:                                    {Read},
+	})
+}
+
+func TestRunnersThatFetchPackages(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`go run example.com/x/cmd/y@v1.2.3`, Dependency},
+		{`go run -exec ./x example.com/y@latest -flag`, Dependency},
+		{`npx -p evil tsc`, Dependency},
+		{`npx --package=evil tsc -p .`, Dependency},
+		{`npx --package evil -- jest`, Dependency},
+		{`npm exec -p evil -- tsc`, Dependency},
+		{`npx tsc@5.0.0 -p .`, Dependency},
+		{`uvx --from evil ruff check`, Dependency},
+	})
+	checkOnly(t, map[string][]Class{
+		`go run ./cmd/x -email=a@example.com`: {Build},
+		`go run main.go`:                      {Build},
+		`npx tsc -p .`:                        {Build},
+		`npx jest`:                            {Verify},
+	})
+}

@@ -718,21 +718,6 @@ func checkSedScript(c *call, s string) {
 	}
 }
 
-func perlTool(c *call) {
-	flags, _ := opts(c.args, "-e", "-E", "-I", "-M")
-	inplace := false
-	for _, f := range flags {
-		if strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.Contains(f, "i") {
-			inplace = true
-		}
-	}
-	if inplace && hasFlag(flags, "-p", "-n") {
-		c.class(Write, "perl -i edits files in place")
-		return
-	}
-	c.class(Unknown, "perl runs code")
-}
-
 var awkRiskRE = lazyre.New(`system\s*\(|\|\s*getline|print[^;}]*\|\s*"|print[^;}]*>`)
 
 func awkTool(c *call) {
@@ -805,35 +790,6 @@ func findTool(c *call) {
 		c.class(Read, "find only lists")
 	} else if len(c.cmd.Classes) == 0 {
 		c.delegated = true // find only hands files to its -exec command
-	}
-}
-
-func tarTool(c *call) {
-	if len(c.args) == 0 {
-		c.class(Read, "tar alone")
-		return
-	}
-	first := c.args[0].s
-	mode := func(letter byte, long string) bool {
-		if !strings.HasPrefix(first, "-") && strings.IndexByte(first, letter) >= 0 {
-			return true
-		}
-		f, _ := opts(c.args, "-f", "-C", "--file", "--directory")
-		return hasFlag(f, "-"+string(letter), long)
-	}
-	switch {
-	case mode('t', "--list"):
-		c.class(Read, "tar lists an archive")
-	case mode('x', "--extract"), mode('c', "--create"), mode('r', "--append"), mode('u', "--update"):
-		c.class(Write, "tar writes files")
-		if f := flagValue(c.args, "-f", "--file"); f != nil {
-			c.write(*f)
-		}
-		if d := flagValue(c.args, "-C", "--directory"); d != nil && mode('x', "--extract") {
-			c.write(*d)
-		}
-	default:
-		c.class(Write, "tar")
 	}
 }
 
