@@ -179,6 +179,53 @@ type analyzer struct {
 	// funcs are the functions the line defines: calling one runs its body,
 	// which is classified where it is defined.
 	funcs map[string]bool
+	// globSteps counts the name matches tried to judge globs (bounded by
+	// maxGlobSteps).
+	globSteps int
+}
+
+// hasGlob reports an unescaped *, ? or [ in a literal.
+func hasGlob(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '*', '?', '[':
+			return true
+		}
+	}
+	return false
+}
+
+// secretWord reports whether an argument names a credential file, as
+// written or, unquoted, by the names its wildcards expand to; deep: a
+// glob too deep to judge.
+func (a *analyzer) secretWord(w word) (name string, secret, deep bool) {
+	if isSecretPath(w.s) {
+		return w.s, true, false
+	}
+	if !w.glob {
+		return "", false, false
+	}
+	switch r, n := judgeGlob(w.s, &a.globSteps); r {
+	case globSecret:
+		return n, true, false
+	case globTooDeep:
+		return "", false, true
+	}
+	return "", false, false
+}
+
+// netDevice: bash opens /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT as
+// connections; the host is returned.
+func netDevice(p string) (string, bool) {
+	for _, pre := range []string{"/dev/tcp/", "/dev/udp/"} {
+		if rest, ok := strings.CutPrefix(p, pre); ok {
+			h, _, _ := strings.Cut(rest, "/")
+			return h, true
+		}
+	}
+	return "", false
 }
 
 // word is one argument: its text as far as known, whether all of it is
@@ -187,6 +234,8 @@ type word struct {
 	s      string
 	static bool
 	params []string
+	// glob: it holds a wildcard the shell expands (unquoted).
+	glob bool
 }
 
 func (a *analyzer) script(src string, via []string, depth int) error {
@@ -399,6 +448,9 @@ func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word,
 	for _, p := range parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
+			if !quoted && !out.glob && hasGlob(p.Value) {
+				out.glob = true
+			}
 			b.WriteString(unescape(p.Value, quoted))
 		case *syntax.SglQuoted:
 			if p.Dollar {
@@ -577,6 +629,14 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 		f(&c)
 		a.add(c)
 	}
+	if h, ok := netDevice(target.s); ok {
+		attach(func(c *Command) {
+			c.Classes = addClass(c.Classes, Network)
+			c.Hosts = appendUniq(c.Hosts, h)
+			c.Why = joinWhy(c.Why, "connects to "+target.s)
+		})
+		return
+	}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut, syntax.RdrAllClob, syntax.AppAllClob, syntax.AppClob:
 		if harmlessSink(target.s) && target.static {
@@ -598,11 +658,16 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 			}
 		})
 	case syntax.RdrIn:
-		if isSecretPath(target.s) {
+		if name, secret, deep := a.secretWord(target); secret {
 			attach(func(c *Command) {
 				c.Classes = addClass(c.Classes, Secret)
-				c.Secrets = appendUniq(c.Secrets, target.s)
-				c.Why = joinWhy(c.Why, "reads "+target.s)
+				c.Secrets = appendUniq(c.Secrets, name)
+				c.Why = joinWhy(c.Why, "reads "+name)
+			})
+		} else if deep {
+			attach(func(c *Command) {
+				c.Classes = addClass(c.Classes, Unknown)
+				c.Why = joinWhy(c.Why, "a glob too deep or too many to judge")
 			})
 		}
 	case syntax.DplOut, syntax.DplIn:

@@ -222,3 +222,75 @@ func TestRunnersThatFetchPackages(t *testing.T) {
 		`npx jest`:                            {Verify},
 	})
 }
+
+func TestNetworkDevicesAndSecretGlobs(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`cat < /dev/tcp/example.com/80`, Network},
+		{`exec 3<>/dev/tcp/example.com/80`, Network},
+		{`echo hi > /dev/udp/example.com/53`, Network},
+		{`x=$(cat </dev/tcp/$HOST/80)`, Network},
+		{`cat .e*`, Secret},
+		{`cat .en?`, Secret},
+		{`cat .[e]nv`, Secret},
+		{`grep -r x .*`, Secret},
+		{`cat ~/.ssh/id_*`, Secret},
+		{`cat ~/.ssh/*`, Secret},
+		{`cat ~/.a*/credentials`, Secret},
+		{`cat keys/*.pem`, Secret},
+		{`cat *credentials*`, Secret},
+		{`cat < .e*`, Secret},
+		{`source .e*`, Secret},
+	})
+	if a := Analyze(`cat < /dev/tcp/example.com/80`, ""); !slices.Contains(a.Hosts, "example.com") {
+		t.Errorf("hosts %v", a.Hosts)
+	}
+	checkOnly(t, map[string][]Class{
+		`sed -i 's/.*/x/' f`:  {Write},
+		`awk '/.*/' f`:        {Read},
+		`jq '.*' f.json`:      {Read},
+		`echo '.*'`:           {Read},
+		`echo .*`:             {Read},
+		`cat ~/.ssh/*.pub`:    {Read},
+		`cat ~/.ssh/id_*.pub`: {Read},
+		`cat *`:               {Read},
+		`cat *.json`:          {Read},
+		`wc -l src/**/*.py`:   {Read},
+		`cat .eslintrc.*`:     {Read},
+		`ls .e*`:              {Read},
+		`cat /dev/null`:       {Read},
+	})
+}
+
+// Deep globs are not expanded: a 61 KB line of them was slow. The bound is
+// on the matches tried, not on time.
+func TestDeepGlobsAreBounded(t *testing.T) {
+	deep := "cat .e*"
+	for i := 0; i < 40; i++ {
+		deep += "/.e*"
+	}
+	if a := Analyze(deep, ""); !a.Has(Unknown) {
+		t.Errorf("a glob of 41 elements: %v, want unknown", a.Classes)
+	}
+	shallow := "cat .e*" // 32 elements: judged
+	for i := 0; i < maxGlobElems-1; i++ {
+		shallow += "/.x*"
+	}
+	if a := Analyze(shallow, ""); a.Has(Unknown) {
+		t.Errorf("a glob of 32 elements: %v", a.Classes)
+	}
+	line := "cat"
+	for len(line) < 61<<10 {
+		line += " .q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*"
+	}
+	a := &analyzer{out: &Analysis{Line: line, Cwd: DefaultCwd}, cwd: DefaultCwd}
+	if err := a.script(line, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if a.globSteps > maxGlobSteps+1 {
+		t.Errorf("%d matches tried for one line, want at most %d", a.globSteps, maxGlobSteps)
+	}
+	a.finish()
+	if !a.out.Has(Unknown) {
+		t.Errorf("a line of more globs than judged: %v, want unknown", a.out.Classes)
+	}
+}

@@ -335,9 +335,9 @@ func sourceTool(c *call) {
 		return
 	}
 	f := c.args[0]
-	if isSecretPath(f.s) {
-		c.class(Secret, c.name+" loads "+f.s+" into the shell")
-		c.cmd.Secrets = appendUniq(c.cmd.Secrets, f.s)
+	if name, secret, _ := c.a.secretWord(f); secret {
+		c.class(Secret, c.name+" loads "+name+" into the shell")
+		c.cmd.Secrets = appendUniq(c.cmd.Secrets, name)
 		return
 	}
 	c.class(Unknown, c.name+" runs the script "+f.s+" in this shell")
