@@ -109,6 +109,14 @@ func gitTool(c *call) {
 			c.shell(*x)
 			c.delegated = false
 		}
+		if sub == "apply" || sub == "am" {
+			if d := flagValue(rest, "--directory"); d != nil {
+				c.write(*d)
+			}
+		}
+		if sub == "init" {
+			gitNewRepo(c, rest, false)
+		}
 		if sub == "format-patch" {
 			if f := flagValue(rest, "-o", "--output-directory"); f != nil {
 				c.write(*f)
@@ -174,13 +182,24 @@ func gitTool(c *call) {
 			c.class(Write, "git stash saves or applies work")
 		}
 	case "worktree":
-		switch firstPos(rest) {
+		verb := firstPos(rest)
+		_, wpos := opts(skipN(rest, 1), "-b", "-B", "--reason")
+		switch verb {
 		case "list":
 			c.class(Read, "git worktree list")
 		case "remove", "prune":
-			c.class(Destructive, "git worktree "+firstPos(rest)+" deletes a worktree")
+			c.class(Destructive, "git worktree "+verb+" deletes a worktree")
+			if verb == "remove" {
+				c.write(wpos...)
+			}
 		default:
 			c.class(Write, "git worktree changes worktrees")
+			switch {
+			case verb == "add" && len(wpos) > 0:
+				c.write(wpos[0])
+			case verb == "move" && len(wpos) > 1:
+				c.write(wpos[1])
+			}
 		}
 	case "reflog":
 		switch firstPos(rest) {
@@ -208,6 +227,9 @@ func gitTool(c *call) {
 			}
 		}
 	case "clone", "fetch", "pull", "ls-remote", "send-email", "request-pull", "archive":
+		if sub == "clone" {
+			gitNewRepo(c, rest, true)
+		}
 		if sub == "archive" && flagValue(rest, "--remote") == nil {
 			c.class(Write, "git archive writes an archive")
 			return

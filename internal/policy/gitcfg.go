@@ -215,3 +215,40 @@ func gitGrepPager(c *call, rest []word) {
 		}
 	}
 }
+
+// gitNewRepo: git init and git clone write the new repository's
+// directory (and a separate git dir); a template directory brings hooks,
+// and clone's -c settings go into the new repository's configuration.
+func gitNewRepo(c *call, rest []word, isClone bool) {
+	withArg := []string{"--template", "--separate-git-dir", "-b", "--initial-branch", "--object-format", "--ref-format",
+		"--shared", "-o", "--origin", "-u", "--upload-pack", "--reference", "--reference-if-able", "--depth",
+		"--shallow-since", "--shallow-exclude", "-c", "--config", "-j", "--jobs", "--filter", "--bundle-uri", "--branch"}
+	_, pos := opts(rest, withArg...)
+	if t := flagValue(rest, "--template"); t != nil {
+		c.class(Unknown, "git --template copies hooks from "+t.s)
+	}
+	if d := flagValue(rest, "--separate-git-dir"); d != nil {
+		c.write(*d)
+	}
+	if u := flagValue(rest, "-u", "--upload-pack"); u != nil {
+		c.shell(*u)
+		c.delegated = false
+	}
+	for i, w := range rest {
+		v, ok := strings.CutPrefix(w.s, "--config=")
+		if !ok && (w.s == "-c" || w.s == "--config") && i+1 < len(rest) {
+			v, ok = rest[i+1].s, true
+			w = rest[i+1]
+		}
+		if ok {
+			k, val, _ := strings.Cut(v, "=")
+			gitSetting(c, k, word{s: val, static: w.static, params: w.params})
+		}
+	}
+	switch {
+	case !isClone && len(pos) > 0:
+		c.write(pos[0]) // git init DIR
+	case isClone && len(pos) > 1:
+		c.write(pos[1]) // git clone URL DIR
+	}
+}

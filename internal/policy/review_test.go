@@ -294,3 +294,104 @@ func TestDeepGlobsAreBounded(t *testing.T) {
 		t.Errorf("a line of more globs than judged: %v, want unknown", a.out.Classes)
 	}
 }
+
+func TestWritesTheScopeCheckMissed(t *testing.T) {
+	// "src" covers the directory itself (src/** only what is beneath it:
+	// extracting into src is a write of src).
+	p, err := Defaults().With(Layer{Scope: []string{"src"}}, "task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line, stray := range map[string]string{
+		`sed 'w /etc/x' src/a`:                      "/etc/x",
+		`sed -n '/x/w out.txt' src/a`:               "/workspace/out.txt",
+		`sed 's/a/b/w notes' src/a`:                 "/workspace/notes",
+		`sed -e 's/a/b/gw /tmp/../etc/y' src/a`:     "/etc/y",
+		`unzip x.zip -d lib`:                        "/workspace/lib",
+		`unzip -dlib x.zip`:                         "/workspace/lib",
+		`cd src && unzip x.zip -d ../lib`:           "/workspace/lib",
+		`patch go.mod fix.diff`:                     "/workspace/go.mod",
+		`patch -p1 -o out.go < fix.diff`:            "/workspace/out.go",
+		`patch -d lib -p1 < fix.diff`:               "/workspace/lib",
+		`split -l 10 src/a part-`:                   "/workspace/part-",
+		`split src/a`:                               "/workspace/x",
+		`csplit -f piece src/a /x/`:                 "/workspace/piece",
+		`ssh-keygen -t ed25519 -f deploy_key -N ''`: "/workspace/deploy_key",
+		`git apply --directory=lib fix.diff`:        "/workspace/lib",
+		`git apply --directory lib fix.diff`:        "/workspace/lib",
+		`git worktree add ../other`:                 "/other",
+		`git worktree add -b topic wt main`:         "/workspace/wt",
+		`git init other`:                            "/workspace/other",
+		`git init --separate-git-dir=/srv/g src/x`:  "/srv/g",
+		`perl -pi -e 's/a/b/' go.mod`:               "/workspace/go.mod",
+		`tar -xf /tmp/x.tar`:                        "/workspace",
+	} {
+		d := decide(t, p, line)
+		if d.Action != Deny || !slices.Contains(d.OutOfScope, stray) {
+			t.Errorf("%s: %s, out of scope %v, want deny for %s (%s)", line, d.Action, d.OutOfScope, stray, d.Reason)
+		}
+	}
+	for _, line := range []string{
+		`sed -i 's/a/b/' src/a.go`,
+		`sed -n 'w /dev/stdout' src/a`,
+		`cd src && unzip /tmp/x.zip`,
+		`unzip x.zip -d src/vendor`,
+		`patch -p1 src/a.go < /tmp/fix.diff`,
+		`split -l 10 src/a src/part-`,
+		`git apply --directory=src fix.diff`,
+		`tar -xf /tmp/x.tar -C src`,
+		`perl -pi -e 's/a/b/' src/a.go`,
+	} {
+		if d := decide(t, p, line); d.Action != Allow {
+			t.Errorf("%s: %s, want allow (%s)", line, d.Action, d.Reason)
+		}
+	}
+}
+
+func TestSedScriptsThatRunCommands(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`sed '/x/e rm -rf y' f`, Destructive},
+		{`sed '1e curl https://example.com' f`, Network},
+		{`sed -n '$e ./x' f`, Unknown},
+		{`sed 'e' f`, Unknown},
+		{`sed '/x/ e' f`, Unknown},
+		{`sed 's/a/b/e' f`, Unknown},
+		{`sed 's/a\/b/c\/d/e' f`, Unknown},
+		{`sed 's|a\|b|c|ge' f`, Unknown},
+		{`sed 's/a/b/;s/c/d/e' f`, Unknown},
+		{`sed -e 's/a/b/' -e '1e rm -rf y' f`, Destructive},
+		{`sed --ex='1e rm -rf y' f`, Destructive},
+		{`sed --expression '1e rm -rf y' f`, Destructive},
+		{`sed --in 's/a/b/' .env`, Secret},
+		{`sed --fi=x.sed f`, Unknown},
+		{`sed -f x.sed f`, Unknown},
+		{`sed -nf x.sed f`, Unknown},
+		{`sed -ne '1e rm -rf y' f`, Destructive},
+		{`sed "$SCRIPT" f`, Unknown},
+		{`sed "s/a/b/$FLAGS" f`, Unknown},
+		{`sed 'r .env' f`, Secret},
+		{`sed '1{e rm -rf y
+}' f`, Destructive},
+	})
+	checkOnly(t, map[string][]Class{
+		`sed -n '1,80p' f`:               {Read},
+		`sed -n '/^func /p' a.go`:        {Read},
+		`sed 's/\//x/g' f`:               {Read},
+		`sed -E 's/(a|b)+/x/' f`:         {Read},
+		`sed -e :a -e '$!N;s/\n//;ta' f`: {Read},
+		`sed '/^$/d;s/e/E/' f`:           {Read},
+		`sed '1i\
+header' f`: {Read},
+		`sed '$a footer' f`:                    {Read},
+		`sed 'y/abc/xyz/' f`:                   {Read},
+		`sed -n "${start},${end}p" f`:          {Read},
+		`sed "s/$OLD/$NEW/g" f`:                {Read},
+		`sed -i.bak -e 's/v1/v2/' a.yaml`:      {Write},
+		`sed -ie 's/v1/v2/' a.yaml`:            {Write},
+		`sed --in-place=.orig 's/x/y/' a.conf`: {Write},
+		`sed 's/e/E/gI;s/x/y/2' f`:             {Read},
+		`sed '/start/,/end/{s/a/b/;p}' f`:      {Read},
+		`sed --sandbox 's/a/b/' f`:             {Read},
+		`sed 's/a/b/w /dev/stdout' f`:          {Read},
+	})
+}

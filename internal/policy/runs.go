@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Options of build and file tools that hand them a command to run.
 
@@ -474,4 +477,109 @@ func plainPerlSplit(p string) bool {
 		}
 	}
 	return false
+}
+
+// optValue finds an option's value: -oVAL, -o VAL, --long=VAL, --long VAL
+// (short or long may be "").
+func optValue(args []word, short, long string) *word {
+	for i, w := range args {
+		s := w.s
+		switch {
+		case s == "--":
+			return nil
+		case (s == short || s == long) && s != "" && i+1 < len(args):
+			return &args[i+1]
+		case long != "" && strings.HasPrefix(s, long+"="):
+			return &word{s: s[len(long)+1:], static: w.static, params: w.params}
+		case short != "" && strings.HasPrefix(s, short) && len(s) > len(short) && !strings.HasPrefix(s, "--"):
+			return &word{s: s[len(short):], static: w.static, params: w.params}
+		}
+	}
+	return nil
+}
+
+func unzipTool(c *call) {
+	f, _ := opts(c.args, "-d", "-x")
+	f = slices.DeleteFunc(f, func(s string) bool { return strings.HasPrefix(s, "-d") })
+	if hasFlag(f, "-l", "-t", "-v", "-Z", "-p") {
+		c.class(Read, "unzip lists or prints")
+		return
+	}
+	c.class(Write, "unzip extracts files")
+	if d := optValue(c.args, "-d", ""); d != nil {
+		c.write(*d)
+	} else {
+		c.write(word{s: ".", static: true})
+	}
+}
+
+// patchTool: the file patched when one is named (else the patch names
+// them: only the sandbox's own scope holds those), -o, -r and -d.
+func patchTool(c *call) {
+	flags, pos := opts(c.args, "-B", "-d", "-D", "-F", "-i", "-o", "-p", "-r", "-V", "-Y", "-z", "-g",
+		"--backup-prefix", "--directory", "--ifdef", "--fuzz", "--input", "--output", "--strip", "--reject-file",
+		"--version-control", "--basename-prefix", "--suffix", "--get", "--quoting-style", "--reject-format")
+	if hasFlag(flags, "--dry-run") {
+		c.class(Read, "patch --dry-run only checks")
+		return
+	}
+	c.class(Write, "patch edits files")
+	dir := optValue(c.args, "-d", "--directory")
+	in := func(w word) word {
+		if dir != nil && !strings.HasPrefix(w.s, "/") {
+			return word{s: dir.s + "/" + w.s, static: w.static && dir.static}
+		}
+		return w
+	}
+	for _, f := range [][2]string{{"-o", "--output"}, {"-r", "--reject-file"}} {
+		if w := optValue(c.args, f[0], f[1]); w != nil && w.s != "-" {
+			c.write(in(*w))
+		}
+	}
+	switch {
+	case len(pos) > 0:
+		c.write(in(pos[0]))
+	case dir != nil:
+		c.write(*dir)
+	}
+}
+
+func splitTool(c *call) {
+	c.class(Write, c.name+" writes the pieces")
+	if c.name == "csplit" {
+		_, pos := opts(c.args, "-f", "--prefix", "-b", "--suffix-format", "-n", "--digits")
+		_ = pos
+		prefix := word{s: "xx", static: true}
+		if p := optValue(c.args, "-f", "--prefix"); p != nil {
+			prefix = *p
+		}
+		c.write(prefix)
+		return
+	}
+	_, pos := opts(c.args, "-a", "-b", "-C", "-l", "-n", "-t", "--additional-suffix", "--filter", "--suffix-length",
+		"--bytes", "--line-bytes", "--lines", "--number", "--separator")
+	if f := optValue(c.args, "", "--filter"); f != nil {
+		c.cmd.Why = joinWhy(c.cmd.Why, "split --filter runs a command")
+		c.shell(*f)
+		c.delegated = false
+		return
+	}
+	prefix := word{s: "x", static: true}
+	if len(pos) > 1 {
+		prefix = pos[1]
+	}
+	c.write(prefix)
+}
+
+func sshKeygenTool(c *call) {
+	f, _ := opts(c.args, "-a", "-b", "-C", "-D", "-E", "-F", "-f", "-G", "-I", "-J", "-j", "-K", "-m", "-M", "-N",
+		"-n", "-O", "-P", "-R", "-r", "-S", "-s", "-t", "-V", "-w", "-Y", "-z")
+	if hasFlag(f, "-l", "-y", "-L", "-F", "-Q", "-B") {
+		c.class(Read, "ssh-keygen reads a key")
+		return
+	}
+	c.class(Write, "ssh-keygen writes a key")
+	if file := optValue(c.args, "-f", ""); file != nil {
+		c.write(*file)
+	}
 }

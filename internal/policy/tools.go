@@ -3,7 +3,6 @@ package policy
 import (
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"path"
-	"regexp"
 	"strings"
 	"sync"
 )
@@ -133,15 +132,13 @@ func toolTable() map[string]handler {
 		"sed":    sedTool,
 		"perl":   perlTool,
 		"awk":    awkTool, "gawk": awkTool, "mawk": awkTool, "nawk": awkTool,
-		"find": findTool,
-		"tar":  tarTool,
-		"unzip": func(c *call) {
-			if f, _ := opts(c.args, "-d", "-x"); hasFlag(f, "-l", "-t", "-v", "-Z") {
-				c.class(Read, "unzip lists")
-				return
-			}
-			c.class(Write, "unzip extracts files")
-		},
+		"find":       findTool,
+		"tar":        tarTool,
+		"unzip":      unzipTool,
+		"patch":      patchTool,
+		"split":      splitTool,
+		"csplit":     splitTool,
+		"ssh-keygen": sshKeygenTool,
 		"sort": func(c *call) {
 			c.class(Read, "sort reads")
 			outFlag(c, Read, "sort", "-o", "--output")
@@ -658,64 +655,6 @@ func chTool(c *call) {
 		}
 	}
 	c.class(Write, c.name+" changes file modes or owners")
-}
-
-func sedTool(c *call) {
-	inplace := false
-	explicit := false
-	var pos []word
-	for i := 0; i < len(c.args); i++ {
-		s := c.args[i].s
-		switch {
-		case s == "-i" || strings.HasPrefix(s, "-i") && !strings.HasPrefix(s, "--") || s == "--in-place" || strings.HasPrefix(s, "--in-place=") || s == "-I":
-			inplace = true
-		case s == "-e" || s == "--expression" || s == "-f" || s == "--file":
-			explicit = true
-			if i+1 < len(c.args) {
-				checkSedScript(c, c.args[i+1].s)
-			}
-			i++
-		case s == "-n" || s == "-E" || s == "-r" || s == "-s" || s == "-z" || s == "-u" || strings.HasPrefix(s, "-"):
-			if strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "--") && strings.Contains(s, "i") {
-				inplace = true
-			}
-		default:
-			pos = append(pos, c.args[i])
-		}
-	}
-	if !explicit && len(pos) > 0 {
-		checkSedScript(c, pos[0].s)
-		pos = pos[1:]
-	}
-	if inplace {
-		c.class(Write, "sed -i edits files in place")
-		c.write(pos...)
-		return
-	}
-	if len(c.cmd.Classes) == 0 {
-		c.class(Read, "sed prints")
-	}
-}
-
-// sedExecRE finds sed's e command, and an s command with the e flag for
-// the usual delimiters.
-var sedExecRE = lazyre.New(func() string {
-	alts := []string{`(^|[;\n{}])\s*[0-9,$]*\s*e(\s|;|$)`}
-	for _, d := range []string{"/", "|", "#", ":", ",", "@", "!", "_", "%"} {
-		q := regexp.QuoteMeta(d)
-		alts = append(alts, `s`+q+`[^`+q+`]*`+q+`[^`+q+`]*`+q+`[a-zA-Z0-9]*e`)
-	}
-	return strings.Join(alts, "|")
-}())
-var sedWriteRE = lazyre.New(`(^|[;\n}/])\s*w\s+\S|/w\s+\S`)
-
-func checkSedScript(c *call, s string) {
-	if sedExecRE().MatchString(s) {
-		c.class(Unknown, "sed script runs commands (e)")
-	}
-	if m := sedWriteRE().FindString(s); m != "" {
-		c.class(Write, "sed script writes a file (w)")
-	}
 }
 
 var awkRiskRE = lazyre.New(`system\s*\(|\|\s*getline|print[^;}]*\|\s*"|print[^;}]*>`)
