@@ -747,6 +747,12 @@ func (a *analyzer) finish() {
 	var set [16]bool
 	for i := range out.Commands {
 		c := &out.Commands[i]
+		for _, w := range c.Writes {
+			if gitControlPath(w) && !slices.Contains(c.Classes, Unknown) {
+				c.Classes = append(c.Classes, Unknown)
+				c.Why = joinWhy(c.Why, "writes "+w+", which decides what a later git command runs")
+			}
+		}
 		c.Classes = sortClasses(c.Classes)
 		for _, cl := range c.Classes {
 			set[slices.Index(Classes, cl)] = true

@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"path"
+	"slices"
+	"strings"
+)
 
 // What a git configuration value does when git reads it. Many keys name a
 // command git runs (an editor, a pager, a filter, an fsmonitor hook...):
@@ -251,4 +255,30 @@ func gitNewRepo(c *call, rest []word, isClone bool) {
 	case isClone && len(pos) > 1:
 		c.write(pos[1]) // git clone URL DIR
 	}
+}
+
+// gitControlPath reports whether writing p changes what later git
+// commands run: a repository's hooks and configuration (a worktree's and
+// a submodule's too), the user's git configuration, a .git pointer file
+// or directory. Such a write is unknown: a git commit after it runs
+// whatever it names.
+func gitControlPath(p string) bool {
+	p = "/" + strings.TrimSuffix(p, "/")
+	switch path.Base(p) {
+	case ".git", ".gitconfig":
+		return true
+	}
+	if strings.HasSuffix(p, "/.config/git") || strings.HasSuffix(p, "/.config/git/config") {
+		return true
+	}
+	i := strings.LastIndex(p, "/.git/")
+	if i < 0 {
+		return false
+	}
+	parts := strings.Split(p[i+len("/.git/"):], "/")
+	switch parts[len(parts)-1] {
+	case "config", "config.worktree", "commondir", "gitdir":
+		return true
+	}
+	return slices.Contains(parts, "hooks")
 }

@@ -395,3 +395,38 @@ header' f`: {Read},
 		`sed 's/a/b/w /dev/stdout' f`:          {Read},
 	})
 }
+
+func TestWritesThatChangeWhatGitRuns(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`echo 'rm -rf y' > .git/hooks/pre-commit`, Unknown},
+		{`cp x .git/hooks/post-checkout`, Unknown},
+		{`ln -s ../../x.sh .git/hooks/pre-push`, Unknown},
+		{`mv hooks .git/hooks`, Unknown},
+		{`chmod +x .git/hooks/pre-commit`, Unknown},
+		{`printf '[core]\n\tpager = rm -rf y\n' >> .git/config`, Unknown},
+		{`sed -i 's/a/b/' .git/config`, Unknown},
+		{`tee -a ~/.gitconfig < x`, Unknown},
+		{`echo x > ~/.config/git/config`, Unknown},
+		{`echo x > .git/config.worktree`, Unknown},
+		{`echo x > .git/worktrees/wt/config.worktree`, Unknown},
+		{`echo x > .git/modules/sub/hooks/pre-commit`, Unknown},
+		{`echo 'gitdir: /tmp/evil' > sub/.git`, Unknown},
+		{`cd sub && echo 'gitdir: /tmp/evil' > .git`, Unknown},
+		{`git config --file .git/config user.name x`, Unknown},
+		{`git --git-dir=/tmp/evil status`, Unknown},
+		{`GIT_DIR=/tmp/evil git log`, Unknown},
+		{`git -c core.hooksPath=1 commit -m x`, Unknown},
+		{`git -c gpg.ssh.defaultKeyCommand='curl https://example.com' commit -S -m x`, Network},
+		{`git -c gpg.program='rm -rf y' tag -s v1 -m x`, Destructive},
+	})
+	if a := FileAnalysis(Command{Argv: []string{"files:write", "/workspace/.git/hooks/pre-commit"}, Classes: []Class{Write}, Writes: []string{"/workspace/.git/hooks/pre-commit"}}); !a.Has(Unknown) {
+		t.Errorf("file API write of a hook: %v, want unknown", a.Classes)
+	}
+	checkOnly(t, map[string][]Class{
+		`cat .git/config`:                  {Read},
+		`echo x >> .git/info/exclude`:      {Read, Write},
+		`echo x > .github/workflows/a.yml`: {Read, Write},
+		`echo x > src/config`:              {Read, Write},
+		`echo x > docs/hooks/a.md`:         {Read, Write},
+	})
+}
