@@ -207,13 +207,15 @@ func (a *analyzer) secretWord(w word) (name string, secret, deep bool) {
 	if !w.glob {
 		return "", false, false
 	}
-	switch r, n := judgeGlob(w.s, &a.globSteps); r {
-	case globSecret:
-		return n, true, false
-	case globTooDeep:
-		return "", false, true
+	for _, pat := range extglobAlternatives(w.s, 16) {
+		switch r, n := judgeGlob(pat, &a.globSteps); r {
+		case globSecret:
+			return n, true, false
+		case globTooDeep:
+			deep = true
+		}
 	}
-	return "", false, false
+	return "", false, deep
 }
 
 // netDevice: bash opens /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT as
@@ -487,6 +489,7 @@ func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word,
 			b.WriteString("/dev/fd/…")
 		case *syntax.ExtGlob:
 			out.static = false
+			out.glob = true
 			b.WriteString(p.Op.String() + p.Pattern.Value + ")")
 		default:
 			out.static = false

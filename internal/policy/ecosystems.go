@@ -794,7 +794,13 @@ func goTool(c *call) {
 			return
 		}
 		c.class(Read, "go env only reads")
-	case "version", "list", "doc", "help", "tool", "":
+	case "tool":
+		if f, pos := opts(rest); len(pos) > 0 && !hasFlag(f, "-n") {
+			c.class(Build, "go tool "+pos[0].s+" runs a tool")
+			return
+		}
+		c.class(Read, "go tool lists its tools")
+	case "version", "list", "doc", "help", "":
 		c.class(Read, "go "+sub+" only reads")
 	default:
 		c.class(Unknown, "go "+sub+" is not a command the analyser knows")

@@ -430,3 +430,47 @@ func TestWritesThatChangeWhatGitRuns(t *testing.T) {
 		`echo x > docs/hooks/a.md`:         {Read, Write},
 	})
 }
+
+func TestGoToolAndExtglobSecrets(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`go tool mytool ./...`, Build},
+		{`cat .@(env)`, Secret},
+		{`cat .@(x|env)`, Secret},
+		{`cat .?(e)nv`, Secret},
+		{`cat ~/.@(aws)/credentials`, Secret},
+	})
+	checkOnly(t, map[string][]Class{
+		`go tool`:          {Read},
+		`go tool -n cover`: {Read},
+		`cat @(a|b).txt`:   {Read},
+		`cat !(*.pem)`:     {Read},
+	})
+}
+
+// What agents do all day runs unattended under the default policy.
+func TestOrdinaryWorkRunsUnattended(t *testing.T) {
+	scoped, err := Defaults().With(Layer{Scope: []string{"src/**"}}, "task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`git status`, `git diff`, `git diff --stat HEAD~1`, `git add -A && git commit -m 'fix: x'`, `git log --oneline -20`,
+		`git -c color.ui=never diff HEAD`, `GIT_PAGER=cat git log -p -1`, `GIT_EDITOR=true git commit --amend --no-edit`,
+		`git grep -n TODO -- '*.go'`, `git switch -c topic`, `git config user.email bot@example.com`,
+		`go test ./...`, `go vet ./...`, `CGO_ENABLED=0 go build ./...`, `GOFLAGS=-mod=mod go build ./...`,
+		`npm test`, `npx tsc -p .`, `npx jest`, `NODE_OPTIONS=--max-old-space-size=4096 npm run build`, `make`, `make test`,
+		`sed -i 's/a/b/' src/x.go`, `sed -n '1,80p' src/x.go`, `sed -n "${a},${b}p" src/x.go`,
+		`tar -xf x.tar`, `tar -czf /tmp/dist.tar.gz src`, `perl -pi -e 's/a/b/' src/f`, `perl -pe 's/\s+$//' src/f`,
+		`cat ~/.ssh/*.pub`, `cat ~/.ssh/id_ed25519.pub`, `ls .e*`, `cat *.json | jq .`, `echo .*`,
+		`export PATH="$HOME/go/bin:$PATH"`, `CC=clang make`, `awk '/.*/' src/f`, `jq '.*' src/f.json`,
+	} {
+		for _, p := range []*Policy{Defaults(), scoped} {
+			if p == scoped && line == `tar -xf x.tar` {
+				continue // writes outside src: refused there, as it should be
+			}
+			if d := decide(t, p, line); d.Action != Allow {
+				t.Errorf("%s (%s): %s, want allow (%s)", line, p.Sources, d.Action, d.Reason)
+			}
+		}
+	}
+}

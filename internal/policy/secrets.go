@@ -186,3 +186,64 @@ func globShape(e, fill string) string {
 	}
 	return b.String()
 }
+
+// extglobAlternatives turns bash's extended globs into plain ones (at most
+// max): @(a|b) and +(a|b) as each alternative, ?(a) and *(a) also as
+// nothing, !(a) as *.
+func extglobAlternatives(pat string, max int) []string {
+	out := []string{pat}
+	for n := 0; n < max; n++ {
+		done := true
+		var next []string
+		for _, p := range out {
+			i := -1
+			for j := 0; j+1 < len(p); j++ {
+				if strings.IndexByte("@?+*!", p[j]) >= 0 && p[j+1] == '(' && (j == 0 || p[j-1] != '\\') {
+					i = j
+					break
+				}
+			}
+			if i < 0 {
+				next = append(next, p)
+				continue
+			}
+			done = false
+			depth, end := 0, -1
+			for j := i + 1; j < len(p) && end < 0; j++ {
+				switch p[j] {
+				case '(':
+					depth++
+				case ')':
+					if depth--; depth == 0 {
+						end = j
+					}
+				}
+			}
+			if end < 0 {
+				next = append(next, p) // not an extglob after all
+				continue
+			}
+			pre, body, post := p[:i], p[i+2:end], p[end+1:]
+			var alts []string
+			switch p[i] {
+			case '!':
+				alts = []string{"*"}
+			case '?', '*':
+				alts = append(strings.Split(body, "|"), "")
+			default:
+				alts = strings.Split(body, "|")
+			}
+			for _, a := range alts {
+				next = append(next, pre+a+post)
+			}
+		}
+		if len(next) > max {
+			next = next[:max]
+		}
+		out = next
+		if done {
+			break
+		}
+	}
+	return out
+}
