@@ -326,7 +326,8 @@ func parseSed(s string) (r sedScript) {
 			}
 			d := s[i]
 			i++
-			if !delimited(d) || !delimited(d) {
+			pattern := delimited(d)
+			if replacement := pattern && delimited(d); !replacement {
 				r.bad = "an " + string(cmd) + " command does not end"
 				return r
 			}
