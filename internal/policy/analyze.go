@@ -374,7 +374,7 @@ func (a *analyzer) decl(c *syntax.DeclClause, via []string, depth int) {
 		}
 		if as.Name != nil {
 			cmd.Argv = append(cmd.Argv, as.Name.Value+"=…")
-			if as.Value != nil {
+			if as.Value != nil && envWatched(as.Name.Value) {
 				a.assign(as.Name.Value, a.assignValue(as), via, depth)
 			}
 		}
@@ -390,7 +390,7 @@ func (a *analyzer) decl(c *syntax.DeclClause, via []string, depth int) {
 func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 	for _, as := range c.Assigns {
 		a.substs(as, via, depth)
-		if as.Name != nil && as.Array == nil {
+		if as.Name != nil && as.Array == nil && envWatched(as.Name.Value) {
 			a.assign(as.Name.Value, a.assignValue(as), via, depth)
 		}
 	}

@@ -34,6 +34,24 @@ var trustedPathDirs = setOf(`/bin /usr/bin /sbin /usr/sbin /usr/local/bin /usr/l
 /usr/local/go/bin /usr/lib/go/bin ~/go/bin ~/.cargo/bin ~/.local/bin ~/.bun/bin ~/.deno/bin
 node_modules/.bin ./node_modules/.bin $PATH ${PATH}`)
 
+// envWatched reports whether setting name may hand a program something
+// to run (the value need not be looked at otherwise).
+func envWatched(name string) bool {
+	switch name {
+	case "PATH", "GOFLAGS", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PS1", "PS2", "PS4":
+		return true
+	}
+	if envCommandVars[name] || envHiddenVars[name] {
+		return true
+	}
+	for _, p := range envHiddenPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // envEffect says what setting name to val does: the command lines it
 // hands a program, or why it is unknown ("" and no commands: inert).
 func envEffect(name string, val word) (cmds []string, unknown string) {
@@ -112,6 +130,9 @@ func envEffect(name string, val word) (cmds []string, unknown string) {
 // the line: each command it hands a program is classified as one of the
 // line's, and a variable whose effect cannot be seen is unknown.
 func (a *analyzer) assign(name string, val word, via []string, depth int) {
+	if !envWatched(name) {
+		return
+	}
 	cmds, unknown := envEffect(name, val)
 	if len(cmds) == 0 && unknown == "" {
 		return
