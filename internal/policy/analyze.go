@@ -365,8 +365,16 @@ func (a *analyzer) decl(c *syntax.DeclClause, via []string, depth int) {
 	named := false
 	for _, as := range c.Args {
 		if as.Naked && as.Name == nil && as.Value != nil {
-			if w := a.word(as.Value); w.static && (w.s == "-p" || w.s == "-x") && (name == "declare" || name == "typeset" || name == "export") {
+			w := a.word(as.Value)
+			if w.static && (w.s == "-p" || w.s == "-x") && (name == "declare" || name == "typeset" || name == "export") {
 				printing = true
+			}
+			// export "NAME=value" (quoted), or a name computed at run time
+			if n, v, ok := strings.Cut(w.s, "="); ok && !strings.HasPrefix(w.s, "-") {
+				named = true
+				a.assignNamed(n, word{s: v, static: w.static, params: w.params}, via, depth)
+			} else if !w.static && !strings.HasPrefix(w.s, "-") {
+				a.add(Command{Argv: []string{name, w.s}, Via: via, Classes: []Class{Unknown}, Why: name + " sets a variable whose name is known only at run time"})
 			}
 		}
 		if as.Name != nil {

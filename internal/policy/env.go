@@ -152,6 +152,16 @@ func (a *analyzer) assign(name string, val word, via []string, depth int) {
 	}
 }
 
+// assignNamed is assign for a name that may be computed at run time (env
+// "$N=x"): such a name may be any, LD_PRELOAD too.
+func (a *analyzer) assignNamed(name string, val word, via []string, depth int) {
+	if strings.ContainsAny(name, "$`") || strings.Contains(name, "…") {
+		a.add(Command{Argv: []string{name + "=" + val.s}, Via: via, Classes: []Class{Unknown}, Why: "sets a variable whose name is known only at run time"})
+		return
+	}
+	a.assign(name, val, via, depth)
+}
+
 // assignArg handles a NAME=value argument (env, sudo, cross-env, go env
 // -w); false if the word is not one.
 func (c *call) assignArg(w word) bool {
@@ -159,7 +169,7 @@ func (c *call) assignArg(w word) bool {
 	if !ok || !validName(name) {
 		return false
 	}
-	c.a.assign(name, word{s: v, static: w.static, params: w.params}, c.viaMe(), c.depth+1)
+	c.a.assignNamed(name, word{s: v, static: w.static, params: w.params}, c.viaMe(), c.depth+1)
 	return true
 }
 

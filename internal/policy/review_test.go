@@ -474,3 +474,35 @@ func TestOrdinaryWorkRunsUnattended(t *testing.T) {
 		}
 	}
 }
+
+// Noticed while re-implementing the review's fixes: more places where a
+// line hands a program a command or sets a watched variable unseen.
+func TestBuiltinsThatRunCommandsOrSetVariables(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`export "GIT_PAGER=rm -rf y"; git log`, Destructive},
+		{`export $N=x`, Unknown},
+		{`export "$ASSIGNMENT"`, Unknown},
+		{`env "$N=x" git log`, Unknown},
+		{`read -r GIT_PAGER < f; export GIT_PAGER; git log`, Unknown},
+		{`printf -v LD_PRELOAD %s ./x.so`, Unknown},
+		{`mapfile -C 'rm -rf y' -c 1 arr < f`, Destructive},
+		{`compgen -C 'rm -rf y' x`, Destructive},
+		{`enable -f ./x.so x`, Unknown},
+		{`dc -e '!rm -rf y'`, Unknown},
+		{`sort --compress-program='rm -rf y' f`, Destructive},
+		{`man -P 'rm -rf y' ls`, Destructive},
+		{`zip -T -TT 'rm -rf y' a.zip f`, Destructive},
+		{`ldd ./bin/app`, Unknown},
+	})
+	checkOnly(t, map[string][]Class{
+		`read -r line < f`:       {Read},
+		`printf -v out '%s' x`:   {Read},
+		`printf '%s\n' x`:        {Read},
+		`mapfile -t lines < f`:   {Read},
+		`man ls`:                 {Read},
+		`sort -u f`:              {Read},
+		`ldd /usr/bin/git`:       {Read},
+		`export "NODE_ENV=test"`: {Read},
+		`zip -r /tmp/a.zip src`:  {Write},
+	})
+}

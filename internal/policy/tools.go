@@ -15,7 +15,7 @@ printf which type whereis hash jq gron cut tr basename dirname realpath readlink
 pstree top htop date cal whoami id groups uname hostname true false test [ sleep seq nproc free
 uptime tput man help info apropos lsof xxd hexdump od strings md5sum sha1sum sha256sum sha512sum
 shasum cksum b2sum base64 base32 column fold fmt paste join expand unexpand rev look yes ldd nm
-objdump readelf size tty stty lscpu lsblk lsmod ulimit getconf locale iconv numfmt expr bc dc factor
+objdump readelf size tty stty lscpu lsblk lsmod ulimit getconf locale iconv numfmt expr bc factor
 exit return shift wait jobs fg bg disown shopt umask history : tldr tokei cloc scc sloccount
 getent logname users who w last dmesg vmstat iostat mpstat sar let read
 mapfile readarray caller times break continue lsb_release arch unset unalias
@@ -60,7 +60,7 @@ var simpleTools = map[string]Class{
 	"chroot": Unknown, "unshare": Unknown, "nsenter": Unknown, "setpriv": Unknown, "capsh": Unknown,
 	"gdb": Unknown, "lldb": Unknown, "nodemon": Unknown, "ts-node": Unknown, "tsx": Unknown,
 	"php": Unknown, "ruby": Unknown, "perl": Unknown, "lua": Unknown, "Rscript": Unknown, "java": Unknown,
-	"osascript": Unknown, "open": Unknown, "xdg-open": Unknown,
+	"osascript": Unknown, "dc": Unknown, "open": Unknown, "xdg-open": Unknown,
 }
 
 func setOf(s string) map[string]bool {
@@ -139,10 +139,18 @@ func toolTable() map[string]handler {
 		"split":      splitTool,
 		"csplit":     splitTool,
 		"ssh-keygen": sshKeygenTool,
-		"sort": func(c *call) {
-			c.class(Read, "sort reads")
-			outFlag(c, Read, "sort", "-o", "--output")
-		},
+		"sort":       sortTool,
+		"read":       readTool,
+		"printf":     readTool,
+		"getopts":    readTool,
+		"mapfile":    callbackTool,
+		"readarray":  callbackTool,
+		"compgen":    callbackTool,
+		"complete":   callbackTool,
+		"enable":     enableTool,
+		"man":        manTool,
+		"zip":        zipTool,
+		"ldd":        lddTool,
 		"curl":       curlTool,
 		"wget":       wgetTool,
 		"gh":         ghTool,
