@@ -21,8 +21,7 @@ npm_config_script_shell NPM_CONFIG_SCRIPT_SHELL`)
 // does not see.
 var envHiddenVars = setOf(`BASH_ENV ENV ZDOTDIR PYTHONSTARTUP PYTHONHOME GCONV_PATH HOME
 XDG_CONFIG_HOME GIT_DIR GIT_COMMON_DIR GIT_WORK_TREE GIT_CONFIG GIT_CONFIG_GLOBAL GIT_CONFIG_SYSTEM
-GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT GIT_EXEC_PATH GIT_TEMPLATE_DIR GIT_INDEX_FILE
-GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES`)
+GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT GIT_EXEC_PATH GIT_TEMPLATE_DIR`)
 
 // envHiddenPrefixes: the dynamic loader's variables, exported bash
 // functions, and git's numbered configuration.
@@ -71,9 +70,12 @@ func envEffect(name string, val word) (cmds []string, unknown string) {
 		}
 		return nil, name + " makes programs load code or configuration the analyser does not see"
 	case name == "PATH":
+		if v == "" && val.static {
+			return nil, ""
+		}
 		for _, d := range strings.Split(v, ":") {
 			d = strings.TrimSuffix(strings.Replace(strings.Replace(d, "${HOME}", "~", 1), "$HOME", "~", 1), "/")
-			if d != "" && !trustedPathDirs[path.Clean(d)] && !trustedPathDirs[d] {
+			if d == "" || !trustedPathDirs[path.Clean(d)] && !trustedPathDirs[d] { // "": the current directory
 				return nil, "PATH=" + v + " may make a command name run a program of the workspace"
 			}
 		}

@@ -111,10 +111,16 @@ func sedTool(c *call) {
 	for _, w := range scripts {
 		s := w.s
 		if !w.static {
+			// A value known only at run time may hold a delimiter, a
+			// newline and an e command: the script is unknown, though
+			// what the text shows (its w files) is still read.
 			static = false
 			s = runTimeRE().ReplaceAllString(s, string(sedHole))
 		}
 		text = append(text, s)
+	}
+	if !static {
+		c.class(Unknown, "sed script computed at run time")
 	}
 	if !sandbox {
 		checkSedScript(c, strings.Join(text, "\n"), static)

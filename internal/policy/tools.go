@@ -665,21 +665,76 @@ func chTool(c *call) {
 	c.class(Write, c.name+" changes file modes or owners")
 }
 
-var awkRiskRE = lazyre.New(`system\s*\(|\|\s*getline|print[^;}]*\|\s*"|print[^;}]*>`)
+// awkRiskRE finds what runs a command, writes a file or loads code in an
+// awk program: system(), pipes to and from commands (|, |&, getline),
+// redirected print, gawk's @load, @include and extension().
+var awkRiskRE = lazyre.New(`system\s*\(|\|\s*getline|\|&|print[^;}]*\||print[^;}]*>|@load|@include|extension\s*\(`)
 
 func awkTool(c *call) {
-	flags, pos := opts(c.args, "-F", "-v", "-f", "-i", "--include", "-e")
-	if hasFlag(flags, "-f") {
-		c.class(Unknown, "awk runs a program file")
-		return
+	var progs []word
+	var pos []word
+	inplace := false
+	for i := 0; i < len(c.args); i++ {
+		w := c.args[i]
+		s := w.s
+		name, v, hasVal := strings.Cut(s, "=")
+		val := func() (word, bool) {
+			if hasVal && strings.HasPrefix(s, "--") {
+				return word{s: v, static: w.static, params: w.params}, true
+			}
+			if i+1 < len(c.args) {
+				i++
+				return c.args[i], true
+			}
+			return word{}, false
+		}
+		switch {
+		case s == "--":
+			pos = append(pos, c.args[i+1:]...)
+			i = len(c.args)
+		case s == "-F" || s == "-v" || name == "--field-separator" || name == "--assign":
+			val()
+		case s == "-e" || name == "--source":
+			if p, ok := val(); ok {
+				progs = append(progs, p)
+			}
+		case s == "-i" || name == "--include":
+			if p, ok := val(); ok && p.s == "inplace" && p.static {
+				inplace = true
+			} else {
+				c.class(Unknown, "awk includes a source file")
+			}
+		case strings.HasPrefix(s, "-i"):
+			if s == "-iinplace" {
+				inplace = true
+			} else {
+				c.class(Unknown, "awk includes a source file")
+			}
+		case strings.HasPrefix(s, "-f") || strings.HasPrefix(s, "-E") || strings.HasPrefix(s, "-l") ||
+			name == "--file" || name == "--exec" || name == "--load":
+			c.class(Unknown, "awk runs a program file or loads an extension")
+			return
+		case strings.HasPrefix(s, "-") && len(s) > 1:
+		default:
+			pos = append(pos, w)
+		}
 	}
-	if f := flagValue(c.args, "-i"); f != nil && f.s == "inplace" {
+	if len(progs) == 0 && len(pos) > 0 {
+		progs, pos = pos[:1], pos[1:]
+	}
+	for _, p := range progs {
+		switch {
+		case !p.static:
+			c.class(Unknown, "awk program computed at run time")
+			return
+		case awkRiskRE().MatchString(p.s):
+			c.class(Unknown, "awk program runs commands or writes files")
+			return
+		}
+	}
+	if inplace {
 		c.class(Write, "awk -i inplace edits files")
-		c.write(skipN(pos, 1)...)
-		return
-	}
-	if len(pos) > 0 && awkRiskRE().MatchString(pos[0].s) {
-		c.class(Unknown, "awk program runs commands or writes files")
+		c.write(pos...)
 		return
 	}
 	c.class(Read, "awk prints")
