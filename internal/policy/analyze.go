@@ -763,6 +763,10 @@ func (a *analyzer) finish() {
 				c.Classes = append(c.Classes, Unknown)
 				c.Why = joinWhy(c.Why, "writes "+w+", which decides what a later git command runs")
 			}
+			if startupFile(w) && !slices.Contains(c.Classes, Unknown) {
+				c.Classes = append(c.Classes, Unknown)
+				c.Why = joinWhy(c.Why, "writes "+w+", which a shell or interpreter runs when it starts")
+			}
 		}
 		c.Classes = sortClasses(c.Classes)
 		for _, cl := range c.Classes {

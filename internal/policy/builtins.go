@@ -101,3 +101,28 @@ func lddTool(c *call) {
 	}
 	c.class(Read, "ldd lists libraries")
 }
+
+// npmConfigFlags: npm takes any configuration as a flag; script-shell
+// runs every script, node-options loads code into every node process,
+// another userconfig or globalconfig file may set either.
+func npmConfigFlags(c *call) {
+	for i, w := range c.args {
+		name, v, hasVal := strings.Cut(w.s, "=")
+		val := word{s: v, static: w.static, params: w.params}
+		if !hasVal && i+1 < len(c.args) {
+			val = c.args[i+1]
+		}
+		switch name {
+		case "--script-shell":
+			c.cmd.Why = joinWhy(c.cmd.Why, "npm --script-shell runs the scripts with "+val.s)
+			c.shell(val)
+			c.delegated = false
+		case "--node-options":
+			if _, unknown := envEffect("NODE_OPTIONS", val); unknown != "" {
+				c.class(Unknown, unknown)
+			}
+		case "--userconfig", "--globalconfig":
+			c.class(Unknown, "npm "+name+" reads configuration (a script shell, node options) from "+val.s)
+		}
+	}
+}

@@ -383,6 +383,7 @@ func npmTool(c *call) {
 		sub = full
 	}
 	flagRegistry(c, flags)
+	npmConfigFlags(c)
 	switch sub {
 	case "install", "uninstall", "update", "dedupe", "prune", "link", "ci", "rebuild", "shrinkwrap":
 		c.class(Dependency, "npm "+sub+" changes dependencies")
@@ -862,10 +863,24 @@ func cargoTool(c *call) {
 var makeVarRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 func makeTool(c *call) {
-	_, pos := opts(c.args, "-C", "-f", "--file", "--directory", "-j", "--jobs", "-l", "-o", "-W", "-I", "-t", "--taskfile", "-d", "--dir")
+	flags, pos := opts(c.args, "-C", "-f", "--file", "--directory", "-j", "--jobs", "-l", "-o", "-W", "-I", "-t", "--taskfile", "-d", "--dir", "-E")
+	if c.name == "make" || c.name == "gmake" {
+		if hasFlag(flags, "--eval") || contains(flags, "-E") {
+			c.class(Unknown, c.name+" --eval evaluates makefile text given on the line")
+		}
+	}
 	var targets []string
 	for _, w := range pos {
 		if makeVarRE().MatchString(w.s) {
+			// make puts its command-line variables in the recipes'
+			// environment; SHELL is the program that runs each recipe.
+			if v, ok := strings.CutPrefix(w.s, "SHELL="); ok && (c.name == "make" || c.name == "gmake") {
+				c.cmd.Why = joinWhy(c.cmd.Why, "make SHELL= runs every recipe with "+v)
+				c.shell(word{s: v, static: w.static, params: w.params})
+				c.delegated = false
+			} else {
+				c.assignArg(w)
+			}
 			continue
 		}
 		targets = append(targets, w.s)

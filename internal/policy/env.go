@@ -37,7 +37,7 @@ node_modules/.bin ./node_modules/.bin $PATH ${PATH}`)
 // to run (the value need not be looked at otherwise).
 func envWatched(name string) bool {
 	switch name {
-	case "PATH", "GOFLAGS", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PS1", "PS2", "PS4":
+	case "PATH", "GOFLAGS", "GOTOOLCHAIN", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PS1", "PS2", "PS4":
 		return true
 	}
 	if envCommandVars[name] || envHiddenVars[name] {
@@ -88,8 +88,15 @@ func envEffect(name string, val word) (cmds []string, unknown string) {
 					cmds = append(cmds, cmd)
 				}
 			}
+			if ld, ok := strings.CutPrefix(f, "ldflags="); ok && extLinker(ld) != "" {
+				cmds = append(cmds, extLinker(ld))
+			}
 		}
 		return cmds, ""
+	case name == "GOTOOLCHAIN":
+		if strings.HasPrefix(v, "go") || strings.Contains(v, "+") || !val.static {
+			return nil, "GOTOOLCHAIN=" + v + " may download a Go toolchain and run it"
+		}
 	case name == "NODE_OPTIONS":
 		for _, f := range strings.Fields(v) {
 			opt, _, _ := strings.Cut(f, "=")
@@ -178,4 +185,32 @@ func (c *call) assignArg(w word) bool {
 // validName: env takes any name without '=' (BASH_FUNC_f%% too).
 func validName(s string) bool {
 	return s != "" && !strings.HasPrefix(s, "-") && !strings.ContainsAny(s, " \t\n/")
+}
+
+// startupFile reports whether p is read, and what it holds run, when a
+// shell or an interpreter starts: shell startup files in the home
+// directory or /etc, the loader's preload list, Python's .pth and
+// sitecustomize files. A later bash -l or python runs what a write put
+// there, unseen, so the write is unknown.
+func startupFile(p string) bool {
+	base := path.Base(p)
+	switch path.Dir(p) {
+	case Home:
+		switch base {
+		case ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+			".zprofile", ".zlogin", ".kshrc", ".mkshrc":
+			return true
+		}
+	case "/etc":
+		switch base {
+		case "profile", "bash.bashrc", "environment", "ld.so.preload", "ld.so.conf", "zshrc", "zshenv":
+			return true
+		}
+	}
+	for _, pre := range []string{"/etc/profile.d/", "/etc/zsh/", "/etc/ld.so.conf.d/", Home + "/.config/fish/"} {
+		if strings.HasPrefix(p, pre) {
+			return true
+		}
+	}
+	return strings.Contains(p, "-packages/") && (strings.HasSuffix(base, ".pth") || base == "sitecustomize.py" || base == "usercustomize.py")
 }

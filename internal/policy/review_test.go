@@ -519,3 +519,36 @@ func TestBuiltinsThatRunCommandsOrSetVariables(t *testing.T) {
 		`awk -i inplace '{gsub(/a/,"b")}1' f`: {Write},
 	})
 }
+
+// Noticed too: other places a command is handed over (make's variables,
+// npm's configuration flags, the go linker) and files whose content runs
+// when a shell or an interpreter starts.
+func TestMoreCommandsHandedOver(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`make SHELL=./evil`, Unknown},
+		{`make CC='rm -rf y'`, Destructive},
+		{`make LD_PRELOAD=./x.so test`, Unknown},
+		{`make --eval='x:=$(shell rm -rf y)'`, Unknown},
+		{`npm test --script-shell='rm -rf y'`, Destructive},
+		{`npm run build --script-shell ./evil`, Unknown},
+		{`npm test --node-options='--require ./x.js'`, Unknown},
+		{`npm test --userconfig ./npmrc`, Unknown},
+		{`go build -ldflags='-linkmode=external -extld=./evil' .`, Unknown},
+		{`GOFLAGS=-ldflags=-extld=./evil go build`, Unknown},
+		{`GOTOOLCHAIN=go1.99.0 go build`, Unknown},
+		{`tar --checkpoint --to-command='rm -rf y' -xf x.tar`, Destructive},
+		{`echo 'rm -rf y' >> ~/.bashrc`, Unknown},
+		{`cp x ~/.profile`, Unknown},
+		{`echo /tmp/x.so > /etc/ld.so.preload`, Unknown},
+		{`echo 'import os' > ~/.local/lib/python3.12/site-packages/x.pth`, Unknown},
+	})
+	checkOnly(t, map[string][]Class{
+		`make test CI=1`:                          {Verify},
+		`make CC=clang`:                           {Build},
+		`npm test --silent`:                       {Verify},
+		`go build -ldflags='-s -w -X main.v=1' .`: {Build},
+		`GOTOOLCHAIN=local go build`:              {Build},
+		`tar --checkpoint -xf x.tar`:              {Write},
+		`echo x > docs/.bashrc.md`:                {Read, Write},
+	})
+}

@@ -49,10 +49,12 @@ func tarOptions(args []word) (opts []tarOpt, pos []word) {
 		case strings.HasPrefix(s, "--"):
 			name, v, hasVal := strings.Cut(s, "=")
 			full := name
-			for _, l := range tarLongArg {
-				if l == name || len(name) >= 4 && strings.HasPrefix(l, name) {
-					full = l
-					break
+			if !contains(tarLongArg, name) && name != "--checkpoint" { // --checkpoint[=N] is an option of its own
+				for _, l := range tarLongArg {
+					if len(name) >= 4 && strings.HasPrefix(l, name) {
+						full = l
+						break
+					}
 				}
 			}
 			o := tarOpt{name: full}
@@ -202,6 +204,32 @@ func goRunsCommands(c *call, flags map[string]word) {
 			c.delegated = false
 		}
 	}
+	if w, ok := flags["-ldflags"]; ok {
+		if ld := extLinker(w.s); ld != "" {
+			c.cmd.Why = joinWhy(c.cmd.Why, "go -ldflags -extld runs "+ld)
+			c.shell(word{s: ld, static: w.static, params: w.params})
+			c.delegated = false
+		}
+	}
+}
+
+// extLinker finds -extld in linker flags: the external linker the go
+// linker runs.
+func extLinker(ldflags string) string {
+	f := strings.Fields(ldflags)
+	for i, s := range f {
+		s = strings.Trim(s, `'"`)
+		if v, ok := strings.CutPrefix(strings.TrimPrefix(s, "-"), "-extld="); ok {
+			return v
+		}
+		if v, ok := strings.CutPrefix(s, "-extld="); ok {
+			return v
+		}
+		if (s == "-extld" || s == "--extld") && i+1 < len(f) {
+			return strings.Trim(f[i+1], `'"`)
+		}
+	}
+	return ""
 }
 
 // perlTool: perl -p/-n with only plain s/// and tr/// edits (no e flag,
