@@ -431,15 +431,17 @@ func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 	a.simple(args, via, depth)
 }
 
-// assignValue is the value an assignment gives its variable (+= adds to
-// a value the text does not show).
+// assignValue is the value an assignment gives its variable (X+=v is
+// X=${X}v: the old value is not in the text).
 func (a *analyzer) assignValue(as *syntax.Assign) word {
 	w := word{static: true}
 	if as.Value != nil {
 		w = a.word(as.Value)
 	}
-	if as.Append {
+	if as.Append && as.Name != nil {
+		w.s = "${" + as.Name.Value + "}" + w.s
 		w.static = false
+		w.params = append(w.params, as.Name.Value)
 	}
 	return w
 }

@@ -162,7 +162,7 @@ var goFlagsWithArg = setOf(`-C -o -p -asmflags -buildmode -compiler -gccgoflags 
 -ldflags -mod -modfile -overlay -pgo -pkgdir -toolexec -exec -coverpkg -covermode -vettool -run -bench -count
 -timeout -cpu -parallel -benchtime -fuzz -fuzztime -fuzzminimizetime -skip -shuffle -outputdir -coverprofile
 -cpuprofile -memprofile -blockprofile -mutexprofile -trace -list -memprofilerate -blockprofilerate
--mutexprofilefraction -benchmem -reuse -debug-actiongraph -debug-runtime-trace -debug-trace -json-output`)
+-mutexprofilefraction -debug-actiongraph -debug-runtime-trace -debug-trace`)
 
 // goFlags splits a go subcommand's arguments: each flag with its value
 // (-flag=v, -flag v, --flag v), and the positional words.
