@@ -179,6 +179,55 @@ type analyzer struct {
 	// funcs are the functions the line defines: calling one runs its body,
 	// which is classified where it is defined.
 	funcs map[string]bool
+	// globSteps counts the name matches tried to judge globs (bounded by
+	// maxGlobSteps).
+	globSteps int
+}
+
+// hasGlob reports an unescaped *, ? or [ in a literal.
+func hasGlob(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '*', '?', '[':
+			return true
+		}
+	}
+	return false
+}
+
+// secretWord reports whether an argument names a credential file, as
+// written or, unquoted, by the names its wildcards expand to; deep: a
+// glob too deep to judge.
+func (a *analyzer) secretWord(w word) (name string, secret, deep bool) {
+	if isSecretPath(w.s) {
+		return w.s, true, false
+	}
+	if !w.glob {
+		return "", false, false
+	}
+	for _, pat := range extglobAlternatives(w.s, 16) {
+		switch r, n := judgeGlob(pat, &a.globSteps); r {
+		case globSecret:
+			return n, true, false
+		case globTooDeep:
+			deep = true
+		}
+	}
+	return "", false, deep
+}
+
+// netDevice: bash opens /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT as
+// connections; the host is returned.
+func netDevice(p string) (string, bool) {
+	for _, pre := range []string{"/dev/tcp/", "/dev/udp/"} {
+		if rest, ok := strings.CutPrefix(p, pre); ok {
+			h, _, _ := strings.Cut(rest, "/")
+			return h, true
+		}
+	}
+	return "", false
 }
 
 // word is one argument: its text as far as known, whether all of it is
@@ -187,6 +236,8 @@ type word struct {
 	s      string
 	static bool
 	params []string
+	// glob: it holds a wildcard the shell expands (unquoted).
+	glob bool
 }
 
 func (a *analyzer) script(src string, via []string, depth int) error {
@@ -263,7 +314,7 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 		a.stmt(c.Body, via, depth)
 	case *syntax.DeclClause:
 		a.substs(c, via, depth)
-		a.decl(c, via)
+		a.decl(c, via, depth)
 	case *syntax.TimeClause:
 		a.stmt(c.Stmt, via, depth)
 	case *syntax.CoprocClause:
@@ -307,15 +358,23 @@ func (a *analyzer) substs(n syntax.Node, via []string, depth int) {
 	})
 }
 
-func (a *analyzer) decl(c *syntax.DeclClause, via []string) {
+func (a *analyzer) decl(c *syntax.DeclClause, via []string, depth int) {
 	name := c.Variant.Value
 	cmd := Command{Argv: []string{name}, Via: via, Classes: []Class{Read}, Why: "shell builtin"}
 	printing := len(c.Args) == 0
 	named := false
 	for _, as := range c.Args {
 		if as.Naked && as.Name == nil && as.Value != nil {
-			if w := a.word(as.Value); w.static && (w.s == "-p" || w.s == "-x") && (name == "declare" || name == "typeset" || name == "export") {
+			w := a.word(as.Value)
+			if w.static && (w.s == "-p" || w.s == "-x") && (name == "declare" || name == "typeset" || name == "export") {
 				printing = true
+			}
+			// export "NAME=value" (quoted), or a name computed at run time
+			if n, v, ok := strings.Cut(w.s, "="); ok && !strings.HasPrefix(w.s, "-") {
+				named = true
+				a.assignNamed(n, word{s: v, static: w.static, params: w.params}, via, depth)
+			} else if !w.static && !strings.HasPrefix(w.s, "-") {
+				a.add(Command{Argv: []string{name, w.s}, Via: via, Classes: []Class{Unknown}, Why: name + " sets a variable whose name is known only at run time"})
 			}
 		}
 		if as.Name != nil {
@@ -323,6 +382,9 @@ func (a *analyzer) decl(c *syntax.DeclClause, via []string) {
 		}
 		if as.Name != nil {
 			cmd.Argv = append(cmd.Argv, as.Name.Value+"=…")
+			if as.Value != nil && envWatched(as.Name.Value) {
+				a.assign(as.Name.Value, a.assignValue(as), via, depth)
+			}
 		}
 	}
 	if printing && !named && name != "local" && name != "readonly" {
@@ -336,6 +398,9 @@ func (a *analyzer) decl(c *syntax.DeclClause, via []string) {
 func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 	for _, as := range c.Assigns {
 		a.substs(as, via, depth)
+		if as.Name != nil && as.Array == nil && envWatched(as.Name.Value) {
+			a.assign(as.Name.Value, a.assignValue(as), via, depth)
+		}
 	}
 	var args []word
 	for _, w := range c.Args {
@@ -366,6 +431,21 @@ func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 	a.simple(args, via, depth)
 }
 
+// assignValue is the value an assignment gives its variable (X+=v is
+// X=${X}v: the old value is not in the text).
+func (a *analyzer) assignValue(as *syntax.Assign) word {
+	w := word{static: true}
+	if as.Value != nil {
+		w = a.word(as.Value)
+	}
+	if as.Append && as.Name != nil {
+		w.s = "${" + as.Name.Value + "}" + w.s
+		w.static = false
+		w.params = append(w.params, as.Name.Value)
+	}
+	return w
+}
+
 // word resolves a word to its text, as the shell would see it before
 // expansions; anything expanded at run time makes it non-static.
 func (a *analyzer) word(w *syntax.Word) word {
@@ -380,6 +460,9 @@ func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word,
 	for _, p := range parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
+			if !quoted && !out.glob && hasGlob(p.Value) {
+				out.glob = true
+			}
 			b.WriteString(unescape(p.Value, quoted))
 		case *syntax.SglQuoted:
 			if p.Dollar {
@@ -416,6 +499,7 @@ func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word,
 			b.WriteString("/dev/fd/…")
 		case *syntax.ExtGlob:
 			out.static = false
+			out.glob = true
 			b.WriteString(p.Op.String() + p.Pattern.Value + ")")
 		default:
 			out.static = false
@@ -558,6 +642,14 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 		f(&c)
 		a.add(c)
 	}
+	if h, ok := netDevice(target.s); ok {
+		attach(func(c *Command) {
+			c.Classes = addClass(c.Classes, Network)
+			c.Hosts = appendUniq(c.Hosts, h)
+			c.Why = joinWhy(c.Why, "connects to "+target.s)
+		})
+		return
+	}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut, syntax.RdrAllClob, syntax.AppAllClob, syntax.AppClob:
 		if harmlessSink(target.s) && target.static {
@@ -579,11 +671,16 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 			}
 		})
 	case syntax.RdrIn:
-		if isSecretPath(target.s) {
+		if name, secret, deep := a.secretWord(target); secret {
 			attach(func(c *Command) {
 				c.Classes = addClass(c.Classes, Secret)
-				c.Secrets = appendUniq(c.Secrets, target.s)
-				c.Why = joinWhy(c.Why, "reads "+target.s)
+				c.Secrets = appendUniq(c.Secrets, name)
+				c.Why = joinWhy(c.Why, "reads "+name)
+			})
+		} else if deep {
+			attach(func(c *Command) {
+				c.Classes = addClass(c.Classes, Unknown)
+				c.Why = joinWhy(c.Why, "a glob too deep or too many to judge")
 			})
 		}
 	case syntax.DplOut, syntax.DplIn:
@@ -663,6 +760,16 @@ func (a *analyzer) finish() {
 	var set [16]bool
 	for i := range out.Commands {
 		c := &out.Commands[i]
+		for _, w := range c.Writes {
+			if gitControlPath(w) && !slices.Contains(c.Classes, Unknown) {
+				c.Classes = append(c.Classes, Unknown)
+				c.Why = joinWhy(c.Why, "writes "+w+", which decides what a later git command runs")
+			}
+			if startupFile(w) && !slices.Contains(c.Classes, Unknown) {
+				c.Classes = append(c.Classes, Unknown)
+				c.Why = joinWhy(c.Why, "writes "+w+", which a shell or interpreter runs when it starts")
+			}
+		}
 		c.Classes = sortClasses(c.Classes)
 		for _, cl := range c.Classes {
 			set[slices.Index(Classes, cl)] = true

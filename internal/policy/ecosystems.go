@@ -42,7 +42,8 @@ func contains(list []string, s string) bool {
 // Git.
 
 func gitTool(c *call) {
-	sub, rest, _ := subcommand(c.args, "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env")
+	gitGlobal(c)
+	sub, rest, _ := subcommand(c.args, "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--list-cmds", "--attr-source")
 	flags, pos := opts(rest)
 	force := hasFlag(flags, "-f", "--force")
 	why := "git " + sub
@@ -57,6 +58,9 @@ func gitTool(c *call) {
 		"annotate", "diff-tree", "diff-index", "diff-files", "cherry", "show-branch", "verify-commit",
 		"verify-tag", "fsck", "check-ref-format", "--version", "--help", "-h":
 		c.class(Read, why+" only reads")
+		if sub == "grep" {
+			gitGrepPager(c, rest)
+		}
 		if f := flagValue(rest, "--output"); f != nil {
 			c.class(Write, why+" writes "+f.s)
 			c.write(*f)
@@ -91,14 +95,27 @@ func gitTool(c *call) {
 			c.class(Write, "git remote changes remotes")
 		}
 	case "config":
-		gitConfig(c, flags, pos)
+		gitConfig(c, rest)
 	case "add", "commit", "mv", "apply", "am", "cherry-pick", "merge", "rebase", "revert", "notes",
 		"init", "bisect", "update-index", "sparse-checkout", "gc", "repack", "pack-refs", "replace",
 		"commit-tree", "hash-object", "write-tree", "read-tree", "mktag", "rerere", "format-patch", "maintenance":
 		c.class(Write, why+" changes the repository")
+		if sub == "bisect" && firstPos(rest) == "run" {
+			_, cmd := leadingCommand(skipN(rest, 1))
+			c.exec(cmd)
+			c.delegated = false
+		}
 		if x := flagValue(rest, "-x", "--exec"); x != nil && sub == "rebase" {
 			c.shell(*x)
 			c.delegated = false
+		}
+		if sub == "apply" || sub == "am" {
+			if d := flagValue(rest, "--directory"); d != nil {
+				c.write(*d)
+			}
+		}
+		if sub == "init" {
+			gitNewRepo(c, rest, false)
 		}
 		if sub == "format-patch" {
 			if f := flagValue(rest, "-o", "--output-directory"); f != nil {
@@ -113,7 +130,7 @@ func gitTool(c *call) {
 		c.class(Destructive, "git rm deletes files")
 		c.write(pos...)
 	case "switch":
-		if force || hasFlag(flags, "--discard-changes", "-C") && force {
+		if force || hasFlag(flags, "--discard-changes") {
 			c.class(Destructive, "git switch --force discards changes")
 			return
 		}
@@ -165,13 +182,24 @@ func gitTool(c *call) {
 			c.class(Write, "git stash saves or applies work")
 		}
 	case "worktree":
-		switch firstPos(rest) {
+		verb := firstPos(rest)
+		_, wpos := opts(skipN(rest, 1), "-b", "-B", "--reason")
+		switch verb {
 		case "list":
 			c.class(Read, "git worktree list")
 		case "remove", "prune":
-			c.class(Destructive, "git worktree "+firstPos(rest)+" deletes a worktree")
+			c.class(Destructive, "git worktree "+verb+" deletes a worktree")
+			if verb == "remove" {
+				c.write(wpos...)
+			}
 		default:
 			c.class(Write, "git worktree changes worktrees")
+			switch {
+			case verb == "add" && len(wpos) > 0:
+				c.write(wpos[0])
+			case verb == "move" && len(wpos) > 1:
+				c.write(wpos[1])
+			}
 		}
 	case "reflog":
 		switch firstPos(rest) {
@@ -199,6 +227,9 @@ func gitTool(c *call) {
 			}
 		}
 	case "clone", "fetch", "pull", "ls-remote", "send-email", "request-pull", "archive":
+		if sub == "clone" {
+			gitNewRepo(c, rest, true)
+		}
 		if sub == "archive" && flagValue(rest, "--remote") == nil {
 			c.class(Write, "git archive writes an archive")
 			return
@@ -233,10 +264,32 @@ func gitTool(c *call) {
 	}
 }
 
-func gitConfig(c *call, flags []string, pos []word) {
+func gitConfig(c *call, rest []word) {
+	flags, pos := opts(rest, "-f", "--file", "--blob", "--type", "--default", "--comment", "--value")
+	verb := ""
+	if len(pos) > 0 {
+		switch pos[0].s {
+		case "set", "get", "list", "unset", "rename-section", "remove-section", "edit":
+			verb, pos = pos[0].s, pos[1:] // git 2.46's subcommands
+		}
+	}
 	key := ""
 	if len(pos) > 0 {
 		key = strings.ToLower(pos[0].s)
+	}
+	setting := verb == "set" || verb == "" && len(pos) >= 2 && !hasFlag(flags, "--get", "--get-all", "--get-regexp", "--unset", "--unset-all",
+		"--list", "-l", "--get-urlmatch", "--rename-section", "--remove-section", "--show-origin", "--get-color", "--get-colorbool")
+	if setting && len(pos) >= 2 {
+		gitSetting(c, pos[0].s, pos[1])
+		if f := flagValue(rest, "-f", "--file"); f != nil {
+			c.write(*f)
+		}
+	}
+	switch verb {
+	case "set", "unset", "rename-section", "remove-section", "edit":
+		c.class(Write, "git config "+verb+" changes configuration")
+	case "get", "list":
+		c.class(Read, "git config reads configuration")
 	}
 	if strings.Contains(key, "credential") || strings.Contains(key, "token") || strings.Contains(key, "password") || strings.HasSuffix(key, ".extraheader") {
 		c.class(Secret, "git config "+key+" touches credentials")
@@ -330,6 +383,7 @@ func npmTool(c *call) {
 		sub = full
 	}
 	flagRegistry(c, flags)
+	npmConfigFlags(c)
 	switch sub {
 	case "install", "uninstall", "update", "dedupe", "prune", "link", "ci", "rebuild", "shrinkwrap":
 		c.class(Dependency, "npm "+sub+" changes dependencies")
@@ -347,6 +401,7 @@ func npmTool(c *call) {
 		extraFix(c, rest)
 	case "exec":
 		_, r := leadingCommand(rest, "-p", "--package", "-c", "--call")
+		npxPackages(c, rest)
 		if f := flagValue(rest, "-c", "--call"); f != nil {
 			c.shell(*f)
 			return
@@ -532,6 +587,7 @@ func bunTool(c *call) {
 // package fetched and run.
 func npxTool(c *call) {
 	_, rest := leadingCommand(c.args, "-p", "--package", "-c", "--call", "--node-options", "--cache", "--from", "--with", "--python")
+	npxPackages(c, c.args)
 	if f := flagValue(c.args, "-c", "--call"); f != nil {
 		c.shell(*f)
 		return
@@ -550,6 +606,23 @@ var npxKnown = map[string]bool{
 	"isort": true, "pyright": true, "flake8": true, "pylint": true,
 }
 
+// npxPackages: -p/--package (uvx: --from, --with) fetch a package before
+// the command runs, whatever the command is.
+func npxPackages(c *call, args []word) {
+	for i, w := range args {
+		if !strings.HasPrefix(w.s, "-") {
+			break // the command starts
+		}
+		for _, f := range []string{"-p", "--package", "--from", "--with"} {
+			if v, ok := strings.CutPrefix(w.s, f+"="); ok {
+				c.class(Dependency, c.name+" "+f+" fetches the package "+v)
+			} else if w.s == f && i+1 < len(args) {
+				c.class(Dependency, c.name+" "+f+" fetches the package "+args[i+1].s)
+			}
+		}
+	}
+}
+
 func npxRun(c *call, rest []word) {
 	if len(rest) == 0 {
 		c.class(Unknown, c.name+" without a package")
@@ -559,6 +632,7 @@ func npxRun(c *call, rest []word) {
 	name := pkg
 	if i := strings.LastIndex(name, "@"); i > 0 {
 		name = name[:i]
+		c.class(Dependency, c.name+" fetches "+pkg+" (a version of its own)")
 	}
 	switch {
 	case npxKnown[name]:
@@ -663,6 +737,11 @@ func biomeTool(c *call) {
 
 func goTool(c *call) {
 	sub, rest, _ := subcommand(c.args, "-C")
+	gflags, gpos := goFlags(rest)
+	switch sub {
+	case "build", "test", "vet", "run", "install", "list", "generate":
+		goRunsCommands(c, gflags)
+	}
 	switch sub {
 	case "build", "generate", "run", "install":
 		if sub == "install" {
@@ -673,9 +752,12 @@ func goTool(c *call) {
 				}
 			}
 		}
+		if sub == "run" && len(gpos) > 0 && strings.Contains(gpos[0].s, "@") && !strings.HasSuffix(gpos[0].s, ".go") {
+			c.class(Dependency, "go run "+gpos[0].s+" downloads a module and runs it")
+		}
 		c.class(Build, "go "+sub+" builds")
-		if f := flagValue(rest, "-o"); f != nil {
-			c.write(*f)
+		if f, ok := gflags["-o"]; ok {
+			c.write(f)
 		}
 	case "test", "vet":
 		c.class(Verify, "go "+sub+" checks the code")
@@ -705,12 +787,21 @@ func goTool(c *call) {
 		}
 		c.class(Write, "go clean removes build files")
 	case "env":
-		if f, _ := opts(rest); hasFlag(f, "-w", "-u") {
+		if f, pos := opts(rest); hasFlag(f, "-w", "-u") {
+			for _, w := range pos {
+				c.assignArg(w)
+			}
 			c.class(Write, "go env -w changes settings")
 			return
 		}
 		c.class(Read, "go env only reads")
-	case "version", "list", "doc", "help", "tool", "":
+	case "tool":
+		if f, pos := opts(rest); len(pos) > 0 && !hasFlag(f, "-n") {
+			c.class(Build, "go tool "+pos[0].s+" runs a tool")
+			return
+		}
+		c.class(Read, "go tool lists its tools")
+	case "version", "list", "doc", "help", "":
 		c.class(Read, "go "+sub+" only reads")
 	default:
 		c.class(Unknown, "go "+sub+" is not a command the analyser knows")
@@ -772,10 +863,24 @@ func cargoTool(c *call) {
 var makeVarRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 func makeTool(c *call) {
-	_, pos := opts(c.args, "-C", "-f", "--file", "--directory", "-j", "--jobs", "-l", "-o", "-W", "-I", "-t", "--taskfile", "-d", "--dir")
+	flags, pos := opts(c.args, "-C", "-f", "--file", "--directory", "-j", "--jobs", "-l", "-o", "-W", "-I", "-t", "--taskfile", "-d", "--dir", "-E")
+	if c.name == "make" || c.name == "gmake" {
+		if hasFlag(flags, "--eval") || contains(flags, "-E") {
+			c.class(Unknown, c.name+" --eval evaluates makefile text given on the line")
+		}
+	}
 	var targets []string
 	for _, w := range pos {
 		if makeVarRE().MatchString(w.s) {
+			// make puts its command-line variables in the recipes'
+			// environment; SHELL is the program that runs each recipe.
+			if v, ok := strings.CutPrefix(w.s, "SHELL="); ok && (c.name == "make" || c.name == "gmake") {
+				c.cmd.Why = joinWhy(c.cmd.Why, "make SHELL= runs every recipe with "+v)
+				c.shell(word{s: v, static: w.static, params: w.params})
+				c.delegated = false
+			} else {
+				c.assignArg(w)
+			}
 			continue
 		}
 		targets = append(targets, w.s)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -65,4 +66,184 @@ func isSecretPath(p string) bool {
 		}
 	}
 	return false
+}
+
+// Globs the shell expands (unquoted wildcards) may name a credential
+// file: cat .e* reads .env. A glob is judged by names of its own shape (a
+// wildcard as "x" and as nothing: *.pub -> x.pub, a public key; *.pem ->
+// x.pem, a key) and, where an element starts with a literal character (so
+// it may match a hidden file), by the credential names it matches (.e* ->
+// .env, ~/.a*/credentials -> ~/.aws/credentials). A leading wildcard is
+// not matched against names: the shell's * skips hidden files, and cat *
+// is not taken for reading credentials.json.
+
+// maxGlobElems: deeper globs are not expanded (unknown instead).
+const maxGlobElems = 32
+
+// maxGlobSteps bounds the name matches tried for one command line; a line
+// that needs more is unknown.
+const maxGlobSteps = 1 << 15
+
+// globTokens are the names a glob element is matched against.
+var globTokens = func() []string {
+	var out []string
+	for n := range secretNames {
+		out = append(out, n)
+	}
+	out = append(out, ".env.local", ".env.production", ".aws", ".ssh", ".gnupg", ".kube", ".docker", ".azure",
+		".config", ".password-store", ".terraform.d", ".cargo", ".gem", ".m2", ".gradle", "gcloud", "gh",
+		"config.json", "settings.xml", "gradle.properties", "hub", "environ")
+	slices.Sort(out) // the name found first is shown: the same every time
+	return out
+}()
+
+// globResult is what judging a glob found.
+type globResult int
+
+const (
+	globClean globResult = iota
+	globSecret
+	globTooDeep
+)
+
+// judgeGlob judges an unquoted glob; name is the credential name it
+// may expand to. steps counts the matches tried.
+func judgeGlob(pat string, steps *int) (globResult, string) {
+	if *steps > maxGlobSteps || strings.Count(pat, "/") >= maxGlobElems {
+		return globTooDeep, ""
+	}
+	elems := strings.Split(pat, "/")
+	xs := make([]string, len(elems))
+	empty := make([]string, len(elems))
+	for i, e := range elems {
+		xs[i], empty[i] = globShape(e, "x"), globShape(e, "")
+	}
+	for _, shape := range []string{strings.Join(xs, "/"), strings.Join(empty, "/")} {
+		*steps++
+		if isSecretPath(shape) {
+			return globSecret, shape
+		}
+	}
+	for i, e := range elems {
+		if e == "" || strings.IndexByte("*?[", e[0]) >= 0 || !strings.ContainsAny(e, "*?[") {
+			continue
+		}
+		for _, t := range globTokens {
+			if *steps++; *steps > maxGlobSteps {
+				return globTooDeep, ""
+			}
+			if ok, _ := path.Match(e, t); !ok {
+				continue
+			}
+			cand := make([]string, len(xs))
+			copy(cand, xs)
+			cand[i] = t
+			if p := strings.Join(cand, "/"); isSecretPath(p) {
+				return globSecret, p
+			}
+		}
+	}
+	return globClean, ""
+}
+
+// globShape is a name of the element's shape: each * and ? as fill, a
+// bracket as its first character.
+func globShape(e, fill string) string {
+	if !strings.ContainsAny(e, "*?[") {
+		return e
+	}
+	var b strings.Builder
+	for i := 0; i < len(e); i++ {
+		switch c := e[i]; c {
+		case '\\':
+			if i+1 < len(e) {
+				i++
+				b.WriteByte(e[i])
+			}
+		case '*', '?':
+			b.WriteString(fill)
+		case '[':
+			j := strings.IndexByte(e[i+1:], ']')
+			if j < 0 {
+				b.WriteByte(c)
+				continue
+			}
+			class := e[i+1 : i+1+j]
+			if j == 0 { // []...] : ] is the first member
+				if k := strings.IndexByte(e[i+2:], ']'); k >= 0 {
+					class, j = e[i+1:i+2+k], k+1
+				}
+			}
+			if class == "" || class[0] == '!' || class[0] == '^' {
+				b.WriteString("x")
+			} else {
+				b.WriteByte(class[0])
+			}
+			i += j + 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// extglobAlternatives turns bash's extended globs into plain ones (at most
+// max): @(a|b) and +(a|b) as each alternative, ?(a) and *(a) also as
+// nothing, !(a) as *.
+func extglobAlternatives(pat string, max int) []string {
+	out := []string{pat}
+	for n := 0; n < max; n++ {
+		done := true
+		var next []string
+		for _, p := range out {
+			i := -1
+			for j := 0; j+1 < len(p); j++ {
+				if strings.IndexByte("@?+*!", p[j]) >= 0 && p[j+1] == '(' && (j == 0 || p[j-1] != '\\') {
+					i = j
+					break
+				}
+			}
+			if i < 0 {
+				next = append(next, p)
+				continue
+			}
+			done = false
+			depth, end := 0, -1
+			for j := i + 1; j < len(p) && end < 0; j++ {
+				switch p[j] {
+				case '(':
+					depth++
+				case ')':
+					if depth--; depth == 0 {
+						end = j
+					}
+				}
+			}
+			if end < 0 {
+				next = append(next, p) // not an extglob after all
+				continue
+			}
+			pre, body, post := p[:i], p[i+2:end], p[end+1:]
+			var alts []string
+			switch p[i] {
+			case '!':
+				alts = []string{"*"}
+			case '?', '*':
+				alts = append(strings.Split(body, "|"), "")
+			default:
+				alts = strings.Split(body, "|")
+			}
+			for _, a := range alts {
+				next = append(next, pre+a+post)
+			}
+		}
+		if len(next) > max {
+			next = next[:max]
+		}
+		out = next
+		if done {
+			break
+		}
+	}
+	return out
 }

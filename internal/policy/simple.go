@@ -263,6 +263,14 @@ func (c *call) scan() {
 				c.class(Secret, "touches "+cand)
 			}
 		}
+		if w.glob && c.name != "echo" && c.name != "printf" {
+			if name, secret, deep := c.a.secretWord(w); secret {
+				c.cmd.Secrets = appendUniq(c.cmd.Secrets, name)
+				c.class(Secret, w.s+" may expand to "+name)
+			} else if deep {
+				c.class(Unknown, "a glob too deep or too many to judge")
+			}
+		}
 	}
 	for _, wp := range c.cmd.Writes {
 		if isSecretPath(wp) {

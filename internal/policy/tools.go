@@ -3,7 +3,6 @@ package policy
 import (
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"path"
-	"regexp"
 	"strings"
 	"sync"
 )
@@ -16,7 +15,7 @@ printf which type whereis hash jq gron cut tr basename dirname realpath readlink
 pstree top htop date cal whoami id groups uname hostname true false test [ sleep seq nproc free
 uptime tput man help info apropos lsof xxd hexdump od strings md5sum sha1sum sha256sum sha512sum
 shasum cksum b2sum base64 base32 column fold fmt paste join expand unexpand rev look yes ldd nm
-objdump readelf size tty stty lscpu lsblk lsmod ulimit getconf locale iconv numfmt expr bc dc factor
+objdump readelf size tty stty lscpu lsblk lsmod ulimit getconf locale iconv numfmt expr bc factor
 exit return shift wait jobs fg bg disown shopt umask history : tldr tokei cloc scc sloccount
 getent logname users who w last dmesg vmstat iostat mpstat sar let read
 mapfile readarray caller times break continue lsb_release arch unset unalias
@@ -61,7 +60,7 @@ var simpleTools = map[string]Class{
 	"chroot": Unknown, "unshare": Unknown, "nsenter": Unknown, "setpriv": Unknown, "capsh": Unknown,
 	"gdb": Unknown, "lldb": Unknown, "nodemon": Unknown, "ts-node": Unknown, "tsx": Unknown,
 	"php": Unknown, "ruby": Unknown, "perl": Unknown, "lua": Unknown, "Rscript": Unknown, "java": Unknown,
-	"osascript": Unknown, "open": Unknown, "xdg-open": Unknown,
+	"osascript": Unknown, "dc": Unknown, "open": Unknown, "xdg-open": Unknown,
 }
 
 func setOf(s string) map[string]bool {
@@ -133,19 +132,25 @@ func toolTable() map[string]handler {
 		"sed":    sedTool,
 		"perl":   perlTool,
 		"awk":    awkTool, "gawk": awkTool, "mawk": awkTool, "nawk": awkTool,
-		"find": findTool,
-		"tar":  tarTool,
-		"unzip": func(c *call) {
-			if f, _ := opts(c.args, "-d", "-x"); hasFlag(f, "-l", "-t", "-v", "-Z") {
-				c.class(Read, "unzip lists")
-				return
-			}
-			c.class(Write, "unzip extracts files")
-		},
-		"sort": func(c *call) {
-			c.class(Read, "sort reads")
-			outFlag(c, Read, "sort", "-o", "--output")
-		},
+		"find":       findTool,
+		"tar":        tarTool,
+		"unzip":      unzipTool,
+		"patch":      patchTool,
+		"split":      splitTool,
+		"csplit":     splitTool,
+		"ssh-keygen": sshKeygenTool,
+		"sort":       sortTool,
+		"read":       readTool,
+		"printf":     readTool,
+		"getopts":    readTool,
+		"mapfile":    callbackTool,
+		"readarray":  callbackTool,
+		"compgen":    callbackTool,
+		"complete":   callbackTool,
+		"enable":     enableTool,
+		"man":        manTool,
+		"zip":        zipTool,
+		"ldd":        lddTool,
 		"curl":       curlTool,
 		"wget":       wgetTool,
 		"gh":         ghTool,
@@ -335,9 +340,9 @@ func sourceTool(c *call) {
 		return
 	}
 	f := c.args[0]
-	if isSecretPath(f.s) {
-		c.class(Secret, c.name+" loads "+f.s+" into the shell")
-		c.cmd.Secrets = appendUniq(c.cmd.Secrets, f.s)
+	if name, secret, _ := c.a.secretWord(f); secret {
+		c.class(Secret, c.name+" loads "+name+" into the shell")
+		c.cmd.Secrets = appendUniq(c.cmd.Secrets, name)
 		return
 	}
 	c.class(Unknown, c.name+" runs the script "+f.s+" in this shell")
@@ -434,6 +439,7 @@ func envTool(c *call) {
 			return
 		case strings.HasPrefix(s, "-"):
 		case strings.Contains(s, "="):
+			c.assignArg(c.args[i])
 		default:
 			c.exec(c.args[i:])
 			return
@@ -455,6 +461,7 @@ func sudoTool(c *call) {
 		return
 	}
 	for len(rest) > 0 && strings.Contains(rest[0].s, "=") && !strings.HasPrefix(rest[0].s, "=") {
+		c.assignArg(rest[0])
 		rest = rest[1:]
 	}
 	if len(rest) == 0 {
@@ -543,6 +550,7 @@ func parallelTool(c *call) {
 func crossEnv(c *call) {
 	rest := c.args
 	for len(rest) > 0 && strings.Contains(rest[0].s, "=") {
+		c.assignArg(rest[0])
 		rest = rest[1:]
 	}
 	c.exec(rest)
@@ -657,94 +665,76 @@ func chTool(c *call) {
 	c.class(Write, c.name+" changes file modes or owners")
 }
 
-func sedTool(c *call) {
-	inplace := false
-	explicit := false
-	var pos []word
-	for i := 0; i < len(c.args); i++ {
-		s := c.args[i].s
-		switch {
-		case s == "-i" || strings.HasPrefix(s, "-i") && !strings.HasPrefix(s, "--") || s == "--in-place" || strings.HasPrefix(s, "--in-place=") || s == "-I":
-			inplace = true
-		case s == "-e" || s == "--expression" || s == "-f" || s == "--file":
-			explicit = true
-			if i+1 < len(c.args) {
-				checkSedScript(c, c.args[i+1].s)
-			}
-			i++
-		case s == "-n" || s == "-E" || s == "-r" || s == "-s" || s == "-z" || s == "-u" || strings.HasPrefix(s, "-"):
-			if strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "--") && strings.Contains(s, "i") {
-				inplace = true
-			}
-		default:
-			pos = append(pos, c.args[i])
-		}
-	}
-	if !explicit && len(pos) > 0 {
-		checkSedScript(c, pos[0].s)
-		pos = pos[1:]
-	}
-	if inplace {
-		c.class(Write, "sed -i edits files in place")
-		c.write(pos...)
-		return
-	}
-	if len(c.cmd.Classes) == 0 {
-		c.class(Read, "sed prints")
-	}
-}
-
-// sedExecRE finds sed's e command, and an s command with the e flag for
-// the usual delimiters.
-var sedExecRE = lazyre.New(func() string {
-	alts := []string{`(^|[;\n{}])\s*[0-9,$]*\s*e(\s|;|$)`}
-	for _, d := range []string{"/", "|", "#", ":", ",", "@", "!", "_", "%"} {
-		q := regexp.QuoteMeta(d)
-		alts = append(alts, `s`+q+`[^`+q+`]*`+q+`[^`+q+`]*`+q+`[a-zA-Z0-9]*e`)
-	}
-	return strings.Join(alts, "|")
-}())
-var sedWriteRE = lazyre.New(`(^|[;\n}/])\s*w\s+\S|/w\s+\S`)
-
-func checkSedScript(c *call, s string) {
-	if sedExecRE().MatchString(s) {
-		c.class(Unknown, "sed script runs commands (e)")
-	}
-	if m := sedWriteRE().FindString(s); m != "" {
-		c.class(Write, "sed script writes a file (w)")
-	}
-}
-
-func perlTool(c *call) {
-	flags, _ := opts(c.args, "-e", "-E", "-I", "-M")
-	inplace := false
-	for _, f := range flags {
-		if strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.Contains(f, "i") {
-			inplace = true
-		}
-	}
-	if inplace && hasFlag(flags, "-p", "-n") {
-		c.class(Write, "perl -i edits files in place")
-		return
-	}
-	c.class(Unknown, "perl runs code")
-}
-
-var awkRiskRE = lazyre.New(`system\s*\(|\|\s*getline|print[^;}]*\|\s*"|print[^;}]*>`)
+// awkRiskRE finds what runs a command, writes a file or loads code in an
+// awk program: system(), pipes to and from commands (|, |&, getline),
+// redirected print, gawk's @load, @include and extension().
+var awkRiskRE = lazyre.New(`system\s*\(|\|\s*getline|\|&|print[^;}]*\||print[^;}]*>|@load|@include|extension\s*\(`)
 
 func awkTool(c *call) {
-	flags, pos := opts(c.args, "-F", "-v", "-f", "-i", "--include", "-e")
-	if hasFlag(flags, "-f") {
-		c.class(Unknown, "awk runs a program file")
-		return
+	var progs []word
+	var pos []word
+	inplace := false
+	for i := 0; i < len(c.args); i++ {
+		w := c.args[i]
+		s := w.s
+		name, v, hasVal := strings.Cut(s, "=")
+		val := func() (word, bool) {
+			if hasVal && strings.HasPrefix(s, "--") {
+				return word{s: v, static: w.static, params: w.params}, true
+			}
+			if i+1 < len(c.args) {
+				i++
+				return c.args[i], true
+			}
+			return word{}, false
+		}
+		switch {
+		case s == "--":
+			pos = append(pos, c.args[i+1:]...)
+			i = len(c.args)
+		case s == "-F" || s == "-v" || name == "--field-separator" || name == "--assign":
+			val()
+		case s == "-e" || name == "--source":
+			if p, ok := val(); ok {
+				progs = append(progs, p)
+			}
+		case s == "-i" || name == "--include":
+			if p, ok := val(); ok && p.s == "inplace" && p.static {
+				inplace = true
+			} else {
+				c.class(Unknown, "awk includes a source file")
+			}
+		case strings.HasPrefix(s, "-i"):
+			if s == "-iinplace" {
+				inplace = true
+			} else {
+				c.class(Unknown, "awk includes a source file")
+			}
+		case strings.HasPrefix(s, "-f") || strings.HasPrefix(s, "-E") || strings.HasPrefix(s, "-l") ||
+			name == "--file" || name == "--exec" || name == "--load":
+			c.class(Unknown, "awk runs a program file or loads an extension")
+			return
+		case strings.HasPrefix(s, "-") && len(s) > 1:
+		default:
+			pos = append(pos, w)
+		}
 	}
-	if f := flagValue(c.args, "-i"); f != nil && f.s == "inplace" {
+	if len(progs) == 0 && len(pos) > 0 {
+		progs, pos = pos[:1], pos[1:]
+	}
+	for _, p := range progs {
+		switch {
+		case !p.static:
+			c.class(Unknown, "awk program computed at run time")
+			return
+		case awkRiskRE().MatchString(p.s):
+			c.class(Unknown, "awk program runs commands or writes files")
+			return
+		}
+	}
+	if inplace {
 		c.class(Write, "awk -i inplace edits files")
-		c.write(skipN(pos, 1)...)
-		return
-	}
-	if len(pos) > 0 && awkRiskRE().MatchString(pos[0].s) {
-		c.class(Unknown, "awk program runs commands or writes files")
+		c.write(pos...)
 		return
 	}
 	c.class(Read, "awk prints")
@@ -802,35 +792,6 @@ func findTool(c *call) {
 		c.class(Read, "find only lists")
 	} else if len(c.cmd.Classes) == 0 {
 		c.delegated = true // find only hands files to its -exec command
-	}
-}
-
-func tarTool(c *call) {
-	if len(c.args) == 0 {
-		c.class(Read, "tar alone")
-		return
-	}
-	first := c.args[0].s
-	mode := func(letter byte, long string) bool {
-		if !strings.HasPrefix(first, "-") && strings.IndexByte(first, letter) >= 0 {
-			return true
-		}
-		f, _ := opts(c.args, "-f", "-C", "--file", "--directory")
-		return hasFlag(f, "-"+string(letter), long)
-	}
-	switch {
-	case mode('t', "--list"):
-		c.class(Read, "tar lists an archive")
-	case mode('x', "--extract"), mode('c', "--create"), mode('r', "--append"), mode('u', "--update"):
-		c.class(Write, "tar writes files")
-		if f := flagValue(c.args, "-f", "--file"); f != nil {
-			c.write(*f)
-		}
-		if d := flagValue(c.args, "-C", "--directory"); d != nil && mode('x', "--extract") {
-			c.write(*d)
-		}
-	default:
-		c.class(Write, "tar")
 	}
 }
 

@@ -1,0 +1,284 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+)
+
+// What a git configuration value does when git reads it. Many keys name a
+// command git runs (an editor, a pager, a filter, an fsmonitor hook...):
+// setting one, for one command (-c) or for good (git config), runs that
+// command later, so it is classified like the command itself.
+type gitValue int
+
+const (
+	gitInert   gitValue = iota
+	gitCommand          // shell text git runs
+	gitBoolCmd          // a boolean, or else shell text (core.fsmonitor, pager.*)
+	gitBangCmd          // "!shell text" runs it; else git arguments (aliases, submodule.*.update)
+	gitHelper           // credential helper: "!text", a path, or git credential-NAME
+	gitHidden           // names a directory or file whose content decides (hooks, includes)
+)
+
+var gitCommandKeys = setOf(`core.editor sequence.editor core.pager core.sshcommand core.askpass
+core.gitproxy core.alternaterefscommand diff.external gpg.program gpg.ssh.defaultkeycommand
+gpg.ssh.program gpg.x509.program gpg.openpgp.program sendemail.sendmailcmd sendemail.smtpserver
+sendemail.tocmd sendemail.cccmd uploadpack.packobjectshook web.browser`)
+
+var gitHiddenKeys = setOf(`core.hookspath core.worktree include.path protocol.allow
+init.templatedir core.attributesfile`)
+
+// gitKey says what kind of value a key takes. Section and variable names
+// are case-insensitive (subsections are not, but lowering them only makes
+// more keys match).
+func gitKey(key string) gitValue {
+	k := strings.ToLower(key)
+	if gitCommandKeys[k] {
+		return gitCommand
+	}
+	if gitHiddenKeys[k] {
+		return gitHidden
+	}
+	if k == "core.fsmonitor" {
+		return gitBoolCmd
+	}
+	sec, _, _ := strings.Cut(k, ".")
+	last := k[strings.LastIndexByte(k, '.')+1:]
+	switch sec {
+	case "pager":
+		return gitBoolCmd
+	case "alias":
+		return gitBangCmd
+	case "includeif":
+		return gitHidden
+	case "credential":
+		if last == "helper" {
+			return gitHelper
+		}
+	case "protocol":
+		if last == "allow" {
+			return gitHidden // protocol.ext.allow lets an ext:: URL run a command
+		}
+	case "submodule":
+		if last == "update" {
+			return gitBangCmd
+		}
+	}
+	switch last {
+	case "clean", "smudge", "process":
+		if sec == "filter" {
+			return gitCommand
+		}
+	case "textconv", "command":
+		if sec == "diff" || sec == "trailer" {
+			return gitCommand
+		}
+	case "driver":
+		if sec == "merge" {
+			return gitCommand
+		}
+	case "cmd", "path":
+		switch sec {
+		case "mergetool", "difftool", "man", "browser", "guitool", "trailer":
+			return gitCommand
+		}
+	case "uploadpack", "receivepack":
+		if sec == "remote" {
+			return gitCommand
+		}
+	}
+	return gitInert
+}
+
+func gitBool(v string) bool {
+	switch strings.ToLower(v) {
+	case "", "true", "false", "yes", "no", "on", "off", "1", "0":
+		return true
+	}
+	return false
+}
+
+// gitSetting classifies setting key to val (one command's -c, or git
+// config): what the value hands git to run is classified like a command
+// of the line.
+func gitSetting(c *call, key string, val word) {
+	kind := gitKey(key)
+	v := val.s
+	switch kind {
+	case gitInert:
+		return
+	case gitHidden:
+		c.class(Unknown, "git config "+key+" names a file or directory whose content the analyser does not see")
+		return
+	case gitBoolCmd:
+		if gitBool(v) && val.static {
+			return
+		}
+	case gitBangCmd:
+		rest, ok := strings.CutPrefix(v, "!")
+		if !ok {
+			if strings.HasPrefix(strings.ToLower(key), "alias.") {
+				v = "git " + v // an alias expands to git's own arguments
+			} else {
+				return
+			}
+		} else {
+			v = rest
+		}
+	case gitHelper:
+		if rest, ok := strings.CutPrefix(v, "!"); ok {
+			v = rest
+		} else if v != "" && !strings.Contains(strings.Fields(v + " x")[0], "/") {
+			v = "git credential-" + v
+		}
+	}
+	if v == "" && val.static {
+		return
+	}
+	c.cmd.Why = joinWhy(c.cmd.Why, "git config "+key+" runs a command")
+	c.shell(word{s: v, static: val.static, params: val.params})
+	c.delegated = false
+}
+
+// gitGlobal reads git's options before the subcommand: -c and
+// --config-env settings, and the options that point git at another
+// repository, configuration or programs.
+func gitGlobal(c *call) {
+	args := c.args
+	for i := 0; i < len(args); i++ {
+		s := args[i].s
+		name, val, hasVal := strings.Cut(s, "=")
+		if !strings.HasPrefix(s, "-") || s == "--" {
+			return
+		}
+		next := func() (word, bool) {
+			if hasVal {
+				return word{s: val, static: args[i].static, params: args[i].params}, true
+			}
+			if i+1 < len(args) {
+				i++
+				return args[i], true
+			}
+			return word{}, false
+		}
+		switch name {
+		case "-c":
+			if w, ok := next(); ok && !hasVal {
+				k, v, _ := strings.Cut(w.s, "=")
+				gitSetting(c, k, word{s: v, static: w.static, params: w.params})
+			}
+		case "--config-env":
+			if w, ok := next(); ok {
+				k, env, _ := strings.Cut(w.s, "=")
+				if gitKey(k) != gitInert {
+					c.class(Unknown, "git --config-env sets "+k+" from $"+env+", known only at run time")
+				}
+			}
+		case "--git-dir", "--work-tree":
+			next()
+			c.class(Unknown, "git "+name+" points git at another repository, whose configuration may run commands")
+		case "--exec-path":
+			if hasVal {
+				c.class(Unknown, "git --exec-path runs git's commands from "+val)
+			}
+		case "-C", "--namespace", "--super-prefix", "--list-cmds", "--attr-source":
+			next()
+		}
+	}
+}
+
+// gitGrepPager: git grep -O<cmd> / --open-files-in-pager=<cmd> runs cmd
+// on the files found (bare -O runs the configured pager).
+func gitGrepPager(c *call, rest []word) {
+	withArg := "ABCefm" // short options whose value follows
+	for _, w := range rest {
+		s := w.s
+		if s == "--" {
+			return
+		}
+		if v, ok := strings.CutPrefix(s, "--open-files-in-pager="); ok {
+			c.shell(word{s: v, static: w.static, params: w.params})
+			c.delegated = false
+			continue
+		}
+		if !strings.HasPrefix(s, "-") || strings.HasPrefix(s, "--") {
+			continue
+		}
+		for j := 1; j < len(s); j++ {
+			if strings.IndexByte(withArg, s[j]) >= 0 {
+				break
+			}
+			if s[j] == 'O' {
+				if v := s[j+1:]; v != "" {
+					c.shell(word{s: v, static: w.static, params: w.params})
+					c.delegated = false
+				}
+				break
+			}
+		}
+	}
+}
+
+// gitNewRepo: git init and git clone write the new repository's
+// directory (and a separate git dir); a template directory brings hooks,
+// and clone's -c settings go into the new repository's configuration.
+func gitNewRepo(c *call, rest []word, isClone bool) {
+	withArg := []string{"--template", "--separate-git-dir", "-b", "--initial-branch", "--object-format", "--ref-format",
+		"--shared", "-o", "--origin", "-u", "--upload-pack", "--reference", "--reference-if-able", "--depth",
+		"--shallow-since", "--shallow-exclude", "-c", "--config", "-j", "--jobs", "--filter", "--bundle-uri", "--branch"}
+	_, pos := opts(rest, withArg...)
+	if t := flagValue(rest, "--template"); t != nil {
+		c.class(Unknown, "git --template copies hooks from "+t.s)
+	}
+	if d := flagValue(rest, "--separate-git-dir"); d != nil {
+		c.write(*d)
+	}
+	if u := flagValue(rest, "-u", "--upload-pack"); u != nil {
+		c.shell(*u)
+		c.delegated = false
+	}
+	for i, w := range rest {
+		v, ok := strings.CutPrefix(w.s, "--config=")
+		if !ok && (w.s == "-c" || w.s == "--config") && i+1 < len(rest) {
+			v, ok = rest[i+1].s, true
+			w = rest[i+1]
+		}
+		if ok {
+			k, val, _ := strings.Cut(v, "=")
+			gitSetting(c, k, word{s: val, static: w.static, params: w.params})
+		}
+	}
+	switch {
+	case !isClone && len(pos) > 0:
+		c.write(pos[0]) // git init DIR
+	case isClone && len(pos) > 1:
+		c.write(pos[1]) // git clone URL DIR
+	}
+}
+
+// gitControlPath reports whether writing p changes what later git
+// commands run: a repository's hooks and configuration (a worktree's and
+// a submodule's too), the user's git configuration, a .git pointer file
+// or directory. Such a write is unknown: a git commit after it runs
+// whatever it names.
+func gitControlPath(p string) bool {
+	p = "/" + strings.TrimSuffix(p, "/")
+	switch path.Base(p) {
+	case ".git", ".gitconfig":
+		return true
+	}
+	if strings.HasSuffix(p, "/.config/git") || strings.HasSuffix(p, "/.config/git/config") {
+		return true
+	}
+	i := strings.LastIndex(p, "/.git/")
+	if i < 0 {
+		return false
+	}
+	parts := strings.Split(p[i+len("/.git/"):], "/")
+	switch parts[len(parts)-1] {
+	case "config", "config.worktree", "commondir", "gitdir":
+		return true
+	}
+	return slices.Contains(parts, "hooks")
+}
