@@ -34,7 +34,7 @@ func (e *env) gvisorCgroupParent() string { return e.cgroupName + "-gvisor" }
 // left the group).
 func (e *env) gvisorPIDs() []int {
 	seen := map[int]bool{}
-	for _, ctl := range []string{"freezer", "pids", "memory", "unified"} {
+	for _, ctl := range []string{"freezer", "pids", "memory", "unified", ""} { // "": v2 alone
 		root := filepath.Join("/sys/fs/cgroup", ctl, e.gvisorCgroupParent())
 		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
@@ -77,7 +77,7 @@ func (e *env) gvisorCensus() gvisorCensus {
 	if ents, err := os.ReadDir(filepath.Join(e.state, "gvisor", "sandboxes")); err == nil {
 		c.StateDirs = len(ents)
 	}
-	for _, ctl := range []string{"memory", "pids", "cpu", "freezer", "cpuacct", "unified"} {
+	for _, ctl := range []string{"memory", "pids", "cpu", "freezer", "cpuacct", "unified", ""} {
 		if ents, err := os.ReadDir(filepath.Join("/sys/fs/cgroup", ctl, e.gvisorCgroupParent())); err == nil {
 			for _, x := range ents {
 				if x.IsDir() {
