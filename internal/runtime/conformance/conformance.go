@@ -58,6 +58,7 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{"Concurrent", testConcurrent},
 		{"Isolated", testIsolated},
 		{"DestroyKillsAll", testDestroyKillsAll},
+		{"Pause", testPause},
 		{"Lifetime", testLifetime},
 		{"Files", testFiles},
 		{"TTY", testTTY},
@@ -339,6 +340,112 @@ func testDestroyKillsAll(t *testing.T, f Factory) {
 	if _, err := sb.Exec(context.Background(), runtime.ExecRequest{Argv: []string{"/bin/true"}}); err == nil {
 		t.Error("exec after destroy succeeded")
 	}
+}
+
+// testPause: a backend that declares Pause freezes every process of a
+// paused sandbox until Resume, and Destroy ends a paused sandbox as it
+// ends a running one (on cgroup v1, whose freezer holds back even SIGKILL,
+// a backend must thaw it to kill it). That a paused sandbox also dies with
+// its owner (DieWithOwner) needs an owner that dies, a daemon: see
+// cmd/airlock's TestServeSIGKILLWhilePaused*.
+func testPause(t *testing.T, f Factory) {
+	be, spec := f(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sb, err := be.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() { _ = sb.Destroy(context.Background()) })
+	pz, ok := sb.(runtime.Pauser)
+	if be.Capabilities().Pause != ok {
+		t.Fatalf("Capabilities().Pause is %v, but %T implementing runtime.Pauser is %v", be.Capabilities().Pause, sb, ok)
+	}
+	if !ok {
+		t.Skip("the backend declares no pause")
+	}
+	// The sandbox notes the time every 50 ms: a frozen one notes nothing
+	// for as long as it is paused.
+	bg, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "while :; do date +%s%N >> /tmp/pause-ticks; sleep 0.05; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks := func() []int64 {
+		t.Helper()
+		r := shell(t, sb, "cat /tmp/pause-ticks")
+		var ts []int64
+		for _, f := range strings.Fields(r.out) {
+			var n int64
+			if _, err := fmt.Sscan(f, &n); err != nil {
+				t.Fatalf("read the ticks: %q %q: %v", r.out, r.err, err)
+			}
+			ts = append(ts, n)
+		}
+		return ts
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(ticks()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the ticks did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	const paused = 2 * time.Second
+	if err := pz.Pause(ctx); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	time.Sleep(paused)
+	if err := pz.Resume(ctx); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	var ts []int64
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		ts = ticks()
+		if gap := maxGap(ts); gap >= paused*3/4 && ts[len(ts)-1]-time.Now().UnixNano() > -int64(time.Second) {
+			break // the pause, and a tick since the resume
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no gap of %v in the ticks of a sandbox paused for %v (longest %v), or none after the resume", paused*3/4, paused, maxGap(ts))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Destroy of a paused sandbox
+	if err := pz.Pause(ctx); err != nil {
+		t.Fatalf("second pause: %v", err)
+	}
+	destroyed := make(chan error, 1)
+	go func() { destroyed <- sb.Destroy(context.Background()) }()
+	select {
+	case err := <-destroyed:
+		if err != nil {
+			t.Errorf("destroy a paused sandbox: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("destroy of a paused sandbox did not return")
+	}
+	select {
+	case <-sb.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after Destroy of a paused sandbox")
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if _, err := bg.Wait(wctx); errors.Is(err, context.DeadlineExceeded) {
+		t.Error("the paused sandbox's command outlived its Destroy")
+	}
+	if err := pz.Pause(ctx); err == nil {
+		t.Error("pause of a destroyed sandbox succeeded")
+	}
+}
+
+// maxGap is the longest time between two consecutive ticks (ns).
+func maxGap(ts []int64) time.Duration {
+	var g int64
+	for i := 1; i < len(ts); i++ {
+		g = max(g, ts[i]-ts[i-1])
+	}
+	return time.Duration(g)
 }
 
 func testLifetime(t *testing.T, f Factory) {

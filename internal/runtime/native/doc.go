@@ -9,6 +9,6 @@
 // cgroup, so Reap never removes a sandbox that is being created; mounts
 // live only in the sandbox's mount namespace and vanish with its last
 // process; killing init (PID 1 of the pid namespace) kills every process.
-// A paused sandbox on cgroup v1 has a thaw guard (thawguard_linux.go), so
-// that it still dies with its owner.
+// A paused sandbox on cgroup v1 has a thaw guard (package thawguard, shared
+// with the gVisor backend), so that it still dies with its owner.
 package native

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/seccomp"
+	"github.com/airlock-dev/airlock/internal/thawguard"
 )
 
 // mainAt is when the sandbox init's main began, waitAt when it began to
@@ -27,9 +28,7 @@ const initArg0 = "airlock-sandbox-init"
 // at once. Call it first thing in main (and in
 // TestMain of packages that create native sandboxes).
 func MaybeInit() {
-	if len(os.Args) > 0 && os.Args[0] == guardArg0 {
-		runThawGuard() // does not return
-	}
+	thawguard.MaybeRun() // a paused sandbox's guard: does not return
 	if len(os.Args) == 0 || os.Args[0] != initArg0 {
 		return
 	}

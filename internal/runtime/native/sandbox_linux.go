@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/agent/client"
 	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/thawguard"
 )
 
 // ErrStopped is returned for operations on a sandbox that has stopped.
@@ -51,10 +52,9 @@ type sandbox struct {
 	seccomp     string
 	lifeMu      sync.Mutex
 	lifeTimer   *time.Timer
-	// guard thaws the group if the daemon dies while it is paused (v1;
-	// see thawguard_linux.go); guardMu orders it with freezes and thaws.
-	guardMu sync.Mutex
-	guard   *thawGuard
+	// freezer pauses and resumes the group, with a thaw guard while it
+	// is paused on v1 (package thawguard)
+	freezer thawguard.Freezer
 
 	doneOnce sync.Once
 	done     chan struct{}
@@ -165,10 +165,7 @@ func (s *sandbox) teardown() error {
 	}
 	s.lifeMu.Unlock()
 	if s.cg != nil {
-		s.guardMu.Lock()
-		_ = s.cg.Thaw()
-		s.stopGuardLocked()
-		s.guardMu.Unlock()
+		s.freezer.Release(s.cg, s.logf)
 	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		// SIGKILL of a pid namespace's init kills every process in it.
@@ -220,19 +217,7 @@ func (s *sandbox) Pause(ctx context.Context) error {
 	if s.stopped() {
 		return ErrStopped
 	}
-	s.guardMu.Lock()
-	defer s.guardMu.Unlock()
-	// Only a sandbox that dies with its owner needs one: an other's
-	// frozen processes wait for Reap, as its running ones would.
-	if state, ok := s.cg.V1FreezerState(); ok && s.b.cfg.DieWithOwner && s.guard == nil {
-		g, err := s.startThawGuard(state)
-		if err != nil {
-			return fmt.Errorf("pause sandbox %s: %w", s.id, err)
-		}
-		s.guard = g
-	}
-	if err := s.cg.Freeze(); err != nil {
-		s.stopGuardLocked()
+	if err := s.freezer.Freeze(s.cg, s.b.exe, s.b.cfg.DieWithOwner); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", s.id, err)
 	}
 	return nil
@@ -243,22 +228,13 @@ func (s *sandbox) Resume(ctx context.Context) error {
 	if s.stopped() {
 		return ErrStopped
 	}
-	s.guardMu.Lock()
-	defer s.guardMu.Unlock()
-	if err := s.cg.Thaw(); err != nil {
+	if err := s.freezer.Thaw(s.cg, s.logf); err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", s.id, err)
 	}
-	s.stopGuardLocked()
 	return nil
 }
 
-// stopGuardLocked ends the thaw guard, if any. Called with guardMu held.
-func (s *sandbox) stopGuardLocked() {
-	if s.guard == nil {
-		return
-	}
-	if err := s.guard.stop(); err != nil {
-		s.b.cfg.Logf("sandbox %s: %v", s.id, err)
-	}
-	s.guard = nil
+// logf logs an operational message about the sandbox.
+func (s *sandbox) logf(format string, args ...any) {
+	s.b.cfg.Logf("sandbox %s: "+format, append([]any{s.id}, args...)...)
 }

@@ -20,6 +20,9 @@
 // runsc, the gofer and the sentry: the memory limit (plus a 64 MiB reserve
 // for gVisor itself) and the CPU quota apply to the whole sandbox, and a
 // cap on host tasks bounds the host's cost. Destroy kills the group.
+// Pause freezes the group (runsc's own pause is not used); on cgroup v1,
+// whose freezer holds back even runsc's parent-death SIGKILL, a paused
+// sandbox that dies with its owner has a thaw guard (package thawguard).
 // RLIMIT_NOFILE, RLIMIT_NPROC (the process limit, counted by gVisor) and
 // RLIMIT_FSIZE are set in the bundle; gVisor enforces them.
 //

@@ -9,13 +9,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/thawguard"
 )
 
-// MaybeInit turns this process into a gVisor sandbox's agent when it was
-// started as one (PID 1 at agentPath); otherwise it returns at once. Call
-// it first thing in main (and in TestMain of packages that create gVisor
-// sandboxes).
+// MaybeInit turns this process into a gVisor sandbox's agent (or a
+// paused sandbox's thaw guard) when it was started as one (PID 1 at
+// agentPath); otherwise it returns at once. Call it first thing in main
+// (and in TestMain of packages that create gVisor sandboxes).
 func MaybeInit() {
+	thawguard.MaybeRun() // a paused sandbox's guard: does not return
 	if len(os.Args) == 0 || os.Args[0] != agentPath || os.Getpid() != 1 {
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/thawguard"
 )
 
 // ErrStopped is returned for operations on a sandbox that has stopped.
@@ -46,6 +47,9 @@ type sandbox struct {
 	conn      *agent.Conn
 	lifeMu    sync.Mutex
 	lifeTimer *time.Timer
+	// freezer pauses and resumes the group, with a thaw guard while it
+	// is paused on v1 (package thawguard)
+	freezer thawguard.Freezer
 
 	doneOnce sync.Once
 	done     chan struct{}
@@ -352,7 +356,7 @@ func (s *sandbox) teardown() error {
 	if s.cg != nil {
 		// every process of the sandbox (runsc, the gofer, gVisor's
 		// kernel) is in the group: kill them all at once
-		_ = s.cg.Thaw()
+		s.freezer.Release(s.cg, s.logf)
 		if pids, _ := s.cg.Procs(); slices.Contains(pids, os.Getpid()) {
 			// cannot happen (launch leaves the group at once); never
 			// kill ourselves
@@ -399,12 +403,15 @@ func (s *sandbox) teardown() error {
 var _ runtime.Pauser = (*sandbox)(nil)
 var _ runtime.Sweeper = (*sandbox)(nil)
 
-// Pause freezes the whole sandbox (gVisor's kernel with it).
+// Pause freezes the whole sandbox (runsc, the gofer and gVisor's kernel)
+// with its cgroup's freezer. On cgroup v1 that freezer holds back even
+// runsc's parent-death SIGKILL, so a sandbox that dies with its owner gets
+// a thaw guard while it is paused (package thawguard).
 func (s *sandbox) Pause(ctx context.Context) error {
 	if s.stopped() {
 		return ErrStopped
 	}
-	if err := s.cg.Freeze(); err != nil {
+	if err := s.freezer.Freeze(s.cg, s.b.agentBin, s.b.cfg.DieWithOwner); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", s.id, err)
 	}
 	return nil
@@ -415,10 +422,15 @@ func (s *sandbox) Resume(ctx context.Context) error {
 	if s.stopped() {
 		return ErrStopped
 	}
-	if err := s.cg.Thaw(); err != nil {
+	if err := s.freezer.Thaw(s.cg, s.logf); err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", s.id, err)
 	}
 	return nil
+}
+
+// logf logs an operational message about the sandbox.
+func (s *sandbox) logf(format string, args ...any) {
+	s.b.cfg.Logf("sandbox %s: "+format, append([]any{s.id}, args...)...)
 }
 
 func (s *sandbox) stopped() bool {
