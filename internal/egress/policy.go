@@ -431,7 +431,10 @@ const DefaultSecretHeader = "Authorization"
 // checkSecretHeader refuses header names that are malformed, and those a
 // value must never go in: cookies (a jar persists and is echoed back by
 // design), and the hop-by-hop and framing headers the proxy owns.
-func checkSecretHeader(h string) error {
+func checkSecretHeader(h string) error { return CheckSecretHeader(h) }
+
+// CheckSecretHeader says whether a brokered secret may name header h.
+func CheckSecretHeader(h string) error {
 	if h == "" || len(h) > 128 || strings.ContainsAny(h, " \t\r\n:\x00") {
 		return fmt.Errorf("header name %q", h)
 	}
