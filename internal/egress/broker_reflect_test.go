@@ -24,7 +24,9 @@ var echoTransforms = []struct {
 	body func(echo string) []byte
 }{
 	{"base64 at offset 1", func(e string) []byte { return []byte(base64.StdEncoding.EncodeToString([]byte(e))) }},
-	{"base64 at offset 2", func(e string) []byte { return []byte(base64.StdEncoding.EncodeToString([]byte("Xy" + e[len("Bearer "):]))) }},
+	{"base64 at offset 2", func(e string) []byte {
+		return []byte(base64.StdEncoding.EncodeToString([]byte("Xy" + e[len("Bearer "):])))
+	}},
 	{"base64url in JSON", func(e string) []byte {
 		return []byte(`{"seen":"` + base64.RawURLEncoding.EncodeToString([]byte("Authorization: "+e)) + `"}`)
 	}},

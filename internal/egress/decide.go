@@ -52,7 +52,7 @@ func (c *compiled) decideName(t Target, m mode) (decision, bool) {
 		if !r.denies(m, t.Port) {
 			continue
 		}
-		if (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchDenied(t.Addr)) {
+		if (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchDenied(t.Addr, c.nat64)) {
 			return deny(r.id, "%s is denied by rule %s", t.Host, r.id), false
 		}
 	}
@@ -117,11 +117,11 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 		if !r.denies(m, t.Port) {
 			continue
 		}
-		if r.matchDenied(a) {
+		if r.matchDenied(a, c.nat64) {
 			return r.id, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.id), false
 		}
 	}
-	g, guarded := classify(a)
+	g, guarded := classify(a, c.nat64...)
 	if !guarded {
 		return "", "", true
 	}

@@ -204,6 +204,8 @@ type compiled struct {
 	allow   []*crule
 	deny    []*crule
 	secrets []*csecret
+	// nat64 are the network's NAT64 prefixes (Config.NAT64Prefixes).
+	nat64 []netip.Prefix
 	// emptyPresets names presets that were asked for but found no host.
 	emptyPresets []string
 }
@@ -470,15 +472,19 @@ func (r *crule) matchAddr(a netip.Addr) bool {
 	return false
 }
 
-// matchDenied is matchAddr for a deny rule: a NAT64 or 6to4 address is
-// also denied by the IPv4 address it embeds (it reaches that host where
-// the network translates).
-func (r *crule) matchDenied(a netip.Addr) bool {
+// matchDenied is matchAddr for a deny rule: an address that embeds an
+// IPv4 address (NAT64, SIIT, 6to4, Teredo...; see embeddedIPv4s) is also
+// denied by it, since it reaches that host where the network translates.
+func (r *crule) matchDenied(a netip.Addr, nat64 []netip.Prefix) bool {
 	if r.matchAddr(a) {
 		return true
 	}
-	v4, ok := embeddedIPv4(a.WithZone(""))
-	return ok && r.matchAddr(v4)
+	for _, v4 := range embeddedIPv4s(a.WithZone("").Unmap(), nat64) {
+		if r.matchAddr(v4) {
+			return true
+		}
+	}
+	return false
 }
 
 // mode is what a destination is used for; it sets the default ports.

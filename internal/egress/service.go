@@ -118,6 +118,11 @@ type Config struct {
 	MaxHeaderBytes int
 	// CALifetime is how long a sandbox CA is valid; default 30 days.
 	CALifetime time.Duration
+	// NAT64Prefixes are the NAT64 (or DNS64) prefixes of the host's
+	// network besides 64:ff9b::/96 and 64:ff9b:1::/48, each of a length
+	// RFC 6052 defines (32, 40, 48, 56, 64, 96): an address under one is
+	// also judged by the IPv4 address it embeds.
+	NAT64Prefixes []netip.Prefix
 }
 
 // Service is the host's egress service, one per daemon. It is safe for
@@ -162,6 +167,11 @@ func (tr *tracked) set(t Target, m mode, a netip.Addr) {
 func New(cfg Config) (*Service, error) {
 	if cfg.Recorder == nil {
 		return nil, errdefs.Wrap(errdefs.ErrInvalid, "egress: a Recorder is required (every connection is recorded)")
+	}
+	for _, p := range cfg.NAT64Prefixes {
+		if !ValidNAT64Prefix(p) {
+			return nil, errdefs.Wrap(errdefs.ErrInvalid, "egress: NAT64 prefix %s: an IPv6 prefix of length 32, 40, 48, 56, 64 or 96", p)
+		}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -215,6 +225,7 @@ func (s *Service) SetPolicy(sandboxID string, p Policy) error {
 	if err != nil {
 		return fmt.Errorf("sandbox %s: %w", sandboxID, err)
 	}
+	c.nat64 = s.cfg.NAT64Prefixes
 	for _, sec := range c.secrets {
 		if sec.value == "" {
 			return errdefs.Wrap(errdefs.ErrInvalid, "sandbox %s: egress secret %s has no value (fill Secret.Value before SetPolicy)", sandboxID, sec.id)
