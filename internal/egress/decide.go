@@ -170,7 +170,13 @@ func (s *Service) decide(ctx context.Context, c *compiled, t Target, m mode, net
 		if !a.IsValid() {
 			continue
 		}
-		if rule, reason, ok := c.checkAddr(t, m, a); !ok {
+		rule, reason, ok := c.checkAddr(t, m, a)
+		if ok && d.rule == RulePublicWeb {
+			if r, n, denied := s.deniedByAddr(ctx, c, m, t.Port, a, false); denied {
+				rule, reason, ok = r, fmt.Sprintf("%s shares address %s with %s, which rule %s denies", t.Host, a, n, r), false
+			}
+		}
+		if !ok {
 			if first.rule == "" {
 				first = deny(rule, "%s", reason)
 				first.addrs = []netip.Addr{a} // for the record only
@@ -191,15 +197,21 @@ func (s *Service) decide(ctx context.Context, c *compiled, t Target, m mode, net
 }
 
 // stillAllowed re-checks an open connection against a new policy, without
-// resolving again.
+// resolving again (deny names count by the addresses already cached).
 func (s *Service) stillAllowed(c *compiled, t Target, m mode, a netip.Addr) bool {
 	if s.cut.Load() {
 		return false
 	}
-	if _, ok := c.decideName(t, m); !ok {
+	d, ok := c.decideName(t, m)
+	if !ok {
 		return false
 	}
-	_, _, ok := c.checkAddr(t, m, a)
+	if d.rule == RulePublicWeb {
+		if _, _, denied := s.deniedByAddr(context.Background(), c, m, t.Port, a, true); denied {
+			return false
+		}
+	}
+	_, _, ok = c.checkAddr(t, m, a)
 	return ok
 }
 

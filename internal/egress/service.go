@@ -137,6 +137,7 @@ type Service struct {
 
 	mu        sync.Mutex // guards sandboxes and each sandbox's conns
 	sandboxes map[string]*sandbox
+	denied    deniedCache // addresses of deny rules' names
 }
 
 type sandbox struct {
