@@ -90,7 +90,7 @@ type SecretGrant struct {
 	Mode                          string // "env" or "broker"
 	Env                           string // the variable it is given as
 	Hosts                         []string
-	Placeholder                   string // broker: what the sandbox holds instead
+	Placeholder                   string   // broker: what the sandbox holds instead
 	Headers                       []string // broker: the request headers it goes in; nil: Authorization
 	Created, Expires              time.Time
 	CreatedBy                     string
