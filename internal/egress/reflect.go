@@ -24,6 +24,9 @@ import (
 // text times the number of forms.
 type reflector struct {
 	forms []reflForm
+	// plain and squeezed index the forms by their first two bytes, so a
+	// view is searched in one pass whatever the number of forms.
+	plain, squeezed pairIndex
 	// span bounds the raw bytes one echoed form may cover: a stream is
 	// checked in windows that overlap by span.
 	span int
@@ -49,7 +52,7 @@ func newReflector(secrets []*csecret) *reflector {
 			if f.name != "plain" && len(f.pat) < minForm {
 				continue
 			}
-			pat := bytes.ToLower(f.pat)
+			pat := asciiLower(f.pat)
 			if slices.ContainsFunc(r.forms, func(o reflForm) bool { return bytes.Equal(o.pat, pat) }) {
 				continue
 			}
@@ -59,6 +62,10 @@ func newReflector(secrets []*csecret) *reflector {
 	}
 	if len(r.forms) == 0 {
 		return nil
+	}
+	for i, f := range r.forms {
+		r.plain.add(f.pat, i)
+		r.squeezed.add(f.squeezed, i)
 	}
 	// An HTML entity or a \u escape takes at most ~10 bytes per byte of
 	// the form; spacing as much again.
@@ -102,6 +109,19 @@ func middle(enc encoder, bits, k int, v []byte) []byte {
 	return []byte(s[start:end])
 }
 
+// asciiLower lower-cases ASCII letters only: quick, and the same for the
+// text and the forms.
+func asciiLower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
 func reversed(b []byte) []byte {
 	r := bytes.Clone(b)
 	slices.Reverse(r)
@@ -129,7 +149,7 @@ func (r *reflector) find(b []byte) (secret, form string, ok bool) {
 		return "", "", false
 	}
 	for _, v := range views(b) {
-		if s, f, ok := r.findIn(bytes.ToLower(v.text), v.name); ok {
+		if s, f, ok := r.findIn(asciiLower(v.text), v.name); ok {
 			return s, f, true
 		}
 	}
@@ -137,21 +157,54 @@ func (r *reflector) find(b []byte) (secret, form string, ok bool) {
 }
 
 func (r *reflector) findIn(low []byte, view string) (secret, form string, ok bool) {
-	for _, f := range r.forms {
-		if bytes.Contains(low, f.pat) {
-			return f.secret, viewName(f.name, view), true
-		}
+	if i := r.plain.find(low, func(i int) []byte { return r.forms[i].pat }); i >= 0 {
+		return r.forms[i].secret, viewName(r.forms[i].name, view), true
 	}
 	if !slices.ContainsFunc(low, isSqueezed) {
 		return "", "", false
 	}
-	sq := squeeze(low)
-	for _, f := range r.forms {
-		if len(f.squeezed) > 0 && bytes.Contains(sq, f.squeezed) {
-			return f.secret, viewName(f.name, view+", spaced"), true
-		}
+	if i := r.squeezed.find(squeeze(low), func(i int) []byte { return r.forms[i].squeezed }); i >= 0 {
+		return r.forms[i].secret, viewName(r.forms[i].name, view+", spaced"), true
 	}
 	return "", "", false
+}
+
+// pairIndex maps the first two bytes of patterns to the patterns; next
+// holds their second and third, a cheap second look before the map.
+type pairIndex struct {
+	any, next [1 << 16]bool
+	by        map[uint16][]int
+}
+
+func (x *pairIndex) add(pat []byte, i int) {
+	if len(pat) < 2 {
+		return // (every form is at least minForm bytes, or the whole value)
+	}
+	k := uint16(pat[0])<<8 | uint16(pat[1])
+	if x.by == nil {
+		x.by = map[uint16][]int{}
+	}
+	x.any[k] = true
+	if len(pat) > 2 {
+		x.next[uint16(pat[1])<<8|uint16(pat[2])] = true
+	}
+	x.by[k] = append(x.by[k], i)
+}
+
+// find returns the first pattern (by its index) found in b, or -1.
+func (x *pairIndex) find(b []byte, pat func(int) []byte) int {
+	for j := 0; j+1 < len(b); j++ {
+		k := uint16(b[j])<<8 | uint16(b[j+1])
+		if !x.any[k] || (j+2 < len(b) && !x.next[uint16(b[j+1])<<8|uint16(b[j+2])]) {
+			continue
+		}
+		for _, i := range x.by[k] {
+			if bytes.HasPrefix(b[j:], pat(i)) {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func viewName(form, view string) string {
