@@ -216,3 +216,17 @@ func FuzzReflector(f *testing.F) {
 		}
 	})
 }
+
+// Text that happens to start like a zlib header is not taken for a
+// compressed body (a long one would be refused as too large to check).
+func TestCompressedSniff(t *testing.T) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	io.WriteString(w, "hello")
+	w.Close()
+	for in, want := range map[string]bool{gz.String(): true, "x^ not zlib at all": false, "x\x9c": false, "plain": false, "": false} {
+		if got := compressed([]byte(in)); got != want {
+			t.Errorf("compressed(%q) = %v", in, got)
+		}
+	}
+}

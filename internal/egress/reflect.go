@@ -317,11 +317,25 @@ func compressed(b []byte) bool {
 	if len(b) < 2 {
 		return false
 	}
-	if b[0] == 0x1f && b[1] == 0x8b {
-		return true
+	var r io.Reader
+	var err error
+	switch {
+	case b[0] == 0x1f && b[1] == 0x8b:
+		r, err = gzip.NewReader(bytes.NewReader(b))
+	case b[0]&0x0f == 8 && b[0]>>4 <= 7 && (int(b[0])<<8|int(b[1]))%31 == 0:
+		// zlib's header: deflate, and check bits that 1 in 31 texts
+		// starting with "x", "H", "(" ... also have
+		r, err = zlib.NewReader(bytes.NewReader(b))
+	default:
+		return false
 	}
-	// zlib: deflate, and the header's check bits
-	return b[0]&0x0f == 8 && b[0]>>4 <= 7 && (int(b[0])<<8|int(b[1]))%31 == 0
+	if err != nil {
+		return false
+	}
+	// it is a stream only if it starts to inflate
+	var one [1]byte
+	n, err := r.Read(one[:])
+	return n == 1 || err == io.EOF
 }
 
 var errTooLarge = errors.New("too large")
