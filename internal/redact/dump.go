@@ -109,7 +109,7 @@ func dumpCandidate(line []byte) (numeric, chars bool) {
 		j++
 	}
 	numeric = j > i && (j == len(line) || line[j] == ' ' || line[j] == '\t' || line[j] == ':')
-	chars = len(line) >= 4 && (line[0] == ' ' && len(line)%4 == 0 || len(line) >= 7 && isOctal(line[:7]))
+	chars = len(line) >= 4 && (line[0] == ' ' && len(line)%4 == 0 || i == 0 && j >= 6)
 	return numeric, chars
 }
 
@@ -147,7 +147,7 @@ func decodeDumpLine(f dumpFormat, line []byte, out []byte) (_ []byte, ok, neutra
 		last := j == len(line)
 		if first {
 			first = false
-			if isOffset(tok, last) {
+			if isOffset(tok, last, nextLen(line[j:])) {
 				if last {
 					return out, false, true
 				}
@@ -208,25 +208,39 @@ func decodeDumpLine(f dumpFormat, line []byte, out []byte) (_ []byte, ok, neutra
 // isOffset: a dump line's first field is its offset when it ends in ':'
 // (xxd), or is 7 or more digits followed by data (od, hexdump), or is an
 // odd number of them alone (od's last line; xxd -p lines are even).
-func isOffset(tok []byte, alone bool) bool {
+// A 6-digit one (od -A x) counts when the next field is not as long.
+func isOffset(tok []byte, alone bool, next int) bool {
 	if len(tok) > 1 && tok[len(tok)-1] == ':' && isHexToken(tok[:len(tok)-1]) {
 		return true
 	}
-	if len(tok) < 7 || !isHexToken(tok) {
-		return false
+	if len(tok) < 6 || !isHexToken(tok) || (len(tok) == 6 && (alone || next == 6)) {
+		return len(tok) == 6 && alone && isHexToken(tok) // od -A x's last line
 	}
 	return !alone || len(tok)%2 != 0
+}
+
+// nextLen is the length of the first field in b.
+func nextLen(b []byte) int {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(b) && b[j] != ' ' && b[j] != '\t' {
+		j++
+	}
+	return j - i
 }
 
 // decodeODChars reads an od -c line: an optional offset, then a field of
 // four columns per byte, right-aligned: the character, a backslash escape,
 // or three octal digits.
 func decodeODChars(line []byte, out []byte) ([]byte, bool) {
-	i := 0
-	for i < len(line) && isOctal(line[i:i+1]) {
+	i := 0 // the offset: octal, or decimal or hex with -A d, -A x
+	for i < len(line) && isHex(line[i]) {
 		i++
 	}
-	if i > 0 && i < 7 {
+	if i > 0 && i < 6 {
 		return out, false
 	}
 	rest := line[i:]
