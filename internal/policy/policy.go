@@ -97,6 +97,10 @@ type File struct {
 	Version   int `yaml:"version" json:"version"`
 	Layer     `yaml:",inline"`
 	Templates map[string]Layer `yaml:"templates,omitempty" json:"templates,omitempty"`
+	// Fetch is where the daemon itself may fetch from for a remote
+	// caller (a task's repository over TCP): the rules of an egress
+	// policy, decided and guarded the same way; nil allows nothing.
+	Fetch *egress.Policy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
 }
 
 // Policy is an effective policy: the defaults with every layer applied.
@@ -183,6 +187,14 @@ func Parse(data []byte) (*File, error) {
 	for name, l := range f.Templates {
 		if err := l.Check(); err != nil {
 			return nil, fmt.Errorf("template %s: %w", name, err)
+		}
+	}
+	if f.Fetch != nil {
+		if err := f.Fetch.Check(); err != nil {
+			return nil, fmt.Errorf("fetch: %w", err)
+		}
+		if len(f.Fetch.Secrets) > 0 {
+			return nil, errdefs.Wrap(errdefs.ErrInvalid, "policy: fetch: secrets are brokered for sandboxes only")
 		}
 	}
 	return &f, nil
