@@ -16,9 +16,9 @@ func TestFetchSection(t *testing.T) {
 		t.Fatalf("no fetch section: %+v %v", f, err)
 	}
 	for doc, why := range map[string]string{
-		"fetch:\n  rules:\n    - {id: x, action: allow, cidrs: [not-a-cidr]}\n":              "cidr",
-		"fetch:\n  grant: [everything]\n":                                                    "category",
-		"fetch:\n  hosts: [a.example.test]\n":                                                "hosts",
+		"fetch:\n  rules:\n    - {id: x, action: allow, cidrs: [not-a-cidr]}\n":               "cidr",
+		"fetch:\n  grant: [everything]\n":                                                     "category",
+		"fetch:\n  hosts: [a.example.test]\n":                                                 "hosts",
 		"fetch:\n  secrets:\n    - {id: s, placeholder: PLACEHOLDER-0123, hosts: [a.test]}\n": "sandboxes only",
 	} {
 		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(strings.ToLower(err.Error()), why) {
