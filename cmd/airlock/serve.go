@@ -38,7 +38,10 @@ Runs the airlock daemon: the HTTP+JSON API (docs/api.md) on a unix socket
 (--e2b-listen); sandboxes on the native backend, or on gVisor when runsc is
 installed and a request (or --template-backend) asks for it; their network
 only through the egress proxy, as each sandbox's egress policy allows
-(default: nothing); state in SQLite. One daemon per state dir. SIGINT/SIGTERM
+(default: nothing); state in SQLite. Over TCP, a task's repository is cloned
+only as the policy file's fetch: section allows (default: nothing). The audit
+log's head is signed at start, at stop, and every --audit-checkpoint-events
+events or --audit-checkpoint-interval. One daemon per state dir. SIGINT/SIGTERM
 stop it; its sandboxes are destroyed, their records kept. Sandboxes die with
 the daemon even if it is killed; the next start reaps what they left and
 marks them lost.
@@ -73,7 +76,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	ao := auditOpts{}
 	fs.StringVar(&ao.keyFile, "audit-key", "", "the audit log's ed25519 signing key `FILE` (made on first start; default DATA-DIR/audit.key): on another disk or owned by another user than the database, rewriting the log and re-signing its checkpoint takes both")
 	fs.IntVar(&ao.events, "audit-checkpoint-events", audit.DefaultCheckpointEvents, fmt.Sprintf("sign a checkpoint of the audit log after at most this many events (1..%d)", audit.MaxCheckpointEvents))
-	durationVar(fs, &ao.interval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, fmt.Sprintf("and at least this often while events are written: a `DURATION`, at most %s", audit.MaxCheckpointInterval))
+	durationVar(fs, &ao.interval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, "and at least this often while events are written: a `DURATION`, at most 1h")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code

@@ -164,6 +164,7 @@ egress:
   rules: []
 `)
 	b.WriteString("# per template, a layer like the above\ntemplates: {}\n")
+	b.WriteString("# where the daemon itself may fetch from for a remote (TCP) caller, a task's repository:\n# an egress policy (grant, presets, rules; no secrets); absent: nowhere. For public hosts:\n# fetch: {grant: [public_web]}\n")
 	return b.String()
 }
 
