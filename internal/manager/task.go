@@ -219,7 +219,7 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	scope := layer.Scope
 	id := newTaskID()
 	var cloneOpts []string
-	src, isURL := req.Repo, strings.Contains(req.Repo, "://")
+	src, local := req.Repo, false
 	if req.TightenOnly {
 		plan, d, err := remoteClone(ctx, net.DefaultResolver, m.fetchPolicy(), m.fetchPresets(), req.Repo)
 		// Recorded before any byte goes out; unrecorded, it does not.
@@ -229,18 +229,21 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		if err != nil {
 			return nil, err
 		}
-		src, cloneOpts, isURL = plan.url, plan.opts, true
-	} else if err := m.record(ctx, audit.Entry{TaskID: id, Kind: "fetch.request", Payload: fetchDecision{allow: true, rule: "unix-socket",
-		reason: "the socket's operator may clone any path or URL"}.payload(req.Repo, "unix")}); err != nil {
-		return nil, err
-	} else if st, err := os.Stat(req.Repo); err == nil {
-		if !st.IsDir() {
-			return nil, fmt.Errorf("repo %s is not a directory: %w", req.Repo, errdefs.ErrInvalid)
+		src, cloneOpts = plan.url, plan.opts
+	} else {
+		if st, err := os.Stat(req.Repo); err == nil {
+			if !st.IsDir() {
+				return nil, fmt.Errorf("repo %s is not a directory: %w", req.Repo, errdefs.ErrInvalid)
+			}
+			abs, _ := filepath.Abs(req.Repo)
+			req.Repo, src, local = abs, abs, true
+		} else if !strings.Contains(req.Repo, "://") && !strings.Contains(req.Repo, ":") {
+			return nil, fmt.Errorf("repo %s: no such directory: %w", req.Repo, errdefs.ErrNotFound)
 		}
-		abs, _ := filepath.Abs(req.Repo)
-		req.Repo = abs
-	} else if !strings.Contains(req.Repo, "://") && !strings.Contains(req.Repo, ":") {
-		return nil, fmt.Errorf("repo %s: no such directory: %w", req.Repo, errdefs.ErrNotFound)
+		d := fetchDecision{allow: true, rule: "unix-socket", reason: "the socket's operator may clone any path or URL"}
+		if err := m.record(ctx, audit.Entry{TaskID: id, Kind: "fetch.request", Payload: d.payload(req.Repo, "unix")}); err != nil {
+			return nil, err
+		}
 	}
 	base := m.baseDir(id)
 	if err := os.MkdirAll(m.taskDir(id), 0o700); err != nil {
@@ -253,7 +256,7 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		}
 	}()
 	if _, err := git(ctx, m.taskDir(id), nil, append(cloneOpts, "clone", "--quiet", "--no-checkout", "--", src, base)...); err != nil {
-		if !isURL {
+		if local { // the host's own repository: git's message is the operator's
 			return nil, fmt.Errorf("clone %s: %v: %w", req.Repo, err, errdefs.ErrInvalid)
 		}
 		m.cfg.Logf("task %s: clone of %s failed: %.2000q", id, redactURL(req.Repo), m.cfg.Redactor.String(err.Error()))
@@ -313,7 +316,7 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		}
 		m.mu.Unlock()
 	}
-	spec, _ := json.Marshal(taskSpec{Repo: req.Repo, Ref: req.Ref, Commit: commit, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt})
+	spec, _ := json.Marshal(taskSpec{Repo: redactURL(req.Repo), Ref: req.Ref, Commit: commit, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt})
 	rec := &store.Task{ID: id, SandboxID: sb.ID, State: "open", Spec: spec, Created: time.Now().UTC()}
 	if err := m.cfg.Store.PutTask(ctx, rec); err != nil {
 		_ = m.Destroy(context.Background(), sb.ID)
