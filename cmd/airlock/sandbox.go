@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -85,6 +86,9 @@ func dispatchGroup(group, usage string, verbs []subVerb, args []string, stdout, 
 	}
 	for _, v := range verbs {
 		if v.name == args[0] {
+			if !rawVerbs[group+" "+v.name] {
+				stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
+			}
 			return v.run(args[1:], stdout, stderr)
 		}
 	}
@@ -202,7 +206,7 @@ func (c *sandboxCmd) parse(args []string) (pos []string, code int, done bool) {
 
 // usageErr reports bad usage: exit status 2.
 func (c *sandboxCmd) usageErr(format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "airlock %s: %s; usage: %s\n", c.path(), fmt.Sprintf(format, args...), c.synopsis)
+	fmt.Fprintf(c.stderr, "airlock %s: %s; usage: %s\n", c.path(), termsafe.String(fmt.Sprintf(format, args...)), c.synopsis)
 	return 2
 }
 
@@ -213,7 +217,9 @@ func (c *sandboxCmd) fail(err error) int {
 }
 
 func (c *sandboxCmd) errorf(format string, args ...any) {
-	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	// Errors quote requests and answers (a command line, a path): one
+	// line, its controls escaped, also for the raw verbs (exec).
+	msg := termsafe.String(strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " "))
 	fmt.Fprintf(c.stderr, "airlock %s: %s\n", c.path(), msg)
 }
 
@@ -237,7 +243,10 @@ func printJSON(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	// JSON output is read by people too: C1 controls, DEL and bidi
+	// characters, which encoding/json leaves raw, become \u escapes
+	// (the same JSON).
+	_, err = w.Write(append(termsafe.JSONSafe(b), '\n'))
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -160,25 +161,28 @@ func taskDiff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
+	// The patch is printed as it is (it is the files' bytes, for git
+	// apply); everything else is escaped (rawVerbs).
+	safeOut, stderr := termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
 	switch {
 	case *asJSON:
-		_ = printJSON(stdout, d)
+		_ = printJSON(safeOut, d)
 	case *stat:
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(safeOut, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "STATUS\tSCOPE\tPATH")
 		for _, f := range d.Files {
 			scope := "in"
 			if !f.InScope {
 				scope = "OUT"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Status, scope, f.Path)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.String(f.Status), scope, termsafe.String(f.Path))
 		}
 		_ = tw.Flush()
 	default:
 		fmt.Fprint(stdout, d.Patch)
 	}
 	if len(d.OutOfScope) > 0 {
-		fmt.Fprintf(stderr, "airlock: changed outside the task's scope: %s\n", strings.Join(d.OutOfScope, ", "))
+		fmt.Fprintf(stderr, "airlock: changed outside the task's scope: %s\n", termsafe.Join(d.OutOfScope, ", "))
 	}
 	return 0
 }
