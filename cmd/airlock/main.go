@@ -98,6 +98,9 @@ var rawVerbs = map[string]bool{
 	"task exec": true, "task test": true, "task diff": true, "task export": true,
 }
 
+// esc is termsafe.String: one field of a line of human output.
+func esc(s string) string { return termsafe.String(s) }
+
 func cmdVersion(args []string, stdout, stderr io.Writer) int {
 	const versionUsage = "usage: airlock version\n\nPrints airlock's version.\n"
 	fs := newFlagSet("version", versionUsage, stderr)

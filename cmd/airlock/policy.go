@@ -212,14 +212,13 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 		// Every field came from the agent's request or its analysis:
 		// escaped one by one (a newline in a write target must not print
 		// a line that reads like this prompt's own).
-		q := termsafe.String
-		fmt.Fprintf(stdout, "%s  %s  sandbox %s", q(a.ID), q(a.State), q(a.SandboxID))
+		fmt.Fprintf(stdout, "%s  %s  sandbox %s", esc(a.ID), esc(a.State), esc(a.SandboxID))
 		if a.TaskID != "" {
-			fmt.Fprintf(stdout, "  task %s", q(a.TaskID))
+			fmt.Fprintf(stdout, "  task %s", esc(a.TaskID))
 		}
-		fmt.Fprintf(stdout, "  requested by %s at %s\n", q(a.RequestedBy), a.Created.Format(time.RFC3339))
+		fmt.Fprintf(stdout, "  requested by %s at %s\n", esc(a.RequestedBy), a.Created.Format(time.RFC3339))
 		tw := tabwriter.NewWriter(stdout, 0, 4, 1, ' ', 0)
-		fmt.Fprintf(tw, "  command:\t%s\n  cwd:\t%s\n  classes:\t%s (held: %s)\n", q(p.Command), q(p.Cwd), termsafe.Join(p.Classes, ","), termsafe.Join(p.Held, ","))
+		fmt.Fprintf(tw, "  command:\t%s\n  cwd:\t%s\n  classes:\t%s (held: %s)\n", esc(p.Command), esc(p.Cwd), termsafe.Join(p.Classes, ","), termsafe.Join(p.Held, ","))
 		if len(p.Writes) > 0 {
 			fmt.Fprintf(tw, "  writes:\t%s\n", termsafe.Join(p.Writes, " "))
 		}
@@ -229,11 +228,11 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 		if len(p.Credentials) > 0 {
 			fmt.Fprintf(tw, "  credentials:\t%s\n", termsafe.Join(p.Credentials, " "))
 		}
-		fmt.Fprintf(tw, "  effect:\t%s\n  why held:\t%s\n", q(p.Effect), q(p.Reason))
+		fmt.Fprintf(tw, "  effect:\t%s\n  why held:\t%s\n", esc(p.Effect), esc(p.Reason))
 		if a.State == "pending" {
 			fmt.Fprintf(tw, "  decide by:\t%s\n", a.Deadline.Format(time.RFC3339))
 		} else if a.DecidedBy != "" {
-			fmt.Fprintf(tw, "  decided:\t%s by %s %s\n", q(a.State), q(a.DecidedBy), q(a.Reason))
+			fmt.Fprintf(tw, "  decided:\t%s by %s %s\n", esc(a.State), esc(a.DecidedBy), esc(a.Reason))
 		}
 		_ = tw.Flush()
 	}

@@ -366,7 +366,7 @@ func sandboxLs(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tTEMPLATE\tCREATED\tEXPIRES")
 	for _, sb := range sbs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.ID, stateText(&sb), sb.Template, ago(sb.Created, now), expiresText(&sb, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", esc(sb.ID), esc(stateText(&sb)), esc(sb.Template), ago(sb.Created, now), expiresText(&sb, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return c.fail(err)
@@ -462,7 +462,9 @@ func sandboxGet(args []string, stdout, stderr io.Writer) int {
 
 func printSandbox(w io.Writer, sb *sdk.Sandbox, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
-	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s:\t%s\n", k, fmt.Sprintf(format, args...)) }
+	row := func(k, format string, args ...any) {
+		fmt.Fprintf(tw, "%s:\t%s\n", k, esc(fmt.Sprintf(format, args...)))
+	}
 	when := func(t time.Time) string {
 		if t.After(now) {
 			return fmt.Sprintf("%s (in %s)", t.Local().Format(time.RFC3339), humanDuration(t.Sub(now)))
@@ -613,7 +615,7 @@ func sandboxExecs(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTARTED\tDURATION\tSTATUS\tCOMMAND")
 	for _, e := range execs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, ago(e.Started, now), execDuration(&e), execStatus(&e), shellJoin(e.Argv))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", esc(e.ID), ago(e.Started, now), execDuration(&e), esc(execStatus(&e)), esc(shellJoin(e.Argv)))
 	}
 	if err := tw.Flush(); err != nil {
 		return c.fail(err)
