@@ -184,7 +184,22 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 	if err := m.artifacts(ctx, rec.SandboxID, d, c); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return m.scrubContents(c)
+}
+
+// scrubContents redacts every string of the bundle's contents (records.go):
+// the manifest, commands, approvals, network requests, tests, artifacts'
+// names, whatever field they gain. The outputs and the artifacts' bytes
+// are redacted (or left out) on their own.
+func (m *Manager) scrubContents(c *bundle.Contents) (*bundle.Contents, error) {
+	outputs, data := c.Outputs, c.ArtifactData
+	c.Outputs, c.ArtifactData = nil, nil
+	out, err := scrubbed(m.cfg.Redactor, c)
+	if err != nil {
+		return nil, err
+	}
+	out.Outputs, out.ArtifactData = outputs, data
+	return out, nil
 }
 
 // networkRequests is what the sandbox's egress proxy decided, from the
