@@ -51,6 +51,13 @@ func (m *Manager) putExec(ctx context.Context, rec *store.Exec) error {
 	if err != nil {
 		return err
 	}
+	// JSON gives a nil raw message back as "null": keep it absent.
+	if rec.Status == nil {
+		r.Status = nil
+	}
+	if rec.Decision == nil {
+		r.Decision = nil
+	}
 	return m.cfg.Store.PutExec(ctx, r)
 }
 
