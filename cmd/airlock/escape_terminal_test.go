@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 
@@ -122,5 +123,12 @@ func TestApprovalPromptSpoofedByTerminalEscapes(t *testing.T) {
 		if n := linesStarting(out, "  classes:"); n > 0 {
 			t.Errorf("%v: the target printed a prompt line of its own:\n%s", args[:3], out)
 		}
+	}
+
+	// The daemon's log (read on an operator's terminal too) quotes it.
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = d.cmd.Wait()
+	if l := d.log.String(); !strings.Contains(l, m) || rawControl(l) != "" {
+		t.Errorf("the daemon's log does not name the approval, or holds the raw control %q:\n%q", rawControl(l), l)
 	}
 }
