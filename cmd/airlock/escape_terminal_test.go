@@ -132,3 +132,41 @@ func TestApprovalPromptSpoofedByTerminalEscapes(t *testing.T) {
 		t.Errorf("the daemon's log does not name the approval, or holds the raw control %q:\n%q", rawControl(l), l)
 	}
 }
+
+// What a sandbox holds and what an agent asked for (a file name, a
+// label, a command line, a working directory) reaches the operator's
+// terminal through the listings escaped: sandbox ls, get, execs, files,
+// stat and audit query, in text and JSON alike.
+func TestListingsEscapeAgentStrings(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	sock := "--socket=" + d.sock
+	const evil = "x\x1b[2J\x1b[H\u202egpj.exe\u2066\r\u009b1A\ttab\nnewline"
+	out, errOut, code := e.run("", "sandbox", "create", sock, "--label", "note="+evil)
+	id := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("create: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("", "sandbox", "exec", sock, id, "--", "/bin/sh", "-c", `mkdir -p "/workspace/$1" && touch "/workspace/$1/$1"`, "sh", evil); code != 0 {
+		t.Fatalf("exec: %d %q", code, errOut)
+	}
+	dir := "/workspace/" + evil
+	for _, args := range [][]string{
+		{"sandbox", "ls"}, {"sandbox", "get", id}, {"sandbox", "execs", id}, {"sandbox", "files", id, dir},
+		{"sandbox", "stat", id, dir + "/" + evil}, {"audit", "query", "--sandbox", id},
+		{"sandbox", "get", "--json", id}, {"sandbox", "execs", "--json", id}, {"sandbox", "files", "--json", id, dir},
+		// an error that quotes the path
+		{"sandbox", "stat", id, dir + "/missing"},
+	} {
+		out, errOut, _ := e.run("", append(args[:len(args):len(args)], sock)...)
+		if c := rawControl(out + errOut); c != "" {
+			t.Errorf("%v printed the raw control %q:\n%q\n%q", args[:2], c, out, errOut)
+		}
+		if len(out+errOut) == 0 {
+			t.Errorf("%v printed nothing", args)
+		}
+		if args[1] == "files" && args[2] != "--json" && !strings.Contains(out, `\x1b[2J`) {
+			t.Errorf("%v: the escaped name is not shown: %q", args, out)
+		}
+	}
+}
