@@ -189,16 +189,16 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 
 // scrubContents redacts every string of the bundle's contents (records.go):
 // the manifest, commands, approvals, network requests, tests, artifacts'
-// names, whatever field they gain. The outputs and the artifacts' bytes
-// are redacted (or left out) on their own.
+// names, whatever field they gain. The bulk (the patch, the outputs and
+// the artifacts' bytes) is redacted (or left out) on its own, once.
 func (m *Manager) scrubContents(c *bundle.Contents) (*bundle.Contents, error) {
-	outputs, data := c.Outputs, c.ArtifactData
-	c.Outputs, c.ArtifactData = nil, nil
+	patch, outputs, data := c.Patch, c.Outputs, c.ArtifactData
+	c.Patch, c.Outputs, c.ArtifactData = "", nil, nil
 	out, err := scrubbed(m.cfg.Redactor, c)
 	if err != nil {
 		return nil, err
 	}
-	out.Outputs, out.ArtifactData = outputs, data
+	out.Patch, out.Outputs, out.ArtifactData = patch, outputs, data
 	return out, nil
 }
 
