@@ -3,11 +3,13 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,6 +149,25 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 		if !shown {
 			t.Errorf("%s: no record shows %q: the field was not recorded at all", f.name, f.shown)
 		}
+	}
+	// The task's results on the daemon's host: commands.jsonl, the
+	// manifest, the bundle, the answer itself.
+	var res manager.FinishResult
+	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &res); code != 200 || len(res.Files) == 0 {
+		t.Fatalf("finish: %d %+v", code, res)
+	}
+	b, _ := json.Marshal(res)
+	results := map[string][]byte{"the finish answer": b}
+	for _, f := range res.Files {
+		results[f], _ = os.ReadFile(f)
+	}
+	for name, data := range results {
+		if bytes.Contains(data, []byte(leakSecret)) {
+			t.Errorf("after finish: the secret is in %s", name)
+		}
+	}
+	if !bytes.Contains(results[filepath.Join(res.OutputDir, "commands.jsonl")], []byte("/workspace/src/[REDACTED")) {
+		t.Errorf("commands.jsonl in the results lacks the redacted cwd")
 	}
 }
 
