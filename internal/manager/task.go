@@ -325,7 +325,7 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	_ = m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: id, Kind: "task.start", Payload: map[string]any{"repo": redactURL(req.Repo), "ref": req.Ref, "commit": commit,
 		"scope": req.Scope, "test": req.Test, "prompt": req.Prompt, "template": sb.Template, "template_version": sb.TemplateVersion, "policy": sb.Policy}})
 	ok = true
-	return taskView(rec)
+	return m.shownTask(rec)
 }
 
 // GetTask returns a task.
@@ -334,7 +334,7 @@ func (m *Manager) GetTask(ctx context.Context, id string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	return taskView(rec)
+	return m.shownTask(rec)
 }
 
 // ListTasks returns every task, newest first.
@@ -345,7 +345,7 @@ func (m *Manager) ListTasks(ctx context.Context) ([]*Task, error) {
 	}
 	out := make([]*Task, 0, len(recs))
 	for _, r := range recs {
-		t, err := taskView(r)
+		t, err := m.shownTask(r)
 		if err != nil {
 			return nil, err
 		}
@@ -703,7 +703,7 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 		mf["workspace_gone"] = gone
 	}
 	manifest, _ := json.MarshalIndent(mf, "", "  ")
-	written := map[string][]byte{"patch.diff": []byte(rd.Patch), "files.json": filesJSON, "tests.json": red.JSON(testsJSON), "commands.jsonl": log.Bytes(), "manifest.json": manifest}
+	written := map[string][]byte{"patch.diff": []byte(rd.Patch), "files.json": red.JSON(filesJSON), "tests.json": red.JSON(testsJSON), "commands.jsonl": log.Bytes(), "manifest.json": red.JSON(manifest)}
 	var names []string
 	for name, data := range written {
 		if err := os.WriteFile(filepath.Join(out, name), data, 0o600); err != nil {
@@ -751,7 +751,7 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 			return nil, err
 		}
 	}
-	t, err := taskView(rec)
+	t, err := m.shownTask(rec)
 	if err != nil {
 		return nil, err
 	}
