@@ -1,16 +1,11 @@
 package native
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/conformance"
@@ -26,45 +21,15 @@ import (
 // test ends.
 func holdProbe(t *testing.T, sb runtime.Sandbox, args ...string) probeResult {
 	t.Helper()
-	pr, err := startHeld(sb, append([]string{"/workspace/probe"}, args...), t.Cleanup)
+	line, err := conformance.StartHeld(sb, append([]string{"/workspace/probe"}, args...), t.Cleanup)
+	var pr probeResult
+	if err == nil {
+		err = json.Unmarshal([]byte(line), &pr)
+	}
 	if err != nil {
 		t.Fatalf("probe %q: %v", args, err)
 	}
 	return pr
-}
-
-// startHeld runs argv, reads its first JSON line, and registers its kill
-// with cleanup.
-func startHeld(sb runtime.Sandbox, argv []string, cleanup func(func())) (probeResult, error) {
-	var pr probeResult
-	r, w := io.Pipe()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	p, err := sb.Exec(ctx, runtime.ExecRequest{Argv: argv, Stdout: w, Stderr: io.Discard})
-	if err != nil {
-		cancel()
-		return pr, err
-	}
-	cleanup(func() {
-		_ = p.Signal(syscall.SIGKILL)
-		go func() { _, _ = io.Copy(io.Discard, r) }()
-		_, _ = p.Wait(ctx)
-		_ = w.Close()
-		cancel()
-	})
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(r).ReadString('\n')
-		line <- l
-	}()
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(strings.TrimSpace(l)), &pr); err != nil {
-			return pr, err
-		}
-		return pr, nil
-	case <-time.After(2 * time.Minute):
-		return pr, context.DeadlineExceeded
-	}
 }
 
 // All the inotify instances a command can make leave host root able to

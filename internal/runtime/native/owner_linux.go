@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,10 @@ import (
 func startOwned(uid, gid int, start func() error) error {
 	errc := make(chan error, 1)
 	go func() {
+		// One at a time: the dumpable flag is the process's, and each
+		// switch saves and restores it.
+		ownerMu.Lock()
+		defer ownerMu.Unlock()
 		goruntime.LockOSThread()
 		err, clean := runOwned(uid, gid, start)
 		if clean {
@@ -47,6 +52,8 @@ func startOwned(uid, gid int, start func() error) error {
 	}()
 	return <-errc
 }
+
+var ownerMu sync.Mutex
 
 // runOwned is startOwned on the locked thread; clean reports that the
 // thread is as it was.
