@@ -63,6 +63,24 @@ func HostSignals() error {
 	return nil
 }
 
+// HostMqueue makes a POSIX message queue of the default size (charged to
+// the caller's RLIMIT_MSGQUEUE) and removes it.
+func HostMqueue() error {
+	name, err := unix.BytePtrFromString(fmt.Sprintf("airlock-test-%d", unix.Gettid()))
+	if err != nil {
+		return err
+	}
+	fd, _, e := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(name)), unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600, 0, 0, 0)
+	if e != 0 {
+		return fmt.Errorf("mq_open: %w", e)
+	}
+	unix.Close(int(fd))
+	if _, _, e := unix.Syscall(unix.SYS_MQ_UNLINK, uintptr(unsafe.Pointer(name)), 0, 0); e != 0 {
+		return fmt.Errorf("mq_unlink: %w", e)
+	}
+	return nil
+}
+
 // HostSigQ is the SigQ line of the caller's status: signals queued for
 // its real uid, and its limit.
 func HostSigQ() string {

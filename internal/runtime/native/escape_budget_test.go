@@ -90,6 +90,24 @@ func TestEscapeResSigPending(t *testing.T) {
 	}
 }
 
+// All the POSIX message queues a command can make (RLIMIT_MSGQUEUE
+// bytes) leave host root able to make one. (Today a command cannot make
+// any: mq_open is refused with EACCES before any budget is charged.)
+func TestEscapeResMqueue(t *testing.T) {
+	needRuntime(t)
+	sb := escSandbox(t, withProbe(t))
+	pr := holdProbe(t, sb, "mqueue-fill", "256", "120")
+	if testing.Verbose() {
+		t.Logf("sandbox: %s", pr)
+	}
+	if pr.OK || (pr.Errno != "EMFILE" && !(pr.Errno == "EACCES" && pr.N == 0)) {
+		t.Errorf("message queues in the sandbox: %s; want EMFILE (RLIMIT_MSGQUEUE), or EACCES for the first", pr)
+	}
+	if err := conformance.HostMqueue(); err != nil {
+		t.Errorf("ESCAPE: after a sandbox made %d message queues, host root cannot: %v", pr.N, err)
+	}
+}
+
 func procInt(t *testing.T, path string) int {
 	t.Helper()
 	b, err := os.ReadFile(path)

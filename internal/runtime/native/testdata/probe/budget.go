@@ -77,6 +77,27 @@ func init() {
 		r.N = int64(n)
 		return r
 	}
+	// mqueue-fill MAX HOLD: POSIX message queues of the default size until
+	// the first error (EMFILE: RLIMIT_MSGQUEUE's bytes).
+	cases["mqueue-fill"] = func(args []string) result {
+		max := intArg(args, 0, 256)
+		setHold(args, 1)
+		n, err := 0, error(nil)
+		for ; n < max; n++ {
+			name := cstr("probe-mq-" + strconv.Itoa(n)) // the call's name has no leading slash
+			fd, _, e := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(name)), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600, 0, 0, 0)
+			if e != 0 {
+				err = e
+				break
+			}
+			_ = fd // kept open (and the queue kept) while the process holds
+		}
+		var lim unix.Rlimit
+		_ = unix.Getrlimit(unix.RLIMIT_MSGQUEUE, &lim)
+		r := errResult(err, fmt.Sprintf("rlimit msgqueue cur=%d", lim.Cur))
+		r.N = int64(n)
+		return r
+	}
 	// sigqueue-rt MAX HOLD: queues a blocked real-time signal to this
 	// thread until the first error (EAGAIN: RLIMIT_SIGPENDING).
 	cases["sigqueue-rt"] = func(args []string) result {
