@@ -36,7 +36,8 @@ func HostSignals() error {
 	defer goruntime.UnlockOSThread()
 	const sig = 42 // SIGRTMIN+8: no handler of Go's
 	var set, old unix.Sigset_t
-	set.Val[0] = 1 << (sig - 1)
+	w := 8 * unsafe.Sizeof(set.Val[0])
+	set.Val[(sig-1)/w] |= 1 << ((sig - 1) % w)
 	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old); err != nil {
 		return err
 	}

@@ -105,7 +105,8 @@ func init() {
 		setHold(args, 1)
 		const sig = 42 // SIGRTMIN+8: no handler of Go's
 		var set unix.Sigset_t
-		set.Val[0] = 1 << (sig - 1)
+		w := 8 * unsafe.Sizeof(set.Val[0])
+		set.Val[(sig-1)/w] |= 1 << ((sig - 1) % w)
 		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
 			return errResult(err, "block")
 		}
