@@ -3,6 +3,7 @@ package native
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,6 +70,30 @@ func TestEscapeResInotifyWatches(t *testing.T) {
 	}
 	if err := conformance.HostInotify(t.TempDir()); err != nil {
 		t.Errorf("ESCAPE: after a sandbox added %d inotify watches, host root cannot: %v", pr.N, err)
+	}
+}
+
+// A sandbox holding every inotify watch and instance it can get leaves
+// another sandbox's agent its own: the other's file activity stays
+// complete.
+func TestEscapeResInotifyOtherSandbox(t *testing.T) {
+	needRuntime(t)
+	hostMax := procInt(t, "/proc/sys/fs/inotify/max_user_watches")
+	if hostMax > 1<<21 {
+		t.Skipf("fs.inotify.max_user_watches is %d: too many to use up in a test", hostMax)
+	}
+	const insts = 32
+	hog := escSandbox(t, withProbe(t))
+	w := holdProbe(t, hog, "inotify-watches", strconv.Itoa(hostMax/insts+64), strconv.Itoa(insts), "120")
+	i := holdProbe(t, hog, "inotify-instances", "4096", "120")
+	if testing.Verbose() {
+		t.Logf("hog: %s; %s", w, i)
+	}
+	other := escSandbox(t, nil)
+	r := sh(t, other, "mkdir -p /workspace/d && echo x > /workspace/d/f")
+	fa := r.Status.Files
+	if fa == nil || fa.Incomplete || !slices.Contains(fa.Written, "/workspace/d/f") {
+		t.Errorf("ESCAPE: another sandbox's inotify use made this one's file activity %+v; want complete, with /workspace/d/f", fa)
 	}
 }
 
