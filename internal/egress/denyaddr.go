@@ -55,7 +55,10 @@ func (r *crule) denyNames() []string {
 // deniedAddrs returns a deny name's addresses, resolving it when the
 // cache has none in date, unless cachedOnly (a re-check under locks).
 func (s *Service) deniedAddrs(ctx context.Context, name string, cachedOnly bool) []netip.Addr {
-	now := s.cfg.Now()
+	now := time.Now()
+	if s.cfg.Now != nil { // (CheckFetch decides with a bare Service)
+		now = s.cfg.Now()
+	}
 	s.denied.mu.Lock()
 	e, ok := s.denied.m[name]
 	s.denied.mu.Unlock()
