@@ -27,6 +27,15 @@ const (
 func (s *Service) AnswerDNS(ctx context.Context, query []byte, who Source) ([]byte, error) {
 	var p dnsmessage.Parser
 	hdr, err := p.Start(query)
+	if ok, rule, reason := s.admit(who.SandboxID, true); !ok {
+		// Over the rate or the budget: refused before anything else is
+		// done for it, and counted (not recorded one by one).
+		s.refuse(ctx, Event{Kind: KindDNS, Source: who, Decision: "deny", Rule: rule, Reason: reason}, true)
+		if err != nil || hdr.Response {
+			return nil, errdefs.Wrap(errdefs.ErrLimitExceeded, "dns: %s", reason)
+		}
+		return refusedReply(hdr)
+	}
 	if err == nil && hdr.Response {
 		err = errors.New("a response, not a query")
 	}
@@ -135,5 +144,14 @@ func (s *Service) dnsReply(ctx context.Context, qh dnsmessage.Header, q *dnsmess
 			return nil, fmt.Errorf("dns: %w", err)
 		}
 	}
+	return b.Finish()
+}
+
+// refusedReply is REFUSED with no question echoed (the query was not read
+// further).
+func refusedReply(qh dnsmessage.Header) ([]byte, error) {
+	b := dnsmessage.NewBuilder(make([]byte, 0, 12), dnsmessage.Header{
+		ID: qh.ID, Response: true, OpCode: qh.OpCode, RecursionDesired: qh.RecursionDesired, RCode: dnsmessage.RCodeRefused,
+	})
 	return b.Finish()
 }

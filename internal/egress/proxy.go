@@ -47,6 +47,15 @@ func (s *Service) ServeProxyConn(ctx context.Context, c net.Conn, who Source) {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
+	if ok, rule, reason := s.admit(who.SandboxID, false); !ok {
+		s.refuse(ctx, Event{Kind: KindConnect, Source: who, Decision: "deny", Rule: rule, Reason: reason}, true)
+		writeRefusal(c, http.StatusTooManyRequests, rule, reason)
+		// Read what already came (briefly, bounded), so that closing does
+		// not reset the connection before the client reads the answer.
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		io.CopyN(io.Discard, c, 16<<10)
+		return
+	}
 	// Cutting closes the sandbox's side at once (AfterFunc's close runs in
 	// a goroutine of its own): once RemoveSandbox, the kill switch or a
 	// policy change returns, nothing more passes.
