@@ -51,7 +51,8 @@ func (r egressRecorder) Record(ctx context.Context, e egress.Event) error {
 		delete(payload, "secret")
 		payload["grant"] = id
 	}
-	return r.m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: e.SandboxID, TaskID: e.TaskID, ExecID: e.ExecID, Actor: "egress", Kind: string(e.Kind), Payload: payload})
+	// A sandbox's last refusal counts are written even on a full disk.
+	return r.m.recordAs(context.WithoutCancel(ctx), audit.Entry{SandboxID: e.SandboxID, TaskID: e.TaskID, ExecID: e.ExecID, Actor: "egress", Kind: string(e.Kind), Payload: payload}, e.Final)
 }
 
 // sandboxNetwork is a sandbox's runtime.Network: what the backend calls.
