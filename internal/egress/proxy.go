@@ -42,13 +42,21 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, who Source) error 
 // kill switch, RemoveSandbox, or a policy change that no longer allows the
 // destination cut the connection.
 func (s *Service) ServeProxyConn(ctx context.Context, c net.Conn, who Source) {
+	s.ServeProxyConnOf(ctx, c, who.SandboxID, func() Source { return who })
+}
+
+// ServeProxyConnOf is ServeProxyConn with the source found only once the
+// connection is within the sandbox's rate and budget (finding the
+// command a connection came from has a cost that a flood must not make
+// the daemon pay); a refused connection is counted under the sandbox.
+func (s *Service) ServeProxyConnOf(ctx context.Context, c net.Conn, sandboxID string, source func() Source) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	if ok, rule, reason := s.admit(who.SandboxID, false); !ok {
-		s.refuse(ctx, Event{Kind: KindConnect, Source: who, Decision: "deny", Rule: rule, Reason: reason}, true)
+	if ok, rule, reason := s.admit(sandboxID, false); !ok {
+		s.refuse(ctx, Event{Kind: KindConnect, Source: Source{SandboxID: sandboxID}, Decision: "deny", Rule: rule, Reason: reason}, true)
 		writeRefusal(c, http.StatusTooManyRequests, rule, reason)
 		// Read what already came (briefly, bounded), so that closing does
 		// not reset the connection before the client reads the answer.
@@ -56,6 +64,7 @@ func (s *Service) ServeProxyConn(ctx context.Context, c net.Conn, who Source) {
 		io.CopyN(io.Discard, c, 16<<10)
 		return
 	}
+	who := source()
 	// Cutting closes the sandbox's side at once (AfterFunc's close runs in
 	// a goroutine of its own): once RemoveSandbox, the kill switch or a
 	// policy change returns, nothing more passes.

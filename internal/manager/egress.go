@@ -97,11 +97,13 @@ func (n *sandboxNetwork) source(pid int) egress.Source {
 const sourceWait = 5 * time.Second
 
 func (n *sandboxNetwork) ProxyConn(c net.Conn, pid int) {
-	n.m.egressSvc.ServeProxyConn(context.Background(), c, n.source(pid))
+	n.m.egressSvc.ServeProxyConnOf(context.Background(), c, n.id, func() egress.Source { return n.source(pid) })
 }
 
+// DNS looks up the query's source (the command it came from) only once
+// the query is within the sandbox's rate: a flood costs a token check.
 func (n *sandboxNetwork) DNS(ctx context.Context, query []byte, pid int) ([]byte, error) {
-	return n.m.egressSvc.AnswerDNS(ctx, query, n.source(pid))
+	return n.m.egressSvc.AnswerDNSOf(ctx, query, n.id, func() egress.Source { return n.source(pid) })
 }
 
 // proxyEnv points the usual clients (curl, git, npm, pip, go, ...) at the
