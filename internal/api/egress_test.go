@@ -551,8 +551,8 @@ done`, plain)}})
 	if code := e.do("GET", "/v1/health", nil, &h); code != 503 || h.OK || !strings.Contains(h.Problem, "audit log cannot be written") || h.Code != "limit_exceeded" || h.Message != h.Problem {
 		t.Errorf("health with a broken audit log: %d %+v", code, h)
 	}
-	// Space freed, the task is still open, its sandbox still there (for the
-	// operator to restart the daemon and finish it).
+	// Space freed, the task is still open, its sandbox still there (the
+	// daemon recovers on its own: TestFullLogDiskRecoversWithoutRestart).
 	os.Remove(filepath.Join(db, "filler"))
 	var got manager.Task
 	if code := e.do("GET", "/v1/tasks/"+task.ID, nil, &got); code != 200 || got.State != "open" {

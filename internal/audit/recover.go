@@ -93,6 +93,14 @@ func (l *Log) appendStopped(ctx context.Context, ins ...Entry) ([]*Event, error)
 	if err != nil {
 		return nil, err
 	}
+	l.mu.Lock()
+	cseq, chash := l.cseq, l.chash
+	l.mu.Unlock()
+	if seq != cseq || head != chash {
+		// Not a full disk: someone else wrote or removed events. The log
+		// is not continued over them.
+		return nil, fmt.Errorf("audit: the database's last event is %d, not the %d this daemon wrote: the log was changed under it, restart to verify", seq, cseq)
+	}
 	var rows []*Event
 	all := map[string][]byte{}
 	for _, in := range ins {

@@ -114,3 +114,22 @@ func TestFullDiskStopsThenRecoversWithoutRestart(t *testing.T) {
 		t.Errorf("chain after the outage: %+v", rep)
 	}
 }
+
+// Recovery continues only the chain this log wrote: an event slipped into
+// the database behind the daemon's back stops the log (its next write
+// collides), and Recover does not chain onto it.
+func TestRecoverRefusesALogChangedUnderIt(t *testing.T) {
+	l, _, db := openLog(t, maskRedactor{})
+	record(t, l, 3)
+	tamper(t, db, `INSERT INTO audit_events (seq, time, sandbox_id, task_id, exec_id, actor, kind, payload, prev, hash)
+		SELECT seq + 1, time, sandbox_id, task_id, exec_id, actor, kind, payload, hash, 'forged' FROM audit_events WHERE seq = 3`)
+	if _, err := l.Record(context.Background(), Entry{Kind: "exec.start"}); err == nil {
+		t.Fatal("a write over a forged event succeeded")
+	}
+	if err := l.Recover(context.Background()); err == nil || l.Err() == nil || !strings.Contains(err.Error(), "changed under it") {
+		t.Fatalf("recovered over a forged event: %v", err)
+	}
+	if _, err := l.RecordEssential(context.Background(), Entry{Kind: "daemon.stop"}); err == nil {
+		t.Fatal("an essential event was chained onto a forged one")
+	}
+}

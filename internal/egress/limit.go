@@ -185,6 +185,9 @@ func (e errBudget) Error() string { return e.reason }
 // ends what an admitted decision began (close, response: bounded by the
 // decisions already counted), which is kept and counted.
 func (s *Service) charge(e *Event) (cutNow *Cut, err error) {
+	if e.Final {
+		return nil, nil // a removed sandbox's last counts: its meter is gone
+	}
 	b, _ := json.Marshal(e)
 	m := s.meterOf(e.SandboxID)
 	m.mu.Lock()
