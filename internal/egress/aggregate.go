@@ -113,22 +113,30 @@ func (s *Service) armFlushLocked() {
 	time.AfterFunc(s.cfg.Limits.RefusalWindow/4, func() { s.flushRefusals(context.Background(), false, "") })
 }
 
-// flushRefusals writes the summaries of the windows that ended (final:
-// every window, of sandbox, or of all if ""). A summary that cannot be
-// written is put back, unless final.
+// FlushRefusals writes a sandbox's open refusal counts now, so that a
+// record read next (a task's bundle) has them.
+func (s *Service) FlushRefusals(ctx context.Context, sandboxID string) {
+	s.flushRefusals(ctx, false, sandboxID)
+}
+
+// flushRefusals writes the summaries of the windows that ended, or, for
+// a sandbox (or all if final and ""), every window. final: the sandbox
+// is gone or the service closing; a summary that cannot be written is
+// put back unless final.
 func (s *Service) flushRefusals(ctx context.Context, final bool, sandbox string) {
 	a := &s.refused
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
 	now := s.cfg.Now()
 	a.mu.Lock()
-	if !final {
-		a.armed = false
+	if !final && sandbox == "" {
+		a.armed = false // this is the timer's run
 	}
 	var due []*refusalCount
 	var keys []refusalKey
 	for k, c := range a.m {
-		if final && (sandbox == "" || k.sandbox == sandbox) || !final && now.Sub(c.start) >= s.cfg.Limits.RefusalWindow {
+		all := sandbox != "" || final
+		if all && (sandbox == "" || k.sandbox == sandbox) || !all && now.Sub(c.start) >= s.cfg.Limits.RefusalWindow {
 			due, keys = append(due, c), append(keys, k)
 			delete(a.m, k)
 			if a.kinds[k.sandbox]--; a.kinds[k.sandbox] <= 0 {
@@ -155,7 +163,7 @@ func (s *Service) flushRefusals(ctx context.Context, final bool, sandbox string)
 		s.log.Error("egress refusal summaries not recorded", "final", final, "err", failed)
 	}
 	a.mu.Lock()
-	if len(a.m) > 0 {
+	if len(a.m) > 0 && !a.armed {
 		s.armFlushLocked()
 	}
 	a.mu.Unlock()

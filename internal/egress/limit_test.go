@@ -194,3 +194,23 @@ func TestProxyConnectionRate(t *testing.T) {
 		t.Errorf("answers to 30 connections at a rate of 1/s with bursts of 5: %v", codes)
 	}
 }
+
+// FlushRefusals writes a sandbox's open counts at once (a bundle is taken
+// from the record), and the counting goes on after it.
+func TestFlushRefusalsWritesOpenCounts(t *testing.T) {
+	e := newEnv(t, newResolver(), Config{Limits: Limits{RefusalWindow: time.Hour}})
+	e.setPolicy(t, Policy{})
+	for range 5 {
+		askDNS(t, e, "denied.example.test", "A")
+	}
+	e.svc.FlushRefusals(context.Background(), e.who.SandboxID)
+	ind, sum, summaries := countDNS(e.rec.all())
+	if ind != 1 || sum != 4 || summaries != 1 {
+		t.Errorf("after a flush: %d recorded, %d counted in %d summaries", ind, sum, summaries)
+	}
+	askDNS(t, e, "denied.example.test", "A")
+	e.svc.RemoveSandbox(e.who.SandboxID)
+	if ind, sum, _ := countDNS(e.rec.all()); ind+sum != 6 {
+		t.Errorf("the record accounts for %d queries, want 6", ind+sum)
+	}
+}
