@@ -150,6 +150,46 @@ func TestDNSFloodFromASandboxIsBoundedAndCounted(t *testing.T) {
 	}
 }
 
+// The same through the proxy: a shell loop of curl to a host the sandbox
+// may not reach, with a connection rate of 20/s in bursts of 20. Every
+// connection is answered (403 or 429, none queued), the record holds a
+// handful of events, and its summaries account for every connection.
+func TestProxyFloodFromASandboxIsBoundedAndCounted(t *testing.T) {
+	const n = 200
+	e := egressDaemonWith(t, "", egressTestPolicy, floodOpts{limits: egress.Limits{ConnRate: 20, ConnBurst: 20}})
+	id := e.sandbox()
+	_, out, _ := e.sh(id, fmt.Sprintf(`i=0; while [ $i -lt %d ]; do curl -s -o /dev/null --max-time 10 -w '%%{http_code}\n' http://denied.example.test/; i=$((i+1)); done`, n), nil)
+	codes := map[string]int{}
+	for _, c := range strings.Fields(out) {
+		codes[c]++
+	}
+	if codes["403"]+codes["429"] != n || codes["429"] == 0 {
+		t.Fatalf("answers to %d connections: %v", n, codes)
+	}
+	if during := e.egressEvents(id); len(during) > 6 {
+		t.Errorf("%d egress events for %d connections, want at most 6", len(during), n)
+	}
+	if code := e.do("DELETE", "/v1/sandboxes/"+id, nil, nil); code != 204 {
+		t.Fatalf("destroy: %d", code)
+	}
+	var accounted int64
+	for _, ev := range e.egressEvents(id) {
+		switch ev.Kind {
+		case string(egress.KindRequest), string(egress.KindConnect):
+			accounted++
+		case string(egress.KindRefusedSummary):
+			var s summary
+			if err := json.Unmarshal(ev.Payload, &s); err != nil {
+				t.Fatal(err)
+			}
+			accounted += s.Count
+		}
+	}
+	if accounted != n {
+		t.Errorf("the record accounts for %d connections, want exactly %d (answers %v)", accounted, n, codes)
+	}
+}
+
 // A sandbox that uses up its audit budget loses its egress (DNS and the
 // proxy), once on the record and visible in its details and egress
 // policy; another sandbox's egress goes on working.

@@ -1080,6 +1080,9 @@ func dnsFlood(name string, n int) result {
 		}
 		for {
 			k, err := unix.Read(fd, buf)
+			if err == unix.EINTR {
+				continue // a read with a timeout is not restarted after the runtime's signals
+			}
 			if err != nil {
 				rcodes["none"]++
 				break
