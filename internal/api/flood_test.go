@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -299,5 +301,37 @@ func TestFullLogDiskRecoversWithoutRestart(t *testing.T) {
 	var rep audit.Report
 	if code := e.do("GET", "/v1/audit/verify", nil, &rep); code != 200 || !rep.OK() {
 		t.Errorf("verify after the outage: %d %+v", code, rep)
+	}
+
+	// Full again, and the daemon stops: its sandboxes' ends and its own
+	// stop are still recorded (the reserve was taken back).
+	fill(t, db)
+	for i := 0; e.log.Err() == nil; i++ {
+		if i == 30 {
+			t.Fatal("the audit log never failed on a full disk again")
+		}
+		e.sh(stays, "head -c 3000000 /dev/urandom | base64", nil)
+	}
+	if err := e.m.Shutdown(context.Background()); err != nil {
+		t.Errorf("shutdown on a full log disk: %v", err)
+	}
+	if err := e.m.Record(context.Background(), audit.Entry{Kind: "daemon.stop"}); err != nil {
+		t.Errorf("the daemon's stop on a full log disk: %v", err)
+	}
+	evs, err := e.log.Query(context.Background(), store.AuditFilter{AfterSeq: rep.Head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds = nil
+	for _, ev := range evs {
+		if ev.Kind == "sandbox.stop" && ev.SandboxID != stays {
+			continue
+		}
+		if strings.HasPrefix(ev.Kind, "audit.") || ev.Kind == "sandbox.stop" || ev.Kind == "daemon.stop" {
+			kinds = append(kinds, ev.Kind)
+		}
+	}
+	if got := strings.Join(kinds, " "); got != "audit.outage sandbox.stop daemon.stop" {
+		t.Errorf("shutdown on a full disk, on the record: %q, want the outage, the sandbox's stop and the daemon's", got)
 	}
 }
