@@ -3,7 +3,10 @@ package egress
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -245,4 +248,16 @@ func (s *Service) exhaust(e Event, c *Cut) {
 	for _, tr := range cut {
 		tr.close()
 	}
+}
+
+// writeUnrecorded refuses a destination whose decision was not recorded:
+// 429 if the sandbox's audit budget is used up, else 503 (the record is
+// unavailable: fail closed).
+func writeUnrecorded(w io.Writer, err error) {
+	var eb errBudget
+	if errors.As(err, &eb) {
+		writeRefusal(w, http.StatusTooManyRequests, RuleBudget, eb.reason)
+		return
+	}
+	writeRefusal(w, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
 }

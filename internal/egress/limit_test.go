@@ -2,6 +2,8 @@ package egress
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -212,5 +214,36 @@ func TestFlushRefusalsWritesOpenCounts(t *testing.T) {
 	e.svc.RemoveSandbox(e.who.SandboxID)
 	if ind, sum, _ := countDNS(e.rec.all()); ind+sum != 6 {
 		t.Errorf("the record accounts for %d queries, want 6", ind+sum)
+	}
+}
+
+// A keep-alive connection's requests are decisions too: the one past the
+// budget is refused (429, rule audit-budget) and nothing more reaches the
+// upstream, and the connection is cut.
+func TestAuditBudgetRefusesRequestsOnAnOpenConnection(t *testing.T) {
+	up := startUpstream(t, nil, nil)
+	e := newEnv(t, newResolver("api.example.test", "127.0.0.1"), Config{Limits: Limits{BudgetEvents: 4}})
+	e.setPolicy(t, Policy{Rules: []Rule{{ID: "api", Action: Allow, Hosts: []string{"api.example.test"}, Ports: []int{up.port}}, loopbackRule(up.port)}})
+	c := e.client(nil)
+	var codes []int
+	for range 6 {
+		resp, err := c.Get("http://api.example.test:" + itoa(up.port) + "/x")
+		if err != nil {
+			codes = append(codes, 0)
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode == http.StatusTooManyRequests && ruleOf(resp) != RuleBudget {
+			t.Errorf("refusal rule %q", ruleOf(resp))
+		}
+	}
+	// Each request is two events (request, response): two fit in 4.
+	if fmt.Sprint(codes) != "[200 200 429 429 429 429]" {
+		t.Errorf("answers: %v", codes)
+	}
+	if n := len(up.requests()); n != 2 {
+		t.Errorf("the upstream saw %d requests, want 2", n)
 	}
 }

@@ -200,7 +200,7 @@ func (pc *proxyConn) connect(t Target) {
 	ev.Method, ev.Host, ev.Port, ev.Addr = "CONNECT", t.Host, t.Port, firstAddr(d.addrs)
 	ev.Decision, ev.Rule, ev.Reason = decisionWord(d.allow), d.rule, d.reason
 	if err := s.record(pc.ctx, ev); err != nil {
-		writeRefusal(pc.c, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
+		writeUnrecorded(pc.c, err)
 		return
 	}
 	if !d.allow {
@@ -433,7 +433,7 @@ func (pc *proxyConn) forward(h *head, rt requestTarget) bool {
 	ev.Method, ev.Host, ev.Port, ev.Path, ev.Addr = h.method, t.Host, t.Port, pathOnly(rt.path), firstAddr(d.addrs)
 	ev.Decision, ev.Rule, ev.Reason = decisionWord(d.allow), d.rule, d.reason
 	if err := s.record(pc.ctx, ev); err != nil {
-		writeRefusal(pc.c, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
+		writeUnrecorded(pc.c, err)
 		return false
 	}
 	if !d.allow {
