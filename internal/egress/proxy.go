@@ -57,9 +57,13 @@ func (s *Service) ServeProxyConnOf(ctx context.Context, c net.Conn, sandboxID st
 	defer stop()
 	if ok, rule, reason := s.admit(sandboxID, false); !ok {
 		s.refuse(ctx, Event{Kind: KindConnect, Source: Source{SandboxID: sandboxID}, Decision: "deny", Rule: rule, Reason: reason}, true)
+		// Answer once the request has begun (a client takes an answer
+		// before it wrote for a stale connection's), then read what else
+		// came, so that closing does not reset the connection before the
+		// client reads the answer. Both briefly and bounded.
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		c.Read(make([]byte, 4096))
 		writeRefusal(c, http.StatusTooManyRequests, rule, reason)
-		// Read what already came (briefly, bounded), so that closing does
-		// not reset the connection before the client reads the answer.
 		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 		io.CopyN(io.Discard, c, 16<<10)
 		return
