@@ -97,7 +97,11 @@ func egressDaemon(t *testing.T, pol string) *egressEnv {
 // egressDaemonAt keeps the daemon's database in dbDir (see newDaemonAt).
 func egressDaemonAt(t *testing.T, dbDir, pol string) *egressEnv {
 	t.Helper()
-	return egressDaemonWith(t, dbDir, pol, floodOpts{})
+	var fo floodOpts
+	if dbDir != "" {
+		fo.reserve = 1 << 20 // a disk of its own: the daemon keeps a reserve, as serve does
+	}
+	return egressDaemonWith(t, dbDir, pol, fo)
 }
 
 // floodOpts are the bounds on one sandbox's share of the audit log that a

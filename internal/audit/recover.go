@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -148,7 +149,11 @@ func (l *Log) Recover(ctx context.Context) error {
 	if !l.takeWriter() {
 		return nil
 	}
-	if err := l.reserve.ensure(); err != nil {
+	err := l.reserve.ensure()
+	if err == nil {
+		err = l.reserve.room()
+	}
+	if err != nil {
 		l.releaseWriter()
 		return err
 	}
@@ -248,6 +253,23 @@ func writeZeros(f *os.File, n int64) error {
 			return err
 		}
 		n -= k
+	}
+	return nil
+}
+
+// room fails unless the disk has another reserve's worth free: a log
+// that runs again at the disk's last bytes (the database can often fit
+// a small event into pages it already has) would only stop again.
+func (r *reserve) room() error {
+	if r.path == "" {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(r.path), &st); err != nil {
+		return fmt.Errorf("audit: free space: %w", err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < r.size {
+		return fmt.Errorf("audit: %d bytes free on the log's disk, want at least %d: %w", free, r.size, unix.ENOSPC)
 	}
 	return nil
 }
