@@ -81,6 +81,9 @@ type Config struct {
 	// AuditCheckpoint the file its signed head is kept in ("": none).
 	Audit           *audit.Log
 	AuditCheckpoint string
+	// AuditRetry is how often a stopped audit log is tried again
+	// (0: DefaultAuditRetry).
+	AuditRetry time.Duration
 	// Redactor hides secrets in stored output and records (nil: none).
 	Redactor Redactor
 	// SecretKeyFile holds the key secrets are sealed with (made on first
@@ -109,6 +112,8 @@ type Manager struct {
 
 	secretKey cipher.AEAD     // nil: no secrets
 	egressSvc *egress.Service // nil: no network
+
+	auditRetry auditRetry
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -182,6 +187,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("manager: egress: %w", err)
 		}
 	}
+	m.startAuditRetry()
 	return m, nil
 }
 
@@ -203,6 +209,9 @@ type Sandbox struct {
 	// layers that made it.
 	Policy        string   `json:"policy,omitempty"`
 	PolicySources []string `json:"policy_sources,omitempty"`
+	// Egress is what a running sandbox's egress has recorded against its
+	// audit budget, and the cut if it used it up (GET of one sandbox).
+	Egress *egress.Usage `json:"egress,omitempty"`
 }
 
 // specRecord is what the store keeps of a sandbox's spec.
@@ -504,7 +513,12 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.shownSandbox(rec)
+	v, err := m.shownSandbox(rec)
+	if err != nil {
+		return nil, err
+	}
+	v.Egress = m.EgressUsage(id)
+	return v, nil
 }
 
 // List returns sandboxes, newest first; state "" means all.
@@ -1071,7 +1085,12 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	if m.cfg.Audit != nil {
 		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
 	}
-	return m.stopAll(ctx, ids, StopShutdown)
+	m.stopAuditRetry()
+	err := m.stopAll(ctx, ids, StopShutdown)
+	if m.egressSvc != nil {
+		m.egressSvc.Close(ctx) // the refusal counts still open
+	}
+	return err
 }
 
 // LiveCount is the number of running sandboxes.
