@@ -81,7 +81,10 @@ func (s *Server) testTask(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errdefs.Wrap(errdefs.ErrInvalid, "timeout_ms %q: want a positive number", v))
 			return
 		}
-		timeout = time.Duration(ms) * time.Millisecond
+		if timeout, err = manager.Millis("timeout_ms", ms, 0); err != nil {
+			writeError(w, err)
+			return
+		}
 	}
 	fl, _ := w.(http.Flusher)
 	st := &stream{w: w, fl: fl}

@@ -25,7 +25,10 @@ var errStreamEnded = errors.New("the tar stream ended")
 
 // cleanPath returns p's clean form, or an error when p is not absolute.
 func cleanPath(p string) (string, error) {
-	if !path.IsAbs(p) || strings.IndexByte(p, 0) >= 0 {
+	if err := CheckNoNUL("path", p); err != nil {
+		return "", err
+	}
+	if !path.IsAbs(p) {
 		return "", fmt.Errorf("path %q must be absolute: %w", p, errdefs.ErrInvalid)
 	}
 	return path.Clean(p), nil
