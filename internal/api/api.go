@@ -190,7 +190,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decode reads a JSON body strictly: one object, no unknown fields.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(r.Body)
+	return decodeJSON(r.Body, v)
+}
+
+// decodeJSON is decode's reading of one object from body.
+func decodeJSON(body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
@@ -240,7 +245,8 @@ func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	var req manager.CreateRequest
 	if r.ContentLength != 0 {
-		if err := decode(w, r, maxJSONBody, &req); err != nil {
+		var err error
+		if req, err = parseCreate(http.MaxBytesReader(w, r.Body, maxJSONBody), s.m.MaxLifetime()); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -252,6 +258,18 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, sb)
+}
+
+// parseCreate decodes a create body and refuses, before anything else
+// is done, a time to live, limits or labels out of bounds under the
+// daemon's maximum lifetime (manager.CheckCreate; Create checks again).
+func parseCreate(body io.Reader, maxLifetime time.Duration) (manager.CreateRequest, error) {
+	var req manager.CreateRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return req, err
+	}
+	_, err := manager.CheckCreate(req, maxLifetime)
+	return req, err
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {

@@ -161,14 +161,9 @@ func clip(s string) string {
 // CheckNoNUL refuses a NUL byte in a string a request carries (argv, env,
 // cwd, paths: the kernel would cut it there, so what runs would not be
 // what was asked for and recorded), naming field.
-func CheckNoNUL(field string, vals ...string) error {
-	for i, v := range vals {
-		if strings.IndexByte(v, 0) >= 0 {
-			if len(vals) > 1 {
-				return fmt.Errorf("%s[%d]: contains a NUL byte: %w", field, i, errdefs.ErrInvalid)
-			}
-			return fmt.Errorf("%s: contains a NUL byte: %w", field, errdefs.ErrInvalid)
-		}
+func CheckNoNUL(field, v string) error {
+	if strings.IndexByte(v, 0) >= 0 {
+		return fmt.Errorf("%s: contains a NUL byte: %w", field, errdefs.ErrInvalid)
 	}
 	return nil
 }
@@ -181,8 +176,10 @@ func checkExec(req ExecRequest) error {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid)
 	}
-	if err := CheckNoNUL("argv", req.Argv...); err != nil {
-		return err
+	for i, a := range req.Argv {
+		if err := CheckNoNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
+			return err
+		}
 	}
 	if err := CheckNoNUL("cwd", req.Cwd); err != nil {
 		return err
@@ -200,3 +197,7 @@ func checkExec(req ExecRequest) error {
 	}
 	return nil
 }
+
+// MaxLifetime is the daemon's bound on a sandbox's life (0: none), for
+// the doors that check a request before they hand it over.
+func (m *Manager) MaxLifetime() time.Duration { return m.cfg.MaxLifetime }
