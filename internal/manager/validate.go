@@ -42,7 +42,10 @@ func count(field, unit string, n int64, per, max time.Duration) (time.Duration, 
 	if max <= 0 || max > MaxRequestDuration {
 		max = MaxRequestDuration
 	}
-	if n < 0 || n > int64(max/per) {
+	if n < 0 {
+		return 0, fmt.Errorf("%s: %d %s: must not be negative: %w", field, n, unit, errdefs.ErrInvalid)
+	}
+	if n > int64(max/per) {
 		return 0, fmt.Errorf("%s: %d %s: want 0 to %d: %w", field, n, unit, int64(max/per), errdefs.ErrInvalid)
 	}
 	return time.Duration(n) * per, nil
