@@ -46,7 +46,7 @@ func count(field, unit string, n int64, per, max time.Duration) (time.Duration, 
 		return 0, fmt.Errorf("%s: %d %s: must not be negative: %w", field, n, unit, errdefs.ErrInvalid)
 	}
 	if n > int64(max/per) {
-		return 0, fmt.Errorf("%s: %d %s: want 0 to %d: %w", field, n, unit, int64(max/per), errdefs.ErrInvalid)
+		return 0, fmt.Errorf("%s: %d %s: at most %d: %w", field, n, unit, int64(max/per), errdefs.ErrInvalid)
 	}
 	return time.Duration(n) * per, nil
 }
