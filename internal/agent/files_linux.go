@@ -409,8 +409,14 @@ func writeWhole(dirfd int, base, full string, mode uint32, r io.Reader) (int64, 
 }
 
 // writeStaged is writeWhole through an unnamed file in /tmp: base is
+// opened for writing first (so a refused write reads nothing), and
 // truncated and written only once all of r is there.
 func writeStaged(dirfd int, base, full string, r io.Reader) (int64, error) {
+	f, err := pathwalk.OpenRegular(dirfd, base, unix.O_WRONLY, 0)
+	if err != nil {
+		return 0, &fs.PathError{Op: "create", Path: full, Err: errors.Unwrap(err)}
+	}
+	defer f.Close()
 	sfd, err := openRoot("/tmp", unix.O_TMPFILE|unix.O_RDWR, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("stage the upload of %s in /tmp: %w", full, err)
@@ -424,15 +430,13 @@ func writeStaged(dirfd int, base, full string, r io.Reader) (int64, error) {
 	if _, err := staged.Seek(0, io.SeekStart); err != nil {
 		return n, err
 	}
-	f, err := pathwalk.OpenRegular(dirfd, base, unix.O_WRONLY|unix.O_TRUNC, 0)
-	if err != nil {
-		return 0, &fs.PathError{Op: "create", Path: full, Err: errors.Unwrap(err)}
+	if err := f.Truncate(0); err != nil {
+		return n, &fs.PathError{Op: "truncate", Path: full, Err: err}
 	}
-	_, err = io.Copy(f, staged)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if _, err := io.Copy(f, staged); err != nil {
+		return n, err
 	}
-	return n, err
+	return n, f.Close()
 }
 
 func mkdirParents(p string) error {
