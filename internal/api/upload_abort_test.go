@@ -120,9 +120,15 @@ func TestAbortedTarUploadLeavesTheCutEntryAsItWas(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		state = ""
 		for _, ev := range d.events("sandbox=" + sb.ID + "&kind=file.upload") {
-			var pl struct{ State string }
+			var pl struct {
+				State string
+				Paths []string
+			}
 			_ = json.Unmarshal(ev.Payload, &pl)
 			state = pl.State
+			if state == "aborted" && strings.Join(pl.Paths, ",") != "/workspace/first" {
+				t.Errorf("the aborted upload records the paths %v, want only the entry written", pl.Paths)
+			}
 		}
 		if state != "" && state != "started" {
 			break

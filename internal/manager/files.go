@@ -295,10 +295,6 @@ func (f *policedFiles) checkTar(ctx context.Context, dir string, r io.Reader, w 
 		if err := allow(p); err != nil {
 			return err
 		}
-		sum.n++
-		if len(sum.paths) < maxUploadPaths {
-			sum.paths = append(sum.paths, p)
-		}
 		switch h.Typeflag {
 		case tar.TypeSymlink:
 			links = append(links, p)
@@ -315,7 +311,11 @@ func (f *policedFiles) checkTar(ctx context.Context, dir string, r io.Reader, w 
 			return err
 		}
 		if _, err := io.Copy(tw, tr); err != nil {
-			return err
+			return err // an entry cut short is not counted: it is not written
+		}
+		sum.n++
+		if len(sum.paths) < maxUploadPaths {
+			sum.paths = append(sum.paths, p)
 		}
 	}
 }
