@@ -275,7 +275,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		return err
 	}
 	handler := api.New(m, api.Health{OK: true, Version: version, Backend: be.Name(), Cgroup: be.CgroupMode()})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+	srv := &http.Server{Handler: guardBodies(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	logf("serving on unix:%s (state %s, database %s)", socket, stateDir, dbPath)
@@ -287,7 +287,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 			_ = srv.Close()
 			return fmt.Errorf("--listen %s: %w", listen, err)
 		}
-		tcpSrv = &http.Server{Handler: handler.TCP(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		tcpSrv = &http.Server{Handler: guardBodies(handler.TCP()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 		go func() { errc <- tcpSrv.Serve(netutil.LimitListener(tln, connCap())) }()
 		logf("serving on tcp:%s (API key required)", tln.Addr())
 	}
@@ -305,7 +305,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		if wait > 50*time.Second {
 			wait = 50 * time.Second // under the E2B SDKs' 60 s request timeout
 		}
-		e2bSrv = &http.Server{Handler: e2b.New(e2b.Config{Manager: m, ApprovalWait: wait, Logf: logf}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		e2bSrv = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: m, ApprovalWait: wait, Logf: logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 		go func() { errc <- e2bSrv.Serve(netutil.LimitListener(eln, connCap())) }()
 		logf("serving the E2B-compatible API on tcp:%s (API key required)", eln.Addr())
 	}
@@ -354,6 +354,12 @@ type auditOpts struct {
 
 // idleTimeout closes a kept-alive connection that sends no new request.
 const idleTimeout = 60 * time.Second
+
+// guardBodies: on every listener, a request body must keep coming (see
+// api.BodyGuard); headers are bounded by ReadHeaderTimeout.
+func guardBodies(h http.Handler) http.Handler {
+	return api.BodyGuard(h, api.BodyIdleTimeout, api.BodyMinRate, api.BodyRateGrace)
+}
 
 // connCap bounds the open connections of each TCP listener, so that
 // clients that open thousands and leave them idle (no key needed for
