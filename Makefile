@@ -46,6 +46,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTarget$$' -fuzztime 50000x ./internal/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime 50000x ./internal/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30000x ./internal/lockfile/
+	$(GO) test -run '^$$' -fuzz '^FuzzCreateRequest$$' -fuzztime 30000x ./internal/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzTaskRequest$$' -fuzztime 30000x ./internal/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzCreateRequest$$' -fuzztime 30000x ./internal/e2b/
 
 # Benchmarks with their peers in the same run; numbers go in issue notes.
 bench: setup build

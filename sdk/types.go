@@ -87,6 +87,23 @@ type Sandbox struct {
 	// task or sandbox).
 	Policy        string   `json:"policy,omitempty"`
 	PolicySources []string `json:"policy_sources,omitempty"`
+	// Egress is what a running sandbox's egress has put in the audit
+	// record against its budget (GetSandbox only; nil without a proxy).
+	Egress *EgressUsage `json:"egress,omitempty"`
+}
+
+// EgressUsage counts a sandbox's egress events against its audit budget
+// (0: no bound). Cut is set once the budget is used up: the sandbox's
+// egress is refused from then on.
+type EgressUsage struct {
+	Events       int64 `json:"events"`
+	Bytes        int64 `json:"bytes"`
+	BudgetEvents int64 `json:"budget_events,omitempty"`
+	BudgetBytes  int64 `json:"budget_bytes,omitempty"`
+	Cut          *struct {
+		At     time.Time `json:"at"`
+		Reason string    `json:"reason"`
+	} `json:"cut,omitempty"`
 }
 
 // CreateRequest describes a sandbox to create. Every field is optional.

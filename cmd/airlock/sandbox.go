@@ -523,6 +523,12 @@ func printSandbox(w io.Writer, sb *sdk.Sandbox, now time.Time) error {
 	}
 	row("Cgroup", "%s", iso.Cgroup)
 	row("UID base", "%d", iso.UIDBase)
+	if u := sb.Egress; u != nil {
+		row("Egress record", "%d events, %s (budget %d events, %s)", u.Events, fmtBytes(u.Bytes), u.BudgetEvents, fmtBytes(u.BudgetBytes))
+		if u.Cut != nil {
+			row("Egress", "CUT at %s: %s", u.Cut.At.Local().Format(time.RFC3339), u.Cut.Reason)
+		}
+	}
 	return tw.Flush()
 }
 

@@ -80,6 +80,16 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&ao.keyFile, "audit-key", "", "the audit log's ed25519 signing key `FILE` (made on first start; default DATA-DIR/audit.key): on another disk or owned by another user than the database, rewriting the log and re-signing its checkpoint takes both")
 	fs.IntVar(&ao.events, "audit-checkpoint-events", audit.DefaultCheckpointEvents, fmt.Sprintf("sign a checkpoint of the audit log after at most this many events (1..%d)", audit.MaxCheckpointEvents))
 	durationVar(fs, &ao.interval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, "and at least this often while events are written: a `DURATION`, at most 1h")
+	lim := egress.DefaultLimits
+	fs.Float64Var(&lim.DNSRate, "egress-dns-rate", lim.DNSRate, "DNS queries a second one sandbox may send, in bursts of --egress-dns-burst; more are refused, not queued (0: no bound)")
+	fs.IntVar(&lim.DNSBurst, "egress-dns-burst", lim.DNSBurst, "burst of --egress-dns-rate")
+	fs.Float64Var(&lim.ConnRate, "egress-conn-rate", lim.ConnRate, "proxy connections a second one sandbox may open, in bursts of --egress-conn-burst; more are refused (429) (0: no bound)")
+	fs.IntVar(&lim.ConnBurst, "egress-conn-burst", lim.ConnBurst, "burst of --egress-conn-rate")
+	refusalWindow := duration(fs, "egress-refusal-window", lim.RefusalWindow, "repeated egress refusals of one kind within this `DURATION` are recorded once plus one counted summary event")
+	fs.Int64Var(&lim.BudgetEvents, "egress-audit-events", lim.BudgetEvents, "the most egress events one sandbox may put in the audit log in its life; past it its egress is cut (0: no bound)")
+	fs.Var(sizeFlag{&lim.BudgetBytes}, "egress-audit-bytes", "the most bytes of egress events one sandbox may put in the audit log (`SIZE`); past it its egress is cut (0: no bound)")
+	reserve := int64(audit.DefaultReserve)
+	fs.Var(sizeFlag{&reserve}, "audit-reserve", "disk space (`SIZE`) kept next to the database for what must be recorded on a full disk: destroys and the daemon's stop (0: none)")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code
@@ -127,14 +137,36 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "airlock serve: --max-* must not be negative (0: no bound)")
 		return 2
 	}
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, nat64, byTemplate, *acceptGap, ao, stderr); err != nil {
+	lim.RefusalWindow = *refusalWindow
+	if lim.DNSRate < 0 || lim.ConnRate < 0 || lim.DNSBurst < 1 || lim.ConnBurst < 1 || lim.BudgetEvents < 0 || lim.BudgetBytes < 0 || lim.RefusalWindow <= 0 || reserve < 0 {
+		fmt.Fprintln(stderr, "airlock serve: --egress-* rates and budgets and --audit-reserve must not be negative (0: no bound), bursts at least 1, --egress-refusal-window more than 0")
+		return 2
+	}
+	for _, f := range []*float64{&lim.DNSRate, &lim.ConnRate} {
+		if *f == 0 {
+			*f = -1 // the flag's 0 is no bound; egress.Limits' is the default
+		}
+	}
+	for _, n := range []*int64{&lim.BudgetEvents, &lim.BudgetBytes} {
+		if *n == 0 {
+			*n = -1
+		}
+	}
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, nat64, byTemplate, *acceptGap, ao, floodBounds{lim, reserve}, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, nat64 []netip.Prefix, byTemplate map[string]string, acceptGap string, ao auditOpts, stderr io.Writer) error {
+// floodBounds are what bounds one sandbox's share of the audit log, and
+// the space kept for records on a full disk.
+type floodBounds struct {
+	egress  egress.Limits
+	reserve int64 // 0: no reserve
+}
+
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, nat64 []netip.Prefix, byTemplate map[string]string, acceptGap string, ao auditOpts, fb floodBounds, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -176,7 +208,11 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	defer st.Close()
 	ctx := context.Background()
 	red := redact.New()
-	alog, err := audit.Open(ctx, audit.Config{Store: st, Redactor: red, KeyFile: ao.keyFile})
+	acfg := audit.Config{Store: st, Redactor: red, KeyFile: ao.keyFile}
+	if fb.reserve > 0 {
+		acfg.ReserveFile, acfg.ReserveBytes = filepath.Join(filepath.Dir(dbPath), "audit.reserve"), fb.reserve
+	}
+	alog, err := audit.Open(ctx, acfg)
 	if err != nil {
 		return err
 	}
@@ -218,7 +254,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 				logf("egress preset %s: no hosts found in this machine's configuration; a policy naming it allows nothing", name)
 			}
 		}
-		egressCfg = &egress.Config{Presets: presets, Logger: log, NAT64Prefixes: nat64}
+		egressCfg = &egress.Config{Presets: presets, Logger: log, Limits: fb.egress, NAT64Prefixes: nat64}
 	}
 	m, err := manager.New(ctx, manager.Config{Egress: egressCfg, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: byTemplate, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife, Caps: caps,
 		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf,
@@ -242,7 +278,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		return err
 	}
 	handler := api.New(m, api.Health{OK: true, Version: version, Backend: be.Name(), Cgroup: be.CgroupMode()})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+	srv := &http.Server{Handler: guardBodies(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	logf("serving on unix:%s (state %s, database %s)", socket, stateDir, dbPath)
@@ -254,7 +290,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 			_ = srv.Close()
 			return fmt.Errorf("--listen %s: %w", listen, err)
 		}
-		tcpSrv = &http.Server{Handler: handler.TCP(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		tcpSrv = &http.Server{Handler: guardBodies(handler.TCP()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 		go func() { errc <- tcpSrv.Serve(netutil.LimitListener(tln, connCap())) }()
 		logf("serving on tcp:%s (API key required)", tln.Addr())
 	}
@@ -272,7 +308,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		if wait > 50*time.Second {
 			wait = 50 * time.Second // under the E2B SDKs' 60 s request timeout
 		}
-		e2bSrv = &http.Server{Handler: e2b.New(e2b.Config{Manager: m, ApprovalWait: wait, Logf: logf}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		e2bSrv = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: m, ApprovalWait: wait, Logf: logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 		go func() { errc <- e2bSrv.Serve(netutil.LimitListener(eln, connCap())) }()
 		logf("serving the E2B-compatible API on tcp:%s (API key required)", eln.Addr())
 	}
@@ -300,7 +336,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 		_ = e2bSrv.Close()
 	}
 	err = m.Shutdown(context.Background())
-	_ = m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.stop", Payload: map[string]any{"pid": os.Getpid()}})
+	_ = m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.stop", Payload: map[string]any{"pid": os.Getpid()}}) // essential: written on a full disk too
 	stopCheckpoints()
 	if _, cerr := alog.Checkpoint(checkpoint); cerr != nil {
 		logf("audit checkpoint: %v", cerr)
@@ -321,6 +357,12 @@ type auditOpts struct {
 
 // idleTimeout closes a kept-alive connection that sends no new request.
 const idleTimeout = 60 * time.Second
+
+// guardBodies: on every listener, a request body must keep coming (see
+// api.BodyGuard); headers are bounded by ReadHeaderTimeout.
+func guardBodies(h http.Handler) http.Handler {
+	return api.BodyGuard(h, api.BodyIdleTimeout, api.BodyMinRate, api.BodyRateGrace)
+}
 
 // connCap bounds the open connections of each TCP listener, so that
 // clients that open thousands and leave them idle (no key needed for

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"archive/tar"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -142,6 +143,8 @@ func fileErrCode(err error) string {
 		return "conflict"
 	case errors.Is(err, unix.EFBIG), errors.Is(err, unix.ENOSPC):
 		return "limit_exceeded"
+	case errors.Is(err, ErrUploadAborted):
+		return "aborted"
 	case errors.Is(err, errInvalidPath), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL):
 		return "invalid"
 	}
@@ -315,16 +318,7 @@ func (s *Server) fileOp(op *FileOp, files []*os.File) (*Message, error) {
 			return nil, err
 		}
 		defer unix.Close(dfd)
-		// Never through a symlink planted at the name, never into a FIFO
-		// or device (which could block the agent, or reach a terminal).
-		f, err := pathwalk.OpenRegular(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, mode)
-		if err != nil {
-			return nil, &fs.PathError{Op: "create", Path: p, Err: errors.Unwrap(err)}
-		}
-		n, err := io.Copy(f, files[0])
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		n, err := writeWhole(dfd, base, p, mode, &FrameReader{R: files[0]})
 		if err != nil {
 			return nil, err
 		}
@@ -360,6 +354,89 @@ func (s *Server) fileOp(op *FileOp, files []*os.File) (*Message, error) {
 		return &Message{Size: n}, nil
 	}
 	return nil, fmt.Errorf("unknown file op %q: %w", op.Kind, errInvalidPath)
+}
+
+// writeWhole puts all of r at base in dirfd, or nothing: r is written
+// to a new temporary name beside base and renamed over it once r ended
+// well, so an upload that breaks off (ErrUploadAborted) leaves base as it
+// was. base must be absent or a regular file, never a symlink planted at
+// the name, a FIFO or a device; an existing file keeps its permissions.
+// Where base may be written but no file made beside it (a write scope
+// that names the file, a directory the user cannot write), r is staged in
+// an unnamed file in /tmp first and then copied into base.
+func writeWhole(dirfd int, base, full string, mode uint32, r io.Reader) (int64, error) {
+	var st unix.Stat_t
+	exists := false
+	switch err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return 0, &fs.PathError{Op: "create", Path: full, Err: unix.ELOOP}
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		return 0, &fs.PathError{Op: "create", Path: full, Err: unix.EISDIR}
+	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return 0, &fs.PathError{Op: "create", Path: full, Err: fmt.Errorf("not a regular file: %w", unix.EINVAL)}
+	case err == nil:
+		exists, mode = true, st.Mode&0o777
+	case err != unix.ENOENT:
+		return 0, &fs.PathError{Op: "stat", Path: full, Err: err}
+	}
+	var rnd [8]byte
+	_, _ = crand.Read(rnd[:])
+	tmp := fmt.Sprintf(".airlock-upload-%x", rnd)
+	f, err := pathwalk.OpenRegular(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	if err != nil && exists && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+		return writeStaged(dirfd, base, full, r)
+	}
+	if err != nil {
+		return 0, &fs.PathError{Op: "create", Path: full, Err: errors.Unwrap(err)}
+	}
+	if exists {
+		_ = f.Chmod(fs.FileMode(mode)) // the umask took bits off; the file had them
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if err = unix.Renameat(dirfd, tmp, dirfd, base); err != nil {
+			err = &fs.PathError{Op: "rename", Path: full, Err: err}
+		}
+	}
+	if err != nil {
+		_ = unix.Unlinkat(dirfd, tmp, 0)
+		return n, err
+	}
+	return n, nil
+}
+
+// writeStaged is writeWhole through an unnamed file in /tmp: base is
+// opened for writing first (so a refused write reads nothing), and
+// truncated and written only once all of r is there.
+func writeStaged(dirfd int, base, full string, r io.Reader) (int64, error) {
+	f, err := pathwalk.OpenRegular(dirfd, base, unix.O_WRONLY, 0)
+	if err != nil {
+		return 0, &fs.PathError{Op: "create", Path: full, Err: errors.Unwrap(err)}
+	}
+	defer f.Close()
+	sfd, err := openRoot("/tmp", unix.O_TMPFILE|unix.O_RDWR, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("stage the upload of %s in /tmp: %w", full, err)
+	}
+	staged := os.NewFile(uintptr(sfd), "staged")
+	defer staged.Close()
+	n, err := io.Copy(staged, r)
+	if err != nil {
+		return n, err
+	}
+	if _, err := staged.Seek(0, io.SeekStart); err != nil {
+		return n, err
+	}
+	if err := f.Truncate(0); err != nil {
+		return n, &fs.PathError{Op: "truncate", Path: full, Err: err}
+	}
+	if _, err := io.Copy(f, staged); err != nil {
+		return n, err
+	}
+	return n, f.Close()
 }
 
 func mkdirParents(p string) error {

@@ -191,7 +191,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decode reads a JSON body strictly: one object, no unknown fields.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(r.Body)
+	return decodeJSON(r.Body, v)
+}
+
+// decodeJSON is decode's reading of one object from body.
+func decodeJSON(body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
@@ -241,7 +246,8 @@ func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	var req manager.CreateRequest
 	if r.ContentLength != 0 {
-		if err := decode(w, r, maxJSONBody, &req); err != nil {
+		var err error
+		if req, err = parseCreate(http.MaxBytesReader(w, r.Body, maxJSONBody), s.m.MaxLifetime()); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -253,6 +259,18 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, sb)
+}
+
+// parseCreate decodes a create body and refuses, before anything else
+// is done, a time to live, limits or labels out of bounds under the
+// daemon's maximum lifetime (manager.CheckCreate; Create checks again).
+func parseCreate(body io.Reader, maxLifetime time.Duration) (manager.CreateRequest, error) {
+	var req manager.CreateRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return req, err
+	}
+	_, err := manager.CheckCreate(req, maxLifetime)
+	return req, err
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
@@ -308,7 +326,12 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("ttl_seconds is required: %w", errdefs.ErrInvalid))
 		return
 	}
-	sb, err := s.m.SetTTL(r.Context(), id, time.Duration(*req.TTLSeconds)*time.Second)
+	ttl, err := manager.Seconds("ttl_seconds", *req.TTLSeconds, 0)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sb, err := s.m.SetTTL(r.Context(), id, ttl)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -345,11 +368,8 @@ func (req *ExecRequest) approval() (time.Duration, bool, error) {
 	if req.ApprovalWaitSeconds == nil {
 		return 0, false, nil
 	}
-	n := *req.ApprovalWaitSeconds
-	if n < 0 || time.Duration(n)*time.Second > manager.MaxApprovalWait {
-		return 0, false, fmt.Errorf("approval_wait_seconds: 0 to %d: %w", int64(manager.MaxApprovalWait/time.Second), errdefs.ErrInvalid)
-	}
-	return time.Duration(n) * time.Second, n == 0, nil
+	d, err := manager.Seconds("approval_wait_seconds", *req.ApprovalWaitSeconds, manager.MaxApprovalWait)
+	return d, err == nil && d == 0, err
 }
 
 // Event is one line of the exec stream.
@@ -425,8 +445,13 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid))
 		return
 	}
-	if req.TimeoutMS < 0 || req.OutputLimit < 0 {
-		writeError(w, fmt.Errorf("timeout_ms and output_limit must not be negative: %w", errdefs.ErrInvalid))
+	timeout, err := manager.Millis("timeout_ms", req.TimeoutMS, 0)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.OutputLimit < 0 {
+		writeError(w, fmt.Errorf("output_limit: %d must not be negative: %w", req.OutputLimit, errdefs.ErrInvalid))
 		return
 	}
 	wait, noWait, err := req.approval()
@@ -450,7 +475,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if req.Background {
 		var pid int
 		execID, _, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
-			Background: true, OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
+			Background: true, OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: timeout,
 			Stdin: stdin, OutputLimit: req.OutputLimit, ApprovalWait: wait, NoWait: noWait,
 		}, func(_ string, p int) { pid = p }, nil, nil)
 		if err != nil {
@@ -464,7 +489,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	st := &stream{w: w, fl: fl}
 	_, status, err := s.m.Exec(r.Context(), id, manager.ExecRequest{
 		OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
-		Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
+		Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: timeout,
 		Stdin: stdin, OutputLimit: req.OutputLimit, ApprovalWait: wait, NoWait: noWait,
 	}, func(execID string, pid int) {
 		st.send(Event{Type: "start", ExecID: execID, PID: pid})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -100,7 +101,12 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := s.m.Purge(r.Context(), time.Duration(req.OlderThanSeconds)*time.Second)
+	d, err := manager.Seconds("older_than_seconds", req.OlderThanSeconds, 0)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := s.m.Purge(r.Context(), d)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -60,7 +60,12 @@ func (s *Server) getEgress(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	// The policy, and what the sandbox's egress has recorded against its
+	// audit budget (with the cut, once it used it up).
+	writeJSON(w, http.StatusOK, struct {
+		*egress.Policy
+		Usage *egress.Usage `json:"usage,omitempty"`
+	}{p, s.m.EgressUsage(id)})
 }
 
 func (s *Server) setEgress(w http.ResponseWriter, r *http.Request) {

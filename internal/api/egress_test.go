@@ -98,6 +98,23 @@ func egressDaemon(t *testing.T, pol string) *egressEnv {
 // egressDaemonAt keeps the daemon's database in dbDir (see newDaemonAt).
 func egressDaemonAt(t *testing.T, dbDir, pol string) *egressEnv {
 	t.Helper()
+	var fo floodOpts
+	if dbDir != "" {
+		fo.reserve = 1 << 20 // a disk of its own: the daemon keeps a reserve, as serve does
+	}
+	return egressDaemonWith(t, dbDir, pol, fo)
+}
+
+// floodOpts are the bounds on one sandbox's share of the audit log that a
+// test sets (zero: the defaults; no reserve).
+type floodOpts struct {
+	limits  egress.Limits
+	reserve int64         // bytes of audit reserve next to the database
+	retry   time.Duration // how often a stopped log is tried again
+}
+
+func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv {
+	t.Helper()
 	e := &egressEnv{gotAuth: make(chan string, 16), gotKey: make(chan string, 16)}
 	e.plain = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from upstream %s", r.URL.Path)
@@ -126,7 +143,15 @@ func egressDaemonAt(t *testing.T, dbDir, pol string) *egressEnv {
 	polFile := strings.NewReplacer("PLAIN", strconv.Itoa(port(e.plain)), "SECURE", strconv.Itoa(port(e.secure))).Replace(pol)
 	e.daemon = newDaemonAt(t, dbDir, func(c *manager.Config) {
 		red := redact.New()
-		log, err := audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")})
+		acfg := audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")}
+		if fo.reserve > 0 {
+			dir := dbDir // the reserve is on the database's disk
+			if dir == "" {
+				dir = t.TempDir()
+			}
+			acfg.ReserveFile, acfg.ReserveBytes = filepath.Join(dir, "audit.reserve"), fo.reserve
+		}
+		log, err := audit.Open(context.Background(), acfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +161,8 @@ func egressDaemonAt(t *testing.T, dbDir, pol string) *egressEnv {
 		}
 		c.Policy, c.Audit, c.Redactor, c.SecretKeyFile = f, log, red, filepath.Join(t.TempDir(), "secrets.key")
 		e.log = log
-		c.Egress = &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots}
+		c.Egress = &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots, Limits: fo.limits}
+		c.AuditRetry = fo.retry
 	})
 	return e
 }
@@ -533,8 +559,8 @@ done`, plain)}})
 	if code := e.do("GET", "/v1/health", nil, &h); code != 503 || h.OK || !strings.Contains(h.Problem, "audit log cannot be written") || h.Code != "limit_exceeded" || h.Message != h.Problem {
 		t.Errorf("health with a broken audit log: %d %+v", code, h)
 	}
-	// Space freed, the task is still open, its sandbox still there (for the
-	// operator to restart the daemon and finish it).
+	// Space freed, the task is still open, its sandbox still there (the
+	// daemon recovers on its own: TestFullLogDiskRecoversWithoutRestart).
 	os.Remove(filepath.Join(db, "filler"))
 	var got manager.Task
 	if code := e.do("GET", "/v1/tasks/"+task.ID, nil, &got); code != 200 || got.State != "open" {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -84,11 +83,12 @@ func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if req.ForSeconds < 0 {
-		writeError(w, fmt.Errorf("for_seconds must not be negative: %w", errdefs.ErrInvalid))
+	d, err := manager.Seconds("for_seconds", req.ForSeconds, manager.MaxBreakGlass)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	bg, err := s.m.BreakGlass(r.Context(), id, req.Reason, time.Duration(req.ForSeconds)*time.Second)
+	bg, err := s.m.BreakGlass(r.Context(), id, req.Reason, d)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -143,11 +143,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if req.ForSeconds < 0 {
-		writeError(w, fmt.Errorf("for_seconds must not be negative: %w", errdefs.ErrInvalid))
+	d, err := manager.Seconds("for_seconds", req.ForSeconds, manager.MaxGrant)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	a, err := s.m.Approve(r.Context(), id, manager.ApproveRequest{Scope: req.Scope, For: time.Duration(req.ForSeconds) * time.Second, Reason: req.Reason})
+	a, err := s.m.Approve(r.Context(), id, manager.ApproveRequest{Scope: req.Scope, For: d, Reason: req.Reason})
 	if err != nil {
 		writeError(w, err)
 		return

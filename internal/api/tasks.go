@@ -1,6 +1,7 @@
 package api
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -19,8 +20,8 @@ func (s *Server) taskRoutes() {
 }
 
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
-	var req manager.TaskRequest
-	if err := decode(w, r, maxJSONBody, &req); err != nil {
+	req, err := parseTask(http.MaxBytesReader(w, r.Body, maxJSONBody), s.m.MaxLifetime())
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -34,6 +35,16 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, t)
+}
+
+// parseTask is parseCreate for a task's body.
+func parseTask(body io.Reader, maxLifetime time.Duration) (manager.TaskRequest, error) {
+	var req manager.TaskRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return req, err
+	}
+	_, err := manager.CheckTask(req, maxLifetime)
+	return req, err
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +92,10 @@ func (s *Server) testTask(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errdefs.Wrap(errdefs.ErrInvalid, "timeout_ms %q: want a positive number", v))
 			return
 		}
-		timeout = time.Duration(ms) * time.Millisecond
+		if timeout, err = manager.Millis("timeout_ms", ms, 0); err != nil {
+			writeError(w, err)
+			return
+		}
 	}
 	fl, _ := w.(http.Flusher)
 	st := &stream{w: w, fl: fl}

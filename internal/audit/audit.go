@@ -141,6 +141,7 @@ type Log struct {
 	queue       []*pending
 	writing     bool
 	failed      error
+	out         outage // while failed
 
 	// signedSeq is the head the last checkpoint signed; periodic, when
 	// set, is told as the unsigned tail grows (StartCheckpoints).
@@ -149,6 +150,11 @@ type Log struct {
 	// ckMu orders checkpoints: each file is written before the next
 	// checkpoint event is recorded, which verification relies on.
 	ckMu sync.Mutex
+
+	// reserve is the space kept for the events that must be written on
+	// a full disk (RecordEssential); essMu serializes its use and Recover.
+	reserve reserve
+	essMu   sync.Mutex
 }
 
 type pending struct {
@@ -166,6 +172,11 @@ type Config struct {
 	// mode 0600); "": an in-memory key (tests).
 	KeyFile string
 	Now     func() time.Time
+	// ReserveFile is a file of ReserveBytes (default DefaultReserve)
+	// kept allocated on the log's disk and given up when the disk is
+	// full, so that RecordEssential can still write; "": none.
+	ReserveFile  string
+	ReserveBytes int64
 }
 
 // Open loads the chain head and the signing key.
@@ -184,7 +195,15 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Log{st: cfg.Store, red: cfg.Redactor, key: key, now: cfg.Now, seq: seq, head: head, cseq: seq, chash: head}, nil
+	l := &Log{st: cfg.Store, red: cfg.Redactor, key: key, now: cfg.Now, seq: seq, head: head, cseq: seq, chash: head,
+		reserve: reserve{path: cfg.ReserveFile, size: cfg.ReserveBytes}}
+	if l.reserve.size <= 0 {
+		l.reserve.size = DefaultReserve
+	}
+	if err := l.reserve.ensure(); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 func loadKey(path string) (ed25519.PrivateKey, error) {
@@ -272,31 +291,15 @@ type Entry struct {
 // Record redacts, chains and writes one event, and returns once it is
 // durable (in the database's WAL).
 func (l *Log) Record(ctx context.Context, in Entry) (*Event, error) {
-	if in.Kind == "" {
-		return nil, fmt.Errorf("audit: an event needs a kind: %w", errdefs.ErrInvalid)
-	}
-	if in.Actor == "" {
-		in.Actor = "airlock"
-	}
-	blobs := map[string][]byte{}
-	payload := in.Payload
-	if m, ok := payload.(map[string]any); ok {
-		payload = l.blobify(m, blobs)
-	}
-	raw, err := json.Marshal(payload)
+	ev, blobs, err := l.prepare(in)
 	if err != nil {
-		return nil, fmt.Errorf("audit: payload: %w", err)
+		return nil, err
 	}
-	raw = l.red.JSON(raw)
-	canon, err := canonicalJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("audit: payload: %w", err)
-	}
-	ev := &Event{SandboxID: in.SandboxID, TaskID: in.TaskID, ExecID: in.ExecID, Actor: in.Actor, Kind: in.Kind, Payload: canon}
 
 	l.mu.Lock()
 	if l.failed != nil {
 		err := l.failed
+		l.out.refused++
 		l.mu.Unlock()
 		return nil, fmt.Errorf("audit log stopped after a failed write: %w", err)
 	}
@@ -330,6 +333,7 @@ func (l *Log) Record(ctx context.Context, in Entry) (*Event, error) {
 		l.mu.Lock()
 		if werr != nil && l.failed == nil {
 			l.failed = werr
+			l.out = outage{since: l.now().UTC(), refused: int64(len(batch))}
 		}
 		if werr == nil {
 			last := evs[len(evs)-1]
@@ -343,6 +347,7 @@ func (l *Log) Record(ctx context.Context, in Entry) (*Event, error) {
 			// Nothing queued after a failure can join the chain.
 			for _, q := range l.queue {
 				q.done <- fmt.Errorf("audit log stopped after a failed write: %w", werr)
+				l.out.refused++
 			}
 			l.queue = nil
 		}

@@ -772,27 +772,28 @@ func networkQuestion(c *Contents) question {
 		decision string
 	}
 	type agg struct {
-		n       int
+		n       int64
 		out, in int64
 		methods []string
 		rules   []string
 	}
 	groups := map[key]*agg{}
-	denied := 0
+	var denied, total int64
 	for _, r := range c.Network {
+		total += r.N()
 		k := key{r.Host, r.Port, r.Decision}
 		g := groups[k]
 		if g == nil {
 			g = &agg{}
 			groups[k] = g
 		}
-		g.n++
+		g.n += r.N()
 		g.out += r.BytesOut
 		g.in += r.BytesIn
 		g.methods = appendNew(g.methods, r.Method)
 		g.rules = appendNew(g.rules, r.Rule)
 		if r.Decision != "allow" && r.Decision != "allowed" {
-			denied++
+			denied += r.N()
 		}
 	}
 	keys := make([]key, 0, len(groups))
@@ -811,7 +812,7 @@ func networkQuestion(c *Contents) question {
 		return strings.Compare(a.decision, b.decision)
 	})
 	q.Verdict, q.Level = "yes", "warn"
-	q.Says = append(q.Says, fmt.Sprintf("%d request(s) to %d host(s); %d not allowed.", len(c.Network), len(hosts), denied))
+	q.Says = append(q.Says, fmt.Sprintf("%d request(s) to %d host(s); %d not allowed.", total, len(hosts), denied))
 	t := &table{Head: []string{"host", "port", "decision", "requests", "methods", "rules", "bytes out", "bytes in"}}
 	for _, k := range keys {
 		g := groups[k]
@@ -822,7 +823,7 @@ func networkQuestion(c *Contents) question {
 			cls = "refused"
 		}
 		t.Rows = append(t.Rows, row{Class: cls, Cells: []cell{{S: k.host, Class: "mono"}, {S: strconv.Itoa(k.port), Class: "num"},
-			{S: k.decision}, {S: strconv.Itoa(g.n), Class: "num"}, {S: strings.Join(g.methods, ", ")},
+			{S: k.decision}, {S: strconv.FormatInt(g.n, 10), Class: "num"}, {S: strings.Join(g.methods, ", ")},
 			{S: strings.Join(g.rules, ", "), Class: "mono"}, {S: strconv.FormatInt(g.out, 10), Class: "num"}, {S: strconv.FormatInt(g.in, 10), Class: "num"}}})
 	}
 	q.Table = t

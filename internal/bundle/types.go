@@ -129,7 +129,13 @@ type NetworkRequest struct {
 	Rule     string    `json:"rule,omitempty"`
 	BytesOut int64     `json:"bytes_out"`
 	BytesIn  int64     `json:"bytes_in"`
+	// Count is how many refusals this entry stands for when the record
+	// counted them into one summary (egress.refused.summary); 0: one.
+	Count int64 `json:"count,omitempty"`
 }
+
+// N is how many requests r stands for.
+func (r NetworkRequest) N() int64 { return max(r.Count, 1) }
 
 // DependencyChange is one package the patch adds, removes or moves to another version.
 type DependencyChange struct {

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
 )
 
 // The in-sandbox API speaks the Connect protocol with JSON messages over
@@ -83,10 +86,14 @@ func connectTimeout(r *http.Request) (time.Duration, error) {
 		return 0, nil
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ms < 0 || len(v) > 10 {
+	if err != nil {
 		return 0, errorf(codeInvalidArgument, "Connect-Timeout-Ms %q: a non-negative number of milliseconds", v)
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	d, err := manager.Millis("Connect-Timeout-Ms", ms, 0)
+	if err != nil {
+		return 0, errorf(codeInvalidArgument, "%s", strings.TrimSuffix(err.Error(), ": "+errdefs.ErrInvalid.Error()))
+	}
+	return d, nil
 }
 
 func checkUncompressed(r *http.Request, header string) *rpcError {

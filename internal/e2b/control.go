@@ -77,8 +77,8 @@ func (s *Server) detail(sb *manager.Sandbox, full bool) *sandboxDetail {
 
 // decodeBody reads a JSON body, refusing fields airlock does not know:
 // an option the caller counts on is never dropped in silence.
-func decodeBody(r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+func decodeBody(r io.Reader, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
 	if err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
@@ -136,27 +136,30 @@ func (c *createRequest) unsupported() string {
 	return ""
 }
 
-func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+// parseCreate decodes E2B's create body into airlock's request, refusing
+// options airlock does not have and a timeout that is negative or would
+// wrap (a bad request, never an unbounded sandbox).
+func parseCreate(body io.Reader, defaultTemplate string) (manager.CreateRequest, error) {
 	var req createRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeAPIError(w, apiStatus(err), err.Error())
-		return
+	if err := decodeBody(body, &req); err != nil {
+		return manager.CreateRequest{}, err
 	}
 	if u := req.unsupported(); u != "" {
-		writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: "+u)
-		return
+		return manager.CreateRequest{}, fmt.Errorf("unsupported by airlock: %s: %w", u, errdefs.ErrInvalid)
 	}
 	tpl := req.TemplateID
 	if tpl == "" || tpl == "base" {
-		tpl = s.cfg.DefaultTemplate
+		tpl = defaultTemplate
 	}
 	cr := manager.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
 	if req.Timeout != nil {
-		if *req.Timeout < 0 {
-			writeAPIError(w, http.StatusBadRequest, "timeout must not be negative")
-			return
+		if _, err := manager.Seconds("timeout", *req.Timeout, 0); err != nil {
+			return manager.CreateRequest{}, err
 		}
 		cr.TTLSeconds = *req.Timeout
+	}
+	if err := manager.CheckLabels(req.Metadata); err != nil {
+		return manager.CreateRequest{}, fmt.Errorf("metadata: %w", err)
 	}
 	keys := make([]string, 0, len(req.EnvVars))
 	for k := range req.EnvVars {
@@ -165,6 +168,15 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		cr.Env = append(cr.Env, k+"="+req.EnvVars[k])
+	}
+	return cr, nil
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	cr, err := parseCreate(r.Body, s.cfg.DefaultTemplate)
+	if err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
 	}
 	sb, err := s.m.Create(r.Context(), cr)
 	if err != nil {
@@ -215,18 +227,23 @@ type timeoutRequest struct {
 
 func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 	var req timeoutRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(r.Body, &req); err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
-	if req.Timeout == nil || *req.Timeout < 0 {
+	if req.Timeout == nil {
 		writeAPIError(w, http.StatusBadRequest, "timeout (seconds, not negative) is required")
+		return
+	}
+	ttl, err := manager.Seconds("timeout", *req.Timeout, 0)
+	if err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
 	if _, ok := s.live(w, r); !ok {
 		return
 	}
-	if _, err := s.m.SetTTL(r.Context(), r.PathValue("id"), time.Duration(*req.Timeout)*time.Second); err != nil {
+	if _, err := s.m.SetTTL(r.Context(), r.PathValue("id"), ttl); err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
@@ -235,7 +252,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 	var req timeoutRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(r.Body, &req); err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
@@ -262,13 +279,21 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 // (200), setting its timeout when one is given.
 func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	var req timeoutRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(r.Body, &req); err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
 	if req.Memory != nil && !*req.Memory {
 		writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: resuming with a reboot; a paused airlock sandbox resumes where it stopped")
 		return
+	}
+	var ttl time.Duration
+	if req.Timeout != nil {
+		var err error
+		if ttl, err = manager.Seconds("timeout", *req.Timeout, 0); err != nil {
+			writeAPIError(w, apiStatus(err), err.Error())
+			return
+		}
 	}
 	sb, ok := s.live(w, r)
 	if !ok {
@@ -284,12 +309,8 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	if req.Timeout != nil {
-		if *req.Timeout < 0 {
-			writeAPIError(w, http.StatusBadRequest, "timeout must not be negative")
-			return
-		}
 		var err error
-		if sb, err = s.m.SetTTL(r.Context(), r.PathValue("id"), time.Duration(*req.Timeout)*time.Second); err != nil {
+		if sb, err = s.m.SetTTL(r.Context(), r.PathValue("id"), ttl); err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return
 		}

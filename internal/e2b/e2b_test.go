@@ -38,7 +38,7 @@ type door struct {
 	key string
 }
 
-func newDoor(t *testing.T) *door {
+func newDoor(t *testing.T, configure ...func(*manager.Config)) *door {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -67,7 +67,11 @@ func newDoor(t *testing.T) *door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := manager.New(context.Background(), manager.Config{Backend: be, Templates: tpls, Store: st, Policy: pol})
+	cfg := manager.Config{Backend: be, Templates: tpls, Store: st, Policy: pol}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	m, err := manager.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

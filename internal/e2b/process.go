@@ -422,7 +422,8 @@ func (s *Server) follow(r *http.Request, st *stream, p *proc, sb *sub) {
 		return
 	}
 	interval := s.cfg.KeepaliveMax
-	if v, err := strconv.Atoi(r.Header.Get("Keepalive-Ping-Interval")); err == nil && v > 0 && time.Duration(v)*time.Second < interval {
+	// Compared as counts: a count that would wrap a Duration is ignored.
+	if v, err := strconv.ParseInt(r.Header.Get("Keepalive-Ping-Interval"), 10, 64); err == nil && v > 0 && v < int64(interval/time.Second) {
 		interval = time.Duration(v) * time.Second
 	}
 	tick := time.NewTicker(interval)

@@ -308,7 +308,7 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 		}
 	}
 	if err := s.record(pc.ctx, ev); err != nil {
-		writeRefusal(cl, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
+		writeUnrecorded(cl, err)
 		return 0, 0, false
 	}
 	if !allowed {
@@ -326,7 +326,7 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 		se.Method, se.Host, se.Port, se.Addr, se.Path = h.method, t.Host, t.Port, addr, ev.Path
 		se.Secret, se.Header, se.Decision = u.id, u.header, "allow"
 		if err := s.record(pc.ctx, se); err != nil {
-			writeRefusal(cl, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
+			writeUnrecorded(cl, err)
 			return 0, 0, false
 		}
 	}

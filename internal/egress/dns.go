@@ -25,8 +25,24 @@ const (
 // Every query is recorded. The error is non-nil only for a message that
 // cannot be answered at all (not a query); the caller drops it.
 func (s *Service) AnswerDNS(ctx context.Context, query []byte, who Source) ([]byte, error) {
+	return s.AnswerDNSOf(ctx, query, who.SandboxID, func() Source { return who })
+}
+
+// AnswerDNSOf is AnswerDNS with the source found only once the query is
+// within the sandbox's rate and budget (see ServeProxyConnOf).
+func (s *Service) AnswerDNSOf(ctx context.Context, query []byte, sandboxID string, source func() Source) ([]byte, error) {
 	var p dnsmessage.Parser
 	hdr, err := p.Start(query)
+	if ok, rule, reason := s.admit(sandboxID, true); !ok {
+		// Over the rate or the budget: refused before anything else is
+		// done for it, and counted (not recorded one by one).
+		s.refuse(ctx, Event{Kind: KindDNS, Source: Source{SandboxID: sandboxID}, Decision: "deny", Rule: rule, Reason: reason}, true)
+		if err != nil || hdr.Response {
+			return nil, errdefs.Wrap(errdefs.ErrLimitExceeded, "dns: %s", reason)
+		}
+		return refusedReply(hdr)
+	}
+	who := source()
 	if err == nil && hdr.Response {
 		err = errors.New("a response, not a query")
 	}
@@ -135,5 +151,14 @@ func (s *Service) dnsReply(ctx context.Context, qh dnsmessage.Header, q *dnsmess
 			return nil, fmt.Errorf("dns: %w", err)
 		}
 	}
+	return b.Finish()
+}
+
+// refusedReply is REFUSED with no question echoed (the query was not read
+// further).
+func refusedReply(qh dnsmessage.Header) ([]byte, error) {
+	b := dnsmessage.NewBuilder(make([]byte, 0, 12), dnsmessage.Header{
+		ID: qh.ID, Response: true, OpCode: qh.OpCode, RecursionDesired: qh.RecursionDesired, RCode: dnsmessage.RCodeRefused,
+	})
 	return b.Finish()
 }

@@ -27,6 +27,10 @@
 //     head parser that refuses what two parsers could read differently).
 //   - A CONNECT tunnel must begin with a TLS ClientHello whose server name
 //     is the target or another allowed host, unless its rule is opaque.
+//   - One sandbox cannot flood the record (Limits): its DNS queries and
+//     connections pass a token bucket (over it: refused at once), refusals
+//     of one kind in a window are one event and a counted summary, and
+//     once its events use up its audit budget its egress is cut.
 //   - A brokered secret's value never enters the sandbox: placeholders are
 //     replaced in request headers only for the secret's own hosts, over TLS
 //     the proxy terminates with the sandbox's CA and re-originates to the

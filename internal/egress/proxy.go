@@ -42,11 +42,33 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, who Source) error 
 // kill switch, RemoveSandbox, or a policy change that no longer allows the
 // destination cut the connection.
 func (s *Service) ServeProxyConn(ctx context.Context, c net.Conn, who Source) {
+	s.ServeProxyConnOf(ctx, c, who.SandboxID, func() Source { return who })
+}
+
+// ServeProxyConnOf is ServeProxyConn with the source found only once the
+// connection is within the sandbox's rate and budget (finding the
+// command a connection came from has a cost that a flood must not make
+// the daemon pay); a refused connection is counted under the sandbox.
+func (s *Service) ServeProxyConnOf(ctx context.Context, c net.Conn, sandboxID string, source func() Source) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
+	if ok, rule, reason := s.admit(sandboxID, false); !ok {
+		s.refuse(ctx, Event{Kind: KindConnect, Source: Source{SandboxID: sandboxID}, Decision: "deny", Rule: rule, Reason: reason}, true)
+		// Answer once the request has begun (a client takes an answer
+		// before it wrote for a stale connection's), then read what else
+		// came, so that closing does not reset the connection before the
+		// client reads the answer. Both briefly and bounded.
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		c.Read(make([]byte, 4096))
+		writeRefusal(c, http.StatusTooManyRequests, rule, reason)
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		io.CopyN(io.Discard, c, 16<<10)
+		return
+	}
+	who := source()
 	// Cutting closes the sandbox's side at once (AfterFunc's close runs in
 	// a goroutine of its own): once RemoveSandbox, the kill switch or a
 	// policy change returns, nothing more passes.
@@ -182,7 +204,7 @@ func (pc *proxyConn) connect(t Target) {
 	ev.Method, ev.Host, ev.Port, ev.Addr = "CONNECT", t.Host, t.Port, firstAddr(d.addrs)
 	ev.Decision, ev.Rule, ev.Reason = decisionWord(d.allow), d.rule, d.reason
 	if err := s.record(pc.ctx, ev); err != nil {
-		writeRefusal(pc.c, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
+		writeUnrecorded(pc.c, err)
 		return
 	}
 	if !d.allow {
@@ -415,7 +437,7 @@ func (pc *proxyConn) forward(h *head, rt requestTarget) bool {
 	ev.Method, ev.Host, ev.Port, ev.Path, ev.Addr = h.method, t.Host, t.Port, pathOnly(rt.path), firstAddr(d.addrs)
 	ev.Decision, ev.Rule, ev.Reason = decisionWord(d.allow), d.rule, d.reason
 	if err := s.record(pc.ctx, ev); err != nil {
-		writeRefusal(pc.c, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
+		writeUnrecorded(pc.c, err)
 		return false
 	}
 	if !d.allow {

@@ -69,6 +69,15 @@ type Event struct {
 	Secret string `json:"secret,omitempty"`
 	Header string `json:"header,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Of, Count, First and Last make a KindRefusedSummary: Count
+	// refusals of kind Of (with the fields above) between First and Last
+	// that were not recorded one by one. Final: written because the
+	// sandbox was removed or the daemon stopped.
+	Of    EventKind `json:"of,omitempty"`
+	Count int64     `json:"count,omitempty"`
+	First time.Time `json:"first,omitzero"`
+	Last  time.Time `json:"last,omitzero"`
+	Final bool      `json:"final,omitempty"`
 }
 
 // Recorder stores egress events (the manager writes them to the audit
@@ -123,6 +132,9 @@ type Config struct {
 	// RFC 6052 defines (32, 40, 48, 56, 64, 96): an address under one is
 	// also judged by the IPv4 address it embeds.
 	NAT64Prefixes []netip.Prefix
+	// Limits bound each sandbox's DNS and connection rates and its audit
+	// budget; zero fields take DefaultLimits.
+	Limits Limits
 }
 
 // Service is the host's egress service, one per daemon. It is safe for
@@ -138,12 +150,17 @@ type Service struct {
 	mu        sync.Mutex // guards sandboxes and each sandbox's conns
 	sandboxes map[string]*sandbox
 	denied    deniedCache // addresses of deny rules' names
+	orphan    *meter      // of ids without an entry
+
+	refused refusals
+	closed  bool // Close ran: no more window timers (guarded by refused.mu)
 }
 
 type sandbox struct {
 	pol   atomic.Pointer[compiled]
 	conns map[*tracked]struct{}
 	ca    caHolder
+	meter *meter
 }
 
 // tracked is an open connection, so a policy change or the kill switch
@@ -192,7 +209,10 @@ func New(cfg Config) (*Service, error) {
 	if cfg.CALifetime <= 0 {
 		cfg.CALifetime = 30 * 24 * time.Hour
 	}
-	s := &Service{cfg: cfg, resolver: cfg.Resolver, dialer: cfg.Dialer, log: cfg.Logger, sandboxes: map[string]*sandbox{}}
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Service{cfg: cfg, resolver: cfg.Resolver, dialer: cfg.Dialer, log: cfg.Logger, sandboxes: map[string]*sandbox{},
+		refused: refusals{m: map[refusalKey]*refusalCount{}, kinds: map[string]int{}}}
+	s.orphan = s.newMeter()
 	if s.resolver == nil {
 		s.resolver = net.DefaultResolver
 	}
@@ -209,7 +229,7 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) sandboxLocked(id string) *sandbox {
 	sb := s.sandboxes[id]
 	if sb == nil {
-		sb = &sandbox{conns: map[*tracked]struct{}{}}
+		sb = &sandbox{conns: map[*tracked]struct{}{}, meter: s.newMeter()}
 		s.sandboxes[id] = sb
 	}
 	return sb
@@ -253,9 +273,10 @@ func (s *Service) SetPolicy(sandboxID string, p Policy) error {
 	return nil
 }
 
-// RemoveSandbox forgets a sandbox: its policy, its CA and its open
-// connections, which are cut.
+// RemoveSandbox forgets a sandbox: its policy, its CA, its budget and
+// its open connections, which are cut; its refusal counts are written.
 func (s *Service) RemoveSandbox(sandboxID string) {
+	defer s.flushRefusals(context.Background(), true, sandboxID)
 	s.mu.Lock()
 	sb := s.sandboxes[sandboxID]
 	delete(s.sandboxes, sandboxID)
@@ -328,14 +349,15 @@ func (s *Service) track(sandboxID string, closeFn func()) (*tracked, func()) {
 	}
 }
 
-// record stores an event, stamping the time.
+// record stores an event, stamping the time. Refusals are aggregated
+// (refuse) and never fail; a decision past the sandbox's audit budget is
+// refused (write).
 func (s *Service) record(ctx context.Context, e Event) error {
-	e.Time = s.cfg.Now()
-	err := s.cfg.Recorder.Record(ctx, e)
-	if err != nil {
-		s.log.Error("egress event not recorded", "kind", e.Kind, "sandbox", e.SandboxID, "host", e.Host, "err", err)
+	if aggregable(&e) {
+		s.refuse(ctx, e, true)
+		return nil
 	}
-	return err
+	return s.write(ctx, e)
 }
 
 // dial connects to the first checked address that answers.

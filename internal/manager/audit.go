@@ -74,7 +74,12 @@ func (m *Manager) record(ctx context.Context, e audit.Entry) error {
 	if e.Actor == "" {
 		e.Actor = actorOf(ctx)
 	}
-	if _, err := m.cfg.Audit.Record(ctx, e); err != nil {
+	return m.recordAs(ctx, e, false)
+}
+
+// recordAs writes an event, into the log's reserve if essential.
+func (m *Manager) recordAs(ctx context.Context, e audit.Entry, essential bool) error {
+	if err := m.writeAudit(ctx, e, essential); err != nil {
 		m.cfg.Logf("AUDIT WRITE FAILED (%s): %v", e.Kind, err)
 		return fmt.Errorf("audit log: %v: %w", err, errdefs.ErrLimitExceeded)
 	}
@@ -100,6 +105,7 @@ func (m *Manager) auditHealthy() error {
 	if m.cfg.Audit == nil {
 		return nil
 	}
+	m.retryAudit()
 	if err := m.cfg.Audit.Err(); err != nil {
 		return fmt.Errorf("the audit log cannot be written (%v): nothing runs until it can: %w", err, errdefs.ErrLimitExceeded)
 	}

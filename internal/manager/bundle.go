@@ -208,6 +208,9 @@ func (m *Manager) scrubContents(c *bundle.Contents) (*bundle.Contents, error) {
 // could leave the sandbox at all.
 func (m *Manager) networkRequests(ctx context.Context, sandboxID string) ([]bundle.NetworkRequest, error) {
 	out := []bundle.NetworkRequest{}
+	if m.egressSvc != nil {
+		m.egressSvc.FlushRefusals(ctx, sandboxID) // the counts of the window still open
+	}
 	events, err := m.cfg.Audit.Query(ctx, store.AuditFilter{SandboxID: sandboxID, Kind: "egress"})
 	if err != nil {
 		return nil, err
@@ -226,6 +229,9 @@ func (m *Manager) networkRequests(ctx context.Context, sandboxID string) ([]bund
 			Status    int       `json:"status"`
 			BytesUp   int64     `json:"bytes_up"`
 			BytesDown int64     `json:"bytes_down"`
+			Of        string    `json:"of"`
+			Count     int64     `json:"count"`
+			Last      time.Time `json:"last"`
 		}
 		if json.Unmarshal(e.Payload, &p) != nil {
 			continue
@@ -239,6 +245,15 @@ func (m *Manager) networkRequests(ctx context.Context, sandboxID string) ([]bund
 			out = append(out, bundle.NetworkRequest{Time: p.Time, ExecID: p.Exec, Host: p.Host, Port: p.Port, Method: method, Decision: p.Decision, Rule: p.Rule})
 			if p.Conn != 0 {
 				last[p.Conn] = len(out) - 1
+			}
+		case string(egress.KindRefusedSummary):
+			// Refusals counted, not recorded one by one.
+			if p.Of == string(egress.KindConnect) || p.Of == string(egress.KindRequest) {
+				method := p.Method
+				if p.Of == string(egress.KindConnect) && method == "" {
+					method = "CONNECT"
+				}
+				out = append(out, bundle.NetworkRequest{Time: p.Last, ExecID: p.Exec, Host: p.Host, Port: p.Port, Method: method, Decision: "deny", Rule: p.Rule, Count: p.Count})
 			}
 		case string(egress.KindClose), string(egress.KindResponse):
 			i, ok := last[p.Conn]

@@ -51,7 +51,8 @@ func (r egressRecorder) Record(ctx context.Context, e egress.Event) error {
 		delete(payload, "secret")
 		payload["grant"] = id
 	}
-	return r.m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: e.SandboxID, TaskID: e.TaskID, ExecID: e.ExecID, Actor: "egress", Kind: string(e.Kind), Payload: payload})
+	// A sandbox's last refusal counts are written even on a full disk.
+	return r.m.recordAs(context.WithoutCancel(ctx), audit.Entry{SandboxID: e.SandboxID, TaskID: e.TaskID, ExecID: e.ExecID, Actor: "egress", Kind: string(e.Kind), Payload: payload}, e.Final)
 }
 
 // sandboxNetwork is a sandbox's runtime.Network: what the backend calls.
@@ -96,11 +97,13 @@ func (n *sandboxNetwork) source(pid int) egress.Source {
 const sourceWait = 5 * time.Second
 
 func (n *sandboxNetwork) ProxyConn(c net.Conn, pid int) {
-	n.m.egressSvc.ServeProxyConn(context.Background(), c, n.source(pid))
+	n.m.egressSvc.ServeProxyConnOf(context.Background(), c, n.id, func() egress.Source { return n.source(pid) })
 }
 
+// DNS looks up the query's source (the command it came from) only once
+// the query is within the sandbox's rate: a flood costs a token check.
 func (n *sandboxNetwork) DNS(ctx context.Context, query []byte, pid int) ([]byte, error) {
-	return n.m.egressSvc.AnswerDNS(ctx, query, n.source(pid))
+	return n.m.egressSvc.AnswerDNSOf(ctx, query, n.id, func() egress.Source { return n.source(pid) })
 }
 
 // proxyEnv points the usual clients (curl, git, npm, pip, go, ...) at the

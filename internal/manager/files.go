@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -25,7 +26,10 @@ var errStreamEnded = errors.New("the tar stream ended")
 
 // cleanPath returns p's clean form, or an error when p is not absolute.
 func cleanPath(p string) (string, error) {
-	if !path.IsAbs(p) || strings.IndexByte(p, 0) >= 0 {
+	if err := CheckNoNUL("path", p); err != nil {
+		return "", err
+	}
+	if !path.IsAbs(p) {
 		return "", fmt.Errorf("path %q must be absolute: %w", p, errdefs.ErrInvalid)
 	}
 	return path.Clean(p), nil
@@ -47,11 +51,55 @@ func (f *policedFiles) WriteFile(ctx context.Context, p string, r io.Reader, mod
 	if err != nil {
 		return 0, err
 	}
-	if err := f.check(ctx, "write", p, true); err != nil {
+	bg, err := f.decide(ctx, "write", p, true, false)
+	if err != nil {
 		return 0, err
 	}
-	return f.Files.WriteFile(ctx, p, r, mode, parents)
+	// One event before any byte goes in, one after saying how it ended:
+	// an upload that broke off is "aborted" (the file is left as it was),
+	// never recorded as a write.
+	ev := func(payload map[string]any) error {
+		payload["path"] = p
+		if bg != "" {
+			payload["break_glass"] = bg
+		}
+		return f.m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.write", Payload: payload})
+	}
+	if err := ev(map[string]any{"state": "started"}); err != nil {
+		return 0, err
+	}
+	src := &sourceReader{r: r}
+	n, err := f.Files.WriteFile(ctx, p, src, mode, parents)
+	payload := map[string]any{"state": "done", "size": n}
+	if err != nil {
+		payload["state"], payload["size"], payload["error"] = "failed", 0, err.Error()
+		if src.cut() || ctx.Err() != nil {
+			payload["state"] = "aborted"
+		}
+	}
+	if rerr := ev(payload); err == nil {
+		err = rerr
+	}
+	return n, err
 }
+
+// sourceReader notes whether an upload's source broke off before its end
+// (a client gone, a body over its limit or too slow).
+// It is read by the agent client's copier, which may outlive WriteFile.
+type sourceReader struct {
+	r     io.Reader
+	broke atomic.Bool
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.broke.Store(true)
+	}
+	return n, err
+}
+
+func (s *sourceReader) cut() bool { return s.broke.Load() }
 
 func (f *policedFiles) Mkdir(ctx context.Context, p string, parents bool) error {
 	p, err := cleanPath(p)
@@ -167,8 +215,9 @@ func (f *policedFiles) Untar(ctx context.Context, dir string, r io.Reader) error
 	pr, pw := io.Pipe()
 	checked := make(chan error, 1)
 	var sum uploadSummary
+	src := &sourceReader{r: r}
 	go func() {
-		err := f.checkTar(ctx, dir, r, pw, &sum)
+		err := f.checkTar(ctx, dir, src, pw, &sum)
 		pw.CloseWithError(err)
 		checked <- err
 	}()
@@ -188,8 +237,12 @@ func (f *policedFiles) Untar(ctx context.Context, dir string, r io.Reader) error
 	}
 	if err != nil {
 		payload["state"], payload["error"] = "failed", err.Error()
+		if src.cut() || ctx.Err() != nil {
+			// The entries before the cut are written; the one it cut is not.
+			payload["state"] = "aborted"
+		}
 	}
-	if rerr := f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.upload", Payload: payload}); err == nil {
+	if rerr := f.m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.upload", Payload: payload}); err == nil {
 		err = rerr
 	}
 	return err
@@ -242,10 +295,6 @@ func (f *policedFiles) checkTar(ctx context.Context, dir string, r io.Reader, w 
 		if err := allow(p); err != nil {
 			return err
 		}
-		sum.n++
-		if len(sum.paths) < maxUploadPaths {
-			sum.paths = append(sum.paths, p)
-		}
 		switch h.Typeflag {
 		case tar.TypeSymlink:
 			links = append(links, p)
@@ -262,7 +311,11 @@ func (f *policedFiles) checkTar(ctx context.Context, dir string, r io.Reader, w 
 			return err
 		}
 		if _, err := io.Copy(tw, tr); err != nil {
-			return err
+			return err // an entry cut short is not counted: it is not written
+		}
+		sum.n++
+		if len(sum.paths) < maxUploadPaths {
+			sum.paths = append(sum.paths, p)
 		}
 	}
 }

@@ -81,6 +81,9 @@ type Config struct {
 	// AuditCheckpoint the file its signed head is kept in ("": none).
 	Audit           *audit.Log
 	AuditCheckpoint string
+	// AuditRetry is how often a stopped audit log is tried again
+	// (0: DefaultAuditRetry).
+	AuditRetry time.Duration
 	// Redactor hides secrets in stored output and records (nil: none).
 	Redactor Redactor
 	// SecretKeyFile holds the key secrets are sealed with (made on first
@@ -109,6 +112,8 @@ type Manager struct {
 
 	secretKey cipher.AEAD     // nil: no secrets
 	egressSvc *egress.Service // nil: no network
+
+	auditRetry auditRetry
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -182,6 +187,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("manager: egress: %w", err)
 		}
 	}
+	m.startAuditRetry()
 	return m, nil
 }
 
@@ -203,6 +209,9 @@ type Sandbox struct {
 	// layers that made it.
 	Policy        string   `json:"policy,omitempty"`
 	PolicySources []string `json:"policy_sources,omitempty"`
+	// Egress is what a running sandbox's egress has recorded against its
+	// audit budget, and the cut if it used it up (GET of one sandbox).
+	Egress *egress.Usage `json:"egress,omitempty"`
 }
 
 // specRecord is what the store keeps of a sandbox's spec.
@@ -272,9 +281,12 @@ func envNames(env []string) []string {
 }
 
 func validEnv(env []string) error {
-	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsRune(kv, 0) {
-			return fmt.Errorf("environment entry %q: use K=V: %w", kv, errdefs.ErrInvalid)
+	for i, kv := range env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("env[%d]: contains a NUL byte: %w", i, errdefs.ErrInvalid)
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("env[%d] %q: use K=V: %w", i, kv, errdefs.ErrInvalid)
 		}
 	}
 	return nil
@@ -288,14 +300,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err := template.ValidName(req.Template); err != nil {
 		return nil, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
 	}
-	if req.TTLSeconds < 0 {
-		return nil, fmt.Errorf("ttl_seconds must not be negative: %w", errdefs.ErrInvalid)
-	}
-	ttl, err := m.boundTTL(time.Duration(req.TTLSeconds) * time.Second)
+	ttl, err := CheckCreate(req, m.cfg.MaxLifetime)
 	if err != nil {
-		return nil, err
-	}
-	if err := validEnv(req.Env); err != nil {
 		return nil, err
 	}
 	if err := m.auditHealthy(); err != nil {
@@ -311,11 +317,6 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	defer release()
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
-	}
-	for k := range req.Labels {
-		if k == "" || len(k) > 63 {
-			return nil, fmt.Errorf("label key %q: 1 to 63 characters: %w", k, errdefs.ErrInvalid)
-		}
 	}
 	var spec runtime.Spec
 	var tplName, tplVersion, seed string
@@ -399,21 +400,6 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, fmt.Errorf("egress policy: %w", err)
 	}
 	return m.shownSandbox(rec)
-}
-
-// boundTTL applies MaxLifetime: no TTL becomes the maximum; more is refused.
-func (m *Manager) boundTTL(ttl time.Duration) (time.Duration, error) {
-	max := m.cfg.MaxLifetime
-	if max <= 0 {
-		return ttl, nil
-	}
-	if ttl == 0 {
-		return max, nil
-	}
-	if ttl > max {
-		return 0, fmt.Errorf("a time to live of %s is over this daemon's maximum sandbox lifetime of %s: %w", ttl, max, errdefs.ErrInvalid)
-	}
-	return ttl, nil
 }
 
 // armTTL (re)starts the sandbox's TTL timer; m.mu held.
@@ -504,7 +490,12 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.shownSandbox(rec)
+	v, err := m.shownSandbox(rec)
+	if err != nil {
+		return nil, err
+	}
+	v.Egress = m.EgressUsage(id)
+	return v, nil
 }
 
 // List returns sandboxes, newest first; state "" means all.
@@ -529,8 +520,8 @@ func (m *Manager) List(ctx context.Context, state string) ([]*Sandbox, error) {
 
 // SetTTL sets a running sandbox's time to live from now (0: none).
 func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sandbox, error) {
-	if ttl < 0 {
-		return nil, fmt.Errorf("ttl must not be negative: %w", errdefs.ErrInvalid)
+	if ttl < 0 || ttl > MaxRequestDuration {
+		return nil, fmt.Errorf("ttl_seconds: want 0 to %d: %w", int64(MaxRequestDuration/time.Second), errdefs.ErrInvalid)
 	}
 	m.mu.Lock()
 	ls, ok := m.live[id]
@@ -791,7 +782,7 @@ func (c *capped) Write(p []byte) (int, error) {
 // records it. started is called with the exec id and pid before any
 // output is written.
 func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
-	if err := validEnv(req.Env); err != nil {
+	if err := checkExec(req); err != nil {
 		return "", nil, err
 	}
 	if _, err := m.liveSandbox(ctx, id); err != nil {
@@ -1071,7 +1062,12 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	if m.cfg.Audit != nil {
 		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
 	}
-	return m.stopAll(ctx, ids, StopShutdown)
+	m.stopAuditRetry()
+	err := m.stopAll(ctx, ids, StopShutdown)
+	if m.egressSvc != nil {
+		m.egressSvc.Close(ctx) // the refusal counts still open
+	}
+	return err
 }
 
 // LiveCount is the number of running sandboxes.

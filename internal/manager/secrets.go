@@ -286,12 +286,12 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 	if err != nil {
 		return nil, err
 	}
-	d := DefaultSecretGrantFor
-	if req.TTLSeconds < 0 || time.Duration(req.TTLSeconds)*time.Second > MaxSecretGrantFor {
-		return nil, fmt.Errorf("ttl_seconds: at most %s: %w", MaxSecretGrantFor, errdefs.ErrInvalid)
+	d, err := Seconds("ttl_seconds", req.TTLSeconds, MaxSecretGrantFor)
+	if err != nil {
+		return nil, err
 	}
-	if req.TTLSeconds > 0 {
-		d = time.Duration(req.TTLSeconds) * time.Second
+	if d == 0 {
+		d = DefaultSecretGrantFor
 	}
 	now := m.now()
 	g := &store.SecretGrant{ID: newID("sg-"), Secret: name, SandboxID: sandboxID, TaskID: taskID, Mode: mode, Env: env, Hosts: hosts,

@@ -195,7 +195,11 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	if m.cfg.TaskDir == "" {
 		return nil, fmt.Errorf("tasks are not configured: %w", errdefs.ErrUnsupported)
 	}
-	if strings.TrimSpace(req.Repo) == "" || strings.HasPrefix(req.Repo, "-") {
+	// Refused before anything is cloned: the sandbox's lifetime and limits.
+	if _, err := CheckTask(req, m.cfg.MaxLifetime); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Repo) == "" || strings.HasPrefix(req.Repo, "-") || strings.IndexByte(req.Repo, 0) >= 0 {
 		return nil, fmt.Errorf("repo must be a path or URL: %w", errdefs.ErrInvalid)
 	}
 	if req.Ref == "" {

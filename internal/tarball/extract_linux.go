@@ -4,6 +4,7 @@ package tarball
 
 import (
 	"archive/tar"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -100,20 +101,7 @@ func writeEntry(root int, name string, h *tar.Header, r io.Reader, uid, gid int)
 		}
 		return unix.Fchownat(pfd, base, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 	case tar.TypeReg:
-		// Not through an existing symlink at the final element, nor into a
-		// FIFO or device put there (which could block the extraction).
-		f, err := pathwalk.OpenRegular(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, mode)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if _, err := io.Copy(f, r); err != nil {
-			return err
-		}
-		if err := f.Chown(uid, gid); err != nil {
-			return err
-		}
-		return f.Chmod(os.FileMode(mode))
+		return writeRegular(pfd, base, mode, r, uid, gid)
 	case tar.TypeSymlink:
 		_ = unix.Unlinkat(pfd, base, 0)
 		if err := unix.Symlinkat(h.Linkname, pfd, base); err != nil {
@@ -124,6 +112,59 @@ func writeEntry(root int, name string, h *tar.Header, r io.Reader, uid, gid int)
 		// hard links, devices, fifos: not part of a workspace
 		return nil
 	}
+}
+
+// writeRegular writes an entry's content to a new temporary name beside
+// base and renames it over base once the entry is whole: a stream cut in
+// the middle of an entry leaves base as it was. Never through a symlink
+// at base, nor into a FIFO or device put there (which could block the
+// extraction). Where no file may be made beside base but base itself may
+// be written (a write scope naming the file), it is written in place.
+func writeRegular(pfd int, base string, mode uint32, r io.Reader, uid, gid int) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return &os.PathError{Op: "open", Path: base, Err: unix.ELOOP}
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := fmt.Sprintf(".airlock-upload-%x", rnd)
+	f, err := pathwalk.OpenRegular(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	if err != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+		return writeInPlace(pfd, base, mode, r, uid, gid)
+	}
+	if err != nil {
+		return err
+	}
+	err = fill(f, r, mode, uid, gid)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(pfd, tmp, pfd, base)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(pfd, tmp, 0)
+	}
+	return err
+}
+
+func writeInPlace(pfd int, base string, mode uint32, r io.Reader, uid, gid int) error {
+	f, err := pathwalk.OpenRegular(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return fill(f, r, mode, uid, gid)
+}
+
+func fill(f *os.File, r io.Reader, mode uint32, uid, gid int) error {
+	if _, err := io.Copy(f, r); err != nil {
+		return err
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return err
+	}
+	return f.Chmod(os.FileMode(mode))
 }
 
 func mkdirAll(root int, dir string, uid, gid int) error {

@@ -105,7 +105,14 @@ func (c *Client) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Messa
 	}
 	copyErr := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(pw, r)
+		var err error
+		if op.Kind == "write" {
+			// Framed: the agent puts the file in place only after the
+			// end mark, which a failing r never sends.
+			_, err = agent.WriteFrames(pw, r)
+		} else {
+			_, err = io.Copy(pw, r)
+		}
 		pw.Close()
 		copyErr <- err
 	}()
@@ -157,14 +164,11 @@ func (c *Client) ReadFile(ctx context.Context, path string, w io.Writer, max int
 }
 
 func (c *Client) WriteFile(ctx context.Context, path string, r io.Reader, mode uint32, parents bool) (int64, error) {
+	// A source that fails part-way (a client gone, a body over its
+	// limit) leaves the file as it was: the agent writes beside it and
+	// renames only once the whole content came (agent.WriteFrames).
 	m, err := c.streamIn(ctx, agent.FileOp{Kind: "write", Path: path, Mode: mode, Parents: parents}, nil, r)
 	if err != nil {
-		var cut *cutSourceError
-		if errors.As(err, &cut) {
-			// The source failed after the agent wrote what it got: no
-			// truncated file is left behind.
-			_, _ = c.fileCall(ctx, agent.FileOp{Kind: "remove", Path: path}, nil)
-		}
 		return 0, err
 	}
 	return m.Size, nil

@@ -494,6 +494,19 @@ func testFiles(t *testing.T, f Factory) {
 	if _, err := fs.Stat(ctx, "/workspace/dir/cut.txt"); err == nil {
 		t.Error("write from a failing source left a file")
 	}
+	// Over an existing file, it leaves the file as it was (the content is
+	// written beside it and renamed over it only once whole).
+	cut = io.MultiReader(strings.NewReader("twelve bytes"), iotest.ErrReader(errors.New("the client went away")))
+	if _, err := fs.WriteFile(ctx, "/workspace/dir/a.txt", cut, 0o644, false); err == nil {
+		t.Error("write from a failing source over a file: no error")
+	}
+	buf.Reset()
+	if _, err := fs.ReadFile(ctx, "/workspace/dir/a.txt", &buf, 0); err != nil || buf.String() != data {
+		t.Errorf("a failed write changed the file: %q %v", buf.String(), err)
+	}
+	if l, err := fs.List(ctx, "/workspace/dir"); err != nil || len(l) != 1 {
+		t.Errorf("a failed write left %+v in the directory (%v)", l, err)
+	}
 	fi, err := fs.Stat(ctx, "/workspace/dir/a.txt")
 	if err != nil || fi.Type != "file" || fi.Size != int64(len(data)) || fi.Mode != 0o640 || fi.Name != "a.txt" {
 		t.Errorf("stat: %+v %v", fi, err)

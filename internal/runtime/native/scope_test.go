@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/agent"
@@ -337,5 +338,31 @@ func TestAgentErrorKinds(t *testing.T) {
 		if !errors.Is(err, kind) {
 			t.Errorf("code %q: %v, want %v", code, err, kind)
 		}
+	}
+}
+
+// A write scope that names a file lets the file API write that file but
+// make nothing beside it: an upload is staged in /tmp and copied in only
+// once whole, so a cut one still leaves the file as it was.
+func TestWriteScopeOfAFileKeepsCutWritesOut(t *testing.T) {
+	needRuntime(t)
+	t.Parallel()
+	sb, scoper, fs := scopeSandbox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	restrict(t, scoper, "/workspace/README.md")
+	if _, err := fs.WriteFile(ctx, "/workspace/README.md", strings.NewReader("new\n"), 0o644, false); err != nil {
+		t.Fatalf("write the scope's file: %v", err)
+	}
+	cut := io.MultiReader(strings.NewReader("half"), iotest.ErrReader(errors.New("the client went away")))
+	if _, err := fs.WriteFile(ctx, "/workspace/README.md", cut, 0o644, false); err == nil {
+		t.Error("a write from a failing source succeeded")
+	}
+	if _, err := fs.WriteFile(ctx, "/workspace/other.txt", strings.NewReader("x\n"), 0o644, false); !errors.Is(err, errdefs.ErrDenied) {
+		t.Errorf("ESCAPE: a new file beside the scope's file: %v; want a denied error", err)
+	}
+	r := sh(t, sb, "ls -A /workspace; cat /workspace/README.md")
+	if want := "README.md\nsrc\nnew\n"; r.Stdout != want {
+		t.Errorf("workspace after the writes:\n%s\nwant:\n%s", r.Stdout, want)
 	}
 }

@@ -832,6 +832,14 @@ var cases = map[string]func(args []string) result{
 		defer unix.Close(fd)
 		return errResult(unix.Sendto(fd, []byte("airlock-probe"), 0, sa), "sendto "+arg(args, 0, ""))
 	},
+	// dns-flood NAME N: N A queries for NAME to the sandbox's own DNS
+	// filter (127.0.0.1:53), one after another as fast as answers come
+	// (the audit-flood attack); N is what was sent, Detail the answers
+	// by rcode and the ones that never came.
+	"dns-flood": func(args []string) result {
+		n, _ := strconv.Atoi(arg(args, 1, "1000"))
+		return dnsFlood(arg(args, 0, "flood.example.test"), n)
+	},
 	"ping": func(args []string) result {
 		sa, err := sockaddr(arg(args, 0, "") + ":0")
 		if err != nil {
@@ -1040,4 +1048,53 @@ func getdents(fd int) ([]string, error) {
 		}
 		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
+}
+
+func dnsQuery(id uint16, name string) []byte {
+	q := []byte{byte(id >> 8), byte(id), 1, 0, 0, 1, 0, 0, 0, 0, 0, 0} // RD, one question
+	for _, l := range strings.Split(strings.TrimSuffix(name, "."), ".") {
+		q = append(q, byte(len(l)))
+		q = append(q, l...)
+	}
+	return append(q, 0, 0, 1, 0, 1) // root, type A, class IN
+}
+
+func dnsFlood(name string, n int) result {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return errResult(err, "socket udp")
+	}
+	defer unix.Close(fd)
+	// Long enough for the first answer, which waits until the daemon has
+	// noted the command it came from.
+	tv := unix.Timeval{Sec: 10}
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 53, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return errResult(err, "connect 127.0.0.1:53")
+	}
+	rcodes := map[string]int{}
+	buf := make([]byte, 1500)
+	start := time.Now()
+	for i := range n {
+		id := uint16(i)
+		if _, err := unix.Write(fd, dnsQuery(id, name)); err != nil {
+			return errResult(err, fmt.Sprintf("send query %d", i))
+		}
+		for {
+			k, err := unix.Read(fd, buf)
+			if err == unix.EINTR {
+				continue // a read with a timeout is not restarted after the runtime's signals
+			}
+			if err != nil {
+				rcodes["none"]++
+				break
+			}
+			if k >= 12 && uint16(buf[0])<<8|uint16(buf[1]) == id {
+				rcodes[strconv.Itoa(int(buf[3]&0xf))]++
+				break
+			}
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"rcodes": rcodes, "seconds": time.Since(start).Seconds()})
+	return result{OK: true, N: int64(n), Detail: string(b)}
 }
