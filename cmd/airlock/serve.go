@@ -70,6 +70,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", caps.Limits.NoFile, "the most open files one sandbox may ask for (0: no bound)")
 	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
+	maxProxyConns := fs.Int("max-proxy-conns", runtime.DefaultMaxProxyConns, "the most proxy connections one sandbox may hold open; more are refused with a 503 and recorded (egress.refused)")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code
@@ -110,14 +111,18 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "airlock serve: --max-* must not be negative (0: no bound)")
 		return 2
 	}
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, byTemplate, *acceptGap, stderr); err != nil {
+	if *maxProxyConns <= 0 {
+		fmt.Fprintf(stderr, "airlock serve: --max-proxy-conns %d: must be at least 1\n", *maxProxyConns)
+		return 2
+	}
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, *maxProxyConns, byTemplate, *acceptGap, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, byTemplate map[string]string, acceptGap string, stderr io.Writer) error {
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, maxProxyConns int, byTemplate map[string]string, acceptGap string, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -198,7 +203,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	}
 	m, err := manager.New(ctx, manager.Config{Egress: egressCfg, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: byTemplate, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife, Caps: caps,
 		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf,
-		SecretKeyFile: filepath.Join(dataDir, "secrets.key")})
+		SecretKeyFile: filepath.Join(dataDir, "secrets.key"), MaxProxyConns: maxProxyConns})
 	if err != nil {
 		return err
 	}
