@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -167,11 +168,14 @@ func inodeOwner(inode uint32) int {
 	last := lastOwner.Load()
 	lastPID, lastFD := int(last>>32), int(uint32(last))
 	if lastPID > 1 {
-		// the next connections of a flood land just past the last one
-		for fd := lastFD + 1; fd <= lastFD+8; fd++ {
-			if fdIs(lastPID, fd, target) {
-				remember(lastPID, fd)
-				return lastPID
+		// A flood's connections come in descriptor order, a few handled
+		// at once: the one sought is most likely near the last found.
+		for d := 1; d <= guessFDs; d++ {
+			for _, fd := range [2]int{lastFD + d, lastFD - d + 1} {
+				if fd >= 0 && fdIs(lastPID, fd, target) {
+					remember(lastPID, fd)
+					return lastPID
+				}
 			}
 		}
 		if fd := scanFDs(lastPID, target); fd >= 0 {
@@ -203,6 +207,14 @@ func inodeOwner(inode uint32) int {
 	}
 }
 
+// guessFDs is how far from the last descriptor found inodeOwner looks
+// first, each way.
+const guessFDs = 48
+
+// maxScanFDs bounds the descriptor numbers one scan holds (4 bytes
+// each); a process with more is scanned in directory order.
+const maxScanFDs = 1 << 16
+
 func remember(pid, fd int) { lastOwner.Store(uint64(pid)<<32 | uint64(uint32(fd))) }
 
 func fdIs(pid, fd int, target string) bool {
@@ -210,7 +222,8 @@ func fdIs(pid, fd int, target string) bool {
 	return err == nil && l == target
 }
 
-// scanFDs returns the descriptor of pid that is target, or -1.
+// scanFDs returns the descriptor of pid that is target, or -1. It looks
+// from the highest descriptor down: a new connection's usually is.
 func scanFDs(pid int, target string) int {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
 	d, err := os.Open(dir)
@@ -218,7 +231,24 @@ func scanFDs(pid int, target string) int {
 		return -1
 	}
 	defer d.Close()
-	for {
+	var fds []int32
+	more := true
+	for more && len(fds) < maxScanFDs {
+		names, err := d.Readdirnames(ownerChunk)
+		for _, name := range names {
+			if fd, err := strconv.Atoi(name); err == nil {
+				fds = append(fds, int32(fd))
+			}
+		}
+		more = err == nil
+	}
+	slices.Sort(fds)
+	for i := len(fds) - 1; i >= 0; i-- {
+		if fdIs(pid, int(fds[i]), target) {
+			return int(fds[i])
+		}
+	}
+	for more {
 		names, err := d.Readdirnames(ownerChunk)
 		for _, name := range names {
 			if l, lerr := os.Readlink(dir + name); lerr == nil && l == target {
@@ -226,8 +256,7 @@ func scanFDs(pid int, target string) int {
 				return fd
 			}
 		}
-		if err != nil {
-			return -1
-		}
+		more = err == nil
 	}
+	return -1
 }

@@ -843,6 +843,75 @@ var cases = map[string]func(args []string) result{
 		echo := []byte{8, 0, 0, 0, 0, 1, 0, 1} // type 8 echo request
 		return errResult(unix.Sendto(fd, echo, 0, sa), "ping "+arg(args, 0, ""))
 	},
+	// proxy-flood N HOLD CAP opens N idle connections to the sandbox's
+	// proxy as fast as it can and watches them for HOLD (or until at
+	// most CAP are still open): how many the proxy refused (an HTTP 503),
+	// closed, or still holds. ok: every one was opened.
+	"proxy-flood": func(args []string) result {
+		n, _ := strconv.Atoi(arg(args, 0, "2000"))
+		hold, _ := time.ParseDuration(arg(args, 1, "10s"))
+		limit, _ := strconv.Atoi(arg(args, 2, "0"))
+		sa := &unix.SockaddrInet4{Port: 3128, Addr: [4]byte{127, 0, 0, 1}}
+		var fds []int
+		var failed int
+		var firstErr error
+		for i := 0; i < n; i++ {
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+			if err == nil {
+				if err = unix.Connect(fd, sa); err == unix.EINPROGRESS {
+					err = nil
+				}
+				if err != nil {
+					unix.Close(fd)
+				}
+			}
+			if err != nil {
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			fds = append(fds, fd)
+		}
+		done := make([]bool, len(fds))
+		var refused, closed int
+		reason := ""
+		buf := make([]byte, 512)
+		for end := time.Now().Add(hold); ; time.Sleep(100 * time.Millisecond) {
+			for i, fd := range fds {
+				if done[i] {
+					continue
+				}
+				m, err := unix.Read(fd, buf)
+				switch {
+				case m > 0 && strings.HasPrefix(string(buf[:m]), "HTTP/1.1 503"):
+					refused++
+					if reason == "" {
+						reason = string(buf[:m])
+					}
+				case m == 0 && err == nil, err == unix.ECONNRESET, err == unix.EPIPE:
+					closed++
+				default:
+					continue // open (EAGAIN), or still connecting
+				}
+				done[i] = true
+			}
+			open := len(fds) - refused - closed
+			if time.Now().After(end) || (limit > 0 && open <= limit && refused+closed > 0) {
+				break
+			}
+		}
+		open := len(fds) - refused - closed
+		if i := strings.Index(reason, "airlock:"); i >= 0 {
+			reason = reason[i:]
+		}
+		r := result{OK: failed == 0, N: int64(open), Detail: fmt.Sprintf("opened=%d failed=%d refused=%d closed=%d open=%d reason=%q", len(fds), failed, refused, closed, open, strings.TrimSpace(reason))}
+		if en, ok := firstErr.(unix.Errno); ok {
+			r.Errno = unix.ErrnoName(en)
+		}
+		return r
+	},
 	"tcp-connect": func(args []string) result {
 		addr := arg(args, 0, "")
 		sa, err := sockaddr(addr)
