@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The sandbox's network: its namespace has only loopback, and the agent
@@ -55,6 +57,22 @@ const (
 	DefaultMaxProxyConns = 256
 )
 
+// agentFDReserve is the part of its descriptor table the agent keeps
+// for everything but relays (hand-offs, DNS streams, commands' stdio, the
+// file API): relays never take it, so that a command holding proxy
+// connections cannot make exec or the file API fail with EMFILE.
+const agentFDReserve = 2*maxHandoffs + maxDNSStreams + 128
+
+// relayBudget lowers a relay cap to what the agent's RLIMIT_NOFILE
+// leaves beside agentFDReserve (each relay holds two descriptors).
+func relayBudget(maxConns int) int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
+		return maxConns
+	}
+	return max(1, min(maxConns, (int(rl.Cur)-agentFDReserve)/2))
+}
+
 // CodeRefused is the Code of an OpNetConn from the agent that reports a
 // connection it refused (no descriptor; Error says why), and of the
 // host's OpError answer that refuses one.
@@ -93,6 +111,9 @@ type netState struct {
 func (s *Server) StartNetwork(relay bool, maxConns int) error {
 	if maxConns <= 0 {
 		maxConns = DefaultMaxProxyConns
+	}
+	if relay {
+		maxConns = relayBudget(maxConns)
 	}
 	ns := &netState{relay: relay, wait: map[uint64]chan *Message{}, maxConns: int64(maxConns),
 		slots: make(chan struct{}, maxHandoffs), dnsSlots: make(chan struct{}, maxHandoffs)}

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The socket's inode comes from sock_diag, the same as /proc/net names,
@@ -79,5 +81,28 @@ func TestSocketOwner(t *testing.T) {
 	}
 	if got != cmd.Process.Pid {
 		t.Errorf("socketOwner = %d, want the child %d", got, cmd.Process.Pid)
+	}
+}
+
+// Relays never take the descriptors the agent keeps for itself: with a
+// small RLIMIT_NOFILE the relay cap shrinks to what is left.
+func TestRelayBudget(t *testing.T) {
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+	for _, tt := range []struct{ soft, cap, want int }{
+		{4096, 256, 256},
+		{agentFDReserve + 100, 256, 50},
+		{agentFDReserve, 256, 1},
+	} {
+		lim := unix.Rlimit{Cur: uint64(tt.soft), Max: old.Max}
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+			t.Fatal(err)
+		}
+		if got := relayBudget(tt.cap); got != tt.want {
+			t.Errorf("nofile %d, cap %d: relay budget %d, want %d", tt.soft, tt.cap, got, tt.want)
+		}
 	}
 }
