@@ -79,7 +79,7 @@ func cmdAPIKey(args []string, stdout, stderr io.Writer) int {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tCREATED")
 		for _, k := range keys {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", k.ID, k.Name, k.Created.Format("2006-01-02 15:04:05"))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", esc(k.ID), esc(k.Name), k.Created.Format("2006-01-02 15:04:05"))
 		}
 		_ = tw.Flush()
 		return 0

@@ -195,7 +195,7 @@ func auditQuery(args []string, stdout, stderr io.Writer) int {
 		if len(p) > 160 {
 			p = p[:157] + "..."
 		}
-		fmt.Fprintf(stdout, "%6d %s %-18s %-14s %s %s\n", e.Seq, e.Time.Format("2006-01-02T15:04:05.000Z"), e.Kind, e.Actor, orDash(e.SandboxID), p)
+		fmt.Fprintf(stdout, "%6d %s %-18s %-14s %s %s\n", e.Seq, e.Time.Format("2006-01-02T15:04:05.000Z"), esc(e.Kind), esc(e.Actor), esc(orDash(e.SandboxID)), esc(p))
 	}
 	return 0
 }
@@ -267,7 +267,7 @@ func cmdBundle(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	m := v.Manifest
-	fmt.Fprintf(stdout, "ok: task %s (%s@%.12s), %d entries, %d audit events, signed at chain head %d %.16s\n", m.Task, m.Repo, m.Commit, v.Entries, v.Events, m.Chain.Seq, m.Chain.Hash)
+	fmt.Fprintf(stdout, "ok: task %s (%s@%.12s), %d entries, %d audit events, signed at chain head %d %.16s\n", esc(m.Task), esc(m.Repo), esc(m.Commit), v.Entries, v.Events, m.Chain.Seq, m.Chain.Hash)
 	if trusted == nil {
 		// Anyone can sign a bundle with a key of their own: say which.
 		fmt.Fprintf(stdout, "signed by key %s, which was not checked: give --key or --key-file to pin the daemon's\n", m.Chain.PublicKey)

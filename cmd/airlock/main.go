@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/runtime/oci"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -73,12 +74,32 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, v := range verbs() {
 		if v.name == args[0] {
+			if !rawVerbs[v.name] {
+				stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
+			}
 			return v.run(args[1:], stdout, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "airlock: unknown command %q; run 'airlock --help' for the list\n", args[0])
 	return 2
 }
+
+// rawVerbs pass their output through as it is: a command's own output
+// (run, exec), a file's bytes (cat, download, output), a patch or a
+// bundle, a protocol (mcp), the daemon's log (slog quotes what it logs).
+// Every other verb's output goes through termsafe, so that no string from
+// a request, an analysis or a sandbox reaches the terminal with its
+// control characters (issue 16.4); printers escape fields with
+// termsafe.String as well, for newlines and tabs. The groups (sandbox,
+// task) decide per verb, in dispatchGroup.
+var rawVerbs = map[string]bool{
+	"run": true, "serve": true, "mcp": true, "sandbox": true, "task": true,
+	"sandbox exec": true, "sandbox output": true, "sandbox cat": true, "sandbox download": true,
+	"task exec": true, "task test": true, "task diff": true, "task export": true,
+}
+
+// esc is termsafe.String: one field of a line of human output.
+func esc(s string) string { return termsafe.String(s) }
 
 func cmdVersion(args []string, stdout, stderr io.Writer) int {
 	const versionUsage = "usage: airlock version\n\nPrints airlock's version.\n"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -88,9 +89,9 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 		if *asJSON {
 			_ = printJSON(stdout, d)
 		} else {
-			fmt.Fprintf(stdout, "decision: %s\nreason:   %s\npolicy:   %s\n", d.Action, d.Reason, d.Policy)
+			fmt.Fprintf(stdout, "decision: %s\nreason:   %s\npolicy:   %s\n", termsafe.String(d.Action), termsafe.String(d.Reason), termsafe.String(d.Policy))
 			for _, m := range d.Matches {
-				fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, m.Rule, m.Reason)
+				fmt.Fprintf(stdout, "  %-5s %-20s %s\n", termsafe.String(m.Action), termsafe.String(m.Rule), termsafe.String(m.Reason))
 			}
 		}
 		return actionCode(d.Action)
@@ -117,27 +118,27 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 		_ = printJSON(stdout, d)
 		return actionCode(string(d.Action))
 	}
-	fmt.Fprintf(stdout, "decision: %s\nreason:   %s\nclasses:  %s\npolicy:   %s (%s)\n", d.Action, d.Reason, joinClasses(d.Analysis.Classes), d.Policy, strings.Join(pol.Sources, " > "))
+	fmt.Fprintf(stdout, "decision: %s\nreason:   %s\nclasses:  %s\npolicy:   %s (%s)\n", d.Action, termsafe.String(d.Reason), joinClasses(d.Analysis.Classes), termsafe.String(d.Policy), termsafe.Join(pol.Sources, " > "))
 	fmt.Fprintln(stdout, "commands:")
 	for i, cmd := range d.Analysis.Commands {
 		via := ""
 		if len(cmd.Via) > 0 {
-			via = " (via " + strings.Join(cmd.Via, ", ") + ")"
+			via = " (via " + termsafe.Join(cmd.Via, ", ") + ")"
 		}
-		fmt.Fprintf(stdout, "  %d. %s%s\n     %s: %s\n", i+1, policy.JoinArgv(cmd.Argv), via, joinClasses(cmd.Classes), cmd.Why)
+		fmt.Fprintf(stdout, "  %d. %s%s\n     %s: %s\n", i+1, termsafe.String(policy.JoinArgv(cmd.Argv)), via, joinClasses(cmd.Classes), termsafe.String(cmd.Why))
 		for _, w := range cmd.Writes {
-			fmt.Fprintf(stdout, "     writes %s\n", w)
+			fmt.Fprintf(stdout, "     writes %s\n", termsafe.String(w))
 		}
 		for _, h := range cmd.Hosts {
-			fmt.Fprintf(stdout, "     network %s\n", h)
+			fmt.Fprintf(stdout, "     network %s\n", termsafe.String(h))
 		}
 		for _, s := range cmd.Secrets {
-			fmt.Fprintf(stdout, "     credential %s\n", s)
+			fmt.Fprintf(stdout, "     credential %s\n", termsafe.String(s))
 		}
 	}
 	fmt.Fprintln(stdout, "rules:")
 	for _, m := range d.Matches {
-		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, m.Rule, m.Reason)
+		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, termsafe.String(m.Rule), termsafe.String(m.Reason))
 	}
 	return actionCode(string(d.Action))
 }
@@ -156,7 +157,7 @@ func joinClasses(cs []policy.Class) string {
 	for _, c := range cs {
 		s = append(s, string(c))
 	}
-	return strings.Join(s, ",")
+	return termsafe.Join(s, ",")
 }
 
 func actionCode(a string) int {
@@ -208,27 +209,30 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 		if p == nil {
 			p = &sdk.Prompt{}
 		}
-		fmt.Fprintf(stdout, "%s  %s  sandbox %s", a.ID, a.State, a.SandboxID)
+		// Every field came from the agent's request or its analysis:
+		// escaped one by one (a newline in a write target must not print
+		// a line that reads like this prompt's own).
+		fmt.Fprintf(stdout, "%s  %s  sandbox %s", esc(a.ID), esc(a.State), esc(a.SandboxID))
 		if a.TaskID != "" {
-			fmt.Fprintf(stdout, "  task %s", a.TaskID)
+			fmt.Fprintf(stdout, "  task %s", esc(a.TaskID))
 		}
-		fmt.Fprintf(stdout, "  requested by %s at %s\n", a.RequestedBy, a.Created.Format(time.RFC3339))
+		fmt.Fprintf(stdout, "  requested by %s at %s\n", esc(a.RequestedBy), a.Created.Format(time.RFC3339))
 		tw := tabwriter.NewWriter(stdout, 0, 4, 1, ' ', 0)
-		fmt.Fprintf(tw, "  command:\t%s\n  cwd:\t%s\n  classes:\t%s (held: %s)\n", p.Command, p.Cwd, strings.Join(p.Classes, ","), strings.Join(p.Held, ","))
+		fmt.Fprintf(tw, "  command:\t%s\n  cwd:\t%s\n  classes:\t%s (held: %s)\n", esc(p.Command), esc(p.Cwd), termsafe.Join(p.Classes, ","), termsafe.Join(p.Held, ","))
 		if len(p.Writes) > 0 {
-			fmt.Fprintf(tw, "  writes:\t%s\n", strings.Join(p.Writes, " "))
+			fmt.Fprintf(tw, "  writes:\t%s\n", termsafe.Join(p.Writes, " "))
 		}
 		if len(p.Network) > 0 {
-			fmt.Fprintf(tw, "  network:\t%s\n", strings.Join(p.Network, " "))
+			fmt.Fprintf(tw, "  network:\t%s\n", termsafe.Join(p.Network, " "))
 		}
 		if len(p.Credentials) > 0 {
-			fmt.Fprintf(tw, "  credentials:\t%s\n", strings.Join(p.Credentials, " "))
+			fmt.Fprintf(tw, "  credentials:\t%s\n", termsafe.Join(p.Credentials, " "))
 		}
-		fmt.Fprintf(tw, "  effect:\t%s\n  why held:\t%s\n", p.Effect, p.Reason)
+		fmt.Fprintf(tw, "  effect:\t%s\n  why held:\t%s\n", esc(p.Effect), esc(p.Reason))
 		if a.State == "pending" {
 			fmt.Fprintf(tw, "  decide by:\t%s\n", a.Deadline.Format(time.RFC3339))
 		} else if a.DecidedBy != "" {
-			fmt.Fprintf(tw, "  decided:\t%s by %s %s\n", a.State, a.DecidedBy, a.Reason)
+			fmt.Fprintf(tw, "  decided:\t%s by %s %s\n", esc(a.State), esc(a.DecidedBy), esc(a.Reason))
 		}
 		_ = tw.Flush()
 	}
@@ -266,7 +270,7 @@ func cmdApprove(args []string, stdout, stderr io.Writer) int {
 		_ = printJSON(stdout, a)
 		return 0
 	}
-	fmt.Fprintf(stdout, "approved %s (grant %s) by %s\n", a.ID, a.GrantID, a.DecidedBy)
+	fmt.Fprintf(stdout, "approved %s (grant %s) by %s\n", termsafe.String(a.ID), termsafe.String(a.GrantID), termsafe.String(a.DecidedBy))
 	return 0
 }
 
@@ -292,7 +296,7 @@ func cmdDeny(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	fmt.Fprintf(stdout, "denied %s by %s\n", a.ID, a.DecidedBy)
+	fmt.Fprintf(stdout, "denied %s by %s\n", termsafe.String(a.ID), termsafe.String(a.DecidedBy))
 	return 0
 }
 

@@ -130,7 +130,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	code, err := runOnce(&o, argv, os.Stdin, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock run: %v\n", err)
+		// (the command's own output is raw; airlock's words about it are not)
+		fmt.Fprintf(stderr, "airlock run: %s\n", esc(err.Error()))
 		if code == 0 {
 			code = 125
 		}

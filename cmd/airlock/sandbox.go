@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -85,6 +86,9 @@ func dispatchGroup(group, usage string, verbs []subVerb, args []string, stdout, 
 	}
 	for _, v := range verbs {
 		if v.name == args[0] {
+			if !rawVerbs[group+" "+v.name] {
+				stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
+			}
 			return v.run(args[1:], stdout, stderr)
 		}
 	}
@@ -202,7 +206,7 @@ func (c *sandboxCmd) parse(args []string) (pos []string, code int, done bool) {
 
 // usageErr reports bad usage: exit status 2.
 func (c *sandboxCmd) usageErr(format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "airlock %s: %s; usage: %s\n", c.path(), fmt.Sprintf(format, args...), c.synopsis)
+	fmt.Fprintf(c.stderr, "airlock %s: %s; usage: %s\n", c.path(), termsafe.String(fmt.Sprintf(format, args...)), c.synopsis)
 	return 2
 }
 
@@ -213,7 +217,9 @@ func (c *sandboxCmd) fail(err error) int {
 }
 
 func (c *sandboxCmd) errorf(format string, args ...any) {
-	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	// Errors quote requests and answers (a command line, a path): one
+	// line, its controls escaped, also for the raw verbs (exec).
+	msg := termsafe.String(strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " "))
 	fmt.Fprintf(c.stderr, "airlock %s: %s\n", c.path(), msg)
 }
 
@@ -237,7 +243,10 @@ func printJSON(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	// JSON output is read by people too: C1 controls, DEL and bidi
+	// characters, which encoding/json leaves raw, become \u escapes
+	// (the same JSON).
+	_, err = w.Write(append(termsafe.JSONSafe(b), '\n'))
 	return err
 }
 
@@ -357,7 +366,7 @@ func sandboxLs(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tTEMPLATE\tCREATED\tEXPIRES")
 	for _, sb := range sbs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.ID, stateText(&sb), sb.Template, ago(sb.Created, now), expiresText(&sb, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", esc(sb.ID), esc(stateText(&sb)), esc(sb.Template), ago(sb.Created, now), expiresText(&sb, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return c.fail(err)
@@ -453,7 +462,9 @@ func sandboxGet(args []string, stdout, stderr io.Writer) int {
 
 func printSandbox(w io.Writer, sb *sdk.Sandbox, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
-	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s:\t%s\n", k, fmt.Sprintf(format, args...)) }
+	row := func(k, format string, args ...any) {
+		fmt.Fprintf(tw, "%s:\t%s\n", k, esc(fmt.Sprintf(format, args...)))
+	}
 	when := func(t time.Time) string {
 		if t.After(now) {
 			return fmt.Sprintf("%s (in %s)", t.Local().Format(time.RFC3339), humanDuration(t.Sub(now)))
@@ -604,7 +615,7 @@ func sandboxExecs(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTARTED\tDURATION\tSTATUS\tCOMMAND")
 	for _, e := range execs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, ago(e.Started, now), execDuration(&e), execStatus(&e), shellJoin(e.Argv))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", esc(e.ID), ago(e.Started, now), execDuration(&e), esc(execStatus(&e)), esc(shellJoin(e.Argv)))
 	}
 	if err := tw.Flush(); err != nil {
 		return c.fail(err)

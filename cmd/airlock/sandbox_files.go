@@ -118,7 +118,7 @@ func sandboxFiles(args []string, stdout, stderr io.Writer) int {
 		if e.Target != "" {
 			name += " -> " + e.Target
 		}
-		fmt.Fprintf(tw, "%04o\t%d\t%s\t%s\n", e.Mode, e.Size, e.Type, name)
+		fmt.Fprintf(tw, "%04o\t%d\t%s\t%s\n", e.Mode, e.Size, esc(e.Type), esc(name))
 	}
 	_ = tw.Flush()
 	return 0
@@ -188,7 +188,7 @@ func sandboxSnapshot(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	fmt.Fprintf(stdout, "%s@%s (from %s, %d bytes)\n", s.Name, s.Version, s.FromSandbox, s.SeedBytes)
+	fmt.Fprintf(stdout, "%s@%s (from %s, %d bytes)\n", esc(s.Name), esc(s.Version), esc(s.FromSandbox), s.SeedBytes)
 	return 0
 }
 
@@ -213,7 +213,7 @@ func sandboxTemplates(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tKIND\tBASE")
 	for _, t := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Version, t.Kind, t.Base)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", esc(t.Name), esc(t.Version), esc(t.Kind), esc(t.Base))
 	}
 	_ = tw.Flush()
 	return 0

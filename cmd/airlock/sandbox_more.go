@@ -40,9 +40,9 @@ var sandboxStat = simpleVerb("stat", "airlock sandbox stat [flags] ID PATH", "De
 			_ = printJSON(c.stdout, fi)
 			return 0
 		}
-		fmt.Fprintf(c.stdout, "%s %s %04o %d uid=%d gid=%d %s", fi.Path, fi.Type, fi.Mode, fi.Size, fi.UID, fi.GID, fi.ModTime.Format("2006-01-02T15:04:05Z"))
+		fmt.Fprintf(c.stdout, "%s %s %04o %d uid=%d gid=%d %s", esc(fi.Path), esc(fi.Type), fi.Mode, fi.Size, fi.UID, fi.GID, fi.ModTime.Format("2006-01-02T15:04:05Z"))
 		if fi.Target != "" {
-			fmt.Fprintf(c.stdout, " -> %s", fi.Target)
+			fmt.Fprintf(c.stdout, " -> %s", esc(fi.Target))
 		}
 		fmt.Fprintln(c.stdout)
 		return 0

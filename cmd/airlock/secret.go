@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -110,7 +110,7 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tCREATED\tUPDATED")
 		for _, s := range l {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Created.Format("2006-01-02 15:04:05"), s.Updated.Format("2006-01-02 15:04:05"))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", esc(s.Name), s.Created.Format("2006-01-02 15:04:05"), s.Updated.Format("2006-01-02 15:04:05"))
 		}
 		_ = tw.Flush()
 		return 0
@@ -171,8 +171,8 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		if err != nil {
 			return c.fail(err)
 		}
-		fmt.Fprintf(stdout, "granted %s to sandbox %s as $%s (%s) for %s until %s: %s\n", g.Secret, g.SandboxID, g.Env, g.Mode,
-			strings.Join(g.Hosts, ","), g.Expires.Local().Format("15:04:05"), g.ID)
+		fmt.Fprintf(stdout, "granted %s to sandbox %s as $%s (%s) for %s until %s: %s\n", esc(g.Secret), esc(g.SandboxID), esc(g.Env), esc(g.Mode),
+			termsafe.Join(g.Hosts, ","), g.Expires.Local().Format("15:04:05"), esc(g.ID))
 		return 0
 	case "grants":
 		sandbox := c.fs.String("sandbox", "", "only this sandbox's grants")
@@ -195,8 +195,8 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSECRET\tSANDBOX\tMODE\tENV\tHOSTS\tEXPIRES\tSTATE")
 		for _, g := range l {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Secret, g.SandboxID, g.Mode, g.Env, strings.Join(g.Hosts, ","),
-				g.Expires.Local().Format("2006-01-02 15:04:05"), g.State)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", esc(g.ID), esc(g.Secret), esc(g.SandboxID), esc(g.Mode), esc(g.Env), termsafe.Join(g.Hosts, ","),
+				g.Expires.Local().Format("2006-01-02 15:04:05"), esc(g.State))
 		}
 		_ = tw.Flush()
 		return 0

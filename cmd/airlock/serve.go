@@ -38,7 +38,10 @@ Runs the airlock daemon: the HTTP+JSON API (docs/api.md) on a unix socket
 (--e2b-listen); sandboxes on the native backend, or on gVisor when runsc is
 installed and a request (or --template-backend) asks for it; their network
 only through the egress proxy, as each sandbox's egress policy allows
-(default: nothing); state in SQLite. One daemon per state dir. SIGINT/SIGTERM
+(default: nothing); state in SQLite. Over TCP, a task's repository is cloned
+only as the policy file's fetch: section allows (default: nothing). The audit
+log's head is signed at start, at stop, and every --audit-checkpoint-events
+events or --audit-checkpoint-interval. One daemon per state dir. SIGINT/SIGTERM
 stop it; its sandboxes are destroyed, their records kept. Sandboxes die with
 the daemon even if it is killed; the next start reaps what they left and
 marks them lost.
@@ -71,6 +74,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
 	maxProxyConns := fs.Int("max-proxy-conns", runtime.DefaultMaxProxyConns, "the most proxy connections one sandbox may hold open; more are refused with a 503 and recorded (egress.refused)")
+	ao := auditOpts{}
+	fs.StringVar(&ao.keyFile, "audit-key", "", "the audit log's ed25519 signing key `FILE` (made on first start; default DATA-DIR/audit.key): on another disk or owned by another user than the database, rewriting the log and re-signing its checkpoint takes both")
+	fs.IntVar(&ao.events, "audit-checkpoint-events", audit.DefaultCheckpointEvents, fmt.Sprintf("sign a checkpoint of the audit log after at most this many events (1..%d)", audit.MaxCheckpointEvents))
+	durationVar(fs, &ao.interval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, "and at least this often while events are written: a `DURATION`, at most 1h")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
 	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
 		return code
@@ -89,6 +96,13 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	if *approvalWait <= 0 || *approvalWait > manager.MaxApprovalWait {
 		fmt.Fprintf(stderr, "airlock serve: --approval-wait %s: more than 0 and at most %s\n", *approvalWait, manager.MaxApprovalWait)
 		return 2
+	}
+	if ao.events < 1 || ao.events > audit.MaxCheckpointEvents || ao.interval <= 0 || ao.interval > audit.MaxCheckpointInterval {
+		fmt.Fprintf(stderr, "airlock serve: --audit-checkpoint-events 1..%d and --audit-checkpoint-interval more than 0 and at most %s\n", audit.MaxCheckpointEvents, audit.MaxCheckpointInterval)
+		return 2
+	}
+	if ao.keyFile == "" {
+		ao.keyFile = filepath.Join(*dataDir, "audit.key")
 	}
 	var pol *policy.File
 	if *policyFile != "" {
@@ -115,14 +129,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock serve: --max-proxy-conns %d: must be at least 1\n", *maxProxyConns)
 		return 2
 	}
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, *maxProxyConns, byTemplate, *acceptGap, stderr); err != nil {
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, *maxProxyConns, byTemplate, *acceptGap, ao, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, maxProxyConns int, byTemplate map[string]string, acceptGap string, stderr io.Writer) error {
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, maxProxyConns int, byTemplate map[string]string, acceptGap string, ao auditOpts, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -164,7 +178,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	defer st.Close()
 	ctx := context.Background()
 	red := redact.New()
-	alog, err := audit.Open(ctx, audit.Config{Store: st, Redactor: red, KeyFile: filepath.Join(dataDir, "audit.key")})
+	alog, err := audit.Open(ctx, audit.Config{Store: st, Redactor: red, KeyFile: ao.keyFile})
 	if err != nil {
 		return err
 	}
@@ -186,6 +200,13 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	if _, err := alog.Checkpoint(checkpoint); err != nil {
 		return fmt.Errorf("audit checkpoint: %w", err)
 	}
+	// And while it runs: what a cut or a rewrite can take unnoticed is
+	// bounded by the unsigned tail (README, "The audit record").
+	stopCheckpoints, err := alog.StartCheckpoints(checkpoint, ao.events, ao.interval, logf)
+	if err != nil {
+		return err
+	}
+	defer stopCheckpoints()
 	var egressCfg *egress.Config
 	if withEgress {
 		// The package registries policies may name, as this machine's
@@ -282,6 +303,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	}
 	err = m.Shutdown(context.Background())
 	_ = m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.stop", Payload: map[string]any{"pid": os.Getpid()}})
+	stopCheckpoints()
 	if _, cerr := alog.Checkpoint(checkpoint); cerr != nil {
 		logf("audit checkpoint: %v", cerr)
 	}
@@ -290,6 +312,13 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	}
 	logf("stopped")
 	return nil
+}
+
+// auditOpts are serve's audit log settings.
+type auditOpts struct {
+	keyFile  string
+	events   int
+	interval time.Duration
 }
 
 // idleTimeout closes a kept-alive connection that sends no new request.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -160,25 +160,28 @@ func taskDiff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
+	// The patch is printed as it is (it is the files' bytes, for git
+	// apply); everything else is escaped (rawVerbs).
+	safeOut, stderr := termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
 	switch {
 	case *asJSON:
-		_ = printJSON(stdout, d)
+		_ = printJSON(safeOut, d)
 	case *stat:
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(safeOut, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "STATUS\tSCOPE\tPATH")
 		for _, f := range d.Files {
 			scope := "in"
 			if !f.InScope {
 				scope = "OUT"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Status, scope, f.Path)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.String(f.Status), scope, termsafe.String(f.Path))
 		}
 		_ = tw.Flush()
 	default:
 		fmt.Fprint(stdout, d.Patch)
 	}
 	if len(d.OutOfScope) > 0 {
-		fmt.Fprintf(stderr, "airlock: changed outside the task's scope: %s\n", strings.Join(d.OutOfScope, ", "))
+		fmt.Fprintf(stderr, "airlock: changed outside the task's scope: %s\n", termsafe.Join(d.OutOfScope, ", "))
 	}
 	return 0
 }
@@ -209,7 +212,7 @@ func taskFinish(args []string, stdout, stderr io.Writer) int {
 	}
 	if g := r.Task.WorkspaceGone; g != nil {
 		tests = "not run (its sandbox had stopped: " + g.Reason + ")"
-		fmt.Fprintf(stdout, "warning: %s\n", g.Note)
+		fmt.Fprintf(stdout, "warning: %s\n", esc(g.Note))
 	}
 	fmt.Fprintf(stdout, "task %s finished: tests %s, %d files changed (%d outside the scope)\n", r.Task.ID, tests, len(r.Diff.Files), len(r.Diff.OutOfScope))
 	fmt.Fprintf(stdout, "results in %s:\n", r.OutputDir)
@@ -235,12 +238,12 @@ func taskGet(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stdout, "task:     %s (%s)\nsandbox:  %s\nrepo:     %s\nref:      %s at %s\nscope:    %s\ntest:     %s\ntest runs: %d\n",
-		t.ID, t.State, t.SandboxID, t.Repo, t.Ref, t.Commit, strings.Join(t.Scope, " "), t.Test, len(t.Tests))
+		esc(t.ID), esc(t.State), esc(t.SandboxID), esc(t.Repo), esc(t.Ref), esc(t.Commit), termsafe.Join(t.Scope, " "), esc(t.Test), len(t.Tests))
 	if t.OutputDir != "" {
-		fmt.Fprintf(stdout, "results:  %s\n", t.OutputDir)
+		fmt.Fprintf(stdout, "results:  %s\n", esc(t.OutputDir))
 	}
 	if g := t.WorkspaceGone; g != nil {
-		fmt.Fprintf(stdout, "workspace: gone: %s\n", g.Note)
+		fmt.Fprintf(stdout, "workspace: gone: %s\n", esc(g.Note))
 	}
 	return 0
 }
@@ -270,7 +273,7 @@ func taskLs(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tSANDBOX\tCOMMIT\tREPO")
 	for _, t := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.12s\t%s\n", t.ID, t.State, t.SandboxID, t.Commit, t.Repo)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.12s\t%s\n", esc(t.ID), esc(t.State), esc(t.SandboxID), esc(t.Commit), esc(t.Repo))
 	}
 	_ = tw.Flush()
 	return 0

@@ -37,6 +37,11 @@ import (
 // attribute events also cover times and link counts; a name that is not
 // valid UTF-8 is reported with U+FFFD in place of the bad bytes.
 
+// MaxWatches is the most directories the agent watches: beyond it, file
+// activity is incomplete (as when the kernel refuses more watches). A
+// watch pins its directory's inode in memory.
+const MaxWatches = 1 << 16
+
 // watchMask is what every directory is watched for. IN_EXCL_UNLINK: no
 // events for files already unlinked (they have no name any more).
 const watchMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_MOVED_TO |
@@ -62,6 +67,7 @@ type watcher struct {
 	retryAt time.Time        // next try to watch what could not be
 	backoff time.Duration    // between tries
 	sink    func([]fileRec, bool)
+	max     int // most watches (MaxWatches)
 
 	// missing: some directory beneath the roots is not watched (out of
 	// watches, an error, the reader stopped): every command is incomplete.
@@ -86,6 +92,7 @@ func newWatcher(roots, noReads []string, sink func(recs []fileRec, lost bool)) (
 	w := &watcher{
 		f: os.NewFile(uintptr(fd), "inotify"), fd: fd, roots: roots, noReads: noReads,
 		byWD: map[int32]string{}, byPath: map[string]int32{}, buf: make([]byte, 64<<10), sink: sink,
+		max: MaxWatches,
 	}
 	w.mu.Lock()
 	w.rescan()
@@ -292,6 +299,10 @@ func (w *watcher) watchDir(d string, record bool) []string {
 	}
 	f := os.NewFile(uintptr(fd), d)
 	defer f.Close()
+	if _, watched := w.byPath[d]; !watched && len(w.byWD) >= w.max {
+		w.setMissing() // out of watches of our own
+		return nil
+	}
 	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 	if err != nil {
 		w.setMissing() // ENOSPC: out of watches

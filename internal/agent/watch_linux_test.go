@@ -294,6 +294,48 @@ func TestWatcherUnwatchable(t *testing.T) {
 	}
 }
 
+// A tree of more directories than the agent's watch cap (a sandbox making
+// directories to use up the kernel's watches) gets no more watches than
+// the cap: the reports say incomplete, and once the tree is small again
+// everything is watched again.
+func TestWatcherCap(t *testing.T) {
+	root, w, rec := newTestWatcher(t)
+	const max = 8
+	w.mu.Lock()
+	w.max = max
+	w.mu.Unlock()
+	for i := range 3 * max {
+		must(t, os.MkdirAll(filepath.Join(root, "d", strconv.Itoa(i), "sub"), 0o755))
+	}
+	if _, lost := rec.take(w); !lost || !w.missing.Load() {
+		t.Errorf("%d directories over a cap of %d: lost %v, missing %v; want both", 6*max+2, max, lost, w.missing.Load())
+	}
+	w.mu.Lock()
+	n := len(w.byWD)
+	w.mu.Unlock()
+	if n > max {
+		t.Errorf("ESCAPE: %d watches, the cap is %d", n, max)
+	}
+	if got := watchesOf(t, w.fd); got > max {
+		t.Errorf("ESCAPE: the kernel holds %d watches, the cap is %d", got, max)
+	}
+	must(t, os.RemoveAll(filepath.Join(root, "d")))
+	w.mu.Lock()
+	w.retryAt = w.retryAt.AddDate(-1, 0, 0)
+	w.mu.Unlock()
+	_, _ = rec.take(w)
+	if w.missing.Load() {
+		t.Error("still missing watches after the tree is gone")
+	}
+}
+
+// watchesOf counts the watches of inotify descriptor fd in its fdinfo.
+func watchesOf(t *testing.T, fd int) int {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	must(t, err)
+	return strings.Count(string(b), "inotify wd:")
+}
+
 // BenchmarkExitActivity: what a command's exit costs the agent for file
 // activity when the command touched nothing: a drain of the empty queue
 // and an empty report.

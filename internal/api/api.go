@@ -98,7 +98,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if u := r.Header.Get("X-Airlock-Actor"); u != "" && len(u) <= 64 && !strings.ContainsAny(u, "\r\n\x00") {
 			who += ":" + u
 		}
-		r = r.WithContext(manager.WithActor(r.Context(), who))
+		// It may decide approvals, so it is shown them unredacted.
+		r = r.WithContext(manager.AsApprover(manager.WithActor(r.Context(), who)))
 	}
 	// Reads are not events; an exec records itself (exec.start, .end,
 	// .refused, with the actor), so its API call adds nothing but latency.

@@ -141,6 +141,14 @@ type Log struct {
 	queue       []*pending
 	writing     bool
 	failed      error
+
+	// signedSeq is the head the last checkpoint signed; periodic, when
+	// set, is told as the unsigned tail grows (StartCheckpoints).
+	signedSeq int64
+	periodic  *periodic
+	// ckMu orders checkpoints: each file is written before the next
+	// checkpoint event is recorded, which verification relies on.
+	ckMu sync.Mutex
 }
 
 type pending struct {
@@ -326,6 +334,7 @@ func (l *Log) Record(ctx context.Context, in Entry) (*Event, error) {
 		if werr == nil {
 			last := evs[len(evs)-1]
 			l.cseq, l.chash = last.Seq, last.Hash
+			l.kickLocked()
 		}
 		for _, q := range batch {
 			q.done <- werr

@@ -220,11 +220,27 @@ func TestConcurrentRecordsChain(t *testing.T) {
 }
 
 // BenchmarkAuditWrites: sustained writes from 8 concurrent writers
-// (target >= 5,000 events/s), with one writer as the peer.
+// (target >= 5,000 events/s), with one writer as the peer, and with the
+// daemon's periodic checkpoints on (the default 1000 events / 60 s).
 func BenchmarkAuditWrites(b *testing.B) {
-	for _, writers := range []int{1, 8} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+	for _, run := range []struct {
+		writers     int
+		checkpoints bool
+	}{{1, false}, {8, false}, {8, true}} {
+		writers := run.writers
+		name := fmt.Sprintf("writers=%d", writers)
+		if run.checkpoints {
+			name += ",checkpoints"
+		}
+		b.Run(name, func(b *testing.B) {
 			l, _, _ := openLog(b, maskRedactor{})
+			if run.checkpoints {
+				stop, err := l.StartCheckpoints(filepath.Join(b.TempDir(), "head.json"), DefaultCheckpointEvents, DefaultCheckpointInterval, b.Logf)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer stop()
+			}
 			b.ResetTimer()
 			t0 := time.Now()
 			var wg sync.WaitGroup

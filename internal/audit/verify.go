@@ -199,9 +199,13 @@ func anchorMsg(seq int64, hash string) []byte {
 const CheckpointKind = "audit.checkpoint"
 
 // Checkpoint records a CheckpointKind event, signs the head (that event
-// included) and writes it to path (atomically): later verification then
-// notices a tail cut off the log.
+// included) and writes it to path (atomically, synced): later
+// verification then notices a tail cut off the log. Checkpoints are
+// serialized, so a checkpoint's file is in place before the next one's
+// event is recorded.
 func (l *Log) Checkpoint(path string) (*Anchor, error) {
+	l.ckMu.Lock()
+	defer l.ckMu.Unlock()
 	if path != "" {
 		if _, err := l.Record(context.Background(), Entry{Kind: CheckpointKind, Payload: map[string]any{"file": filepath.Base(path)}}); err != nil {
 			return nil, err
@@ -214,11 +218,43 @@ func (l *Log) Checkpoint(path string) (*Anchor, error) {
 		return a, nil
 	}
 	b, _ := json.MarshalIndent(a, "", "  ")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	if err := writeSynced(path, b); err != nil {
 		return nil, err
 	}
-	return a, os.Rename(tmp, path)
+	l.mu.Lock()
+	l.signedSeq = max(l.signedSeq, seq)
+	l.mu.Unlock()
+	return a, nil
+}
+
+// writeSynced replaces path by data through a synced temporary file, so
+// that a crash leaves the old checkpoint or the new one, never a torn one
+// (which would stop the next start).
+func writeSynced(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
 }
 
 // ReadAnchor reads a checkpoint and checks its signature, by pub when pub
@@ -275,6 +311,15 @@ func CheckStart(ctx context.Context, l *Log, st *store.Store, path string) error
 			return fmt.Errorf("audit event %d is not the one the signed checkpoint names: the log was rewritten", a.Seq)
 		}
 	}
+	if what, err := rolledBack(ctx, st, path, a, l.PublicKey()); err != nil || what != "" {
+		if err != nil {
+			return err
+		}
+		return errors.New(what)
+	}
+	l.mu.Lock()
+	l.signedSeq = max(l.signedSeq, a.Seq)
+	l.mu.Unlock()
 	return nil
 }
 
@@ -303,6 +348,15 @@ func VerifyCheckpointed(ctx context.Context, st *store.Store, path string, pub e
 	r, err := Verify(ctx, st, a)
 	if err != nil {
 		return nil, err
+	}
+	if a != nil {
+		what, err := rolledBack(ctx, st, path, a, pub)
+		if err != nil {
+			return nil, err
+		}
+		if what != "" {
+			extra = append(extra, Problem{a.Seq, what})
+		}
 	}
 	r.Problem = append(r.Problem, extra...)
 	return r, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/airlock-dev/airlock/internal/lazyre"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"html/template"
 	"path"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -69,7 +69,7 @@ func visible(s string, multiline bool) []seg {
 	start := 0 // of the plain run not yet added
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		e := escapeRune(r, n, s[i], multiline)
+		e := termsafe.Rune(r, n, s[i], true, multiline)
 		if e == "" {
 			i += n
 			continue
@@ -85,37 +85,6 @@ func visible(s string, multiline bool) []seg {
 		add(s[start:], false)
 	}
 	return out
-}
-
-// escapeRune returns how a character is shown, or "" when it is shown as is.
-func escapeRune(r rune, size int, b byte, multiline bool) string {
-	switch {
-	case r == utf8.RuneError && size == 1:
-		return fmt.Sprintf(`\x%02x`, b)
-	case r == '\t', r == '\n' && multiline:
-		return ""
-	case r == '\n':
-		return `\n`
-	case r == '\r':
-		return `\r`
-	case r < 0x20 || r == 0x7f:
-		return fmt.Sprintf(`\x%02x`, r)
-	case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == '\u2028', r == '\u2029', invisible(r):
-		return fmt.Sprintf(`\u%04x`, r)
-	}
-	return ""
-}
-
-// invisible: characters outside Cf that render as nothing (or as a blank),
-// so text could hide in them: Hangul fillers, the Braille blank, the
-// combining grapheme joiner, variation selectors, the Khmer inherent
-// vowels and the Mongolian vowel separator.
-func invisible(r rune) bool {
-	switch r {
-	case '\u115f', '\u1160', '\u3164', '\uffa0', '\u2800', '\u034f', '\u17b4', '\u17b5', '\u180e':
-		return true
-	}
-	return r >= 0xfe00 && r <= 0xfe0f || r >= 0xe0100 && r <= 0xe01ef
 }
 
 // visibleText is visible's result as one string, for places that cannot hold

@@ -184,7 +184,22 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 	if err := m.artifacts(ctx, rec.SandboxID, d, c); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return m.scrubContents(c)
+}
+
+// scrubContents redacts every string of the bundle's contents (records.go):
+// the manifest, commands, approvals, network requests, tests, artifacts'
+// names, whatever field they gain. The bulk (the patch, the outputs and
+// the artifacts' bytes) is redacted (or left out) on its own, once.
+func (m *Manager) scrubContents(c *bundle.Contents) (*bundle.Contents, error) {
+	patch, outputs, data := c.Patch, c.Outputs, c.ArtifactData
+	c.Patch, c.Outputs, c.ArtifactData = "", nil, nil
+	out, err := scrubbed(m.cfg.Redactor, c)
+	if err != nil {
+		return nil, err
+	}
+	out.Patch, out.Outputs, out.ArtifactData = patch, outputs, data
+	return out, nil
 }
 
 // networkRequests is what the sandbox's egress proxy decided, from the

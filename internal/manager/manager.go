@@ -402,7 +402,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
 		return nil, fmt.Errorf("egress policy: %w", err)
 	}
-	return view(rec), nil
+	return m.shownSandbox(rec)
 }
 
 // boundTTL applies MaxLifetime: no TTL becomes the maximum; more is refused.
@@ -508,7 +508,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return view(rec), nil
+	return m.shownSandbox(rec)
 }
 
 // List returns sandboxes, newest first; state "" means all.
@@ -522,7 +522,11 @@ func (m *Manager) List(ctx context.Context, state string) ([]*Sandbox, error) {
 	}
 	out := make([]*Sandbox, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, view(r))
+		v, err := m.shownSandbox(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -564,7 +568,7 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 		return nil, err
 	}
 	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}})
-	return view(&rec), nil
+	return m.shownSandbox(&rec)
 }
 
 // liveSandbox returns the running sandbox id (not paused, not being
@@ -847,7 +851,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 		"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(d), "secrets": uses}}); err != nil {
 		return "", nil, err // fail closed: what is not recorded does not run
 	}
-	if err := m.cfg.Store.PutExec(ctx, rec); err != nil {
+	if err := m.putExec(ctx, rec); err != nil {
 		return "", nil, fmt.Errorf("record exec: %w", err)
 	}
 	var stdinW *io.PipeWriter
@@ -882,7 +886,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 		if errors.As(err, &coded) {
 			stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
 		}
-		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, time.Now().UTC(), stJSON, err.Error())
+		_ = m.endExec(context.Background(), rec.ID, time.Now().UTC(), stJSON, err.Error())
 		_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.end",
 			Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}})
 		return rec.ID, nil, err
@@ -972,13 +976,12 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		}
 	}
 	if err != nil {
-		_ = m.cfg.Store.FinishExec(context.Background(), rec.ID, ended, nil, err.Error())
+		_ = m.endExec(context.Background(), rec.ID, ended, nil, err.Error())
 		return rec.ID, nil, err
 	}
 	stJSON, _ := json.Marshal(st)
-	// Its file activity names paths, which may hold a secret.
-	stJSON = m.cfg.Redactor.JSON(stJSON)
-	if ferr := m.cfg.Store.FinishExec(context.Background(), rec.ID, ended, stJSON, ""); ferr != nil {
+	// (endExec redacts its file activity: paths may hold a secret.)
+	if ferr := m.endExec(context.Background(), rec.ID, ended, stJSON, ""); ferr != nil {
 		return rec.ID, &st, ferr
 	}
 	return rec.ID, &st, nil
@@ -1038,7 +1041,11 @@ func (m *Manager) Execs(ctx context.Context, id string) ([]*Exec, error) {
 	}
 	out := make([]*Exec, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, execView(r))
+		v, err := m.shownExec(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -1144,7 +1151,7 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 		kind = "sandbox.pause"
 	}
 	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}})
-	return view(&rec), nil
+	return m.shownSandbox(&rec)
 }
 
 // Reset starts a sandbox over from its template: every process is killed
@@ -1219,7 +1226,7 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		return nil, err
 	}
 	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}})
-	return view(&rec), nil
+	return m.shownSandbox(&rec)
 }
 
 // GetExec returns one exec record of a sandbox.
@@ -1231,7 +1238,7 @@ func (m *Manager) GetExec(ctx context.Context, id, execID string) (*Exec, error)
 	if e.SandboxID != id {
 		return nil, fmt.Errorf("exec %s not found in sandbox %s: %w", execID, id, errdefs.ErrNotFound)
 	}
-	return execView(e), nil
+	return m.shownExec(e)
 }
 
 // Signal sends sig to a running command's process group.

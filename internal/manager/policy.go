@@ -42,6 +42,29 @@ func WithActor(ctx context.Context, actor string) context.Context {
 	return context.WithValue(ctx, actorKey{}, actor)
 }
 
+type approverKey struct{}
+
+// AsApprover marks the caller of ctx as one who may decide approvals (the
+// operator, on the daemon's unix socket). Approvals and GetApproval show
+// such a caller a held command as it would run, credentials included;
+// any other caller (an API key: the agent) sees it redacted (issue 17.8).
+func AsApprover(ctx context.Context) context.Context {
+	return context.WithValue(ctx, approverKey{}, true)
+}
+
+func isApprover(ctx context.Context) bool {
+	v, _ := ctx.Value(approverKey{}).(bool)
+	return v
+}
+
+// approvalFor is a as ctx's caller may see it.
+func (m *Manager) approvalFor(ctx context.Context, a *Approval) (*Approval, error) {
+	if isApprover(ctx) {
+		return a, nil
+	}
+	return scrubbed(m.cfg.Redactor, a)
+}
+
 func actorOf(ctx context.Context) string {
 	if a, _ := ctx.Value(actorKey{}).(string); a != "" {
 		return a
@@ -243,7 +266,7 @@ func (m *Manager) recordRefusal(ctx context.Context, id string, req ExecRequest,
 	msg = m.cfg.Redactor.String(msg)
 	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: argv, Cwd: cwd, EnvNames: envNames(req.Env),
 		Started: now, Ended: &now, Error: msg, Decision: dj}
-	if err := m.cfg.Store.PutExec(context.WithoutCancel(ctx), rec); err != nil {
+	if err := m.putExec(context.WithoutCancel(ctx), rec); err != nil {
 		m.cfg.Logf("record refused exec in %s: %v", id, err)
 	}
 	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
@@ -423,7 +446,10 @@ func (m *Manager) Approvals(ctx context.Context, sandboxID, state string) ([]*Ap
 	now := m.now()
 	out := []*Approval{}
 	for _, a := range list {
-		v := approvalView(a, now)
+		v, err := m.approvalFor(ctx, approvalView(a, now))
+		if err != nil {
+			return nil, err
+		}
 		if state == "" || v.State == state {
 			out = append(out, v)
 		}
@@ -437,7 +463,7 @@ func (m *Manager) GetApproval(ctx context.Context, id string) (*Approval, error)
 	if err != nil {
 		return nil, err
 	}
-	return approvalView(a, m.now()), nil
+	return m.approvalFor(ctx, approvalView(a, m.now()))
 }
 
 // ApproveRequest is a human's yes.

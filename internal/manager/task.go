@@ -166,7 +166,7 @@ func git(ctx context.Context, dir string, env []string, args ...string) ([]byte,
 		if out.Len() >= MaxPatch-(64<<10) {
 			return nil, fmt.Errorf("git %s: %w", args[0], errTooLarge)
 		}
-		return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return out.Bytes(), nil
 }
@@ -217,22 +217,34 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		layer.Scope = req.Scope
 	}
 	scope := layer.Scope
+	id := newTaskID()
 	var cloneOpts []string
+	src, local := req.Repo, false
 	if req.TightenOnly {
-		var err error
-		if cloneOpts, err = remoteClone(ctx, net.DefaultResolver, req.Repo); err != nil {
+		plan, d, err := remoteClone(ctx, net.DefaultResolver, m.fetchPolicy(), m.fetchPresets(), req.Repo)
+		// Recorded before any byte goes out; unrecorded, it does not.
+		if rerr := m.record(ctx, audit.Entry{TaskID: id, Kind: "fetch.request", Payload: d.payload(req.Repo, "tcp")}); rerr != nil {
+			return nil, rerr
+		}
+		if err != nil {
 			return nil, err
 		}
-	} else if st, err := os.Stat(req.Repo); err == nil {
-		if !st.IsDir() {
-			return nil, fmt.Errorf("repo %s is not a directory: %w", req.Repo, errdefs.ErrInvalid)
+		src, cloneOpts = plan.url, plan.opts
+	} else {
+		if st, err := os.Stat(req.Repo); err == nil {
+			if !st.IsDir() {
+				return nil, fmt.Errorf("repo %s is not a directory: %w", req.Repo, errdefs.ErrInvalid)
+			}
+			abs, _ := filepath.Abs(req.Repo)
+			req.Repo, src, local = abs, abs, true
+		} else if !strings.Contains(req.Repo, "://") && !strings.Contains(req.Repo, ":") {
+			return nil, fmt.Errorf("repo %s: no such directory: %w", req.Repo, errdefs.ErrNotFound)
 		}
-		abs, _ := filepath.Abs(req.Repo)
-		req.Repo = abs
-	} else if !strings.Contains(req.Repo, "://") && !strings.Contains(req.Repo, ":") {
-		return nil, fmt.Errorf("repo %s: no such directory: %w", req.Repo, errdefs.ErrNotFound)
+		d := fetchDecision{allow: true, rule: "unix-socket", reason: "the socket's operator may clone any path or URL"}
+		if err := m.record(ctx, audit.Entry{TaskID: id, Kind: "fetch.request", Payload: d.payload(req.Repo, "unix")}); err != nil {
+			return nil, err
+		}
 	}
-	id := newTaskID()
 	base := m.baseDir(id)
 	if err := os.MkdirAll(m.taskDir(id), 0o700); err != nil {
 		return nil, err
@@ -243,8 +255,14 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 			_ = os.RemoveAll(m.taskDir(id))
 		}
 	}()
-	if _, err := git(ctx, m.taskDir(id), nil, append(cloneOpts, "clone", "--quiet", "--no-checkout", "--", req.Repo, base)...); err != nil {
-		return nil, fmt.Errorf("clone %s: %v: %w", req.Repo, err, errdefs.ErrInvalid)
+	if _, err := git(ctx, m.taskDir(id), nil, append(cloneOpts, "clone", "--quiet", "--no-checkout", "--", src, base)...); err != nil {
+		if local { // the host's own repository: git's message is the operator's
+			return nil, fmt.Errorf("clone %s: %v: %w", req.Repo, err, errdefs.ErrInvalid)
+		}
+		m.cfg.Logf("task %s: clone of %s failed: %.2000q", id, redactURL(req.Repo), m.cfg.Redactor.String(err.Error()))
+		cerr := cloneError(err)
+		_ = m.record(ctx, audit.Entry{TaskID: id, Kind: "fetch.response", Payload: map[string]any{"url": redactURL(req.Repo), "error": cerr.Error()}})
+		return nil, cerr
 	}
 	var commit string
 	for _, cand := range []string{req.Ref, "origin/" + req.Ref} {
@@ -298,16 +316,16 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		}
 		m.mu.Unlock()
 	}
-	spec, _ := json.Marshal(taskSpec{Repo: req.Repo, Ref: req.Ref, Commit: commit, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt})
+	spec, _ := json.Marshal(taskSpec{Repo: redactURL(req.Repo), Ref: req.Ref, Commit: commit, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt})
 	rec := &store.Task{ID: id, SandboxID: sb.ID, State: "open", Spec: spec, Created: time.Now().UTC()}
 	if err := m.cfg.Store.PutTask(ctx, rec); err != nil {
 		_ = m.Destroy(context.Background(), sb.ID)
 		return nil, err
 	}
-	_ = m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: id, Kind: "task.start", Payload: map[string]any{"repo": req.Repo, "ref": req.Ref, "commit": commit,
+	_ = m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: id, Kind: "task.start", Payload: map[string]any{"repo": redactURL(req.Repo), "ref": req.Ref, "commit": commit,
 		"scope": req.Scope, "test": req.Test, "prompt": req.Prompt, "template": sb.Template, "template_version": sb.TemplateVersion, "policy": sb.Policy}})
 	ok = true
-	return taskView(rec)
+	return m.shownTask(rec)
 }
 
 // GetTask returns a task.
@@ -316,7 +334,7 @@ func (m *Manager) GetTask(ctx context.Context, id string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	return taskView(rec)
+	return m.shownTask(rec)
 }
 
 // ListTasks returns every task, newest first.
@@ -327,7 +345,7 @@ func (m *Manager) ListTasks(ctx context.Context) ([]*Task, error) {
 	}
 	out := make([]*Task, 0, len(recs))
 	for _, r := range recs {
-		t, err := taskView(r)
+		t, err := m.shownTask(r)
 		if err != nil {
 			return nil, err
 		}
@@ -685,7 +703,7 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 		mf["workspace_gone"] = gone
 	}
 	manifest, _ := json.MarshalIndent(mf, "", "  ")
-	written := map[string][]byte{"patch.diff": []byte(rd.Patch), "files.json": filesJSON, "tests.json": red.JSON(testsJSON), "commands.jsonl": log.Bytes(), "manifest.json": manifest}
+	written := map[string][]byte{"patch.diff": []byte(rd.Patch), "files.json": red.JSON(filesJSON), "tests.json": red.JSON(testsJSON), "commands.jsonl": log.Bytes(), "manifest.json": red.JSON(manifest)}
 	var names []string
 	for name, data := range written {
 		if err := os.WriteFile(filepath.Join(out, name), data, 0o600); err != nil {
@@ -733,7 +751,7 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 			return nil, err
 		}
 	}
-	t, err := taskView(rec)
+	t, err := m.shownTask(rec)
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,10 @@ type File struct {
 	Version   int `yaml:"version" json:"version"`
 	Layer     `yaml:",inline"`
 	Templates map[string]Layer `yaml:"templates,omitempty" json:"templates,omitempty"`
+	// Fetch is where the daemon itself may fetch from for a remote
+	// caller (a task's repository over TCP): the rules of an egress
+	// policy, decided and guarded the same way; nil allows nothing.
+	Fetch *egress.Policy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
 }
 
 // Policy is an effective policy: the defaults with every layer applied.
@@ -160,6 +164,7 @@ egress:
   rules: []
 `)
 	b.WriteString("# per template, a layer like the above\ntemplates: {}\n")
+	b.WriteString("# where the daemon itself may fetch from for a remote (TCP) caller, a task's repository:\n# an egress policy (grant, presets, rules; no secrets); absent: nowhere. For public hosts:\n# fetch: {grant: [public_web]}\n")
 	return b.String()
 }
 
@@ -183,6 +188,14 @@ func Parse(data []byte) (*File, error) {
 	for name, l := range f.Templates {
 		if err := l.Check(); err != nil {
 			return nil, fmt.Errorf("template %s: %w", name, err)
+		}
+	}
+	if f.Fetch != nil {
+		if err := f.Fetch.Check(); err != nil {
+			return nil, fmt.Errorf("fetch: %w", err)
+		}
+		if len(f.Fetch.Secrets) > 0 {
+			return nil, errdefs.Wrap(errdefs.ErrInvalid, "policy: fetch: secrets are brokered for sandboxes only")
 		}
 	}
 	return &f, nil

@@ -12,6 +12,8 @@ package native
 //	escape_fs_test.go    filesystem cases
 //	escape_proc_test.go  privilege, syscall and process cases
 //	escape_res_test.go   resource limits
+//	escape_budget_test.go per-user kernel budgets (inotify, signals)
+//	escape_owner_test.go who owns the sandbox's user namespace
 //	escape_net_test.go   network: no route out
 
 import (

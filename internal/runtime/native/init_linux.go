@@ -357,13 +357,41 @@ func setupProc(root string) error {
 			return mountErr("mask", t, err)
 		}
 	}
-	// No nested user namespaces, also for anything that slips past
-	// seccomp: written before /proc/sys turns read-only.
-	if err := os.WriteFile(filepath.Join(p, "sys/user/max_user_namespaces"), []byte("0"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("user namespaces limit: %w", err)
+	// Written before /proc/sys turns read-only.
+	for _, l := range nsLimits {
+		if err := os.WriteFile(filepath.Join(p, "sys/user", l.name), []byte(strconv.Itoa(l.max)), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("namespace limit %s: %w", l.name, err)
+		}
 	}
 	return bindRO(filepath.Join(p, "sys"), filepath.Join(p, "sys"))
 }
+
+// nsLimits are the sandbox user namespace's own per-user limits (a new
+// namespace starts unlimited). Above them the host's per-user limits
+// bound the whole sandbox, whose own host uid owns the namespace.
+var nsLimits = []struct {
+	name string
+	max  int
+}{
+	// No nested user namespaces, also for anything that slips past
+	// seccomp; nor fanotify (seccomp denies it already).
+	{"max_user_namespaces", 0},
+	{"max_fanotify_groups", 0},
+	{"max_fanotify_marks", 0},
+	// inotify for each of the agent and the command user: the agent's
+	// watches fit (it caps them itself at agent.MaxWatches), and the
+	// commands cannot take them from it.
+	{"max_inotify_instances", maxInotifyInstances},
+	{"max_inotify_watches", agent.MaxWatches},
+}
+
+// maxInotifyInstances is the sandbox's inotify instances per user (the
+// usual host default); sigPendingMax is RLIMIT_SIGPENDING for the agent
+// and every command: queued real-time signals and POSIX timers.
+const (
+	maxInotifyInstances = 128
+	sigPendingMax       = 1024
+)
 
 func setupDev(root string) error {
 	dev := filepath.Join(root, "dev")
@@ -455,6 +483,9 @@ func setRlimits(cfg *agent.InitConfig) error {
 		return err
 	}
 	if err := set(unix.RLIMIT_NPROC, cfg.NProc, "nproc"); err != nil {
+		return err
+	}
+	if err := set(unix.RLIMIT_SIGPENDING, sigPendingMax, "sigpending"); err != nil {
 		return err
 	}
 	return set(unix.RLIMIT_FSIZE, cfg.FSizeBytes, "fsize")

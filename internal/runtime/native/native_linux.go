@@ -393,10 +393,19 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		}
 	}
 	trace(t0, "starting init")
-	err = cmd.Start()
+	// The sandbox's user namespace is owned by its own host uid, not by
+	// host root: see startOwned.
+	err = startOwned(s.uidBase, s.uidBase, cmd.Start)
 	childEnd.Close()
 	logf.Close()
+	if err == nil {
+		err = checkOwner(cmd.Process.Pid, s.uidBase)
+	}
 	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
 		return nil, fmt.Errorf("create sandbox %s: start init: %w", id, err)
 	}
 	trace(t0, "init started")

@@ -53,6 +53,8 @@ func main() {
 	r.Case = name
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
+	// Cases that take a kernel resource keep it while the test looks.
+	time.Sleep(holdFor)
 }
 
 // errResult turns a syscall outcome into a result: err == nil is success.

@@ -1,0 +1,43 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// An exec record goes through redaction whole: a known secret in any of
+// its fields is replaced, and the rest comes back exactly as it was
+// (nil stays nil, empty stays empty).
+func TestExecRecordRedactedWhole(t *testing.T) {
+	ctx := context.Background()
+	m, st, _ := testManager(t, t.TempDir())
+	const secret = "Zq7vK2pXw9LmN4tR8sYb3HcJ6dFg"
+	m.cfg.Redactor.Add(secret)
+	now := time.Now().UTC()
+	if err := st.PutSandbox(ctx, &store.Sandbox{ID: "sb-1", State: "running", Backend: "fake", Template: "host", Created: now}); err != nil {
+		t.Fatal(err)
+	}
+	plain := &store.Exec{ID: "e-1", SandboxID: "sb-1", Argv: []string{}, Cwd: "/workspace", Started: now}
+	leaky := &store.Exec{ID: "e-2", SandboxID: "sb-1", Argv: []string{"echo", secret}, Cwd: "/w/" + secret, EnvNames: []string{"V_" + secret},
+		Started: now, Ended: &now, Error: "chdir /w/" + secret, Decision: json.RawMessage(`{"reason":"` + secret + `"}`)}
+	for _, e := range []*store.Exec{plain, leaky} {
+		if err := m.putExec(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.GetExec(ctx, "e-1")
+	if err != nil || !reflect.DeepEqual(got, plain) {
+		t.Errorf("a record without secrets changed:\n got %+v\nwant %+v (%v)", got, plain, err)
+	}
+	got, _ = st.GetExec(ctx, "e-2")
+	b, _ := json.Marshal(got)
+	if want := "[REDACTED:known-secret]"; !json.Valid(b) || got.Cwd != "/w/"+want || got.Argv[1] != want || got.EnvNames[0] != "V_"+want ||
+		got.Error != "chdir /w/"+want || string(got.Decision) != `{"reason":"`+want+`"}` || got.Status != nil {
+		t.Errorf("the record is not redacted whole: %s", b)
+	}
+}
