@@ -92,3 +92,17 @@ func TestSizesInHelpAsWritten(t *testing.T) {
 		t.Errorf("serve --help does not show --max-disk as 64G: %q", out.String())
 	}
 }
+
+// serve --max-proxy-conns: shown in help, and a cap below 1 is refused
+// before the daemon starts.
+func TestServeMaxProxyConns(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := dispatch([]string{"serve", "--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-max-proxy-conns") {
+		t.Errorf("serve --help does not show --max-proxy-conns: %q", out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := dispatch([]string{"serve", "--max-proxy-conns", "0"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--max-proxy-conns 0") {
+		t.Errorf("serve --max-proxy-conns 0: exit %d, %q; want 2 and the flag named", code, errOut.String())
+	}
+}

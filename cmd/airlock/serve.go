@@ -76,6 +76,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", caps.Limits.NoFile, "the most open files one sandbox may ask for (0: no bound)")
 	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
+	maxProxyConns := fs.Int("max-proxy-conns", runtime.DefaultMaxProxyConns, "the most proxy connections one sandbox may hold open; more are refused with a 503 and recorded (egress.refused)")
 	ao := auditOpts{}
 	fs.StringVar(&ao.keyFile, "audit-key", "", "the audit log's ed25519 signing key `FILE` (made on first start; default DATA-DIR/audit.key): on another disk or owned by another user than the database, rewriting the log and re-signing its checkpoint takes both")
 	fs.IntVar(&ao.events, "audit-checkpoint-events", audit.DefaultCheckpointEvents, fmt.Sprintf("sign a checkpoint of the audit log after at most this many events (1..%d)", audit.MaxCheckpointEvents))
@@ -137,6 +138,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "airlock serve: --max-* must not be negative (0: no bound)")
 		return 2
 	}
+	if *maxProxyConns <= 0 {
+		fmt.Fprintf(stderr, "airlock serve: --max-proxy-conns %d: must be at least 1\n", *maxProxyConns)
+		return 2
+	}
 	lim.RefusalWindow = *refusalWindow
 	if lim.DNSRate < 0 || lim.ConnRate < 0 || lim.DNSBurst < 1 || lim.ConnBurst < 1 || lim.BudgetEvents < 0 || lim.BudgetBytes < 0 || lim.RefusalWindow <= 0 || reserve < 0 {
 		fmt.Fprintln(stderr, "airlock serve: --egress-* rates and budgets and --audit-reserve must not be negative (0: no bound), bursts at least 1, --egress-refusal-window more than 0")
@@ -152,7 +157,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 			*n = -1
 		}
 	}
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, nat64, byTemplate, *acceptGap, ao, floodBounds{lim, reserve}, stderr); err != nil {
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, *maxProxyConns, nat64, byTemplate, *acceptGap, ao, floodBounds{lim, reserve}, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
@@ -166,7 +171,7 @@ type floodBounds struct {
 	reserve int64 // 0: no reserve
 }
 
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, nat64 []netip.Prefix, byTemplate map[string]string, acceptGap string, ao auditOpts, fb floodBounds, stderr io.Writer) error {
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, maxProxyConns int, nat64 []netip.Prefix, byTemplate map[string]string, acceptGap string, ao auditOpts, fb floodBounds, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -258,7 +263,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 	}
 	m, err := manager.New(ctx, manager.Config{Egress: egressCfg, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: byTemplate, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife, Caps: caps,
 		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf,
-		SecretKeyFile: filepath.Join(dataDir, "secrets.key")})
+		SecretKeyFile: filepath.Join(dataDir, "secrets.key"), MaxProxyConns: maxProxyConns})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The sandbox's network: its namespace has only loopback, and the agent
@@ -28,6 +30,15 @@ import (
 // the two. A DNS query goes as data (OpDNS) and comes back as data.
 // Each carries the pid of the command (as the host knows it) whose
 // process tree made it, when the agent can tell.
+//
+// What a command can make the agent hold is bounded, whatever it opens:
+// at most maxHandoffs connections are being looked up and handed off at
+// once (the rest wait in the listener's backlog, and one that finds no
+// slot within handoffWait is refused), at most maxHandoffs DNS queries
+// wait for the host (more are dropped: clients retry), and, relaying, at
+// most the sandbox's proxy connection cap are relayed (beyond it they are
+// refused). A refused connection gets an HTTP 503 that says why, and the
+// host is told (OpNetConn with Code "refused") so that it is recorded.
 
 // The in-sandbox addresses of the proxy and the DNS server (the same as
 // runtime.ProxyAddr and runtime.DNSAddr).
@@ -35,6 +46,37 @@ const (
 	ProxyAddr = "127.0.0.1:3128"
 	DNSAddr   = "127.0.0.1:53"
 )
+
+// Bounds of the agent's network forwarding (see above).
+const (
+	maxHandoffs   = 32
+	maxDNSStreams = 64
+	handoffWait   = 2 * time.Second
+	// DefaultMaxProxyConns is a sandbox's cap on open proxy connections
+	// when InitConfig.MaxProxyConns is 0.
+	DefaultMaxProxyConns = 256
+)
+
+// agentFDReserve is the part of its descriptor table the agent keeps
+// for everything but relays (hand-offs, DNS streams, commands' stdio, the
+// file API): relays never take it, so that a command holding proxy
+// connections cannot make exec or the file API fail with EMFILE.
+const agentFDReserve = 2*maxHandoffs + maxDNSStreams + 128
+
+// relayBudget lowers a relay cap to what the agent's RLIMIT_NOFILE
+// leaves beside agentFDReserve (each relay holds two descriptors).
+func relayBudget(maxConns int) int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
+		return maxConns
+	}
+	return max(1, min(maxConns, (int(rl.Cur)-agentFDReserve)/2))
+}
+
+// CodeRefused is the Code of an OpNetConn from the agent that reports a
+// connection it refused (no descriptor; Error says why), and of the
+// host's OpError answer that refuses one.
+const CodeRefused = "refused"
 
 // Network ops (agent -> host, and the host's answers).
 const (
@@ -50,15 +92,31 @@ const (
 // netState is the agent's side of the network forwarding.
 type netState struct {
 	relay bool
-	next  atomic.Uint64
-	mu    sync.Mutex
-	wait  map[uint64]chan *Message
+	// slots bounds hand-offs and DNS queries in flight; relays counts
+	// the proxy connections being relayed, at most maxConns.
+	slots    chan struct{}
+	dnsSlots chan struct{}
+	relays   atomic.Int64
+	maxConns int64
+	// dnsStreams counts DNS-over-TCP connections, at most maxDNSStreams.
+	dnsStreams atomic.Int64
+	next       atomic.Uint64
+	mu         sync.Mutex
+	wait       map[uint64]chan *Message
 }
 
 // StartNetwork starts the proxy and DNS listeners on the sandbox's
 // loopback. relay: the channel cannot carry descriptors to the host.
-func (s *Server) StartNetwork(relay bool) error {
-	ns := &netState{relay: relay, wait: map[uint64]chan *Message{}}
+// maxConns caps the proxy connections relayed at once (0: the default).
+func (s *Server) StartNetwork(relay bool, maxConns int) error {
+	if maxConns <= 0 {
+		maxConns = DefaultMaxProxyConns
+	}
+	if relay {
+		maxConns = relayBudget(maxConns)
+	}
+	ns := &netState{relay: relay, wait: map[uint64]chan *Message{}, maxConns: int64(maxConns),
+		slots: make(chan struct{}, maxHandoffs), dnsSlots: make(chan struct{}, maxHandoffs)}
 	ns.next.Store(1 << 62) // apart from the host's request ids
 	proxy, err := net.Listen("tcp4", ProxyAddr)
 	if err != nil {
@@ -120,7 +178,7 @@ func (s *Server) ask(m *Message, timeout time.Duration) (*Message, error) {
 	case a := <-ch:
 		if a.Op == OpError {
 			closeAll(a.Passed)
-			return nil, errors.New(a.Error)
+			return nil, &hostError{code: a.Code, msg: a.Error}
 		}
 		return a, nil
 	case <-t.C:
@@ -141,14 +199,53 @@ func (s *Server) acceptProxy(ln net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		go s.forwardConn(c.(*net.TCPConn))
+		// Wait here, not in a goroutine per connection: what waits
+		// beyond the slots stays in the kernel's backlog.
+		t := time.NewTimer(handoffWait)
+		select {
+		case s.net.slots <- struct{}{}:
+			t.Stop()
+			go s.forwardConn(c.(*net.TCPConn))
+		case <-t.C:
+			s.refuseConn(c, fmt.Sprintf("the sandbox's proxy is busy: %d connections were being handed off for %s", maxHandoffs, handoffWait))
+		}
 	}
 }
 
+// hostError is an OpError answer of the host.
+type hostError struct{ code, msg string }
+
+func (e *hostError) Error() string { return e.msg }
+
+// refuseConn answers a proxy connection with a 503 saying why, closes
+// it and tells the host, which records it.
+func (s *Server) refuseConn(c net.Conn, reason string) {
+	s.refuseConnQuietly(c, reason)
+	_ = s.conn.Send(&Message{Op: OpNetConn, Code: CodeRefused, Error: reason})
+}
+
+// refuseConnQuietly is refuseConn without telling the host.
+func (s *Server) refuseConnQuietly(c net.Conn, reason string) {
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	body := "airlock: connection refused: " + reason + "\n"
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	c.Close()
+}
+
+// forwardConn hands c off; it holds a slot, which it frees once the
+// host has the connection.
 func (s *Server) forwardConn(c *net.TCPConn) {
-	defer c.Close()
-	pid := s.commandOf(socketOwner("tcp", c.RemoteAddr()))
+	held := true
+	release := func() {
+		if held {
+			held = false
+			<-s.net.slots
+		}
+	}
+	defer release()
+	pid := s.commandOf(socketOwner("tcp", c.RemoteAddr(), c.LocalAddr()))
 	if !s.net.relay {
+		defer c.Close()
 		f, err := c.File()
 		if err != nil {
 			return
@@ -157,20 +254,45 @@ func (s *Server) forwardConn(c *net.TCPConn) {
 		_ = s.conn.Send(&Message{Op: OpNetConn, PID: pid}, f)
 		return
 	}
+	if n := s.net.relays.Add(1); n > s.net.maxConns {
+		s.net.relays.Add(-1)
+		release()
+		s.refuseConn(c, fmt.Sprintf("the sandbox holds %d open proxy connections, the most it may", s.net.maxConns))
+		return
+	}
+	defer s.net.relays.Add(-1)
 	a, err := s.ask(&Message{Op: OpNetConn, PID: pid}, 30*time.Second)
+	release()
 	if err != nil || len(a.Passed) != 1 {
 		if a != nil {
 			closeAll(a.Passed)
 		}
+		var he *hostError
+		if errors.As(err, &he) && he.code == CodeRefused {
+			// the host refused it (its cap) and recorded it: say why
+			s.refuseConnQuietly(c, he.msg)
+			return
+		}
+		c.Close()
 		return
 	}
 	hc, err := net.FileConn(a.Passed[0])
 	a.Passed[0].Close()
 	if err != nil {
+		c.Close()
 		return
 	}
+	relay(c, hc)
+}
+
+// relay copies between the sandbox's connection and the host's until
+// both directions end. Once the host's side has ended, the sandbox's
+// gets a short while to finish its own: an idle client must not hold
+// the relay (and a slot under the cap) after the host is done.
+func relay(c *net.TCPConn, hc net.Conn) {
+	defer c.Close()
 	defer hc.Close()
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 1)
 	go func() {
 		_, _ = io.Copy(hc, c)
 		if cw, ok := hc.(interface{ CloseWrite() error }); ok {
@@ -180,8 +302,13 @@ func (s *Server) forwardConn(c *net.TCPConn) {
 	}()
 	_, _ = io.Copy(c, hc)
 	_ = c.CloseWrite()
+	_ = c.SetReadDeadline(time.Now().Add(relayLinger))
 	<-done
 }
+
+// relayLinger is how long a relay waits for the sandbox's side to end
+// after the host's has.
+const relayLinger = 10 * time.Second
 
 // dnsQuery asks the host to answer one DNS message.
 func (s *Server) dnsQuery(q []byte, pid int) ([]byte, error) {
@@ -204,8 +331,14 @@ func (s *Server) serveDNSPackets(pc net.PacketConn) {
 			continue
 		}
 		q := append([]byte(nil), buf[:n]...)
+		select {
+		case s.net.dnsSlots <- struct{}{}:
+		default:
+			continue // too many queries in flight: drop it, clients retry
+		}
 		go func() {
-			pid := s.commandOf(socketOwner("udp", addr))
+			defer func() { <-s.net.dnsSlots }()
+			pid := s.commandOf(socketOwner("udp", addr, pc.LocalAddr()))
 			if a, err := s.dnsQuery(q, pid); err == nil {
 				_, _ = pc.WriteTo(a, addr)
 			}
@@ -223,9 +356,17 @@ func (s *Server) acceptDNSStreams(ln net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		if s.net.dnsStreams.Add(1) > maxDNSStreams {
+			s.net.dnsStreams.Add(-1)
+			c.Close() // a resolver falls back or retries
+			continue
+		}
 		go func() {
+			defer s.net.dnsStreams.Add(-1)
 			defer c.Close()
-			pid := s.commandOf(socketOwner("tcp", c.RemoteAddr()))
+			s.net.dnsSlots <- struct{}{}
+			pid := s.commandOf(socketOwner("tcp", c.RemoteAddr(), c.LocalAddr()))
+			<-s.net.dnsSlots
 			r := bufio.NewReader(c)
 			for {
 				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -297,70 +438,4 @@ func parentAndSession(pid int) (ppid, sid int) {
 	ppid, _ = strconv.Atoi(f[1])
 	sid, _ = strconv.Atoi(f[3])
 	return ppid, sid
-}
-
-// socketOwner finds the process that holds the client end of a loopback
-// connection whose client address is peer: the socket's inode from
-// /proc/net/{tcp,udp}, then the process with that socket open. 0 when it
-// cannot tell.
-func socketOwner(proto string, peer net.Addr) int {
-	// /proc/net/* is read in pieces while connections come and go, and a
-	// line can be missed: look again before giving up.
-	for try := 0; try < 4; try++ {
-		if pid := socketOwnerOnce(proto, peer); pid > 0 {
-			return pid
-		}
-		time.Sleep(time.Duration(try+1) * time.Millisecond)
-	}
-	return 0
-}
-
-func socketOwnerOnce(proto string, peer net.Addr) int {
-	var port int
-	switch a := peer.(type) {
-	case *net.TCPAddr:
-		port = a.Port
-	case *net.UDPAddr:
-		port = a.Port
-	default:
-		return 0
-	}
-	table, err := os.ReadFile("/proc/net/" + proto)
-	if err != nil {
-		return 0
-	}
-	want := fmt.Sprintf(":%04X", port)
-	inode := ""
-	for _, line := range strings.Split(string(table), "\n") {
-		fs := strings.Fields(line)
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		if len(fs) >= 10 && strings.HasSuffix(fs[1], want) && strings.HasPrefix(fs[1], "0100007F") {
-			inode = fs[9]
-			break
-		}
-	}
-	if inode == "" || inode == "0" {
-		return 0
-	}
-	target := "socket:[" + inode + "]"
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid == 1 {
-			continue
-		}
-		fds, err := os.ReadDir("/proc/" + p.Name() + "/fd")
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			if l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && l == target {
-				return pid
-			}
-		}
-	}
-	return 0
 }

@@ -162,6 +162,9 @@ type InitConfig struct {
 	RequireLock bool     `json:"require_landlock"`
 	// Network: serve the proxy and DNS listeners (StartNetwork).
 	Network bool `json:"network,omitempty"`
+	// MaxProxyConns caps the proxy connections the agent relays at once
+	// (0: DefaultMaxProxyConns); the host caps what it serves too.
+	MaxProxyConns int `json:"max_proxy_conns,omitempty"`
 	// NoFileActivity: do not watch files (Server.WatchFiles).
 	NoFileActivity bool `json:"no_file_activity,omitempty"`
 	Trace          bool `json:"trace,omitempty"` // report setup timings in the ready message

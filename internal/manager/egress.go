@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -59,7 +60,61 @@ func (r egressRecorder) Record(ctx context.Context, e egress.Event) error {
 type sandboxNetwork struct {
 	m  *Manager
 	id string
+
+	refMu      sync.Mutex // guards the refusals not yet recorded
+	refLast    time.Time  // when the last refusal record was written
+	refPending int
+	refReason  string
+	refPID     int
+	refTimer   *time.Timer
 }
+
+// refusalWindow: proxy refusals of a sandbox are recorded at most once
+// per window, the later ones of a window as one entry with their count,
+// so that a flood of refused connections cannot flood the record.
+const refusalWindow = time.Second
+
+// maxReasonLen bounds a refusal's reason in the record (the agent's
+// reports are text from inside the boundary).
+const maxReasonLen = 200
+
+// ProxyRefused records a proxy connection the backend refused
+// (runtime.ProxyRefusals), aggregated per refusalWindow.
+func (n *sandboxNetwork) ProxyRefused(pid int, reason string) {
+	if len(reason) > maxReasonLen {
+		reason = reason[:maxReasonLen]
+	}
+	n.refMu.Lock()
+	defer n.refMu.Unlock()
+	n.refPending++
+	n.refReason, n.refPID = reason, pid
+	if n.refTimer != nil {
+		return // a record of this window is due
+	}
+	wait := refusalWindow - time.Since(n.refLast)
+	if wait < 0 {
+		wait = 0
+	}
+	n.refTimer = time.AfterFunc(wait, n.flushRefusals)
+}
+
+func (n *sandboxNetwork) flushRefusals() {
+	n.refMu.Lock()
+	count, reason, pid := n.refPending, n.refReason, n.refPID
+	n.refPending, n.refTimer, n.refLast = 0, nil, time.Now()
+	n.refMu.Unlock()
+	if count == 0 {
+		return
+	}
+	src := n.source(pid)
+	n.m.recordAsync(context.Background(), audit.Entry{SandboxID: n.id, TaskID: src.TaskID, ExecID: src.ExecID, Actor: "egress",
+		Kind: KindProxyRefused, Payload: map[string]any{"decision": "deny", "reason": reason, "refused": count}})
+}
+
+// KindProxyRefused is the audit kind of proxy connections refused before
+// any request was read: the sandbox's cap on open connections, or an
+// agent too busy to hand them off. "refused" counts them.
+const KindProxyRefused = "egress.refused"
 
 func (n *sandboxNetwork) source(pid int) egress.Source {
 	src := egress.Source{SandboxID: n.id}

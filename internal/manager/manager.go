@@ -93,7 +93,10 @@ type Config struct {
 	// log); nil: sandboxes have no network at all, and brokered secrets
 	// are refused.
 	Egress *egress.Config
-	Logf   func(format string, args ...any)
+	// MaxProxyConns caps each sandbox's open proxy connections (0:
+	// runtime.DefaultMaxProxyConns); refusals are recorded.
+	MaxProxyConns int
+	Logf          func(format string, args ...any)
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -354,6 +357,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	spec.ID = runtime.NewID()
 	if spec.Network = m.network(spec.ID); spec.Network != nil {
 		spec.Env = append(proxyEnv(), req.Env...)
+		spec.MaxProxyConns = m.cfg.MaxProxyConns
 	}
 	sb, err := be.Create(ctx, spec)
 	if err != nil {

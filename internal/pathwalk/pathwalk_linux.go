@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,12 +34,27 @@ const maxLinks = 40
 const supported = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
 // Openat2 is openat2(2), with a user-space walk where the kernel has none.
-// EINTR is retried.
+// EINTR is retried, and so is EAGAIN: with RESOLVE_IN_ROOT (or _BENEATH)
+// the kernel answers EAGAIN when any rename or mount anywhere on the host
+// raced a ".." step of the walk, and openat2(2) says to retry. After
+// MaxRaceRetries such answers in a row it gives up with a *RaceError
+// (which matches unix.EAGAIN under errors.Is). Every other error is the
+// bare unix.Errno, as from unix.Openat2.
 func Openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
+	races := 0
 	for {
 		fd, err := unix.Openat2(dirfd, path, how)
 		switch err {
 		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if races++; races >= MaxRaceRetries {
+				return -1, &RaceError{Path: path, Tries: races}
+			}
+			if races > 8 {
+				// a storm of renames: let it pass rather than spin
+				time.Sleep(time.Duration(races) * time.Microsecond)
+			}
 			continue
 		case unix.ENOSYS:
 			return Walk(dirfd, path, how)
@@ -46,6 +62,23 @@ func Openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
 		return fd, err
 	}
 }
+
+// MaxRaceRetries bounds how many EAGAIN answers Openat2 retries.
+const MaxRaceRetries = 128
+
+// RaceError says that openat2 kept answering EAGAIN: renames or mounts
+// elsewhere on the host raced every attempt at resolving Path.
+type RaceError struct {
+	Path  string
+	Tries int
+}
+
+func (e *RaceError) Error() string {
+	return fmt.Sprintf("resolving %q: renames or mounts on the host raced the path walk %d times in a row (openat2: EAGAIN); try again", e.Path, e.Tries)
+}
+
+// Unwrap lets errors.Is(err, unix.EAGAIN) hold.
+func (e *RaceError) Unwrap() error { return unix.EAGAIN }
 
 // Walk is the user-space resolution Openat2 falls back to; exported so
 // that it can be tested on kernels that do have openat2.

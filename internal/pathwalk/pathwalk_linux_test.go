@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,5 +215,83 @@ func TestOpenRegular(t *testing.T) {
 	}
 	if _, err := f.WriteString("x"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestOpenat2SurvivesHostRenames: openat2 with RESOLVE_IN_ROOT answers
+// EAGAIN when any rename (or mount) on the host races a ".." step, and
+// the file API failed spuriously under load. Openat2 retries: with a
+// rename loop running beside it, no resolution fails.
+func TestOpenat2SurvivesHostRenames(t *testing.T) {
+	root, _ := tree(t)
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	if fd, err := unix.Openat2(unix.AT_FDCWD, root, &how); err == unix.ENOSYS {
+		t.Skip("no openat2 here: the user-space walk does not race renames")
+	} else if err == nil {
+		unix.Close(fd)
+	}
+	rootFD, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(rootFD)
+
+	// The host side: renames in a directory of its own, in a loop.
+	spin := t.TempDir()
+	a, b := filepath.Join(spin, "a"), filepath.Join(spin, "b")
+	if err := os.WriteFile(a, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = os.Rename(a, b)
+			_ = os.Rename(b, a)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	// Paths that take ".." steps, as the file API's do through symlinks.
+	paths := []string{"a/b/../../etc/passwd", "a/b/dotdot", "/a/b/../b/f"}
+	var failures, eagain int
+	var first error
+	deadline := time.Now().Add(3 * time.Second)
+	n := 0
+	for ; n < 200000 && time.Now().Before(deadline); n++ {
+		fd, err := Openat2(rootFD, paths[n%len(paths)], &how)
+		if err != nil {
+			failures++
+			if errors.Is(err, unix.EAGAIN) {
+				eagain++
+			}
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		unix.Close(fd)
+	}
+	if failures > 0 {
+		t.Errorf("%d of %d resolutions failed under a host rename loop (%d EAGAIN), first: %v", failures, n, eagain, first)
+	}
+	t.Logf("%d resolutions under a rename loop", n)
+}
+
+// TestRaceError: once the retries run out, the error says what happened
+// and is still EAGAIN to errors.Is.
+func TestRaceError(t *testing.T) {
+	err := error(&RaceError{Path: "a/../b", Tries: MaxRaceRetries})
+	if !errors.Is(err, unix.EAGAIN) {
+		t.Errorf("RaceError is not EAGAIN to errors.Is")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "a/../b") || !strings.Contains(msg, "renames or mounts on the host") {
+		t.Errorf("RaceError text %q does not say what raced", msg)
 	}
 }

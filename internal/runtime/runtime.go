@@ -100,7 +100,15 @@ type Spec struct {
 	// run the watch's set-up and its teardown (an RCU grace period when
 	// the sandbox ends).
 	NoFileActivity bool
+	// MaxProxyConns caps the sandbox's open proxy connections (with a
+	// Network): connections beyond it are refused with an HTTP 503 that
+	// says why, and reported to the Network if it is a ProxyRefusals.
+	// 0: DefaultMaxProxyConns.
+	MaxProxyConns int
 }
+
+// DefaultMaxProxyConns is Spec.MaxProxyConns when it is 0.
+const DefaultMaxProxyConns = 256
 
 // The in-sandbox addresses of the proxy and DNS server of a sandbox with
 // a Network.
@@ -118,6 +126,15 @@ type Network interface {
 	ProxyConn(c net.Conn, pid int)
 	// DNS answers one DNS query message (no TCP length prefix).
 	DNS(ctx context.Context, query []byte, pid int) ([]byte, error)
+}
+
+// ProxyRefusals is what a Network implements to be told of the proxy
+// connections the backend refused (the sandbox's cap, or its agent too
+// busy to hand them off), so that they are recorded. ProxyRefused is
+// called once per refused connection, on the path of the refusal: it
+// must be quick and must bound what it keeps.
+type ProxyRefusals interface {
+	ProxyRefused(pid int, reason string)
 }
 
 // NewID makes a sandbox id: 12 random hex digits.

@@ -55,6 +55,11 @@ type Options struct {
 	// RelayNet: the agent asks for a stream socket for each proxy
 	// connection instead of passing the connection (see agent.OpNetConn).
 	RelayNet bool
+	// MaxProxyConns caps the proxy connections served at once (0:
+	// runtime.DefaultMaxProxyConns); beyond it they are refused with a
+	// 503 that says why and reported to Network if it is a
+	// runtime.ProxyRefusals.
+	MaxProxyConns int
 }
 
 // Client talks to one sandbox's agent over its channel.
@@ -70,6 +75,8 @@ type Client struct {
 	pending map[uint64]chan *agent.Message
 
 	closed chan struct{}
+
+	proxyConns atomic.Int64 // open proxy connections (serveNet)
 }
 
 // New starts serving the channel. The agent must be ready (OpReady
@@ -79,6 +86,9 @@ func New(conn *agent.Conn, opt Options) *Client {
 		opt.Meter = func() func(*agent.ExitInfo) runtime.Limit {
 			return func(*agent.ExitInfo) runtime.Limit { return runtime.LimitNone }
 		}
+	}
+	if opt.MaxProxyConns <= 0 {
+		opt.MaxProxyConns = runtime.DefaultMaxProxyConns
 	}
 	if opt.Trace == nil {
 		opt.Trace = func(time.Time, string) {}

@@ -67,6 +67,7 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{"WriteScope", func(t *testing.T, f Factory) { testWriteScope(t, f, diffs["WriteScope"]) }},
 		{"FileActivity", testFileActivity},
 		{"Network", testNetwork},
+		{"ProxyConnCap", testProxyConnCap},
 		{"Sweep", testSweep},
 	}
 	for _, tc := range tests {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -102,5 +103,76 @@ func testNetwork(t *testing.T, f Factory) {
 	r := shell(t, plain, "curl -sS --max-time 5 -x http://"+runtime.ProxyAddr+" http://upstream.example.test/ 2>&1; echo rc=$?")
 	if !strings.Contains(r.out, "rc=7") {
 		t.Errorf("a sandbox without network: %q", r.out)
+	}
+}
+
+// capNet holds every proxy connection open until the sandbox closes it
+// and counts the most held at once and the refusals it is told of.
+type capNet struct {
+	mu             sync.Mutex
+	open, most     int
+	refused        int
+	refusedReasons []string
+}
+
+func (n *capNet) ProxyConn(c net.Conn, pid int) {
+	defer c.Close()
+	n.mu.Lock()
+	n.open++
+	n.most = max(n.most, n.open)
+	n.mu.Unlock()
+	_, _ = io.Copy(io.Discard, c)
+	n.mu.Lock()
+	n.open--
+	n.mu.Unlock()
+}
+
+func (n *capNet) DNS(context.Context, []byte, int) ([]byte, error) {
+	return nil, fmt.Errorf("no DNS here")
+}
+
+func (n *capNet) ProxyRefused(pid int, reason string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.refused++
+	if len(n.refusedReasons) < 4 {
+		n.refusedReasons = append(n.refusedReasons, reason)
+	}
+}
+
+// proxyCapScript opens 60 idle proxy connections from one shell and
+// counts those answered with a 503.
+const proxyCapScript = `n=0; r=0; fds=""
+for i in $(seq 60); do exec {fd}<>/dev/tcp/127.0.0.1/3128 || break; fds="$fds $fd"; n=$((n+1)); done
+sleep 3
+for fd in $fds; do if IFS= read -t 0.1 -r line <&$fd; then case "$line" in "HTTP/1.1 503"*) r=$((r+1));; esac; fi; done
+echo "opened=$n refused=$r"`
+
+// testProxyConnCap: a sandbox holds at most Spec.MaxProxyConns proxy
+// connections open; the rest are refused with a 503, reported to the
+// Network for the record, and the sandbox goes on working.
+func testProxyConnCap(t *testing.T, f Factory) {
+	const capConns = 20
+	n := &capNet{}
+	sb := create(t, f, func(s *runtime.Spec) { s.Network = n; s.MaxProxyConns = capConns })
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"bash", "-c", proxyCapScript}})
+	var opened, refused int
+	if _, err := fmt.Sscanf(strings.TrimSpace(r.out), "opened=%d refused=%d", &opened, &refused); err != nil || opened != 60 {
+		t.Fatalf("the flood did not run: %q %q (%v)", r.out, r.err, err)
+	}
+	n.mu.Lock()
+	most, reported, reasons := n.most, n.refused, n.refusedReasons
+	n.mu.Unlock()
+	if most > capConns {
+		t.Errorf("the host served %d proxy connections at once, beyond the cap of %d", most, capConns)
+	}
+	if refused < opened-capConns {
+		t.Errorf("%d of %d connections were refused with a 503, want at least %d", refused, opened, opened-capConns)
+	}
+	if reported < opened-capConns || len(reasons) == 0 || !strings.Contains(reasons[0], "open proxy connections") {
+		t.Errorf("%d refusals reported (%q), want at least %d that say why", reported, reasons, opened-capConns)
+	}
+	if r := shell(t, sb, "echo alive"); strings.TrimSpace(r.out) != "alive" {
+		t.Errorf("exec after the flood: %q", r.out)
 	}
 }

@@ -3,7 +3,11 @@ package native
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -491,4 +496,100 @@ func TestDiskDir(t *testing.T) {
 		t.Errorf("a young disk image was reaped: %v", err)
 	}
 	_ = os.Remove(fresh)
+}
+
+// holdNet is a runtime.Network whose proxy holds every connection open
+// until the sandbox's side closes it, as an upstream that never answers
+// would, and counts what the backend refused (runtime.ProxyRefusals).
+type holdNet struct {
+	open, most, refusals atomic.Int64
+	mu                   sync.Mutex
+	reason               string
+}
+
+func (n *holdNet) ProxyConn(c net.Conn, pid int) {
+	defer c.Close()
+	if o := n.open.Add(1); o > n.most.Load() {
+		n.most.Store(o) // (racy max: only a witness)
+	}
+	defer n.open.Add(-1)
+	_, _ = io.Copy(io.Discard, c)
+}
+
+func (n *holdNet) DNS(context.Context, []byte, int) ([]byte, error) {
+	return nil, errors.New("no DNS here")
+}
+
+func (n *holdNet) ProxyRefused(pid int, reason string) {
+	n.refusals.Add(1)
+	n.mu.Lock()
+	n.reason = reason
+	n.mu.Unlock()
+}
+
+// A command that opens thousands of idle proxy connections must not take
+// the agent (PID 1) down: each one used to cost the agent a read of all
+// of /proc/net/tcp and of every /proc/*/fd, all at once, until the
+// sandbox hit its memory limit and died. The agent stays up within a
+// modest memory limit, the sandbox keeps running and executing, and the
+// connections beyond the sandbox's cap are refused, with a reason, and
+// reported for the record.
+func TestEscapeResProxyConnFlood(t *testing.T) {
+	needRuntime(t)
+	const conns, capConns = 3000, 100
+	hn := &holdNet{}
+	sb := escSandbox(t, func(s *runtime.Spec) {
+		withProbe(t)(s)
+		s.Network = hn
+		s.MaxProxyConns = capConns
+		s.Limits.MemoryBytes = 160 << 20
+	})
+	s := impl(t, sb)
+	start := time.Now()
+	res, err := execWait(sb, runtime.ExecRequest{Argv: []string{"/workspace/probe", "proxy-flood", strconv.Itoa(conns), "15s", strconv.Itoa(capConns)}})
+	select {
+	case <-sb.Done():
+		t.Fatalf("the sandbox died under %d idle proxy connections after %s (%v; %s; agent: %s)", conns, time.Since(start).Round(time.Millisecond), err, memNote(s), initLogHead(s))
+	default:
+	}
+	t.Logf("memory: %s", memNote(s))
+	var pr probeResult
+	if err != nil || json.Unmarshal([]byte(strings.TrimSpace(res.Stdout)), &pr) != nil {
+		t.Fatalf("the probe gave no result: %v, %+v, %q %q", err, res.Status, res.Stdout, res.Stderr)
+	}
+	t.Logf("flood: %s in %s", pr, time.Since(start).Round(time.Millisecond))
+	if !pr.OK {
+		t.Fatalf("the probe could not open its connections: %s", pr)
+	}
+	if pr.N > capConns {
+		t.Errorf("%d connections still open, beyond the cap of %d: %s", pr.N, capConns, pr)
+	}
+	if m := hn.most.Load(); m > capConns {
+		t.Errorf("the host served %d connections at once, beyond the cap of %d", m, capConns)
+	}
+	if !strings.Contains(pr.Detail, "open proxy connections") && !strings.Contains(pr.Detail, "busy") {
+		t.Errorf("the refusals do not say why: %s", pr)
+	}
+	if hn.refusals.Load() == 0 {
+		t.Errorf("no refusal was reported to the Network for the record")
+	}
+	// The agent still works: a command runs, and new connections are
+	// served once the flood is gone.
+	if r, err := execWait(sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo alive"}}); err != nil || strings.TrimSpace(r.Stdout) != "alive" {
+		t.Fatalf("exec after the flood: %q, %v (agent: %s)", r.Stdout, err, initLogHead(s))
+	}
+	select {
+	case <-sb.Done():
+		t.Fatalf("the sandbox died after the flood (agent: %s)", initLogHead(s))
+	default:
+	}
+}
+
+// memNote says what the sandbox's memory group saw.
+func memNote(s *sandbox) string {
+	st, err := s.Cgroup().Stats()
+	if err != nil {
+		return "memory stats: " + err.Error()
+	}
+	return fmt.Sprintf("memory peak %d MiB, now %d MiB, %d OOM kills", st.MemoryPeak>>20, st.MemoryCurrent>>20, st.OOMKills)
 }

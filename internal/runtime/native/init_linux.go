@@ -134,7 +134,7 @@ func runInit(conn *agent.Conn) error {
 	}
 	mark("watch")
 	if cfg.Network {
-		if err := srv.StartNetwork(false); err != nil {
+		if err := srv.StartNetwork(false, cfg.MaxProxyConns); err != nil {
 			return fmt.Errorf("sandbox init: %w", err)
 		}
 	}

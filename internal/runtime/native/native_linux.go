@@ -448,6 +448,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		Scratch: scratch, ScopeRoots: []string{"/workspace", sandboxHome},
 		Trace:          os.Getenv("AIRLOCK_TRACE") != "",
 		Network:        spec.Network != nil,
+		MaxProxyConns:  spec.MaxProxyConns,
 		NoFileActivity: spec.NoFileActivity,
 	}
 	dr := <-diskc
@@ -507,6 +508,8 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		Meter:   s.meter,
 		Trace:   trace,
 		Network: spec.Network,
+		// (the agent passes connections on: only the host can count them)
+		MaxProxyConns: spec.MaxProxyConns,
 	})
 	go func() {
 		select {

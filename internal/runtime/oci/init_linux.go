@@ -68,7 +68,7 @@ func serve(conn *agent.Conn) error {
 	srv.DiskPaths = []string{"/"}
 	if cfg.Network {
 		// relayed: the channel carries no descriptor to the host
-		if err := srv.StartNetwork(true); err != nil {
+		if err := srv.StartNetwork(true, cfg.MaxProxyConns); err != nil {
 			return fmt.Errorf("sandbox agent: %w", err)
 		}
 	}

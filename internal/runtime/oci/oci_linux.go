@@ -443,7 +443,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		Hostname: hostname, UID: SandboxUID, GID: SandboxUID, Home: sandboxHome,
 		Writable: append([]string{"/workspace"}, scratch...), Scratch: scratch,
 		ScopeRoots: []string{"/workspace", sandboxHome}, Trace: os.Getenv("AIRLOCK_TRACE") != "",
-		Network: spec.Network != nil, NoFileActivity: spec.NoFileActivity,
+		Network: spec.Network != nil, NoFileActivity: spec.NoFileActivity, MaxProxyConns: spec.MaxProxyConns,
 	}
 	if err := s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
@@ -474,6 +474,8 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 		Network:  spec.Network,
 		RelayNet: true,
 		Trace:    trace,
+		// the agent relays and caps too: what it holds is bounded by it
+		MaxProxyConns: spec.MaxProxyConns,
 	})
 	go func() {
 		select {

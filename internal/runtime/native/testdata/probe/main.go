@@ -853,6 +853,137 @@ var cases = map[string]func(args []string) result{
 		echo := []byte{8, 0, 0, 0, 0, 1, 0, 1} // type 8 echo request
 		return errResult(unix.Sendto(fd, echo, 0, sa), "ping "+arg(args, 0, ""))
 	},
+	// proxy-flood N HOLD CAP opens N idle connections to the sandbox's
+	// proxy as fast as it can and watches them for HOLD (or until at
+	// most CAP are still open): how many the proxy refused (an HTTP 503),
+	// closed, or still holds. ok: every one was opened.
+	"proxy-flood": func(args []string) result {
+		n, _ := strconv.Atoi(arg(args, 0, "2000"))
+		hold, _ := time.ParseDuration(arg(args, 1, "10s"))
+		limit, _ := strconv.Atoi(arg(args, 2, "0"))
+		sa := &unix.SockaddrInet4{Port: 3128, Addr: [4]byte{127, 0, 0, 1}}
+		var fds []int
+		var failed int
+		var firstErr error
+		for i := 0; i < n; i++ {
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+			if err == nil {
+				if err = unix.Connect(fd, sa); err == unix.EINPROGRESS {
+					err = nil
+				}
+				if err != nil {
+					unix.Close(fd)
+				}
+			}
+			if err != nil {
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			fds = append(fds, fd)
+		}
+		done := make([]bool, len(fds))
+		var refused, closed int
+		reason := ""
+		buf := make([]byte, 512)
+		for end := time.Now().Add(hold); ; time.Sleep(100 * time.Millisecond) {
+			for i, fd := range fds {
+				if done[i] {
+					continue
+				}
+				m, err := unix.Read(fd, buf)
+				switch {
+				case m > 0 && strings.HasPrefix(string(buf[:m]), "HTTP/1.1 503"):
+					refused++
+					if reason == "" {
+						reason = string(buf[:m])
+					}
+				case m == 0 && err == nil, err == unix.ECONNRESET, err == unix.EPIPE:
+					closed++
+				default:
+					continue // open (EAGAIN), or still connecting
+				}
+				done[i] = true
+			}
+			open := len(fds) - refused - closed
+			if time.Now().After(end) || (limit > 0 && open <= limit && refused+closed > 0) {
+				break
+			}
+		}
+		open := len(fds) - refused - closed
+		if i := strings.Index(reason, "airlock:"); i >= 0 {
+			reason = reason[i:]
+		}
+		r := result{OK: failed == 0, N: int64(open), Detail: fmt.Sprintf("opened=%d failed=%d refused=%d closed=%d open=%d reason=%q", len(fds), failed, refused, closed, open, strings.TrimSpace(reason))}
+		if en, ok := firstErr.(unix.Errno); ok {
+			r.Errno = unix.ErrnoName(en)
+		}
+		return r
+	},
+	// proxy-hold N HOLD opens N idle proxy connections, 50 at a time,
+	// and holds them for HOLD. ok: every one was opened.
+	"proxy-hold": func(args []string) result {
+		n, _ := strconv.Atoi(arg(args, 0, "2000"))
+		hold, _ := time.ParseDuration(arg(args, 1, "60s"))
+		sa := &unix.SockaddrInet4{Port: 3128, Addr: [4]byte{127, 0, 0, 1}}
+		opened := 0
+		for i := 0; i < n; i++ {
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return errResult(err, fmt.Sprintf("socket after %d", opened))
+			}
+			if err := unix.Connect(fd, sa); err != nil {
+				return errResult(err, fmt.Sprintf("connect after %d", opened))
+			}
+			if opened++; opened%50 == 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		time.Sleep(hold)
+		return result{OK: true, N: int64(opened)}
+	},
+	// proxy-rate DURATION makes proxy requests one after another for
+	// DURATION, each on a new connection read to its end: N is how many
+	// were answered per second.
+	"proxy-rate": func(args []string) result {
+		d, _ := time.ParseDuration(arg(args, 0, "5s"))
+		sa := &unix.SockaddrInet4{Port: 3128, Addr: [4]byte{127, 0, 0, 1}}
+		req := []byte("GET http://rate.example.test/ HTTP/1.1\r\nHost: rate.example.test\r\n\r\n")
+		buf := make([]byte, 4096)
+		count := 0
+		start := time.Now()
+		for time.Since(start) < d {
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return errResult(err, "socket")
+			}
+			if err := unix.Connect(fd, sa); err != nil {
+				unix.Close(fd)
+				return errResult(err, "connect")
+			}
+			if _, err := unix.Write(fd, req); err != nil {
+				unix.Close(fd)
+				return errResult(err, "write")
+			}
+			got := ""
+			for {
+				m, err := unix.Read(fd, buf)
+				if m <= 0 || err != nil {
+					break
+				}
+				got += string(buf[:m])
+			}
+			unix.Close(fd)
+			if !strings.HasPrefix(got, "HTTP/1.1 200") {
+				return result{Detail: fmt.Sprintf("after %d: answer %q", count, got)}
+			}
+			count++
+		}
+		el := time.Since(start)
+		return result{OK: true, N: int64(float64(count) / el.Seconds()), Detail: fmt.Sprintf("%d in %s", count, el.Round(time.Millisecond))}
+	},
 	"tcp-connect": func(args []string) result {
 		addr := arg(args, 0, "")
 		sa, err := sockaddr(addr)
