@@ -31,6 +31,7 @@ type SecretGrant struct {
 	Env         string     `json:"env"`
 	Hosts       []string   `json:"hosts"`
 	Placeholder string     `json:"placeholder,omitempty"`
+	Headers     []string   `json:"headers,omitempty"`
 	Created     time.Time  `json:"created"`
 	Expires     time.Time  `json:"expires"`
 	CreatedBy   string     `json:"created_by"`
@@ -45,6 +46,9 @@ type SecretGrantRequest struct {
 	Mode      string   `json:"mode,omitempty"` // "env" (default) or "broker"
 	Env       string   `json:"env,omitempty"`  // default: the secret's name
 	Hosts     []string `json:"hosts"`
+	// Headers (broker mode): the request headers the value goes in;
+	// empty means Authorization only. Never Cookie.
+	Headers []string `json:"headers,omitempty"`
 	// TTL: 0 is the daemon's default (1h); at most 24h.
 	TTL time.Duration `json:"-"`
 }

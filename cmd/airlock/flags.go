@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
@@ -47,6 +49,19 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// prefixFlag is a repeatable NAT64 prefix flag.
+type prefixFlag []netip.Prefix
+
+func (l *prefixFlag) String() string { return fmt.Sprint([]netip.Prefix(*l)) }
+func (l *prefixFlag) Set(v string) error {
+	p, err := netip.ParsePrefix(v)
+	if err != nil || !egress.ValidNAT64Prefix(p.Masked()) {
+		return fmt.Errorf("%q: an IPv6 prefix of length 32, 40, 48, 56, 64 or 96", v)
+	}
+	*l = append(*l, p.Masked())
+	return nil
+}
 
 // sizeFlag is a byte size flag.
 type sizeFlag struct{ v *int64 }

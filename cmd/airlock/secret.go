@@ -26,13 +26,14 @@ Output that shows a secret's value is redacted before it is stored.
   ls [--json]                list secrets (names and times)
   rm NAME                    delete a secret; its grants end with it
   grant NAME (--sandbox ID | --task ID) --host H [--host H]...
-        [--mode env|broker] [--env VAR] [--for D]
+        [--mode env|broker] [--env VAR] [--header NAME]... [--for D]
                              let a sandbox use it: mode env (default) puts it
                              into every command's environment as VAR (default
                              NAME); mode broker gives the sandbox a placeholder
-                             that the egress proxy swaps for the value in
-                             requests to the hosts; --for: default 1h, at most
-                             24h
+                             that the egress proxy swaps for the value in the
+                             Authorization header (or each --header NAME;
+                             never cookies, URL or body) of requests to the
+                             hosts; --for: default 1h, at most 24h
   grants [--sandbox ID] [--json]   list grants
   revoke GRANT-ID...         end grants now (ids as 'grant' and 'grants' print
                              them: sg-...)
@@ -139,12 +140,13 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		return 0
 	case "grant":
 		var req sdk.SecretGrantRequest
-		var hosts listFlag
+		var hosts, headers listFlag
 		c.fs.StringVar(&req.SandboxID, "sandbox", "", "the sandbox `ID` that may use it")
 		c.fs.StringVar(&req.TaskID, "task", "", "the task `ID` whose sandbox may use it")
 		c.fs.StringVar(&req.Mode, "mode", "env", "env or broker")
 		c.fs.StringVar(&req.Env, "env", "", "the environment `VAR` it is given as (default: its name)")
 		c.fs.Var(&hosts, "host", "a `HOST` it is for (repeatable; *.example.com for subdomains)")
+		c.fs.Var(&headers, "header", "broker mode: a request header `NAME` the value goes in (repeatable; default Authorization)")
 		durationVar(c.fs, &req.TTL, "for", time.Hour, "how long the grant lasts: a `DURATION`, at most 24h")
 		pos, code, done := c.parse(rest)
 		if done {
@@ -162,7 +164,7 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		if req.TTL <= 0 {
 			return c.usageErr("--for %s: must be positive", req.TTL)
 		}
-		req.Hosts = hosts
+		req.Hosts, req.Headers = hosts, headers
 		cl, err := c.client()
 		if err != nil {
 			return c.fail(err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -63,6 +64,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	policyFile := fs.String("policy", "", "policy `FILE` (YAML; see 'airlock policy default'); default: the built-in policy")
 	approvalWait := duration(fs, "approval-wait", manager.DefaultApprovalWait, "how long a command held for approval waits by default: a `DURATION`, at most 1h (the CLI's exec waits as long as its own --approval-wait says)")
 	var tplBackends listFlag
+	var nat64 prefixFlag
+	fs.Var(&nat64, "nat64-prefix", "a NAT64/DNS64 `PREFIX` of this host's network besides 64:ff9b::/96 and 64:ff9b:1::/48 (length 32, 40, 48, 56, 64 or 96; repeatable): egress judges an address under it by the IPv4 address it embeds")
 	fs.Var(&tplBackends, "template-backend", "run the sandboxes of a template on a backend unless the request names one: `TEMPLATE=native|gvisor` (repeatable)")
 	caps := defaultCaps()
 	fs.Var(sizeFlag{&caps.Limits.MemoryBytes}, "max-memory", "the most memory one sandbox may ask for (`SIZE`, by default half the host's; 0: no bound)")
@@ -154,7 +157,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 			*n = -1
 		}
 	}
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, *maxProxyConns, byTemplate, *acceptGap, ao, floodBounds{lim, reserve}, stderr); err != nil {
+	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, *maxProxyConns, nat64, byTemplate, *acceptGap, ao, floodBounds{lim, reserve}, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
@@ -168,7 +171,7 @@ type floodBounds struct {
 	reserve int64 // 0: no reserve
 }
 
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, maxProxyConns int, byTemplate map[string]string, acceptGap string, ao auditOpts, fb floodBounds, stderr io.Writer) error {
+func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, maxProxyConns int, nat64 []netip.Prefix, byTemplate map[string]string, acceptGap string, ao auditOpts, fb floodBounds, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	if err := os.MkdirAll(stateDir, 0o711); err != nil {
@@ -256,7 +259,7 @@ func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife 
 				logf("egress preset %s: no hosts found in this machine's configuration; a policy naming it allows nothing", name)
 			}
 		}
-		egressCfg = &egress.Config{Presets: presets, Logger: log, Limits: fb.egress}
+		egressCfg = &egress.Config{Presets: presets, Logger: log, Limits: fb.egress, NAT64Prefixes: nat64}
 	}
 	m, err := manager.New(ctx, manager.Config{Egress: egressCfg, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: byTemplate, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife, Caps: caps,
 		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf,

@@ -86,6 +86,7 @@ type egressEnv struct {
 	plain   *httptest.Server // http upstream, name plain.example.test
 	secure  *httptest.Server // https upstream, name api.example.test
 	gotAuth chan string      // Authorization headers the https upstream saw
+	gotKey  chan string      // and X-Api-Key headers, when there was one
 	log     *audit.Log
 }
 
@@ -114,13 +115,16 @@ type floodOpts struct {
 
 func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv {
 	t.Helper()
-	e := &egressEnv{gotAuth: make(chan string, 16)}
+	e := &egressEnv{gotAuth: make(chan string, 16), gotKey: make(chan string, 16)}
 	e.plain = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from upstream %s", r.URL.Path)
 	}))
 	t.Cleanup(e.plain.Close)
 	e.secure = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.gotAuth <- r.Header.Get("Authorization")
+		if k := r.Header.Get("X-Api-Key"); k != "" {
+			e.gotKey <- k
+		}
 		fmt.Fprint(w, "secure ok")
 	}))
 	upCert, upPool := testCert(t, "api.example.test")
@@ -610,5 +614,44 @@ func TestBundleNetworkFromTheEgressRecord(t *testing.T) {
 	}
 	if page := html.UnescapeString(string(files["report.html"])); !strings.Contains(page, "2 request(s) to 2 host(s); 1 not allowed.") {
 		t.Errorf("the report's network question does not say what happened")
+	}
+}
+
+// A brokered grant names the headers its value goes in: only those get
+// it (here X-Api-Key, so Authorization keeps the placeholder), and a
+// grant for a cookie is refused.
+func TestEgressBrokeredGrantHeaders(t *testing.T) {
+	e := egressDaemon(t, egressTestPolicy)
+	id := e.sandbox()
+	e.do("PUT", "/v1/secrets/API_TOKEN", map[string]string{"value": "brokered-value-0a1b2c3d4e5f"}, nil)
+	if code := e.do("POST", "/v1/secrets/API_TOKEN/grants", map[string]any{"sandbox_id": id, "mode": "broker", "hosts": []string{"api.example.test"}, "headers": []string{"Cookie"}}, nil); code != 400 {
+		t.Errorf("a grant for Cookie: %d, want 400", code)
+	}
+	var g manager.SecretGrant
+	if code := e.do("POST", "/v1/secrets/API_TOKEN/grants", map[string]any{"sandbox_id": id, "mode": "broker", "hosts": []string{"api.example.test"}, "headers": []string{"x-api-key"}}, &g); code != 201 {
+		t.Fatalf("broker grant: %d", code)
+	}
+	if len(g.Headers) != 1 || g.Headers[0] != "X-Api-Key" {
+		t.Fatalf("grant headers: %v", g.Headers)
+	}
+	resp, err := e.client.Get("http://airlock/v1/sandboxes/" + id + "/egress/ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if code, _, _ := e.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat > /tmp/airlock-ca"}, Stdin: base64.StdEncoding.EncodeToString(ca)}); code != 200 {
+		t.Fatalf("write ca: %d", code)
+	}
+	secure := e.secure.Listener.Addr().(*net.TCPAddr).Port
+	_, out, _ := e.sh(id, `curl -sS --max-time 20 --cacert /tmp/airlock-ca -H "X-Api-Key: $API_TOKEN" -H "Authorization: Bearer $API_TOKEN" https://api.example.test:`+strconv.Itoa(secure)+`/`, nil)
+	if out != "secure ok" {
+		t.Fatalf("inside: %q", out)
+	}
+	if got := <-e.gotAuth; got != "Bearer "+g.Placeholder {
+		t.Errorf("Authorization at the upstream: %q, want the placeholder", got)
+	}
+	if got := <-e.gotKey; got != "brokered-value-0a1b2c3d4e5f" {
+		t.Errorf("X-Api-Key at the upstream: %q, want the value", got)
 	}
 }

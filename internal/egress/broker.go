@@ -10,9 +10,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -23,7 +20,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -341,12 +337,17 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 	}
 	req.Host = hostHeader(t, 443)
 	ex := exchange{req: req, client: cl, up: upc, upBr: ubr}
-	if sc := newScrubber(secrets); sc != nil {
+	sc := newScrubber(secrets, t.Host)
+	if sc != nil {
 		// A compressed body could hide a value that the upstream echoes;
-		// ask for it plain so it can be scrubbed.
+		// ask for it plain so it can be checked. A range of an echo could
+		// hand the value over a few bytes at a time, each too short to
+		// recognise: ask for whole answers.
 		req.Header.Set("Accept-Encoding", "identity")
+		req.Header.Del("Range")
+		req.Header.Del("If-Range")
 		ex.scrub = sc.response
-		ex.scrubText = func(s string) string { return string(sc.replace([]byte(s))) }
+		ex.scrubText = sc.text
 	}
 	keep := ex.run()
 	res := pc.event(KindResponse)
@@ -355,6 +356,10 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 	if ex.err != nil {
 		res.Error = ex.err.Error()
 	}
+	if sc != nil && sc.refusal != "" {
+		res.Decision, res.Rule, res.Reason = "deny", RuleReflected, sc.refusal
+		keep = false
+	}
 	s.record(context.WithoutCancel(pc.ctx), res)
 	return ex.upN, ex.downN, keep
 }
@@ -362,12 +367,15 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 type secretUse struct{ id, header string }
 
 // inject replaces placeholders with values in the header fields each
-// secret may go in, and returns the uses.
+// secret names (Authorization unless it names others), and returns the
+// uses. Any other header, the URL and the body go as they are: a
+// placeholder the sandbox puts in a cookie or a query string reaches the
+// upstream as the placeholder.
 func inject(h http.Header, secrets []*csecret) []secretUse {
 	var uses []secretUse
 	for name, vals := range h {
 		for _, sec := range secrets {
-			if sec.headers != nil && !sec.headers[name] {
+			if !sec.headers[name] {
 				continue
 			}
 			used := false
@@ -385,124 +393,160 @@ func inject(h http.Header, secrets []*csecret) []secretUse {
 	return uses
 }
 
-// scrubber puts placeholders back in place of secret values in a
-// response, so that a value an upstream echoes never reaches the sandbox.
+// scrubber keeps a brokered value from going back to the sandbox in a
+// response: a response whose head or body shows a value in any form the
+// reflector knows is refused (502) instead of relayed. A body is checked
+// whole before any of it goes back when it fits in scanWhole; a longer one
+// is checked as it streams, and the connection is cut at the first value
+// found, before the window that holds it goes back. A gzip or zlib body
+// (whatever its Content-Encoding says) is inflated and checked too.
 type scrubber struct {
-	old, new [][]byte
-	longest  int
+	rf   *reflector
+	host string
+	// refusal, once set, is why the response was refused or cut.
+	refusal string
 }
 
-func newScrubber(secrets []*csecret) *scrubber {
-	sc := &scrubber{}
-	for _, s := range secrets {
-		if s.value == "" {
-			continue
-		}
-		// The value as it is, and as an upstream that echoes a request
-		// would likely quote it: each form goes back as the same form of
-		// the placeholder.
-		for _, enc := range echoForms {
-			v := enc(s.value)
-			if len(sc.old) > 0 && slices.ContainsFunc(sc.old, func(o []byte) bool { return string(o) == v }) {
-				continue
-			}
-			sc.old = append(sc.old, []byte(v))
-			sc.new = append(sc.new, []byte(enc(s.placeholder)))
-			sc.longest = max(sc.longest, len(v))
-		}
-	}
-	if len(sc.old) == 0 {
+const (
+	scanWhole      = 1 << 20  // bodies up to this are checked whole, then relayed
+	scanCompressed = 8 << 20  // a compressed body is read whole up to this
+	scanInflated   = 32 << 20 // and checked up to this size inflated
+)
+
+// errReflected cuts a streamed body that showed a value.
+var errReflected = errors.New("the response showed a brokered secret; the rest is not relayed")
+
+func newScrubber(secrets []*csecret, host string) *scrubber {
+	rf := newReflector(secrets)
+	if rf == nil {
 		return nil
 	}
-	return sc
+	return &scrubber{rf: rf, host: host}
 }
 
-// echoForms are the encodings a value echoed by an upstream is scrubbed
-// in: as it is, JSON-escaped (with and without HTML escapes), URL-escaped
-// (either case of hex digits), hex, and base64 (standard and URL
-// alphabets, padded or not) of the value alone.
-var echoForms = []func(string) string{
-	func(s string) string { return s },
-	func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) },
-	func(s string) string {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(s)
-		b := bytes.TrimSpace(buf.Bytes())
-		return string(b[1 : len(b)-1])
-	},
-	url.QueryEscape, url.PathEscape,
-	func(s string) string { return lowerHexEscapes(url.QueryEscape(s)) },
-	func(s string) string { return lowerHexEscapes(url.PathEscape(s)) },
-	func(s string) string { return hex.EncodeToString([]byte(s)) },
-	func(s string) string { return strings.ToUpper(hex.EncodeToString([]byte(s))) },
-	func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
-	func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) },
-	func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) },
-	func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
-}
-
-// lowerHexEscapes writes %2F as %2f.
-func lowerHexEscapes(s string) string {
-	b := []byte(s)
-	for i := 0; i+2 < len(b); i++ {
-		if b[i] == '%' {
-			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
-		}
+// text hides an error message that quotes a value.
+func (sc *scrubber) text(msg string) string {
+	if _, _, ok := sc.rf.find([]byte(msg)); ok {
+		return "the upstream's answer showed a brokered secret (not quoted)"
 	}
-	return string(b)
-}
-
-func lowerHex(c byte) byte {
-	if c >= 'A' && c <= 'F' {
-		return c + 'a' - 'A'
-	}
-	return c
+	return msg
 }
 
 func (sc *scrubber) response(resp *http.Response) {
-	if sc == nil {
-		return
-	}
-	for name, vals := range resp.Header {
-		if sc.inName(name) {
-			// a header named after the value goes, whatever it says
-			delete(resp.Header, name)
-			continue
-		}
-		for i, v := range vals {
-			vals[i] = string(sc.replace([]byte(v)))
-		}
-		resp.Header[name] = vals
-	}
 	// The upstream's reason phrase and trailers are not relayed: the
 	// standard phrase goes back, and no trailers.
 	resp.Status = fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	resp.Trailer = nil
+	if id, form, ok := sc.rf.find(headText(resp)); ok {
+		sc.refuse(resp, id, form, "head")
+		return
+	}
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return
 	}
 	if !identityOnly(resp.Header.Values("Content-Encoding")) {
-		// The upstream compressed anyway: the value cannot be seen in the
-		// stream, so refuse to pass it rather than risk it.
-		resp.Body.Close()
-		resp.Body = io.NopCloser(strings.NewReader("airlock egress: a compressed response from a host with a brokered secret is not relayed\n"))
-		resp.StatusCode, resp.Status = http.StatusBadGateway, "502 Bad Gateway"
-		resp.Header = http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
-		resp.ContentLength = -1
-		resp.TransferEncoding = nil
-		resp.Close = true
+		// The upstream compressed anyway although asked not to: refuse
+		// rather than guess at its encoding.
+		sc.refusal = "a compressed response (Content-Encoding) from a host with a brokered secret is not relayed"
+		replaceWith502(resp, sc.refusal)
 		return
 	}
-	resp.Body = &scrubReader{sc: sc, r: resp.Body}
+	buf, eof, err := readUpTo(resp.Body, scanWhole)
+	if err == nil && !eof && compressed(buf) {
+		var more []byte
+		more, eof, err = readUpTo(resp.Body, scanCompressed-len(buf))
+		buf = append(buf, more...)
+		if err == nil && !eof {
+			sc.refusal = fmt.Sprintf("a compressed body over %d bytes from a host with a brokered secret cannot be checked", scanCompressed)
+			replaceWith502(resp, sc.refusal)
+			return
+		}
+	}
+	if err != nil {
+		sc.refusal = "the response body could not be read: " + sc.text(err.Error())
+		replaceWith502(resp, sc.refusal)
+		return
+	}
+	if id, form, ok := sc.checkBody(buf, 0); ok {
+		sc.refuse(resp, id, form, "body")
+		return
+	} else if form != "" {
+		sc.refusal = form
+		replaceWith502(resp, form)
+		return
+	}
+	orig := resp.Body
 	resp.Header.Del("Content-Length")
+	resp.TransferEncoding = nil
+	if eof {
+		resp.Body = readCloser{bytes.NewReader(buf), orig}
+		resp.ContentLength = int64(len(buf))
+		return
+	}
+	keep := min(len(buf), sc.rf.span)
+	resp.Body = &reflectReader{sc: sc, r: orig, out: buf[:len(buf)-keep], carry: bytes.Clone(buf[len(buf)-keep:])}
 	resp.ContentLength = -1
 	if resp.ProtoAtLeast(1, 1) {
 		resp.TransferEncoding = []string{"chunked"}
 	} else {
 		resp.Close = true
 	}
+}
+
+// checkBody looks for a value in a whole body and, when it is compressed,
+// in what it inflates to (up to three layers). A body that cannot be
+// checked gives ok false and the reason in form.
+func (sc *scrubber) checkBody(b []byte, depth int) (id, form string, ok bool) {
+	if id, form, ok := sc.rf.find(b); ok {
+		return id, form, true
+	}
+	if !compressed(b) {
+		return "", "", false
+	}
+	if depth == 3 {
+		return "", "a body compressed more than three times cannot be checked", false
+	}
+	plain, err := inflate(b, scanInflated)
+	if errors.Is(err, errTooLarge) {
+		return "", fmt.Sprintf("a compressed body inflating to over %d bytes cannot be checked", scanInflated), false
+	}
+	// A corrupt stream is checked as far as it inflates: a client cannot
+	// read further either.
+	id, form, ok = sc.checkBody(plain, depth+1)
+	if ok {
+		form = "gzip/zlib, " + form
+	}
+	return id, form, ok
+}
+
+func (sc *scrubber) refuse(resp *http.Response, id, form, where string) {
+	sc.refusal = fmt.Sprintf("the response from %s showed brokered secret %s in its %s (%s); it is not relayed", sc.host, id, where, form)
+	replaceWith502(resp, sc.refusal)
+}
+
+func replaceWith502(resp *http.Response, msg string) {
+	if resp.Body != nil {
+		resp.Body.Close()
+	}
+	body := "airlock egress: " + msg + " (rule " + RuleReflected + ")\n"
+	resp.Body = io.NopCloser(strings.NewReader(body))
+	resp.StatusCode, resp.Status = http.StatusBadGateway, "502 Bad Gateway"
+	resp.Header = http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "X-Airlock-Rule": {RuleReflected}}
+	resp.ContentLength = int64(len(body))
+	resp.TransferEncoding = nil
+	resp.Close = true
+}
+
+// headText is the response head as the sandbox would see it.
+func headText(resp *http.Response) []byte {
+	var b bytes.Buffer
+	b.WriteString(resp.Status)
+	for name, vals := range resp.Header {
+		for _, v := range vals {
+			fmt.Fprintf(&b, "\n%s: %s", name, v)
+		}
+	}
+	return b.Bytes()
 }
 
 // identityOnly: every Content-Encoding listed (header lines and their
@@ -518,80 +562,64 @@ func identityOnly(vals []string) bool {
 	return true
 }
 
-// inName reports whether a header name holds a value in any of its forms
-// (names are canonicalized, so case is ignored).
-func (sc *scrubber) inName(name string) bool {
-	n := bytes.ToLower([]byte(name))
-	for _, o := range sc.old {
-		if bytes.Contains(n, bytes.ToLower(o)) {
-			return true
-		}
+// readUpTo reads r until EOF or n bytes; eof says whether r ended.
+func readUpTo(r io.Reader, n int) (b []byte, eof bool, err error) {
+	b, err = io.ReadAll(io.LimitReader(r, int64(n)+1))
+	if err != nil {
+		return nil, false, err
 	}
-	return false
-}
-
-func (sc *scrubber) replace(b []byte) []byte {
-	for i, o := range sc.old {
-		b = bytes.ReplaceAll(b, o, sc.new[i])
+	if len(b) > n {
+		// one byte too many: r goes on; give the byte back as data
+		return b, false, nil
 	}
-	return b
+	return b, true, nil
 }
 
-// scrubReader replaces values in a stream, holding back fewer bytes than
-// the longest value so that a value split across reads is still found.
-type scrubReader struct {
-	sc   *scrubber
-	r    io.ReadCloser
-	in   []byte // read, not yet scrubbed
-	out  []byte // scrubbed, not yet returned
-	eof  bool
-	rerr error
+type readCloser struct {
+	io.Reader
+	c io.Closer
 }
 
-func (s *scrubReader) Close() error { return s.r.Close() }
+func (r readCloser) Close() error { return r.c.Close() }
 
-func (s *scrubReader) Read(p []byte) (int, error) {
+// reflectReader relays a long body, checking each window of it (with the
+// last span bytes of the one before) before it goes back.
+type reflectReader struct {
+	sc    *scrubber
+	r     io.ReadCloser
+	carry []byte // checked, held back as the next window's overlap
+	out   []byte // checked, not yet returned
+	eof   bool
+	rerr  error
+}
+
+func (s *reflectReader) Close() error { return s.r.Close() }
+
+func (s *reflectReader) Read(p []byte) (int, error) {
 	for len(s.out) == 0 {
 		if s.eof {
-			if len(s.in) > 0 {
-				s.out, s.in = s.sc.replace(s.in), nil
+			if len(s.carry) > 0 {
+				s.out, s.carry = s.carry, nil
 				continue
 			}
 			return 0, s.rerr
 		}
 		buf := make([]byte, 32<<10)
 		n, err := s.r.Read(buf)
-		s.in = append(s.in, buf[:n]...)
+		win := append(s.carry, buf[:n]...)
+		if id, form, ok := s.sc.rf.find(win); ok {
+			s.sc.refusal = fmt.Sprintf("the response from %s showed brokered secret %s in its body (%s); the connection was cut there", s.sc.host, id, form)
+			s.carry, s.eof, s.rerr = nil, true, errReflected
+			return 0, errReflected
+		}
 		if err != nil {
-			s.eof, s.rerr = true, err
+			s.out, s.carry, s.eof, s.rerr = win, nil, true, err
 			continue
 		}
-		s.out, s.in = s.scrubSafe(s.in)
+		keep := min(len(win), s.sc.rf.span)
+		s.out, s.carry = win[:len(win)-keep], bytes.Clone(win[len(win)-keep:])
 	}
 	n := copy(p, s.out)
 	s.out = s.out[n:]
 	return n, nil
-}
-
-// scrubSafe scrubs the part of in that cannot be the start of a value cut
-// by the end of the buffer, and returns it and the rest.
-func (s *scrubReader) scrubSafe(in []byte) (out, rest []byte) {
-	var b []byte
-	for len(in) > 0 {
-		at, which := -1, -1
-		for i, o := range s.sc.old {
-			if j := bytes.Index(in, o); j >= 0 && (at < 0 || j < at) {
-				at, which = j, i
-			}
-		}
-		if at < 0 {
-			break
-		}
-		b = append(b, in[:at]...)
-		b = append(b, s.sc.new[which]...)
-		in = in[at+len(s.sc.old[which]):]
-	}
-	keep := min(len(in), s.sc.longest-1)
-	b = append(b, in[:len(in)-keep]...)
-	return b, bytes.Clone(in[len(in)-keep:])
 }

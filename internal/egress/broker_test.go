@@ -22,10 +22,15 @@ type brokerEnv struct {
 	sandboxCA *x509.CertPool
 }
 
-func newBrokerEnv(t *testing.T, roots bool) *brokerEnv {
+func newBrokerEnv(t *testing.T, roots bool) *brokerEnv { return newBrokerEnvH(t, roots, nil) }
+
+// newBrokerEnvWith: an upstream that answers with h.
+func newBrokerEnvWith(t *testing.T, h http.HandlerFunc) *brokerEnv { return newBrokerEnvH(t, true, h) }
+
+func newBrokerEnvH(t *testing.T, roots bool, h http.HandlerFunc) *brokerEnv {
 	ca := newTestCA(t)
 	cert := ca.cert(t, "api.secret.example.test")
-	up := startUpstream(t, &cert, nil)
+	up := startUpstream(t, &cert, h)
 	cfg := Config{}
 	if roots {
 		cfg.UpstreamRoots = ca.pool
@@ -75,31 +80,38 @@ func (b *brokerEnv) get(t *testing.T, roots *x509.CertPool, url, auth string) (*
 
 // Threat model, Secrets: a brokered secret never appears inside the
 // sandbox; the upstream gets the value, the sandbox and the record only
-// the placeholder and the secret's id.
+// the placeholder and the secret's id. An answer that quotes the value is
+// refused (502) and the refusal recorded.
 func TestBrokeredSecret(t *testing.T) {
 	b := newBrokerEnv(t, true)
-	url := "https://api.secret.example.test:" + itoa(b.up.port) + "/user"
-	resp, body := b.get(t, b.sandboxCA, url, "Bearer "+placeholder)
-	if resp.StatusCode != 200 {
+	base := "https://api.secret.example.test:" + itoa(b.up.port)
+	resp, body := b.get(t, b.sandboxCA, base+"/quiet", "Bearer "+placeholder)
+	if resp.StatusCode != 200 || body != "host=api.secret.example.test:"+itoa(b.up.port)+" path=/quiet" {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	seen := b.up.requests()
 	if len(seen) != 1 || seen[0].Header.Get("Authorization") != "Bearer "+secretValue {
 		t.Fatalf("upstream saw %v", seen)
 	}
-	// The upstream echoes the credential in a header and the body; the
-	// sandbox must see only the placeholder.
-	if strings.Contains(body, secretValue) || strings.Contains(resp.Header.Get("X-Seen-Authorization"), secretValue) {
-		t.Errorf("the secret reached the sandbox: %q %v", body, resp.Header)
-	}
-	if !strings.Contains(body, placeholder) {
-		t.Errorf("body %q", body)
-	}
 	use := b.rec.find(t, KindSecret, 1)[0]
 	if use.Secret != "gh" || use.Header != "Authorization" || use.Host != "api.secret.example.test" || use.ExecID != "exec1" {
 		t.Errorf("secret event: %+v", use)
 	}
-	b.rec.find(t, KindResponse, 1)
+	if r := b.rec.find(t, KindResponse, 1)[0]; r.Decision == "deny" {
+		t.Errorf("a clean answer was refused: %+v", r)
+	}
+	// The upstream echoes the credential in a header and the body: the
+	// sandbox gets a refusal, never the value.
+	resp, body = b.get(t, b.sandboxCA, base+"/user", "Bearer "+placeholder)
+	if resp.StatusCode != 502 || resp.Header.Get("X-Airlock-Rule") != RuleReflected {
+		t.Errorf("an echoed secret: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	if strings.Contains(body, secretValue) || strings.Contains(resp.Header.Get("X-Seen-Authorization"), secretValue) {
+		t.Errorf("the secret reached the sandbox: %q %v", body, resp.Header)
+	}
+	if r := b.rec.find(t, KindResponse, 2)[1]; r.Decision != "deny" || r.Rule != RuleReflected || !strings.Contains(r.Reason, "gh") {
+		t.Errorf("refusal event: %+v", r)
+	}
 	if strings.Contains(b.rec.json(t), secretValue) {
 		t.Errorf("the secret value is in the record")
 	}

@@ -11,15 +11,16 @@ import (
 
 // Built-in rule ids, for decisions no policy rule made.
 const (
-	RuleCut         = "egress-cut"   // the kill switch is on
-	RuleDefaultDeny = "default-deny" // nothing allows the destination
-	RulePort        = "port"         // the host is allowed, the port is not
-	RuleParse       = "parse"        // a malformed request or host
-	RuleResolve     = "resolve"      // the name did not resolve
-	RuleSNI         = "sni"          // the TLS ClientHello names a host that is not allowed
-	RulePublicWeb   = "public-web"   // allowed by the public_web category
-	RuleAudit       = "audit"        // the event could not be recorded: fail closed
-	RuleUpstream    = "upstream"     // the upstream failed mid-request
+	RuleCut         = "egress-cut"       // the kill switch is on
+	RuleDefaultDeny = "default-deny"     // nothing allows the destination
+	RulePort        = "port"             // the host is allowed, the port is not
+	RuleParse       = "parse"            // a malformed request or host
+	RuleResolve     = "resolve"          // the name did not resolve
+	RuleSNI         = "sni"              // the TLS ClientHello names a host that is not allowed
+	RulePublicWeb   = "public-web"       // allowed by the public_web category
+	RuleAudit       = "audit"            // the event could not be recorded: fail closed
+	RuleUpstream    = "upstream"         // the upstream failed mid-request
+	RuleReflected   = "secret-reflected" // a brokered host's response showed the secret's value
 	// Guards are named "guard-<range>": guard-loopback, guard-private,
 	// guard-link-local, guard-metadata, guard-cgnat, guard-multicast,
 	// guard-unspecified, guard-broadcast, guard-reserved.
@@ -51,7 +52,7 @@ func (c *compiled) decideName(t Target, m mode) (decision, bool) {
 		if !r.denies(m, t.Port) {
 			continue
 		}
-		if (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchDenied(t.Addr)) {
+		if (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchDenied(t.Addr, c.nat64)) {
 			return deny(r.id, "%s is denied by rule %s", t.Host, r.id), false
 		}
 	}
@@ -116,11 +117,11 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 		if !r.denies(m, t.Port) {
 			continue
 		}
-		if r.matchDenied(a) {
+		if r.matchDenied(a, c.nat64) {
 			return r.id, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.id), false
 		}
 	}
-	g, guarded := classify(a)
+	g, guarded := classify(a, c.nat64...)
 	if !guarded {
 		return "", "", true
 	}
@@ -169,7 +170,13 @@ func (s *Service) decide(ctx context.Context, c *compiled, t Target, m mode, net
 		if !a.IsValid() {
 			continue
 		}
-		if rule, reason, ok := c.checkAddr(t, m, a); !ok {
+		rule, reason, ok := c.checkAddr(t, m, a)
+		if ok && d.rule == RulePublicWeb {
+			if r, n, denied := s.deniedByAddr(ctx, c, m, t.Port, a, false); denied {
+				rule, reason, ok = r, fmt.Sprintf("%s shares address %s with %s, which rule %s denies", t.Host, a, n, r), false
+			}
+		}
+		if !ok {
 			if first.rule == "" {
 				first = deny(rule, "%s", reason)
 				first.addrs = []netip.Addr{a} // for the record only
@@ -190,15 +197,21 @@ func (s *Service) decide(ctx context.Context, c *compiled, t Target, m mode, net
 }
 
 // stillAllowed re-checks an open connection against a new policy, without
-// resolving again.
+// resolving again (deny names count by the addresses already cached).
 func (s *Service) stillAllowed(c *compiled, t Target, m mode, a netip.Addr) bool {
 	if s.cut.Load() {
 		return false
 	}
-	if _, ok := c.decideName(t, m); !ok {
+	d, ok := c.decideName(t, m)
+	if !ok {
 		return false
 	}
-	_, _, ok := c.checkAddr(t, m, a)
+	if d.rule == RulePublicWeb {
+		if _, _, denied := s.deniedByAddr(context.Background(), c, m, t.Port, a, true); denied {
+			return false
+		}
+	}
+	_, _, ok = c.checkAddr(t, m, a)
 	return ok
 }
 

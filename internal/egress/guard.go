@@ -56,42 +56,112 @@ var guards = []guardRange{
 	{mustPrefix("2001::/32"), "reserved"},
 }
 
-// classify returns the guarded range holding a, if any. An IPv4-mapped
-// address is judged as the IPv4 address; NAT64 and 6to4 addresses are
-// judged by the IPv4 address they embed when that one is guarded.
-func classify(a netip.Addr) (guardRange, bool) {
+// classify returns the guarded range holding a, if any, with the NAT64
+// prefixes the network is known to use (see embeddedIPv4s). An address
+// that carries an IPv4 address is judged by it too: a mapped one only as
+// the IPv4 address, the others also as themselves.
+func classify(a netip.Addr, nat64 ...netip.Prefix) (guardRange, bool) {
 	a = a.WithZone("").Unmap()
+	// The embedded address first: its range names the refusal, and no
+	// IPv6 rule can open it (a CIDR must lie inside the range it opens),
+	// so allowing Teredo or a NAT64 prefix never opens the metadata
+	// service through it.
+	for _, v4 := range embeddedIPv4s(a, nat64) {
+		if g, ok := classify(v4); ok {
+			return g, true
+		}
+	}
 	for _, g := range guards {
 		if g.prefix.Contains(a) {
 			return g, true
 		}
 	}
-	if v4, ok := embeddedIPv4(a); ok {
-		if g, ok := classify(v4); ok {
-			return g, true
-		}
+	if wkp32.Contains(a) && !nat64WKP.Contains(a) && !nat64Local.Contains(a) {
+		// the rest of 64:ff9b::/32 is unassigned: nothing translates it
+		// in a known way, so nothing reaches it
+		return guardRange{wkp32, "reserved"}, true
 	}
 	return guardRange{}, false
 }
 
 var (
-	nat64      = mustPrefix("64:ff9b::/96")
-	nat64Local = mustPrefix("64:ff9b:1::/48")
-	sixToFour  = mustPrefix("2002::/16")
+	nat64WKP   = mustPrefix("64:ff9b::/96")   // RFC 6052 well-known prefix
+	nat64Local = mustPrefix("64:ff9b:1::/48") // RFC 8215 local-use, any RFC 6052 length inside
+	wkp32      = mustPrefix("64:ff9b::/32")
+	siit       = mustPrefix("::ffff:0:0:0/96") // RFC 2765 IPv4-translated
+	compat     = mustPrefix("::/96")           // IPv4-compatible (deprecated)
+	sixToFour  = mustPrefix("2002::/16")       // RFC 3056
+	teredo     = mustPrefix("2001::/32")       // RFC 4380
 )
 
-func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
-	if !a.Is6() {
-		return netip.Addr{}, false
+// nat64Layouts are where RFC 6052 puts the IPv4 address after a prefix
+// of each allowed length: the byte offsets, skipping byte 8 (the "u"
+// octet, always zero).
+var nat64Layouts = map[int][4]int{
+	32: {4, 5, 6, 7},
+	40: {5, 6, 7, 9},
+	48: {6, 7, 9, 10},
+	56: {7, 9, 10, 11},
+	64: {9, 10, 11, 12},
+	96: {12, 13, 14, 15},
+}
+
+// ValidNAT64Prefix checks a configured NAT64 prefix: a length RFC 6052
+// defines a layout for.
+func ValidNAT64Prefix(p netip.Prefix) bool {
+	_, ok := nat64Layouts[p.Bits()]
+	return p.IsValid() && p.Addr().Is6() && !p.Addr().Is4In6() && ok
+}
+
+func at(b [16]byte, i [4]int) netip.Addr {
+	return netip.AddrFrom4([4]byte{b[i[0]], b[i[1]], b[i[2]], b[i[3]]})
+}
+
+// embeddedIPv4s are the IPv4 addresses a may stand for where the network
+// translates or tunnels it: SIIT (::ffff:0:a.b.c.d), IPv4-compatible
+// (::a.b.c.d), NAT64 under the well-known /96 and under each configured
+// prefix (its own RFC 6052 layout), 6to4, and Teredo (server and client).
+//
+// Under the local-use 64:ff9b:1::/48 the operator picks the prefix length
+// (/48 to /96), which the proxy cannot know: every layout that fits is a
+// candidate, so an address is refused if any reading of it is guarded.
+// Readings in 0.0.0.0/8 are left out there: the zero bytes of every
+// ordinary address read as 0.x.x.x under the other layouts, and a
+// translator forwards, so a packet for 0.0.0.0/8 is a martian that is
+// dropped rather than delivered to the translator's own host.
+func embeddedIPv4s(a netip.Addr, nat64 []netip.Prefix) []netip.Addr {
+	if !a.Is6() || a.Is4In6() {
+		return nil
 	}
 	b := a.As16()
-	switch {
-	case nat64.Contains(a), nat64Local.Contains(a):
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
-	case sixToFour.Contains(a):
-		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	var out []netip.Addr
+	for _, p := range nat64 {
+		if l, ok := nat64Layouts[p.Bits()]; ok && p.Contains(a) {
+			out = append(out, at(b, l))
+		}
 	}
-	return netip.Addr{}, false
+	switch {
+	case siit.Contains(a), nat64WKP.Contains(a):
+		out = append(out, at(b, nat64Layouts[96]))
+	case compat.Contains(a) && b[12] != 0:
+		// (::, ::1 and the like are judged as themselves)
+		out = append(out, at(b, nat64Layouts[96]))
+	case nat64Local.Contains(a):
+		for _, bits := range []int{48, 56, 64, 96} {
+			if v4 := at(b, nat64Layouts[bits]); v4.As4()[0] != 0 {
+				out = append(out, v4)
+			}
+		}
+	case sixToFour.Contains(a):
+		out = append(out, netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+	case teredo.Contains(a):
+		for _, v4 := range []netip.Addr{at(b, nat64Layouts[32]), netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})} {
+			if v4.As4()[0] != 0 { // (2001::1 is judged as itself)
+				out = append(out, v4)
+			}
+		}
+	}
+	return out
 }
 
 // unlocks reports whether an allow CIDR opens address a in guarded range
@@ -107,8 +177,9 @@ func unlocks(cidr netip.Prefix, g guardRange, a netip.Addr) bool {
 // Guarded says whether a lies in a range that egress refuses unless a
 // rule opens exactly that range (loopback, private, link-local, metadata,
 // ...), and names the range. The daemon's own fetches for remote clients
-// (a task's clone) use it too.
-func Guarded(a netip.Addr) (string, bool) {
-	g, ok := classify(a)
+// (a task's clone) use it too. nat64 are the NAT64 prefixes the network
+// is known to use besides the well-known ones (see Config.NAT64Prefixes).
+func Guarded(a netip.Addr, nat64 ...netip.Prefix) (string, bool) {
+	g, ok := classify(a, nat64...)
 	return g.kind, ok
 }

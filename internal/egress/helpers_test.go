@@ -284,6 +284,10 @@ func startUpstream(t testing.TB, tlsCert *tls.Certificate, h http.HandlerFunc) *
 	u := &upstream{ln: ln, port: ln.Addr().(*net.TCPAddr).Port}
 	if h == nil {
 		h = func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/quiet" { // an answer that quotes nothing
+				fmt.Fprintf(w, "host=%s path=%s", r.Host, r.URL.Path)
+				return
+			}
 			w.Header().Set("X-Seen-Authorization", r.Header.Get("Authorization"))
 			fmt.Fprintf(w, "host=%s path=%s auth=%s", r.Host, r.URL.Path, r.Header.Get("Authorization"))
 		}

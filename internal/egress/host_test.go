@@ -73,7 +73,7 @@ func TestGuards(t *testing.T) {
 		"fd00::1": "private", "169.254.0.1": "link-local", "fe80::1": "link-local", "100.127.0.1": "cgnat",
 		"224.0.0.251": "multicast", "ff02::1": "multicast", "0.1.2.3": "unspecified", "::": "unspecified",
 		"255.255.255.255": "broadcast", "::ffff:127.0.0.1": "loopback", "64:ff9b::10.0.0.1": "private",
-		"2002:c0a8:0101::": "private", "::10.0.0.1": "reserved", "2001::1": "reserved",
+		"2002:c0a8:0101::": "private", "::10.0.0.1": "private", "2001::1": "reserved",
 	} {
 		g, ok := classify(netip.MustParseAddr(in))
 		if !ok || g.kind != kind {

@@ -93,8 +93,9 @@ type Secret struct {
 	// Hosts are name patterns, as in Rule; each must also be allowed by
 	// a rule for the secret to be used.
 	Hosts []string `yaml:"hosts" json:"hosts"`
-	// Headers limits the replacement to these request headers; empty
-	// means any header.
+	// Headers are the request headers the value may go in; empty means
+	// Authorization only. Cookie is never one: a cookie jar, the URL and
+	// the body never get the value.
 	Headers []string `yaml:"headers,omitempty" json:"headers,omitempty"`
 	// Value is the real credential. It is never read from or written to a
 	// policy file: the caller fills it in before SetPolicy.
@@ -203,6 +204,8 @@ type compiled struct {
 	allow   []*crule
 	deny    []*crule
 	secrets []*csecret
+	// nat64 are the network's NAT64 prefixes (Config.NAT64Prefixes).
+	nat64 []netip.Prefix
 	// emptyPresets names presets that were asked for but found no host.
 	emptyPresets []string
 }
@@ -221,7 +224,7 @@ type csecret struct {
 	id, placeholder, value string
 	names                  map[string]bool
 	suffixes               []string
-	headers                map[string]bool // canonical header names; nil: any
+	headers                map[string]bool // canonical header names, never empty
 }
 
 func validID(id string) bool {
@@ -410,16 +413,39 @@ func compileSecret(s *Secret) (*csecret, error) {
 			return nil, invalid("secret %s: %v", s.ID, err)
 		}
 	}
-	if len(s.Headers) > 0 {
-		cs.headers = map[string]bool{}
-		for _, h := range s.Headers {
-			if h == "" || strings.ContainsAny(h, " \t\r\n:\x00") {
-				return nil, invalid("secret %s: header name %q", s.ID, h)
-			}
-			cs.headers[canonicalHeader(h)] = true
+	cs.headers = map[string]bool{}
+	for _, h := range s.Headers {
+		if err := checkSecretHeader(h); err != nil {
+			return nil, invalid("secret %s: %v", s.ID, err)
 		}
+		cs.headers[canonicalHeader(h)] = true
+	}
+	if len(cs.headers) == 0 {
+		cs.headers[DefaultSecretHeader] = true
 	}
 	return cs, nil
+}
+
+// DefaultSecretHeader is the one request header a brokered value goes in
+// when a secret names none.
+const DefaultSecretHeader = "Authorization"
+
+// checkSecretHeader refuses header names that are malformed, and those a
+// value must never go in: cookies (a jar persists and is echoed back by
+// design), and the hop-by-hop and framing headers the proxy owns.
+func checkSecretHeader(h string) error { return CheckSecretHeader(h) }
+
+// CheckSecretHeader says whether a brokered secret may name header h.
+func CheckSecretHeader(h string) error {
+	if h == "" || len(h) > 128 || strings.ContainsAny(h, " \t\r\n:\x00") {
+		return fmt.Errorf("header name %q", h)
+	}
+	switch canonicalHeader(h) {
+	case "Cookie", "Cookie2", "Set-Cookie", "Host", "Content-Length", "Transfer-Encoding",
+		"Connection", "Proxy-Authorization", "Upgrade", "Te", "Trailer", "Keep-Alive":
+		return fmt.Errorf("header %s may not carry a brokered secret", canonicalHeader(h))
+	}
+	return nil
 }
 
 func matchName(name string, names map[string]bool, suffixes []string) bool {
@@ -446,15 +472,19 @@ func (r *crule) matchAddr(a netip.Addr) bool {
 	return false
 }
 
-// matchDenied is matchAddr for a deny rule: a NAT64 or 6to4 address is
-// also denied by the IPv4 address it embeds (it reaches that host where
-// the network translates).
-func (r *crule) matchDenied(a netip.Addr) bool {
+// matchDenied is matchAddr for a deny rule: an address that embeds an
+// IPv4 address (NAT64, SIIT, 6to4, Teredo...; see embeddedIPv4s) is also
+// denied by it, since it reaches that host where the network translates.
+func (r *crule) matchDenied(a netip.Addr, nat64 []netip.Prefix) bool {
 	if r.matchAddr(a) {
 		return true
 	}
-	v4, ok := embeddedIPv4(a.WithZone(""))
-	return ok && r.matchAddr(v4)
+	for _, v4 := range embeddedIPv4s(a.WithZone("").Unmap(), nat64) {
+		if r.matchAddr(v4) {
+			return true
+		}
+	}
+	return false
 }
 
 // mode is what a destination is used for; it sets the default ports.

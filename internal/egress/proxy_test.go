@@ -142,7 +142,11 @@ func TestMetadataEverySpelling(t *testing.T) {
 		{"[0:0:0:0:0:ffff:a9fe:a9fe]", "guard-metadata"},
 		{"[64:ff9b::a9fe:a9fe]", "guard-metadata"},
 		{"[2002:a9fe:a9fe::1]", "guard-metadata"},
-		{"[::169.254.169.254]", "guard-reserved"}, // IPv4-compatible: refused as a whole
+		{"[::169.254.169.254]", "guard-metadata"},        // IPv4-compatible
+		{"[::ffff:0:169.254.169.254]", "guard-metadata"}, // SIIT
+		{"[64:ff9b:1:a9fe:a9:fe00::]", "guard-metadata"}, // local-use NAT64, /48 layout
+		{"[64:ff9b:1:a9:fe:a9fe:0:0]", "guard-metadata"}, // /56 layout
+		{"[2001:0:a9fe:a9fe::1]", "guard-metadata"},      // Teredo server
 		{"[fd00:ec2::254]", "guard-metadata"},
 		{"[FD00:EC2:0:0:0:0:0:254]", "guard-metadata"},
 		{"100.100.100.200", "guard-metadata"},

@@ -127,6 +127,11 @@ type Config struct {
 	MaxHeaderBytes int
 	// CALifetime is how long a sandbox CA is valid; default 30 days.
 	CALifetime time.Duration
+	// NAT64Prefixes are the NAT64 (or DNS64) prefixes of the host's
+	// network besides 64:ff9b::/96 and 64:ff9b:1::/48, each of a length
+	// RFC 6052 defines (32, 40, 48, 56, 64, 96): an address under one is
+	// also judged by the IPv4 address it embeds.
+	NAT64Prefixes []netip.Prefix
 	// Limits bound each sandbox's DNS and connection rates and its audit
 	// budget; zero fields take DefaultLimits.
 	Limits Limits
@@ -144,7 +149,8 @@ type Service struct {
 
 	mu        sync.Mutex // guards sandboxes and each sandbox's conns
 	sandboxes map[string]*sandbox
-	orphan    *meter // of ids without an entry
+	denied    deniedCache // addresses of deny rules' names
+	orphan    *meter      // of ids without an entry
 
 	refused refusals
 	closed  bool // Close ran: no more window timers (guarded by refused.mu)
@@ -179,6 +185,11 @@ func (tr *tracked) set(t Target, m mode, a netip.Addr) {
 func New(cfg Config) (*Service, error) {
 	if cfg.Recorder == nil {
 		return nil, errdefs.Wrap(errdefs.ErrInvalid, "egress: a Recorder is required (every connection is recorded)")
+	}
+	for _, p := range cfg.NAT64Prefixes {
+		if !ValidNAT64Prefix(p) {
+			return nil, errdefs.Wrap(errdefs.ErrInvalid, "egress: NAT64 prefix %s: an IPv6 prefix of length 32, 40, 48, 56, 64 or 96", p)
+		}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -235,6 +246,7 @@ func (s *Service) SetPolicy(sandboxID string, p Policy) error {
 	if err != nil {
 		return fmt.Errorf("sandbox %s: %w", sandboxID, err)
 	}
+	c.nat64 = s.cfg.NAT64Prefixes
 	for _, sec := range c.secrets {
 		if sec.value == "" {
 			return errdefs.Wrap(errdefs.ErrInvalid, "sandbox %s: egress secret %s has no value (fill Secret.Value before SetPolicy)", sandboxID, sec.id)

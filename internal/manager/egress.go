@@ -205,7 +205,7 @@ func (m *Manager) effectiveEgress(ctx context.Context, ls *liveSandbox) (egress.
 		if err != nil {
 			return p, err
 		}
-		p.Secrets = append(slices.Clone(p.Secrets), egress.Secret{ID: g.ID, Placeholder: g.Placeholder, Hosts: g.Hosts, Value: string(v)})
+		p.Secrets = append(slices.Clone(p.Secrets), egress.Secret{ID: g.ID, Placeholder: g.Placeholder, Hosts: g.Hosts, Headers: g.Headers, Value: string(v)})
 	}
 	return p, nil
 }

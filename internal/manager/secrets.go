@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"io/fs"
+	"net/textproto"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -62,6 +64,7 @@ type SecretGrant struct {
 	Env         string     `json:"env"`
 	Hosts       []string   `json:"hosts"`
 	Placeholder string     `json:"placeholder,omitempty"`
+	Headers     []string   `json:"headers,omitempty"` // broker: the request headers the value goes in
 	Created     time.Time  `json:"created"`
 	Expires     time.Time  `json:"expires"`
 	CreatedBy   string     `json:"created_by"`
@@ -72,11 +75,14 @@ type SecretGrant struct {
 // GrantSecretRequest asks to let a sandbox (or a task's sandbox) use a
 // secret.
 type GrantSecretRequest struct {
-	SandboxID  string   `json:"sandbox_id,omitempty"`
-	TaskID     string   `json:"task_id,omitempty"`
-	Mode       string   `json:"mode,omitempty"` // env (default) or broker
-	Env        string   `json:"env,omitempty"`  // default: the secret's name
-	Hosts      []string `json:"hosts"`
+	SandboxID string   `json:"sandbox_id,omitempty"`
+	TaskID    string   `json:"task_id,omitempty"`
+	Mode      string   `json:"mode,omitempty"` // env (default) or broker
+	Env       string   `json:"env,omitempty"`  // default: the secret's name
+	Hosts     []string `json:"hosts"`
+	// Headers (broker mode) are the request headers the value may go in;
+	// empty: Authorization only. Never Cookie.
+	Headers    []string `json:"headers,omitempty"`
 	TTLSeconds int64    `json:"ttl_seconds,omitempty"`
 }
 
@@ -276,6 +282,10 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 		}
 		hosts = appendUniq(hosts, h)
 	}
+	headers, err := grantHeaders(mode, req.Headers)
+	if err != nil {
+		return nil, err
+	}
 	d, err := Seconds("ttl_seconds", req.TTLSeconds, MaxSecretGrantFor)
 	if err != nil {
 		return nil, err
@@ -285,7 +295,7 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 	}
 	now := m.now()
 	g := &store.SecretGrant{ID: newID("sg-"), Secret: name, SandboxID: sandboxID, TaskID: taskID, Mode: mode, Env: env, Hosts: hosts,
-		Created: now, Expires: now.Add(d), CreatedBy: actorOf(ctx)}
+		Headers: headers, Created: now, Expires: now.Add(d), CreatedBy: actorOf(ctx)}
 	if mode == "broker" {
 		var b [16]byte
 		_, _ = rand.Read(b[:])
@@ -295,7 +305,7 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 		return nil, err
 	}
 	_ = m.record(ctx, audit.Entry{SandboxID: sandboxID, TaskID: taskID, Kind: "secret.grant", Payload: map[string]any{
-		"grant": g.ID, "secret": name, "mode": mode, "env": env, "hosts": hosts, "expires": g.Expires}})
+		"grant": g.ID, "secret": name, "mode": mode, "env": env, "hosts": hosts, "headers": headers, "expires": g.Expires}})
 	if err := m.applyEgress(ctx, sandboxID); err != nil {
 		// A grant the proxy cannot take does not stand.
 		_ = m.cfg.Store.RevokeSecretGrant(context.WithoutCancel(ctx), g.ID, m.now())
@@ -304,9 +314,31 @@ func (m *Manager) GrantSecret(ctx context.Context, name string, req GrantSecretR
 	return secretGrantView(g, now), nil
 }
 
+// grantHeaders checks the headers a grant names: broker mode only, at
+// most 16, none that may not carry a secret (egress.CheckSecretHeader).
+func grantHeaders(mode string, hs []string) ([]string, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	if mode != "broker" {
+		return nil, fmt.Errorf("headers: only a brokered grant goes in headers: %w", errdefs.ErrInvalid)
+	}
+	if len(hs) > 16 {
+		return nil, fmt.Errorf("headers: at most 16: %w", errdefs.ErrInvalid)
+	}
+	var out []string
+	for _, h := range hs {
+		if err := egress.CheckSecretHeader(h); err != nil {
+			return nil, fmt.Errorf("headers: %v: %w", err, errdefs.ErrInvalid)
+		}
+		out = appendUniq(out, textproto.CanonicalMIMEHeaderKey(h))
+	}
+	return out, nil
+}
+
 func secretGrantView(g *store.SecretGrant, now time.Time) *SecretGrant {
 	v := &SecretGrant{ID: g.ID, Secret: g.Secret, SandboxID: g.SandboxID, TaskID: g.TaskID, Mode: g.Mode, Env: g.Env, Hosts: g.Hosts,
-		Placeholder: g.Placeholder, Created: g.Created, Expires: g.Expires, CreatedBy: g.CreatedBy, Revoked: g.Revoked, State: "active"}
+		Placeholder: g.Placeholder, Headers: g.Headers, Created: g.Created, Expires: g.Expires, CreatedBy: g.CreatedBy, Revoked: g.Revoked, State: "active"}
 	switch {
 	case g.Revoked != nil:
 		v.State = "revoked"

@@ -25,6 +25,12 @@ func FuzzRedact(f *testing.F) {
 		"password: [REDACTED:known-secret]abc token=x",
 		`{"password":"hunter2hunter2","k":[1,"` + ghToken + `"]}`,
 		"-----BEGIN PRIVATE KEY-----\n-----BEGIN PRIVATE KEY-----.-----END PRIVATE KEY-----",
+		"f u z z - s e c r e t - V a l u e 1",
+		"p\x00a\x005\x005\x00w\x000\x00r\x00d\x00!\x00x\x00",
+		"0000000   f   u   z   z   -   s   e   c   r   e   t   -   V   a   l   u\n0000020   e   1  \\n\n0000023\n",
+		"00000000: 6675 7a7a 2d73 6563 7265 742d 5661 6c75  fuzz-secret-Valu\n00000010: 6531 0a                                  e1.\n",
+		"0000000 061560 032465 030167 062162 074041\n0000012\n",
+		"1x.ak.ak.ak.ak.ak.ak.a.b.c",
 	} {
 		f.Add([]byte(s))
 	}

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -25,8 +26,8 @@ type known struct {
 	// moves about five bytes a step; byKey then holds the needles that start with a window.
 	shift *[1 << 16]uint8
 	byKey map[uint64][]int32
-	// hasB64: some needle is a base64 form (see findWrapped).
-	hasB64 bool
+	// hasWrap: some needle is a base64 or hex form (see findWrapped).
+	hasWrap bool
 	// longest is the most bytes one finding of a needle can cover.
 	longest int
 }
@@ -36,7 +37,9 @@ type needle struct {
 	text []byte
 	// For base64 forms: also take the partial character on either side (it carries some of
 	// the value's bits) and up to pad '=' after it.
-	b64               bool
+	b64 bool
+	// wrap: a form tools wrap into lines (base64, hex), looked for across line breaks.
+	wrap              bool
 	extLeft, extRight bool
 	pad               int
 }
@@ -45,7 +48,7 @@ type needle struct {
 // characters on either side and the padding of a base64 form, and that
 // wrapped into lines (findWrapped): at worst "\r\n" after each character.
 func (n *needle) span() int {
-	if !n.b64 {
+	if !n.wrap {
 		return len(n.text)
 	}
 	return 3 * (len(n.text) + 2 + n.pad)
@@ -76,15 +79,18 @@ func newKnown(values []string) *known {
 			key := load48(n.text, 0)
 			k.byKey[key] = append(k.byKey[key], int32(len(k.needles)))
 			k.needles = append(k.needles, n)
-			k.hasB64 = k.hasB64 || n.b64
-			k.longest = max(k.longest, n.span())
+			k.hasWrap = k.hasWrap || n.wrap
+			// (2*len+1: the form spaced out or as UTF-16, see findInterleaved)
+			k.longest = max(k.longest, n.span(), 2*len(n.text)+1)
 		}
+		k.longest = max(k.longest, dumpSpan(len(v)))
 	}
 	return k
 }
 
-// forms returns the forms in which v may appear: as is, JSON-escaped, URL-escaped, hex, and
-// base64.
+// forms returns the forms in which v may appear: as is, JSON-escaped, URL-escaped, lower-
+// and upper-cased, reversed, hex (either case), base32 and base64. (Spaced out and UTF-16
+// are found by findInterleaved, dumps by findDumps.)
 //
 // Base64 needs care, because a value's encoding depends on where it starts in the encoded
 // stream: "user:SECRET" (basic auth) encodes SECRET differently from SECRET alone. Base64
@@ -122,8 +128,23 @@ func forms(v string) []needle {
 	// is (a value sent out as a DNS label comes back lower-case).
 	plain(strings.ReplaceAll(v, "/", `\/`))
 	plain(strings.ToLower(v))
-	plain(hex.EncodeToString([]byte(v)))
-	plain(strings.ToUpper(hex.EncodeToString([]byte(v))))
+	plain(strings.ToUpper(v))
+	plain(string(reversed([]byte(v))))
+	for _, h := range []string{hex.EncodeToString([]byte(v)), strings.ToUpper(hex.EncodeToString([]byte(v)))} {
+		if h != v {
+			ns = append(ns, needle{text: []byte(h), wrap: true})
+		}
+	}
+	// Base32 groups 5 bytes into 8 characters: as for base64 below, keep the characters
+	// that depend on the value alone, at each of the five alignments.
+	for align := range 5 {
+		in := make([]byte, align+len(v))
+		copy(in[align:], v)
+		lo, hi := (8*align+4)/5, 8*(align+len(v))/5
+		if hi-lo >= minSecret {
+			plain(base32.StdEncoding.EncodeToString(in)[lo:hi])
+		}
+	}
 
 	n := len(v)
 	for align := range 3 {
@@ -140,6 +161,7 @@ func forms(v string) []needle {
 			ns = append(ns, needle{
 				text:     []byte(mid),
 				b64:      true,
+				wrap:     true,
 				extLeft:  8*align%6 != 0,
 				extRight: 8*(align+n)%6 != 0,
 				pad:      pad,
@@ -147,6 +169,14 @@ func forms(v string) []needle {
 		}
 	}
 	return ns
+}
+
+func reversed(b []byte) []byte {
+	r := bytes.Clone(b)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return r
 }
 
 func lowerPercent(s string) string {
@@ -172,14 +202,14 @@ func load48(b []byte, i int) uint64 {
 	return key
 }
 
-// findWrapped finds the base64 forms of known values in base64 text that
+// findWrapped finds the base64 and hex forms of known values in text that
 // is wrapped into lines (base64(1), MIME and PEM wrap at 64 or 76
-// columns): in every run of two or more lines made of nothing but base64
+// columns, `xxd -p` at 60): in every run of two or more lines made of nothing but base64
 // characters, the line breaks are taken out, the run is searched, and a
 // hit that spans a line break is reported in b's offsets (line breaks
 // included).
 func (k *known) findWrapped(b []byte, add func(start, end int)) {
-	if !k.hasB64 || bytes.IndexByte(b, '\n') < 0 {
+	if !k.hasWrap || bytes.IndexByte(b, '\n') < 0 {
 		return
 	}
 	var joined []byte
@@ -230,8 +260,8 @@ func (k *known) findWrapped(b []byte, add func(start, end int)) {
 // find calls add for every occurrence of every needle in b.
 func (k *known) find(b []byte, add func(start, end int)) { k.scan(b, false, add) }
 
-// scan is find, for base64 needles only when onlyB64 is set.
-func (k *known) scan(b []byte, onlyB64 bool, add func(start, end int)) {
+// scan is find, for base64 and hex needles only when onlyWrap is set.
+func (k *known) scan(b []byte, onlyWrap bool, add func(start, end int)) {
 	for i := 0; i+minSecret <= len(b); {
 		if s := k.shift[uint16(b[i+minSecret-2])|uint16(b[i+minSecret-1])<<8]; s > 0 {
 			i += int(s)
@@ -240,7 +270,7 @@ func (k *known) scan(b []byte, onlyB64 bool, add func(start, end int)) {
 		cands := k.byKey[load48(b, i)]
 		for _, ni := range cands {
 			n := &k.needles[ni]
-			if onlyB64 && !n.b64 || !bytes.HasPrefix(b[i:], n.text) {
+			if onlyWrap && !n.wrap || !bytes.HasPrefix(b[i:], n.text) {
 				continue
 			}
 			s, e := i, i+len(n.text)

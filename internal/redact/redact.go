@@ -171,6 +171,8 @@ func scanOnce(k *known, b []byte) []Finding {
 	if k != nil {
 		k.find(b, func(s, e int) { cands = append(cands, span{s, e, 0}) })
 		k.findWrapped(b, func(s, e int) { cands = append(cands, span{s, e, 0}) })
+		k.findDumps(b, func(s, e int) { cands = append(cands, span{s, e, 0}) })
+		k.findInterleaved(b, func(s, e int) { cands = append(cands, span{s, e, 0}) })
 	}
 	findShapes(b, func(s span) { cands = append(cands, s) })
 	if len(cands) == 0 {

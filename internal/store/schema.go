@@ -184,6 +184,11 @@ CREATE TABLE secret_grants (
 ) STRICT;
 CREATE INDEX secret_grants_by_sandbox ON secret_grants (sandbox_id, expires);
 `,
+	// 7: the request headers a brokered grant's value may go in (JSON;
+	// NULL = Authorization only).
+	`
+ALTER TABLE secret_grants ADD COLUMN headers TEXT;
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.

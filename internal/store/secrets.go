@@ -90,7 +90,8 @@ type SecretGrant struct {
 	Mode                          string // "env" or "broker"
 	Env                           string // the variable it is given as
 	Hosts                         []string
-	Placeholder                   string // broker: what the sandbox holds instead
+	Placeholder                   string   // broker: what the sandbox holds instead
+	Headers                       []string // broker: the request headers it goes in; nil: Authorization
 	Created, Expires              time.Time
 	CreatedBy                     string
 	Revoked                       *time.Time
@@ -105,6 +106,10 @@ func (s *Store) PutSecretGrant(ctx context.Context, g *SecretGrant) error {
 	if err != nil {
 		return fmt.Errorf("store: put secret grant: %w", err)
 	}
+	headers, err := stringsJSON("headers", g.Headers)
+	if err != nil {
+		return fmt.Errorf("store: put secret grant: %w", err)
+	}
 	created, err := nanos("created", g.Created)
 	if err != nil {
 		return fmt.Errorf("store: put secret grant: %w", err)
@@ -113,8 +118,8 @@ func (s *Store) PutSecretGrant(ctx context.Context, g *SecretGrant) error {
 	if err != nil {
 		return fmt.Errorf("store: put secret grant: %w", err)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO secret_grants (id, secret, sandbox_id, task_id, mode, env, hosts, placeholder, created, expires, created_by)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, g.ID, g.Secret, g.SandboxID, g.TaskID, g.Mode, g.Env, hosts, g.Placeholder, created, expires, g.CreatedBy)
+	_, err = s.w.ExecContext(ctx, `INSERT INTO secret_grants (id, secret, sandbox_id, task_id, mode, env, hosts, placeholder, created, expires, created_by, headers)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, g.ID, g.Secret, g.SandboxID, g.TaskID, g.Mode, g.Env, hosts, g.Placeholder, created, expires, g.CreatedBy, headers)
 	if err != nil {
 		if isForeignKey(err) {
 			return fmt.Errorf("store: put secret grant: secret or sandbox: %w", errdefs.ErrNotFound)
@@ -124,21 +129,24 @@ func (s *Store) PutSecretGrant(ctx context.Context, g *SecretGrant) error {
 	return nil
 }
 
-const secretGrantCols = `id, secret, sandbox_id, task_id, mode, env, hosts, placeholder, created, expires, created_by, revoked`
+const secretGrantCols = `id, secret, sandbox_id, task_id, mode, env, hosts, placeholder, created, expires, created_by, revoked, headers`
 
 func scanSecretGrants(rows *sql.Rows) ([]*SecretGrant, error) {
 	defer rows.Close()
 	out := []*SecretGrant{}
 	for rows.Next() {
 		var g SecretGrant
-		var hosts []byte
+		var hosts, headers []byte
 		var created, expires int64
 		var revoked sql.NullInt64
-		if err := rows.Scan(&g.ID, &g.Secret, &g.SandboxID, &g.TaskID, &g.Mode, &g.Env, &hosts, &g.Placeholder, &created, &expires, &g.CreatedBy, &revoked); err != nil {
+		if err := rows.Scan(&g.ID, &g.Secret, &g.SandboxID, &g.TaskID, &g.Mode, &g.Env, &hosts, &g.Placeholder, &created, &expires, &g.CreatedBy, &revoked, &headers); err != nil {
 			return nil, err
 		}
 		var err error
 		if g.Hosts, err = fromStringsJSON("hosts", hosts); err != nil {
+			return nil, err
+		}
+		if g.Headers, err = fromStringsJSON("headers", headers); err != nil {
 			return nil, err
 		}
 		g.Created, g.Expires, g.Revoked = fromNanos(created), fromNanos(expires), fromOptNanos(revoked)

@@ -1,0 +1,105 @@
+package egress
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Deny rules name hosts, but a host is reached by address: with public_web
+// granted, the sandbox could reach a denied host by its IP address or by
+// another name that resolves to the same server. So a destination allowed
+// by public_web alone is also refused when an address it would connect to
+// is one the deny rules' names resolve to (host-side, cached for
+// deniedTTL). A wildcard rule (*.example.com) is resolved at its base name
+// (example.com): the proxy cannot list every subdomain. A destination an
+// allow rule names (or whose CIDR it allows) is the operator's explicit
+// choice and is not refused for sharing an address; fronting (a name
+// allowed, another server behind the same address or CDN) is what the
+// README's Known limits describe.
+
+const (
+	deniedTTL    = time.Minute
+	deniedNegTTL = 10 * time.Second // a deny name that did not resolve
+	deniedMax    = 4096             // cached names, across every sandbox
+	deniedLookup = 3 * time.Second  // per name
+)
+
+type deniedEntry struct {
+	addrs   []netip.Addr
+	expires time.Time
+}
+
+// deniedCache holds the addresses of deny rules' names.
+type deniedCache struct {
+	mu sync.Mutex
+	m  map[string]deniedEntry
+}
+
+// denyNames are the names a deny rule's host patterns resolve as.
+func (r *crule) denyNames() []string {
+	out := make([]string, 0, len(r.names)+len(r.suffixes))
+	for n := range r.names {
+		out = append(out, n)
+	}
+	for _, s := range r.suffixes {
+		out = append(out, strings.TrimPrefix(s, "."))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deniedAddrs returns a deny name's addresses, resolving it when the
+// cache has none in date, unless cachedOnly (a re-check under locks).
+func (s *Service) deniedAddrs(ctx context.Context, name string, cachedOnly bool) []netip.Addr {
+	now := time.Now()
+	if s.cfg.Now != nil { // (CheckFetch decides with a bare Service)
+		now = s.cfg.Now()
+	}
+	s.denied.mu.Lock()
+	e, ok := s.denied.m[name]
+	s.denied.mu.Unlock()
+	if (ok && now.Before(e.expires)) || cachedOnly {
+		return e.addrs
+	}
+	lctx, cancel := context.WithTimeout(ctx, deniedLookup)
+	defer cancel()
+	addrs, err := s.resolver.LookupNetIP(lctx, "ip", name)
+	e = deniedEntry{expires: now.Add(deniedTTL)}
+	if err != nil {
+		e.expires = now.Add(deniedNegTTL)
+	}
+	for _, a := range addrs {
+		e.addrs = append(e.addrs, a.WithZone("").Unmap())
+	}
+	s.denied.mu.Lock()
+	if s.denied.m == nil || len(s.denied.m) >= deniedMax {
+		s.denied.m = map[string]deniedEntry{}
+	}
+	s.denied.m[name] = e
+	s.denied.mu.Unlock()
+	return e.addrs
+}
+
+// deniedByAddr reports the deny rule and name whose address a is, among
+// the rules that apply to this mode and port.
+func (s *Service) deniedByAddr(ctx context.Context, c *compiled, m mode, port int, a netip.Addr, cachedOnly bool) (rule, name string, ok bool) {
+	a = a.WithZone("").Unmap()
+	forms := append([]netip.Addr{a}, embeddedIPv4s(a, c.nat64)...)
+	for _, r := range c.deny {
+		if !r.denies(m, port) {
+			continue
+		}
+		for _, n := range r.denyNames() {
+			for _, d := range s.deniedAddrs(ctx, n, cachedOnly) {
+				if slices.Contains(forms, d) {
+					return r.id, n, true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
