@@ -142,7 +142,13 @@ func TestListingsEscapeAgentStrings(t *testing.T) {
 	d := e.startDaemon(t)
 	sock := "--socket=" + d.sock
 	const evil = "x\x1b[2J\x1b[H\u202egpj.exe\u2066\r\u009b1A\ttab\nnewline"
-	out, errOut, code := e.run("", "sandbox", "create", sock, "--label", "note="+evil)
+	// A label is printable text only: the hostile one is refused at the
+	// door, and the refusal that quotes it is escaped.
+	_, errOut, code := e.run("", "sandbox", "create", sock, "--label", "note="+evil)
+	if code == 0 || rawControl(errOut) != "" {
+		t.Fatalf("create with a hostile label: %d, raw control %q in %q", code, rawControl(errOut), errOut)
+	}
+	out, errOut, code := e.run("", "sandbox", "create", sock, "--label", "note=plain")
 	id := strings.TrimSpace(out)
 	if code != 0 {
 		t.Fatalf("create: %d %q", code, errOut)

@@ -351,8 +351,9 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 		t.Fatalf("the tightened class: %d %+v", code, e)
 	}
 	// A task's clone is the daemon's own fetch, on the host: over TCP only
-	// from public addresses (the guard refuses before anything connects).
-	for repo, why := range map[string]string{"http://127.0.0.1/x.git": "loopback", "https://localhost/x.git": "loopback", "/tmp": "https or http URL", "git://127.0.0.1/x": "https or http URL"} {
+	// what the daemon's fetch policy allows (none here), and never a host
+	// path or another protocol.
+	for repo, why := range map[string]string{"http://127.0.0.1/x.git": "fetch policy", "https://localhost/x.git": "fetch policy", "/tmp": "https or http URL", "git://127.0.0.1/x": "https or http URL"} {
 		if code, e := post("/v1/tasks", `{"repo":"`+repo+`"}`); code != 403 || !strings.Contains(e.Message, why) {
 			t.Errorf("a remote task from %s: %d %+v", repo, code, e)
 		}
