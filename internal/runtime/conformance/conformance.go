@@ -68,6 +68,7 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{"FileActivity", testFileActivity},
 		{"Network", testNetwork},
 		{"Sweep", testSweep},
+		{"HostConfigUnderUsr", testHostConfigUnderUsr},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })

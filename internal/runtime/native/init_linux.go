@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/seccomp"
 	"github.com/airlock-dev/airlock/internal/thawguard"
 )
@@ -207,10 +208,10 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 		if err := bindRO(b.Source, filepath.Join(root, b.Target)); err != nil {
 			return err
 		}
-		// The host's /usr brings programs, and also local configuration
+		// The host's /usr brings programs, and also host configuration
 		// (npm's global npmrc, say, which may hold a token): not that.
 		if filepath.Clean(b.Target) == "/usr" {
-			if err := maskDir(filepath.Join(root, "usr/local/etc")); err != nil {
+			if err := maskUsrConfig(filepath.Join(root, "usr")); err != nil {
 				return err
 			}
 		}
@@ -237,6 +238,32 @@ func maskDir(d string) error {
 	}
 	if err := unix.Mount("airlock-mask", d, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0555"); err != nil {
 		return mountErr("mask", d, err)
+	}
+	return nil
+}
+
+// maskUsrConfig hides the places of runtime.UsrConfigPaths under usr, a
+// bound host /usr: a file behind /dev/null, read-only (readers see an
+// empty configuration, not an error).
+func maskUsrConfig(usr string) error {
+	for _, m := range runtime.UsrMasks(usr) {
+		t := filepath.Join(usr, m.Rel)
+		if m.Dir {
+			if err := maskDir(t); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := unix.Mount("/dev/null", t, "", unix.MS_BIND, ""); err != nil {
+			return mountErr("mask", t, err)
+		}
+		fl, err := statfsFlags(t)
+		if err != nil {
+			return err
+		}
+		if err := unix.Mount("", t, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|fl, ""); err != nil {
+			return mountErr("read-only remount", t, err)
+		}
 	}
 	return nil
 }

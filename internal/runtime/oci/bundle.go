@@ -3,7 +3,10 @@ package oci
 import (
 	"encoding/json"
 	"os"
+	"path"
 	"path/filepath"
+
+	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // agentPath is where the agent binary is bound, read-only, inside the
@@ -95,6 +98,7 @@ func bundleSpec(rootfs, hostname, agentBin string, binds []bindMount, rl rlimits
 	}
 	for _, b := range binds {
 		mounts = append(mounts, ociMount{Destination: b.target, Type: "bind", Source: b.source, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+		mounts = append(mounts, b.masks...)
 	}
 	mounts = append(mounts, ociMount{Destination: agentPath, Type: "bind", Source: agentBin, Options: []string{"bind", "ro", "nosuid", "nodev"}})
 	return ociSpec{
@@ -129,7 +133,28 @@ func bundleSpec(rootfs, hostname, agentBin string, binds []bindMount, rl rlimits
 	}
 }
 
-type bindMount struct{ source, target string }
+// bindMount is a template bind; masks are the mounts that hide host
+// configuration under it (runtime.UsrConfigPaths), after it in order.
+type bindMount struct {
+	source, target string
+	masks          []ociMount
+}
+
+// usrMasks are the mounts that hide the host configuration under a host
+// /usr bound from src at target: a directory under an empty read-only
+// tmpfs, a file behind empty, an empty read-only host file.
+func usrMasks(src, target, empty string) []ociMount {
+	var out []ociMount
+	for _, m := range runtime.UsrMasks(src) {
+		dst := path.Join(target, m.Rel)
+		if m.Dir {
+			out = append(out, ociMount{Destination: dst, Type: "tmpfs", Source: "airlock-mask", Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=0555"}})
+		} else {
+			out = append(out, ociMount{Destination: dst, Type: "bind", Source: empty, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
+		}
+	}
+	return out
+}
 
 type rlimits struct{ nofile, nproc, fsize uint64 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -387,6 +388,15 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	s.cg = g
 	trace(t0, "cgroup")
 	// 4. the bundle
+	empty := filepath.Join(s.dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o444); err != nil {
+		return nil, err
+	}
+	for i, bd := range binds {
+		if path.Clean(bd.target) == "/usr" {
+			binds[i].masks = usrMasks(bd.source, bd.target, empty)
+		}
+	}
 	nproc := uint64(lim.Pids)
 	bundle := bundleSpec(filepath.Join(s.dir, "rootfs"), hostname, b.agentBin, binds,
 		rlimits{nofile: lim.NoFile, nproc: nproc, fsize: uint64(lim.DiskBytes)})

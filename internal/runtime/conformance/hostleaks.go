@@ -1,0 +1,150 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// plantedConfig is one host configuration place under /usr the attack
+// looks at: a token planted there, or an existing file the host has.
+type plantedConfig struct {
+	inside string // path inside the sandbox
+	token  []byte // what must not be read there
+}
+
+// testHostConfigUnderUsr is the attack of a host's npm token, Maven
+// password or Cloud SDK properties kept under the host's /usr, which the
+// sandbox has bound read-only: a token planted in every place of
+// runtime.UsrConfigPaths (made if missing, removed after) must not be
+// readable inside, nor any existing file there.
+func testHostConfigUnderUsr(t *testing.T, f Factory) {
+	be, spec := f(t)
+	usr := ""
+	for _, b := range spec.Binds {
+		if path.Clean(b.Target) == "/usr" {
+			usr = b.Source
+		}
+	}
+	if usr == "" {
+		t.Skip("the factory's template binds no host /usr")
+	}
+	var planted []plantedConfig
+	for _, p := range runtime.UsrConfigPaths {
+		planted = append(planted, plantConfig(t, usr, p)...)
+	}
+	// The control: a token in /usr outside these places is read, so that
+	// reading none of the others means they are hidden.
+	control := plantConfig(t, usr, "share/airlock-control-"+runtime.NewID())
+	sb, err := be.Create(ctxTimeout(t), spec)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() { _ = sb.Destroy(context.Background()) })
+	if r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/cat", "--", control[0].inside}}); !bytes.Contains([]byte(r.out), control[0].token) {
+		t.Fatalf("control: a token planted in %s is not read inside (%q %q): the attack proves nothing", control[0].inside, r.out, r.err)
+	}
+	for _, pc := range planted {
+		r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/cat", "--", pc.inside}})
+		if r.st.Code == 0 && bytes.Contains([]byte(r.out), pc.token) {
+			t.Errorf("LEAK: host configuration %s is readable inside the sandbox", pc.inside)
+		}
+	}
+}
+
+// plantConfig plants a token at the place p (a directory place when it
+// ends in "/") under the host directory usr, making what is missing and
+// removing it all when the test ends. An existing file is left as it is
+// and its content is what must not be read.
+func plantConfig(t *testing.T, usr, p string) []plantedConfig {
+	t.Helper()
+	var tok [8]byte
+	_, _ = rand.Read(tok[:])
+	token := []byte("airlock-planted-token-" + hex.EncodeToString(tok[:]))
+	data := append(append([]byte("[airlock-test]\ntoken = "), token...), '\n')
+	isDir := strings.HasSuffix(p, "/")
+	host := filepath.Join(usr, strings.TrimSuffix(p, "/"))
+	inside := path.Join("/usr", strings.TrimSuffix(p, "/"))
+	st, err := os.Stat(host)
+	switch {
+	case err == nil && st.IsDir():
+		name := "airlock-planted-" + hex.EncodeToString(tok[:4])
+		writePlanted(t, filepath.Join(host, name), data)
+		return []plantedConfig{{inside: path.Join(inside, name), token: token}}
+	case err == nil && st.Mode().IsRegular():
+		old, err := os.ReadFile(host)
+		if err != nil || len(bytes.TrimSpace(old)) == 0 {
+			return nil // nothing to read
+		}
+		return []plantedConfig{{inside: inside, token: old}}
+	case err == nil || !errors.Is(err, fs.ErrNotExist):
+		return nil // a device or unreadable: not a configuration file
+	}
+	dir := host
+	if !isDir {
+		dir = filepath.Dir(host)
+	}
+	mkdirPlanted(t, dir)
+	if isDir {
+		writePlanted(t, filepath.Join(host, "settings"), data)
+		return []plantedConfig{{inside: path.Join(inside, "settings"), token: token}}
+	}
+	writePlanted(t, host, data)
+	return []plantedConfig{{inside: inside, token: token}}
+}
+
+// mkdirPlanted makes dir and its missing parents, removed (when empty)
+// when the test ends.
+func mkdirPlanted(t *testing.T, dir string) {
+	t.Helper()
+	var made []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		made = append(made, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("plant: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, d := range made {
+			_ = os.Remove(d)
+		}
+	})
+}
+
+// writePlanted creates file (never one that exists), removed when the
+// test ends.
+func writePlanted(t *testing.T, file string, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatalf("plant: %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(file) })
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("plant: %v", err)
+	}
+}
+
+func ctxTimeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
