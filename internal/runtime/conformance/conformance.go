@@ -69,6 +69,9 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{"Network", testNetwork},
 		{"Sweep", testSweep},
 		{"HostConfigUnderUsr", testHostConfigUnderUsr},
+		{"HostLeaks", testHostLeaks},
+		{"NoDeviceNodes", testNoDeviceNodes},
+		{"NoHostWriteback", testNoHostWriteback},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })

@@ -6,11 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,4 +150,67 @@ func ctxTimeout(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// testHostLeaks: what /proc tells a sandbox of the host and of other
+// sandboxes. The host's block devices (other sandboxes' loop devices)
+// and their I/O counters, a covert channel between sandboxes, are
+// hidden, and the agent's name is the same everywhere, not that of the
+// host's copy of the airlock binary.
+func testHostLeaks(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	for _, p := range []string{"/proc/diskstats", "/proc/partitions"} {
+		r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/cat", "--", p}})
+		if r.st.Code == 0 && strings.TrimSpace(r.out) != "" {
+			t.Errorf("LEAK: %s shows the host's block devices: %q", p, firstLine(r.out))
+		}
+	}
+	if r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/cat", "/proc/1/comm", "/proc/1/task/1/comm"}}); r.out != "airlock-agent\nairlock-agent\n" {
+		t.Errorf("LEAK: the agent's name is %q (%q), want airlock-agent", r.out, r.err)
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// testNoDeviceNodes: a command cannot make a device node (through which it
+// would reach a device its sandbox does not offer), nor force the writeback
+// of every host filesystem; fifos and fsync still work.
+func testNoDeviceNodes(t *testing.T, f Factory) {
+	sb := create(t, f, nil)
+	for _, dev := range [][]string{{"b", "7", "0"}, {"c", "1", "1"}} {
+		p := "/tmp/dev-" + dev[0]
+		if r := execWait(t, sb, runtime.ExecRequest{Argv: append([]string{"/usr/bin/mknod", p}, dev...)}); r.st.Code == 0 {
+			t.Errorf("ESCAPE: mknod %s %v succeeds", p, dev)
+		}
+	}
+	if r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/usr/bin/mknod", "/tmp/fifo", "p"}}); r.st.Code != 0 {
+		t.Errorf("mknod of a fifo: %q (code %d)", r.err, r.st.Code)
+	}
+}
+
+// testNoHostWriteback: sync(2) makes the host write out every dirty page
+// of every filesystem, syncfs(2) on the bound /usr those of the host's
+// root filesystem; a sandbox must not have the host do that at will.
+// Both fail (sync's callers cannot tell: it returns nothing), fsync of the
+// sandbox's own file still works.
+func testNoHostWriteback(t *testing.T, f Factory) {
+	if goruntime.GOARCH != "amd64" {
+		t.Skip("the syscall numbers below are amd64's")
+	}
+	if _, err := os.Stat("/usr/bin/perl"); err != nil {
+		t.Skip("no perl to make raw syscalls with")
+	}
+	sb := create(t, f, nil)
+	// perl's syscall() makes the raw call: prints "-1 errno" or the result
+	script := `open(my $d, "<", "/usr") or die; open(my $w, ">", "/tmp/f") or die; ` +
+		`for my $c ([162, 0], [306, fileno($d)], [74, fileno($w)]) { my $r = syscall($c->[0], $c->[1]); print $r, " ", ($r < 0 ? $!+0 : 0), "\n" }`
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/usr/bin/perl", "-e", script}})
+	eperm := fmt.Sprintf("-1 %d", int(syscall.EPERM))
+	want := eperm + "\n" + eperm + "\n0 0\n"
+	if r.out != want {
+		t.Errorf("sync, syncfs(/usr), fsync(own file): %q (%q), want %q", r.out, r.err, want)
+	}
 }

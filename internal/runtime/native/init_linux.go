@@ -118,6 +118,9 @@ func runInit(conn *agent.Conn) error {
 	}
 	// The agent is not dumpable: sandbox processes cannot open /proc/1/*.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if err := agent.SetComm(); err != nil {
+		return fmt.Errorf("sandbox init: %w", err)
+	}
 	mark("net+rlimits")
 	srv, err := agent.NewServer(conn, agent.Hardening{UID: cfg.UID, GID: cfg.GID, Writable: cfg.Writable, Scratch: cfg.Scratch, ScopeRoots: cfg.ScopeRoots, RequireLandlock: cfg.RequireLock})
 	if err != nil {
@@ -360,7 +363,11 @@ func setupProc(root string) error {
 		return mountErr("proc", p, err)
 	}
 	// Files that reveal or poke the host kernel are masked with /dev/null.
-	for _, f := range []string{"kcore", "keys", "key-users", "sysrq-trigger", "timer_list", "latency_stats", "sched_debug", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "kmsg", "config.gz", "vmallocinfo", "pagetypeinfo", "slabinfo"} {
+	for _, f := range []string{"kcore", "keys", "key-users", "sysrq-trigger", "timer_list", "latency_stats", "sched_debug", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "kmsg", "config.gz", "vmallocinfo", "pagetypeinfo", "slabinfo",
+		// every block device of the host (other sandboxes' loop devices)
+		// and its I/O counters: a covert channel between sandboxes; the
+		// host's swap files by path
+		"diskstats", "partitions", "swaps"} {
 		t := filepath.Join(p, f)
 		if _, err := os.Lstat(t); err != nil {
 			continue

@@ -6,12 +6,14 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // agentPath is where the agent binary is bound, read-only, inside the
-// sandbox; started there as PID 1 it is the sandbox's agent.
-const agentPath = "/.airlock/agent"
+// sandbox; started there as PID 1 it is the sandbox's agent. Its name is
+// the agent's comm, as the native backend names its agent (agent.Comm).
+const agentPath = "/.airlock/" + agent.Comm
 
 // The subset of the OCI runtime specification (config.json) airlock
 // writes. Field names follow the specification, version 1.0.2.
