@@ -12,7 +12,7 @@ import (
 // these. A zero field bounds nothing.
 type Caps struct {
 	// Limits: the most one sandbox may ask for, field by field (memory,
-	// pids, cpus, disk, tmp, nofile).
+	// pids, cpus, disk, tmp, nofile, ptys).
 	Limits runtime.Limits
 	// Sandboxes: how many may exist at once.
 	Sandboxes int
@@ -36,6 +36,8 @@ func (c Caps) check(l runtime.Limits) error {
 		return over("tmp_bytes", l.TmpBytes, m.TmpBytes)
 	case m.NoFile > 0 && l.NoFile > m.NoFile:
 		return over("nofile", l.NoFile, m.NoFile)
+	case m.Ptys > 0 && l.Ptys > m.Ptys:
+		return over("ptys", l.Ptys, m.Ptys)
 	}
 	return nil
 }

@@ -72,6 +72,7 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{"HostLeaks", testHostLeaks},
 		{"NoDeviceNodes", testNoDeviceNodes},
 		{"NoHostWriteback", testNoHostWriteback},
+		{"PtyLimit", func(t *testing.T, f Factory) { testPtyLimit(t, f, diffs["PtyLimit"]) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -212,5 +213,38 @@ func testNoHostWriteback(t *testing.T, f Factory) {
 	want := eperm + "\n" + eperm + "\n0 0\n"
 	if r.out != want {
 		t.Errorf("sync, syncfs(/usr), fsync(own file): %q (%q), want %q", r.out, r.err, want)
+	}
+}
+
+// testPtyLimit: the host's pseudo-terminals are one pool for every
+// sandbox (kernel.pty.max less the host's reserve): a sandbox opens at
+// most its Limits.Ptys, then ENOSPC, whatever it tries. A backend whose
+// terminals are not the host's may declare the limit unsupported; then
+// asking for one must fail so.
+func testPtyLimit(t *testing.T, f Factory, unsupported string) {
+	const limit = 4
+	if unsupported != "" {
+		be, spec := f(t)
+		spec.Limits.Ptys = limit
+		sb, err := be.Create(ctxTimeout(t), spec)
+		if err == nil {
+			_ = sb.Destroy(context.Background())
+		}
+		if !errors.Is(err, errdefs.ErrUnsupported) {
+			t.Errorf("Create with a pty limit = %v, want unsupported (declared: %s)", err, unsupported)
+		}
+		return
+	}
+	if _, err := os.Stat("/usr/bin/perl"); err != nil {
+		t.Skip("no perl to open terminals with")
+	}
+	sb := create(t, f, func(s *runtime.Spec) { s.Limits.Ptys = limit })
+	script := `my @f; for (1..64) { open(my $f, "+<", "/dev/ptmx") or last; push @f, $f } print scalar(@f), " ", $!+0, "\n"`
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/usr/bin/perl", "-e", script}})
+	if want := fmt.Sprintf("%d %d\n", limit, int(syscall.ENOSPC)); r.out != want {
+		t.Errorf("terminals opened, errno: %q (%q), want %q", r.out, r.err, want)
+	}
+	if got := sb.Info().Limits.Ptys; got != limit {
+		t.Errorf("Info().Limits.Ptys = %d, want %d", got, limit)
 	}
 }

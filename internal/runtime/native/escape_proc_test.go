@@ -578,7 +578,7 @@ func TestEscapeHardeningExtras(t *testing.T) {
 	if r := sh(t, sb, "cat /proc/sys/user/max_user_namespaces"); r.Stdout != "0\n" {
 		t.Errorf("max_user_namespaces inside: %q %q", r.Stdout, r.Stderr)
 	}
-	if r := sh(t, sb, "grep ' /dev/pts ' /proc/self/mountinfo"); !strings.Contains(r.Stdout, "max=256") {
+	if r := sh(t, sb, "grep ' /dev/pts ' /proc/self/mountinfo"); !strings.Contains(r.Stdout, fmt.Sprintf("max=%d\n", DefaultPtys)) {
 		t.Errorf("devpts without a pty cap: %q", r.Stdout)
 	}
 	pid := impl(t, sb).initPID

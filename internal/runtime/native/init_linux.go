@@ -222,7 +222,7 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 	if err := setupProc(root); err != nil {
 		return err
 	}
-	if err := setupDev(root); err != nil {
+	if err := setupDev(root, cfg.Ptys); err != nil {
 		return err
 	}
 	tmp := filepath.Join(root, "tmp")
@@ -399,7 +399,12 @@ func setupProc(root string) error {
 	return bindRO(filepath.Join(p, "sys"), filepath.Join(p, "sys"))
 }
 
-func setupDev(root string) error {
+// setupDev makes the sandbox's /dev, with a devpts of at most ptys
+// terminals.
+func setupDev(root string, ptys int64) error {
+	if ptys <= 0 {
+		return errors.New("devpts: no pty limit")
+	}
 	dev := filepath.Join(root, "dev")
 	if err := unix.Mount("airlock-dev", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
 		return mountErr("tmpfs", dev, err)
@@ -417,7 +422,7 @@ func setupDev(root string) error {
 	if err := os.Mkdir(pts, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,max=256"); err != nil {
+	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", ptys)); err != nil {
 		return mountErr("devpts", pts, err)
 	}
 	shm := filepath.Join(dev, "shm")

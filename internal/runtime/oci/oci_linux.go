@@ -240,6 +240,9 @@ func withDefaults(l runtime.Limits) (runtime.Limits, error) {
 	if l.MemoryBytes < 0 || l.Pids < 0 || l.CPUs < 0 || l.DiskBytes < 0 || l.TmpBytes < 0 || l.Inodes < 0 || l.Lifetime < 0 {
 		return l, fmt.Errorf("limits must not be negative: %w", errdefs.ErrInvalid)
 	}
+	if l.Ptys != 0 {
+		return l, fmt.Errorf("gvisor backend: a pty limit is not supported (gVisor's terminals are its own, not drawn from the host's pool, and runsc sets no maximum; they take the sandbox's memory): leave ptys unset: %w", errdefs.ErrUnsupported)
+	}
 	if l.TmpBytes != 0 {
 		return l, fmt.Errorf("gvisor backend: a separate /tmp limit is not supported (/tmp is gVisor's own tmpfs, held in the sandbox's memory and bounded by its memory limit): leave tmp_bytes unset: %w", errdefs.ErrUnsupported)
 	}
