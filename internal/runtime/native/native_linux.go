@@ -765,3 +765,17 @@ func killIfSandboxInit(pid, uid int) {
 		}
 	}
 }
+
+// HostCost implements runtime.HostCoster: the pids cgroup's maximum (the
+// commands' limit and the agent's reserve) and the devpts maximum.
+func (b *Backend) HostCost(l runtime.Limits) (runtime.HostCost, error) {
+	lim, err := withDefaults(l)
+	if err != nil {
+		return runtime.HostCost{}, err
+	}
+	return runtime.HostCost{Pids: HostTasks(lim.Pids), Ptys: lim.Ptys}, nil
+}
+
+// HostTasks is the most host tasks a sandbox of pids processes takes: its
+// pids cgroup's maximum.
+func HostTasks(pids int64) int64 { return pids + agentPidsReserve }

@@ -616,3 +616,15 @@ func (b *Backend) Census() (Census, error) {
 	}
 	return c, nil
 }
+
+// HostCost implements runtime.HostCoster: the host tasks the sandbox's
+// cgroup allows (runsc, the gofer and gVisor's kernel, which runs the
+// sandbox's processes on host threads); no host terminal (gVisor's are
+// its own).
+func (b *Backend) HostCost(l runtime.Limits) (runtime.HostCost, error) {
+	lim, err := withDefaults(l)
+	if err != nil {
+		return runtime.HostCost{}, err
+	}
+	return runtime.HostCost{Pids: hostThreadsBase + hostThreadsPerPid*lim.Pids}, nil
+}
