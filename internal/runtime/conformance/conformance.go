@@ -70,6 +70,7 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{"Sweep", testSweep},
 		{"HostConfigUnderUsr", testHostConfigUnderUsr},
 		{"HostLeaks", testHostLeaks},
+		{"MountinfoNamesNoHostPath", testMountinfoNamesNoHostPath},
 		{"NoDeviceNodes", testNoDeviceNodes},
 		{"NoHostWriteback", testNoHostWriteback},
 		{"PtyLimit", func(t *testing.T, f Factory) { testPtyLimit(t, f, diffs["PtyLimit"]) }},

@@ -248,3 +248,21 @@ func testPtyLimit(t *testing.T, f Factory, unsupported string) {
 		t.Errorf("Info().Limits.Ptys = %d, want %d", got, limit)
 	}
 }
+
+// testMountinfoNamesNoHostPath: the sandbox's mount table names neither
+// the template's host directory nor the sandbox's state (by its id).
+func testMountinfoNamesNoHostPath(t *testing.T, f Factory) {
+	_, spec := f(t)
+	sb := create(t, f, nil)
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/cat", "/proc/self/mountinfo"}})
+	if r.st.Code != 0 || !strings.Contains(r.out, " / / ") {
+		t.Fatalf("mountinfo: %q %q", r.out, r.err)
+	}
+	for _, leak := range []string{spec.RootFS, sb.ID()} {
+		for _, l := range strings.Split(r.out, "\n") {
+			if strings.Contains(l, leak) {
+				t.Errorf("LEAK: mountinfo names %q: %s", leak, l)
+			}
+		}
+	}
+}

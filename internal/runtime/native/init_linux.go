@@ -203,9 +203,8 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 			}
 		}
 	}
-	ovl := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", cfg.Lower, upper, work)
-	if err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl); err != nil {
-		return mountErr("overlay", root, err)
+	if err := mountOverlay(root, cfg.Lower, upper, work); err != nil {
+		return err
 	}
 	for _, b := range cfg.Binds {
 		if err := bindRO(b.Source, filepath.Join(root, b.Target)); err != nil {
@@ -231,6 +230,27 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 	}
 	// /sys stays an empty read-only directory: nothing of the host's.
 	return pivot(root)
+}
+
+// mountOverlay mounts the overlay root with its layers named by
+// descriptor: the kernel shows the option string in the sandbox's
+// /proc/self/mountinfo, which then holds no host path (the template's,
+// the sandbox's state directory).
+func mountOverlay(root, lower, upper, work string) error {
+	var fds [3]int
+	for i, d := range []string{lower, upper, work} {
+		fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("overlay layer %s: %w", d, err)
+		}
+		defer unix.Close(fd)
+		fds[i] = fd
+	}
+	ovl := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,userxattr", fds[0], fds[1], fds[2])
+	if err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl); err != nil {
+		return mountErr("overlay", root, err)
+	}
+	return nil
 }
 
 // maskDir hides a directory, if there is one, under an empty read-only
