@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // UsrConfigPaths are the places under a host /usr (relative to it) where
@@ -23,9 +25,6 @@ var UsrConfigPaths = []string{
 	"local/etc/",                        // prefix=/usr/local builds, npm's default global config
 	"pip.conf",                          // pip's site config (sys.prefix/pip.conf) for /usr's python
 	"local/pip.conf",                    // ... and /usr/local's
-	"lib/node_modules/npm/npmrc",        // npm's builtin config, read by every npm run
-	"local/lib/node_modules/npm/npmrc",  //
-	"share/nodejs/npm/npmrc",            // Debian's npm builtin config
 	"share/maven/conf/",                 // Maven's global settings.xml (servers' passwords)
 	"local/share/maven/conf/",           //
 	"lib/google-cloud-sdk/properties",   // the Cloud SDK's installation properties
@@ -36,6 +35,70 @@ var UsrConfigPaths = []string{
 	"lib/R/etc/",                        // R's Renviron.site and Rprofile.site (tokens such as GITHUB_PAT)
 	"lib/ssl/private/",                  // OpenSSL's private keys, should it be a directory of its own
 	"local/lib/ssl/private/",            //
+}
+
+// UsrKeep returns what the sandbox still sees of the host file name
+// (its base name) from a hidden directory place, or nil for nothing: of
+// npm's configuration (npmrc) the settings that say which registry to
+// use and how to reach it, so that npm inside uses the host's registry,
+// without any credential (tokens, passwords, client keys, a URL's user
+// information, every per-registry "//host/:" setting).
+func UsrKeep(name string, data []byte) []byte {
+	if name != "npmrc" && name != ".npmrc" {
+		return nil
+	}
+	var out []byte
+	for line := range strings.SplitSeq(string(data), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || !npmKeep(k) || strings.Contains(v, "@") {
+			continue // a comment, a credential, or user information in a URL
+		}
+		out = append(out, k+"="+v+"\n"...)
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out
+}
+
+// UsrKept reads the regular files of dir (a hidden directory place) and
+// returns, by name, what UsrKeep keeps of each.
+func UsrKept(dir string) map[string][]byte {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	kept := map[string][]byte{}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || UsrKeep(e.Name(), nil) == nil {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(f, 64<<10))
+		f.Close()
+		if err == nil {
+			kept[e.Name()] = UsrKeep(e.Name(), data)
+		}
+	}
+	return kept
+}
+
+// npmKeep: npm settings that hold no credential.
+func npmKeep(k string) bool {
+	if strings.HasPrefix(k, "@") && strings.HasSuffix(k, ":registry") && !strings.Contains(k, "/") {
+		return true // @scope:registry
+	}
+	switch k {
+	case "registry", "strict-ssl", "cafile", "fetch-retries", "fetch-retry-mintimeout",
+		"fetch-retry-maxtimeout", "fetch-timeout", "maxsockets", "prefer-offline", "prefer-online",
+		"audit", "fund", "update-notifier", "loglevel", "progress", "engine-strict", "save-exact":
+		return true
+	}
+	return false
 }
 
 // UsrMask is one existing place of UsrConfigPaths under a bound host /usr.

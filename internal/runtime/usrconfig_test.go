@@ -38,3 +38,22 @@ func TestUsrMasksResolveAsTheSandbox(t *testing.T) {
 		t.Errorf("UsrMasks = %+v, want %+v", got, want)
 	}
 }
+
+// Of an npmrc the sandbox sees which registry to use, never a credential.
+func TestUsrKeepDropsNpmCredentials(t *testing.T) {
+	in := "registry=https://registry.example/\n" +
+		"//registry.example/:_authToken=TOKEN\n" +
+		"_auth=TOKEN\n_password = TOKEN\nusername=me\nemail=me@example.org\n" +
+		"@corp:registry = https://npm.corp.example/\n" +
+		"@priv:registry=https://me:TOKEN@npm.priv.example/\n" +
+		"keyfile=/root/key.pem\ncertfile=/root/cert.pem\n" +
+		"; registry=https://commented.example/\n# TOKEN\n" +
+		"strict-ssl=true\n"
+	want := "registry=https://registry.example/\n@corp:registry=https://npm.corp.example/\nstrict-ssl=true\n"
+	if got := string(UsrKeep("npmrc", []byte(in))); got != want {
+		t.Errorf("UsrKeep(npmrc) = %q, want %q", got, want)
+	}
+	if got := UsrKeep("settings.xml", []byte("<password>TOKEN</password>")); got != nil {
+		t.Errorf("UsrKeep(settings.xml) = %q, want nothing kept", got)
+	}
+}

@@ -26,6 +26,9 @@ import (
 type plantedConfig struct {
 	inside string // path inside the sandbox
 	token  []byte // what must not be read there
+	// keep: what must be read there instead (npm's registry settings of
+	// a hidden npmrc, runtime.UsrKeep), when not nil
+	keep []byte
 }
 
 // testHostConfigUnderUsr is the attack of a host's npm token, Maven
@@ -61,8 +64,11 @@ func testHostConfigUnderUsr(t *testing.T, f Factory) {
 	}
 	for _, pc := range planted {
 		r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/cat", "--", pc.inside}})
-		if r.st.Code == 0 && bytes.Contains([]byte(r.out), pc.token) {
+		switch {
+		case len(pc.token) > 0 && r.st.Code == 0 && bytes.Contains([]byte(r.out), pc.token):
 			t.Errorf("LEAK: host configuration %s is readable inside the sandbox", pc.inside)
+		case pc.keep != nil && r.out != string(pc.keep):
+			t.Errorf("%s inside: %d bytes (%q), want the %d bytes of its settings without credentials", pc.inside, len(r.out), r.err, len(pc.keep))
 		}
 	}
 }
@@ -85,7 +91,7 @@ func plantConfig(t *testing.T, usr, p string) []plantedConfig {
 	case err == nil && st.IsDir():
 		name := "airlock-planted-" + hex.EncodeToString(tok[:4])
 		writePlanted(t, filepath.Join(host, name), data)
-		return []plantedConfig{{inside: path.Join(inside, name), token: token}}
+		return []plantedConfig{{inside: path.Join(inside, name), token: token}, plantNpmrc(t, host, inside, token)}
 	case err == nil && st.Mode().IsRegular():
 		old, err := os.ReadFile(host)
 		if err != nil || len(bytes.TrimSpace(old)) == 0 {
@@ -102,10 +108,38 @@ func plantConfig(t *testing.T, usr, p string) []plantedConfig {
 	mkdirPlanted(t, dir)
 	if isDir {
 		writePlanted(t, filepath.Join(host, "settings"), data)
-		return []plantedConfig{{inside: path.Join(inside, "settings"), token: token}}
+		return []plantedConfig{{inside: path.Join(inside, "settings"), token: token}, plantNpmrc(t, host, inside, token)}
 	}
 	writePlanted(t, host, data)
 	return []plantedConfig{{inside: inside, token: token}}
+}
+
+// plantNpmrc plants an npm configuration with a registry and tokens in
+// the host directory place dir (seen at inside), unless it has one: the
+// sandbox must see the registry and nothing of the tokens. One that
+// exists must be seen as runtime.UsrKeep keeps it.
+func plantNpmrc(t *testing.T, dir, inside string, token []byte) plantedConfig {
+	t.Helper()
+	pc := plantedConfig{inside: path.Join(inside, "npmrc")}
+	// a place that is a link (Debian's Maven conf, to /etc/maven) names
+	// the sandbox's own tree inside: nothing of the host's is seen there
+	st, err := os.Lstat(dir)
+	linked := err != nil || !st.IsDir()
+	if old, err := os.ReadFile(filepath.Join(dir, "npmrc")); err == nil {
+		if !linked {
+			pc.keep = runtime.UsrKeep("npmrc", old)
+		}
+		return pc
+	}
+	tok := string(token)
+	data := "registry=http://127.0.0.1:9/\n//127.0.0.1:9/:_authToken=" + tok + "\n_auth = " + tok +
+		"\n@corp:registry=https://u:" + tok + "@127.0.0.1:9/\n; a comment " + tok + "\n"
+	writePlanted(t, filepath.Join(dir, "npmrc"), []byte(data))
+	pc.token = token
+	if !linked {
+		pc.keep = []byte("registry=http://127.0.0.1:9/\n")
+	}
+	return pc
 }
 
 // mkdirPlanted makes dir and its missing parents, removed (when empty)

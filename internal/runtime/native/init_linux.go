@@ -253,6 +253,27 @@ func mountOverlay(root, lower, upper, work string) error {
 	return nil
 }
 
+// maskUsrDir hides the host directory d under a read-only tmpfs that
+// holds only what runtime.UsrKept keeps of its files.
+func maskUsrDir(d string) error {
+	kept := runtime.UsrKept(d)
+	if len(kept) == 0 {
+		return maskDir(d)
+	}
+	if err := unix.Mount("airlock-mask", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=256k,nr_inodes=64,mode=0755"); err != nil {
+		return mountErr("mask", d, err)
+	}
+	for name, data := range kept {
+		if err := os.WriteFile(filepath.Join(d, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("", d, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=256k,nr_inodes=64,mode=0755"); err != nil {
+		return mountErr("read-only remount", d, err)
+	}
+	return nil
+}
+
 // maskDir hides a directory, if there is one, under an empty read-only
 // tmpfs.
 func maskDir(d string) error {
@@ -272,7 +293,7 @@ func maskUsrConfig(usr string) error {
 	for _, m := range runtime.UsrMasks(usr) {
 		t := filepath.Join(usr, m.Rel)
 		if m.Dir {
-			if err := maskDir(t); err != nil {
+			if err := maskUsrDir(t); err != nil {
 				return err
 			}
 			continue

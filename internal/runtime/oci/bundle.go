@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 
 	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -144,18 +145,36 @@ type bindMount struct {
 
 // usrMasks are the mounts that hide the host configuration under a host
 // /usr bound from src at target: a directory under an empty read-only
-// tmpfs, a file behind empty, an empty read-only host file.
-func usrMasks(src, target, empty string) []ociMount {
+// tmpfs, or a directory made in keep (of what runtime.UsrKept keeps of
+// its files) bound read-only; a file behind empty, an empty read-only
+// host file.
+func usrMasks(src, target, empty, keep string) ([]ociMount, error) {
 	var out []ociMount
-	for _, m := range runtime.UsrMasks(src) {
+	for i, m := range runtime.UsrMasks(src) {
 		dst := path.Join(target, m.Rel)
+		kept := map[string][]byte(nil)
 		if m.Dir {
+			kept = runtime.UsrKept(filepath.Join(src, m.Rel))
+		}
+		switch {
+		case m.Dir && len(kept) > 0:
+			d := filepath.Join(keep, strconv.Itoa(i))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
+			for name, data := range kept {
+				if err := os.WriteFile(filepath.Join(d, name), data, 0o444); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, ociMount{Destination: dst, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+		case m.Dir:
 			out = append(out, ociMount{Destination: dst, Type: "tmpfs", Source: "airlock-mask", Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=0555"}})
-		} else {
+		default:
 			out = append(out, ociMount{Destination: dst, Type: "bind", Source: empty, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
 		}
 	}
-	return out
+	return out, nil
 }
 
 type rlimits struct{ nofile, nproc, fsize uint64 }

@@ -397,7 +397,9 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	}
 	for i, bd := range binds {
 		if path.Clean(bd.target) == "/usr" {
-			binds[i].masks = usrMasks(bd.source, bd.target, empty)
+			if binds[i].masks, err = usrMasks(bd.source, bd.target, empty, filepath.Join(s.dir, "usr-kept")); err != nil {
+				return nil, fmt.Errorf("create sandbox %s: hide host configuration: %w", id, err)
+			}
 		}
 	}
 	nproc := uint64(lim.Pids)
