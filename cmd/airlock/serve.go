@@ -66,9 +66,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.Var(sizeFlag{&caps.Limits.MemoryBytes}, "max-memory", "the most memory one sandbox may ask for (`SIZE`, by default half the host's; 0: no bound)")
 	fs.Var(sizeFlag{&caps.Limits.DiskBytes}, "max-disk", "the largest disk one sandbox may ask for (`SIZE`; 0: no bound)")
 	fs.Var(sizeFlag{&caps.Limits.TmpBytes}, "max-tmp", "the largest /tmp one sandbox may ask for (`SIZE`, by default half the host's memory; 0: no bound)")
-	fs.Int64Var(&caps.Limits.Pids, "max-pids", caps.Limits.Pids, "the most processes one sandbox may ask for (default: a quarter of what the host's kernel.pid_max leaves sandboxes, at most 32768; more than it leaves is refused; 0: no bound but the host's)")
+	fs.Int64Var(&caps.Limits.Pids, "max-pids", 0, "the most processes one sandbox may ask for (default: a quarter of what the host's kernel.pid_max leaves sandboxes, at most 32768; more than it leaves is refused; 0: no bound but the host's)")
 	fs.Float64Var(&caps.Limits.CPUs, "max-cpus", caps.Limits.CPUs, "the most CPUs one sandbox may ask for (by default the host's; 0: no bound)")
-	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", caps.Limits.NoFile, "the most open files one sandbox process may ask for (default and most: fs.nr_open, and fs.file-max less a quarter over --max-sandboxes, at most 65536; 0: that)")
+	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", 0, "the most open files one sandbox process may ask for (default and most: fs.nr_open, and fs.file-max less a quarter over --max-sandboxes; by default at most 65536; 0: that)")
 	fs.Int64Var(&caps.Limits.Ptys, "max-ptys", 0, "the most terminals one sandbox may ask for (default: a quarter of what the host's pty pool leaves sandboxes; more than it leaves is refused)")
 	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
@@ -123,6 +123,13 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// the defaults' own bounds, which fitCaps lowers to the host's
+	if !set["max-pids"] {
+		caps.Limits.Pids = defaultCaps().Limits.Pids
+	}
+	if !set["max-nofile"] {
+		caps.Limits.NoFile = defaultCaps().Limits.NoFile
+	}
 	caps, msg, err := fitCaps(caps, tables, func(name string) bool { return set[name] })
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
