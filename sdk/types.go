@@ -53,6 +53,9 @@ type Limits struct {
 	NoFile      uint64  `json:"nofile,omitempty"`
 	// Lifetime destroys the sandbox after this long (JSON: nanoseconds).
 	Lifetime time.Duration `json:"lifetime,omitempty"`
+	// Ptys: terminals open at once; 0: the backend's default (16 on
+	// native; gvisor takes none).
+	Ptys int64 `json:"ptys,omitempty"`
 }
 
 // Isolation reports what the daemon's backend actually applied.

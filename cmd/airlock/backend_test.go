@@ -27,7 +27,7 @@ func TestRunBackendGVisor(t *testing.T) {
 		t.Skip("runsc is not installed (apt-get install -y runsc)")
 	}
 	out, errOut, code = e.run("piped\n", "run", "--backend", "gvisor", "--", "/bin/sh", "-c", "cat; echo hi; id -u; cat /proc/1/cmdline | tr '\\0' ' '; exit 7")
-	if code != 7 || !strings.HasPrefix(out, "piped\nhi\n1000\n/.airlock/agent") {
+	if code != 7 || !strings.HasPrefix(out, "piped\nhi\n1000\n/.airlock/airlock-agent") {
 		t.Errorf("got %q %q code %d", out, errOut, code)
 	}
 }

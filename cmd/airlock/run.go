@@ -54,6 +54,7 @@ type runOpts struct {
 	disk      int64
 	tmp       int64
 	pids      int64
+	ptys      int64
 	cpus      float64
 	timeout   time.Duration
 	env       listFlag
@@ -71,6 +72,7 @@ func (o *runOpts) flags(fs *flag.FlagSet) {
 	fs.Var(sizeFlag{&o.disk}, "disk", "size of the writable layer (/workspace, home): a `SIZE` such as 1G (default 1G)")
 	fs.Var(sizeFlag{&o.tmp}, "tmp", "size of /tmp: a `SIZE` such as 256M (default 256M)")
 	fs.Int64Var(&o.pids, "pids", native.DefaultPids, "maximum number of processes")
+	fs.Int64Var(&o.ptys, "ptys", 0, fmt.Sprintf("maximum number of terminals open at once (default %d; not with --backend gvisor, whose terminals are its own)", native.DefaultPtys))
 	fs.Float64Var(&o.cpus, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
 	durationVar(fs, &o.timeout, "timeout", 0, "kill CMD after this long: a `DURATION` such as 30s, 5m (default: no timeout)")
 	fs.Var(&o.env, "env", "set `K=V` in CMD's environment (repeatable)")
@@ -154,6 +156,9 @@ func (o *runOpts) validate() error {
 	if o.pids < native.MinPids {
 		return fmt.Errorf("--pids %d: must be at least %d", o.pids, native.MinPids)
 	}
+	if o.ptys < 0 || o.ptys > native.MaxPtys {
+		return fmt.Errorf("--ptys %d: from 1 to %d", o.ptys, native.MaxPtys)
+	}
 	if o.cpus < 0 {
 		return fmt.Errorf("--cpus %g: must not be negative", o.cpus)
 	}
@@ -212,7 +217,7 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 		Workspace: o.workspace,
 		Env:       o.env,
 		Limits: runtime.Limits{
-			MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus, DiskBytes: o.disk, TmpBytes: o.tmp,
+			MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus, DiskBytes: o.disk, TmpBytes: o.tmp, Ptys: o.ptys,
 		},
 		// a one-shot run reports no file activity (nothing records it)
 		NoFileActivity: true,

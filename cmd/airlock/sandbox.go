@@ -264,6 +264,7 @@ func sandboxCreate(args []string, stdout, stderr io.Writer) int {
 	c.fs.StringVar(&req.Backend, "backend", "", "isolation backend: native or gvisor (default: the daemon's)")
 	c.fs.Var(sizeFlag{&memory}, "memory", "memory limit: a `SIZE` such as 512M")
 	c.fs.Int64Var(&req.Limits.Pids, "pids", 0, "maximum number of processes")
+	c.fs.Int64Var(&req.Limits.Ptys, "ptys", 0, "maximum number of terminals open at once (default: the backend's, 16 on native; gvisor takes none)")
 	c.fs.Float64Var(&req.Limits.CPUs, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
 	c.fs.Var(sizeFlag{&disk}, "disk", "size of the writable layer (/workspace, home): a `SIZE` such as 1G")
 	c.fs.Var(sizeFlag{&tmp}, "tmp", "size of /tmp: a `SIZE` such as 256M")
@@ -282,6 +283,8 @@ func sandboxCreate(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case req.Limits.Pids < 0:
 		return c.usageErr("--pids %d: must not be negative", req.Limits.Pids)
+	case req.Limits.Ptys < 0:
+		return c.usageErr("--ptys %d: must not be negative", req.Limits.Ptys)
 	case req.Limits.CPUs < 0 || req.Limits.CPUs != req.Limits.CPUs:
 		return c.usageErr("--cpus %g: must not be negative", req.Limits.CPUs)
 	case req.TTL < 0:
@@ -509,6 +512,9 @@ func printSandbox(w io.Writer, sb *sdk.Sandbox, now time.Time) error {
 	}
 	row("Disk", "%s (writable layer, %d inodes), /tmp %s", fmtBytes(l.DiskBytes), l.Inodes, fmtBytes(l.TmpBytes))
 	row("Open files", "%d", l.NoFile)
+	if l.Ptys > 0 {
+		row("Terminals", "%d", l.Ptys)
+	}
 	if l.Lifetime > 0 {
 		row("Lifetime", "%s", l.Lifetime)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -71,9 +72,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.Var(sizeFlag{&caps.Limits.MemoryBytes}, "max-memory", "the most memory one sandbox may ask for (`SIZE`, by default half the host's; 0: no bound)")
 	fs.Var(sizeFlag{&caps.Limits.DiskBytes}, "max-disk", "the largest disk one sandbox may ask for (`SIZE`; 0: no bound)")
 	fs.Var(sizeFlag{&caps.Limits.TmpBytes}, "max-tmp", "the largest /tmp one sandbox may ask for (`SIZE`, by default half the host's memory; 0: no bound)")
-	fs.Int64Var(&caps.Limits.Pids, "max-pids", caps.Limits.Pids, "the most processes one sandbox may ask for (0: no bound)")
+	fs.Int64Var(&caps.Limits.Pids, "max-pids", 0, "the most processes one sandbox may ask for (default: a quarter of what the host's kernel.pid_max leaves sandboxes, at most 32768; more than it leaves is refused; 0: no bound but the host's)")
 	fs.Float64Var(&caps.Limits.CPUs, "max-cpus", caps.Limits.CPUs, "the most CPUs one sandbox may ask for (by default the host's; 0: no bound)")
-	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", caps.Limits.NoFile, "the most open files one sandbox may ask for (0: no bound)")
+	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", 0, "the most open files one sandbox process may ask for (default and most: fs.nr_open, and fs.file-max less a quarter over --max-sandboxes; by default at most 65536; 0: that)")
+	fs.Int64Var(&caps.Limits.Ptys, "max-ptys", 0, "the most terminals one sandbox may ask for (default: a quarter of what the host's pty pool leaves sandboxes; more than it leaves is refused)")
 	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
 	maxProxyConns := fs.Int("max-proxy-conns", runtime.DefaultMaxProxyConns, "the most proxy connections one sandbox may hold open; more are refused with a 503 and recorded (egress.refused)")
@@ -157,6 +159,30 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 			*n = -1
 		}
 	}
+	if caps.Limits.Ptys < 0 {
+		fmt.Fprintln(stderr, "airlock serve: --max-* must not be negative (0: no bound)")
+		return 2
+	}
+	tables, err := readHostTables("/proc/sys")
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return 1
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// the defaults' own bounds, which fitCaps lowers to the host's
+	if !set["max-pids"] {
+		caps.Limits.Pids = defaultCaps().Limits.Pids
+	}
+	if !set["max-nofile"] {
+		caps.Limits.NoFile = defaultCaps().Limits.NoFile
+	}
+	caps, msg, err := fitCaps(caps, tables, func(name string) bool { return set[name] })
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "airlock serve: %s\n", msg)
 	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, *maxProxyConns, nat64, byTemplate, *acceptGap, ao, floodBounds{lim, reserve}, stderr); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
@@ -385,7 +411,7 @@ func connCap() int {
 // defaultCaps: what one sandbox may ask for by default is what this host
 // can give without one sandbox taking it whole (half its memory, as /tmp
 // too, all its CPUs, 32768 processes, a 64 GiB disk, 65536 open files),
-// and 256 sandboxes at once.
+// and 256 sandboxes at once; fitCaps then bounds them by the host's tables.
 func defaultCaps() manager.Caps {
 	c := manager.Caps{Sandboxes: 256}
 	c.Limits.Pids, c.Limits.DiskBytes, c.Limits.NoFile = 32768, 64<<30, 65536

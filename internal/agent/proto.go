@@ -151,6 +151,7 @@ type InitConfig struct {
 	NoFile      uint64   `json:"nofile"`
 	NProc       uint64   `json:"nproc"`
 	FSizeBytes  uint64   `json:"fsize_bytes"`
+	Ptys        int64    `json:"ptys"` // devpts max
 	UID         int      `json:"uid"`
 	GID         int      `json:"gid"`
 	Home        string   `json:"home"`

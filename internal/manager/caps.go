@@ -12,10 +12,66 @@ import (
 // these. A zero field bounds nothing.
 type Caps struct {
 	// Limits: the most one sandbox may ask for, field by field (memory,
-	// pids, cpus, disk, tmp, nofile).
+	// pids, cpus, disk, tmp, nofile, ptys).
 	Limits runtime.Limits
 	// Sandboxes: how many may exist at once.
 	Sandboxes int
+	// Host: what the sandboxes together may take of the host's global
+	// tables.
+	Host HostBudget
+}
+
+// HostBudget is what a daemon's sandboxes together may take of the
+// host's global tables: each table's size less what the host keeps for
+// itself (see airlock serve). Each Create reserves the most its sandbox
+// may take (runtime.HostCoster) until the sandbox ends, and is refused
+// when that does not fit. A zero field bounds nothing.
+type HostBudget struct {
+	Pids int64 // host tasks (kernel.pid_max, kernel.threads-max)
+	Ptys int64 // host pseudo-terminals of non-initial devpts
+}
+
+func (b HostBudget) set() bool { return b.Pids > 0 || b.Ptys > 0 }
+
+// hostCost is what a Create on be with limits l must reserve: zero when
+// the daemon has no host budget; an error when be cannot say (it is not
+// a runtime.HostCoster), so that nothing runs unaccounted.
+func (m *Manager) hostCost(be runtime.Backend, l runtime.Limits) (runtime.HostCost, error) {
+	if !m.cfg.Caps.Host.set() {
+		return runtime.HostCost{}, nil
+	}
+	hc, ok := be.(runtime.HostCoster)
+	if !ok {
+		return runtime.HostCost{}, fmt.Errorf("backend %s cannot say what its sandboxes take of the host, and this daemon has a host budget: %w", be.Name(), errdefs.ErrUnsupported)
+	}
+	return hc.HostCost(l)
+}
+
+// reserveHost counts cost against Caps.Host until release, refusing
+// what would not fit beside the live sandboxes and the other Creates.
+func (m *Manager) reserveHost(cost runtime.HostCost) (release func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	used := m.reserved
+	for _, ls := range m.live {
+		used.Pids += ls.cost.Pids
+		used.Ptys += ls.cost.Ptys
+	}
+	b := m.cfg.Caps.Host
+	switch {
+	case b.Pids > 0 && used.Pids+cost.Pids > b.Pids:
+		return nil, fmt.Errorf("host tasks: this sandbox may take %d, the daemon's sandboxes hold %d of the %d the host can give them (kernel.pid_max less the host's reserve): destroy a sandbox, ask for fewer pids, or raise kernel.pid_max: %w", cost.Pids, used.Pids, b.Pids, errdefs.ErrLimitExceeded)
+	case b.Ptys > 0 && used.Ptys+cost.Ptys > b.Ptys:
+		return nil, fmt.Errorf("host terminals: this sandbox may open %d, the daemon's sandboxes hold %d of the %d the host can give them (kernel.pty.max less kernel.pty.reserve and a reserve): destroy a sandbox, ask for fewer ptys, or raise kernel.pty.max: %w", cost.Ptys, used.Ptys, b.Ptys, errdefs.ErrLimitExceeded)
+	}
+	m.reserved.Pids += cost.Pids
+	m.reserved.Ptys += cost.Ptys
+	return func() {
+		m.mu.Lock()
+		m.reserved.Pids -= cost.Pids
+		m.reserved.Ptys -= cost.Ptys
+		m.mu.Unlock()
+	}, nil
 }
 
 func (c Caps) check(l runtime.Limits) error {
@@ -36,6 +92,8 @@ func (c Caps) check(l runtime.Limits) error {
 		return over("tmp_bytes", l.TmpBytes, m.TmpBytes)
 	case m.NoFile > 0 && l.NoFile > m.NoFile:
 		return over("nofile", l.NoFile, m.NoFile)
+	case m.Ptys > 0 && l.Ptys > m.Ptys:
+		return over("ptys", l.Ptys, m.Ptys)
 	}
 	return nil
 }

@@ -103,6 +103,9 @@ type Config struct {
 type Manager struct {
 	cfg Config
 
+	// reserved is what Creates under way reserve of Caps.Host (m.mu).
+	reserved runtime.HostCost
+
 	mu       sync.Mutex
 	layerMu  sync.Mutex // serializes runtime egress layer changes (SetEgress)
 	creating int        // Creates under way (counted against Caps.Sandboxes)
@@ -123,6 +126,7 @@ func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
 
 type liveSandbox struct {
 	sb   runtime.Sandbox
+	cost runtime.HostCost // reserved of Caps.Host while it lives
 	rec  *store.Sandbox
 	ttl  *time.Timer
 	spec runtime.Spec // as created: Reset starts over from it
@@ -354,6 +358,15 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	spec.Env, spec.Limits = req.Env, req.Limits
+	cost, err := m.hostCost(be, spec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	releaseHost, err := m.reserveHost(cost)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseHost()
 	spec.ID = runtime.NewID()
 	if spec.Network = m.network(spec.ID); spec.Network != nil {
 		spec.Env = append(proxyEnv(), req.Env...)
@@ -393,7 +406,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = m.cfg.Store.UpdateSandbox(context.Background(), rec)
 		return nil, err
 	}
-	ls := &liveSandbox{sb: sb, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
+	ls := &liveSandbox{sb: sb, cost: cost, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
 	m.mu.Lock()
 	m.live[rec.ID] = ls
 	m.armTTL(ls)

@@ -71,6 +71,9 @@ type Limits struct {
 	Inodes      int64         `json:"inodes,omitempty"`     // files on the writable layer
 	NoFile      uint64        `json:"nofile,omitempty"`
 	Lifetime    time.Duration `json:"lifetime,omitempty"` // the sandbox is destroyed after this
+	// Ptys: pseudo-terminals open at once in the sandbox, the agent's
+	// terminal sessions included (the host's are one pool for all).
+	Ptys int64 `json:"ptys,omitempty"`
 }
 
 // Spec describes a sandbox to create.

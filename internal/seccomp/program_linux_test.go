@@ -185,6 +185,15 @@ func model(d seccompData) uint32 {
 		default:
 			return eafnosup
 		}
+	case "mknod", "mknodat":
+		mode := uint32(d.Args[1])
+		if name == "mknodat" {
+			mode = uint32(d.Args[2])
+		}
+		if f := mode & unix.S_IFMT; f == unix.S_IFCHR || f == unix.S_IFBLK {
+			return epermRet
+		}
+		return allowRet
 	case "personality":
 		switch uint32(d.Args[0]) {
 		case 0, 0x8, 0x20000, 0x20008, 0xffffffff:
@@ -407,7 +416,7 @@ func TestProgramMatchesModel(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	interesting := []uint64{0, 1, 3, 8, 10, 16, 17, unix.AF_PACKET, unix.TIOCSTI, unix.TIOCLINUX,
-		unix.CLONE_NEWUSER, unix.CLONE_NEWTIME, 0x20000, 0x20008, 0xffffffff, 1 << 32, ^uint64(0)}
+		unix.CLONE_NEWUSER, unix.CLONE_NEWTIME, unix.S_IFCHR | 0o666, unix.S_IFBLK, unix.S_IFIFO | 0o644, unix.S_IFSOCK, 0x20000, 0x20008, 0xffffffff, 1 << 32, ^uint64(0)}
 	arg := func() uint64 {
 		v := interesting[rng.IntN(len(interesting))]
 		switch rng.IntN(4) {

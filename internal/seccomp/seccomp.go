@@ -70,7 +70,7 @@ var allowedSyscalls = []string{
 	"preadv", "pwritev", "preadv2", "pwritev2",
 	"open", "openat", "openat2", "creat", "close", "close_range", "lseek",
 	"dup", "dup2", "dup3", "pipe", "pipe2", "fcntl", "flock",
-	"fsync", "fdatasync", "sync", "syncfs", "sync_file_range",
+	"fsync", "fdatasync", "sync_file_range",
 	"truncate", "ftruncate", "fallocate", "fadvise64", "readahead",
 	"sendfile", "splice", "tee", "vmsplice", "copy_file_range", "cachestat",
 
@@ -82,7 +82,7 @@ var allowedSyscalls = []string{
 	"symlink", "symlinkat", "readlink", "readlinkat",
 	"chmod", "fchmod", "fchmodat", "fchmodat2",
 	"chown", "fchown", "lchown", "fchownat",
-	"utime", "utimes", "utimensat", "futimesat", "mknod", "mknodat",
+	"utime", "utimes", "utimensat", "futimesat",
 	"setxattr", "lsetxattr", "fsetxattr", "setxattrat",
 	"getxattr", "lgetxattr", "fgetxattr", "getxattrat",
 	"listxattr", "llistxattr", "flistxattr", "listxattrat",
@@ -130,6 +130,11 @@ var deniedSyscalls = []string{
 	"settimeofday", "clock_settime", "adjtimex", "clock_adjtime",
 	"sethostname", "setdomainname", "syslog", "vhangup",
 	"iopl", "ioperm", "modify_ldt",
+	// Writeback of every filesystem (sync) or of a whole one, the host's
+	// too through a bound /usr (syncfs): a sandbox would make the host
+	// write out everything dirty, at will. sync(2) returns nothing, so its
+	// callers carry on; a file is made durable with fsync.
+	"sync", "syncfs",
 	// NUMA policy (Docker requires CAP_SYS_NICE for these).
 	"mbind", "set_mempolicy", "set_mempolicy_home_node", "migrate_pages", "move_pages",
 	// Obsolete interfaces.
@@ -138,7 +143,7 @@ var deniedSyscalls = []string{
 }
 
 // conditionalSyscalls are decided by their arguments (see Describe).
-var conditionalSyscalls = []string{"clone", "ioctl", "socket", "personality"}
+var conditionalSyscalls = []string{"clone", "ioctl", "socket", "personality", "mknod", "mknodat"}
 
 // enosysSyscalls fail with ENOSYS even though the kernel implements them, so
 // callers fall back to an older interface: clone3 to clone (whose flags
@@ -156,7 +161,8 @@ func Allowed() []string { return sorted(allowedSyscalls) }
 func Denied() []string { return sorted(deniedSyscalls) }
 
 // Conditional returns the names of the syscalls whose outcome depends on
-// their arguments (clone, ioctl, socket, personality), sorted.
+// their arguments (clone, ioctl, socket, personality, mknod, mknodat),
+// sorted.
 func Conditional() []string { return sorted(conditionalSyscalls) }
 
 func sorted(names []string) []string {
@@ -185,6 +191,8 @@ func Describe() string {
   allowed except SOCK_RAW and SOCK_PACKET (EPERM); AF_PACKET fails with
   EPERM; every other family fails with EAFNOSUPPORT.
 - personality: only 0x0, 0x8, 0x20000, 0x20008 and 0xffffffff (query).
+- mknod, mknodat: device nodes (S_IFCHR, S_IFBLK) fail with EPERM; files,
+  fifos and sockets are allowed.
 - Any other syscall not in the allowlist fails with ENOSYS.
 - Denied with EPERM: `)
 	b.WriteString(strings.Join(Denied(), ", "))

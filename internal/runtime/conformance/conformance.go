@@ -69,6 +69,12 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{"Network", testNetwork},
 		{"ProxyConnCap", testProxyConnCap},
 		{"Sweep", testSweep},
+		{"HostConfigUnderUsr", testHostConfigUnderUsr},
+		{"HostLeaks", testHostLeaks},
+		{"MountinfoNamesNoHostPath", testMountinfoNamesNoHostPath},
+		{"NoDeviceNodes", testNoDeviceNodes},
+		{"NoHostWriteback", testNoHostWriteback},
+		{"PtyLimit", func(t *testing.T, f Factory) { testPtyLimit(t, f, diffs["PtyLimit"]) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })

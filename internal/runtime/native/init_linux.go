@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/seccomp"
 	"github.com/airlock-dev/airlock/internal/thawguard"
 )
@@ -117,6 +118,9 @@ func runInit(conn *agent.Conn) error {
 	}
 	// The agent is not dumpable: sandbox processes cannot open /proc/1/*.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if err := agent.SetComm(); err != nil {
+		return fmt.Errorf("sandbox init: %w", err)
+	}
 	mark("net+rlimits")
 	srv, err := agent.NewServer(conn, agent.Hardening{UID: cfg.UID, GID: cfg.GID, Writable: cfg.Writable, Scratch: cfg.Scratch, ScopeRoots: cfg.ScopeRoots, RequireLandlock: cfg.RequireLock})
 	if err != nil {
@@ -199,18 +203,17 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 			}
 		}
 	}
-	ovl := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", cfg.Lower, upper, work)
-	if err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl); err != nil {
-		return mountErr("overlay", root, err)
+	if err := mountOverlay(root, cfg.Lower, upper, work); err != nil {
+		return err
 	}
 	for _, b := range cfg.Binds {
 		if err := bindRO(b.Source, filepath.Join(root, b.Target)); err != nil {
 			return err
 		}
-		// The host's /usr brings programs, and also local configuration
+		// The host's /usr brings programs, and also host configuration
 		// (npm's global npmrc, say, which may hold a token): not that.
 		if filepath.Clean(b.Target) == "/usr" {
-			if err := maskDir(filepath.Join(root, "usr/local/etc")); err != nil {
+			if err := maskUsrConfig(filepath.Join(root, "usr")); err != nil {
 				return err
 			}
 		}
@@ -218,7 +221,7 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 	if err := setupProc(root); err != nil {
 		return err
 	}
-	if err := setupDev(root); err != nil {
+	if err := setupDev(root, cfg.Ptys); err != nil {
 		return err
 	}
 	tmp := filepath.Join(root, "tmp")
@@ -229,6 +232,48 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 	return pivot(root)
 }
 
+// mountOverlay mounts the overlay root with its layers named by
+// descriptor: the kernel shows the option string in the sandbox's
+// /proc/self/mountinfo, which then holds no host path (the template's,
+// the sandbox's state directory).
+func mountOverlay(root, lower, upper, work string) error {
+	var fds [3]int
+	for i, d := range []string{lower, upper, work} {
+		fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("overlay layer %s: %w", d, err)
+		}
+		defer unix.Close(fd)
+		fds[i] = fd
+	}
+	ovl := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,userxattr", fds[0], fds[1], fds[2])
+	if err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl); err != nil {
+		return mountErr("overlay", root, err)
+	}
+	return nil
+}
+
+// maskUsrDir hides the host directory d under a read-only tmpfs that
+// holds only what runtime.UsrKept keeps of its files.
+func maskUsrDir(d string) error {
+	kept := runtime.UsrKept(d)
+	if len(kept) == 0 {
+		return maskDir(d)
+	}
+	if err := unix.Mount("airlock-mask", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=256k,nr_inodes=64,mode=0755"); err != nil {
+		return mountErr("mask", d, err)
+	}
+	for name, data := range kept {
+		if err := os.WriteFile(filepath.Join(d, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("", d, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=256k,nr_inodes=64,mode=0755"); err != nil {
+		return mountErr("read-only remount", d, err)
+	}
+	return nil
+}
+
 // maskDir hides a directory, if there is one, under an empty read-only
 // tmpfs.
 func maskDir(d string) error {
@@ -237,6 +282,32 @@ func maskDir(d string) error {
 	}
 	if err := unix.Mount("airlock-mask", d, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0555"); err != nil {
 		return mountErr("mask", d, err)
+	}
+	return nil
+}
+
+// maskUsrConfig hides the places of runtime.UsrConfigPaths under usr, a
+// bound host /usr: a file behind /dev/null, read-only (readers see an
+// empty configuration, not an error).
+func maskUsrConfig(usr string) error {
+	for _, m := range runtime.UsrMasks(usr) {
+		t := filepath.Join(usr, m.Rel)
+		if m.Dir {
+			if err := maskUsrDir(t); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := unix.Mount("/dev/null", t, "", unix.MS_BIND, ""); err != nil {
+			return mountErr("mask", t, err)
+		}
+		fl, err := statfsFlags(t)
+		if err != nil {
+			return err
+		}
+		if err := unix.Mount("", t, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|fl, ""); err != nil {
+			return mountErr("read-only remount", t, err)
+		}
 	}
 	return nil
 }
@@ -333,7 +404,11 @@ func setupProc(root string) error {
 		return mountErr("proc", p, err)
 	}
 	// Files that reveal or poke the host kernel are masked with /dev/null.
-	for _, f := range []string{"kcore", "keys", "key-users", "sysrq-trigger", "timer_list", "latency_stats", "sched_debug", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "kmsg", "config.gz", "vmallocinfo", "pagetypeinfo", "slabinfo"} {
+	for _, f := range []string{"kcore", "keys", "key-users", "sysrq-trigger", "timer_list", "latency_stats", "sched_debug", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "kmsg", "config.gz", "vmallocinfo", "pagetypeinfo", "slabinfo",
+		// every block device of the host (other sandboxes' loop devices)
+		// and its I/O counters: a covert channel between sandboxes; the
+		// host's swap files by path
+		"diskstats", "partitions", "swaps"} {
 		t := filepath.Join(p, f)
 		if _, err := os.Lstat(t); err != nil {
 			continue
@@ -393,7 +468,12 @@ const (
 	sigPendingMax       = 1024
 )
 
-func setupDev(root string) error {
+// setupDev makes the sandbox's /dev, with a devpts of at most ptys
+// terminals.
+func setupDev(root string, ptys int64) error {
+	if ptys <= 0 {
+		return errors.New("devpts: no pty limit")
+	}
 	dev := filepath.Join(root, "dev")
 	if err := unix.Mount("airlock-dev", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
 		return mountErr("tmpfs", dev, err)
@@ -411,7 +491,7 @@ func setupDev(root string) error {
 	if err := os.Mkdir(pts, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,max=256"); err != nil {
+	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", ptys)); err != nil {
 		return mountErr("devpts", pts, err)
 	}
 	shm := filepath.Join(dev, "shm")

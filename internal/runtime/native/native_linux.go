@@ -34,6 +34,13 @@ const (
 	DefaultInodes   = 200000
 	DefaultNoFile   = 4096
 	DefaultHostname = "airlock"
+	// DefaultPtys: terminals at once. Every sandbox's devpts draws on
+	// the host's one pool (kernel.pty.max less kernel.pty.reserve, 3072
+	// by default), so each takes a small share.
+	DefaultPtys = 16
+	// MaxPtys is the most one sandbox may have: the kernel's default
+	// kernel.pty.max less its reserve.
+	MaxPtys = 3072
 
 	// MinPids is the smallest pids limit: the agent's own threads count
 	// against RLIMIT_NPROC too.
@@ -211,6 +218,12 @@ func withDefaults(l runtime.Limits) (runtime.Limits, error) {
 	}
 	if l.NoFile == 0 {
 		l.NoFile = DefaultNoFile
+	}
+	if l.Ptys == 0 {
+		l.Ptys = DefaultPtys
+	}
+	if l.Ptys < 0 || l.Ptys > MaxPtys {
+		return l, fmt.Errorf("pty limit %d: from 1 to %d: %w", l.Ptys, MaxPtys, errdefs.ErrInvalid)
 	}
 	return l, nil
 }
@@ -443,7 +456,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	init := &agent.InitConfig{
 		MountDir: filepath.Join(s.dir, "disk"), DiskMounted: true, Lower: spec.RootFS, Binds: binds,
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: hostname,
-		NoFile: lim.NoFile, NProc: nproc, FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)),
+		NoFile: lim.NoFile, NProc: nproc, FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)), Ptys: lim.Ptys,
 		UID: SandboxUID, GID: SandboxUID, Home: sandboxHome, Writable: writable,
 		Scratch: scratch, ScopeRoots: []string{"/workspace", sandboxHome},
 		Trace:          os.Getenv("AIRLOCK_TRACE") != "",
@@ -764,3 +777,17 @@ func killIfSandboxInit(pid, uid int) {
 		}
 	}
 }
+
+// HostCost implements runtime.HostCoster: the pids cgroup's maximum (the
+// commands' limit and the agent's reserve) and the devpts maximum.
+func (b *Backend) HostCost(l runtime.Limits) (runtime.HostCost, error) {
+	lim, err := withDefaults(l)
+	if err != nil {
+		return runtime.HostCost{}, err
+	}
+	return runtime.HostCost{Pids: HostTasks(lim.Pids), Ptys: lim.Ptys}, nil
+}
+
+// HostTasks is the most host tasks a sandbox of pids processes takes: its
+// pids cgroup's maximum.
+func HostTasks(pids int64) int64 { return pids + agentPidsReserve }

@@ -3,12 +3,18 @@ package oci
 import (
 	"encoding/json"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
+
+	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // agentPath is where the agent binary is bound, read-only, inside the
-// sandbox; started there as PID 1 it is the sandbox's agent.
-const agentPath = "/.airlock/agent"
+// sandbox; started there as PID 1 it is the sandbox's agent. Its name is
+// the agent's comm, as the native backend names its agent (agent.Comm).
+const agentPath = "/.airlock/" + agent.Comm
 
 // The subset of the OCI runtime specification (config.json) airlock
 // writes. Field names follow the specification, version 1.0.2.
@@ -95,6 +101,7 @@ func bundleSpec(rootfs, hostname, agentBin string, binds []bindMount, rl rlimits
 	}
 	for _, b := range binds {
 		mounts = append(mounts, ociMount{Destination: b.target, Type: "bind", Source: b.source, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+		mounts = append(mounts, b.masks...)
 	}
 	mounts = append(mounts, ociMount{Destination: agentPath, Type: "bind", Source: agentBin, Options: []string{"bind", "ro", "nosuid", "nodev"}})
 	return ociSpec{
@@ -129,7 +136,46 @@ func bundleSpec(rootfs, hostname, agentBin string, binds []bindMount, rl rlimits
 	}
 }
 
-type bindMount struct{ source, target string }
+// bindMount is a template bind; masks are the mounts that hide host
+// configuration under it (runtime.UsrConfigPaths), after it in order.
+type bindMount struct {
+	source, target string
+	masks          []ociMount
+}
+
+// usrMasks are the mounts that hide the host configuration under a host
+// /usr bound from src at target: a directory under an empty read-only
+// tmpfs, or a directory made in keep (of what runtime.UsrKept keeps of
+// its files) bound read-only; a file behind empty, an empty read-only
+// host file.
+func usrMasks(src, target, empty, keep string) ([]ociMount, error) {
+	var out []ociMount
+	for i, m := range runtime.UsrMasks(src) {
+		dst := path.Join(target, m.Rel)
+		kept := map[string][]byte(nil)
+		if m.Dir {
+			kept = runtime.UsrKept(filepath.Join(src, m.Rel))
+		}
+		switch {
+		case m.Dir && len(kept) > 0:
+			d := filepath.Join(keep, strconv.Itoa(i))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
+			for name, data := range kept {
+				if err := os.WriteFile(filepath.Join(d, name), data, 0o444); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, ociMount{Destination: dst, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+		case m.Dir:
+			out = append(out, ociMount{Destination: dst, Type: "tmpfs", Source: "airlock-mask", Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=0555"}})
+		default:
+			out = append(out, ociMount{Destination: dst, Type: "bind", Source: empty, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
+		}
+	}
+	return out, nil
+}
 
 type rlimits struct{ nofile, nproc, fsize uint64 }
 

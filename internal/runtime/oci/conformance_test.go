@@ -13,5 +13,6 @@ func TestConformance(t *testing.T) {
 		return newTestBackend(t), hostSpec(t)
 	}, conformance.Differences{
 		"WriteScope": "gVisor implements no Landlock, which enforces write scopes: RestrictWrites is ErrUnsupported",
+		"PtyLimit":   "gVisor's terminals are its own, not the host's pool, and runsc has no per-sandbox maximum (it ignores devpts max=): a pty limit is ErrUnsupported",
 	})
 }

@@ -14,7 +14,7 @@
 // the host's mount table never shows them, and they go away with the last
 // runsc process. The OCI bundle (config.json) names that root, gVisor's
 // own /proc, /dev and /sys, the template's read-only binds and the airlock
-// binary, bound read-only at /.airlock/agent as the container's process.
+// binary, bound read-only at /.airlock/airlock-agent as the container's process.
 // runsc runs with --network=none (loopback only, gVisor's own stack),
 // --ignore-cgroups, and in a cgroup airlock makes (v1 or v2) that holds
 // runsc, the gofer and the sentry: the memory limit (plus a 64 MiB reserve

@@ -8,6 +8,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -239,6 +240,9 @@ func withDefaults(l runtime.Limits) (runtime.Limits, error) {
 	if l.MemoryBytes < 0 || l.Pids < 0 || l.CPUs < 0 || l.DiskBytes < 0 || l.TmpBytes < 0 || l.Inodes < 0 || l.Lifetime < 0 {
 		return l, fmt.Errorf("limits must not be negative: %w", errdefs.ErrInvalid)
 	}
+	if l.Ptys != 0 {
+		return l, fmt.Errorf("gvisor backend: a pty limit is not supported (gVisor's terminals are its own, not drawn from the host's pool, and runsc sets no maximum; they take the sandbox's memory): leave ptys unset: %w", errdefs.ErrUnsupported)
+	}
 	if l.TmpBytes != 0 {
 		return l, fmt.Errorf("gvisor backend: a separate /tmp limit is not supported (/tmp is gVisor's own tmpfs, held in the sandbox's memory and bounded by its memory limit): leave tmp_bytes unset: %w", errdefs.ErrUnsupported)
 	}
@@ -387,6 +391,17 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sand
 	s.cg = g
 	trace(t0, "cgroup")
 	// 4. the bundle
+	empty := filepath.Join(s.dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o444); err != nil {
+		return nil, err
+	}
+	for i, bd := range binds {
+		if path.Clean(bd.target) == "/usr" {
+			if binds[i].masks, err = usrMasks(bd.source, bd.target, empty, filepath.Join(s.dir, "usr-kept")); err != nil {
+				return nil, fmt.Errorf("create sandbox %s: hide host configuration: %w", id, err)
+			}
+		}
+	}
 	nproc := uint64(lim.Pids)
 	bundle := bundleSpec(filepath.Join(s.dir, "rootfs"), hostname, b.agentBin, binds,
 		rlimits{nofile: lim.NoFile, nproc: nproc, fsize: uint64(lim.DiskBytes)})
@@ -604,4 +619,16 @@ func (b *Backend) Census() (Census, error) {
 		c.Cgroups = len(names)
 	}
 	return c, nil
+}
+
+// HostCost implements runtime.HostCoster: the host tasks the sandbox's
+// cgroup allows (runsc, the gofer and gVisor's kernel, which runs the
+// sandbox's processes on host threads); no host terminal (gVisor's are
+// its own).
+func (b *Backend) HostCost(l runtime.Limits) (runtime.HostCost, error) {
+	lim, err := withDefaults(l)
+	if err != nil {
+		return runtime.HostCost{}, err
+	}
+	return runtime.HostCost{Pids: hostThreadsBase + hostThreadsPerPid*lim.Pids}, nil
 }

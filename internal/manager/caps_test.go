@@ -1,0 +1,93 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// costBackend is a backend that says what its sandboxes take of the host.
+type costBackend struct {
+	fakeBackend
+	perPid int64
+}
+
+func (b costBackend) HostCost(l runtime.Limits) (runtime.HostCost, error) {
+	if l.Pids < 0 {
+		return runtime.HostCost{}, errdefs.ErrInvalid
+	}
+	return runtime.HostCost{Pids: 64 + b.perPid*max(l.Pids, 256), Ptys: max(l.Ptys, 16)}, nil
+}
+
+// The attack of the review: sandboxes of the default limits, created one
+// after another, take the host's whole task table (256 of them held more
+// than pid_max). Creates are refused once the next would not fit beside
+// the live sandboxes and those being created, with an error naming the
+// host table; a sandbox ending gives its share back.
+func TestHostBudgetRefusesWhatWouldExhaustTheHost(t *testing.T) {
+	m := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Pids: 24576, Ptys: 2304}}}, live: map[string]*liveSandbox{}}
+	be := costBackend{perPid: 1}
+	cost, err := m.hostCost(be, runtime.Limits{})
+	if err != nil || cost.Pids != 320 {
+		t.Fatalf("cost %+v %v", cost, err)
+	}
+	n := 0
+	var releases []func()
+	for ; n < 1000; n++ {
+		rel, err := m.reserveHost(cost)
+		if err != nil {
+			if !errors.Is(err, errdefs.ErrLimitExceeded) || !strings.Contains(err.Error(), "kernel.pid_max") {
+				t.Fatalf("refusal %d: %v, want a limit error naming kernel.pid_max", n, err)
+			}
+			break
+		}
+		releases = append(releases, rel)
+	}
+	if want := 24576 / 320; n != want {
+		t.Fatalf("%d sandboxes admitted, want %d (24576 tasks / 320 each)", n, want)
+	}
+	// half become live sandboxes: still counted, through m.live
+	for i := range n / 2 {
+		m.live[fmt.Sprint("sb", i)] = &liveSandbox{cost: cost}
+		releases[i]()
+	}
+	if _, err := m.reserveHost(cost); err == nil {
+		t.Fatal("admitted beyond the budget once some became live")
+	}
+	// one ends: one more fits
+	for id := range m.live {
+		delete(m.live, id)
+		break
+	}
+	if _, err := m.reserveHost(cost); err != nil {
+		t.Fatalf("after one ended: %v", err)
+	}
+	// terminals are their own budget
+	m2 := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Ptys: 40}}}, live: map[string]*liveSandbox{}}
+	if _, err := m2.reserveHost(runtime.HostCost{Ptys: 32}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.reserveHost(runtime.HostCost{Ptys: 16}); err == nil || !strings.Contains(err.Error(), "kernel.pty.max") {
+		t.Errorf("terminals beyond the budget: %v", err)
+	}
+}
+
+// Nothing runs unaccounted: with a host budget, a backend that cannot
+// say what its sandboxes take is refused; without one it is not asked.
+func TestHostBudgetNeedsTheBackendsCost(t *testing.T) {
+	m := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Pids: 1000}}}, live: map[string]*liveSandbox{}}
+	if _, err := m.hostCost(fakeBackend{}, runtime.Limits{}); !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Errorf("a backend without HostCost: %v, want unsupported", err)
+	}
+	if _, err := m.hostCost(costBackend{}, runtime.Limits{Pids: -1}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("invalid limits: %v, want the backend's error", err)
+	}
+	m.cfg.Caps.Host = HostBudget{}
+	if c, err := m.hostCost(fakeBackend{}, runtime.Limits{}); err != nil || c != (runtime.HostCost{}) {
+		t.Errorf("no budget: %+v %v", c, err)
+	}
+}
