@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +32,26 @@ type daemonProc struct {
 	cmd    *exec.Cmd
 	sock   string
 	client *http.Client
-	log    *bytes.Buffer
+	log    *lockedBuffer
+}
+
+// lockedBuffer is the daemon's stderr, which tests may read while the
+// daemon still writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (e *env) startDaemon(t *testing.T, extra ...string) *daemonProc {
@@ -46,7 +66,7 @@ func (e *env) startDaemon(t *testing.T, extra ...string) *daemonProc {
 		extra = append(extra, "--policy", pf)
 	}
 	c := e.cmd(append([]string{"serve", "--socket", sock}, extra...)...)
-	d := &daemonProc{cmd: c, sock: sock, log: &bytes.Buffer{}}
+	d := &daemonProc{cmd: c, sock: sock, log: &lockedBuffer{}}
 	c.Stderr = d.log
 	if err := c.Start(); err != nil {
 		t.Fatal(err)

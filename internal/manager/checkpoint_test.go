@@ -31,8 +31,11 @@ func TestCheckpointHoldsBackTheTail(t *testing.T) {
 		{"a secret whole, then more", short, [][]byte{pad(1000), []byte(secret), pad(checkpointHold + 10)}, secret[:6], 1000},
 		{"a secret across the hold's edge", short, [][]byte{pad(1000), []byte(secret), pad(checkpointHold - 10)}, secret[:6], 1000},
 		// 70 KiB of its 80 KiB hex form arrived: a 64 KiB hold would cut
-		// inside it and store 6 KiB of it, not found (it is not whole yet)
-		{"a long secret's hex form arriving", both, [][]byte{pad(200 << 10), []byte(longHex[:70<<10])}, longHex[:64], 100 << 10},
+		// inside it and store 6 KiB of it, not found (it is not whole yet).
+		// The hold is the longest form the redactor can find (a value's
+		// forms spaced out or dumped run to ~240 KiB here), so the output
+		// before it is long enough for the checkpoint to store 100 KiB.
+		{"a long secret's hex form arriving", both, [][]byte{pad(400 << 10), []byte(longHex[:70<<10])}, longHex[:64], 100 << 10},
 	}
 	for _, tc := range cases {
 		c := &capped{n: 1 << 20}
