@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -44,15 +45,41 @@ func socketOwner(proto string, peer, local net.Addr) int {
 	if pport == 0 {
 		return 0
 	}
-	inode, err := diagInode(proto, pport, lport)
-	if err != nil {
+	inode, err := uint32(0), errNoDiag
+	if !diagOff(proto).Load() {
+		inode, err = diagLookup(proto, pport, lport)
+	}
+	if err != nil || inode == 0 {
 		inode = tableInode(proto, pport)
+		// ENOENT is both "no such socket" and "no diag module for the
+		// protocol" (a kernel without tcp_diag/udp_diag loaded): a socket
+		// the table has and sock_diag did not find means the latter, so
+		// the table is used from then on.
+		if inode != 0 && err == nil {
+			diagOff(proto).Store(true)
+		}
 	}
 	if inode == 0 {
 		return 0
 	}
 	return inodeOwner(inode)
 }
+
+// noDiagTCP and noDiagUDP mark the protocols whose sockets sock_diag
+// does not know here.
+var noDiagTCP, noDiagUDP atomic.Bool
+
+func diagOff(proto string) *atomic.Bool {
+	if proto == "udp" {
+		return &noDiagUDP
+	}
+	return &noDiagTCP
+}
+
+// diagLookup is diagInode; tests stand in a kernel without diag modules.
+var diagLookup = diagInode
+
+var errNoDiag = errors.New("sock_diag: not answering for this protocol")
 
 func addrPort(a net.Addr) int {
 	switch a := a.(type) {

@@ -106,3 +106,48 @@ func TestRelayBudget(t *testing.T) {
 		}
 	}
 }
+
+// A kernel without tcp_diag (the cgroup v2 test VM's: its modules are not
+// there to load) answers ENOENT for every socket, as for a closed one:
+// the owner is still found, through /proc/net/tcp, and from then on the
+// table is asked first.
+func TestSocketOwnerWithoutDiagModules(t *testing.T) {
+	defer func(f func(string, int, int) (uint32, error)) { diagLookup = f; noDiagTCP.Store(false) }(diagLookup)
+	asked := 0
+	diagLookup = func(string, int, int) (uint32, error) { asked++; return 0, nil }
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for i := range 2 {
+		cc, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+		// a child holds the client end (the agent is never the owner)
+		f, err := cc.(*net.TCPConn).File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sleep", "30")
+		cmd.ExtraFiles = []*os.File{f}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		cc.Close()
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		if pid := socketOwner("tcp", sc.RemoteAddr(), sc.LocalAddr()); pid != cmd.Process.Pid {
+			t.Errorf("connection %d: owner %d, want the child %d", i, pid, cmd.Process.Pid)
+		}
+	}
+	if asked != 1 || !noDiagTCP.Load() {
+		t.Errorf("sock_diag asked %d times (want once, then the table), off: %v", asked, noDiagTCP.Load())
+	}
+}
