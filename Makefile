@@ -20,6 +20,7 @@ build:
 
 lint: setup
 	@echo "== gofmt"; out=$$(gofmt -l cmd internal sdk); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	@echo "== goimports"; gi=$$($(GO) env GOPATH)/bin/goimports; out=$$($$gi -l cmd internal sdk) || exit 1; if [ -n "$$out" ]; then echo "goimports needed: $$out"; exit 1; fi
 	@echo "== go vet"; $(GO) vet $(PKGS)
 	@echo "== staticcheck"; $$($(GO) env GOPATH)/bin/staticcheck $(PKGS)
 

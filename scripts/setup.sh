@@ -41,3 +41,8 @@ if [ ! -x "$sc" ]; then
 	echo "setup: installing staticcheck"
 	GOFLAGS= go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
+gi="$(go env GOPATH)/bin/goimports"
+if [ ! -x "$gi" ]; then
+	echo "setup: installing goimports"
+	GOFLAGS= go install golang.org/x/tools/cmd/goimports@v0.52.0
+fi

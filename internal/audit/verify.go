@@ -10,13 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/airlock-dev/airlock/internal/lazyre"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 

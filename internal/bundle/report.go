@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/airlock-dev/airlock/internal/lazyre"
-	"github.com/airlock-dev/airlock/internal/termsafe"
 	"html/template"
 	"path"
 	"slices"
@@ -14,6 +12,9 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
 // Limits that keep a report readable (and its size bounded) when the run was

@@ -2,10 +2,11 @@ package bundle
 
 import (
 	"encoding/json"
-	"github.com/airlock-dev/airlock/internal/lazyre"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
 // ParseTestOutput reads a test command's output (stdout and stderr, in any

@@ -3,12 +3,12 @@ package manager
 import (
 	"context"
 	"fmt"
-	"github.com/airlock-dev/airlock/internal/redact"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 

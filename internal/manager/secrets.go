@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/airlock-dev/airlock/internal/lazyre"
 	"io/fs"
 	"net/textproto"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 

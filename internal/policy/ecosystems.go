@@ -1,8 +1,9 @@
 package policy
 
 import (
-	"github.com/airlock-dev/airlock/internal/lazyre"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
 // subcommand skips global options (withArg ones take a value) and returns

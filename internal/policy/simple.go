@@ -1,11 +1,12 @@
 package policy
 
 import (
-	"github.com/airlock-dev/airlock/internal/lazyre"
 	"net/url"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
 // call is one simple command being classified.

@@ -1,10 +1,11 @@
 package policy
 
 import (
-	"github.com/airlock-dev/airlock/internal/lazyre"
 	"path"
 	"strings"
 	"sync"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
 // readOnly tools only inspect (whatever their arguments, unless a handler

@@ -1,9 +1,10 @@
 package redact
 
 import (
-	"github.com/airlock-dev/airlock/internal/lazyre"
 	"regexp"
 	"sync"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
 // rule is one token shape. A rule is tried only where one of its anchors occurs, and its

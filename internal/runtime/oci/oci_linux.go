@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/airlock-dev/airlock/internal/lazyre"
 	"os"
 	"os/exec"
 	"path"
@@ -21,6 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/diskimg"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
