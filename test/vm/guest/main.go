@@ -1093,6 +1093,7 @@ func checkDaemon() (string, error) {
 	if !strings.Contains(out, "memory limit") {
 		return fail(errors.New("want the hog's exec to report the memory limit"))
 	}
+	base := readPids(g) // the agent's own tasks, when it shares the group
 	out, _ = cli("exec", id, "--", "sh", "-c", bomb)
 	steps = append(steps, "exec bomb: "+clip(lastLines(out, 2), 200))
 	if !strings.Contains(out, "process limit of 48") || !strings.Contains(out, "bomb-done") {
@@ -1111,6 +1112,14 @@ func checkDaemon() (string, error) {
 	// still reported without such a group)
 	missed := 0
 	for i := 2; i <= 3; i++ {
+		// A subshell of the last bomb whose fork failed exits, and its
+		// children, orphaned, sleep on after "bomb-done": let them end
+		// first, or this bomb cannot fork at all.
+		if hasSub {
+			waitPidsBelow(filepath.Join(g, "cmds"), 1, 15*time.Second)
+		} else {
+			waitPidsBelow(g, base+2, 15*time.Second)
+		}
 		out, _ = cli("exec", id, "--", "sh", "-c", bomb)
 		steps = append(steps, fmt.Sprintf("exec bomb #%d: %s", i, clip(lastLines(out, 2), 200)))
 		if !strings.Contains(out, "bomb-done") {
@@ -1238,4 +1247,27 @@ func checkReap() (string, error) {
 		return s, errors.New("reap left the empty cgroup parent")
 	}
 	return s, nil
+}
+
+// waitPidsBelow waits (at most d) until the cgroup g holds fewer than n
+// tasks.
+func waitPidsBelow(g string, n int, d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if v := readPids(g); v < 0 || v < n {
+			return
+		}
+	}
+}
+
+// readPids is the cgroup g's pids.current, -1 when unreadable.
+func readPids(g string) int {
+	b, err := os.ReadFile(filepath.Join(g, "pids.current"))
+	if err != nil {
+		return -1
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return -1
+	}
+	return v
 }
