@@ -263,7 +263,10 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		if local { // the host's own repository: git's message is the operator's
 			return nil, fmt.Errorf("clone %s: %v: %w", req.Repo, err, errdefs.ErrInvalid)
 		}
-		m.cfg.Logf("task %s: clone of %s failed: %.2000q", id, redactURL(req.Repo), m.cfg.Redactor.String(err.Error()))
+		// git's error quotes its command line: the URL with its user part
+		// (a token alone there is no shape the redactor knows).
+		msg := strings.NewReplacer(src, redactURL(src), req.Repo, redactURL(req.Repo)).Replace(err.Error())
+		m.cfg.Logf("task %s: clone of %s failed: %.2000q", id, redactURL(req.Repo), m.cfg.Redactor.String(msg))
 		cerr := cloneError(err)
 		_ = m.record(ctx, audit.Entry{TaskID: id, Kind: "fetch.response", Payload: map[string]any{"url": redactURL(req.Repo), "error": cerr.Error()}})
 		return nil, cerr
