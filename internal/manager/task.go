@@ -284,6 +284,14 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	if _, err := git(ctx, base, nil, "checkout", "--quiet", "--detach", commit); err != nil {
 		return nil, err
 	}
+	// The checkout goes into the sandbox with its .git: the remote's URL
+	// there must not carry the credentials of the one it was cloned with
+	// (https://TOKEN@host/...), which the agent would read.
+	if !local {
+		if _, err := git(ctx, base, nil, "config", "remote.origin.url", redactURL(req.Repo)); err != nil {
+			return nil, err
+		}
+	}
 	// The diff is computed in this clone over the agent's tree: none of the
 	// tree's .gitattributes may change how content reads (binary, filters,
 	// eol, ident, encodings). info/attributes takes precedence over them.
