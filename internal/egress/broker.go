@@ -207,7 +207,7 @@ func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reade
 		return
 	}
 	cbr := bufio.NewReaderSize(cl, s.cfg.MaxHeaderBytes+4096)
-	ubr := bufio.NewReader(upc)
+	ubr, ulim := upstreamReader(upc)
 	for {
 		pc.c.SetReadDeadline(time.Now().Add(s.cfg.HeaderTimeout))
 		raw, err := peekHead(cbr, s.cfg.MaxHeaderBytes)
@@ -230,7 +230,7 @@ func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reade
 			pc.refuseBrokered(cl, method, t, err)
 			return
 		}
-		up, down, ok := pc.brokerOne(cl, cbr, upc, ubr, h, t, addr)
+		up, down, ok := pc.brokerOne(cl, cbr, upc, ubr, ulim, h, t, addr)
 		end.BytesUp += up
 		end.BytesDown += down
 		if !ok {
@@ -287,7 +287,7 @@ func checkBrokeredTarget(h *head, t Target) error {
 
 // brokerOne forwards one request of a brokered tunnel. It returns the
 // bytes each way and whether the tunnel may carry another.
-func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr *bufio.Reader, h *head, t Target, addr netip.Addr) (int64, int64, bool) {
+func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr *bufio.Reader, ulim *headLimiter, h *head, t Target, addr netip.Addr) (int64, int64, bool) {
 	s := pc.s
 	// The policy may have changed since the CONNECT: check again, and
 	// take the secrets as they are now.
@@ -336,7 +336,7 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 		req.URL = &url.URL{Path: "*"}
 	}
 	req.Host = hostHeader(t, 443)
-	ex := exchange{req: req, client: cl, up: upc, upBr: ubr}
+	ex := exchange{req: req, client: cl, up: upc, upBr: ubr, upLim: ulim}
 	sc := newScrubber(secrets, t.Host)
 	if sc != nil {
 		// A compressed body could hide a value that the upstream echoes;
@@ -354,7 +354,7 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 	res.Method, res.Host, res.Port, res.Addr, res.Path = h.method, t.Host, t.Port, addr, ev.Path
 	res.Status, res.BytesUp, res.BytesDown, res.Duration = ex.status, ex.upN, ex.downN, time.Since(start)
 	if ex.err != nil {
-		res.Error = ex.err.Error()
+		res.Error = clipError(ex.err.Error())
 	}
 	if sc != nil && sc.refusal != "" {
 		res.Decision, res.Rule, res.Reason = "deny", RuleReflected, sc.refusal
