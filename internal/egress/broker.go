@@ -20,6 +20,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -413,6 +414,12 @@ const (
 	scanInflated   = 32 << 20 // and checked up to this size inflated
 )
 
+// inflateSlots bounds the compressed bodies being inflated and checked at
+// once, daemon-wide: each takes up to three layers of scanInflated bytes
+// (a few hundred bytes of nested gzip are enough to ask for them) and a
+// core while it runs. Half the CPUs, 2 to 8.
+var inflateSlots = make(chan struct{}, min(max(runtime.NumCPU()/2, 2), 8))
+
 // errReflected cuts a streamed body that showed a value.
 var errReflected = errors.New("the response showed a brokered secret; the rest is not relayed")
 
@@ -467,6 +474,13 @@ func (sc *scrubber) response(resp *http.Response) {
 		replaceWith502(resp, sc.refusal)
 		return
 	}
+	if compressed(buf) {
+		// Inflating takes up to three layers of scanInflated: at most
+		// inflateSlots of them at once in the daemon, whatever the
+		// number of connections and sandboxes asking.
+		inflateSlots <- struct{}{}
+		defer func() { <-inflateSlots }()
+	}
 	if id, form, ok := sc.checkBody(buf, 0); ok {
 		sc.refuse(resp, id, form, "body")
 		return
@@ -497,7 +511,7 @@ func (sc *scrubber) response(resp *http.Response) {
 // in what it inflates to (up to three layers). A body that cannot be
 // checked gives ok false and the reason in form.
 func (sc *scrubber) checkBody(b []byte, depth int) (id, form string, ok bool) {
-	if id, form, ok := sc.rf.find(b); ok {
+	if id, form, ok := sc.rf.findAll(b); ok {
 		return id, form, true
 	}
 	if !compressed(b) {
