@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
+	"golang.org/x/sys/unix"
 )
 
 const taskUsage = `usage: airlock task <command> [flags] [args]
@@ -144,6 +146,23 @@ func taskTest(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
+// patchOut is where a patch is printed: as it is for a pipe or a file
+// (git apply), escaped for a terminal. The patch is the agent's bytes, and
+// a human reviews it there: an escape sequence in a changed line could
+// erase or repaint the lines around it (hide a hunk), a bidi override
+// reorder them (issue 16.4, for the review of a task's change).
+func patchOut(stdout io.Writer) io.Writer {
+	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
+		return termsafe.NewWriter(f)
+	}
+	return stdout
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
 func taskDiff(args []string, stdout, stderr io.Writer) int {
 	c := newTaskCmd("diff", "airlock task diff [flags] TASK", "Prints the patch against the base commit; files changed outside the scope are named on stderr.\n", stdout, stderr)
 	stat := c.fs.Bool("stat", false, "list the changed files instead of the patch")
@@ -160,8 +179,9 @@ func taskDiff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	// The patch is printed as it is (it is the files' bytes, for git
-	// apply); everything else is escaped (rawVerbs).
+	// The patch is printed as it is to a pipe or a file (it is the files'
+	// bytes, for git apply), escaped to a terminal (patchOut); everything
+	// else is escaped (rawVerbs).
 	safeOut, stderr := termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
 	switch {
 	case *asJSON:
@@ -178,7 +198,7 @@ func taskDiff(args []string, stdout, stderr io.Writer) int {
 		}
 		_ = tw.Flush()
 	default:
-		fmt.Fprint(stdout, d.Patch)
+		fmt.Fprint(patchOut(stdout), d.Patch)
 	}
 	if len(d.OutOfScope) > 0 {
 		fmt.Fprintf(stderr, "airlock: changed outside the task's scope: %s\n", termsafe.Join(d.OutOfScope, ", "))

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -145,6 +146,9 @@ func (s *Service) flushRefusals(ctx context.Context, final bool, sandbox string)
 		}
 	}
 	a.mu.Unlock()
+	if final {
+		due, keys = mergeFinal(due), nil // nothing is put back at the end
+	}
 	var failed error
 	for i, c := range due {
 		if c.count == 0 {
@@ -167,6 +171,54 @@ func (s *Service) flushRefusals(ctx context.Context, final bool, sandbox string)
 		s.armFlushLocked()
 	}
 	a.mu.Unlock()
+}
+
+// maxFinalSummaries bounds the summaries one sandbox's end writes. They
+// are its last counts, written even on a full log disk (into the reserve
+// kept for sandbox and daemon stops), and not charged to its budget: a
+// sandbox that opened 256 kinds of refusal just before its end must not
+// spend the reserve 256 events at a time. Past the bound, its open
+// counts are merged per event kind, the totals exact (the first refusal
+// of every kind is on the record already, with its destination).
+const maxFinalSummaries = 4
+
+// mergeFinal merges the open counts of every sandbox that has more than
+// maxFinalSummaries of them.
+func mergeFinal(due []*refusalCount) []*refusalCount {
+	per := map[string]int{}
+	for _, c := range due {
+		if c.count > 0 {
+			per[c.ev.SandboxID]++
+		}
+	}
+	out := make([]*refusalCount, 0, len(due))
+	merged := map[refusalKey]*refusalCount{}
+	for _, c := range due {
+		if c.count == 0 {
+			continue
+		}
+		n := per[c.ev.SandboxID]
+		if n <= maxFinalSummaries {
+			out = append(out, c)
+			continue
+		}
+		k := refusalKey{sandbox: c.ev.SandboxID, task: c.ev.TaskID, kind: c.ev.Of, host: "*", rule: "*",
+			reason: fmt.Sprintf("refusals of %d different kinds still counted when the sandbox ended, merged", n)}
+		m := merged[k]
+		if m == nil {
+			m = &refusalCount{ev: k.summary(), first: c.first, last: c.last, start: c.start}
+			merged[k] = m
+			out = append(out, m)
+		}
+		m.count += c.count
+		if c.first.Before(m.first) {
+			m.first = c.first
+		}
+		if c.last.After(m.last) {
+			m.last = c.last
+		}
+	}
+	return out
 }
 
 // putBack merges a count that could not be written into the current one.

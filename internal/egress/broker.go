@@ -20,6 +20,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -207,7 +208,7 @@ func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reade
 		return
 	}
 	cbr := bufio.NewReaderSize(cl, s.cfg.MaxHeaderBytes+4096)
-	ubr := bufio.NewReader(upc)
+	ubr, ulim := upstreamReader(upc)
 	for {
 		pc.c.SetReadDeadline(time.Now().Add(s.cfg.HeaderTimeout))
 		raw, err := peekHead(cbr, s.cfg.MaxHeaderBytes)
@@ -230,7 +231,7 @@ func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reade
 			pc.refuseBrokered(cl, method, t, err)
 			return
 		}
-		up, down, ok := pc.brokerOne(cl, cbr, upc, ubr, h, t, addr)
+		up, down, ok := pc.brokerOne(cl, cbr, upc, ubr, ulim, h, t, addr)
 		end.BytesUp += up
 		end.BytesDown += down
 		if !ok {
@@ -287,7 +288,7 @@ func checkBrokeredTarget(h *head, t Target) error {
 
 // brokerOne forwards one request of a brokered tunnel. It returns the
 // bytes each way and whether the tunnel may carry another.
-func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr *bufio.Reader, h *head, t Target, addr netip.Addr) (int64, int64, bool) {
+func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr *bufio.Reader, ulim *headLimiter, h *head, t Target, addr netip.Addr) (int64, int64, bool) {
 	s := pc.s
 	// The policy may have changed since the CONNECT: check again, and
 	// take the secrets as they are now.
@@ -336,7 +337,7 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 		req.URL = &url.URL{Path: "*"}
 	}
 	req.Host = hostHeader(t, 443)
-	ex := exchange{req: req, client: cl, up: upc, upBr: ubr}
+	ex := exchange{req: req, client: cl, up: upc, upBr: ubr, upLim: ulim}
 	sc := newScrubber(secrets, t.Host)
 	if sc != nil {
 		// A compressed body could hide a value that the upstream echoes;
@@ -354,7 +355,7 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 	res.Method, res.Host, res.Port, res.Addr, res.Path = h.method, t.Host, t.Port, addr, ev.Path
 	res.Status, res.BytesUp, res.BytesDown, res.Duration = ex.status, ex.upN, ex.downN, time.Since(start)
 	if ex.err != nil {
-		res.Error = ex.err.Error()
+		res.Error = clipError(ex.err.Error())
 	}
 	if sc != nil && sc.refusal != "" {
 		res.Decision, res.Rule, res.Reason = "deny", RuleReflected, sc.refusal
@@ -413,6 +414,12 @@ const (
 	scanInflated   = 32 << 20 // and checked up to this size inflated
 )
 
+// inflateSlots bounds the compressed bodies being inflated and checked at
+// once, daemon-wide: each takes up to three layers of scanInflated bytes
+// (a few hundred bytes of nested gzip are enough to ask for them) and a
+// core while it runs. Half the CPUs, 2 to 8.
+var inflateSlots = make(chan struct{}, min(max(runtime.NumCPU()/2, 2), 8))
+
 // errReflected cuts a streamed body that showed a value.
 var errReflected = errors.New("the response showed a brokered secret; the rest is not relayed")
 
@@ -467,6 +474,13 @@ func (sc *scrubber) response(resp *http.Response) {
 		replaceWith502(resp, sc.refusal)
 		return
 	}
+	if compressed(buf) {
+		// Inflating takes up to three layers of scanInflated: at most
+		// inflateSlots of them at once in the daemon, whatever the
+		// number of connections and sandboxes asking.
+		inflateSlots <- struct{}{}
+		defer func() { <-inflateSlots }()
+	}
 	if id, form, ok := sc.checkBody(buf, 0); ok {
 		sc.refuse(resp, id, form, "body")
 		return
@@ -497,7 +511,7 @@ func (sc *scrubber) response(resp *http.Response) {
 // in what it inflates to (up to three layers). A body that cannot be
 // checked gives ok false and the reason in form.
 func (sc *scrubber) checkBody(b []byte, depth int) (id, form string, ok bool) {
-	if id, form, ok := sc.rf.find(b); ok {
+	if id, form, ok := sc.rf.findAll(b); ok {
 		return id, form, true
 	}
 	if !compressed(b) {

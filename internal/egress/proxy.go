@@ -95,6 +95,7 @@ type proxyConn struct {
 	// requests to the same destination.
 	up       net.Conn
 	upBr     *bufio.Reader
+	upLim    *headLimiter
 	upTarget Target
 	upAddr   netip.Addr
 	upStop   func() bool
@@ -423,7 +424,7 @@ func (pc *proxyConn) closeUpstream() {
 	if pc.up != nil {
 		pc.upStop()
 		pc.up.Close()
-		pc.up, pc.upBr = nil, nil
+		pc.up, pc.upBr, pc.upLim = nil, nil, nil
 	}
 }
 
@@ -465,7 +466,8 @@ func (pc *proxyConn) forward(h *head, rt requestTarget) bool {
 			writeRefusal(pc.c, http.StatusBadGateway, d.rule, fmt.Sprintf("cannot connect to %s", t))
 			return false
 		}
-		pc.up, pc.upBr, pc.upTarget, pc.upAddr = up, bufio.NewReader(up), t, addr
+		pc.up, pc.upTarget, pc.upAddr = up, t, addr
+		pc.upBr, pc.upLim = upstreamReader(up)
 		pc.upStop = context.AfterFunc(pc.ctx, func() { up.Close() })
 	}
 	res.Addr = pc.upAddr
@@ -476,11 +478,11 @@ func (pc *proxyConn) forward(h *head, rt requestTarget) bool {
 	}
 	req.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
 	req.Host = hostHeader(t, 80)
-	ex := exchange{req: req, client: pc.c, up: pc.up, upBr: pc.upBr}
+	ex := exchange{req: req, client: pc.c, up: pc.up, upBr: pc.upBr, upLim: pc.upLim}
 	keep := ex.run()
 	res.Status, res.BytesUp, res.BytesDown = ex.status, ex.upN, ex.downN
 	if ex.err != nil {
-		res.Error = ex.err.Error()
+		res.Error = clipError(ex.err.Error())
 	}
 	if !keep {
 		pc.closeUpstream()
@@ -503,6 +505,7 @@ type exchange struct {
 	client io.Writer
 	up     io.Writer
 	upBr   *bufio.Reader
+	upLim  *headLimiter // bounds what a response head may read of the upstream
 	// scrub, when set, rewrites the response before it goes back, and
 	// scrubText an error message that may quote the upstream.
 	scrub     func(*http.Response)
@@ -554,6 +557,7 @@ func (ex *exchange) run() bool {
 	}
 	ex.upN = upw.n
 	var resp *http.Response
+	ex.upLim.arm() // the interim answers' heads count too
 	for {
 		var err error
 		resp, err = http.ReadResponse(ex.upBr, req)
@@ -567,6 +571,7 @@ func (ex *exchange) run() bool {
 		}
 		resp.Body.Close() // interim answers (100, 103) are not forwarded
 	}
+	ex.upLim.disarm()
 	defer resp.Body.Close()
 	ex.status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -590,6 +595,66 @@ func (ex *exchange) run() bool {
 		return false
 	}
 	return !req.Close && !resp.Close
+}
+
+// maxResponseHead bounds an upstream's response head (its status line
+// and header fields, and any interim answers before them). Without it
+// http.ReadResponse bounds neither a line nor the number of lines: an
+// upstream of the sandbox's choosing could make the daemon hold an
+// endless head in memory, and the error quoting it would be one event of
+// that size.
+const maxResponseHead = 1 << 20
+
+var errResponseHeadTooLarge = fmt.Errorf("the upstream's response head is over %d bytes", maxResponseHead)
+
+// headLimiter is the upstream connection under a bufio.Reader: while
+// armed, reads past maxResponseHead fail.
+type headLimiter struct {
+	r    io.Reader
+	left int64 // < 0: not armed
+}
+
+func upstreamReader(r io.Reader) (*bufio.Reader, *headLimiter) {
+	l := &headLimiter{r: r, left: -1}
+	return bufio.NewReader(l), l
+}
+
+func (l *headLimiter) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(p)
+	}
+	if l.left == 0 {
+		return 0, errResponseHeadTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+func (l *headLimiter) arm() {
+	if l != nil {
+		l.left = maxResponseHead
+	}
+}
+
+func (l *headLimiter) disarm() {
+	if l != nil {
+		l.left = -1
+	}
+}
+
+// maxErrorText bounds an upstream error in the record (it may quote what
+// the upstream sent).
+const maxErrorText = 1024
+
+func clipError(s string) string {
+	if len(s) > maxErrorText {
+		return s[:maxErrorText] + "... (cut)"
+	}
+	return s
 }
 
 // fail answers 502 when nothing has gone back yet.

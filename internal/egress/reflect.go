@@ -143,6 +143,29 @@ func squeeze(b []byte) []byte {
 	return out
 }
 
+// scanWindow is the most of a long text find looks at in one piece (its
+// views are copies of what it looks at).
+const scanWindow = 256 << 10
+
+// findAll is find over b in windows of scanWindow that overlap by span
+// (as a streamed body is checked), so that the views' copies stay the
+// size of a window whatever the size of b (an inflated body is up to
+// scanInflated, three layers deep).
+func (r *reflector) findAll(b []byte) (secret, form string, ok bool) {
+	if r == nil || len(b) <= scanWindow+r.span {
+		return r.find(b)
+	}
+	for start := 0; ; start += scanWindow {
+		end := min(start+scanWindow+r.span, len(b))
+		if s, f, ok := r.find(b[start:end]); ok {
+			return s, f, true
+		}
+		if end == len(b) {
+			return "", "", false
+		}
+	}
+}
+
 // find reports the secret and form of the first value found in b.
 func (r *reflector) find(b []byte) (secret, form string, ok bool) {
 	if r == nil || len(b) == 0 {

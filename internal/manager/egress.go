@@ -67,12 +67,21 @@ type sandboxNetwork struct {
 	refReason  string
 	refPID     int
 	refTimer   *time.Timer
+	refWindow  time.Duration // the current window: longer while a flood goes on
 }
 
 // refusalWindow: proxy refusals of a sandbox are recorded at most once
 // per window, the later ones of a window as one entry with their count,
-// so that a flood of refused connections cannot flood the record.
-const refusalWindow = time.Second
+// so that a flood of refused connections cannot flood the record. While
+// refusals keep coming (one within the window after the last record),
+// the window doubles, up to maxRefusalWindow: these records are not
+// charged to the sandbox's audit budget nor stopped by its cut, so a
+// flood held for days must not write one a second for days. A quiet
+// window brings it back to refusalWindow. The counts stay exact.
+var (
+	refusalWindow    = time.Second
+	maxRefusalWindow = 10 * time.Minute
+)
 
 // maxReasonLen bounds a refusal's reason in the record (the agent's
 // reports are text from inside the boundary).
@@ -91,10 +100,14 @@ func (n *sandboxNetwork) ProxyRefused(pid int, reason string) {
 	if n.refTimer != nil {
 		return // a record of this window is due
 	}
-	wait := refusalWindow - time.Since(n.refLast)
-	if wait < 0 {
-		wait = 0
+	since := time.Since(n.refLast)
+	switch {
+	case n.refWindow == 0 || n.refLast.IsZero() || since >= 2*n.refWindow:
+		n.refWindow = refusalWindow // the first, or after a quiet window
+	case since < n.refWindow:
+		n.refWindow = min(2*n.refWindow, maxRefusalWindow) // the flood goes on
 	}
+	wait := max(n.refWindow-since, 0)
 	n.refTimer = time.AfterFunc(wait, n.flushRefusals)
 }
 

@@ -263,7 +263,10 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 		if local { // the host's own repository: git's message is the operator's
 			return nil, fmt.Errorf("clone %s: %v: %w", req.Repo, err, errdefs.ErrInvalid)
 		}
-		m.cfg.Logf("task %s: clone of %s failed: %.2000q", id, redactURL(req.Repo), m.cfg.Redactor.String(err.Error()))
+		// git's error quotes its command line: the URL with its user part
+		// (a token alone there is no shape the redactor knows).
+		msg := strings.NewReplacer(src, redactURL(src), req.Repo, redactURL(req.Repo)).Replace(err.Error())
+		m.cfg.Logf("task %s: clone of %s failed: %.2000q", id, redactURL(req.Repo), m.cfg.Redactor.String(msg))
 		cerr := cloneError(err)
 		_ = m.record(ctx, audit.Entry{TaskID: id, Kind: "fetch.response", Payload: map[string]any{"url": redactURL(req.Repo), "error": cerr.Error()}})
 		return nil, cerr
@@ -280,6 +283,14 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	}
 	if _, err := git(ctx, base, nil, "checkout", "--quiet", "--detach", commit); err != nil {
 		return nil, err
+	}
+	// The checkout goes into the sandbox with its .git: the remote's URL
+	// there must not carry the credentials of the one it was cloned with
+	// (https://TOKEN@host/...), which the agent would read.
+	if !local {
+		if _, err := git(ctx, base, nil, "config", "remote.origin.url", redactURL(req.Repo)); err != nil {
+			return nil, err
+		}
 	}
 	// The diff is computed in this clone over the agent's tree: none of the
 	// tree's .gitattributes may change how content reads (binary, filters,
