@@ -88,6 +88,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&lim.DNSBurst, "egress-dns-burst", lim.DNSBurst, "burst of --egress-dns-rate")
 	fs.Float64Var(&lim.ConnRate, "egress-conn-rate", lim.ConnRate, "proxy connections a second one sandbox may open, in bursts of --egress-conn-burst; more are refused (429) (0: no bound)")
 	fs.IntVar(&lim.ConnBurst, "egress-conn-burst", lim.ConnBurst, "burst of --egress-conn-rate")
+	fs.Float64Var(&lim.ReqRate, "egress-request-rate", lim.ReqRate, "requests a second one sandbox may send on open proxy connections after each one's first (keep-alive, and in a brokered host's tunnel), in bursts of --egress-request-burst; more are refused (429) (0: no bound)")
+	fs.IntVar(&lim.ReqBurst, "egress-request-burst", lim.ReqBurst, "burst of --egress-request-rate")
 	refusalWindow := duration(fs, "egress-refusal-window", lim.RefusalWindow, "repeated egress refusals of one kind within this `DURATION` are recorded once plus one counted summary event")
 	fs.Int64Var(&lim.BudgetEvents, "egress-audit-events", lim.BudgetEvents, "the most egress events one sandbox may put in the audit log in its life; past it its egress is cut (0: no bound)")
 	fs.Var(sizeFlag{&lim.BudgetBytes}, "egress-audit-bytes", "the most bytes of egress events one sandbox may put in the audit log (`SIZE`); past it its egress is cut (0: no bound)")
@@ -145,11 +147,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	lim.RefusalWindow = *refusalWindow
-	if lim.DNSRate < 0 || lim.ConnRate < 0 || lim.DNSBurst < 1 || lim.ConnBurst < 1 || lim.BudgetEvents < 0 || lim.BudgetBytes < 0 || lim.RefusalWindow <= 0 || reserve < 0 {
+	if lim.DNSRate < 0 || lim.ConnRate < 0 || lim.ReqRate < 0 || lim.DNSBurst < 1 || lim.ConnBurst < 1 || lim.ReqBurst < 1 || lim.BudgetEvents < 0 || lim.BudgetBytes < 0 || lim.RefusalWindow <= 0 || reserve < 0 {
 		fmt.Fprintln(stderr, "airlock serve: --egress-* rates and budgets and --audit-reserve must not be negative (0: no bound), bursts at least 1, --egress-refusal-window more than 0")
 		return 2
 	}
-	for _, f := range []*float64{&lim.DNSRate, &lim.ConnRate} {
+	for _, f := range []*float64{&lim.DNSRate, &lim.ConnRate, &lim.ReqRate} {
 		if *f == 0 {
 			*f = -1 // the flag's 0 is no bound; egress.Limits' is the default
 		}

@@ -209,7 +209,7 @@ func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reade
 	}
 	cbr := bufio.NewReaderSize(cl, s.cfg.MaxHeaderBytes+4096)
 	ubr, ulim := upstreamReader(upc)
-	for {
+	for n := 0; ; n++ {
 		pc.c.SetReadDeadline(time.Now().Add(s.cfg.HeaderTimeout))
 		raw, err := peekHead(cbr, s.cfg.MaxHeaderBytes)
 		pc.c.SetReadDeadline(time.Time{})
@@ -217,6 +217,9 @@ func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reade
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
 				pc.refuseBrokered(cl, "", t, err)
 			}
+			return
+		}
+		if n > 0 && !pc.admitRequest(cl) {
 			return
 		}
 		h, err := parseHead(raw)

@@ -79,18 +79,19 @@ func TestDeniedAddrsExpire(t *testing.T) {
 	res := newResolver("denied.example.test", "100.128.0.9")
 	now := time.Unix(1_800_000_000, 0)
 	e := newEnv(t, res, Config{Now: func() time.Time { return now }})
-	if got := e.svc.deniedAddrs(context.Background(), "denied.example.test", false); len(got) != 1 {
+	dc := &deniedCache{}
+	if got := e.svc.deniedAddrs(context.Background(), dc, "denied.example.test", false); len(got) != 1 {
 		t.Fatalf("addrs %v", got)
 	}
 	res.mu.Lock()
 	res.answers["denied.example.test"] = res.answers["denied.example.test"][:0]
 	res.answers["denied.example.test"] = append(res.answers["denied.example.test"], netip.MustParseAddr("100.128.0.11"))
 	res.mu.Unlock()
-	if got := e.svc.deniedAddrs(context.Background(), "denied.example.test", false); got[0].String() != "100.128.0.9" {
+	if got := e.svc.deniedAddrs(context.Background(), dc, "denied.example.test", false); got[0].String() != "100.128.0.9" {
 		t.Errorf("before the TTL: %v", got)
 	}
 	now = now.Add(deniedTTL + time.Second)
-	if got := e.svc.deniedAddrs(context.Background(), "denied.example.test", false); got[0].String() != "100.128.0.11" {
+	if got := e.svc.deniedAddrs(context.Background(), dc, "denied.example.test", false); got[0].String() != "100.128.0.11" {
 		t.Errorf("after the TTL: %v", got)
 	}
 }

@@ -27,6 +27,12 @@ type Limits struct {
 	DNSBurst  int     `json:"dns_burst"`
 	ConnRate  float64 `json:"conn_rate"`
 	ConnBurst int     `json:"conn_burst"`
+	// ReqRate and ReqBurst bound the requests after a connection's first
+	// (keep-alive requests, and those in a brokered host's tunnel): each
+	// is a decision and two events, which the connection rate alone
+	// would leave unbounded. Over it, 429 and the connection closed.
+	ReqRate  float64 `json:"request_rate"`
+	ReqBurst int     `json:"request_burst"`
 	// RefusalWindow is how long repeated refusals of one kind are
 	// counted into one summary event instead of one event each.
 	RefusalWindow time.Duration `json:"refusal_window"`
@@ -44,6 +50,7 @@ type Limits struct {
 var DefaultLimits = Limits{
 	DNSRate: 100, DNSBurst: 500,
 	ConnRate: 50, ConnBurst: 200,
+	ReqRate: 50, ReqBurst: 500,
 	RefusalWindow: 10 * time.Second,
 	BudgetEvents:  200_000, BudgetBytes: 128 << 20,
 }
@@ -62,6 +69,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ConnBurst <= 0 {
 		l.ConnBurst = d.ConnBurst
+	}
+	if l.ReqRate == 0 {
+		l.ReqRate = d.ReqRate
+	}
+	if l.ReqBurst <= 0 {
+		l.ReqBurst = d.ReqBurst
 	}
 	if l.RefusalWindow <= 0 {
 		l.RefusalWindow = d.RefusalWindow
@@ -134,14 +147,14 @@ type Cut struct {
 
 // meter is one sandbox's rates and budget.
 type meter struct {
-	mu        sync.Mutex
-	dns, conn bucket
-	use       Usage
+	mu             sync.Mutex
+	dns, conn, req bucket
+	use            Usage
 }
 
 func (s *Service) newMeter() *meter {
 	l := s.cfg.Limits
-	return &meter{dns: newBucket(l.DNSRate, l.DNSBurst), conn: newBucket(l.ConnRate, l.ConnBurst),
+	return &meter{dns: newBucket(l.DNSRate, l.DNSBurst), conn: newBucket(l.ConnRate, l.ConnBurst), req: newBucket(l.ReqRate, l.ReqBurst),
 		use: Usage{BudgetEvents: max(l.BudgetEvents, 0), BudgetBytes: max(l.BudgetBytes, 0)}}
 }
 
@@ -174,6 +187,20 @@ func (s *Service) admit(id string, dns bool) (ok bool, rule, reason string) {
 	}
 	if !m.conn.take(s.cfg.Now()) {
 		return false, RuleRate, fmt.Sprintf("over this sandbox's proxy connection rate (%g/s, bursts of %d)", m.conn.rate, int(m.conn.burst))
+	}
+	return true, "", ""
+}
+
+// admitRequest takes a token for a request after a connection's first.
+func (s *Service) admitRequest(id string) (ok bool, rule, reason string) {
+	m := s.meterOf(id)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.use.Cut != nil {
+		return false, RuleBudget, m.use.Cut.Reason
+	}
+	if !m.req.take(s.cfg.Now()) {
+		return false, RuleRate, fmt.Sprintf("over this sandbox's request rate on open connections (%g/s, bursts of %d)", m.req.rate, int(m.req.burst))
 	}
 	return true, "", ""
 }

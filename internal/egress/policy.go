@@ -208,6 +208,8 @@ type compiled struct {
 	nat64 []netip.Prefix
 	// emptyPresets names presets that were asked for but found no host.
 	emptyPresets []string
+	// denied caches the addresses of the deny rules' names.
+	denied *deniedCache
 }
 
 type crule struct {
@@ -234,7 +236,7 @@ func validID(id string) bool {
 // compile checks p and builds its matcher; presets maps preset names to the
 // hosts discovered for them (nil: checking only).
 func compile(p *Policy, presets Presets) (*compiled, error) {
-	c := &compiled{grants: map[Category]bool{}}
+	c := &compiled{grants: map[Category]bool{}, denied: &deniedCache{}}
 	for _, g := range p.Grant {
 		if !slices.Contains(Categories, g) {
 			return nil, invalid("unknown category %q (categories: %s)", g, categoryList())
@@ -291,6 +293,9 @@ func compile(p *Policy, presets Presets) (*compiled, error) {
 		} else {
 			c.deny = append(c.deny, cr)
 		}
+	}
+	if n := denyNameCount(c.deny); n > maxDenyNames {
+		return nil, invalid("the deny rules name %d hosts, at most %d: each is resolved by the daemon (deny by cidrs, or allow only what is needed)", n, maxDenyNames)
 	}
 	sids := map[string]bool{}
 	for i := range p.Secrets {

@@ -106,7 +106,7 @@ func (pc *proxyConn) event(kind EventKind) Event {
 }
 
 func (pc *proxyConn) serve() {
-	for {
+	for n := 0; ; n++ {
 		pc.c.SetReadDeadline(time.Now().Add(pc.s.cfg.HeaderTimeout))
 		raw, err := peekHead(pc.br, pc.s.cfg.MaxHeaderBytes)
 		if err != nil {
@@ -114,6 +114,9 @@ func (pc *proxyConn) serve() {
 				return // the client is done (or idle too long) between requests
 			}
 			pc.refuseMalformed("", err)
+			return
+		}
+		if n > 0 && !pc.admitRequest(pc.c) {
 			return
 		}
 		pc.c.SetReadDeadline(time.Time{})
@@ -140,6 +143,22 @@ func (pc *proxyConn) serve() {
 			return
 		}
 	}
+}
+
+// admitRequest takes a request token for a request after the
+// connection's first (the connection's own token paid for that one); a
+// refusal is counted like any other, answered 429 on w, and ends the
+// connection.
+func (pc *proxyConn) admitRequest(w io.Writer) bool {
+	ok, rule, reason := pc.s.admitRequest(pc.who.SandboxID)
+	if ok {
+		return true
+	}
+	e := pc.event(KindRequest)
+	e.Decision, e.Rule, e.Reason = "deny", rule, reason
+	pc.s.refuse(pc.ctx, e, true)
+	writeRefusal(w, http.StatusTooManyRequests, rule, reason)
+	return false
 }
 
 // refuseMalformed answers and records a request that could not be parsed.

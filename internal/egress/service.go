@@ -149,8 +149,7 @@ type Service struct {
 
 	mu        sync.Mutex // guards sandboxes and each sandbox's conns
 	sandboxes map[string]*sandbox
-	denied    deniedCache // addresses of deny rules' names
-	orphan    *meter      // of ids without an entry
+	orphan    *meter // of ids without an entry
 
 	refused refusals
 	closed  bool // Close ran: no more window timers (guarded by refused.mu)

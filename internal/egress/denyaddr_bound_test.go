@@ -7,21 +7,26 @@ import (
 	"time"
 )
 
-// Review (rv-daemon): the deny-by-address cache holds at most deniedMax
-// names across every sandbox and is wiped whole when it is full. A policy
-// with more deny names than that (a remote key may add deny rules to its
-// sandbox's layer: tightening is always allowed, and a 1 MiB body holds
-// tens of thousands of names) makes every public_web decision resolve
-// every name again, host-side and outside the sandbox's DNS rate, and
-// evicts every other sandbox's cached deny names with it.
-func TestReviewDenyCacheThrash(t *testing.T) {
+// Found in a review: the deny-by-address cache held at most 4096 names
+// across every sandbox and was wiped whole when full. A policy with more
+// deny names than that (a remote key may add deny rules to its sandbox's
+// layer: tightening is always allowed, and a 1 MiB body holds tens of
+// thousands of names) made every public_web decision resolve every name
+// again, host-side and outside the sandbox's DNS rate, and evicted every
+// other sandbox's cached deny names. Now a policy names at most
+// maxDenyNames deny hosts, and each policy caches its own.
+func TestDenyNamesBoundedAndCachedPerPolicy(t *testing.T) {
 	res := newResolver("pub.example.test", "127.0.0.1", "other-deny.example.test", "100.128.0.9")
 	now := time.Unix(1_800_000_000, 0)
 	e := newEnv(t, res, Config{Now: func() time.Time { return now }})
-	names := make([]string, deniedMax+500)
+	names := make([]string, maxDenyNames+1)
 	for i := range names {
 		names[i] = fmt.Sprintf("d%d.deny.example.test", i)
 	}
+	if err := e.svc.SetPolicy("sb1", Policy{Grant: []Category{PublicWeb}, Rules: []Rule{{ID: "many", Action: Deny, Hosts: names}}}); err == nil {
+		t.Fatalf("a policy denying %d host names was taken", len(names))
+	}
+	names = names[:maxDenyNames]
 	e.setPolicy(t, Policy{Grant: []Category{PublicWeb}, Rules: []Rule{
 		{ID: "many", Action: Deny, Hosts: names},
 		loopbackRule(443),
