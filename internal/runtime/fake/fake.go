@@ -84,7 +84,9 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 		return nil, err
 	}
 	if l := spec.Limits.Lifetime; l > 0 {
+		s.mu.Lock()
 		s.lifetime = time.AfterFunc(l, func() { _ = s.Destroy(context.Background()) })
+		s.mu.Unlock()
 	}
 	return s, nil
 }
@@ -132,15 +134,19 @@ type sandbox struct {
 	id, dir, root string
 	spec          runtime.Spec
 	created       time.Time
-	token         string // in every process's environment (markerEnv)
-	rootFD        int    // O_PATH of root, for the file operations
-	lifetime      *time.Timer
+	token         string // in every process's environment (marker)
 
-	mu      sync.Mutex
-	execs   int
-	paused  bool
-	stopped bool
-	done    chan struct{}
+	// rootFD is root's O_PATH, for the file operations; -1 once closed
+	// (fdMu: a closed number may be reused by anything)
+	fdMu   sync.RWMutex
+	rootFD int
+
+	mu       sync.Mutex
+	lifetime *time.Timer
+	execs    int
+	paused   bool
+	stopped  bool
+	done     chan struct{}
 }
 
 // setUp makes root with /workspace (the spec's workspace copied in),
@@ -194,12 +200,15 @@ func (s *sandbox) Destroy(ctx context.Context) error {
 		return nil
 	}
 	s.stopped = true
-	s.mu.Unlock()
 	if s.lifetime != nil {
 		s.lifetime.Stop()
 	}
+	s.mu.Unlock()
 	_, err := killAll(ctx, s.marker())
+	s.fdMu.Lock()
 	unix.Close(s.rootFD)
+	s.rootFD = -1
+	s.fdMu.Unlock()
 	if rerr := s.removeDir(); err == nil {
 		err = rerr
 	}

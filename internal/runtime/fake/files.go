@@ -36,7 +36,7 @@ func fileErr(op, p string, err error) error {
 		kind = errdefs.ErrNotFound
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS), errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
 		kind = errdefs.ErrDenied
-	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.ESTALE): // ESTALE: destroyed
 		kind = errdefs.ErrConflict
 	case errors.Is(err, unix.EFBIG), errors.Is(err, unix.ENOSPC):
 		kind = errdefs.ErrLimitExceeded
@@ -60,6 +60,11 @@ func (s *sandbox) open(p string, flags uint64, mode uint64) (int, error) {
 		flags |= unix.O_NOCTTY
 	}
 	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags}
+	s.fdMu.RLock()
+	defer s.fdMu.RUnlock()
+	if s.rootFD < 0 {
+		return -1, unix.ESTALE
+	}
 	return pathwalk.Openat2(s.rootFD, p, &how)
 }
 
@@ -111,8 +116,13 @@ func (s *sandbox) Stat(ctx context.Context, p string) (runtime.FileInfo, error) 
 		return runtime.FileInfo{}, err
 	}
 	if p == "/" {
+		fd, err := s.open("/", unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return runtime.FileInfo{}, fileErr("stat", p, err)
+		}
+		defer unix.Close(fd)
 		var st unix.Stat_t
-		if err := unix.Fstat(s.rootFD, &st); err != nil {
+		if err := unix.Fstat(fd, &st); err != nil {
 			return runtime.FileInfo{}, fileErr("stat", p, err)
 		}
 		return info("/", "/", &st, ""), nil
