@@ -50,15 +50,14 @@ func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pr
 	if err := checkExec(req); err != nil {
 		return nil, err
 	}
+	// s.mu over the start: a Destroy or Pause that follows finds the
+	// new process, and none starts after them.
 	s.mu.Lock()
-	stopped, paused := s.stopped, s.paused
-	s.execs++
-	n := s.execs
-	s.mu.Unlock()
+	defer s.mu.Unlock()
 	switch {
-	case stopped:
+	case s.stopped:
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", s.id, errdefs.ErrConflict)
-	case paused:
+	case s.paused:
 		return nil, fmt.Errorf("sandbox %s is paused: %w", s.id, errdefs.ErrConflict)
 	}
 	if req.Dir == "" {
@@ -72,7 +71,8 @@ func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pr
 	if err != nil {
 		return nil, err
 	}
-	p := &process{s: s, execKV: fmt.Sprintf("%s=%s.%d", execVar, s.token, n), limit: req.OutputLimit, done: make(chan struct{})}
+	s.execs++
+	p := &process{s: s, execKV: fmt.Sprintf("%s=%s.%d", execVar, s.token, s.execs), limit: req.OutputLimit, done: make(chan struct{})}
 	if p.limit == 0 {
 		p.limit = runtime.DefaultOutputLimit
 	}
@@ -259,6 +259,7 @@ func (p *process) closeReads() {
 // drops) the rest, so that the command never blocks on a full pipe.
 func (p *process) copyOut(r *os.File, w io.Writer, c *capture, name string) {
 	defer p.copies.Done()
+	defer r.Close() // also when nobody Waits
 	if w == nil {
 		w = io.Discard
 	}

@@ -4,7 +4,8 @@
 //
 // IT IS NOT A SECURITY BOUNDARY. Commands run as ordinary host processes
 // of the calling user, with the host's file system, network, /proc and
-// devices: a command can read and change anything its user can. A
+// devices: a command can read and change anything its user can (run
+// as root, that is the whole host). A
 // sandbox is only a directory (its /workspace, /tmp and home directory)
 // that commands start in (cwd, HOME, TMPDIR) and that the file API is
 // confined to. It must never run untrusted code and is not selectable
