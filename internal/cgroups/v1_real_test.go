@@ -22,15 +22,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/testroot"
 )
 
 // realV1 returns the detected hierarchy, skipping unless it is a real v1
 // one we may write to.
 func realV1(t *testing.T) *Hierarchy {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("real cgroup tests need root")
-	}
+	testroot.Need(t, "for the real cgroup tests")
 	h, err := Detect()
 	if errors.Is(err, ErrUnsupported) {
 		t.Skipf("no usable cgroup hierarchy on this host: %v", err)

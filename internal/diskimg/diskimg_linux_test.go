@@ -2,20 +2,18 @@ package diskimg
 
 import (
 	"errors"
-	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/testroot"
 )
 
 // A directory in memory is refused for disk images (unless the machine
 // has no disk and says so), and a disk larger than the free space is.
 func TestCheckDirAndFree(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
-	}
+	testroot.Need(t, "to mount a tmpfs")
 	t.Setenv(InMemoryEnv, "")
 	disk := t.TempDir()
 	var st unix.Statfs_t

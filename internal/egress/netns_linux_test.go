@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/testroot"
 )
 
 // TestPrivateRangeInTestNetns puts a fake internal service in a network
@@ -21,9 +23,7 @@ import (
 // there is refused until that exact address is allowed, and then reached
 // over a real interface. No other address is ever dialed.
 func TestPrivateRangeInTestNetns(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace and a veth pair")
-	}
+	testroot.Need(t, "to create a network namespace and a veth pair")
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs iproute2 (ip)")
 	}

@@ -36,48 +36,86 @@ type Factory func(t *testing.T) (runtime.Backend, runtime.Spec)
 // case name. Only cases that say so accept one (see each case), and then
 // the difference itself is checked: an unsupported ability must be an
 // ErrUnsupported error, never a silent no-op.
+//
+// The key NoIsolation declares a backend that isolates nothing (the fake
+// backend of tests): the isolation cases, which need the sandbox's own
+// view of the system (its root, users, /proc, devices, network), are then
+// skipped with the declared reason, and the IsolationReported case checks
+// that the backend says so in every sandbox's Info.
 type Differences map[string]string
+
+// NoIsolation is the Differences key of a backend that isolates nothing.
+const NoIsolation = "NoIsolation"
+
+// NoBoundary is the Isolation.Boundary of a backend that isolates nothing.
+const NoBoundary = "none"
 
 // Run runs the whole suite as subtests of t.
 func Run(t *testing.T, f Factory) { RunWith(t, f, nil) }
 
+type testCase struct {
+	name string
+	fn   func(t *testing.T, f Factory)
+	// isolation: the case needs the sandbox's own view of the system
+	isolation bool
+}
+
 // RunWith runs the whole suite, accepting the declared differences.
 func RunWith(t *testing.T, f Factory, diffs Differences) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, f Factory)
-	}{
-		{"ExitCodes", testExitCodes},
-		{"Stdio", testStdio},
-		{"EnvAndDir", testEnvAndDir},
-		{"NotFound", testNotFound},
-		{"BadRequests", testBadRequests},
-		{"Timeout", testTimeout},
-		{"Signal", testSignal},
-		{"OutputCap", testOutputCap},
-		{"Concurrent", testConcurrent},
-		{"Isolated", testIsolated},
-		{"DestroyKillsAll", testDestroyKillsAll},
-		{"Pause", testPause},
-		{"Lifetime", testLifetime},
-		{"Files", testFiles},
-		{"TTY", testTTY},
-		{"OutputWithBackgroundChild", testOutputWithBackgroundChild},
-		{"FilesStayInside", testFilesStayInside},
-		{"WriteScope", func(t *testing.T, f Factory) { testWriteScope(t, f, diffs["WriteScope"]) }},
-		{"FileActivity", testFileActivity},
-		{"Network", testNetwork},
-		{"ProxyConnCap", testProxyConnCap},
-		{"Sweep", testSweep},
-		{"HostConfigUnderUsr", testHostConfigUnderUsr},
-		{"HostLeaks", testHostLeaks},
-		{"MountinfoNamesNoHostPath", testMountinfoNamesNoHostPath},
-		{"NoDeviceNodes", testNoDeviceNodes},
-		{"NoHostWriteback", testNoHostWriteback},
-		{"PtyLimit", func(t *testing.T, f Factory) { testPtyLimit(t, f, diffs["PtyLimit"]) }},
+	tests := []testCase{
+		{name: "IsolationReported", fn: func(t *testing.T, f Factory) { testIsolationReported(t, f, diffs[NoIsolation]) }},
+		{name: "ExitCodes", fn: testExitCodes},
+		{name: "Stdio", fn: testStdio},
+		{name: "Env", fn: testEnv},
+		{name: "EnvAndDir", fn: testEnvAndDir, isolation: true},
+		{name: "NotFound", fn: testNotFound},
+		{name: "BadRequests", fn: testBadRequests},
+		{name: "Timeout", fn: testTimeout},
+		{name: "Signal", fn: testSignal},
+		{name: "OutputCap", fn: testOutputCap},
+		{name: "Concurrent", fn: testConcurrent},
+		{name: "Isolated", fn: testIsolated, isolation: true},
+		{name: "DestroyKillsAll", fn: testDestroyKillsAll},
+		{name: "Pause", fn: testPause},
+		{name: "Lifetime", fn: testLifetime},
+		{name: "Files", fn: testFiles},
+		{name: "TTY", fn: testTTY},
+		{name: "OutputWithBackgroundChild", fn: testOutputWithBackgroundChild},
+		{name: "FilesStayInside", fn: testFilesStayInside},
+		{name: "WriteScope", fn: func(t *testing.T, f Factory) { testWriteScope(t, f, diffs["WriteScope"]) }},
+		{name: "FileActivity", fn: testFileActivity},
+		{name: "Network", fn: testNetwork, isolation: true},
+		{name: "ProxyConnCap", fn: testProxyConnCap, isolation: true},
+		{name: "Sweep", fn: testSweep},
+		{name: "HostConfigUnderUsr", fn: testHostConfigUnderUsr, isolation: true},
+		{name: "HostLeaks", fn: testHostLeaks, isolation: true},
+		{name: "MountinfoNamesNoHostPath", fn: testMountinfoNamesNoHostPath, isolation: true},
+		{name: "NoDeviceNodes", fn: testNoDeviceNodes, isolation: true},
+		{name: "NoHostWriteback", fn: testNoHostWriteback, isolation: true},
+		{name: "PtyLimit", fn: func(t *testing.T, f Factory) { testPtyLimit(t, f, diffs["PtyLimit"]) }},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
+		t.Run(tc.name, func(t *testing.T) {
+			if why := diffs[NoIsolation]; tc.isolation && why != "" {
+				t.Skipf("declared difference: no isolation: %s", why)
+			}
+			tc.fn(t, f)
+		})
+	}
+}
+
+// testIsolationReported: a sandbox's Info names the boundary applied; a
+// backend that declares no isolation reports the boundary NoBoundary and
+// no namespaces, one that does not declare it never reports that.
+func testIsolationReported(t *testing.T, f Factory, noIsolation string) {
+	iso := create(t, f, nil).Info().Isolation
+	switch {
+	case noIsolation != "" && (iso.Boundary != NoBoundary || len(iso.Namespaces) != 0):
+		t.Errorf("declared no isolation (%s), but Info reports %+v, want the boundary %q and no namespaces", noIsolation, iso, NoBoundary)
+	case noIsolation == "" && (iso.Boundary == "" || iso.Boundary == NoBoundary):
+		t.Errorf("Info reports the boundary %q", iso.Boundary)
+	case noIsolation != "":
+		t.Logf("declared difference: %s", noIsolation)
 	}
 }
 
@@ -154,6 +192,15 @@ func testStdio(t *testing.T, f Factory) {
 	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/cat"}})
 	if r.out != "" || r.st.Code != 0 {
 		t.Errorf("cat with no stdin: %q code %d", r.out, r.st.Code)
+	}
+}
+
+// testEnv: a command gets the sandbox's base environment and its own.
+func testEnv(t *testing.T, f Factory) {
+	sb := create(t, f, func(s *runtime.Spec) { s.Env = append(s.Env, "BASE_VAR=base", "BOTH=base") })
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $BASE_VAR $EXTRA $BOTH"}, Env: []string{"EXTRA=extra", "BOTH=exec"}})
+	if r.out != "base extra exec\n" {
+		t.Errorf("got %q, want the base and the command's variables, the command's winning", r.out)
 	}
 }
 
@@ -373,13 +420,13 @@ func testPause(t *testing.T, f Factory) {
 	}
 	// The sandbox notes the time every 50 ms: a frozen one notes nothing
 	// for as long as it is paused.
-	bg, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "while :; do date +%s%N >> /tmp/pause-ticks; sleep 0.05; done"}})
+	bg, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "while :; do date +%s%N >> pause-ticks; sleep 0.05; done"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ticks := func() []int64 {
 		t.Helper()
-		r := shell(t, sb, "cat /tmp/pause-ticks")
+		r := shell(t, sb, "cat pause-ticks")
 		var ts []int64
 		for _, f := range strings.Fields(r.out) {
 			var n int64
@@ -519,9 +566,10 @@ func testFiles(t *testing.T, f Factory) {
 		t.Errorf("stat: %+v %v", fi, err)
 	}
 	// a command sees it, owned by the command user (find, not stat: the
-	// statx of Debian 12's gVisor rejects coreutils' flags)
-	if r := shell(t, sb, "find /workspace/dir/a.txt -printf '%u %m\\n' && cat /workspace/dir/a.txt | head -1"); r.out != "sandbox 640\nline one\n" {
-		t.Errorf("seen by a command: %q %q", r.out, r.err)
+	// statx of Debian 12's gVisor rejects coreutils' flags), from its
+	// default directory, /workspace
+	if r := shell(t, sb, "find dir/a.txt -printf '%U %m\\n' && id -u && cat dir/a.txt | head -1"); !fileSeen(r.out) {
+		t.Errorf("seen by a command: %q %q, want the command user's uid, mode 640 and the content", r.out, r.err)
 	}
 	if err := fs.Mkdir(ctx, "/workspace/x/y/z", true); err != nil {
 		t.Fatal(err)
@@ -570,6 +618,12 @@ func testFiles(t *testing.T, f Factory) {
 	}
 }
 
+// fileSeen checks the "uid mode", "uid" and "line one" lines of testFiles.
+func fileSeen(out string) bool {
+	l := strings.Split(out, "\n")
+	return len(l) == 4 && l[0] == l[1]+" 640" && l[2] == "line one" && l[3] == ""
+}
+
 // testFilesStayInside: paths given to the file API are resolved inside
 // the sandbox, with the command user's rights, whatever the sandbox
 // planted: a host path is never reached, and nothing is written through
@@ -583,7 +637,8 @@ func testFilesStayInside(t *testing.T, f Factory) {
 	sb := create(t, f, nil)
 	fs := files(t, sb)
 	ctx := context.Background()
-	r := shell(t, sb, "ln -s "+host+" /workspace/hostdir && ln -s /etc/passwd /workspace/passwd-link && ln -s /proc/1/root /workspace/agent-root && echo ok")
+	// planted from the default directory, /workspace
+	r := shell(t, sb, "ln -s "+host+" hostdir && ln -s /etc/passwd passwd-link && ln -s /proc/1/root agent-root && echo ok")
 	if r.out != "ok\n" {
 		t.Fatalf("plant symlinks: %q %q", r.out, r.err)
 	}
@@ -816,7 +871,7 @@ func testSweep(t *testing.T, f Factory) {
 	if !ok {
 		t.Skip("the backend cannot sweep")
 	}
-	r := shell(t, sb, "setsid sh -c 'while :; do sleep 0.05; echo late >> /workspace/orphan; done' </dev/null >/dev/null 2>&1 & echo left")
+	r := shell(t, sb, "setsid sh -c 'while :; do sleep 0.05; echo late >> orphan; done' </dev/null >/dev/null 2>&1 & echo left")
 	if r.out != "left\n" {
 		t.Fatalf("leave an orphan: %q", r.out)
 	}
@@ -834,9 +889,9 @@ func testSweep(t *testing.T, f Factory) {
 	if err != nil || st.Signal != "SIGKILL" && st.Code != 137 {
 		t.Errorf("the running command after the sweep: %+v %v", st, err)
 	}
-	before := shell(t, sb, "wc -c < /workspace/orphan").out
+	before := shell(t, sb, "wc -c < orphan").out
 	time.Sleep(300 * time.Millisecond)
-	if after := shell(t, sb, "wc -c < /workspace/orphan").out; after != before {
+	if after := shell(t, sb, "wc -c < orphan").out; after != before {
 		t.Errorf("the orphan still writes after the sweep: %q then %q", before, after)
 	}
 	if r := shell(t, sb, `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c 'sleep 0.0[5]'`); r.out != "0\n" {
