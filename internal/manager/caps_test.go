@@ -1,13 +1,16 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/store"
 )
 
 // costBackend is a backend that says what its sandboxes take of the host.
@@ -90,4 +93,52 @@ func TestHostBudgetNeedsTheBackendsCost(t *testing.T) {
 	if c, err := m.hostCost(fakeBackend{}, runtime.Limits{}); err != nil || c != (runtime.HostCost{}) {
 		t.Errorf("no budget: %+v %v", c, err)
 	}
+}
+
+// heldSandbox's Destroy waits until it is let go.
+type heldSandbox struct {
+	fakeSandbox
+	entered, let chan struct{}
+}
+
+func (s *heldSandbox) Destroy(context.Context) error {
+	close(s.entered)
+	<-s.let
+	s.once.Do(func() { close(s.done) })
+	return nil
+}
+
+// A sandbox being stopped still holds its processes until its Destroy is
+// done (a task's stop first takes its diff, up to a minute, with every
+// process running): its share of the host's tables is given back only
+// then, or a Create meanwhile takes the host beyond its budget.
+func TestHostBudgetHeldUntilDestroyEnds(t *testing.T) {
+	m, st, _ := testManager(t, t.TempDir())
+	ctx := context.Background()
+	cost := runtime.HostCost{Pids: 320, Ptys: 16}
+	m.cfg.Caps.Host = HostBudget{Pids: 320, Ptys: 16}
+	rec := &store.Sandbox{ID: "sb-held", State: "running", Backend: "fake", Template: "host", Created: time.Now().UTC()}
+	if err := st.PutSandbox(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	sb := &heldSandbox{fakeSandbox: fakeSandbox{id: rec.ID, done: make(chan struct{})}, entered: make(chan struct{}), let: make(chan struct{})}
+	m.live[rec.ID] = &liveSandbox{sb: sb, rec: rec, cost: cost}
+	destroyed := make(chan error, 1)
+	go func() { destroyed <- m.Destroy(ctx, rec.ID) }()
+	<-sb.entered
+	if rel, err := m.reserveHost(cost); err == nil {
+		rel()
+		close(sb.let)
+		<-destroyed
+		t.Fatal("a Create fitted while the stopping sandbox still held its share")
+	}
+	close(sb.let)
+	if err := <-destroyed; err != nil {
+		t.Fatal(err)
+	}
+	rel, err := m.reserveHost(cost)
+	if err != nil {
+		t.Fatalf("after the destroy ended: %v", err)
+	}
+	rel()
 }

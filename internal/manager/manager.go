@@ -458,6 +458,16 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 			ls.ttl.Stop()
 		}
 		sb = ls.sb // nil while a reset is under way: Reset cleans up
+		// Its processes run until Destroy is done (a task's diff comes
+		// first): its share of the host stays reserved until then.
+		m.reserved.Pids += ls.cost.Pids
+		m.reserved.Ptys += ls.cost.Ptys
+		defer func() {
+			m.mu.Lock()
+			m.reserved.Pids -= ls.cost.Pids
+			m.reserved.Ptys -= ls.cost.Ptys
+			m.mu.Unlock()
+		}()
 	}
 	m.mu.Unlock()
 	if ok && m.egressSvc != nil {

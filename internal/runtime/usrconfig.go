@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode"
 )
 
 // UsrConfigPaths are the places under a host /usr (relative to it) where
@@ -48,11 +49,17 @@ func UsrKeep(name string, data []byte) []byte {
 		return nil
 	}
 	var out []byte
-	for line := range strings.SplitSeq(string(data), "\n") {
+	// Lines as npm's ini parser splits them: at any CR or LF (a lone
+	// CR too, which would otherwise hide a line inside a kept value).
+	lines := strings.FieldsFunc(string(data), func(r rune) bool { return r == '\r' || r == '\n' })
+	for _, line := range lines {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || !npmKeep(k) || strings.Contains(v, "@") {
 			continue // a comment, a credential, or user information in a URL
+		}
+		if strings.ContainsAny(v, "\"'\\") || strings.ContainsFunc(v, unicode.IsControl) {
+			continue // quoted (ini JSON-decodes it: \u0040 is an "@"), escaped
 		}
 		out = append(out, k+"="+v+"\n"...)
 	}

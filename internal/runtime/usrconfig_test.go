@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +56,27 @@ func TestUsrKeepDropsNpmCredentials(t *testing.T) {
 	}
 	if got := UsrKeep("settings.xml", []byte("<password>TOKEN</password>")); got != nil {
 		t.Errorf("UsrKeep(settings.xml) = %q, want nothing kept", got)
+	}
+}
+
+// npm reads an npmrc the way its ini parser does: a lone carriage return
+// ends a line too (it splits on /[\r\n]+/), and a quoted value is
+// JSON-decoded (so \u0040 is an "@"). Neither may carry a credential
+// past the filter inside a kept setting's value.
+func TestUsrKeepNpmLineEndingsAndQuotes(t *testing.T) {
+	for _, in := range []string{
+		"registry=https://registry.example/\r//registry.example/:_authToken=TOKEN\r",
+		"registry=https://registry.example/\r\n//registry.example/:_authToken=TOKEN\r\n",
+		"strict-ssl=true\r_auth=TOKEN\rregistry=https://registry.example/\r",
+		`registry="https://me:TOKEN\u0040registry.example/"` + "\n",
+		`@priv:registry='https://me:TOKEN\u0040npm.priv.example/'` + "\n",
+	} {
+		got := string(UsrKeep("npmrc", []byte(in)))
+		if strings.Contains(got, "TOKEN") {
+			t.Errorf("UsrKeep(%q) = %q: the token is kept", in, got)
+		}
+	}
+	if got, want := string(UsrKeep("npmrc", []byte("registry=https://registry.example/\rstrict-ssl=true\r"))), "registry=https://registry.example/\nstrict-ssl=true\n"; got != want {
+		t.Errorf("UsrKeep with CR line ends = %q, want %q", got, want)
 	}
 }

@@ -60,6 +60,7 @@ func (c *Client) serveNet(m *agent.Message, files []*os.File) {
 		// Relay: give the agent one end of a stream socket, serve the other.
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
+			c.proxyConns.Add(-1) // the slot taken above
 			_ = c.conn.Send(&agent.Message{Op: agent.OpError, ID: m.ID, Code: "internal", Error: err.Error()})
 			return
 		}

@@ -31,29 +31,54 @@ import (
 // startOwned runs start, which must clone the sandbox's init with
 // CLONE_NEWUSER from the calling thread (exec.Cmd.Start does), with
 // uid:gid as the thread's effective ids, so that the new user namespace
-// is owned by uid. The thread is restored and checked before it is
-// handed back to the Go runtime; when that fails, the thread is not
-// handed back (it exits with its goroutine, and a Pdeathsig child with
-// it) and startOwned returns an error even if start succeeded, so the
-// caller must then kill what start started.
+// is owned by uid. The thread is restored and checked after start; when
+// that fails, startOwned returns an error even if start succeeded, so
+// the caller must then kill what start started.
+//
+// Every start runs on one spawner thread, locked for good and never
+// handed back to the Go runtime: the init's Pdeathsig is tied by the
+// kernel to the thread that forked it, not to the daemon, and Go ends a
+// thread whenever a goroutine exits locked to it (the OCI backend's
+// launch does, when its runsc exits). A pool thread that started an init
+// could be taken by such a goroutine, and that sandbox would die with it.
+// A spawner left changed (restore failed) is parked for good, still the
+// parent of the inits it started, and a new one takes over.
 func startOwned(uid, gid int, start func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		// One at a time: the dumpable flag is the process's, and each
-		// switch saves and restores it.
-		ownerMu.Lock()
-		defer ownerMu.Unlock()
-		goruntime.LockOSThread()
-		err, clean := runOwned(uid, gid, start)
-		if clean {
-			goruntime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
+	spawnerOnce.Do(func() { go spawner(spawns) })
+	r := spawnReq{uid: uid, gid: gid, start: start, errc: make(chan error, 1)}
+	spawns <- r
+	return <-r.errc
 }
 
-var ownerMu sync.Mutex
+type spawnReq struct {
+	uid, gid int
+	start    func() error
+	errc     chan error
+}
+
+var (
+	spawnerOnce sync.Once
+	// spawns: one at a time (the dumpable flag is the process's, and
+	// each switch saves and restores it).
+	spawns = make(chan spawnReq)
+)
+
+// spawner serves startOwned on a thread of its own, locked until the
+// process ends.
+func spawner(reqs chan spawnReq) {
+	goruntime.LockOSThread() // never unlocked: see startOwned
+	for r := range reqs {
+		err, clean := runOwned(r.uid, r.gid, r.start)
+		if !clean {
+			// (a locked thread makes new threads through Go's
+			// template thread, not as a copy of itself)
+			go spawner(reqs)
+			r.errc <- err
+			select {} // parked: changed, and a parent of inits
+		}
+		r.errc <- err
+	}
+}
 
 // runOwned is startOwned on the locked thread; clean reports that the
 // thread is as it was.

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,7 +27,8 @@ func BenchmarkStartOwned(b *testing.B) {
 // The switch is undone whatever start does: a start that fails leaves
 // every thread as it was, and one that leaves its thread changed beyond
 // repair (here: a capability dropped from the thread's bounding set)
-// makes startOwned fail, and that thread is never used again.
+// makes startOwned fail, and that thread is never used again (parked,
+// not ended: see TestStartOwnedInitOutlivesOtherLockedThreads).
 func TestStartOwnedFailsClosed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -60,20 +60,26 @@ func TestStartOwnedFailsClosed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot restore") {
 		t.Fatalf("a thread left changed: %v, want a restore error", err)
 	}
-	// The thread exits with its goroutine (the main thread cannot: Go
-	// parks it for good).
-	if tid == os.Getpid() {
-		t.Logf("the changed thread is the main thread: parked")
-		return
+	// The thread is parked for good (it is the Pdeathsig parent of the
+	// inits it started: it must not end), and a new spawner takes over:
+	// nothing runs on the changed thread again.
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err != nil {
+		t.Fatalf("the changed thread %d is gone (%v): the inits it started died with it", tid, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); errors.Is(err, os.ErrNotExist) {
-			break
+	for range 20 {
+		var next int
+		if err := startOwned(UIDRangeStart, UIDRangeStart, func() error { next = unix.Gettid(); return nil }); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("thread %d (pid %d), left changed, still runs", tid, os.Getpid())
+		if next == tid {
+			t.Fatalf("the changed thread %d started again", tid)
 		}
-		time.Sleep(10 * time.Millisecond)
+	}
+	for range 20 {
+		got := make(chan int)
+		go func() { got <- unix.Gettid() }()
+		if <-got == tid {
+			t.Fatalf("a goroutine ran on the changed thread %d", tid)
+		}
 	}
 }
