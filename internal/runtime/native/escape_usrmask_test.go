@@ -22,7 +22,7 @@ import (
 func TestEscapeUsrFileMaskSurvivesHostReplace(t *testing.T) {
 	needRuntime(t)
 	if os.Getenv("AIRLOCK_REVIEW_FAILING") == "" {
-		t.Skip("known failing (file masks are lost when the host renames over them): set AIRLOCK_REVIEW_FAILING=1")
+		t.Skip("a known limit (README: a file place the host replaces by a rename reaches running sandboxes): set AIRLOCK_REVIEW_FAILING=1 to reproduce it")
 	}
 	spec := hostSpec(t)
 	usr := ""
