@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -357,4 +359,37 @@ func TestControlPlane(t *testing.T) {
 			t.Errorf("%s %s on a killed sandbox: %d, want 404", c[0], c[1], resp.StatusCode)
 		}
 	}
+}
+
+// The process list answers with the configs clients sent: a secret known
+// to the daemon in a running command's environment or arguments is shown
+// redacted there, as in every other record (found in a review: it was
+// returned raw).
+func TestProcessListRedactsSecrets(t *testing.T) {
+	const secret = "e2b-list-secret-6f1c9a2b7d"
+	d := newDoor(t, func(c *manager.Config) { c.Redactor = redact.New(secret) })
+	id, tok := d.create()
+	h := envdHeaders(id, tok, map[string]string{"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"})
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		req := `{"process":{"cmd":"/bin/sh","args":["-c","sleep 3","` + secret + `"],"envs":{"TOKEN":"` + secret + `"}},"stdin":false}`
+		d.call("POST", "/process.Process/Start", envelope(0, req), h)
+	}()
+	lh := envdHeaders(id, tok, map[string]string{"Content-Type": "application/json"})
+	var body []byte
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		var resp *http.Response
+		resp, body = d.call("POST", "/process.Process/List", []byte(`{}`), lh)
+		if resp.StatusCode == 200 && strings.Contains(string(body), "sleep 3") {
+			break
+		}
+	}
+	if !strings.Contains(string(body), "sleep 3") {
+		t.Fatalf("the running process is not listed: %s", body)
+	}
+	if strings.Contains(string(body), secret) || !strings.Contains(string(body), "[REDACTED") {
+		t.Errorf("the process list shows the secret: %s", body)
+	}
+	<-started
 }

@@ -541,7 +541,15 @@ func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
-	writeUnary(w, map[string]any{"processes": out}, nil)
+	// The configs are as the client sent them: a granted secret in an
+	// environment value or an argument is shown redacted, like every
+	// other record.
+	b, err := s.m.RedactedJSON(map[string]any{"processes": out})
+	if err != nil {
+		writeUnary(w, nil, errorf(codeInternal, "%v", err))
+		return
+	}
+	writeUnary(w, b, nil)
 }
 
 func (s *Server) sendSignal(w http.ResponseWriter, r *http.Request) {
