@@ -274,19 +274,23 @@ func testTimeout(t *testing.T, f Factory) {
 	if r := shell(t, sb, "echo alive"); r.out != "alive\n" {
 		t.Errorf("after timeout: %q", r.out)
 	}
-	// The whole tree dies, also what moved to a session of its own.
-	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "setsid sh -c 'tree=escapee; while :; do :; done' & wait"}, Timeout: 500 * time.Millisecond})
+	// The whole tree dies, also what moved to a session of its own. (The
+	// processes carry a mark of this run: a backend that shares the
+	// host's /proc, the fake, sees other runs' processes.)
+	tree := "tree=" + runtime.NewID()
+	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "setsid sh -c '" + tree + "; while :; do :; done' & wait"}, Timeout: 500 * time.Millisecond})
 	if r.st.Limit != runtime.LimitTimeout {
 		t.Errorf("tree with a new session: limit %q, want timeout", r.st.Limit)
 	}
 	// And what left the tree by a double fork and the command's process
 	// group (job control), in the command's session.
-	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "bash -c \"set -m; sh -c 'tree=escapee; while :; do :; done' & disown\"; sleep 100"}, Timeout: 500 * time.Millisecond})
+	r = execWait(t, sb, runtime.ExecRequest{Argv: []string{"/bin/sh", "-c", "bash -c \"set -m; sh -c '" + tree + "; while :; do :; done' & disown\"; sleep 100"}, Timeout: 500 * time.Millisecond})
 	if r.st.Limit != runtime.LimitTimeout {
 		t.Errorf("tree with a double fork: limit %q, want timeout", r.st.Limit)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if r := shell(t, sb, `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c 'tree=escape[e]'`); r.out != "0\n" {
+	pattern := "[t]" + tree[1:] // (not matching the grep's own shell)
+	if r := shell(t, sb, `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '`+pattern+`'`); r.out != "0\n" {
 		t.Errorf("after the timeouts, processes of the commands still run: %q", r.out)
 	}
 }
@@ -871,7 +875,10 @@ func testSweep(t *testing.T, f Factory) {
 	if !ok {
 		t.Skip("the backend cannot sweep")
 	}
-	r := shell(t, sb, "setsid sh -c 'while :; do sleep 0.05; echo late >> orphan; done' </dev/null >/dev/null 2>&1 & echo left")
+	// The orphan's shell carries a mark of this run (its $0): a backend
+	// that shares the host's /proc (the fake) sees other runs' orphans.
+	mark := "sweep-" + runtime.NewID()
+	r := shell(t, sb, "setsid sh -c 'while :; do sleep 0.05; echo late >> orphan; done' "+mark+" </dev/null >/dev/null 2>&1 & echo left")
 	if r.out != "left\n" {
 		t.Fatalf("leave an orphan: %q", r.out)
 	}
@@ -894,7 +901,9 @@ func testSweep(t *testing.T, f Factory) {
 	if after := shell(t, sb, "wc -c < orphan").out; after != before {
 		t.Errorf("the orphan still writes after the sweep: %q then %q", before, after)
 	}
-	if r := shell(t, sb, `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c 'sleep 0.0[5]'`); r.out != "0\n" {
+	// (the bracket keeps the pattern from matching the grep's own shell)
+	pattern := "[" + mark[:1] + "]" + mark[1:]
+	if r := shell(t, sb, `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '`+pattern+`'`); r.out != "0\n" {
 		t.Errorf("the orphan's processes after the sweep: %q", r.out)
 	}
 }
