@@ -155,14 +155,13 @@ func (cfg *Config) defaults() {
 // checkpointed), egress, the manager, and the listeners, each serving as
 // soon as it is open; the daemon.start record follows the unix socket's.
 // On an error what was opened is released.
-func New(ctx context.Context, cfg Config) (d *Daemon, err error) {
+func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	cfg.defaults()
 	log := slog.New(slog.NewTextHandler(cfg.Log, nil))
-	d = &Daemon{cfg: cfg, logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }, errc: make(chan error, 3)}
+	d := &Daemon{cfg: cfg, logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }, errc: make(chan error, 3)}
 	defer func() {
 		if err != nil {
 			d.releaseAll()
-			d = nil
 		}
 	}()
 	if err := d.lock(); err != nil {
