@@ -2,14 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,19 +13,14 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/api"
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/e2b"
+	"github.com/airlock-dev/airlock/internal/daemon"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
-	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/store"
-	"github.com/airlock-dev/airlock/internal/template"
 )
 
 const serveUsage = `usage: airlock serve [flags]
@@ -79,10 +69,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
 	maxProxyConns := fs.Int("max-proxy-conns", runtime.DefaultMaxProxyConns, "the most proxy connections one sandbox may hold open; more are refused with a 503 and recorded (egress.refused)")
-	ao := auditOpts{}
-	fs.StringVar(&ao.keyFile, "audit-key", "", "the audit log's ed25519 signing key `FILE` (made on first start; default DATA-DIR/audit.key): on another disk or owned by another user than the database, rewriting the log and re-signing its checkpoint takes both")
-	fs.IntVar(&ao.events, "audit-checkpoint-events", audit.DefaultCheckpointEvents, fmt.Sprintf("sign a checkpoint of the audit log after at most this many events (1..%d)", audit.MaxCheckpointEvents))
-	durationVar(fs, &ao.interval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, "and at least this often while events are written: a `DURATION`, at most 1h")
+	var cfg daemon.Config
+	fs.StringVar(&cfg.AuditKeyFile, "audit-key", "", "the audit log's ed25519 signing key `FILE` (made on first start; default DATA-DIR/audit.key): on another disk or owned by another user than the database, rewriting the log and re-signing its checkpoint takes both")
+	fs.IntVar(&cfg.CheckpointEvents, "audit-checkpoint-events", audit.DefaultCheckpointEvents, fmt.Sprintf("sign a checkpoint of the audit log after at most this many events (1..%d)", audit.MaxCheckpointEvents))
+	durationVar(fs, &cfg.CheckpointInterval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, "and at least this often while events are written: a `DURATION`, at most 1h")
 	lim := egress.DefaultLimits
 	fs.Float64Var(&lim.DNSRate, "egress-dns-rate", lim.DNSRate, "DNS queries a second one sandbox may send, in bursts of --egress-dns-burst; more are refused, not queued (0: no bound)")
 	fs.IntVar(&lim.DNSBurst, "egress-dns-burst", lim.DNSBurst, "burst of --egress-dns-rate")
@@ -114,12 +104,12 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock serve: --approval-wait %s: more than 0 and at most %s\n", *approvalWait, manager.MaxApprovalWait)
 		return 2
 	}
-	if ao.events < 1 || ao.events > audit.MaxCheckpointEvents || ao.interval <= 0 || ao.interval > audit.MaxCheckpointInterval {
+	if cfg.CheckpointEvents < 1 || cfg.CheckpointEvents > audit.MaxCheckpointEvents || cfg.CheckpointInterval <= 0 || cfg.CheckpointInterval > audit.MaxCheckpointInterval {
 		fmt.Fprintf(stderr, "airlock serve: --audit-checkpoint-events 1..%d and --audit-checkpoint-interval more than 0 and at most %s\n", audit.MaxCheckpointEvents, audit.MaxCheckpointInterval)
 		return 2
 	}
-	if ao.keyFile == "" {
-		ao.keyFile = filepath.Join(*dataDir, "audit.key")
+	if cfg.AuditKeyFile == "" {
+		cfg.AuditKeyFile = filepath.Join(*dataDir, "audit.key")
 	}
 	var pol *policy.File
 	if *policyFile != "" {
@@ -185,230 +175,44 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stderr, "airlock serve: %s\n", msg)
-	if err := serve(*socket, *listen, *e2bListen, *stateDir, *dataDir, *db, *maxLife, caps, pol, *approvalWait, !*noEgress, *maxProxyConns, nat64, byTemplate, *acceptGap, ao, floodBounds{lim, reserve}, stderr); err != nil {
+	cfg.Socket, cfg.Listen, cfg.E2BListen, cfg.StateDir, cfg.DataDir, cfg.DB = *socket, *listen, *e2bListen, *stateDir, *dataDir, *db
+	cfg.MaxLifetime, cfg.Caps, cfg.Policy, cfg.ApprovalWait, cfg.NoEgress = *maxLife, caps, pol, *approvalWait, *noEgress
+	cfg.MaxProxyConns, cfg.NAT64Prefixes, cfg.TemplateBackends, cfg.AcceptAuditGap = *maxProxyConns, nat64, byTemplate, *acceptGap
+	cfg.EgressLimits, cfg.AuditReserve = lim, reserve
+	cfg.Runsc, cfg.GVisorPlatform = envOr("AIRLOCK_RUNSC", "runsc"), os.Getenv("AIRLOCK_GVISOR_PLATFORM")
+	cfg.Version, cfg.Log = version, stderr
+	if err := serve(cfg); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-// floodBounds are what bounds one sandbox's share of the audit log, and
-// the space kept for records on a full disk.
-type floodBounds struct {
-	egress  egress.Limits
-	reserve int64 // 0: no reserve
-}
-
-func serve(socket, listen, e2bListen, stateDir, dataDir, dbPath string, maxLife time.Duration, caps manager.Caps, pol *policy.File, approvalWait time.Duration, withEgress bool, maxProxyConns int, nat64 []netip.Prefix, byTemplate map[string]string, acceptGap string, ao auditOpts, fb floodBounds, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
-	if err := os.MkdirAll(stateDir, 0o711); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(filepath.Join(stateDir, "daemon.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+// serve runs the daemon of cfg until SIGINT or SIGTERM.
+func serve(cfg daemon.Config) error {
+	d, err := daemon.New(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return fmt.Errorf("another airlock daemon is running with state dir %s (stop it first)", stateDir)
-	}
-	be, err := openNative(stateDir, dataDir, true, logf)
-	if err != nil {
-		return err
-	}
-	if len(be.Reaped) > 0 {
-		logf("reaped %d leftover sandboxes", len(be.Reaped))
-	}
-	// gVisor, for sandboxes that ask for it (backend "gvisor"); missing,
-	// asking for it is an error that says how to install it.
-	backends, unavailable := map[string]runtime.Backend{}, map[string]string{}
-	gopts := backendOpts{runsc: envOr("AIRLOCK_RUNSC", "runsc"), platform: os.Getenv("AIRLOCK_GVISOR_PLATFORM")}
-	if g, err := openBackend(gopts, "gvisor", stateDir, dataDir, true, logf); err == nil {
-		backends["gvisor"] = g
-	} else {
-		unavailable["gvisor"] = err.Error()
-		logf("gvisor backend unavailable: %v", err)
-	}
-	tpls, err := template.Open(filepath.Join(dataDir, "templates"))
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(dbPath)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	ctx := context.Background()
-	red := redact.New()
-	acfg := audit.Config{Store: st, Redactor: red, KeyFile: ao.keyFile}
-	if fb.reserve > 0 {
-		acfg.ReserveFile, acfg.ReserveBytes = filepath.Join(filepath.Dir(dbPath), "audit.reserve"), fb.reserve
-	}
-	alog, err := audit.Open(ctx, acfg)
-	if err != nil {
-		return err
-	}
-	checkpoint := filepath.Join(filepath.Dir(dbPath), "audit-head.json")
-	// The last signed head must still be in the log: a log cut short or
-	// rewritten while the daemon was down is refused, not continued,
-	// unless the operator accepts the gap, which the log then records.
-	if err := audit.CheckStart(ctx, alog, st, checkpoint); err != nil {
-		if acceptGap == "" {
-			return fmt.Errorf("%v (see 'airlock audit verify --db %s'; to start anyway, with the gap on record: --accept-audit-gap REASON)", err, dbPath)
-		}
-		logf("AUDIT GAP ACCEPTED (%s): %v", acceptGap, err)
-		if _, err := alog.Record(ctx, audit.Entry{Actor: "operator", Kind: "audit.gap_accepted", Payload: map[string]any{"reason": acceptGap, "problem": err.Error()}}); err != nil {
-			return err
-		}
-	}
-	// A checkpoint at every start: a daemon that dies without stopping
-	// still leaves one that names this head.
-	if _, err := alog.Checkpoint(checkpoint); err != nil {
-		return fmt.Errorf("audit checkpoint: %w", err)
-	}
-	// And while it runs: what a cut or a rewrite can take unnoticed is
-	// bounded by the unsigned tail (README, "The audit record").
-	stopCheckpoints, err := alog.StartCheckpoints(checkpoint, ao.events, ao.interval, logf)
-	if err != nil {
-		return err
-	}
-	defer stopCheckpoints()
-	var egressCfg *egress.Config
-	if withEgress {
-		// The package registries policies may name, as this machine's
-		// package managers are configured.
-		presets, err := egress.DiscoverPresets(ctx, egress.DiscoverEnv{})
-		if err != nil {
-			logf("egress presets: %v", err)
-		}
-		for _, name := range []string{"npm", "go", "pypi", "debian", "crates"} {
-			if len(presets[name]) == 0 {
-				logf("egress preset %s: no hosts found in this machine's configuration; a policy naming it allows nothing", name)
-			}
-		}
-		egressCfg = &egress.Config{Presets: presets, Logger: log, Limits: fb.egress, NAT64Prefixes: nat64}
-	}
-	m, err := manager.New(ctx, manager.Config{Egress: egressCfg, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: byTemplate, Templates: tpls, Store: st, TaskDir: filepath.Join(dataDir, "tasks"), MaxLifetime: maxLife, Caps: caps,
-		Policy: pol, ApprovalWait: approvalWait, Audit: alog, AuditCheckpoint: checkpoint, Redactor: red, Logf: logf,
-		SecretKeyFile: filepath.Join(dataDir, "secrets.key"), MaxProxyConns: maxProxyConns})
-	if err != nil {
-		return err
-	}
-	// We hold the daemon lock: a socket file left here is stale.
-	if err := os.MkdirAll(filepath.Dir(socket), 0o711); err != nil {
-		return err
-	}
-	_ = os.Remove(socket)
-	old := unix.Umask(0o177)
-	ln, err := net.Listen("unix", socket)
-	unix.Umask(old)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(socket)
-	if err := os.Chmod(socket, 0o600); err != nil {
-		return err
-	}
-	handler := api.New(m, api.Health{OK: true, Version: version, Backend: be.Name(), Cgroup: be.CgroupMode()})
-	srv := &http.Server{Handler: guardBodies(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
-	logf("serving on unix:%s (state %s, database %s)", socket, stateDir, dbPath)
-	_ = m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": version, "pid": os.Getpid(), "socket": socket, "listen": listen}})
-	var tcpSrv *http.Server
-	if listen != "" {
-		tln, err := net.Listen("tcp", listen)
-		if err != nil {
-			_ = srv.Close()
-			return fmt.Errorf("--listen %s: %w", listen, err)
-		}
-		tcpSrv = &http.Server{Handler: guardBodies(handler.TCP()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
-		go func() { errc <- tcpSrv.Serve(netutil.LimitListener(tln, connCap())) }()
-		logf("serving on tcp:%s (API key required)", tln.Addr())
-	}
-	var e2bSrv *http.Server
-	if e2bListen != "" {
-		eln, err := net.Listen("tcp", e2bListen)
-		if err != nil {
-			_ = srv.Close()
-			if tcpSrv != nil {
-				_ = tcpSrv.Close()
-			}
-			return fmt.Errorf("--e2b-listen %s: %w", e2bListen, err)
-		}
-		wait := approvalWait
-		if wait > 50*time.Second {
-			wait = 50 * time.Second // under the E2B SDKs' 60 s request timeout
-		}
-		e2bSrv = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: m, ApprovalWait: wait, Logf: logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
-		go func() { errc <- e2bSrv.Serve(netutil.LimitListener(eln, connCap())) }()
-		logf("serving the E2B-compatible API on tcp:%s (API key required)", eln.Addr())
-	}
-
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	sigc := make(chan os.Signal, 2)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
-	select {
-	case sig := <-sigc:
-		logf("%v: shutting down", sig)
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			_ = m.Shutdown(context.Background())
-			return err
+	go func() {
+		select {
+		case sig := <-sigc:
+			cancel(signalCause{sig}) // logged as "SIGNAL: shutting down"
+		case <-ctx.Done():
 		}
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	if tcpSrv != nil {
-		_ = tcpSrv.Shutdown(sctx)
-	}
-	if e2bSrv != nil {
-		// Streams of running commands do not end on their own: close them.
-		_ = e2bSrv.Close()
-	}
-	err = m.Shutdown(context.Background())
-	_ = m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.stop", Payload: map[string]any{"pid": os.Getpid()}}) // essential: written on a full disk too
-	stopCheckpoints()
-	if _, cerr := alog.Checkpoint(checkpoint); cerr != nil {
-		logf("audit checkpoint: %v", cerr)
-	}
-	if err != nil {
-		return err
-	}
-	logf("stopped")
-	return nil
+	}()
+	return d.Serve(ctx)
 }
 
-// auditOpts are serve's audit log settings.
-type auditOpts struct {
-	keyFile  string
-	events   int
-	interval time.Duration
-}
+// signalCause is a signal as the cause of a cancelled context.
+type signalCause struct{ os.Signal }
 
-// idleTimeout closes a kept-alive connection that sends no new request.
-const idleTimeout = 60 * time.Second
-
-// guardBodies: on every listener, a request body must keep coming (see
-// api.BodyGuard); headers are bounded by ReadHeaderTimeout.
-func guardBodies(h http.Handler) http.Handler {
-	return api.BodyGuard(h, api.BodyIdleTimeout, api.BodyMinRate, api.BodyRateGrace)
-}
-
-// connCap bounds the open connections of each TCP listener, so that
-// clients that open thousands and leave them idle (no key needed for
-// that) cannot use up the descriptors that the unix socket and the
-// sandboxes need: more wait in the kernel's accept queue. A quarter of
-// the descriptor limit, at most 1024.
-func connCap() int {
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur/4 > 1024 {
-		return 1024
-	}
-	return max(int(rl.Cur/4), 16)
-}
+func (s signalCause) Error() string { return s.String() }
 
 // defaultCaps: what one sandbox may ask for by default is what this host
 // can give without one sandbox taking it whole (half its memory, as /tmp
