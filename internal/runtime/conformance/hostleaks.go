@@ -52,6 +52,7 @@ func testHostConfigUnderUsr(t *testing.T, f Factory) {
 		// host tool can have put configuration there at run time either
 		t.Skipf("the host's %s is on a read-only file system: nothing to plant", usr)
 	}
+	lockHostUsr(t)
 	var planted []plantedConfig
 	for _, p := range runtime.UsrConfigPaths {
 		planted = append(planted, plantConfig(t, usr, p)...)
@@ -76,6 +77,24 @@ func testHostConfigUnderUsr(t *testing.T, f Factory) {
 			t.Errorf("%s inside: %d bytes (%q), want the %d bytes of its settings without credentials", pc.inside, len(r.out), r.err, len(pc.keep))
 		}
 	}
+}
+
+// lockHostUsr holds a host-wide lock until the test and its cleanups end:
+// runs of this case for several backends at once (make test runs their
+// packages in parallel) must not see each other's planted files, which
+// vanish under a sandbox being created (runsc then made the missing mount
+// target in the host's /usr, left behind as an empty file).
+func lockHostUsr(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "airlock-conformance-usr.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // registered first: released last
 }
 
 // plantConfig plants a token at the place p (a directory place when it
