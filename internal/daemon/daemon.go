@@ -293,8 +293,10 @@ func (d *Daemon) egressConfig(ctx context.Context, log *slog.Logger) *egress.Con
 	return &egress.Config{Presets: presets, Logger: log, Limits: d.cfg.EgressLimits, NAT64Prefixes: d.cfg.NAT64Prefixes}
 }
 
-// listen opens the unix socket (0600) and serves on it, records
-// daemon.start, then opens and serves the TCP listeners asked for.
+// listen opens every listener asked for (the unix socket at 0600, then
+// the TCP ones) before serving on any: a daemon that answers its socket's
+// health check is reachable on all its doors, and one door that cannot
+// open leaves none open. Then it records daemon.start and serves.
 func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	socket := d.cfg.Socket
 	// We hold the daemon lock: a socket file left here is stale.
@@ -313,35 +315,50 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 		_ = ln.Close()
 		return err
 	}
+	tln, eln, err := d.listenTCP()
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	d.srv = &http.Server{Handler: guardBodies(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+	if tln != nil {
+		d.tcp = &http.Server{Handler: guardBodies(handler.TCP()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+	}
+	if eln != nil {
+		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+	}
+	_ = d.m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()
 	d.logf("serving on unix:%s (state %s, database %s)", socket, d.cfg.StateDir, d.cfg.DB)
-	_ = d.m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
-	if d.cfg.Listen != "" {
-		tln, err := net.Listen("tcp", d.cfg.Listen)
-		if err != nil {
-			_ = d.srv.Close()
-			return fmt.Errorf("--listen %s: %w", d.cfg.Listen, err)
-		}
-		d.tcp = &http.Server{Handler: guardBodies(handler.TCP()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+	if tln != nil {
 		go func() { d.errc <- d.tcp.Serve(netutil.LimitListener(tln, connCap())) }()
 		d.logf("serving on tcp:%s (API key required)", tln.Addr())
 	}
-	if d.cfg.E2BListen != "" {
-		eln, err := net.Listen("tcp", d.cfg.E2BListen)
-		if err != nil {
-			_ = d.srv.Close()
-			if d.tcp != nil {
-				_ = d.tcp.Close()
-			}
-			return fmt.Errorf("--e2b-listen %s: %w", d.cfg.E2BListen, err)
-		}
-		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+	if eln != nil {
 		go func() { d.errc <- d.e2b.Serve(netutil.LimitListener(eln, connCap())) }()
 		d.logf("serving the E2B-compatible API on tcp:%s (API key required)", eln.Addr())
 	}
 	return nil
+}
+
+// listenTCP opens the --listen and --e2b-listen listeners asked for (nil
+// for one not asked for), or neither.
+func (d *Daemon) listenTCP() (tln, eln net.Listener, err error) {
+	if d.cfg.Listen != "" {
+		if tln, err = net.Listen("tcp", d.cfg.Listen); err != nil {
+			return nil, nil, fmt.Errorf("--listen %s: %w", d.cfg.Listen, err)
+		}
+	}
+	if d.cfg.E2BListen != "" {
+		if eln, err = net.Listen("tcp", d.cfg.E2BListen); err != nil {
+			if tln != nil {
+				_ = tln.Close()
+			}
+			return nil, nil, fmt.Errorf("--e2b-listen %s: %w", d.cfg.E2BListen, err)
+		}
+	}
+	return tln, eln, nil
 }
 
 // Serve waits until ctx is done, then shuts the daemon down as Close
