@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/classify"
-	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -86,7 +86,7 @@ type Layer struct {
 	// Egress is where the sandbox's network traffic may go (default:
 	// nowhere). Layers add rules and presets; a later grant list
 	// replaces an earlier one.
-	Egress *egress.Policy `yaml:"egress,omitempty" json:"egress,omitempty"`
+	Egress *netpolicy.Policy `yaml:"egress,omitempty" json:"egress,omitempty"`
 	// InstallScripts: deny makes package managers skip install scripts
 	// (npm, yarn, pnpm lifecycle scripts; pip builds from source). allow
 	// is the default.
@@ -101,7 +101,7 @@ type File struct {
 	// Fetch is where the daemon itself may fetch from for a remote
 	// caller (a task's repository over TCP): the rules of an egress
 	// policy, decided and guarded the same way; nil allows nothing.
-	Fetch *egress.Policy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
+	Fetch *netpolicy.Policy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
 }
 
 // Policy is an effective policy: the defaults with every layer applied.
@@ -111,7 +111,7 @@ type Policy struct {
 	Scope        []string         `json:"scope,omitempty"`
 	Rules        []Rule           `json:"rules,omitempty"`
 	// Egress is the effective egress policy (the zero value: no egress).
-	Egress egress.Policy `json:"egress"`
+	Egress netpolicy.Policy `json:"egress"`
 	// InstallScripts is allow or deny (see Layer).
 	InstallScripts Action `json:"install_scripts"`
 	// Sources names the layers applied, in order.
@@ -435,7 +435,7 @@ func (p *Policy) Relaxes(l Layer) error {
 			loose = append(loose, "egress preset "+pr)
 		}
 		for _, r := range e.Rules {
-			if r.Action != egress.Deny {
+			if r.Action != netpolicy.Deny {
 				loose = append(loose, "egress rule "+r.ID+" allows")
 			}
 		}
@@ -464,7 +464,7 @@ func (p *Policy) computeVersion() string {
 	if p.InstallScripts == Deny {
 		inst = Deny
 	}
-	var eg *egress.Policy
+	var eg *netpolicy.Policy
 	if e := p.Egress; len(e.Grant)+len(e.Presets)+len(e.Rules)+len(e.Secrets) > 0 {
 		eg = &e
 	}
@@ -473,8 +473,8 @@ func (p *Policy) computeVersion() string {
 		O Action
 		S []string
 		R []Rule
-		E *egress.Policy `json:",omitempty"`
-		I Action         `json:",omitempty"`
+		E *netpolicy.Policy `json:",omitempty"`
+		I Action            `json:",omitempty"`
 	}{p.Classes, p.OutsideScope, p.Scope, p.Rules, eg, inst})
 	sum := sha256.Sum256(b)
 	return "pol-" + hex.EncodeToString(sum[:6])
