@@ -286,12 +286,6 @@ func argsOr(c *call, bare, withArgs Class, why string) {
 	c.class(withArgs, why)
 }
 
-// Shells.
-
-// Wrappers.
-
-// Files.
-
 func flagValue(args []word, names ...string) *word {
 	for i, w := range args {
 		for _, n := range names {

@@ -292,8 +292,11 @@ var (
 )
 
 // DefaultPorts are the ports a rule without ports (and public_web)
-// allows in mode m: 443 for CONNECT, 80 and 443 for plain HTTP.
-func DefaultPorts(m Mode) []int {
+// allows in mode m: 443 for CONNECT, 80 and 443 for plain HTTP. The
+// slice is the caller's.
+func DefaultPorts(m Mode) []int { return slices.Clone(defaultPorts(m)) }
+
+func defaultPorts(m Mode) []int {
 	if m == ModeConnect {
 		return defaultConnectPorts
 	}
@@ -306,7 +309,7 @@ func (r *CompiledRule) Ports(m Mode) []int {
 	if len(r.ports) > 0 {
 		return r.ports
 	}
-	return DefaultPorts(m)
+	return defaultPorts(m)
 }
 
 // PortOK reports whether an allow rule allows port in mode m (DNS has no
