@@ -31,20 +31,20 @@ lint: setup
 # runsc is missing (setup installs Debian's).
 test: lint build
 	AIRLOCK_REQUIRE_GVISOR=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=250000x POLICY_FUZZTIME=50000x
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=250000x CLASSIFY_FUZZTIME=50000x
 
 # An execution count, not a duration: Go 1.26's fuzz coordinator can report
 # "context deadline exceeded" at the end of a -fuzztime duration with no
 # finding at all (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 1000000x
 # The classifier runs each input twice through a shell parser: slower per input.
-POLICY_FUZZTIME ?= 200000x
+CLASSIFY_FUZZTIME ?= 200000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./internal/seccomp/
-	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(POLICY_FUZZTIME) ./internal/policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(CLASSIFY_FUZZTIME) ./internal/classify/
 	$(GO) test -run '^$$' -fuzz '^FuzzSafePath$$' -fuzztime 50000x ./internal/bundle/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime 20000x ./internal/redact/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseTarget$$' -fuzztime 50000x ./internal/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTarget$$' -fuzztime 50000x ./internal/netpolicy/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime 50000x ./internal/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30000x ./internal/lockfile/
 	$(GO) test -run '^$$' -fuzz '^FuzzCreateRequest$$' -fuzztime 30000x ./internal/api/

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/classify"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
@@ -61,7 +62,7 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	c.group = "policy"
 	file := c.fs.String("policy", "", "policy `FILE` (default: the built-in policy)")
 	tpl := c.fs.String("template", "host", "the template whose section of the policy file applies")
-	cwd := c.fs.String("cwd", policy.DefaultCwd, "the directory the command runs in")
+	cwd := c.fs.String("cwd", classify.DefaultCwd, "the directory the command runs in")
 	sandbox := c.fs.String("sandbox", "", "ask the daemon, with this sandbox's policy, grants and overrides")
 	asJSON := c.fs.Bool("json", false, "print the whole decision as JSON")
 	var scope listFlag
@@ -113,7 +114,7 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 			return c.checkFailed(err)
 		}
 	}
-	d := pol.Decide(policy.AnalyzeArgv(argv, *cwd))
+	d := pol.Decide(classify.AnalyzeArgv(argv, *cwd))
 	if *asJSON {
 		_ = printJSON(stdout, d)
 		return actionCode(string(d.Action))
@@ -125,7 +126,7 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 		if len(cmd.Via) > 0 {
 			via = " (via " + termsafe.Join(cmd.Via, ", ") + ")"
 		}
-		fmt.Fprintf(stdout, "  %d. %s%s\n     %s: %s\n", i+1, termsafe.String(policy.JoinArgv(cmd.Argv)), via, joinClasses(cmd.Classes), termsafe.String(cmd.Why))
+		fmt.Fprintf(stdout, "  %d. %s%s\n     %s: %s\n", i+1, termsafe.String(classify.JoinArgv(cmd.Argv)), via, joinClasses(cmd.Classes), termsafe.String(cmd.Why))
 		for _, w := range cmd.Writes {
 			fmt.Fprintf(stdout, "     writes %s\n", termsafe.String(w))
 		}
@@ -152,7 +153,7 @@ func (c *sandboxCmd) checkFailed(err error) int {
 	return exitCheckFailed
 }
 
-func joinClasses(cs []policy.Class) string {
+func joinClasses(cs []classify.Class) string {
 	var s []string
 	for _, c := range cs {
 		s = append(s, string(c))

@@ -379,18 +379,18 @@ func inject(h http.Header, secrets []*csecret) []secretUse {
 	var uses []secretUse
 	for name, vals := range h {
 		for _, sec := range secrets {
-			if !sec.headers[name] {
+			if !sec.Headers[name] {
 				continue
 			}
 			used := false
 			for i, v := range vals {
-				if strings.Contains(v, sec.placeholder) {
-					vals[i] = strings.ReplaceAll(v, sec.placeholder, sec.value)
+				if strings.Contains(v, sec.Placeholder) {
+					vals[i] = strings.ReplaceAll(v, sec.Placeholder, sec.Value)
 					used = true
 				}
 			}
 			if used {
-				uses = append(uses, secretUse{sec.id, name})
+				uses = append(uses, secretUse{sec.ID, name})
 			}
 		}
 	}

@@ -200,7 +200,7 @@ func FuzzReflector(f *testing.F) {
 	for _, s := range []string{"", "plain", `\u{41}\x4`, "&#x;&#", "%zz%4", "\\", "\x1f\x8b\x08"} {
 		f.Add([]byte(s), uint8(0))
 	}
-	rf := newReflector([]*csecret{{id: "gh", value: secretValue}})
+	rf := newReflector([]*csecret{{ID: "gh", Value: secretValue}})
 	f.Fuzz(func(t *testing.T, text []byte, pick uint8) {
 		rf.find(text)
 		form := echoTransforms[int(pick)%len(echoTransforms)]

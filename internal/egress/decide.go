@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
 // Built-in rule ids, for decisions no policy rule made.
@@ -48,36 +50,33 @@ func (c *compiled) decideName(t Target, m mode) (decision, bool) {
 	if c == nil {
 		return deny(RuleDefaultDeny, "this sandbox has no egress policy"), false
 	}
-	for _, r := range c.deny {
-		if !r.denies(m, t.Port) {
+	for _, r := range c.Deny {
+		if !r.Denies(m, t.Port) {
 			continue
 		}
-		if (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchDenied(t.Addr, c.nat64)) {
-			return deny(r.id, "%s is denied by rule %s", t.Host, r.id), false
+		if (!t.IsIP() && r.MatchName(t.Host)) || (t.IsIP() && matchDenied(r, t.Addr, c.nat64)) {
+			return deny(r.ID, "%s is denied by rule %s", t.Host, r.ID), false
 		}
 	}
 	var portMiss *crule
-	for _, r := range c.allow {
-		if !c.active(r) {
+	for _, r := range c.Allow {
+		if !c.Active(r) {
 			continue
 		}
-		match := (!t.IsIP() && r.matchName(t.Host)) || (t.IsIP() && r.matchAddr(t.Addr))
+		match := (!t.IsIP() && r.MatchName(t.Host)) || (t.IsIP() && r.MatchAddr(t.Addr))
 		if !match {
 			continue
 		}
-		if !r.portOK(m, t.Port) {
+		if !r.PortOK(m, t.Port) {
 			if portMiss == nil {
 				portMiss = r
 			}
 			continue
 		}
-		return decision{allow: true, rule: r.id, opaque: r.opaque}, true
+		return decision{allow: true, rule: r.ID, opaque: r.Opaque}, true
 	}
-	if c.grants[PublicWeb] {
-		ports := defaultHTTPPorts
-		if m == modeConnect {
-			ports = defaultConnectPorts
-		}
+	if c.Granted(PublicWeb) {
+		ports := netpolicy.DefaultPorts(m)
 		if m == modeDNS || slices.Contains(ports, t.Port) {
 			return decision{allow: true, rule: RulePublicWeb}, true
 		}
@@ -86,19 +85,9 @@ func (c *compiled) decideName(t Target, m mode) (decision, bool) {
 		}
 	}
 	if portMiss != nil {
-		return deny(RulePort, "%s port %d is not allowed for %s (%s)", t.Host, t.Port, m, portList(portMiss.ports4(m))), false
+		return deny(RulePort, "%s port %d is not allowed for %s (%s)", t.Host, t.Port, m, portList(portMiss.Ports(m))), false
 	}
 	return deny(RuleDefaultDeny, "%s is not in this sandbox's egress policy", t.Host), false
-}
-
-// denies reports whether a deny rule applies on this port: one without
-// ports denies every port; one with ports never stops a DNS answer, since
-// the name may be used on other ports.
-func (r *crule) denies(m mode, port int) bool {
-	if len(r.ports) == 0 {
-		return true
-	}
-	return m != modeDNS && slices.Contains(r.ports, port)
 }
 
 func portList(ports []int) string {
@@ -113,23 +102,23 @@ func portList(ports []int) string {
 // refuse it, and an address in a guarded range needs an allow CIDR inside
 // that very range (from a rule that is active and allows the port).
 func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason string, ok bool) {
-	for _, r := range c.deny {
-		if !r.denies(m, t.Port) {
+	for _, r := range c.Deny {
+		if !r.Denies(m, t.Port) {
 			continue
 		}
-		if r.matchDenied(a, c.nat64) {
-			return r.id, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.id), false
+		if matchDenied(r, a, c.nat64) {
+			return r.ID, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.ID), false
 		}
 	}
 	g, guarded := classify(a, c.nat64...)
 	if !guarded {
 		return "", "", true
 	}
-	for _, r := range c.allow {
-		if !c.active(r) || !r.portOK(m, t.Port) {
+	for _, r := range c.Allow {
+		if !c.Active(r) || !r.PortOK(m, t.Port) {
 			continue
 		}
-		for _, p := range r.cidrs {
+		for _, p := range r.CIDRs() {
 			if unlocks(p, g, a) {
 				return "", "", true
 			}
@@ -221,8 +210,8 @@ func (c *compiled) secretsFor(name string) []*csecret {
 		return nil
 	}
 	var out []*csecret
-	for _, sec := range c.secrets {
-		if matchName(name, sec.names, sec.suffixes) {
+	for _, sec := range c.Secrets {
+		if sec.MatchName(name) {
 			out = append(out, sec)
 		}
 	}

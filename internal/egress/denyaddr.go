@@ -4,9 +4,10 @@ import (
 	"context"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
 // Deny rules name hosts, but a host is reached by address: with public_web
@@ -26,12 +27,10 @@ const (
 	deniedNegTTL = 10 * time.Second // a deny name that did not resolve
 	deniedLookup = 3 * time.Second  // per name
 	// maxDenyNames bounds the host names one policy's deny rules may
-	// name: each is resolved host-side, outside the sandbox's DNS rate
-	// (found in a review: 4,596 names made every decision resolve them
-	// all again, and evicted other sandboxes' cached names). Each
-	// compiled policy caches its own names' addresses, so one policy
-	// never evicts another's.
-	maxDenyNames = 1024
+	// name (netpolicy.MaxDenyNames says why). Each compiled policy
+	// caches its own names' addresses, so one policy never evicts
+	// another's.
+	maxDenyNames = netpolicy.MaxDenyNames
 )
 
 type deniedEntry struct {
@@ -43,28 +42,6 @@ type deniedEntry struct {
 type deniedCache struct {
 	mu sync.Mutex
 	m  map[string]deniedEntry
-}
-
-// denyNames are the names a deny rule's host patterns resolve as.
-func (r *crule) denyNames() []string {
-	out := make([]string, 0, len(r.names)+len(r.suffixes))
-	for n := range r.names {
-		out = append(out, n)
-	}
-	for _, s := range r.suffixes {
-		out = append(out, strings.TrimPrefix(s, "."))
-	}
-	slices.Sort(out)
-	return out
-}
-
-// denyNameCount is how many names the deny rules resolve as.
-func denyNameCount(rules []*crule) int {
-	n := 0
-	for _, r := range rules {
-		n += len(r.names) + len(r.suffixes)
-	}
-	return n
 }
 
 // deniedAddrs returns a deny name's addresses, resolving it when the
@@ -104,14 +81,14 @@ func (s *Service) deniedAddrs(ctx context.Context, dc *deniedCache, name string,
 func (s *Service) deniedByAddr(ctx context.Context, c *compiled, m mode, port int, a netip.Addr, cachedOnly bool) (rule, name string, ok bool) {
 	a = a.WithZone("").Unmap()
 	forms := append([]netip.Addr{a}, embeddedIPv4s(a, c.nat64)...)
-	for _, r := range c.deny {
-		if !r.denies(m, port) {
+	for _, r := range c.Deny {
+		if !r.Denies(m, port) {
 			continue
 		}
-		for _, n := range r.denyNames() {
+		for _, n := range r.DenyNames() {
 			for _, d := range s.deniedAddrs(ctx, c.denied, n, cachedOnly) {
 				if slices.Contains(forms, d) {
-					return r.id, n, true
+					return r.ID, n, true
 				}
 			}
 		}

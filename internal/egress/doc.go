@@ -41,7 +41,9 @@
 // decision and rule id; the manager writes them to the audit log.
 // DiscoverPresets reads the package registries this machine is configured
 // to use, so that policies can name them (npm, go, pypi, debian, crates)
-// without airlock naming any host. The package imports nothing of
-// airlock's but errdefs; only the daemon's manager (and `airlock run`)
-// should use it.
+// without airlock naming any host. The rule model itself (Policy, Rule,
+// Secret, Target, parsing, validation, matching) is internal/netpolicy,
+// which internal/policy shares; the names here are aliases of it. The
+// package imports nothing of airlock's but errdefs and netpolicy; only the
+// daemon's manager (and `airlock run`) should use it.
 package egress

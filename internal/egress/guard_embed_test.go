@@ -61,17 +61,18 @@ func TestGuardsEmbeddedIPv4(t *testing.T) {
 
 // A deny rule's CIDR also denies the IPv6 forms of its addresses.
 func TestDenyCIDRCoversEmbeddings(t *testing.T) {
-	r, err := compileRule(&Rule{ID: "no", Action: Deny, CIDRs: []string{"203.0.113.0/24"}})
+	c, err := compile(&Policy{Rules: []Rule{{ID: "no", Action: Deny, CIDRs: []string{"203.0.113.0/24"}}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := c.Deny[0]
 	for _, in := range []string{"::ffff:203.0.113.9", "::ffff:0:203.0.113.9", "64:ff9b::203.0.113.9", "64:ff9b:1:cb00:71:900::",
 		"2002:cb00:7109::", "2001:0:cb00:7109::", "2001:0:808:808::34ff:8ef6"} {
-		if !r.matchDenied(netip.MustParseAddr(in), nil) {
+		if !matchDenied(r, netip.MustParseAddr(in), nil) {
 			t.Errorf("%s is not denied by 203.0.113.0/24", in)
 		}
 	}
-	if r.matchDenied(netip.MustParseAddr("64:ff9b::808:808"), nil) {
+	if matchDenied(r, netip.MustParseAddr("64:ff9b::808:808"), nil) {
 		t.Error("64:ff9b::8.8.8.8 denied by 203.0.113.0/24")
 	}
 }

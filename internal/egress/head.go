@@ -163,8 +163,6 @@ func parseHead(raw []byte) (*head, error) {
 	return h, nil
 }
 
-func canonicalHeader(name string) string { return textproto.CanonicalMIMEHeaderKey(name) }
-
 // requestTarget is where a proxy request goes.
 type requestTarget struct {
 	t    Target

@@ -14,10 +14,6 @@ import (
 	"time"
 )
 
-// Presets maps a preset name (npm, go, pypi, debian, crates) to the hosts
-// of its registries, each "name:port".
-type Presets map[string][]string
-
 // DiscoverEnv is where DiscoverPresets looks. The zero value looks at this
 // machine: it runs the tools and reads the files and variables below.
 type DiscoverEnv struct {

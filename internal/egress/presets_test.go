@@ -66,8 +66,8 @@ func TestDiscoverPresets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.allow) != 2 || c.allow[0].id != "preset-debian" || !slices.Equal(c.allow[0].ports, []int{80, 443}) || !c.allow[0].matchName("deb822.mirror.example.test") {
-		t.Errorf("compiled presets: %+v", c.allow[0])
+	if len(c.Allow) != 2 || c.Allow[0].ID != "preset-debian" || !slices.Equal(c.Allow[0].Ports(modeConnect), []int{80, 443}) || !c.Allow[0].MatchName("deb822.mirror.example.test") {
+		t.Errorf("compiled presets: %+v", c.Allow[0])
 	}
 }
 

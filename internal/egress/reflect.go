@@ -45,10 +45,10 @@ func newReflector(secrets []*csecret) *reflector {
 	r := &reflector{}
 	longest := 0
 	for _, s := range secrets {
-		if s.value == "" {
+		if s.Value == "" {
 			continue
 		}
-		for _, f := range valueForms(s.value) {
+		for _, f := range valueForms(s.Value) {
 			if f.name != "plain" && len(f.pat) < minForm {
 				continue
 			}
@@ -56,7 +56,7 @@ func newReflector(secrets []*csecret) *reflector {
 			if slices.ContainsFunc(r.forms, func(o reflForm) bool { return bytes.Equal(o.pat, pat) }) {
 				continue
 			}
-			r.forms = append(r.forms, reflForm{secret: s.id, name: f.name, pat: pat, squeezed: squeeze(pat)})
+			r.forms = append(r.forms, reflForm{secret: s.ID, name: f.name, pat: pat, squeezed: squeeze(pat)})
 			longest = max(longest, len(pat))
 		}
 	}

@@ -89,7 +89,7 @@ func TestBrokeredScanMemoryIsBounded(t *testing.T) {
 // findAll finds what find finds, also across the windows it cuts a long
 // text into.
 func TestFindAllAcrossWindows(t *testing.T) {
-	rf := newReflector([]*csecret{{id: "gh", value: secretValue}})
+	rf := newReflector([]*csecret{{ID: "gh", Value: secretValue}})
 	filler := bytes.Repeat([]byte("lorem ipsum "), (3*scanWindow)/12)
 	for _, form := range echoTransforms {
 		if strings.HasPrefix(form.name, "gzip") {

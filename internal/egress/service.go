@@ -246,13 +246,13 @@ func (s *Service) SetPolicy(sandboxID string, p Policy) error {
 		return fmt.Errorf("sandbox %s: %w", sandboxID, err)
 	}
 	c.nat64 = s.cfg.NAT64Prefixes
-	for _, sec := range c.secrets {
-		if sec.value == "" {
-			return errdefs.Wrap(errdefs.ErrInvalid, "sandbox %s: egress secret %s has no value (fill Secret.Value before SetPolicy)", sandboxID, sec.id)
+	for _, sec := range c.Secrets {
+		if sec.Value == "" {
+			return errdefs.Wrap(errdefs.ErrInvalid, "sandbox %s: egress secret %s has no value (fill Secret.Value before SetPolicy)", sandboxID, sec.ID)
 		}
 	}
-	if len(c.emptyPresets) > 0 {
-		s.log.Warn("egress presets found no host in this machine's configuration", "sandbox", sandboxID, "presets", c.emptyPresets)
+	if len(c.EmptyPresets) > 0 {
+		s.log.Warn("egress presets found no host in this machine's configuration", "sandbox", sandboxID, "presets", c.EmptyPresets)
 	}
 	s.mu.Lock()
 	sb := s.sandboxLocked(sandboxID)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/classify"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkClassify(b *testing.B) {
 	times := make([]time.Duration, 0, b.N)
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		d := pol.Decide(Analyze(typical, ""))
+		d := pol.Decide(classify.Analyze(typical, ""))
 		times = append(times, time.Since(t0))
 		if d.Action != Allow {
 			b.Fatal(d.Reason)
@@ -51,7 +52,7 @@ func BenchmarkClassifyCorpus(b *testing.B) {
 	times := make([]time.Duration, 0, b.N)
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		pol.Decide(Analyze(lines[i%len(lines)], ""))
+		pol.Decide(classify.Analyze(lines[i%len(lines)], ""))
 		times = append(times, time.Since(t0))
 	}
 	b.ReportMetric(median(times), "median-us")
@@ -75,6 +76,6 @@ func BenchmarkDeepGlobs(b *testing.B) {
 	}
 	pol := Defaults()
 	for i := 0; i < b.N; i++ {
-		pol.Decide(Analyze(line, ""))
+		pol.Decide(classify.Analyze(line, ""))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/classify"
 )
 
 // GrantScope is how far an approval reaches.
@@ -80,8 +82,8 @@ func (d *Decision) HeldClasses() []Class {
 	var out []Class
 	for _, m := range d.Matches {
 		if m.Action == Ask && strings.HasPrefix(m.Rule, "class:") {
-			out = addClass(out, m.Class)
+			out = append(out, m.Class)
 		}
 	}
-	return sortClasses(out)
+	return classify.SortClasses(out)
 }

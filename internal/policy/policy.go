@@ -12,8 +12,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/classify"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -85,7 +86,7 @@ type Layer struct {
 	// Egress is where the sandbox's network traffic may go (default:
 	// nowhere). Layers add rules and presets; a later grant list
 	// replaces an earlier one.
-	Egress *egress.Policy `yaml:"egress,omitempty" json:"egress,omitempty"`
+	Egress *netpolicy.Policy `yaml:"egress,omitempty" json:"egress,omitempty"`
 	// InstallScripts: deny makes package managers skip install scripts
 	// (npm, yarn, pnpm lifecycle scripts; pip builds from source). allow
 	// is the default.
@@ -100,7 +101,7 @@ type File struct {
 	// Fetch is where the daemon itself may fetch from for a remote
 	// caller (a task's repository over TCP): the rules of an egress
 	// policy, decided and guarded the same way; nil allows nothing.
-	Fetch *egress.Policy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
+	Fetch *netpolicy.Policy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
 }
 
 // Policy is an effective policy: the defaults with every layer applied.
@@ -110,7 +111,7 @@ type Policy struct {
 	Scope        []string         `json:"scope,omitempty"`
 	Rules        []Rule           `json:"rules,omitempty"`
 	// Egress is the effective egress policy (the zero value: no egress).
-	Egress egress.Policy `json:"egress"`
+	Egress netpolicy.Policy `json:"egress"`
 	// InstallScripts is allow or deny (see Layer).
 	InstallScripts Action `json:"install_scripts"`
 	// Sources names the layers applied, in order.
@@ -146,7 +147,7 @@ func DefaultFile() string {
 	var b strings.Builder
 	b.WriteString("# airlock policy: the built-in defaults.\n")
 	b.WriteString("version: 1\n# action per command class: allow, ask (hold for a human) or deny\nclasses:\n")
-	for _, c := range Classes {
+	for _, c := range classify.Classes {
 		fmt.Fprintf(&b, "  %-12s %-5s # %s\n", string(c)+":", d.Classes[c], c.Describe())
 	}
 	b.WriteString("# a write outside the write scope\noutside_scope: deny\n")
@@ -205,7 +206,7 @@ func Parse(data []byte) (*File, error) {
 // rules that only ask or deny, globs that compile.
 func (l *Layer) Check() error {
 	for c, a := range l.Classes {
-		if !validClass(c) {
+		if !c.Valid() {
 			return errdefs.Wrap(errdefs.ErrInvalid, "policy: unknown class %q (classes: %s)", c, classList())
 		}
 		if !validAction(a) {
@@ -233,7 +234,7 @@ func (l *Layer) Check() error {
 		if r.Action != Ask && r.Action != Deny {
 			return errdefs.Wrap(errdefs.ErrInvalid, "policy: rule %s: action must be ask or deny (rules only tighten; relax a class under classes)", r.ID)
 		}
-		if r.Class != "" && !validClass(r.Class) {
+		if r.Class != "" && !r.Class.Valid() {
 			return errdefs.Wrap(errdefs.ErrInvalid, "policy: rule %s: unknown class %q", r.ID, r.Class)
 		}
 		if r.Command == "" && r.Class == "" && r.Path == "" && r.Host == "" {
@@ -256,7 +257,7 @@ func (l *Layer) Check() error {
 
 func classList() string {
 	var s []string
-	for _, c := range Classes {
+	for _, c := range classify.Classes {
 		s = append(s, string(c))
 	}
 	return strings.Join(s, ", ")
@@ -434,7 +435,7 @@ func (p *Policy) Relaxes(l Layer) error {
 			loose = append(loose, "egress preset "+pr)
 		}
 		for _, r := range e.Rules {
-			if r.Action != egress.Deny {
+			if r.Action != netpolicy.Deny {
 				loose = append(loose, "egress rule "+r.ID+" allows")
 			}
 		}
@@ -463,7 +464,7 @@ func (p *Policy) computeVersion() string {
 	if p.InstallScripts == Deny {
 		inst = Deny
 	}
-	var eg *egress.Policy
+	var eg *netpolicy.Policy
 	if e := p.Egress; len(e.Grant)+len(e.Presets)+len(e.Rules)+len(e.Secrets) > 0 {
 		eg = &e
 	}
@@ -472,8 +473,8 @@ func (p *Policy) computeVersion() string {
 		O Action
 		S []string
 		R []Rule
-		E *egress.Policy `json:",omitempty"`
-		I Action         `json:",omitempty"`
+		E *netpolicy.Policy `json:",omitempty"`
+		I Action            `json:",omitempty"`
 	}{p.Classes, p.OutsideScope, p.Scope, p.Rules, eg, inst})
 	sum := sha256.Sum256(b)
 	return "pol-" + hex.EncodeToString(sum[:6])
@@ -484,7 +485,7 @@ func (p *Policy) computeVersion() string {
 // always writable; /workspace paths must match a scope glob when there
 // is a scope; anything else is outside.
 func (p *Policy) InScope(abs string) bool {
-	if underTmp(abs) || abs == Home || strings.HasPrefix(abs, Home+"/") || harmlessSink(abs) {
+	if classify.Scratch(abs) {
 		return true
 	}
 	rel, ok := strings.CutPrefix(abs, DefaultCwd+"/")
@@ -585,7 +586,7 @@ func commandText(c Command) string {
 	if len(c.Argv) == 0 {
 		return "(" + c.Why + ")"
 	}
-	s := JoinArgv(c.Argv)
+	s := classify.JoinArgv(c.Argv)
 	if len(s) > 120 {
 		s = s[:117] + "..."
 	}
@@ -642,27 +643,6 @@ func (r *Rule) matches(cmd Command, text string) bool {
 	return r.command != nil || r.Class != "" || r.path != nil || r.host != nil
 }
 
-// SecretName reports whether an environment variable's name says it holds
-// a credential.
-func SecretName(name string) bool { return secretParam(name) }
-
-// FileAnalysis wraps one file operation (the daemon's file API) as an
-// analysis, so the same policy decides it: a credential file is secret
-// access, a write is checked against the scope.
-func FileAnalysis(cmd Command) *Analysis {
-	for _, p := range cmd.Argv[1:] {
-		if isSecretPath(p) {
-			cmd.Classes = addClass(cmd.Classes, Secret)
-			cmd.Secrets = appendUniq(cmd.Secrets, p)
-			cmd.Why = joinWhy(cmd.Why, "touches "+p)
-		}
-	}
-	a := &analyzer{out: &Analysis{Line: JoinArgv(cmd.Argv), Cwd: DefaultCwd}}
-	a.add(cmd)
-	a.finish()
-	return a.out
-}
-
 // ScopeRoots turns scope globs into the absolute paths a sandbox can
 // confine writes to: each glob up to its first wildcard element
 // (src/**/*.go -> /workspace/src, *.md -> /workspace).
@@ -680,4 +660,11 @@ func ScopeRoots(scope []string) []string {
 		out = appendUniq(out, path.Join(append([]string{DefaultCwd}, keep...)...))
 	}
 	return out
+}
+
+func appendUniq(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }

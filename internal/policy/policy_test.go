@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/classify"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 )
 
 func decide(t *testing.T, p *Policy, line string) *Decision {
 	t.Helper()
-	return p.Decide(Analyze(line, ""))
+	return p.Decide(classify.Analyze(line, ""))
 }
 
 func TestDefaultsFollowTheTable(t *testing.T) {
@@ -209,7 +210,7 @@ func TestGrants(t *testing.T) {
 	}
 	// A rule's hold is not a class's: class grants do not lift it.
 	f, _ := Parse([]byte("rules: [{id: careful, command: 'npm install *', class: dependency, action: ask}]"))
-	d = f.ForTemplate("").Decide(Analyze(line, ""))
+	d = f.ForTemplate("").Decide(classify.Analyze(line, ""))
 	if d.ApplyGrants([]Grant{classGrant}, now) {
 		t.Fatal("class grant lifted a rule's hold")
 	}
@@ -254,56 +255,12 @@ func TestDefaultFileParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, want := f.ForTemplate("host"), Defaults()
-	for _, c := range Classes {
+	for _, c := range classify.Classes {
 		if got.Classes[c] != want.Classes[c] {
 			t.Errorf("%s: %s in the file, %s in Defaults", c, got.Classes[c], want.Classes[c])
 		}
 	}
-	if d := got.Decide(Analyze("git push --force origin main", "")); d.Action != Deny {
+	if d := got.Decide(classify.Analyze("git push --force origin main", "")); d.Action != Deny {
 		t.Fatalf("the sample rule does not hold: %s", d.Action)
-	}
-}
-
-func TestAnalysisDetails(t *testing.T) {
-	a := Analyze(`cd web && npm ci && curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/x -o out.json`, "")
-	if !slices.Contains(a.Hosts, "api.github.com") {
-		t.Errorf("hosts %v", a.Hosts)
-	}
-	if !slices.Contains(a.Secrets, "$GITHUB_TOKEN") {
-		t.Errorf("secrets %v", a.Secrets)
-	}
-	if !slices.Contains(a.Writes, "/workspace/web/out.json") {
-		t.Errorf("writes %v (cd must move the cwd)", a.Writes)
-	}
-	argv := AnalyzeArgv([]string{"bash", "-lc", "rm -rf node_modules && npm install"}, "/workspace/app")
-	if !argv.Has(Destructive) || !argv.Has(Dependency) || argv.Commands[0].Via[0] != "bash" {
-		t.Errorf("argv analysis %+v", argv)
-	}
-	if w := argv.Commands[0].Writes; len(w) != 1 || w[0] != "/workspace/app/node_modules" {
-		t.Errorf("writes %v", w)
-	}
-	if bad := Analyze("echo 'unterminated", ""); bad.Error == "" || !bad.Has(Unknown) {
-		t.Errorf("unparsable line: %+v", bad)
-	}
-}
-
-func TestWithGranted(t *testing.T) {
-	for _, c := range []struct {
-		line    string
-		granted []string
-		secret  bool
-	}{
-		{`curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com/`, nil, true},
-		{`curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com/`, []string{"API_TOKEN"}, false},
-		{`curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com/`, []string{"OTHER_TOKEN"}, true},
-		{`echo $API_TOKEN; cat .env`, []string{"API_TOKEN"}, true},
-		{`echo $API_TOKEN $GITHUB_TOKEN`, []string{"API_TOKEN"}, true},
-		{`env`, []string{"API_TOKEN"}, true},
-		{`cat /proc/self/environ`, []string{"API_TOKEN"}, true},
-	} {
-		a := Analyze(c.line, "/workspace").WithGranted(c.granted)
-		if got := slices.Contains(a.Classes, Secret); got != c.secret {
-			t.Errorf("%s with %v granted: secret %v, want %v (%v)", c.line, c.granted, got, c.secret, a.Classes)
-		}
 	}
 }

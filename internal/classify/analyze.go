@@ -1,4 +1,4 @@
-package policy
+package classify
 
 import (
 	"path"
@@ -57,7 +57,8 @@ func (c Class) Describe() string {
 	return string(c)
 }
 
-func validClass(c Class) bool { return slices.Contains(Classes, c) }
+// Valid reports whether c is one of Classes.
+func (c Class) Valid() bool { return slices.Contains(Classes, c) }
 
 // Command is one simple command found in a command line, after every
 // wrapper (env, sudo, timeout, xargs...) and shell (-c) around it was seen
@@ -709,6 +710,13 @@ func isFD(s string) bool {
 	return s != ""
 }
 
+// Scratch reports whether an absolute sandbox path is scratch space that
+// any command may write whatever the write scope: /tmp, /var/tmp, the
+// home directory, and the sinks /dev/null, /dev/stdout, /dev/fd/N.
+func Scratch(abs string) bool {
+	return underTmp(abs) || abs == Home || strings.HasPrefix(abs, Home+"/") || harmlessSink(abs)
+}
+
 func harmlessSink(p string) bool {
 	switch p {
 	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
@@ -770,7 +778,7 @@ func (a *analyzer) finish() {
 				c.Why = joinWhy(c.Why, "writes "+w+", which a shell or interpreter runs when it starts")
 			}
 		}
-		c.Classes = sortClasses(c.Classes)
+		c.Classes = SortClasses(c.Classes)
 		for _, cl := range c.Classes {
 			set[slices.Index(Classes, cl)] = true
 		}
@@ -795,7 +803,8 @@ func (a *analyzer) finish() {
 	}
 }
 
-func sortClasses(cs []Class) []Class {
+// SortClasses returns the classes of cs once each, in Classes order.
+func SortClasses(cs []Class) []Class {
 	out := make([]Class, 0, len(cs))
 	for _, c := range Classes {
 		if slices.Contains(cs, c) {
@@ -856,4 +865,25 @@ func (a *Analysis) WithGranted(vars []string) *Analysis {
 	}
 	out.finish()
 	return out.out
+}
+
+// SecretName reports whether an environment variable's name says it holds
+// a credential.
+func SecretName(name string) bool { return secretParam(name) }
+
+// FileAnalysis wraps one file operation (the daemon's file API) as an
+// analysis, so the same policy decides it: a credential file is secret
+// access, a write is checked against the scope.
+func FileAnalysis(cmd Command) *Analysis {
+	for _, p := range cmd.Argv[1:] {
+		if isSecretPath(p) {
+			cmd.Classes = addClass(cmd.Classes, Secret)
+			cmd.Secrets = appendUniq(cmd.Secrets, p)
+			cmd.Why = joinWhy(cmd.Why, "touches "+p)
+		}
+	}
+	a := &analyzer{out: &Analysis{Line: JoinArgv(cmd.Argv), Cwd: DefaultCwd}}
+	a.add(cmd)
+	a.finish()
+	return a.out
 }

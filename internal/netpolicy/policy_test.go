@@ -1,4 +1,4 @@
-package egress
+package netpolicy
 
 import (
 	"errors"
@@ -101,14 +101,14 @@ func TestUnicodePattern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := compile(p, nil)
+	c, err := Compile(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.allow[0].matchName("shop.xn--bcher-kva.example.test") || c.allow[0].matchName("xn--bcher-kva.example.test") {
-		t.Errorf("pattern compiled to %v", c.allow[0].suffixes)
+	if !c.Allow[0].MatchName("shop.xn--bcher-kva.example.test") || c.Allow[0].MatchName("xn--bcher-kva.example.test") {
+		t.Errorf("pattern compiled to %v", c.Allow[0].suffixes)
 	}
-	if strings.Contains(c.allow[0].suffixes[0], "\u00fc") {
+	if strings.Contains(c.Allow[0].suffixes[0], "\u00fc") {
 		t.Errorf("pattern kept Unicode")
 	}
 }

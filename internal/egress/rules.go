@@ -1,0 +1,97 @@
+package egress
+
+import (
+	"net/netip"
+
+	"github.com/airlock-dev/airlock/internal/netpolicy"
+)
+
+// The rule model (policies, rules, secrets, categories, presets as data,
+// host parsing, validation and matching) is internal/netpolicy, pure and
+// shared with internal/policy. These aliases keep the names egress's
+// callers use; new code may name netpolicy directly.
+type (
+	Policy   = netpolicy.Policy
+	Rule     = netpolicy.Rule
+	Secret   = netpolicy.Secret
+	Category = netpolicy.Category
+	Action   = netpolicy.Action
+	Presets  = netpolicy.Presets
+	Target   = netpolicy.Target
+)
+
+// The categories and actions (see netpolicy).
+const (
+	Registries = netpolicy.Registries
+	Git        = netpolicy.Git
+	PublicWeb  = netpolicy.PublicWeb
+	Internal   = netpolicy.Internal
+	Webhooks   = netpolicy.Webhooks
+
+	Allow = netpolicy.Allow
+	Deny  = netpolicy.Deny
+
+	DefaultSecretHeader = netpolicy.DefaultSecretHeader
+)
+
+// Parse is netpolicy.Parse.
+func Parse(data []byte) (*Policy, error) { return netpolicy.Parse(data) }
+
+// ParseJSON is netpolicy.ParseJSON.
+func ParseJSON(data []byte) (*Policy, error) { return netpolicy.ParseJSON(data) }
+
+// ParseTarget is netpolicy.ParseTarget.
+func ParseTarget(authority string, defaultPort int) (Target, error) {
+	return netpolicy.ParseTarget(authority, defaultPort)
+}
+
+// CheckSecretHeader is netpolicy.CheckSecretHeader.
+func CheckSecretHeader(h string) error { return netpolicy.CheckSecretHeader(h) }
+
+type (
+	crule   = netpolicy.CompiledRule
+	csecret = netpolicy.CompiledSecret
+	mode    = netpolicy.Mode
+)
+
+const (
+	modeConnect = netpolicy.ModeConnect
+	modeHTTP    = netpolicy.ModeHTTP
+	modeDNS     = netpolicy.ModeDNS
+)
+
+// compiled is a sandbox's checked policy with what the proxy keeps beside
+// it: the network's NAT64 prefixes and its deny names' addresses. It is
+// immutable but for the cache, which has its own lock.
+type compiled struct {
+	*netpolicy.Compiled
+	// nat64 are the network's NAT64 prefixes (Config.NAT64Prefixes).
+	nat64 []netip.Prefix
+	// denied caches the addresses of the deny rules' names.
+	denied *deniedCache
+}
+
+// compile checks p and builds its matcher; presets maps preset names to
+// the hosts discovered for them (nil: checking only).
+func compile(p *Policy, presets Presets) (*compiled, error) {
+	c, err := netpolicy.Compile(p, presets)
+	if err != nil {
+		return nil, err
+	}
+	return &compiled{Compiled: c, denied: &deniedCache{}}, nil
+}
+
+// matchDenied is MatchAddr for a deny rule: an address that embeds an
+// IPv4 address (NAT64, SIIT, 6to4, Teredo...; see embeddedIPv4s) is also
+// denied by it, since it reaches that host where the network translates.
+func matchDenied(r *crule, a netip.Addr, nat64 []netip.Prefix) bool {
+	if r.MatchAddr(a) {
+		return true
+	}
+	for _, v4 := range embeddedIPv4s(a.WithZone("").Unmap(), nat64) {
+		if r.MatchAddr(v4) {
+			return true
+		}
+	}
+	return false
+}
