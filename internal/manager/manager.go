@@ -110,7 +110,7 @@ type Manager struct {
 	layerMu  sync.Mutex // serializes runtime egress layer changes (SetEgress)
 	creating int        // Creates under way (counted against Caps.Sandboxes)
 	snapMu   sync.Mutex // serializes moving a snapshot template's "current"
-	live     map[string]*liveSandbox
+	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 	waiters  map[string]chan string  // held execs by approval id
 	// finishingTasks: tasks a FinishTask is under way for (by task id).
@@ -124,8 +124,11 @@ type Manager struct {
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
 
-type liveSandbox struct {
-	sb   runtime.Sandbox
+// live is the record of a sandbox while it lives (in Manager.live).
+type live struct {
+	// state is where it is in its life; changed only by transition (m.mu).
+	state State
+	sb    runtime.Sandbox
 	cost runtime.HostCost // reserved of Caps.Host while it lives
 	rec  *store.Sandbox
 	ttl  *time.Timer
@@ -135,10 +138,7 @@ type liveSandbox struct {
 	// scope the write scope applied inside it (again after a reset).
 	pol    *policy.Policy
 	taskID string
-	// finishing: its task is being finished; nothing new runs or writes
-	// (but the task's own tests) until the diff and bundle are taken.
-	finishing bool
-	scope     []string
+	scope  []string
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
 	// command makes in that moment waits for it (sandboxNetwork.source).
@@ -170,7 +170,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.ApprovalWait <= 0 {
 		cfg.ApprovalWait = DefaultApprovalWait
 	}
-	m := &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
 	if err := m.reapLost(ctx); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
@@ -406,7 +406,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = m.cfg.Store.UpdateSandbox(context.Background(), rec)
 		return nil, err
 	}
-	ls := &liveSandbox{sb: sb, cost: cost, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
 	m.mu.Lock()
 	m.live[rec.ID] = ls
 	m.armTTL(ls)
@@ -420,7 +420,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 }
 
 // armTTL (re)starts the sandbox's TTL timer; m.mu held.
-func (m *Manager) armTTL(ls *liveSandbox) {
+func (m *Manager) armTTL(ls *live) {
 	if ls.ttl != nil {
 		ls.ttl.Stop()
 		ls.ttl = nil
@@ -436,11 +436,12 @@ func (m *Manager) armTTL(ls *liveSandbox) {
 }
 
 // watch records a sandbox that stopped on its own.
-func (m *Manager) watch(ls *liveSandbox, sb runtime.Sandbox) {
+func (m *Manager) watch(ls *live, sb runtime.Sandbox) {
 	<-sb.Done()
 	m.mu.Lock()
 	cur, still := m.live[ls.rec.ID]
-	still = still && cur == ls && ls.sb == sb // not destroyed, not reset since
+	// not destroyed, not being reset, not reset since
+	still = still && cur == ls && ls.state != Resetting && ls.sb == sb
 	m.mu.Unlock()
 	if still {
 		_ = m.stop(context.Background(), ls.rec.ID, StopFailed)
@@ -452,12 +453,17 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	m.mu.Lock()
 	ls, ok := m.live[id]
 	var sb runtime.Sandbox
+	var prev State
 	if ok {
 		delete(m.live, id)
 		if ls.ttl != nil {
 			ls.ttl.Stop()
 		}
-		sb = ls.sb // nil while a reset is under way: Reset cleans up
+		prev = ls.state
+		_ = ls.transition(Stopped) // legal from every live state
+		if prev != Resetting {
+			sb = ls.sb // a reset under way cleans up itself
+		}
 		// Its processes run until Destroy is done (a task's diff comes
 		// first): its share of the host stays reserved until then.
 		m.reserved.Pids += ls.cost.Pids
@@ -483,7 +489,7 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	if sb != nil && ls.taskID != "" && reason != StopFailed {
 		// An open task keeps its work: the diff is taken before the
 		// files go (a sandbox whose init died has none to read).
-		for k, v := range m.keepTaskDiff(context.WithoutCancel(ctx), ls, sb, reason) {
+		for k, v := range m.keepTaskDiff(context.WithoutCancel(ctx), ls, sb, prev == Paused, reason) {
 			payload[k] = v
 		}
 	}
@@ -585,22 +591,20 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 	return m.shownSandbox(&rec)
 }
 
-// liveSandbox returns the running sandbox id (not paused, not being
-// reset), read under the lock.
-func (m *Manager) liveSandbox(ctx context.Context, id string) (runtime.Sandbox, error) {
+// runtimeSandbox returns the backend's sandbox id, when it may be used:
+// running, or finishing (its task's tests and diff use it); not paused,
+// not being reset. Read under the lock.
+func (m *Manager) runtimeSandbox(ctx context.Context, id string) (runtime.Sandbox, error) {
 	m.mu.Lock()
 	ls, ok := m.live[id]
 	var sb runtime.Sandbox
-	paused, resetting := false, false
+	var state State
 	if ok {
-		sb, paused, resetting = ls.sb, ls.rec.State == "paused", ls.sb == nil
+		sb, state = ls.sb, ls.state
 	}
 	m.mu.Unlock()
-	if paused {
-		return nil, fmt.Errorf("sandbox %s is paused: resume it first: %w", id, errdefs.ErrConflict)
-	}
-	if resetting {
-		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
+	if ok && state != Running && state != Finishing {
+		return nil, fmt.Errorf("sandbox %s is %s: %w", id, stateWhy(state, Running), errdefs.ErrConflict)
 	}
 	if ok {
 		return sb, nil
@@ -812,7 +816,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err := checkExec(req); err != nil {
 		return "", nil, err
 	}
-	if _, err := m.liveSandbox(ctx, id); err != nil {
+	if _, err := m.runtimeSandbox(ctx, id); err != nil {
 		return "", nil, err
 	}
 	cwd := req.Cwd
@@ -821,7 +825,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	}
 	m.mu.Lock()
 	ls := m.live[id]
-	finishing := ls != nil && ls.finishing
+	finishing := ls != nil && ls.state == Finishing
 	m.mu.Unlock()
 	if ls == nil {
 		return "", nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
@@ -840,7 +844,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 	if err != nil {
 		return "", nil, err
 	}
-	sb, err := m.liveSandbox(ctx, id) // a held exec may outlive its sandbox
+	sb, err := m.runtimeSandbox(ctx, id) // a held exec may outlive its sandbox
 	if err != nil {
 		return "", nil, err
 	}
@@ -1106,7 +1110,7 @@ func (m *Manager) LiveCount() int {
 
 // Files gives access to a running sandbox's files.
 func (m *Manager) Files(ctx context.Context, id string) (runtime.Files, error) {
-	sb, err := m.liveSandbox(ctx, id)
+	sb, err := m.runtimeSandbox(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -1137,19 +1141,23 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 		}
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
-	if ls.sb == nil {
+	if ls.state == Resetting {
 		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
 	}
 	p, ok := ls.sb.(runtime.Pauser)
 	if !ok {
 		return nil, fmt.Errorf("backend %s cannot pause: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
 	}
-	want := "running"
+	from, to := Paused, Running
 	if pause {
-		want = "paused"
+		from, to = Running, Paused
 	}
-	if ls.rec.State == want {
+	want := to.String()
+	if ls.state == to || (!pause && ls.state == Finishing) {
 		return nil, fmt.Errorf("sandbox %s is already %s: %w", id, want, errdefs.ErrConflict)
+	}
+	if ls.state != from {
+		return nil, fmt.Errorf("sandbox %s is %s: %w", id, stateWhy(ls.state, to), errdefs.ErrConflict)
 	}
 	var err error
 	if pause {
@@ -1160,6 +1168,7 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 	if err != nil {
 		return nil, err
 	}
+	_ = ls.transition(to) // checked above, under the same lock
 	ls.rec.State = want
 	rec := *ls.rec
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
@@ -1188,11 +1197,12 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
 	old := ls.sb
-	ls.sb = nil // nothing may use it meanwhile; watch ignores its end
-	m.mu.Unlock()
-	if old == nil {
-		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
+	// Nothing may use it meanwhile; watch ignores its end.
+	if err := ls.transition(Resetting); err != nil {
+		m.mu.Unlock()
+		return nil, err
 	}
+	m.mu.Unlock()
 	if err := old.Destroy(ctx); err != nil {
 		m.cfg.Logf("reset %s: destroy: %v", id, err)
 	}
@@ -1214,6 +1224,9 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		if ls.ttl != nil {
 			ls.ttl.Stop()
 		}
+		if ls.state != Stopped {
+			_ = ls.transition(Stopped)
+		}
 		now := time.Now().UTC()
 		ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, StopFailed
 		rec := *ls.rec
@@ -1221,13 +1234,14 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		_ = m.cfg.Store.UpdateSandbox(context.Background(), &rec)
 		return nil, fmt.Errorf("reset %s: %w", id, err)
 	}
-	if cur, still := m.live[id]; !still || cur != ls {
+	if cur, still := m.live[id]; !still || cur != ls || ls.state != Resetting {
 		// destroyed (or expired) while it was being reset
 		m.mu.Unlock()
 		_ = sb.Destroy(context.Background())
 		return nil, fmt.Errorf("sandbox %s was stopped during its reset: %w", id, errdefs.ErrConflict)
 	}
 	ls.sb = sb
+	_ = ls.transition(Running)
 	if len(ls.scope) > 0 {
 		// The write scope holds for the sandbox's life, resets included.
 		if err := restrictWrites(ctx, sb, ls.scope); err != nil {
