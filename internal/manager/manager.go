@@ -129,11 +129,11 @@ type live struct {
 	// state is where it is in its life; changed only by transition (m.mu).
 	state State
 	sb    runtime.Sandbox
-	cost runtime.HostCost // reserved of Caps.Host while it lives
-	rec  *store.Sandbox
-	ttl  *time.Timer
-	spec runtime.Spec // as created: Reset starts over from it
-	seed string       // snapshot seed restored at create (and reset)
+	cost  runtime.HostCost // reserved of Caps.Host while it lives
+	rec   *store.Sandbox
+	ttl   *time.Timer
+	spec  runtime.Spec // as created: Reset starts over from it
+	seed  string       // snapshot seed restored at create (and reset)
 	// pol is the sandbox's effective policy; taskID its task, if any;
 	// scope the write scope applied inside it (again after a reset).
 	pol    *policy.Policy
