@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -97,6 +96,9 @@ type Config struct {
 	// runtime.DefaultMaxProxyConns); refusals are recorded.
 	MaxProxyConns int
 	Logf          func(format string, args ...any)
+	// Modules are the features attached to the core, in the order their
+	// hooks run (see Module).
+	Modules []Module
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -120,6 +122,12 @@ type Manager struct {
 	egressSvc *egress.Service // nil: no network
 
 	auditRetry auditRetry
+
+	// The modules' hooks, in Config.Modules order (set by attach).
+	createHooks    []named[CreateHook]
+	execHooks      []named[ExecHook]
+	afterExecHooks []named[AfterExecHook]
+	stopHooks      []named[StopHook]
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -171,6 +179,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		cfg.ApprovalWait = DefaultApprovalWait
 	}
 	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	if err := m.attach(); err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
 	if err := m.reapLost(ctx); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
@@ -416,6 +427,12 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
 		return nil, fmt.Errorf("egress policy: %w", err)
 	}
+	for _, h := range m.createHooks {
+		if err := h.hook.OnCreate(ctx, SandboxRef{ID: rec.ID, TaskID: req.taskID}); err != nil {
+			_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
+			return nil, fmt.Errorf("module %s: %w", h.name, err)
+		}
+	}
 	return m.shownSandbox(rec)
 }
 
@@ -490,6 +507,11 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		// An open task keeps its work: the diff is taken before the
 		// files go (a sandbox whose init died has none to read).
 		for k, v := range m.keepTaskDiff(context.WithoutCancel(ctx), ls, sb, prev == Paused, reason) {
+			payload[k] = v
+		}
+	}
+	for _, h := range m.stopHooks {
+		for k, v := range h.hook.OnStop(context.WithoutCancel(ctx), StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
 			payload[k] = v
 		}
 	}
@@ -809,121 +831,6 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Exec runs a command, streaming its output to stdout and stderr, and
-// records it. started is called with the exec id and pid before any
-// output is written.
-func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
-	if err := checkExec(req); err != nil {
-		return "", nil, err
-	}
-	if _, err := m.runtimeSandbox(ctx, id); err != nil {
-		return "", nil, err
-	}
-	cwd := req.Cwd
-	if cwd == "" {
-		cwd = "/workspace"
-	}
-	m.mu.Lock()
-	ls := m.live[id]
-	finishing := ls != nil && ls.state == Finishing
-	m.mu.Unlock()
-	if ls == nil {
-		return "", nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
-	}
-	if finishing && !req.taskTest {
-		return "", nil, errFinishing(ls.taskID)
-	}
-	if err := m.auditHealthy(); err != nil {
-		return "", nil, err
-	}
-	if err := m.learnSecrets(req.Env); err != nil {
-		return "", nil, err
-	}
-	// Policy first: nothing reaches the sandbox before it is allowed.
-	d, err := m.gate(ctx, id, ls, req, cwd)
-	if err != nil {
-		return "", nil, err
-	}
-	sb, err := m.runtimeSandbox(ctx, id) // a held exec may outlive its sandbox
-	if err != nil {
-		return "", nil, err
-	}
-	// Secrets granted to the sandbox join the command's environment
-	// (values for env grants, placeholders for brokered ones).
-	senv, uses, err := m.secretEnv(ctx, id)
-	if err != nil {
-		return "", nil, err
-	}
-	senv = append(senv, installScriptEnv(ls.pol)...)
-	var pkg *lockSnapshot
-	if d.Analysis != nil && slices.Contains(d.Analysis.Classes, policy.Dependency) {
-		pkg = m.snapLockfiles(ctx, sb, cwd, d.Analysis)
-	}
-	dj := m.cfg.Redactor.JSON(mustJSON(d))
-	argv := make([]string, len(req.Argv))
-	for i, a := range req.Argv {
-		argv[i] = m.cfg.Redactor.String(a)
-	}
-	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: argv, Cwd: cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
-	if err := m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
-		"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(d), "secrets": uses}}); err != nil {
-		return "", nil, err // fail closed: what is not recorded does not run
-	}
-	if err := m.putExec(ctx, rec); err != nil {
-		return "", nil, fmt.Errorf("record exec: %w", err)
-	}
-	var stdinW *io.PipeWriter
-	if req.OpenStdin {
-		var pr *io.PipeReader
-		pr, stdinW = io.Pipe()
-		req.Stdin = pr
-	}
-	outKeep, errKeep := &capped{n: m.cfg.StoredOutput}, &capped{n: m.cfg.StoredOutput}
-	gate := make(chan struct{})
-	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(stdout))}
-	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(stderr))}
-	m.mu.Lock()
-	ls.starting++
-	m.mu.Unlock()
-	p, err := sb.Exec(ctx, runtime.ExecRequest{
-		Argv: req.Argv, Env: append(slices.Clip(req.Env), senv...), Dir: cwd, Timeout: req.Timeout, Stdin: req.Stdin,
-		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
-	})
-	if err != nil {
-		m.mu.Lock()
-		ls.starting--
-		m.mu.Unlock()
-		close(gate)
-		if stdinW != nil {
-			stdinW.Close()
-		}
-		// A command that could not start still gets the status a shell
-		// would give it (127 not found, 126 not executable).
-		var stJSON json.RawMessage
-		var coded interface{ ExitCode() int }
-		if errors.As(err, &coded) {
-			stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
-		}
-		_ = m.endExec(context.Background(), rec.ID, time.Now().UTC(), stJSON, err.Error())
-		_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.end",
-			Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}})
-		return rec.ID, nil, err
-	}
-	m.mu.Lock()
-	m.running[rec.ID] = &runningExec{p: p, sandboxID: id, stdin: stdinW, taskID: ls.taskID, argv: argv, pkg: pkg}
-	ls.starting--
-	m.mu.Unlock()
-	if started != nil {
-		started(rec.ID, p.PID())
-	}
-	close(gate)
-	if req.Background {
-		go func() { _, _, _ = m.finishExec(context.Background(), rec, p, outKeep, errKeep) }()
-		return rec.ID, nil, nil
-	}
-	return m.finishExec(ctx, rec, p, outKeep, errKeep)
-}
-
 // runningExec is a command that has not ended yet.
 type runningExec struct {
 	p         runtime.Process
@@ -976,6 +883,13 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	}
 	if pkg != nil {
 		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
+	}
+	for _, h := range m.afterExecHooks {
+		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err}
+		if err == nil {
+			done.Status = &st
+		}
+		h.hook.AfterExec(context.WithoutCancel(ctx), done)
 	}
 	endPayload := map[string]any{"stdout": audit.Blob(stdout), "stderr": audit.Blob(stderr), "ended": ended}
 	if err != nil {
