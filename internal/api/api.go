@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
@@ -46,13 +47,39 @@ type Health struct {
 // Server is the API's http.Handler.
 type Server struct {
 	m      *manager.Manager
+	keys   Keys
 	health Health
 	mux    *http.ServeMux
 }
 
-// New returns the handler.
-func New(m *manager.Manager, h Health) *Server {
-	s := &Server{m: m, health: h, mux: http.NewServeMux()}
+// Keys is what the API uses of the daemon's API keys (apikeys.Keys):
+// Of on every TCP request, the rest on the unix socket only.
+type Keys interface {
+	Create(ctx context.Context, name, format string) (*apikeys.Key, string, error)
+	Of(ctx context.Context, key string) (*apikeys.Key, bool)
+	List(ctx context.Context) ([]*apikeys.Key, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// noKeys is a daemon without API keys: no key is valid, none is made.
+type noKeys struct{}
+
+var errNoKeys = fmt.Errorf("this daemon keeps no API keys: %w", errdefs.ErrUnsupported)
+
+func (noKeys) Create(context.Context, string, string) (*apikeys.Key, string, error) {
+	return nil, "", errNoKeys
+}
+func (noKeys) Of(context.Context, string) (*apikeys.Key, bool) { return nil, false }
+func (noKeys) List(context.Context) ([]*apikeys.Key, error)    { return nil, errNoKeys }
+func (noKeys) Delete(context.Context, string) error            { return errNoKeys }
+
+// New returns the handler; keys nil: no API keys (TCP refuses every
+// caller).
+func New(m *manager.Manager, keys Keys, h Health) *Server {
+	if keys == nil {
+		keys = noKeys{}
+	}
+	s := &Server{m: m, keys: keys, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

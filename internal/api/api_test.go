@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -42,6 +43,7 @@ type daemon struct {
 	be     *native.Backend
 	client *http.Client
 	m      *manager.Manager
+	keys   *apikeys.Keys
 	st     *store.Store
 	dbPath string
 }
@@ -100,6 +102,8 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	}
 	cfg := manager.Config{Backend: be, Templates: tpls, Store: d.st, TaskDir: filepath.Join(dir, "data", "tasks")}
 	configure(&cfg)
+	d.keys = apikeys.New()
+	cfg.Modules = append(cfg.Modules, d.keys)
 	d.m, err = manager.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +114,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Health{OK: true, Version: "test", Backend: "native"})}
+	srv := &http.Server{Handler: New(d.m, d.keys, Health{OK: true, Version: "test", Backend: "native"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -298,7 +298,7 @@ func TestBreakGlassIsLoud(t *testing.T) {
 // key, and returns a POST as that remote client (status, error answer).
 func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, Error) {
 	t.Helper()
-	_, key, err := d.m.CreateAPIKey(context.Background(), "agent", "")
+	_, key, err := d.keys.Create(context.Background(), "agent", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, Error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, d.keys, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func(path, body string) (int, Error) {
