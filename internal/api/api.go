@@ -22,6 +22,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -48,6 +49,7 @@ type Health struct {
 type Server struct {
 	m      *manager.Manager
 	keys   Keys
+	snaps  Snapshots
 	health Health
 	mux    *http.ServeMux
 }
@@ -59,6 +61,26 @@ type Keys interface {
 	Of(ctx context.Context, key string) (*apikeys.Key, bool)
 	List(ctx context.Context) ([]*apikeys.Key, error)
 	Delete(ctx context.Context, id string) error
+}
+
+// Modules are the feature modules the API calls besides the manager;
+// one left nil is a feature this daemon does not have (its calls fail
+// closed: no key is valid, no snapshot is made).
+type Modules struct {
+	Keys      Keys
+	Snapshots Snapshots
+}
+
+// Snapshots is what the API uses of the snapshot templates
+// (snapshots.Snapshots); the manager lists them with the templates.
+type Snapshots interface {
+	Snapshot(ctx context.Context, id, name string, newOnly bool) (*snapshots.Snapshot, error)
+}
+
+type noSnapshots struct{}
+
+func (noSnapshots) Snapshot(context.Context, string, string, bool) (*snapshots.Snapshot, error) {
+	return nil, fmt.Errorf("snapshots are not configured: %w", errdefs.ErrUnsupported)
 }
 
 // noKeys is a daemon without API keys: no key is valid, none is made.
@@ -73,13 +95,15 @@ func (noKeys) Of(context.Context, string) (*apikeys.Key, bool) { return nil, fal
 func (noKeys) List(context.Context) ([]*apikeys.Key, error)    { return nil, errNoKeys }
 func (noKeys) Delete(context.Context, string) error            { return errNoKeys }
 
-// New returns the handler; keys nil: no API keys (TCP refuses every
-// caller).
-func New(m *manager.Manager, keys Keys, h Health) *Server {
-	if keys == nil {
-		keys = noKeys{}
+// New returns the handler.
+func New(m *manager.Manager, mods Modules, h Health) *Server {
+	if mods.Keys == nil {
+		mods.Keys = noKeys{}
 	}
-	s := &Server{m: m, keys: keys, health: h, mux: http.NewServeMux()}
+	if mods.Snapshots == nil {
+		mods.Snapshots = noSnapshots{}
+	}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -682,7 +706,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	snap, err := s.m.SnapshotSandbox(r.Context(), id, req.Name, isRemote(r))
+	snap, err := s.snaps.Snapshot(r.Context(), id, req.Name, isRemote(r))
 	if err != nil {
 		writeError(w, err)
 		return

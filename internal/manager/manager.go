@@ -111,7 +111,6 @@ type Manager struct {
 	mu       sync.Mutex
 	layerMu  sync.Mutex // serializes runtime egress layer changes (SetEgress)
 	creating int        // Creates under way (counted against Caps.Sandboxes)
-	snapMu   sync.Mutex // serializes moving a snapshot template's "current"
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 	waiters  map[string]chan string  // held execs by approval id
@@ -128,6 +127,8 @@ type Manager struct {
 	execHooks      []named[ExecHook]
 	afterExecHooks []named[AfterExecHook]
 	stopHooks      []named[StopHook]
+	// templateSources resolve template names the built-ins do not have.
+	templateSources []named[TemplateSource]
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -186,9 +187,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
 	m.cleanTaskLeftovers()
-	if cfg.TaskDir != "" {
-		m.cleanSeeds()
-	}
 	var err error
 	if cfg.SecretKeyFile != "" {
 		if m.secretKey, err = loadSecretKey(cfg.SecretKeyFile); err != nil {
@@ -336,22 +334,12 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
 	}
-	var spec runtime.Spec
-	var tplName, tplVersion, seed string
-	if tpl, err := m.cfg.Templates.Get(req.Template); err == nil {
-		spec = runtime.Spec{RootFS: tpl.Dir}
-		for _, b := range tpl.Binds {
-			spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
-		}
-		tplName, tplVersion = tpl.Name, tpl.Version
-	} else if !errors.Is(err, template.ErrNotFound) {
+	base, err := m.base(req.Template)
+	if err != nil {
 		return nil, err
-	} else if snap, seedPath, serr := m.snapshot(req.Template); serr == nil {
-		spec = runtime.Spec{RootFS: snap.BaseDir, Binds: snap.Binds}
-		tplName, tplVersion, seed = snap.Name, snap.Version, seedPath
-	} else {
-		return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)
 	}
+	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds}
+	tplName, tplVersion, seed := base.Name, base.Version, base.Seed
 	source := "sandbox"
 	if req.taskID != "" {
 		source = "task"

@@ -59,6 +59,17 @@ type StopHook interface {
 	OnStop(ctx context.Context, ev StopEvent) map[string]any
 }
 
+// TemplateSource is a module that provides templates beyond the built-in
+// ones (snapshots). Create asks the sources in module order for a name
+// the built-ins do not have.
+type TemplateSource interface {
+	// Template returns the base of the template name, or an error (one
+	// wrapping ErrNotFound when it has none of that name).
+	Template(name string) (*Base, error)
+	// Templates lists its templates, for Manager.Templates.
+	Templates(ctx context.Context) ([]*TemplateInfo, error)
+}
+
 // SandboxRef names a live sandbox to a hook.
 type SandboxRef struct {
 	ID     string
@@ -139,6 +150,26 @@ func (c *Core) Files(ctx context.Context, id string) (runtime.Files, error) {
 	return c.m.Files(ctx, id)
 }
 
+// LiveInfo is a live sandbox as a module sees it.
+type LiveInfo struct {
+	State  State
+	TaskID string   // "": not a task's
+	Base   Base     // what it started from (template root, binds, seed)
+	View   *Sandbox // as the API shows it (no egress usage)
+}
+
+// Live is what the core knows of a live sandbox; false: not live.
+func (c *Core) Live(id string) (*LiveInfo, bool) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	ls, ok := c.m.live[id]
+	if !ok {
+		return nil, false
+	}
+	b := Base{Name: ls.rec.Template, Version: ls.rec.TemplateVersion, RootFS: ls.spec.RootFS, Binds: ls.spec.Binds, Seed: ls.seed}
+	return &LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: view(ls.rec)}, true
+}
+
 // Exec runs a command through the whole exec pipeline, hooks included:
 // a module calling it from its own ExecHook must not recurse forever.
 func (c *Core) Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
@@ -174,6 +205,9 @@ func (m *Manager) attach() error {
 		}
 		if h, ok := mod.(StopHook); ok {
 			m.stopHooks = append(m.stopHooks, named[StopHook]{name, h})
+		}
+		if h, ok := mod.(TemplateSource); ok {
+			m.templateSources = append(m.templateSources, named[TemplateSource]{name, h})
 		}
 	}
 	return nil
