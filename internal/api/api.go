@@ -17,10 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -46,13 +48,62 @@ type Health struct {
 // Server is the API's http.Handler.
 type Server struct {
 	m      *manager.Manager
+	keys   Keys
+	snaps  Snapshots
 	health Health
 	mux    *http.ServeMux
 }
 
+// Keys is what the API uses of the daemon's API keys (apikeys.Keys):
+// Of on every TCP request, the rest on the unix socket only.
+type Keys interface {
+	Create(ctx context.Context, name, format string) (*apikeys.Key, string, error)
+	Of(ctx context.Context, key string) (*apikeys.Key, bool)
+	List(ctx context.Context) ([]*apikeys.Key, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// Modules are the feature modules the API calls besides the manager;
+// one left nil is a feature this daemon does not have (its calls fail
+// closed: no key is valid, no snapshot is made).
+type Modules struct {
+	Keys      Keys
+	Snapshots Snapshots
+}
+
+// Snapshots is what the API uses of the snapshot templates
+// (snapshots.Snapshots); the manager lists them with the templates.
+type Snapshots interface {
+	Snapshot(ctx context.Context, id, name string, newOnly bool) (*snapshots.Snapshot, error)
+}
+
+type noSnapshots struct{}
+
+func (noSnapshots) Snapshot(context.Context, string, string, bool) (*snapshots.Snapshot, error) {
+	return nil, fmt.Errorf("snapshots are not configured: %w", errdefs.ErrUnsupported)
+}
+
+// noKeys is a daemon without API keys: no key is valid, none is made.
+type noKeys struct{}
+
+var errNoKeys = fmt.Errorf("this daemon keeps no API keys: %w", errdefs.ErrUnsupported)
+
+func (noKeys) Create(context.Context, string, string) (*apikeys.Key, string, error) {
+	return nil, "", errNoKeys
+}
+func (noKeys) Of(context.Context, string) (*apikeys.Key, bool) { return nil, false }
+func (noKeys) List(context.Context) ([]*apikeys.Key, error)    { return nil, errNoKeys }
+func (noKeys) Delete(context.Context, string) error            { return errNoKeys }
+
 // New returns the handler.
-func New(m *manager.Manager, h Health) *Server {
-	s := &Server{m: m, health: h, mux: http.NewServeMux()}
+func New(m *manager.Manager, mods Modules, h Health) *Server {
+	if mods.Keys == nil {
+		mods.Keys = noKeys{}
+	}
+	if mods.Snapshots == nil {
+		mods.Snapshots = noSnapshots{}
+	}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -655,7 +706,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	snap, err := s.m.SnapshotSandbox(r.Context(), id, req.Name, isRemote(r))
+	snap, err := s.snaps.Snapshot(r.Context(), id, req.Name, isRemote(r))
 	if err != nil {
 		writeError(w, err)
 		return

@@ -20,10 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 )
@@ -42,6 +44,8 @@ type daemon struct {
 	be     *native.Backend
 	client *http.Client
 	m      *manager.Manager
+	keys   *apikeys.Keys
+	snaps  *snapshots.Snapshots
 	st     *store.Store
 	dbPath string
 }
@@ -100,6 +104,9 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	}
 	cfg := manager.Config{Backend: be, Templates: tpls, Store: d.st, TaskDir: filepath.Join(dir, "data", "tasks")}
 	configure(&cfg)
+	d.keys = apikeys.New()
+	d.snaps = snapshots.New(filepath.Join(dir, "data", "snapshots"), tpls)
+	cfg.Modules = append(cfg.Modules, d.keys, d.snaps)
 	d.m, err = manager.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +117,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Health{OK: true, Version: "test", Backend: "native"})}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true, Version: "test", Backend: "native"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
@@ -684,7 +691,7 @@ func TestSnapshot(t *testing.T) {
 		t.Fatal(code)
 	}
 	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "mkdir -p /workspace/src && echo kept > /workspace/src/a.txt && ln -s src/a.txt /workspace/link && echo rc > ~/.toolrc && echo gone > /tmp/t && (sleep 1000 &)"}})
-	var snap manager.Snapshot
+	var snap snapshots.Snapshot
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/snapshot", map[string]string{"name": "with-src"}, &snap); code != 201 || snap.Version == "" || snap.Base != "host" {
 		t.Fatalf("snapshot: %d %+v", code, snap)
 	}

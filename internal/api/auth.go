@@ -35,7 +35,7 @@ func (s *Server) TCP() http.Handler {
 		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 			key = v
 		}
-		k, ok := s.m.APIKeyOf(r.Context(), key)
+		k, ok := s.keys.Of(r.Context(), key)
 		if key == "" || !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
 			writeJSON(w, http.StatusUnauthorized, Error{Code: "unauthenticated", Message: "a valid API key is required (Authorization: Bearer KEY)"})
@@ -78,7 +78,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	k, key, err := s.m.CreateAPIKey(r.Context(), req.Name, req.Format)
+	k, key, err := s.keys.Create(r.Context(), req.Name, req.Format)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -87,7 +87,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
-	keys, err := s.m.APIKeys(r.Context())
+	keys, err := s.keys.List(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -101,7 +101,7 @@ func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.m.DeleteAPIKey(r.Context(), id); err != nil {
+	if err := s.keys.Delete(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
 	}

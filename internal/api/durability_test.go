@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 )
 
 // A snapshot writes sparse files dense: one of a 16 MiB sandbox wrote
@@ -39,7 +40,7 @@ func TestSnapshotOfSparseFilesIsCapped(t *testing.T) {
 	}
 	// Within the cap the same sandbox snapshots as usual.
 	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "rm /workspace/sparse[2-8]"}})
-	var snap manager.Snapshot
+	var snap snapshots.Snapshot
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/snapshot", map[string]string{"name": "sparse"}, &snap); code != 201 || snap.SeedBytes < 15<<20 {
 		t.Errorf("snapshot within the cap: %d %+v", code, snap)
 	}

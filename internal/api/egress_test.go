@@ -364,12 +364,12 @@ func TestEgressBrokeredSecret(t *testing.T) {
 func TestEgressTightenOnlyOverTCP(t *testing.T) {
 	e := egressDaemon(t, egressTestPolicy)
 	id := e.sandbox()
-	_, key, _ := e.m.CreateAPIKey(context.Background(), "agent", "")
+	_, key, _ := e.keys.Create(context.Background(), "agent", "")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(e.m, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(e.m, Modules{Keys: e.keys, Snapshots: e.snaps}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	do := func(method, path, body string) int {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 )
 
 // clock is a test clock the manager reads; tests move it.
@@ -298,7 +299,7 @@ func TestBreakGlassIsLoud(t *testing.T) {
 // key, and returns a POST as that remote client (status, error answer).
 func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, Error) {
 	t.Helper()
-	_, key, err := d.m.CreateAPIKey(context.Background(), "agent", "")
+	_, key, err := d.keys.Create(context.Background(), "agent", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, Error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func(path, body string) (int, Error) {
@@ -542,11 +543,11 @@ func TestRemoteCannotReplaceASnapshotTemplate(t *testing.T) {
 	if code, _ := remote("/v1/sandboxes/"+agents+"/snapshot", `{"name":"agent-base"}`); code != 409 {
 		t.Errorf("remote second version: %d", code)
 	}
-	var snap manager.Snapshot
+	var snap snapshots.Snapshot
 	if code := d.do("POST", "/v1/sandboxes/"+ops+"/snapshot", map[string]string{"name": "team-base"}, &snap); code != 201 || snap.FromSandbox != ops {
 		t.Errorf("operator's new version: %d %+v", code, snap)
 	}
-	cur, err := d.m.Snapshots(context.Background())
+	cur, err := d.snaps.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,7 +175,7 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 // as that client (status, body).
 func (d *daemon) remoteGet(t *testing.T) func(path string) (int, []byte) {
 	t.Helper()
-	_, key, err := d.m.CreateAPIKey(context.Background(), "agent", "")
+	_, key, err := d.keys.Create(context.Background(), "agent", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func (d *daemon) remoteGet(t *testing.T) func(path string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func(path string) (int, []byte) {

@@ -173,12 +173,12 @@ func TestSecretBadInput(t *testing.T) {
 // grant them.
 func TestSecretsRefusedOverTCP(t *testing.T) {
 	d, _, _ := secretDaemon(t)
-	_, key, _ := d.m.CreateAPIKey(context.Background(), "agent", "")
+	_, key, _ := d.keys.Create(context.Background(), "agent", "")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	for _, c := range [][2]string{{"GET", "/v1/secrets"}, {"PUT", "/v1/secrets/X"}, {"POST", "/v1/secrets/X/grants"}, {"GET", "/v1/secret-grants"}, {"DELETE", "/v1/secret-grants/sg-1"}} {

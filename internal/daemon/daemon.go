@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/api"
+	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/e2b"
 	"github.com/airlock-dev/airlock/internal/egress"
@@ -34,6 +35,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 )
@@ -116,6 +118,7 @@ type Daemon struct {
 	checkpoint      string
 	alog            *audit.Log
 	m               *manager.Manager
+	keys            *apikeys.Keys
 	srv, tcp, e2b   *http.Server
 	errc            chan error
 	release         []func() // undone in reverse order, last
@@ -184,14 +187,17 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := d.openAudit(ctx, st, red); err != nil {
 		return nil, err
 	}
-	m, err := manager.New(ctx, manager.Config{Egress: d.egressConfig(ctx, log), Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
+	// The feature modules, in the order their hooks run.
+	d.keys = apikeys.New()
+	snaps := snapshots.New(filepath.Join(cfg.DataDir, "snapshots"), tpls)
+	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{d.keys, snaps}, Egress: d.egressConfig(ctx, log), Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
 		Policy: cfg.Policy, ApprovalWait: cfg.ApprovalWait, Audit: d.alog, AuditCheckpoint: d.checkpoint, Redactor: red, Logf: d.logf,
 		SecretKeyFile: filepath.Join(cfg.DataDir, "secrets.key"), MaxProxyConns: cfg.MaxProxyConns})
 	if err != nil {
 		return nil, err
 	}
 	d.m = m
-	if err := d.listen(ctx, api.New(m, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -326,7 +332,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	}
 	if eln != nil {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Keys: d.keys, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
 	_ = d.m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -34,10 +35,11 @@ func TestMain(m *testing.M) {
 }
 
 type door struct {
-	t   *testing.T
-	m   *manager.Manager
-	url string
-	key string
+	t    *testing.T
+	m    *manager.Manager
+	keys *apikeys.Keys
+	url  string
+	key  string
 }
 
 func newDoor(t *testing.T, configure ...func(*manager.Config)) *door {
@@ -73,22 +75,24 @@ func newDoor(t *testing.T, configure ...func(*manager.Config)) *door {
 	for _, c := range configure {
 		c(&cfg)
 	}
+	keys := apikeys.New()
+	cfg.Modules = append(cfg.Modules, keys)
 	m, err := manager.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(Config{Manager: m}))
+	srv := httptest.NewServer(New(Config{Manager: m, Keys: keys}))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = m.Shutdown(context.Background())
 		_ = st.Close()
 		_ = be.RemoveCgroupParent()
 	})
-	_, key, err := m.CreateAPIKey(context.Background(), "t", "e2b")
+	_, key, err := keys.Create(context.Background(), "t", "e2b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &door{t: t, m: m, url: srv.URL, key: key}
+	return &door{t: t, m: m, keys: keys, url: srv.URL, key: key}
 }
 
 // call sends a request; hdr adds headers.
@@ -173,7 +177,7 @@ func TestAuth(t *testing.T) {
 	if resp.StatusCode != 401 {
 		t.Errorf("unknown key: %d", resp.StatusCode)
 	}
-	_, ak, _ := d.m.CreateAPIKey(context.Background(), "native", "")
+	_, ak, _ := d.keys.Create(context.Background(), "native", "")
 	if resp, b := d.call("GET", "/v2/sandboxes", nil, map[string]string{"X-API-KEY": ak}); resp.StatusCode != 200 {
 		t.Errorf("an airlock key on the E2B door: %d %s", resp.StatusCode, b)
 	}

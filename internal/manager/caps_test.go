@@ -32,7 +32,7 @@ func (b costBackend) HostCost(l runtime.Limits) (runtime.HostCost, error) {
 // the live sandboxes and those being created, with an error naming the
 // host table; a sandbox ending gives its share back.
 func TestHostBudgetRefusesWhatWouldExhaustTheHost(t *testing.T) {
-	m := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Pids: 24576, Ptys: 2304}}}, live: map[string]*liveSandbox{}}
+	m := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Pids: 24576, Ptys: 2304}}}, live: map[string]*live{}}
 	be := costBackend{perPid: 1}
 	cost, err := m.hostCost(be, runtime.Limits{})
 	if err != nil || cost.Pids != 320 {
@@ -55,7 +55,7 @@ func TestHostBudgetRefusesWhatWouldExhaustTheHost(t *testing.T) {
 	}
 	// half become live sandboxes: still counted, through m.live
 	for i := range n / 2 {
-		m.live[fmt.Sprint("sb", i)] = &liveSandbox{cost: cost}
+		m.live[fmt.Sprint("sb", i)] = &live{cost: cost}
 		releases[i]()
 	}
 	if _, err := m.reserveHost(cost); err == nil {
@@ -70,7 +70,7 @@ func TestHostBudgetRefusesWhatWouldExhaustTheHost(t *testing.T) {
 		t.Fatalf("after one ended: %v", err)
 	}
 	// terminals are their own budget
-	m2 := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Ptys: 40}}}, live: map[string]*liveSandbox{}}
+	m2 := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Ptys: 40}}}, live: map[string]*live{}}
 	if _, err := m2.reserveHost(runtime.HostCost{Ptys: 32}); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestHostBudgetRefusesWhatWouldExhaustTheHost(t *testing.T) {
 // Nothing runs unaccounted: with a host budget, a backend that cannot
 // say what its sandboxes take is refused; without one it is not asked.
 func TestHostBudgetNeedsTheBackendsCost(t *testing.T) {
-	m := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Pids: 1000}}}, live: map[string]*liveSandbox{}}
+	m := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Pids: 1000}}}, live: map[string]*live{}}
 	if _, err := m.hostCost(fakeBackend{}, runtime.Limits{}); !errors.Is(err, errdefs.ErrUnsupported) {
 		t.Errorf("a backend without HostCost: %v, want unsupported", err)
 	}
@@ -122,7 +122,7 @@ func TestHostBudgetHeldUntilDestroyEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := &heldSandbox{fakeSandbox: fakeSandbox{id: rec.ID, done: make(chan struct{})}, entered: make(chan struct{}), let: make(chan struct{})}
-	m.live[rec.ID] = &liveSandbox{sb: sb, rec: rec, cost: cost}
+	m.live[rec.ID] = &live{sb: sb, rec: rec, cost: cost}
 	destroyed := make(chan error, 1)
 	go func() { destroyed <- m.Destroy(ctx, rec.ID) }()
 	<-sb.entered

@@ -197,7 +197,7 @@ func (m *Manager) network(id string) runtime.Network {
 
 // effectiveEgress is a live sandbox's egress policy: its policy's, the
 // runtime layer, and its brokered secrets with their values.
-func (m *Manager) effectiveEgress(ctx context.Context, ls *liveSandbox) (egress.Policy, error) {
+func (m *Manager) effectiveEgress(ctx context.Context, ls *live) (egress.Policy, error) {
 	p := ls.pol.Egress
 	if ls.egressLayer != nil {
 		p = p.Merge(*ls.egressLayer)

@@ -20,8 +20,8 @@ func (pidProcess) Wait(context.Context) (runtime.ExitStatus, error) { return run
 // running): the connection waits for it, so the record names its exec
 // (a CI flake: "egress event without its exec").
 func TestEgressSourceWaitsForAStartingExec(t *testing.T) {
-	m := &Manager{live: map[string]*liveSandbox{}, running: map[string]*runningExec{}}
-	ls := &liveSandbox{taskID: "t-1", starting: 1}
+	m := &Manager{live: map[string]*live{}, running: map[string]*runningExec{}}
+	ls := &live{taskID: "t-1", starting: 1}
 	m.live["sb-1"] = ls
 	n := &sandboxNetwork{m: m, id: "sb-1"}
 	got := make(chan string, 1)

@@ -27,6 +27,13 @@ import (
 // backend is the fake.
 func fakeTierManager(t *testing.T) (*Manager, *audit.Log) {
 	t.Helper()
+	return fakeTierManagerWith(t, nil)
+}
+
+// fakeTierManagerWith is fakeTierManager with its Config changed by
+// configure (nil: as is) before New.
+func fakeTierManagerWith(t *testing.T, configure func(*Config)) (*Manager, *audit.Log) {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "airlock.db"))
 	if err != nil {
@@ -42,8 +49,12 @@ func fakeTierManager(t *testing.T) (*Manager, *audit.Log) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(context.Background(), Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Logf: t.Logf})
+	cfg := Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
+		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Logf: t.Logf}
+	if configure != nil {
+		configure(&cfg)
+	}
+	m, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

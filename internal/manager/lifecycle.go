@@ -142,7 +142,7 @@ type keptDiff struct {
 // task's directory. A paused sandbox is thawed first: its files are read
 // through its agent, which is frozen with it. Returns what goes into the
 // sandbox.stop event.
-func (m *Manager) keepTaskDiff(ctx context.Context, ls *liveSandbox, sb runtime.Sandbox, reason string) map[string]any {
+func (m *Manager) keepTaskDiff(ctx context.Context, ls *live, sb runtime.Sandbox, paused bool, reason string) map[string]any {
 	rec, err := m.cfg.Store.GetTask(ctx, ls.taskID)
 	if err != nil || rec.State != "open" {
 		return nil // finished (its bundle has it), or not yet a task
@@ -153,9 +153,6 @@ func (m *Manager) keepTaskDiff(ctx context.Context, ls *liveSandbox, sb runtime.
 	}
 	ctx, cancel := context.WithTimeout(ctx, StopDiffTimeout)
 	defer cancel()
-	m.mu.Lock()
-	paused := ls.rec.State == "paused"
-	m.mu.Unlock()
 	kd := &keptDiff{Reason: reason}
 	if p, ok := sb.(runtime.Pauser); ok && paused {
 		err = p.Resume(ctx)

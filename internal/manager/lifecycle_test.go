@@ -215,7 +215,7 @@ func TestShutdownStopsFourAtATime(t *testing.T) {
 		if err := st.PutSandbox(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
-		m.live[id] = &liveSandbox{sb: &fakeSandbox{id: id, done: make(chan struct{}), inDestroy: &in, maxSeen: &max}, rec: rec}
+		m.live[id] = &live{sb: &fakeSandbox{id: id, done: make(chan struct{}), inDestroy: &in, maxSeen: &max}, rec: rec}
 	}
 	start := time.Now()
 	if err := m.Shutdown(ctx); err != nil {

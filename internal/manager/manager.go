@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -97,6 +96,9 @@ type Config struct {
 	// runtime.DefaultMaxProxyConns); refusals are recorded.
 	MaxProxyConns int
 	Logf          func(format string, args ...any)
+	// Modules are the features attached to the core, in the order their
+	// hooks run (see Module).
+	Modules []Module
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -109,8 +111,7 @@ type Manager struct {
 	mu       sync.Mutex
 	layerMu  sync.Mutex // serializes runtime egress layer changes (SetEgress)
 	creating int        // Creates under way (counted against Caps.Sandboxes)
-	snapMu   sync.Mutex // serializes moving a snapshot template's "current"
-	live     map[string]*liveSandbox
+	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 	waiters  map[string]chan string  // held execs by approval id
 	// finishingTasks: tasks a FinishTask is under way for (by task id).
@@ -120,25 +121,33 @@ type Manager struct {
 	egressSvc *egress.Service // nil: no network
 
 	auditRetry auditRetry
+
+	// The modules' hooks, in Config.Modules order (set by attach).
+	createHooks    []named[CreateHook]
+	execHooks      []named[ExecHook]
+	afterExecHooks []named[AfterExecHook]
+	stopHooks      []named[StopHook]
+	// templateSources resolve template names the built-ins do not have.
+	templateSources []named[TemplateSource]
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
 
-type liveSandbox struct {
-	sb   runtime.Sandbox
-	cost runtime.HostCost // reserved of Caps.Host while it lives
-	rec  *store.Sandbox
-	ttl  *time.Timer
-	spec runtime.Spec // as created: Reset starts over from it
-	seed string       // snapshot seed restored at create (and reset)
+// live is the record of a sandbox while it lives (in Manager.live).
+type live struct {
+	// state is where it is in its life; changed only by transition (m.mu).
+	state State
+	sb    runtime.Sandbox
+	cost  runtime.HostCost // reserved of Caps.Host while it lives
+	rec   *store.Sandbox
+	ttl   *time.Timer
+	spec  runtime.Spec // as created: Reset starts over from it
+	seed  string       // snapshot seed restored at create (and reset)
 	// pol is the sandbox's effective policy; taskID its task, if any;
 	// scope the write scope applied inside it (again after a reset).
 	pol    *policy.Policy
 	taskID string
-	// finishing: its task is being finished; nothing new runs or writes
-	// (but the task's own tests) until the diff and bundle are taken.
-	finishing bool
-	scope     []string
+	scope  []string
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
 	// command makes in that moment waits for it (sandboxNetwork.source).
@@ -170,14 +179,14 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.ApprovalWait <= 0 {
 		cfg.ApprovalWait = DefaultApprovalWait
 	}
-	m := &Manager{cfg: cfg, live: map[string]*liveSandbox{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	if err := m.attach(); err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
 	if err := m.reapLost(ctx); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
 	m.cleanTaskLeftovers()
-	if cfg.TaskDir != "" {
-		m.cleanSeeds()
-	}
 	var err error
 	if cfg.SecretKeyFile != "" {
 		if m.secretKey, err = loadSecretKey(cfg.SecretKeyFile); err != nil {
@@ -325,22 +334,12 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
 	}
-	var spec runtime.Spec
-	var tplName, tplVersion, seed string
-	if tpl, err := m.cfg.Templates.Get(req.Template); err == nil {
-		spec = runtime.Spec{RootFS: tpl.Dir}
-		for _, b := range tpl.Binds {
-			spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
-		}
-		tplName, tplVersion = tpl.Name, tpl.Version
-	} else if !errors.Is(err, template.ErrNotFound) {
+	base, err := m.base(req.Template)
+	if err != nil {
 		return nil, err
-	} else if snap, seedPath, serr := m.snapshot(req.Template); serr == nil {
-		spec = runtime.Spec{RootFS: snap.BaseDir, Binds: snap.Binds}
-		tplName, tplVersion, seed = snap.Name, snap.Version, seedPath
-	} else {
-		return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)
 	}
+	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds}
+	tplName, tplVersion, seed := base.Name, base.Version, base.Seed
 	source := "sandbox"
 	if req.taskID != "" {
 		source = "task"
@@ -406,7 +405,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = m.cfg.Store.UpdateSandbox(context.Background(), rec)
 		return nil, err
 	}
-	ls := &liveSandbox{sb: sb, cost: cost, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
 	m.mu.Lock()
 	m.live[rec.ID] = ls
 	m.armTTL(ls)
@@ -416,11 +415,17 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
 		return nil, fmt.Errorf("egress policy: %w", err)
 	}
+	for _, h := range m.createHooks {
+		if err := h.hook.OnCreate(ctx, SandboxRef{ID: rec.ID, TaskID: req.taskID}); err != nil {
+			_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
+			return nil, fmt.Errorf("module %s: %w", h.name, err)
+		}
+	}
 	return m.shownSandbox(rec)
 }
 
 // armTTL (re)starts the sandbox's TTL timer; m.mu held.
-func (m *Manager) armTTL(ls *liveSandbox) {
+func (m *Manager) armTTL(ls *live) {
 	if ls.ttl != nil {
 		ls.ttl.Stop()
 		ls.ttl = nil
@@ -436,11 +441,12 @@ func (m *Manager) armTTL(ls *liveSandbox) {
 }
 
 // watch records a sandbox that stopped on its own.
-func (m *Manager) watch(ls *liveSandbox, sb runtime.Sandbox) {
+func (m *Manager) watch(ls *live, sb runtime.Sandbox) {
 	<-sb.Done()
 	m.mu.Lock()
 	cur, still := m.live[ls.rec.ID]
-	still = still && cur == ls && ls.sb == sb // not destroyed, not reset since
+	// not destroyed, not being reset, not reset since
+	still = still && cur == ls && ls.state != Resetting && ls.sb == sb
 	m.mu.Unlock()
 	if still {
 		_ = m.stop(context.Background(), ls.rec.ID, StopFailed)
@@ -452,12 +458,17 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	m.mu.Lock()
 	ls, ok := m.live[id]
 	var sb runtime.Sandbox
+	var prev State
 	if ok {
 		delete(m.live, id)
 		if ls.ttl != nil {
 			ls.ttl.Stop()
 		}
-		sb = ls.sb // nil while a reset is under way: Reset cleans up
+		prev = ls.state
+		_ = ls.transition(Stopped) // legal from every live state
+		if prev != Resetting {
+			sb = ls.sb // a reset under way cleans up itself
+		}
 		// Its processes run until Destroy is done (a task's diff comes
 		// first): its share of the host stays reserved until then.
 		m.reserved.Pids += ls.cost.Pids
@@ -483,7 +494,12 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	if sb != nil && ls.taskID != "" && reason != StopFailed {
 		// An open task keeps its work: the diff is taken before the
 		// files go (a sandbox whose init died has none to read).
-		for k, v := range m.keepTaskDiff(context.WithoutCancel(ctx), ls, sb, reason) {
+		for k, v := range m.keepTaskDiff(context.WithoutCancel(ctx), ls, sb, prev == Paused, reason) {
+			payload[k] = v
+		}
+	}
+	for _, h := range m.stopHooks {
+		for k, v := range h.hook.OnStop(context.WithoutCancel(ctx), StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
 			payload[k] = v
 		}
 	}
@@ -585,22 +601,20 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 	return m.shownSandbox(&rec)
 }
 
-// liveSandbox returns the running sandbox id (not paused, not being
-// reset), read under the lock.
-func (m *Manager) liveSandbox(ctx context.Context, id string) (runtime.Sandbox, error) {
+// runtimeSandbox returns the backend's sandbox id, when it may be used:
+// running, or finishing (its task's tests and diff use it); not paused,
+// not being reset. Read under the lock.
+func (m *Manager) runtimeSandbox(ctx context.Context, id string) (runtime.Sandbox, error) {
 	m.mu.Lock()
 	ls, ok := m.live[id]
 	var sb runtime.Sandbox
-	paused, resetting := false, false
+	var state State
 	if ok {
-		sb, paused, resetting = ls.sb, ls.rec.State == "paused", ls.sb == nil
+		sb, state = ls.sb, ls.state
 	}
 	m.mu.Unlock()
-	if paused {
-		return nil, fmt.Errorf("sandbox %s is paused: resume it first: %w", id, errdefs.ErrConflict)
-	}
-	if resetting {
-		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
+	if ok && state != Running && state != Finishing {
+		return nil, fmt.Errorf("sandbox %s is %s: %w", id, stateWhy(state, Running), errdefs.ErrConflict)
 	}
 	if ok {
 		return sb, nil
@@ -805,121 +819,6 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Exec runs a command, streaming its output to stdout and stderr, and
-// records it. started is called with the exec id and pid before any
-// output is written.
-func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
-	if err := checkExec(req); err != nil {
-		return "", nil, err
-	}
-	if _, err := m.liveSandbox(ctx, id); err != nil {
-		return "", nil, err
-	}
-	cwd := req.Cwd
-	if cwd == "" {
-		cwd = "/workspace"
-	}
-	m.mu.Lock()
-	ls := m.live[id]
-	finishing := ls != nil && ls.finishing
-	m.mu.Unlock()
-	if ls == nil {
-		return "", nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
-	}
-	if finishing && !req.taskTest {
-		return "", nil, errFinishing(ls.taskID)
-	}
-	if err := m.auditHealthy(); err != nil {
-		return "", nil, err
-	}
-	if err := m.learnSecrets(req.Env); err != nil {
-		return "", nil, err
-	}
-	// Policy first: nothing reaches the sandbox before it is allowed.
-	d, err := m.gate(ctx, id, ls, req, cwd)
-	if err != nil {
-		return "", nil, err
-	}
-	sb, err := m.liveSandbox(ctx, id) // a held exec may outlive its sandbox
-	if err != nil {
-		return "", nil, err
-	}
-	// Secrets granted to the sandbox join the command's environment
-	// (values for env grants, placeholders for brokered ones).
-	senv, uses, err := m.secretEnv(ctx, id)
-	if err != nil {
-		return "", nil, err
-	}
-	senv = append(senv, installScriptEnv(ls.pol)...)
-	var pkg *lockSnapshot
-	if d.Analysis != nil && slices.Contains(d.Analysis.Classes, policy.Dependency) {
-		pkg = m.snapLockfiles(ctx, sb, cwd, d.Analysis)
-	}
-	dj := m.cfg.Redactor.JSON(mustJSON(d))
-	argv := make([]string, len(req.Argv))
-	for i, a := range req.Argv {
-		argv[i] = m.cfg.Redactor.String(a)
-	}
-	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: argv, Cwd: cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
-	if err := m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
-		"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(d), "secrets": uses}}); err != nil {
-		return "", nil, err // fail closed: what is not recorded does not run
-	}
-	if err := m.putExec(ctx, rec); err != nil {
-		return "", nil, fmt.Errorf("record exec: %w", err)
-	}
-	var stdinW *io.PipeWriter
-	if req.OpenStdin {
-		var pr *io.PipeReader
-		pr, stdinW = io.Pipe()
-		req.Stdin = pr
-	}
-	outKeep, errKeep := &capped{n: m.cfg.StoredOutput}, &capped{n: m.cfg.StoredOutput}
-	gate := make(chan struct{})
-	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(stdout))}
-	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(stderr))}
-	m.mu.Lock()
-	ls.starting++
-	m.mu.Unlock()
-	p, err := sb.Exec(ctx, runtime.ExecRequest{
-		Argv: req.Argv, Env: append(slices.Clip(req.Env), senv...), Dir: cwd, Timeout: req.Timeout, Stdin: req.Stdin,
-		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
-	})
-	if err != nil {
-		m.mu.Lock()
-		ls.starting--
-		m.mu.Unlock()
-		close(gate)
-		if stdinW != nil {
-			stdinW.Close()
-		}
-		// A command that could not start still gets the status a shell
-		// would give it (127 not found, 126 not executable).
-		var stJSON json.RawMessage
-		var coded interface{ ExitCode() int }
-		if errors.As(err, &coded) {
-			stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
-		}
-		_ = m.endExec(context.Background(), rec.ID, time.Now().UTC(), stJSON, err.Error())
-		_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.end",
-			Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}})
-		return rec.ID, nil, err
-	}
-	m.mu.Lock()
-	m.running[rec.ID] = &runningExec{p: p, sandboxID: id, stdin: stdinW, taskID: ls.taskID, argv: argv, pkg: pkg}
-	ls.starting--
-	m.mu.Unlock()
-	if started != nil {
-		started(rec.ID, p.PID())
-	}
-	close(gate)
-	if req.Background {
-		go func() { _, _, _ = m.finishExec(context.Background(), rec, p, outKeep, errKeep) }()
-		return rec.ID, nil, nil
-	}
-	return m.finishExec(ctx, rec, p, outKeep, errKeep)
-}
-
 // runningExec is a command that has not ended yet.
 type runningExec struct {
 	p         runtime.Process
@@ -972,6 +871,13 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	}
 	if pkg != nil {
 		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
+	}
+	for _, h := range m.afterExecHooks {
+		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err}
+		if err == nil {
+			done.Status = &st
+		}
+		h.hook.AfterExec(context.WithoutCancel(ctx), done)
 	}
 	endPayload := map[string]any{"stdout": audit.Blob(stdout), "stderr": audit.Blob(stderr), "ended": ended}
 	if err != nil {
@@ -1106,7 +1012,7 @@ func (m *Manager) LiveCount() int {
 
 // Files gives access to a running sandbox's files.
 func (m *Manager) Files(ctx context.Context, id string) (runtime.Files, error) {
-	sb, err := m.liveSandbox(ctx, id)
+	sb, err := m.runtimeSandbox(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -1137,19 +1043,23 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 		}
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
-	if ls.sb == nil {
+	if ls.state == Resetting {
 		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
 	}
 	p, ok := ls.sb.(runtime.Pauser)
 	if !ok {
 		return nil, fmt.Errorf("backend %s cannot pause: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
 	}
-	want := "running"
+	from, to := Paused, Running
 	if pause {
-		want = "paused"
+		from, to = Running, Paused
 	}
-	if ls.rec.State == want {
+	want := to.String()
+	if ls.state == to || (!pause && ls.state == Finishing) {
 		return nil, fmt.Errorf("sandbox %s is already %s: %w", id, want, errdefs.ErrConflict)
+	}
+	if ls.state != from {
+		return nil, fmt.Errorf("sandbox %s is %s: %w", id, stateWhy(ls.state, to), errdefs.ErrConflict)
 	}
 	var err error
 	if pause {
@@ -1160,6 +1070,7 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 	if err != nil {
 		return nil, err
 	}
+	_ = ls.transition(to) // checked above, under the same lock
 	ls.rec.State = want
 	rec := *ls.rec
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
@@ -1188,11 +1099,12 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
 	old := ls.sb
-	ls.sb = nil // nothing may use it meanwhile; watch ignores its end
-	m.mu.Unlock()
-	if old == nil {
-		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
+	// Nothing may use it meanwhile; watch ignores its end.
+	if err := ls.transition(Resetting); err != nil {
+		m.mu.Unlock()
+		return nil, err
 	}
+	m.mu.Unlock()
 	if err := old.Destroy(ctx); err != nil {
 		m.cfg.Logf("reset %s: destroy: %v", id, err)
 	}
@@ -1214,6 +1126,9 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		if ls.ttl != nil {
 			ls.ttl.Stop()
 		}
+		if ls.state != Stopped {
+			_ = ls.transition(Stopped)
+		}
 		now := time.Now().UTC()
 		ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, StopFailed
 		rec := *ls.rec
@@ -1221,13 +1136,14 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		_ = m.cfg.Store.UpdateSandbox(context.Background(), &rec)
 		return nil, fmt.Errorf("reset %s: %w", id, err)
 	}
-	if cur, still := m.live[id]; !still || cur != ls {
+	if cur, still := m.live[id]; !still || cur != ls || ls.state != Resetting {
 		// destroyed (or expired) while it was being reset
 		m.mu.Unlock()
 		_ = sb.Destroy(context.Background())
 		return nil, fmt.Errorf("sandbox %s was stopped during its reset: %w", id, errdefs.ErrConflict)
 	}
 	ls.sb = sb
+	_ = ls.transition(Running)
 	if len(ls.scope) > 0 {
 		// The write scope holds for the sandbox's life, resets included.
 		if err := restrictWrites(ctx, sb, ls.scope); err != nil {

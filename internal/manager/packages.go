@@ -126,7 +126,7 @@ func (m *Manager) noteEgress(execID, host string) {
 
 // packageEvidence records what a dependency command did to its lockfiles.
 func (m *Manager) packageEvidence(ctx context.Context, sandboxID, taskID, execID string, argv []string, snap *lockSnapshot) {
-	sb, err := m.liveSandbox(ctx, sandboxID)
+	sb, err := m.runtimeSandbox(ctx, sandboxID)
 	if err != nil {
 		return
 	}

@@ -226,7 +226,7 @@ func grantOf(g *store.Grant) policy.Grant {
 // gate decides an exec before anything reaches the sandbox. It returns
 // the decision to record when the command may run, or the error that
 // stopped it (the refusal is recorded here).
-func (m *Manager) gate(ctx context.Context, id string, ls *liveSandbox, req ExecRequest, cwd string) (*policy.Decision, error) {
+func (m *Manager) gate(ctx context.Context, id string, ls *live, req ExecRequest, cwd string) (*policy.Decision, error) {
 	a := policy.AnalyzeArgv(req.Argv, cwd)
 	if len(a.Secrets) > 0 {
 		// Using a secret granted to this sandbox is not secret access.
@@ -318,7 +318,7 @@ func promptOf(req ExecRequest, cwd string, d *policy.Decision) *Prompt {
 }
 
 // hold records a pending approval and waits (bounded) for a human.
-func (m *Manager) hold(ctx context.Context, id string, ls *liveSandbox, req ExecRequest, cwd string, d *policy.Decision) (*policy.Decision, error) {
+func (m *Manager) hold(ctx context.Context, id string, ls *live, req ExecRequest, cwd string, d *policy.Decision) (*policy.Decision, error) {
 	wait := req.ApprovalWait
 	if wait == 0 {
 		wait = m.cfg.ApprovalWait
@@ -591,7 +591,7 @@ func (m *Manager) BreakGlass(ctx context.Context, id, reason string, d time.Dura
 	if d < 0 || d > MaxBreakGlass {
 		return nil, fmt.Errorf("break-glass lasts more than 0 and at most %s: %w", MaxBreakGlass, errdefs.ErrInvalid)
 	}
-	if _, err := m.liveSandbox(ctx, id); err != nil {
+	if _, err := m.runtimeSandbox(ctx, id); err != nil {
 		return nil, err
 	}
 	now := m.now()
@@ -613,7 +613,7 @@ type policedFiles struct {
 	runtime.Files
 	m  *Manager
 	id string
-	ls *liveSandbox
+	ls *live
 }
 
 // AgentFiles gives the API's callers file access under the sandbox's
@@ -642,7 +642,7 @@ func (f *policedFiles) check(ctx context.Context, op, p string, write bool) erro
 func (f *policedFiles) decide(ctx context.Context, op, p string, write, record bool) (string, error) {
 	if write {
 		f.m.mu.Lock()
-		finishing := f.ls.finishing
+		finishing := f.ls.state == Finishing
 		f.m.mu.Unlock()
 		if finishing {
 			return "", errFinishing(f.ls.taskID)

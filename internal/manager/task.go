@@ -317,7 +317,7 @@ func (m *Manager) StartTask(ctx context.Context, req TaskRequest) (*Task, error)
 	if len(scope) > 0 {
 		// The backstop under classification: once checked out, nothing in
 		// the sandbox may write outside the scope, whatever slipped past.
-		live, lerr := m.liveSandbox(ctx, sb.ID)
+		live, lerr := m.runtimeSandbox(ctx, sb.ID)
 		if lerr == nil {
 			lerr = restrictWrites(ctx, live, scope)
 		}
@@ -590,7 +590,7 @@ func errFinishing(taskID string) error {
 // sweep ends every process in the task's sandbox but its agent (when the
 // backend can), and records how many there were.
 func (m *Manager) sweep(ctx context.Context, sandboxID, taskID, when string) error {
-	sb, err := m.liveSandbox(ctx, sandboxID)
+	sb, err := m.runtimeSandbox(ctx, sandboxID)
 	if err != nil {
 		return nil // a stopped sandbox runs nothing
 	}
@@ -629,23 +629,26 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	// files and bundle and record a second task.finish.
 	m.mu.Lock()
 	ls := m.live[rec.SandboxID]
-	if m.finishingTasks[id] || (ls != nil && ls.finishing) {
+	if m.finishingTasks[id] || (ls != nil && ls.state == Finishing) {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("task %s is already being finished: %w", id, errdefs.ErrConflict)
+	}
+	if ls != nil {
+		if err := ls.transition(Finishing); err != nil {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
+		}
 	}
 	if m.finishingTasks == nil {
 		m.finishingTasks = map[string]bool{}
 	}
 	m.finishingTasks[id] = true
-	if ls != nil {
-		ls.finishing = true
-	}
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
 		delete(m.finishingTasks, id)
-		if ls != nil {
-			ls.finishing = false
+		if ls != nil && ls.state == Finishing {
+			_ = ls.transition(Running)
 		}
 		m.mu.Unlock()
 	}()

@@ -1,4 +1,7 @@
-package manager
+// Package snapshots is the snapshot templates module of the sandbox core
+// (manager.Module): it turns a running sandbox's files into a template new
+// sandboxes start from (manager.TemplateSource), and lists them.
+package snapshots
 
 import (
 	"archive/tar"
@@ -14,13 +17,43 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/template"
 )
+
+// Snapshots is the module. Dir holds the snapshot templates ("": the
+// daemon has none, and making one is unsupported); Builtins are the
+// templates whose names a snapshot may not take.
+type Snapshots struct {
+	dir      string
+	builtins *template.Store
+	core     *manager.Core
+	mu       sync.Mutex // serializes moving a snapshot template's "current"
+}
+
+// New makes the module; attach it through manager.Config.Modules.
+func New(dir string, builtins *template.Store) *Snapshots {
+	return &Snapshots{dir: dir, builtins: builtins}
+}
+
+// Name is the module's name.
+func (s *Snapshots) Name() string { return "snapshots" }
+
+// Attach takes the core's handle and removes what snapshots of a killed
+// daemon left (no snapshot is under way before the manager is made).
+func (s *Snapshots) Attach(c *manager.Core) error {
+	s.core = c
+	if s.dir != "" {
+		s.cleanSeeds()
+	}
+	return nil
+}
 
 // A snapshot turns a sandbox's files into a template that new sandboxes
 // start from: the base template version the sandbox ran on (pinned: later
@@ -53,39 +86,29 @@ type snapshotFile struct {
 	Binds   []runtime.Bind `json:"binds"`
 }
 
-func (m *Manager) snapshotRoot() string {
-	return filepath.Join(filepath.Dir(m.cfg.TaskDir), "snapshots")
-}
-
 // SnapshotSandbox makes a new version of the snapshot template name from
 // a running sandbox. With newOnly (remote callers), name must not exist
 // yet: a template that others start from is not theirs to replace.
-func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly bool) (*Snapshot, error) {
-	if m.cfg.TaskDir == "" {
+func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool) (*Snapshot, error) {
+	if s.dir == "" || s.core == nil {
 		return nil, fmt.Errorf("snapshots are not configured: %w", errdefs.ErrUnsupported)
 	}
 	if err := template.ValidName(name); err != nil {
 		return nil, fmt.Errorf("snapshot name %q: %w", name, errdefs.ErrInvalid)
 	}
-	if _, err := m.cfg.Templates.Get(name); err == nil {
+	if _, err := s.builtins.Get(name); err == nil {
 		return nil, fmt.Errorf("%q is a built-in template: %w", name, errdefs.ErrConflict)
 	}
-	m.mu.Lock()
-	ls, ok := m.live[id]
-	var spec runtime.Spec
-	var rec Sandbox
-	if ok {
-		spec, rec = ls.spec, *view(ls.rec)
-	}
-	m.mu.Unlock()
-	f, err := m.Files(ctx, id)
+	lv, ok := s.core.Live(id)
+	f, err := s.core.Files(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s is not running: %w", id, errdefs.ErrConflict)
 	}
-	dir := filepath.Join(m.snapshotRoot(), name)
+	base, rec := lv.Base, lv.View
+	dir := filepath.Join(s.dir, name)
 	exists := func() bool {
 		_, err := os.Stat(filepath.Join(dir, "current"))
 		return err == nil
@@ -93,12 +116,12 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly 
 	if newOnly && exists() {
 		return nil, fmt.Errorf("snapshot template %q exists: only the operator (on the unix socket) makes new versions of it; pick a new name: %w", name, errdefs.ErrConflict)
 	}
-	tmp, err := m.newSeed(dir)
+	tmp, err := s.newSeed(dir)
 	if err != nil {
 		return nil, err
 	}
 	// A failed snapshot of a new name leaves no empty template dir.
-	defer m.removeIfEmpty(dir)
+	defer s.removeIfEmpty(dir)
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
 	// The seed cannot honestly be bigger than the sandbox's disk (plus tar
@@ -138,7 +161,7 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly 
 	sum := hex.EncodeToString(h.Sum(nil))
 	tplVersion := rec.TemplateVersion
 	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
-		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: spec.RootFS, Binds: spec.Binds}
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Binds: base.Binds}
 	vdir := filepath.Join(dir, snap.Version)
 	if err := os.MkdirAll(vdir, 0o700); err != nil {
 		return nil, err
@@ -151,8 +174,8 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly 
 		return nil, err
 	}
 	// "current" names the newest version
-	m.snapMu.Lock()
-	defer m.snapMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if newOnly && exists() { // made meanwhile
 		return nil, fmt.Errorf("snapshot template %q exists: only the operator (on the unix socket) makes new versions of it; pick a new name: %w", name, errdefs.ErrConflict)
 	}
@@ -164,7 +187,7 @@ func (m *Manager) SnapshotSandbox(ctx context.Context, id, name string, newOnly 
 		return nil, err
 	}
 	out := snap.Snapshot
-	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: m.taskOf(id), Kind: "sandbox.snapshot", Payload: map[string]any{"snapshot": out}})
+	_ = s.core.Record(ctx, audit.Entry{SandboxID: id, TaskID: lv.TaskID, Kind: "sandbox.snapshot", Payload: map[string]any{"snapshot": out}})
 	return &out, nil
 }
 
@@ -183,9 +206,9 @@ func tooLargeSnapshot(id string, disk int64) error {
 
 // newSeed makes the template dir and the temp file a seed is written to.
 // Under snapMu, so that removeIfEmpty never takes the dir from under it.
-func (m *Manager) newSeed(dir string) (*os.File, error) {
-	m.snapMu.Lock()
-	defer m.snapMu.Unlock()
+func (s *Snapshots) newSeed(dir string) (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -194,17 +217,17 @@ func (m *Manager) newSeed(dir string) (*os.File, error) {
 
 // removeIfEmpty removes a template dir that holds nothing (a failed first
 // snapshot of a name).
-func (m *Manager) removeIfEmpty(dir string) {
-	m.snapMu.Lock()
-	defer m.snapMu.Unlock()
+func (s *Snapshots) removeIfEmpty(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	_ = os.Remove(dir) // fails unless empty
 }
 
 // cleanSeeds removes what snapshots under way left when their daemon was
 // killed: seeds being written, versions without their snapshot.json, a
 // "current" being replaced, and template dirs left empty by them. Only at start: no snapshot is under way then.
-func (m *Manager) cleanSeeds() {
-	root := m.snapshotRoot()
+func (s *Snapshots) cleanSeeds() {
+	root := s.dir
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return
@@ -224,16 +247,16 @@ func (m *Manager) cleanSeeds() {
 				v := filepath.Join(dir, f.Name())
 				if _, err := os.Stat(filepath.Join(v, "snapshot.json")); errors.Is(err, os.ErrNotExist) {
 					if err := os.RemoveAll(v); err != nil {
-						m.cfg.Logf("remove the unfinished snapshot version %s: %v", v, err)
+						s.core.Logf("remove the unfinished snapshot version %s: %v", v, err)
 					}
 				}
 				continue
 			}
 			if strings.HasPrefix(f.Name(), seedPrefix) || f.Name() == ".current.tmp" {
 				if err := os.Remove(filepath.Join(dir, f.Name())); err != nil {
-					m.cfg.Logf("remove the leftover snapshot seed %s: %v", filepath.Join(dir, f.Name()), err)
+					s.core.Logf("remove the leftover snapshot seed %s: %v", filepath.Join(dir, f.Name()), err)
 				} else {
-					m.cfg.Logf("removed the leftover snapshot seed %s (its daemon was killed)", filepath.Join(dir, f.Name()))
+					s.core.Logf("removed the leftover snapshot seed %s (its daemon was killed)", filepath.Join(dir, f.Name()))
 				}
 			}
 		}
@@ -257,13 +280,23 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
+// Template is the current version of the snapshot template name, as a
+// base to create a sandbox from (manager.TemplateSource), or ErrNotFound.
+func (s *Snapshots) Template(name string) (*manager.Base, error) {
+	snap, seed, err := s.snapshot(name)
+	if err != nil {
+		return nil, err
+	}
+	return &manager.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Seed: seed}, nil
+}
+
 // snapshot returns the current version of a snapshot template and the
 // path of its seed, or ErrNotFound.
-func (m *Manager) snapshot(name string) (*snapshotFile, string, error) {
-	if m.cfg.TaskDir == "" {
+func (s *Snapshots) snapshot(name string) (*snapshotFile, string, error) {
+	if s.dir == "" {
 		return nil, "", errdefs.ErrNotFound
 	}
-	dir := filepath.Join(m.snapshotRoot(), name)
+	dir := filepath.Join(s.dir, name)
 	v, err := os.ReadFile(filepath.Join(dir, "current"))
 	if err != nil {
 		return nil, "", fmt.Errorf("template %q: %w", name, errdefs.ErrNotFound)
@@ -273,16 +306,19 @@ func (m *Manager) snapshot(name string) (*snapshotFile, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("snapshot %q: %w", name, err)
 	}
-	var s snapshotFile
-	if err := json.Unmarshal(b, &s); err != nil {
+	var sf snapshotFile
+	if err := json.Unmarshal(b, &sf); err != nil {
 		return nil, "", fmt.Errorf("snapshot %q: %w", name, err)
 	}
-	return &s, filepath.Join(vdir, "seed.tar"), nil
+	return &sf, filepath.Join(vdir, "seed.tar"), nil
 }
 
-// Snapshots lists the snapshot templates (their current versions).
-func (m *Manager) Snapshots(ctx context.Context) ([]*Snapshot, error) {
-	ents, err := os.ReadDir(m.snapshotRoot())
+// List lists the snapshot templates (their current versions), by name.
+func (s *Snapshots) List(ctx context.Context) ([]*Snapshot, error) {
+	if s.dir == "" {
+		return []*Snapshot{}, nil
+	}
+	ents, err := os.ReadDir(s.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return []*Snapshot{}, nil
 	}
@@ -291,27 +327,13 @@ func (m *Manager) Snapshots(ctx context.Context) ([]*Snapshot, error) {
 	}
 	out := []*Snapshot{}
 	for _, e := range ents {
-		if s, _, err := m.snapshot(e.Name()); err == nil {
-			sn := s.Snapshot
+		if sf, _, err := s.snapshot(e.Name()); err == nil {
+			sn := sf.Snapshot
 			out = append(out, &sn)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// seedSandbox restores a snapshot's files into a new sandbox.
-func seedSandbox(ctx context.Context, sb runtime.Sandbox, seed string) error {
-	f, ok := sb.(runtime.Files)
-	if !ok {
-		return fmt.Errorf("backend has no file access: %w", errdefs.ErrUnsupported)
-	}
-	r, err := os.Open(seed)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return f.Untar(ctx, "/", r)
 }
 
 // prefixTar copies tar streams into one, under name prefixes.
@@ -346,27 +368,16 @@ func (p *prefixTar) add(prefix string, r io.Reader) error {
 
 func (p *prefixTar) close() error { return p.tw.Close() }
 
-// TemplateInfo is a template a sandbox can be created from.
-type TemplateInfo struct {
-	Name    string    `json:"name"`
-	Version string    `json:"version"`
-	Kind    string    `json:"kind"` // "builtin" or "snapshot"
-	Base    string    `json:"base,omitempty"`
-	Created time.Time `json:"created"`
-}
-
-// Templates lists the built-in templates and the snapshots.
-func (m *Manager) Templates(ctx context.Context) ([]*TemplateInfo, error) {
-	var out []*TemplateInfo
-	if t, err := m.cfg.Templates.Get("host"); err == nil {
-		out = append(out, &TemplateInfo{Name: t.Name, Version: t.Version, Kind: "builtin", Created: t.Created})
-	}
-	snaps, err := m.Snapshots(ctx)
+// Templates lists the snapshot templates as templates
+// (manager.TemplateSource).
+func (s *Snapshots) Templates(ctx context.Context) ([]*manager.TemplateInfo, error) {
+	snaps, err := s.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range snaps {
-		out = append(out, &TemplateInfo{Name: s.Name, Version: s.Version, Kind: "snapshot", Base: s.Base + "@" + s.BaseVersion, Created: s.Created})
+	out := make([]*manager.TemplateInfo, 0, len(snaps))
+	for _, sn := range snaps {
+		out = append(out, &manager.TemplateInfo{Name: sn.Name, Version: sn.Version, Kind: "snapshot", Base: sn.Base + "@" + sn.BaseVersion, Created: sn.Created})
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package manager
+package snapshots
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -54,7 +55,8 @@ func TestNewRemovesSeedsOfAKilledDaemon(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := New(context.Background(), Config{Backend: noBackend{}, Templates: tpls, Store: st, TaskDir: filepath.Join(dir, "tasks")}); err != nil {
+	if _, err := manager.New(context.Background(), manager.Config{Backend: noBackend{}, Templates: tpls, Store: st, TaskDir: filepath.Join(dir, "tasks"),
+		Modules: []manager.Module{New(snaps, tpls)}}); err != nil {
 		t.Fatal(err)
 	}
 	for f, kept := range files {

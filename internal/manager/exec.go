@@ -1,0 +1,222 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// execPipeline is the order every exec goes through, in one place. Each
+// stage may end the exec with an error; nothing reaches the sandbox before
+// "run", and "run" records the command before it starts it.
+var execPipeline = []execStage{
+	{"admit", (*Manager).execAdmit},       // the sandbox may run it: live, state, audit log
+	{"policy", (*Manager).execPolicy},     // the policy's decision (a held exec waits here)
+	{"modules", (*Manager).execModules},   // Config.Modules' ExecHooks, in order
+	{"secrets", (*Manager).execSecrets},   // granted secrets join the environment
+	{"evidence", (*Manager).execEvidence}, // what is kept to compare after (lockfiles)
+	{"run", (*Manager).execStart},         // record, start, wait (or not: Background)
+}
+
+// execStage is one named step of execPipeline.
+type execStage struct {
+	name string
+	run  func(m *Manager, ctx context.Context, x *execRun) error
+}
+
+// execRun is one exec on its way through execPipeline.
+type execRun struct {
+	id      string
+	req     ExecRequest
+	cwd     string
+	started func(execID string, pid int)
+	stdout  io.Writer
+	stderr  io.Writer
+
+	ls   *live
+	sb   runtime.Sandbox
+	d    *policy.Decision
+	env  []string         // added to req.Env (secrets, modules)
+	uses []map[string]any // the secrets it was given, for its record
+	pkg  *lockSnapshot
+
+	execID string
+	status *runtime.ExitStatus
+}
+
+// Exec runs a command, streaming its output to stdout and stderr, and
+// records it. started is called with the exec id and pid before any
+// output is written.
+func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
+	x := &execRun{id: id, req: req, started: started, stdout: stdout, stderr: stderr}
+	for _, s := range execPipeline {
+		if err := s.run(m, ctx, x); err != nil {
+			return x.execID, x.status, err
+		}
+	}
+	return x.execID, x.status, nil
+}
+
+func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
+	if err := checkExec(x.req); err != nil {
+		return err
+	}
+	if _, err := m.runtimeSandbox(ctx, x.id); err != nil {
+		return err
+	}
+	x.cwd = x.req.Cwd
+	if x.cwd == "" {
+		x.cwd = "/workspace"
+	}
+	m.mu.Lock()
+	ls := m.live[x.id]
+	finishing := ls != nil && ls.state == Finishing
+	m.mu.Unlock()
+	if ls == nil {
+		return fmt.Errorf("sandbox %s is stopped: %w", x.id, errdefs.ErrConflict)
+	}
+	x.ls = ls
+	if finishing && !x.req.taskTest {
+		return errFinishing(ls.taskID)
+	}
+	if err := m.auditHealthy(); err != nil {
+		return err
+	}
+	return m.learnSecrets(x.req.Env)
+}
+
+// execPolicy: policy first, nothing reaches the sandbox before it is
+// allowed.
+func (m *Manager) execPolicy(ctx context.Context, x *execRun) error {
+	d, err := m.gate(ctx, x.id, x.ls, x.req, x.cwd)
+	if err != nil {
+		return err
+	}
+	x.d = d
+	x.sb, err = m.runtimeSandbox(ctx, x.id) // a held exec may outlive its sandbox
+	return err
+}
+
+func (m *Manager) execModules(ctx context.Context, x *execRun) error {
+	if len(m.execHooks) == 0 {
+		return nil
+	}
+	call := &ExecCall{SandboxID: x.id, TaskID: x.ls.taskID, Argv: slices.Clone(x.req.Argv), Cwd: x.cwd, Env: slices.Clone(x.req.Env)}
+	for _, h := range m.execHooks {
+		if err := h.hook.BeforeExec(ctx, call); err != nil {
+			msg := fmt.Sprintf("refused by module %s: %v", h.name, err)
+			m.recordRefusal(ctx, x.id, x.req, x.cwd, x.d, msg)
+			return fmt.Errorf("%s: %w", msg, errdefs.ErrDenied)
+		}
+	}
+	if err := validEnv(call.Env); err != nil {
+		return fmt.Errorf("the env the modules made: %w", err)
+	}
+	x.req.Env = call.Env
+	return m.learnSecrets(x.req.Env) // a hook may have added one
+}
+
+// execSecrets: secrets granted to the sandbox join the command's
+// environment (values for env grants, placeholders for brokered ones).
+func (m *Manager) execSecrets(ctx context.Context, x *execRun) error {
+	senv, uses, err := m.secretEnv(ctx, x.id)
+	if err != nil {
+		return err
+	}
+	x.env, x.uses = append(senv, installScriptEnv(x.ls.pol)...), uses
+	return nil
+}
+
+func (m *Manager) execEvidence(ctx context.Context, x *execRun) error {
+	if x.d.Analysis != nil && slices.Contains(x.d.Analysis.Classes, policy.Dependency) {
+		x.pkg = m.snapLockfiles(ctx, x.sb, x.cwd, x.d.Analysis)
+	}
+	return nil
+}
+
+// execStart records the command (fail closed: what is not recorded does
+// not run), then starts it and waits for it unless it runs in the
+// background.
+func (m *Manager) execStart(ctx context.Context, x *execRun) error {
+	req, ls := x.req, x.ls
+	dj := m.cfg.Redactor.JSON(mustJSON(x.d))
+	argv := make([]string, len(req.Argv))
+	for i, a := range req.Argv {
+		argv[i] = m.cfg.Redactor.String(a)
+	}
+	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
+	if err := m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
+		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(x.d), "secrets": x.uses}}); err != nil {
+		return err
+	}
+	if err := m.putExec(ctx, rec); err != nil {
+		return fmt.Errorf("record exec: %w", err)
+	}
+	x.execID = rec.ID
+	var stdinW *io.PipeWriter
+	if req.OpenStdin {
+		var pr *io.PipeReader
+		pr, stdinW = io.Pipe()
+		req.Stdin = pr
+	}
+	outKeep, errKeep := &capped{n: m.cfg.StoredOutput}, &capped{n: m.cfg.StoredOutput}
+	gate := make(chan struct{})
+	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(x.stdout))}
+	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(x.stderr))}
+	m.mu.Lock()
+	ls.starting++
+	m.mu.Unlock()
+	p, err := x.sb.Exec(ctx, runtime.ExecRequest{
+		Argv: req.Argv, Env: append(slices.Clip(req.Env), x.env...), Dir: x.cwd, Timeout: req.Timeout, Stdin: req.Stdin,
+		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
+	})
+	if err != nil {
+		m.mu.Lock()
+		ls.starting--
+		m.mu.Unlock()
+		close(gate)
+		if stdinW != nil {
+			stdinW.Close()
+		}
+		m.recordNotStarted(ctx, x, err)
+		return err
+	}
+	m.mu.Lock()
+	m.running[rec.ID] = &runningExec{p: p, sandboxID: x.id, stdin: stdinW, taskID: ls.taskID, argv: argv, pkg: x.pkg}
+	ls.starting--
+	m.mu.Unlock()
+	if x.started != nil {
+		x.started(rec.ID, p.PID())
+	}
+	close(gate)
+	if req.Background {
+		go func() { _, _, _ = m.finishExec(context.Background(), rec, p, outKeep, errKeep) }()
+		return nil
+	}
+	_, x.status, err = m.finishExec(ctx, rec, p, outKeep, errKeep)
+	return err
+}
+
+// recordNotStarted ends the record of a command that could not start. It
+// still gets the status a shell would give it (127 not found, 126 not
+// executable).
+func (m *Manager) recordNotStarted(ctx context.Context, x *execRun, err error) {
+	var stJSON json.RawMessage
+	var coded interface{ ExitCode() int }
+	if errors.As(err, &coded) {
+		stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
+	}
+	_ = m.endExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error())
+	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
+		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}})
+}

@@ -1,0 +1,214 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// Module is a feature attached to the sandbox core through
+// Config.Modules. New attaches the modules in their order, before it
+// returns; each ability a module has (CreateHook, ExecHook, AfterExecHook,
+// StopHook, found by type assertion) is then called in that same order.
+// A module reaches the core only through the Core it is given.
+type Module interface {
+	// Name names the module in errors and in the audit record (a
+	// refusal says which module refused).
+	Name() string
+	// Attach gives the module its handle on the core, once. An error
+	// fails New.
+	Attach(c *Core) error
+}
+
+// CreateHook is a module that takes part in every Create.
+type CreateHook interface {
+	// OnCreate runs after the sandbox started, was recorded and had its
+	// egress applied, before Create returns. An error undoes the create:
+	// the sandbox is stopped ("failed", on the record), the hooks after
+	// it are not called, and Create returns the error.
+	OnCreate(ctx context.Context, sb SandboxRef) error
+}
+
+// ExecHook is a module that takes part in every Exec (see execPipeline:
+// after the policy allowed it, before secrets, evidence and the run).
+type ExecHook interface {
+	// BeforeExec may refuse the command (an error: it does not run, and
+	// the refusal is on the exec and audit record as exec.refused, naming
+	// the module) or change x.Env, which the next hook sees. Argv and Cwd
+	// are copies: the policy decided on them, they are not rewritten.
+	BeforeExec(ctx context.Context, x *ExecCall) error
+}
+
+// AfterExecHook is a module told of every command that ran.
+type AfterExecHook interface {
+	// AfterExec runs once the command ended and its output is stored,
+	// before its end is recorded; it cannot change the outcome.
+	AfterExec(ctx context.Context, x ExecDone)
+}
+
+// StopHook is a module told of every sandbox that stops.
+type StopHook interface {
+	// OnStop runs when a live sandbox stops, before the backend destroys
+	// it: ev.Sandbox still has its files (nil when a reset was under
+	// way). What it returns joins the sandbox.stop event's payload.
+	OnStop(ctx context.Context, ev StopEvent) map[string]any
+}
+
+// TemplateSource is a module that provides templates beyond the built-in
+// ones (snapshots). Create asks the sources in module order for a name
+// the built-ins do not have.
+type TemplateSource interface {
+	// Template returns the base of the template name, or an error (one
+	// wrapping ErrNotFound when it has none of that name).
+	Template(name string) (*Base, error)
+	// Templates lists its templates, for Manager.Templates.
+	Templates(ctx context.Context) ([]*TemplateInfo, error)
+}
+
+// SandboxRef names a live sandbox to a hook.
+type SandboxRef struct {
+	ID     string
+	TaskID string // "": not a task's
+}
+
+// ExecCall is a command on its way to a sandbox, as ExecHooks see it.
+type ExecCall struct {
+	SandboxID, TaskID string
+	Argv              []string
+	Cwd               string
+	Env               []string // the caller's K=V; hooks may add or change
+}
+
+// ExecDone is a command that ran, as AfterExecHooks see it.
+type ExecDone struct {
+	SandboxID, TaskID, ExecID string
+	Argv                      []string // as recorded (redacted)
+	Status                    *runtime.ExitStatus
+	Err                       error
+}
+
+// StopEvent is a sandbox stopping, as StopHooks see it.
+type StopEvent struct {
+	SandboxID, TaskID string
+	Reason            string // StopDestroyed, StopExpired, ...
+	Prev              State  // its state before it stopped
+	Sandbox           runtime.Sandbox
+}
+
+// Core is a module's handle on the sandbox core: what a feature may use,
+// and nothing of the Manager's own API.
+type Core struct{ m *Manager }
+
+// Store is the daemon's store.
+func (c *Core) Store() *store.Store { return c.m.cfg.Store }
+
+// Redactor hides secrets in what is stored and shown.
+func (c *Core) Redactor() Redactor { return c.m.cfg.Redactor }
+
+// Logf logs for the daemon's operator.
+func (c *Core) Logf(format string, args ...any) { c.m.cfg.Logf(format, args...) }
+
+// Record appends e to the audit record (record-before-act: an error
+// means it is not recorded, and what depends on it must not happen).
+func (c *Core) Record(ctx context.Context, e audit.Entry) error { return c.m.record(ctx, e) }
+
+// State is a sandbox's state; a sandbox that is not live is Stopped (or
+// unknown: ErrNotFound).
+func (c *Core) State(ctx context.Context, id string) (State, error) {
+	c.m.mu.Lock()
+	ls, ok := c.m.live[id]
+	var s State
+	if ok {
+		s = ls.state
+	}
+	c.m.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	if _, err := c.m.cfg.Store.GetSandbox(ctx, id); err != nil {
+		return Stopped, err
+	}
+	return Stopped, nil
+}
+
+// Sandbox is a sandbox as the API shows it.
+func (c *Core) Sandbox(ctx context.Context, id string) (*Sandbox, error) { return c.m.Get(ctx, id) }
+
+// Runtime is the backend's sandbox while it may be used (running, or
+// finishing); else an ErrConflict saying why.
+func (c *Core) Runtime(ctx context.Context, id string) (runtime.Sandbox, error) {
+	return c.m.runtimeSandbox(ctx, id)
+}
+
+// Files is the daemon's own access to a sandbox's files (no policy).
+func (c *Core) Files(ctx context.Context, id string) (runtime.Files, error) {
+	return c.m.Files(ctx, id)
+}
+
+// LiveInfo is a live sandbox as a module sees it.
+type LiveInfo struct {
+	State  State
+	TaskID string   // "": not a task's
+	Base   Base     // what it started from (template root, binds, seed)
+	View   *Sandbox // as the API shows it (no egress usage)
+}
+
+// Live is what the core knows of a live sandbox; false: not live.
+func (c *Core) Live(id string) (*LiveInfo, bool) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	ls, ok := c.m.live[id]
+	if !ok {
+		return nil, false
+	}
+	b := Base{Name: ls.rec.Template, Version: ls.rec.TemplateVersion, RootFS: ls.spec.RootFS, Binds: ls.spec.Binds, Seed: ls.seed}
+	return &LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: view(ls.rec)}, true
+}
+
+// Exec runs a command through the whole exec pipeline, hooks included:
+// a module calling it from its own ExecHook must not recurse forever.
+func (c *Core) Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
+	return c.m.Exec(ctx, id, req, nil, stdout, stderr)
+}
+
+// named is a hook with its module's name.
+type named[H any] struct {
+	name string
+	hook H
+}
+
+// attach attaches cfg.Modules in order and sorts their hooks.
+func (m *Manager) attach() error {
+	seen := map[string]bool{}
+	for _, mod := range m.cfg.Modules {
+		name := mod.Name()
+		if name == "" || seen[name] {
+			return fmt.Errorf("module %q: a module needs a name of its own: %w", name, errdefs.ErrInvalid)
+		}
+		seen[name] = true
+		if err := mod.Attach(&Core{m: m}); err != nil {
+			return fmt.Errorf("module %s: %w", name, err)
+		}
+		if h, ok := mod.(CreateHook); ok {
+			m.createHooks = append(m.createHooks, named[CreateHook]{name, h})
+		}
+		if h, ok := mod.(ExecHook); ok {
+			m.execHooks = append(m.execHooks, named[ExecHook]{name, h})
+		}
+		if h, ok := mod.(AfterExecHook); ok {
+			m.afterExecHooks = append(m.afterExecHooks, named[AfterExecHook]{name, h})
+		}
+		if h, ok := mod.(StopHook); ok {
+			m.stopHooks = append(m.stopHooks, named[StopHook]{name, h})
+		}
+		if h, ok := mod.(TemplateSource); ok {
+			m.templateSources = append(m.templateSources, named[TemplateSource]{name, h})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package manager
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// Every pair of states: the legal moves happen, every other is refused
+// with a conflict that names the sandbox, and leaves the state as it was.
+func TestStateTransitions(t *testing.T) {
+	all := []State{Running, Paused, Resetting, Finishing, Stopped}
+	ok := map[[2]State]bool{
+		{Running, Paused}: true, {Running, Resetting}: true, {Running, Finishing}: true, {Running, Stopped}: true,
+		{Paused, Running}: true, {Paused, Resetting}: true, {Paused, Stopped}: true,
+		{Resetting, Running}: true, {Resetting, Stopped}: true,
+		{Finishing, Running}: true, {Finishing, Stopped}: true,
+	}
+	for _, from := range all {
+		for _, to := range all {
+			ls := &live{state: from, rec: &store.Sandbox{ID: "sb-1"}}
+			err := ls.transition(to)
+			if ok[[2]State{from, to}] {
+				if err != nil || ls.state != to {
+					t.Errorf("%s -> %s: %v (state %s), want allowed", from, to, err, ls.state)
+				}
+				continue
+			}
+			if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "sb-1") {
+				t.Errorf("%s -> %s: %v, want a conflict naming the sandbox", from, to, err)
+			}
+			if ls.state != from {
+				t.Errorf("%s -> %s refused but the state became %s", from, to, ls.state)
+			}
+		}
+	}
+	// the reasons people read
+	ls := &live{state: Paused, rec: &store.Sandbox{ID: "sb-2"}}
+	if err := ls.transition(Finishing); err == nil || !strings.Contains(err.Error(), "paused: resume it first") {
+		t.Errorf("finish a paused sandbox: %v", err)
+	}
+	ls.state = Resetting
+	if err := ls.transition(Resetting); err == nil || !strings.Contains(err.Error(), "being reset") {
+		t.Errorf("reset twice: %v", err)
+	}
+	if s := State(42).String(); s != "State(42)" {
+		t.Errorf("unknown state prints %q", s)
+	}
+}
