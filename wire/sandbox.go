@@ -16,9 +16,10 @@ type Health struct {
 	// Problem says why the daemon takes no work: an audit log that can no
 	// longer be written.
 	Problem string `json:"problem,omitempty"`
-	// Code and Message repeat the problem as an error answer (with ok
-	// false), for clients that read any non-2xx as one.
-	Code    string `json:"code,omitempty"`
+	// Code is the problem's error code (with ok false), for clients that
+	// read any non-2xx answer as an error.
+	Code string `json:"code,omitempty"`
+	// Message repeats Problem as that error's message.
 	Message string `json:"message,omitempty"`
 }
 
