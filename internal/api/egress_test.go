@@ -553,10 +553,7 @@ done`, plain)}})
 	if code := e.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &apiErr); code != 429 || !strings.Contains(apiErr.Message, "cannot be finished") {
 		t.Errorf("finish with a broken audit log: %d %+v", code, apiErr)
 	}
-	var h struct {
-		Health
-		Code, Message string
-	}
+	var h Health // its error fields (code, message) are wire.Health's
 	if code := e.do("GET", "/v1/health", nil, &h); code != 503 || h.OK || !strings.Contains(h.Problem, "audit log cannot be written") || h.Code != "limit_exceeded" || h.Message != h.Problem {
 		t.Errorf("health with a broken audit log: %d %+v", code, h)
 	}
