@@ -66,6 +66,9 @@ func parseTypes(t *testing.T) []wireType {
 				if !ok || !ts.Name.IsExported() {
 					continue
 				}
+				if gd.Doc == nil {
+					t.Errorf("type %s has no doc comment", ts.Name.Name)
+				}
 				byFile[name] = append(byFile[name], wireType{Name: ts.Name.Name, Doc: oneLine(gd.Doc.Text()), Fields: fieldsOf(t, ts.Name.Name, st)})
 			}
 		}
@@ -94,14 +97,18 @@ func fieldsOf(t *testing.T, typ string, st *ast.StructType) []wireField {
 			continue
 		}
 		tag, _ := strconv.Unquote(f.Tag.Value)
-		js, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+		js, opts, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
 		if js == "-" {
 			continue
+		}
+		typ := jsonType(f.Type)
+		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+			typ += ", omitted when empty"
 		}
 		if f.Doc == nil {
 			t.Errorf("%s.%s has no doc comment", typ, name)
 		}
-		out = append(out, wireField{JSON: js, Type: jsonType(f.Type), Doc: oneLine(f.Doc.Text())})
+		out = append(out, wireField{JSON: js, Type: typ, Doc: oneLine(f.Doc.Text())})
 	}
 	return out
 }
@@ -152,7 +159,7 @@ func jsonType(e ast.Expr) string {
 // render is the doc's section for the types.
 func render(types []wireType) string {
 	var b strings.Builder
-	b.WriteString("Every body above, field by field (a field that may be absent is omitted when empty).\n\n")
+	b.WriteString("Every body above, field by field, as package wire declares it.\n\n")
 	for _, wt := range types {
 		fmt.Fprintf(&b, "### %s\n\n%s\n\n", wt.Name, wt.Doc)
 		if len(wt.Fields) == 0 {

@@ -55,7 +55,8 @@ func Status(code string) int {
 
 // Error is the body of every error answer.
 type Error struct {
-	// Code is one of the Code constants.
+	// Code is the error's code (the tables of Errors above; the Code
+	// constants).
 	Code string `json:"code"`
 	// Message is one line, safe to show.
 	Message string `json:"message"`
