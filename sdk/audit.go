@@ -2,27 +2,17 @@ package sdk
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // AuditEvent is one event of the daemon's hash-chained audit log.
-type AuditEvent struct {
-	Seq       int64           `json:"seq"`
-	Time      time.Time       `json:"time"`
-	SandboxID string          `json:"sandbox,omitempty"`
-	TaskID    string          `json:"task,omitempty"`
-	ExecID    string          `json:"exec,omitempty"`
-	Actor     string          `json:"actor"`
-	Kind      string          `json:"kind"`
-	Payload   json.RawMessage `json:"payload"`
-	Prev      string          `json:"prev"`
-	Hash      string          `json:"hash"`
-}
+type AuditEvent = wire.AuditEvent
 
 // AuditFilter selects events; zero fields select all. Kind "exec" also
 // matches "exec.start", "exec.end", ...
@@ -34,17 +24,10 @@ type AuditFilter struct {
 }
 
 // AuditReport is the result of recomputing the chain.
-type AuditReport struct {
-	Events   int64  `json:"events"`
-	Head     int64  `json:"head_seq"`
-	Hash     string `json:"head_hash"`
-	Blobs    int    `json:"blobs"`
-	Purged   int    `json:"blobs_purged"`
-	Problems []struct {
-		Seq  int64  `json:"seq"`
-		What string `json:"what"`
-	} `json:"problems"`
-}
+type AuditReport = wire.AuditReport
+
+// AuditProblem is one thing in the audit log that did not verify.
+type AuditProblem = wire.AuditProblem
 
 // AuditEvents queries the audit log (unix socket only).
 func (c *Client) AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
@@ -66,9 +49,7 @@ func (c *Client) AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, 
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out struct {
-		Events []AuditEvent `json:"events"`
-	}
+	var out wire.AuditEventList
 	if err := c.call(ctx, http.MethodGet, "/v1/audit", q, nil, &out); err != nil {
 		return nil, err
 	}
@@ -103,12 +84,7 @@ func (c *Client) TaskBundle(ctx context.Context, id string, w io.Writer) (int64,
 }
 
 // PurgeResult says what a purge removed.
-type PurgeResult struct {
-	Before      time.Time `json:"before"`
-	TaskResults int       `json:"task_results"`
-	Outputs     int64     `json:"outputs"`
-	AuditBlobs  int64     `json:"audit_blobs"`
-}
+type PurgeResult = wire.PurgeResult
 
 // Purge removes task results, stored outputs and audit blobs older than d
 // (unix socket only); the purge is itself recorded.
@@ -117,7 +93,7 @@ func (c *Client) Purge(ctx context.Context, d time.Duration) (*PurgeResult, erro
 		return nil, invalidf("purge needs a positive age")
 	}
 	var r PurgeResult
-	if err := c.call(ctx, http.MethodPost, "/v1/purge", nil, map[string]any{"older_than_seconds": ceilDiv(d, time.Second)}, &r); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/v1/purge", nil, wire.PurgeRequest{OlderThanSeconds: ceilDiv(d, time.Second)}, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // DefaultSocket is the daemon's socket when neither WithSocket nor
@@ -26,19 +28,19 @@ const SocketEnv = "AIRLOCK_SOCKET"
 
 // Error codes, as the API sends them (Error.Code).
 const (
-	CodeInvalid       = "invalid"
-	CodeNotFound      = "not_found"
-	CodeConflict      = "conflict"
-	CodeDenied        = "denied"
-	CodeLimitExceeded = "limit_exceeded"
-	CodeUnsupported   = "unsupported"
-	CodeInternal      = "internal"
+	CodeInvalid       = wire.CodeInvalid
+	CodeNotFound      = wire.CodeNotFound
+	CodeConflict      = wire.CodeConflict
+	CodeDenied        = wire.CodeDenied
+	CodeLimitExceeded = wire.CodeLimitExceeded
+	CodeUnsupported   = wire.CodeUnsupported
+	CodeInternal      = wire.CodeInternal
 	// The policy's refusals: a command denied by policy or by a human, one
 	// held for approval (not waited for), one not approved in time.
-	CodePolicyDenied    = "policy_denied"
-	CodeApprovalDenied  = "approval_denied"
-	CodeApprovalPending = "approval_pending"
-	CodeApprovalTimeout = "approval_timeout"
+	CodePolicyDenied    = wire.CodePolicyDenied
+	CodeApprovalDenied  = wire.CodeApprovalDenied
+	CodeApprovalPending = wire.CodeApprovalPending
+	CodeApprovalTimeout = wire.CodeApprovalTimeout
 )
 
 // Error is an error answered by the daemon, or a request the client
@@ -384,12 +386,7 @@ type rawBody struct {
 func readError(resp *http.Response) *Error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &Error{Status: resp.StatusCode}
-	var w struct {
-		Code       string   `json:"code"`
-		Message    string   `json:"message"`
-		Rules      []string `json:"rules"`
-		ApprovalID string   `json:"approval_id"`
-	}
+	var w wire.Error
 	isJSON := json.Unmarshal(b, &w) == nil
 	if isJSON {
 		e.Code, e.Message, e.Rules, e.ApprovalID = w.Code, oneLine(w.Message), w.Rules, w.ApprovalID
@@ -484,9 +481,7 @@ func (c *Client) ListSandboxes(ctx context.Context, state string) ([]Sandbox, er
 	if state != "" {
 		q = url.Values{"state": {state}}
 	}
-	var w struct {
-		Sandboxes []Sandbox `json:"sandboxes"`
-	}
+	var w wire.SandboxList
 	if err := c.call(ctx, http.MethodGet, "/v1/sandboxes", q, nil, &w); err != nil {
 		return nil, err
 	}
@@ -531,9 +526,8 @@ func (c *Client) SetTimeout(ctx context.Context, id string, ttl time.Duration) (
 	if ttl < 0 {
 		return nil, invalidf("negative TTL %s", ttl)
 	}
-	body := struct {
-		TTLSeconds int64 `json:"ttl_seconds"`
-	}{ceilDiv(ttl, time.Second)}
+	n := ceilDiv(ttl, time.Second)
+	body := wire.TimeoutRequest{TTLSeconds: &n}
 	var sb Sandbox
 	if err := c.call(ctx, http.MethodPost, p, nil, body, &sb); err != nil {
 		return nil, err
@@ -549,25 +543,6 @@ const maxEventLine = 32 << 20
 // whatever its fields.
 type execEvent struct {
 	Type string `json:"type"`
-}
-
-type execStart struct {
-	ExecID string `json:"exec_id"`
-	PID    int    `json:"pid"`
-}
-
-type execChunk struct {
-	Data []byte `json:"data"` // base64 in JSON
-}
-
-type execExit struct {
-	Passed *bool       `json:"passed"`
-	Status *ExitStatus `json:"status"`
-}
-
-type execFailure struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
 }
 
 // Exec runs a command in a sandbox. Its output is written to stdout and
@@ -590,17 +565,9 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest, stdout, s
 	if req.OutputLimit < 0 {
 		return nil, invalidf("negative output limit %d", req.OutputLimit)
 	}
-	w := execWire{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit,
-		ApprovalWaitSeconds: req.approvalWire()}
-	if req.Stdin != nil {
-		b, err := io.ReadAll(io.LimitReader(req.Stdin, MaxStdin+1))
-		if err != nil {
-			return nil, fmt.Errorf("reading stdin: %w", err)
-		}
-		if len(b) > MaxStdin {
-			return nil, &Error{Code: CodeLimitExceeded, Message: fmt.Sprintf("stdin is larger than %d MiB", MaxStdin>>20)}
-		}
-		w.Stdin = b
+	w, err := req.body()
+	if err != nil {
+		return nil, err
 	}
 	st, _, err := c.execStream(ctx, p, nil, w, stdout, stderr)
 	return st, err
@@ -639,13 +606,13 @@ func (c *Client) execStream(ctx context.Context, p string, query url.Values, bod
 		}
 		switch ev.Type {
 		case "start":
-			var start execStart
+			var start wire.Event
 			if err := json.Unmarshal(line, &start); err != nil {
 				return nil, nil, malformed(err)
 			}
 			execID = start.ExecID
 		case "stdout", "stderr":
-			var chunk execChunk
+			var chunk wire.Event
 			if err := json.Unmarshal(line, &chunk); err != nil {
 				return nil, nil, malformed(err)
 			}
@@ -657,7 +624,7 @@ func (c *Client) execStream(ctx context.Context, p string, query url.Values, bod
 				return nil, nil, fmt.Errorf("exec: writing %s: %w", ev.Type, err)
 			}
 		case "exit":
-			var exit execExit
+			var exit wire.Event
 			if err := json.Unmarshal(line, &exit); err != nil {
 				return nil, nil, malformed(err)
 			}
@@ -667,7 +634,7 @@ func (c *Client) execStream(ctx context.Context, p string, query url.Values, bod
 			exit.Status.ExecID = execID
 			return exit.Status, exit.Passed, nil
 		case "error":
-			var f execFailure
+			var f wire.Event
 			if err := json.Unmarshal(line, &f); err != nil {
 				return nil, nil, malformed(err)
 			}
@@ -697,9 +664,7 @@ func (c *Client) ListExecs(ctx context.Context, id string) ([]Exec, error) {
 	if err != nil {
 		return nil, err
 	}
-	var w struct {
-		Execs []Exec `json:"execs"`
-	}
+	var w wire.ExecList
 	if err := c.call(ctx, http.MethodGet, p, nil, nil, &w); err != nil {
 		return nil, err
 	}
@@ -769,12 +734,7 @@ func (c *Client) ResetSandbox(ctx context.Context, id string) (*Sandbox, error) 
 }
 
 // APIKey is an API key's record; Key is set only by CreateAPIKey.
-type APIKey struct {
-	ID      string    `json:"id"`
-	Name    string    `json:"name"`
-	Created time.Time `json:"created"`
-	Key     string    `json:"key,omitempty"`
-}
+type APIKey = wire.APIKey
 
 // CreateAPIKey makes a key for TCP clients (on the unix socket only); the
 // key is returned this once.
@@ -791,10 +751,7 @@ func (c *Client) CreateE2BAPIKey(ctx context.Context, name string) (*APIKey, err
 
 func (c *Client) createKey(ctx context.Context, name, format string) (*APIKey, error) {
 	var k APIKey
-	body := map[string]string{"name": name}
-	if format != "" {
-		body["format"] = format
-	}
+	body := wire.APIKeyRequest{Name: name, Format: format}
 	if err := c.call(ctx, http.MethodPost, "/v1/apikeys", nil, body, &k); err != nil {
 		return nil, err
 	}
@@ -803,16 +760,14 @@ func (c *Client) createKey(ctx context.Context, name, format string) (*APIKey, e
 
 // ListAPIKeys lists the keys (never the keys themselves).
 func (c *Client) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
-	var w struct {
-		Keys []APIKey `json:"apikeys"`
-	}
+	var w wire.APIKeyList
 	if err := c.call(ctx, http.MethodGet, "/v1/apikeys", nil, nil, &w); err != nil {
 		return nil, err
 	}
-	if w.Keys == nil {
-		w.Keys = []APIKey{}
+	if w.APIKeys == nil {
+		w.APIKeys = []APIKey{}
 	}
-	return w.Keys, nil
+	return w.APIKeys, nil
 }
 
 // DeleteAPIKey revokes a key.
@@ -824,10 +779,7 @@ func (c *Client) DeleteAPIKey(ctx context.Context, id string) error {
 }
 
 // Started is a command started in the background.
-type Started struct {
-	ExecID string `json:"exec_id"`
-	PID    int    `json:"pid"`
-}
+type Started = wire.ExecStarted
 
 // ExecBackground starts a command and returns at once; it runs on, its
 // output is kept (capped, see ExecOutput) and GetExec shows how it ended.
@@ -841,18 +793,11 @@ func (c *Client) ExecBackground(ctx context.Context, id string, req ExecRequest,
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return nil, invalidf("no command given")
 	}
-	w := execWire{Background: true, StdinOpen: len(openStdin) > 0 && openStdin[0], Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMS: ceilDiv(req.Timeout, time.Millisecond), OutputLimit: req.OutputLimit,
-		ApprovalWaitSeconds: req.approvalWire()}
-	if req.Stdin != nil {
-		b, err := io.ReadAll(io.LimitReader(req.Stdin, MaxStdin+1))
-		if err != nil {
-			return nil, fmt.Errorf("reading stdin: %w", err)
-		}
-		if len(b) > MaxStdin {
-			return nil, &Error{Code: CodeLimitExceeded, Message: fmt.Sprintf("stdin is larger than %d MiB", MaxStdin>>20)}
-		}
-		w.Stdin = b
+	w, err := req.body()
+	if err != nil {
+		return nil, err
 	}
+	w.Background, w.StdinOpen = true, len(openStdin) > 0 && openStdin[0]
 	var st Started
 	if err := c.call(ctx, http.MethodPost, p, nil, w, &st); err != nil {
 		return nil, err
@@ -886,28 +831,18 @@ func (c *Client) Signal(ctx context.Context, id, execID string, signal any) erro
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, http.MethodPost, p, nil, map[string]any{"signal": signal}, nil)
+	sig, err := json.Marshal(signal)
+	if err != nil {
+		return invalidf("signal %v: %v", signal, err)
+	}
+	return c.call(ctx, http.MethodPost, p, nil, wire.SignalRequest{Signal: sig}, nil)
 }
 
 // Snapshot is a snapshot template version.
-type Snapshot struct {
-	Name        string    `json:"name"`
-	Version     string    `json:"version"`
-	Base        string    `json:"base"`
-	BaseVersion string    `json:"base_version"`
-	FromSandbox string    `json:"from_sandbox"`
-	Created     time.Time `json:"created"`
-	SeedBytes   int64     `json:"seed_bytes"`
-}
+type Snapshot = wire.Snapshot
 
 // Template is a template sandboxes can be created from.
-type Template struct {
-	Name    string    `json:"name"`
-	Version string    `json:"version"`
-	Kind    string    `json:"kind"` // "builtin" or "snapshot"
-	Base    string    `json:"base,omitempty"`
-	Created time.Time `json:"created"`
-}
+type Template = wire.Template
 
 // SnapshotSandbox makes a new version of the template name from a running
 // sandbox's /workspace and /home/sandbox (files, not processes).
@@ -917,7 +852,7 @@ func (c *Client) SnapshotSandbox(ctx context.Context, id, name string) (*Snapsho
 		return nil, err
 	}
 	var s Snapshot
-	if err := c.call(ctx, http.MethodPost, p, nil, map[string]string{"name": name}, &s); err != nil {
+	if err := c.call(ctx, http.MethodPost, p, nil, wire.SnapshotRequest{Name: name}, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -925,9 +860,7 @@ func (c *Client) SnapshotSandbox(ctx context.Context, id, name string) (*Snapsho
 
 // ListTemplates lists the built-in templates and the snapshots.
 func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
-	var w struct {
-		Templates []Template `json:"templates"`
-	}
+	var w wire.TemplateList
 	if err := c.call(ctx, http.MethodGet, "/v1/templates", nil, nil, &w); err != nil {
 		return nil, err
 	}
@@ -947,7 +880,7 @@ func (c *Client) Input(ctx context.Context, id, execID string, data []byte) erro
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, http.MethodPost, p, nil, map[string]any{"data": data}, nil)
+	return c.call(ctx, http.MethodPost, p, nil, wire.InputRequest{Data: data}, nil)
 }
 
 // CloseStdin closes that stdin: the command reads end of file.
@@ -971,5 +904,5 @@ func (c *Client) Resize(ctx context.Context, id, execID string, rows, cols uint1
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, http.MethodPost, p, nil, map[string]uint16{"rows": rows, "cols": cols}, nil)
+	return c.call(ctx, http.MethodPost, p, nil, wire.ResizeRequest{Rows: rows, Cols: cols}, nil)
 }

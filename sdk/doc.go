@@ -2,8 +2,9 @@
 // creates sandboxes, runs commands in them with their output streamed back,
 // and reads the records the daemon keeps. It speaks the HTTP API of
 // docs/api.md, by default on the daemon's unix socket
-// ($AIRLOCK_SOCKET, else /run/airlock/airlock.sock), and imports nothing
-// else of airlock.
+// ($AIRLOCK_SOCKET, else /run/airlock/airlock.sock). Its request and answer
+// types are package wire's (the same types under the names here), and it
+// imports nothing else of airlock.
 //
 // Usage:
 //

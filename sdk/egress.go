@@ -6,14 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // EgressStatus says whether the daemon runs its egress proxy (without it
 // sandboxes have no network at all) and whether the kill switch is on.
-type EgressStatus struct {
-	Enabled bool `json:"enabled"`
-	Cut     bool `json:"cut"`
-}
+type EgressStatus = wire.EgressStatus
 
 // Egress returns the daemon's egress status.
 func (c *Client) Egress(ctx context.Context) (*EgressStatus, error) {
@@ -28,7 +27,7 @@ func (c *Client) Egress(ctx context.Context) (*EgressStatus, error) {
 // connections closed) or off. On the unix socket only.
 func (c *Client) CutEgress(ctx context.Context, on bool) (*EgressStatus, error) {
 	var s EgressStatus
-	if err := c.call(ctx, http.MethodPost, "/v1/egress/cut", nil, map[string]bool{"on": on}, &s); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/v1/egress/cut", nil, wire.EgressCutRequest{On: &on}, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil

@@ -7,21 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // FileInfo describes a file inside a sandbox.
-type FileInfo struct {
-	Name    string    `json:"name"`
-	Path    string    `json:"path"`
-	Type    string    `json:"type"` // "file", "dir", "symlink", "other"
-	Size    int64     `json:"size"`
-	Mode    uint32    `json:"mode"`
-	ModTime time.Time `json:"mtime"`
-	UID     int       `json:"uid"`
-	GID     int       `json:"gid"`
-	Target  string    `json:"symlink_target,omitempty"`
-}
+type FileInfo = wire.FileInfo
 
 // Paths given to the file methods are absolute inside the sandbox and are
 // resolved there, with the rights of the sandbox's command user.
@@ -85,9 +76,7 @@ func (c *Client) ListFiles(ctx context.Context, id, dir string) ([]FileInfo, err
 	if err != nil {
 		return nil, err
 	}
-	var w struct {
-		Entries []FileInfo `json:"entries"`
-	}
+	var w wire.FileList
 	if err := c.call(ctx, http.MethodGet, p, filesQuery(dir), nil, &w); err != nil {
 		return nil, err
 	}

@@ -5,102 +5,43 @@ import (
 	"encoding/json"
 	"net/url"
 	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Policy classes and actions, as the daemon names them.
 const (
-	ActionAllow = "allow"
-	ActionAsk   = "ask"
-	ActionDeny  = "deny"
+	ActionAllow = wire.ActionAllow
+	ActionAsk   = wire.ActionAsk
+	ActionDeny  = wire.ActionDeny
 )
 
 // PolicyRule tightens the policy for the commands it matches (see the
 // daemon's policy documentation); Action is "ask" or "deny".
-type PolicyRule struct {
-	ID      string `json:"id"`
-	Command string `json:"command,omitempty"`
-	Class   string `json:"class,omitempty"`
-	Path    string `json:"path,omitempty"`
-	Host    string `json:"host,omitempty"`
-	Action  string `json:"action"`
-	Reason  string `json:"reason,omitempty"`
-}
+type PolicyRule = wire.PolicyRule
 
 // PolicyLayer is a sandbox's or task's own policy over the daemon's:
 // class actions ("read": "allow", "dependency": "ask", ...), the action
-// for writes outside the scope, the write scope, and rules.
-type PolicyLayer struct {
-	Classes      map[string]string `json:"classes,omitempty"`
-	OutsideScope string            `json:"outside_scope,omitempty"`
-	Scope        []string          `json:"scope,omitempty"`
-	Rules        []PolicyRule      `json:"rules,omitempty"`
-}
+// for writes outside the scope, the write scope, rules, an egress layer
+// and install scripts.
+type PolicyLayer = wire.PolicyLayer
 
 // ExecPolicy is the policy's decision on one exec, in short.
-type ExecPolicy struct {
-	Action     string   `json:"action"`
-	Classes    []string `json:"classes"`
-	Rules      []string `json:"rules,omitempty"`
-	Reason     string   `json:"reason"`
-	Grant      []string `json:"grant,omitempty"`
-	BreakGlass string   `json:"break_glass,omitempty"`
-	Version    string   `json:"policy"`
-}
+type ExecPolicy = wire.ExecPolicy
 
 // Decision is what a sandbox's policy decides for a command: the action,
 // a reason safe to show, every rule that matched, and the analysis
 // (classes, files written, hosts, credentials) it rests on.
-type Decision struct {
-	Action     string          `json:"action"`
-	Reason     string          `json:"reason"`
-	Matches    []PolicyMatch   `json:"matches"`
-	OutOfScope []string        `json:"out_of_scope,omitempty"`
-	Analysis   json.RawMessage `json:"analysis"`
-	Policy     string          `json:"policy"`
-	Grant      []string        `json:"grant,omitempty"`
-	BreakGlass string          `json:"break_glass,omitempty"`
-}
+type Decision = wire.Decision
 
 // PolicyMatch is one rule that matched.
-type PolicyMatch struct {
-	Rule    string `json:"rule"`
-	Action  string `json:"action"`
-	Command int    `json:"command"`
-	Class   string `json:"class,omitempty"`
-	Reason  string `json:"reason"`
-}
+type PolicyMatch = wire.PolicyMatch
 
 // Prompt is what an approver is shown of a held command.
-type Prompt struct {
-	Command     string   `json:"command"`
-	Argv        []string `json:"argv"`
-	Cwd         string   `json:"cwd"`
-	Classes     []string `json:"classes"`
-	Held        []string `json:"held_classes,omitempty"`
-	Writes      []string `json:"writes,omitempty"`
-	Network     []string `json:"network,omitempty"`
-	Credentials []string `json:"credentials,omitempty"`
-	Effect      string   `json:"effect"`
-	Reason      string   `json:"reason"`
-	Rules       []string `json:"rules"`
-	Policy      string   `json:"policy"`
-}
+type Prompt = wire.Prompt
 
 // Approval is a command held for a human.
-type Approval struct {
-	ID          string    `json:"id"`
-	SandboxID   string    `json:"sandbox_id"`
-	TaskID      string    `json:"task_id,omitempty"`
-	State       string    `json:"state"` // pending, approved, denied, expired
-	Prompt      *Prompt   `json:"prompt"`
-	RequestedBy string    `json:"requested_by"`
-	Created     time.Time `json:"created"`
-	Deadline    time.Time `json:"deadline"`
-	Decided     time.Time `json:"decided,omitzero"`
-	DecidedBy   string    `json:"decided_by,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	GrantID     string    `json:"grant_id,omitempty"`
-}
+type Approval = wire.Approval
 
 // ApproveOptions narrow an approval: Scope "command" (the default: this
 // exact command line in this directory) or "class" (commands held only by
@@ -112,14 +53,7 @@ type ApproveOptions struct {
 }
 
 // BreakGlass is an operator override of a sandbox's policy.
-type BreakGlass struct {
-	ID        string    `json:"id"`
-	SandboxID string    `json:"sandbox_id"`
-	Actor     string    `json:"actor"`
-	Reason    string    `json:"reason"`
-	Created   time.Time `json:"created"`
-	Expires   time.Time `json:"expires"`
-}
+type BreakGlass = wire.BreakGlass
 
 // SandboxPolicy returns a sandbox's effective policy (as JSON) and its
 // version.
@@ -128,10 +62,7 @@ func (c *Client) SandboxPolicy(ctx context.Context, id string) (version string, 
 	if err != nil {
 		return "", nil, err
 	}
-	var out struct {
-		Version string          `json:"version"`
-		Policy  json.RawMessage `json:"policy"`
-	}
+	var out wire.PolicyAnswer
 	if err := c.call(ctx, "GET", p, nil, nil, &out); err != nil {
 		return "", nil, err
 	}
@@ -149,7 +80,7 @@ func (c *Client) CheckCommand(ctx context.Context, id string, argv []string, cwd
 		return nil, invalidf("no command given")
 	}
 	var d Decision
-	if err := c.call(ctx, "POST", p, nil, map[string]any{"argv": argv, "cwd": cwd}, &d); err != nil {
+	if err := c.call(ctx, "POST", p, nil, wire.CheckRequest{Argv: argv, Cwd: cwd}, &d); err != nil {
 		return nil, err
 	}
 	return &d, nil
@@ -165,9 +96,7 @@ func (c *Client) Approvals(ctx context.Context, sandbox, state string) ([]Approv
 	if state != "" {
 		q.Set("state", state)
 	}
-	var out struct {
-		Approvals []Approval `json:"approvals"`
-	}
+	var out wire.ApprovalList
 	if err := c.call(ctx, "GET", "/v1/approvals", q, nil, &out); err != nil {
 		return nil, err
 	}
@@ -209,7 +138,7 @@ func (c *Client) Approve(ctx context.Context, id string, o ApproveOptions) (*App
 		return nil, invalidf("negative grant duration %s", o.For)
 	}
 	var a Approval
-	body := map[string]any{"scope": o.Scope, "for_seconds": ceilDiv(o.For, time.Second), "reason": o.Reason}
+	body := wire.ApproveRequest{Scope: o.Scope, ForSeconds: ceilDiv(o.For, time.Second), Reason: o.Reason}
 	if err := c.call(ctx, "POST", p, nil, body, &a); err != nil {
 		return nil, err
 	}
@@ -224,7 +153,7 @@ func (c *Client) Deny(ctx context.Context, id, reason string) (*Approval, error)
 		return nil, err
 	}
 	var a Approval
-	if err := c.call(ctx, "POST", p, nil, map[string]any{"reason": reason}, &a); err != nil {
+	if err := c.call(ctx, "POST", p, nil, wire.DenyRequest{Reason: reason}, &a); err != nil {
 		return nil, err
 	}
 	return &a, nil
@@ -242,7 +171,7 @@ func (c *Client) BreakGlassSandbox(ctx context.Context, id, reason string, d tim
 		return nil, invalidf("negative duration %s", d)
 	}
 	var b BreakGlass
-	if err := c.call(ctx, "POST", p, nil, map[string]any{"reason": reason, "for_seconds": ceilDiv(d, time.Second)}, &b); err != nil {
+	if err := c.call(ctx, "POST", p, nil, wire.BreakGlassRequest{Reason: reason, ForSeconds: ceilDiv(d, time.Second)}, &b); err != nil {
 		return nil, err
 	}
 	return &b, nil

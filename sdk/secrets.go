@@ -5,39 +5,19 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Secrets are the operator's: these calls work on the daemon's unix socket
 // only (over TCP they are refused), and no call ever returns a value.
 
 // SecretInfo is a stored secret: its name and times, never its value.
-type SecretInfo struct {
-	Name    string    `json:"name"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
-}
+type SecretInfo = wire.SecretInfo
 
 // SecretGrant lets one sandbox (or a task's sandbox) use a secret, for the
 // named hosts, until it expires or is revoked.
-type SecretGrant struct {
-	ID        string `json:"id"`
-	Secret    string `json:"secret"`
-	SandboxID string `json:"sandbox_id"`
-	TaskID    string `json:"task_id,omitempty"`
-	// Mode "env" puts the value into every command's environment as Env;
-	// "broker" puts Placeholder there, and the egress proxy swaps it for
-	// the value in requests to Hosts.
-	Mode        string     `json:"mode"`
-	Env         string     `json:"env"`
-	Hosts       []string   `json:"hosts"`
-	Placeholder string     `json:"placeholder,omitempty"`
-	Headers     []string   `json:"headers,omitempty"`
-	Created     time.Time  `json:"created"`
-	Expires     time.Time  `json:"expires"`
-	CreatedBy   string     `json:"created_by"`
-	Revoked     *time.Time `json:"revoked,omitempty"`
-	State       string     `json:"state"` // active, expired, revoked
-}
+type SecretGrant = wire.SecretGrant
 
 // SecretGrantRequest names who may use a secret, how, and for how long.
 type SecretGrantRequest struct {
@@ -57,7 +37,7 @@ type SecretGrantRequest struct {
 // of the same name.
 func (c *Client) SetSecret(ctx context.Context, name string, value []byte) (*SecretInfo, error) {
 	var s SecretInfo
-	if err := c.call(ctx, http.MethodPut, "/v1/secrets/"+url.PathEscape(name), nil, map[string]string{"value": string(value)}, &s); err != nil {
+	if err := c.call(ctx, http.MethodPut, "/v1/secrets/"+url.PathEscape(name), nil, wire.SecretValue{Value: string(value)}, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -65,9 +45,7 @@ func (c *Client) SetSecret(ctx context.Context, name string, value []byte) (*Sec
 
 // Secrets lists the stored secrets.
 func (c *Client) Secrets(ctx context.Context) ([]SecretInfo, error) {
-	var w struct {
-		Secrets []SecretInfo `json:"secrets"`
-	}
+	var w wire.SecretList
 	if err := c.call(ctx, http.MethodGet, "/v1/secrets", nil, nil, &w); err != nil {
 		return nil, err
 	}
@@ -81,10 +59,8 @@ func (c *Client) DeleteSecret(ctx context.Context, name string) error {
 
 // GrantSecret lets a sandbox or task use a secret.
 func (c *Client) GrantSecret(ctx context.Context, name string, req SecretGrantRequest) (*SecretGrant, error) {
-	body := struct {
-		SecretGrantRequest
-		TTLSeconds int64 `json:"ttl_seconds,omitempty"`
-	}{req, int64((req.TTL + time.Second - 1) / time.Second)}
+	body := wire.SecretGrantRequest{SandboxID: req.SandboxID, TaskID: req.TaskID, Mode: req.Mode, Env: req.Env, Hosts: req.Hosts,
+		Headers: req.Headers, TTLSeconds: int64((req.TTL + time.Second - 1) / time.Second)}
 	var g SecretGrant
 	if err := c.call(ctx, http.MethodPost, "/v1/secrets/"+url.PathEscape(name)+"/grants", nil, body, &g); err != nil {
 		return nil, err
@@ -98,9 +74,7 @@ func (c *Client) SecretGrants(ctx context.Context, sandboxID string) ([]SecretGr
 	if sandboxID != "" {
 		q.Set("sandbox", sandboxID)
 	}
-	var w struct {
-		Grants []SecretGrant `json:"grants"`
-	}
+	var w wire.SecretGrantList
 	if err := c.call(ctx, http.MethodGet, "/v1/secret-grants", q, nil, &w); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // TaskRequest starts a task: the repository at an exact commit in a new
@@ -29,68 +31,23 @@ type TaskRequest struct {
 }
 
 // TestRun is one run of a task's test command.
-type TestRun struct {
-	ExecID   string     `json:"exec_id"`
-	Passed   bool       `json:"passed"`
-	Status   ExitStatus `json:"status"`
-	Started  time.Time  `json:"started"`
-	Finished time.Time  `json:"finished"`
-}
+type TestRun = wire.TestRun
 
 // Task is a task's record.
-type Task struct {
-	ID        string     `json:"id"`
-	SandboxID string     `json:"sandbox_id"`
-	State     string     `json:"state"` // "open" | "finished"
-	Repo      string     `json:"repo"`
-	Ref       string     `json:"ref"`
-	Commit    string     `json:"commit"`
-	Scope     []string   `json:"scope,omitempty"`
-	Test      string     `json:"test,omitempty"`
-	Prompt    string     `json:"prompt,omitempty"`
-	Tests     []TestRun  `json:"tests,omitempty"`
-	OutputDir string     `json:"output_dir,omitempty"`
-	Created   time.Time  `json:"created"`
-	Finished  *time.Time `json:"finished,omitempty"`
-	// WorkspaceGone is set on a task finished after its sandbox had
-	// stopped (expired, destroyed, lost, daemon-stopped): no tests ran at
-	// its finish, and its patch is the one taken as the sandbox stopped.
-	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
-}
+type Task = wire.Task
 
 // WorkspaceGone says why a task's workspace was gone when it was finished.
-type WorkspaceGone struct {
-	Reason    string    `json:"reason"` // the sandbox's stop reason
-	Stopped   time.Time `json:"stopped"`
-	DiffKept  bool      `json:"diff_kept"` // the patch was taken as the sandbox stopped
-	DiffError string    `json:"diff_error,omitempty"`
-	Note      string    `json:"note"`
-}
+type WorkspaceGone = wire.WorkspaceGone
 
 // ChangedFile is a file a task changed against its base commit.
-type ChangedFile struct {
-	Path    string `json:"path"`
-	Status  string `json:"status"` // "added", "modified", "deleted", "type-changed"
-	InScope bool   `json:"in_scope"`
-}
+type ChangedFile = wire.ChangedFile
 
 // Diff is a task's change against its base commit, computed by the daemon
 // from the workspace's files.
-type Diff struct {
-	Base       string        `json:"base"`
-	Patch      string        `json:"patch"`
-	Files      []ChangedFile `json:"files"`
-	OutOfScope []string      `json:"out_of_scope"`
-}
+type Diff = wire.Diff
 
 // FinishResult is what finishing a task produced.
-type FinishResult struct {
-	Task      *Task    `json:"task"`
-	OutputDir string   `json:"output_dir"`
-	Files     []string `json:"files"`
-	Test      *TestRun `json:"test,omitempty"`
-	Diff      *Diff    `json:"diff"`
-}
+type FinishResult = wire.FinishResult
 
 func taskPath(id string, rest ...string) (string, error) {
 	if id == "" {
@@ -105,12 +62,10 @@ func taskPath(id string, rest ...string) (string, error) {
 
 // StartTask starts a task.
 func (c *Client) StartTask(ctx context.Context, req TaskRequest) (*Task, error) {
-	type wire struct {
-		TaskRequest
-		TTLSeconds int64 `json:"ttl_seconds,omitempty"`
-	}
+	body := wire.TaskRequest{Repo: req.Repo, Ref: req.Ref, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt, Template: req.Template,
+		Backend: req.Backend, Limits: req.Limits, TTLSeconds: ceilDiv(req.TTL, time.Second), Policy: req.Policy}
 	var t Task
-	if err := c.call(ctx, http.MethodPost, "/v1/tasks", nil, wire{req, ceilDiv(req.TTL, time.Second)}, &t); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/v1/tasks", nil, body, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
@@ -131,9 +86,7 @@ func (c *Client) GetTask(ctx context.Context, id string) (*Task, error) {
 
 // ListTasks returns every task, newest first.
 func (c *Client) ListTasks(ctx context.Context) ([]Task, error) {
-	var w struct {
-		Tasks []Task `json:"tasks"`
-	}
+	var w wire.TaskList
 	if err := c.call(ctx, http.MethodGet, "/v1/tasks", nil, nil, &w); err != nil {
 		return nil, err
 	}

@@ -1,34 +1,39 @@
 package sdk
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
+
+// The API's bodies are package wire's; the names here are the same types.
 
 // Sandbox states.
 const (
-	StateRunning = "running"
-	StatePaused  = "paused" // frozen until resumed (PauseSandbox)
-	StateStopped = "stopped"
+	StateRunning = wire.StateRunning
+	StatePaused  = wire.StatePaused // frozen until resumed (PauseSandbox)
+	StateStopped = wire.StateStopped
 )
 
 // Why a sandbox stopped (Sandbox.StopReason).
 const (
-	StopDestroyed = "destroyed"
-	StopExpired   = "expired"
-	StopLost      = "lost"           // the daemon restarted while it ran
-	StopFailed    = "failed"         // its init died on its own
-	StopShutdown  = "daemon-stopped" // the daemon was stopped
+	StopDestroyed = wire.StopDestroyed
+	StopExpired   = wire.StopExpired
+	StopLost      = wire.StopLost     // the daemon restarted while it ran
+	StopFailed    = wire.StopFailed   // its init died on its own
+	StopShutdown  = wire.StopShutdown // the daemon was stopped
 )
 
 // The limits a command can hit (ExitStatus.Limit).
 const (
-	LimitTimeout = "timeout"
-	LimitMemory  = "memory"
-	LimitPids    = "pids"
-	LimitDisk    = "disk"
+	LimitTimeout = wire.LimitTimeout
+	LimitMemory  = wire.LimitMemory
+	LimitPids    = wire.LimitPids
+	LimitDisk    = wire.LimitDisk
 )
 
 // Output streams of a stored exec (Client.ExecOutput).
@@ -43,71 +48,25 @@ const MaxStdin = 16 << 20
 // Limits are the hard resource limits of a sandbox. In a CreateRequest a
 // zero field means the daemon's default; a Sandbox reports the limits
 // actually applied.
-type Limits struct {
-	MemoryBytes int64   `json:"memory_bytes,omitempty"`
-	Pids        int64   `json:"pids,omitempty"`
-	CPUs        float64 `json:"cpus,omitempty"`       // CPU quota; 0: none
-	DiskBytes   int64   `json:"disk_bytes,omitempty"` // writable layer, /workspace, home
-	TmpBytes    int64   `json:"tmp_bytes,omitempty"`  // /tmp
-	Inodes      int64   `json:"inodes,omitempty"`     // files on the writable layer
-	NoFile      uint64  `json:"nofile,omitempty"`
-	// Lifetime destroys the sandbox after this long (JSON: nanoseconds).
-	Lifetime time.Duration `json:"lifetime,omitempty"`
-	// Ptys: terminals open at once; 0: the backend's default (16 on
-	// native; gvisor takes none).
-	Ptys int64 `json:"ptys,omitempty"`
-}
+type Limits = wire.Limits
 
 // Isolation reports what the daemon's backend actually applied.
-type Isolation struct {
-	Boundary    string   `json:"boundary"`
-	Namespaces  []string `json:"namespaces"`
-	UIDBase     int      `json:"uid_base"` // host uid of sandbox uid 0
-	Seccomp     string   `json:"seccomp"`
-	LandlockABI int      `json:"landlock_abi"` // 0: not applied
-	Cgroup      string   `json:"cgroup"`       // "v1" or "v2"
-}
+type Isolation = wire.Isolation
+
+// WriteScope is a write scope enforced inside a sandbox (a task's).
+type WriteScope = wire.WriteScope
 
 // Sandbox is one sandbox as the daemon describes it. Records of stopped
 // sandboxes stay (State "stopped").
-type Sandbox struct {
-	ID              string            `json:"id"`
-	State           string            `json:"state"` // StateRunning, StatePaused or StateStopped
-	Backend         string            `json:"backend"`
-	Template        string            `json:"template"`
-	TemplateVersion string            `json:"template_version"`
-	Labels          map[string]string `json:"labels,omitempty"`
-	Limits          Limits            `json:"limits"`
-	Isolation       Isolation         `json:"isolation"`
-	Created         time.Time         `json:"created"`
-	// Expires is zero when the sandbox has no time to live.
-	Expires time.Time `json:"expires,omitzero"`
-	// Stopped is zero while the sandbox runs.
-	Stopped    time.Time `json:"stopped,omitzero"`
-	StopReason string    `json:"stop_reason,omitempty"` // Stop* constants
-	// Policy is the version of the sandbox's effective policy;
-	// PolicySources the layers that made it (defaults, file, template,
-	// task or sandbox).
-	Policy        string   `json:"policy,omitempty"`
-	PolicySources []string `json:"policy_sources,omitempty"`
-	// Egress is what a running sandbox's egress has put in the audit
-	// record against its budget (GetSandbox only; nil without a proxy).
-	Egress *EgressUsage `json:"egress,omitempty"`
-}
+type Sandbox = wire.Sandbox
 
 // EgressUsage counts a sandbox's egress events against its audit budget
 // (0: no bound). Cut is set once the budget is used up: the sandbox's
 // egress is refused from then on.
-type EgressUsage struct {
-	Events       int64 `json:"events"`
-	Bytes        int64 `json:"bytes"`
-	BudgetEvents int64 `json:"budget_events,omitempty"`
-	BudgetBytes  int64 `json:"budget_bytes,omitempty"`
-	Cut          *struct {
-		At     time.Time `json:"at"`
-		Reason string    `json:"reason"`
-	} `json:"cut,omitempty"`
-}
+type EgressUsage = wire.EgressUsage
+
+// EgressCut says when and why a sandbox's egress was cut.
+type EgressCut = wire.EgressCut
 
 // CreateRequest describes a sandbox to create. Every field is optional.
 type CreateRequest struct {
@@ -130,22 +89,12 @@ type CreateRequest struct {
 	Policy *PolicyLayer
 }
 
-type createWire struct {
-	Policy     *PolicyLayer      `json:"policy,omitempty"`
-	Template   string            `json:"template,omitempty"`
-	Backend    string            `json:"backend,omitempty"`
-	Limits     *Limits           `json:"limits,omitempty"`
-	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Env        []string          `json:"env,omitempty"`
-}
-
 // MarshalJSON encodes r as the body of POST /v1/sandboxes.
 func (r CreateRequest) MarshalJSON() ([]byte, error) {
 	if r.TTL < 0 {
 		return nil, invalidf("negative TTL %s", r.TTL)
 	}
-	w := createWire{Template: r.Template, Backend: r.Backend, TTLSeconds: ceilDiv(r.TTL, time.Second), Labels: r.Labels, Env: r.Env, Policy: r.Policy}
+	w := wire.CreateSandboxRequest{Template: r.Template, Backend: r.Backend, TTLSeconds: ceilDiv(r.TTL, time.Second), Labels: r.Labels, Env: r.Env, Policy: r.Policy}
 	if r.Limits != (Limits{}) {
 		l := r.Limits
 		w.Limits = &l
@@ -193,109 +142,37 @@ func (r *ExecRequest) approvalWire() *int64 {
 	return nil
 }
 
-type execWire struct {
-	ApprovalWaitSeconds *int64   `json:"approval_wait_seconds,omitempty"`
-	Background          bool     `json:"background,omitempty"`
-	StdinOpen           bool     `json:"stdin_open,omitempty"`
-	Argv                []string `json:"argv"`
-	Env                 []string `json:"env,omitempty"`
-	Cwd                 string   `json:"cwd,omitempty"`
-	TimeoutMS           int64    `json:"timeout_ms,omitempty"`
-	Stdin               []byte   `json:"stdin,omitempty"` // base64
-	OutputLimit         int64    `json:"output_limit,omitempty"`
+// body is the JSON body of r; stdin is read here (at most MaxStdin bytes).
+func (r *ExecRequest) body() (wire.ExecRequest, error) {
+	w := wire.ExecRequest{Argv: r.Argv, Env: r.Env, Cwd: r.Cwd, TimeoutMS: ceilDiv(r.Timeout, time.Millisecond), OutputLimit: r.OutputLimit,
+		ApprovalWaitSeconds: r.approvalWire()}
+	if r.Stdin != nil {
+		b, err := io.ReadAll(io.LimitReader(r.Stdin, MaxStdin+1))
+		if err != nil {
+			return w, fmt.Errorf("reading stdin: %w", err)
+		}
+		if len(b) > MaxStdin {
+			return w, &Error{Code: CodeLimitExceeded, Message: fmt.Sprintf("stdin is larger than %d MiB", MaxStdin>>20)}
+		}
+		w.Stdin = base64.StdEncoding.EncodeToString(b)
+	}
+	return w, nil
 }
 
 // ExitStatus is how a command ended. Durations are nanoseconds in JSON.
-type ExitStatus struct {
-	// Code is the exit code: 128+N when killed by signal N, 124 when its
-	// timeout expired.
-	Code   int    `json:"code"`
-	Signal string `json:"signal,omitempty"`
-	// Limit names the limit hit during the command (Limit* constants), if
-	// any.
-	Limit           string        `json:"limit,omitempty"`
-	StdoutBytes     int64         `json:"stdout_bytes"`
-	StderrBytes     int64         `json:"stderr_bytes"`
-	StdoutTruncated bool          `json:"stdout_truncated,omitempty"`
-	StderrTruncated bool          `json:"stderr_truncated,omitempty"`
-	Duration        time.Duration `json:"duration"`
-	UserTime        time.Duration `json:"user_time"`
-	SystemTime      time.Duration `json:"system_time"`
-	MaxRSSBytes     int64         `json:"max_rss_bytes"`
+// ExecID is filled in by Client.Exec from the stream's start event.
+type ExitStatus = wire.ExitStatus
 
-	// ExecID is the id of the exec record, filled in by Client.Exec from
-	// the stream's start event (it is not part of the status JSON; in an
-	// Exec record use Exec.ID).
-	ExecID string `json:"-"`
-}
+// FileActivity is what a command did to the files under /workspace and
+// home.
+type FileActivity = wire.FileActivity
 
 // Exec is the daemon's record of one command run in a sandbox.
-type Exec struct {
-	ID        string   `json:"id"`
-	SandboxID string   `json:"sandbox_id"`
-	Argv      []string `json:"argv"`
-	Cwd       string   `json:"cwd,omitempty"`
-	// EnvNames are the names of the variables the request set (never
-	// their values).
-	EnvNames []string  `json:"env_names,omitempty"`
-	Started  time.Time `json:"started"`
-	// Ended is zero while the command runs.
-	Ended time.Time `json:"ended,omitzero"`
-	// Status is nil while the command runs or when it never started.
-	Status *ExitStatus `json:"status,omitempty"`
-	// Error says why the command failed to start or run ("code: message"),
-	// if it did.
-	Error string `json:"error,omitempty"`
-	// Policy is the policy's decision on the command.
-	Policy *ExecPolicy `json:"policy,omitempty"`
-}
+type Exec = wire.Exec
 
-// UnmarshalJSON accepts the record's "error" as either a string or an
-// {"code","message"} object.
-func (e *Exec) UnmarshalJSON(b []byte) error {
-	type plain Exec
-	var w struct {
-		plain
-		Error json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*e = Exec(w.plain)
-	e.Error = ""
-	if len(w.Error) == 0 || string(w.Error) == "null" {
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(w.Error, &s); err == nil {
-		e.Error = s
-		return nil
-	}
-	var obj struct{ Code, Message string }
-	if err := json.Unmarshal(w.Error, &obj); err != nil {
-		return fmt.Errorf("exec record: error is neither a string nor an object: %s", w.Error)
-	}
-	switch {
-	case obj.Code == "":
-		e.Error = obj.Message
-	case obj.Message == "":
-		e.Error = obj.Code
-	default:
-		e.Error = obj.Code + ": " + obj.Message
-	}
-	return nil
-}
-
-// Health is the daemon's answer to GET /v1/health.
-type Health struct {
-	OK      bool   `json:"ok"`
-	Version string `json:"version"`
-	Backend string `json:"backend"`
-	Cgroup  string `json:"cgroup"`
-	// Problem is set when OK is false. (Health itself then returns an
-	// *Error: the daemon answers 503.)
-	Problem string `json:"problem,omitempty"`
-}
+// Health is the daemon's answer to GET /v1/health. (Health itself
+// returns an *Error when OK is false: the daemon answers 503.)
+type Health = wire.Health
 
 // ceilDiv is d in units of unit, rounded up, so that a small positive
 // duration never becomes 0 ("none").

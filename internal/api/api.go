@@ -21,9 +21,9 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
-	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/sdk"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Limits on request bodies.
@@ -34,16 +34,9 @@ const (
 	maxExecBody = MaxStdin*4/3 + maxJSONBody
 )
 
-// Health is the answer of GET /v1/health.
-type Health struct {
-	OK      bool   `json:"ok"`
-	Version string `json:"version"`
-	Backend string `json:"backend"`
-	Cgroup  string `json:"cgroup,omitempty"`
-	// Problem says why the daemon takes no work (ok is false, status 503):
-	// an audit log that can no longer be written.
-	Problem string `json:"problem,omitempty"`
-}
+// Health is the answer of GET /v1/health; New takes the daemon's (its
+// version, backend and cgroup mode).
+type Health = wire.Health
 
 // Server is the API's http.Handler.
 type Server struct {
@@ -163,54 +156,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.m.RecordAPI(context.WithoutCancel(r.Context()), r.Method, r.URL.Path, sw.status)
 }
 
-// Error is the JSON body of every error answer. A command the policy
+// writeError answers err as a wire.Error, with the status of its kind
+// (wire.Status: the one place statuses are decided). A command the policy
 // stopped also names the rules that did and, when held, its approval.
-type Error struct {
-	Code       string   `json:"code"`
-	Message    string   `json:"message"`
-	Rules      []string `json:"rules,omitempty"`
-	ApprovalID string   `json:"approval_id,omitempty"`
-}
-
-// statusFor maps an error kind to its HTTP status: the one place this is
-// decided.
-func statusFor(kind string) int {
-	switch kind {
-	case "invalid":
-		return http.StatusBadRequest
-	case "not_found":
-		return http.StatusNotFound
-	case "conflict":
-		return http.StatusConflict
-	case "denied":
-		return http.StatusForbidden
-	case "limit_exceeded":
-		return http.StatusTooManyRequests
-	case "unsupported":
-		return http.StatusNotImplemented
-	case "pending":
-		// Not an acceptance: nothing ran. The code (approval_pending) and
-		// approval_id say what to wait for before retrying.
-		return http.StatusForbidden
-	case "timeout":
-		return http.StatusRequestTimeout
-	}
-	return http.StatusInternalServerError
-}
-
 func writeError(w http.ResponseWriter, err error) {
 	kind := errdefs.Kind(err)
-	status := statusFor(kind)
+	status := wire.Status(kind)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		kind, status = "limit_exceeded", http.StatusRequestEntityTooLarge
+		kind, status = wire.CodeLimitExceeded, http.StatusRequestEntityTooLarge
 	}
 	var pe *manager.PolicyError
 	if errors.As(err, &pe) {
-		writeJSON(w, status, Error{Code: pe.Code, Message: oneLine(pe.Message), Rules: pe.Rules, ApprovalID: pe.Approval})
+		writeJSON(w, status, wire.Error{Code: pe.Code, Message: oneLine(pe.Message), Rules: pe.Rules, ApprovalID: pe.Approval})
 		return
 	}
-	writeJSON(w, status, Error{Code: kind, Message: oneLine(message(err))})
+	writeJSON(w, status, wire.Error{Code: kind, Message: oneLine(message(err))})
 }
 
 // message is err's text without the trailing kind ("...: not found"),
@@ -284,11 +245,8 @@ func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
 		// Also an error answer (code, message), for clients that read
 		// any non-2xx as one.
 		h.OK, h.Problem = false, oneLine(message(err))
-		writeJSON(w, http.StatusServiceUnavailable, struct {
-			Health
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		}{h, errdefs.Kind(err), h.Problem})
+		h.Code, h.Message = errdefs.Kind(err), h.Problem
+		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
 	}
 	writeJSON(w, http.StatusOK, h)
@@ -309,18 +267,22 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, sb)
+	writeJSON(w, http.StatusCreated, sandboxOut(sb))
 }
 
 // parseCreate decodes a create body and refuses, before anything else
 // is done, a time to live, limits or labels out of bounds under the
 // daemon's maximum lifetime (manager.CheckCreate; Create checks again).
 func parseCreate(body io.Reader, maxLifetime time.Duration) (manager.CreateRequest, error) {
-	var req manager.CreateRequest
-	if err := decodeJSON(body, &req); err != nil {
+	var body1 wire.CreateSandboxRequest
+	if err := decodeJSON(body, &body1); err != nil {
+		return manager.CreateRequest{}, err
+	}
+	req, err := createIn(body1)
+	if err != nil {
 		return req, err
 	}
-	_, err := manager.CheckCreate(req, maxLifetime)
+	_, err = manager.CheckCreate(req, maxLifetime)
 	return req, err
 }
 
@@ -330,7 +292,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": list})
+	writeJSON(w, http.StatusOK, wire.SandboxList{Sandboxes: mapAll(list, sandboxOut)})
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
@@ -344,7 +306,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sb)
+	writeJSON(w, http.StatusOK, sandboxOut(sb))
 }
 
 func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
@@ -366,9 +328,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		TTLSeconds *int64 `json:"ttl_seconds"`
-	}
+	var req wire.TimeoutRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -387,52 +347,17 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sb)
+	writeJSON(w, http.StatusOK, sandboxOut(sb))
 }
 
-// ExecRequest is the body of POST .../exec.
-type ExecRequest struct {
-	// Background answers 202 {"exec_id","pid"} as soon as the command
-	// started, instead of streaming it.
-	Background bool `json:"background,omitempty"`
-	// StdinOpen (with Background) keeps stdin open for .../input and
-	// .../close-stdin.
-	StdinOpen bool `json:"stdin_open,omitempty"`
-	// TTY runs the command on a terminal of the sandbox (rows x cols);
-	// all its output comes as stdout events.
-	TTY         bool     `json:"tty,omitempty"`
-	Rows        uint16   `json:"rows,omitempty"`
-	Cols        uint16   `json:"cols,omitempty"`
-	Argv        []string `json:"argv"`
-	Env         []string `json:"env,omitempty"`
-	Cwd         string   `json:"cwd,omitempty"`
-	TimeoutMS   int64    `json:"timeout_ms,omitempty"`
-	Stdin       string   `json:"stdin,omitempty"` // base64
-	OutputLimit int64    `json:"output_limit,omitempty"`
-	// ApprovalWaitSeconds: how long a command the policy holds waits for a
-	// human (absent: the daemon's default; 0: answer 403 approval_pending
-	// at once, with the approval's id; retry the command once approved).
-	ApprovalWaitSeconds *int64 `json:"approval_wait_seconds,omitempty"`
-}
-
-func (req *ExecRequest) approval() (time.Duration, bool, error) {
+// approvalWait reads an exec's approval_wait_seconds: the wait, and
+// whether not to wait at all.
+func approvalWait(req *wire.ExecRequest) (time.Duration, bool, error) {
 	if req.ApprovalWaitSeconds == nil {
 		return 0, false, nil
 	}
 	d, err := manager.Seconds("approval_wait_seconds", *req.ApprovalWaitSeconds, manager.MaxApprovalWait)
 	return d, err == nil && d == 0, err
-}
-
-// Event is one line of the exec stream.
-type Event struct {
-	Type    string              `json:"type"` // start, stdout, stderr, exit, error
-	ExecID  string              `json:"exec_id,omitempty"`
-	PID     int                 `json:"pid,omitempty"`
-	Data    []byte              `json:"data,omitempty"` // base64 in JSON
-	Status  *runtime.ExitStatus `json:"status,omitempty"`
-	Passed  *bool               `json:"passed,omitempty"` // task tests: the exit event says if they passed
-	Code    string              `json:"code,omitempty"`
-	Message string              `json:"message,omitempty"`
 }
 
 // stream writes NDJSON events, flushed one by one.
@@ -453,7 +378,7 @@ func (st *stream) begin() {
 	st.w.WriteHeader(http.StatusOK)
 }
 
-func (st *stream) send(ev Event) {
+func (st *stream) send(ev wire.Event) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.broken {
@@ -477,7 +402,7 @@ type streamWriter struct {
 }
 
 func (sw streamWriter) Write(p []byte) (int, error) {
-	sw.st.send(Event{Type: sw.typ, Data: append([]byte(nil), p...)})
+	sw.st.send(wire.Event{Type: sw.typ, Data: append([]byte(nil), p...)})
 	return len(p), nil
 }
 
@@ -487,7 +412,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req ExecRequest
+	var req wire.ExecRequest
 	if err := decode(w, r, maxExecBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -505,7 +430,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("output_limit: %d must not be negative: %w", req.OutputLimit, errdefs.ErrInvalid))
 		return
 	}
-	wait, noWait, err := req.approval()
+	wait, noWait, err := approvalWait(&req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -533,7 +458,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, map[string]any{"exec_id": execID, "pid": pid})
+		writeJSON(w, http.StatusAccepted, wire.ExecStarted{ExecID: execID, PID: pid})
 		return
 	}
 	fl, _ := w.(http.Flusher)
@@ -543,7 +468,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: timeout,
 		Stdin: stdin, OutputLimit: req.OutputLimit, ApprovalWait: wait, NoWait: noWait,
 	}, func(execID string, pid int) {
-		st.send(Event{Type: "start", ExecID: execID, PID: pid})
+		st.send(wire.Event{Type: wire.EventStart, ExecID: execID, PID: pid})
 	}, streamWriter{st, "stdout"}, streamWriter{st, "stderr"})
 	if err != nil {
 		st.mu.Lock()
@@ -553,10 +478,10 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err) // could not start: a plain error answer
 			return
 		}
-		st.send(Event{Type: "error", Code: errdefs.Kind(err), Message: oneLine(message(err))})
+		st.send(wire.Event{Type: wire.EventError, Code: errdefs.Kind(err), Message: oneLine(message(err))})
 		return
 	}
-	st.send(Event{Type: "exit", Status: status})
+	st.send(wire.Event{Type: wire.EventExit, Status: exitOut(status)})
 }
 
 func (s *Server) listExecs(w http.ResponseWriter, r *http.Request) {
@@ -570,7 +495,7 @@ func (s *Server) listExecs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"execs": list})
+	writeJSON(w, http.StatusOK, wire.ExecList{Execs: mapAll(list, execOut)})
 }
 
 func (s *Server) output(w http.ResponseWriter, r *http.Request) {
@@ -617,7 +542,7 @@ func (s *Server) pauseResume(w http.ResponseWriter, r *http.Request, pause bool)
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sb)
+	writeJSON(w, http.StatusOK, sandboxOut(sb))
 }
 
 func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
@@ -631,7 +556,7 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sb)
+	writeJSON(w, http.StatusOK, sandboxOut(sb))
 }
 
 func (s *Server) getExec(w http.ResponseWriter, r *http.Request) {
@@ -645,7 +570,7 @@ func (s *Server) getExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, e)
+	writeJSON(w, http.StatusOK, execOut(e))
 }
 
 // signalNames are the signals the API accepts by name.
@@ -660,9 +585,7 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Signal json.RawMessage `json:"signal"`
-	}
+	var req wire.SignalRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -699,9 +622,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Name string `json:"name"`
-	}
+	var req wire.SnapshotRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -711,7 +632,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, snap)
+	writeJSON(w, http.StatusCreated, snapshotOut(snap))
 }
 
 func (s *Server) templates(w http.ResponseWriter, r *http.Request) {
@@ -720,7 +641,7 @@ func (s *Server) templates(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"templates": list})
+	writeJSON(w, http.StatusOK, wire.TemplateList{Templates: mapAll(list, templateOut)})
 }
 
 func (s *Server) input(w http.ResponseWriter, r *http.Request) {
@@ -729,9 +650,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Data []byte `json:"data"` // base64
-	}
+	var req wire.InputRequest
 	if err := decode(w, r, maxExecBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -762,10 +681,7 @@ func (s *Server) resize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Rows uint16 `json:"rows"`
-		Cols uint16 `json:"cols"`
-	}
+	var req wire.ResizeRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return

@@ -28,6 +28,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // These tests run the real stack (native backend, template store, SQLite,
@@ -162,7 +163,7 @@ func (d *daemon) do(method, path string, body any, out any) int {
 }
 
 // exec runs a command and collects the event stream.
-func (d *daemon) exec(id string, req ExecRequest) (status int, events []Event, errBody Error) {
+func (d *daemon) exec(id string, req wire.ExecRequest) (status int, events []wire.Event, errBody wire.Error) {
 	d.t.Helper()
 	j, _ := json.Marshal(req)
 	resp, err := d.client.Post("http://airlock/v1/sandboxes/"+id+"/exec", "application/json", bytes.NewReader(j))
@@ -180,7 +181,7 @@ func (d *daemon) exec(id string, req ExecRequest) (status int, events []Event, e
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		var ev Event
+		var ev wire.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			d.t.Fatalf("bad event line %q: %v", sc.Text(), err)
 		}
@@ -189,7 +190,7 @@ func (d *daemon) exec(id string, req ExecRequest) (status int, events []Event, e
 	return resp.StatusCode, events, errBody
 }
 
-func collect(events []Event) (stdout, stderr string, exit *Event) {
+func collect(events []wire.Event) (stdout, stderr string, exit *wire.Event) {
 	for i, ev := range events {
 		switch ev.Type {
 		case "stdout":
@@ -221,7 +222,7 @@ func TestLifecycleOverSocket(t *testing.T) {
 		t.Errorf("get: %d %+v", code, got)
 	}
 	stdin := base64.StdEncoding.EncodeToString([]byte("from stdin\n"))
-	code, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $GREETING $EXTRA; cat; echo oops >&2; exit 3"}, Env: []string{"EXTRA=world"}, Stdin: stdin})
+	code, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $GREETING $EXTRA; cat; echo oops >&2; exit 3"}, Env: []string{"EXTRA=world"}, Stdin: stdin})
 	if code != 200 || len(events) < 3 || events[0].Type != "start" || events[0].ExecID == "" || events[0].PID <= 0 {
 		t.Fatalf("exec stream: %d %+v", code, events)
 	}
@@ -259,8 +260,8 @@ func TestLifecycleOverSocket(t *testing.T) {
 	if code := d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got); code != 200 || got.State != "stopped" || got.StopReason != "destroyed" || got.Stopped == nil {
 		t.Errorf("after delete: %d %+v", code, got)
 	}
-	var apiErr Error
-	if code, _, apiErr = d.exec(sb.ID, ExecRequest{Argv: []string{"true"}}); code != 409 || apiErr.Code != "conflict" {
+	var apiErr wire.Error
+	if code, _, apiErr = d.exec(sb.ID, wire.ExecRequest{Argv: []string{"true"}}); code != 409 || apiErr.Code != "conflict" {
 		t.Errorf("exec in a stopped sandbox: %d %+v", code, apiErr)
 	}
 	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); code != 204 {
@@ -304,7 +305,7 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/v1/sandboxes/" + sb.ID + "/execs/e-nope/output?stream=fd3", nil, 400, "invalid"},
 	}
 	for _, c := range cases {
-		var e Error
+		var e wire.Error
 		status := d.do(c.method, c.path, c.body, &e)
 		if status != c.status || e.Code != c.code || e.Message == "" || strings.Contains(e.Message, "\n") {
 			t.Errorf("%s %s %v: got %d %+v, want %d %s", c.method, c.path, c.body, status, e, c.status, c.code)
@@ -312,12 +313,12 @@ func TestBadRequests(t *testing.T) {
 	}
 	// an oversized body
 	huge := fmt.Sprintf(`{"argv":["true"],"stdin":"%s"}`, strings.Repeat("A", maxExecBody))
-	var e Error
+	var e wire.Error
 	if status := d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", huge, &e); status != 413 || e.Code != "limit_exceeded" {
 		t.Errorf("oversized exec body: %d %+v", status, e)
 	}
 	// the sandbox still works after all that
-	if _, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"echo", "fine"}}); len(events) == 0 {
+	if _, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"echo", "fine"}}); len(events) == 0 {
 		t.Error("sandbox unusable after bad requests")
 	} else if out, _, _ := collect(events); out != "fine\n" {
 		t.Errorf("after bad requests: %q", out)
@@ -360,7 +361,7 @@ func TestRecordsOfALostDaemon(t *testing.T) {
 	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 		t.Fatal(code)
 	}
-	d.exec(sb.ID, ExecRequest{Argv: []string{"echo", "kept"}})
+	d.exec(sb.ID, wire.ExecRequest{Argv: []string{"echo", "kept"}})
 	// A second daemon on the same database (the first one "crashed") finds
 	// the sandbox still marked running: it died with its daemon.
 	st2, err := store.Open(d.dbPath)
@@ -442,7 +443,7 @@ func TestFilesOverSocket(t *testing.T) {
 		t.Errorf("after the tar round trip: %d %q", code, b)
 	}
 	// what a command sees
-	_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "stat -c %U /workspace/src/main.txt; ls /workspace/a"}})
+	_, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "stat -c %U /workspace/src/main.txt; ls /workspace/a"}})
 	if out, _, _ := collect(events); out != "sandbox\nb\n" {
 		t.Errorf("command view: %q", out)
 	}
@@ -450,7 +451,7 @@ func TestFilesOverSocket(t *testing.T) {
 		t.Errorf("remove: %d", code)
 	}
 	// bad input and hostile paths
-	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "ln -s /etc/hostname /workspace/link"}})
+	d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "ln -s /etc/hostname /workspace/link"}})
 	for _, c := range []struct {
 		method, url string
 		body        string
@@ -470,7 +471,7 @@ func TestFilesOverSocket(t *testing.T) {
 		{"GET", "http://airlock/v1/sandboxes/0123456789ab/files?path=/x", "", 404, "not_found"},
 	} {
 		code, b := req(c.method, c.url, strings.NewReader(c.body))
-		var e Error
+		var e wire.Error
 		_ = json.Unmarshal(b, &e)
 		if code != c.status || e.Code != c.code {
 			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.url, code, b, c.status, c.code)
@@ -494,9 +495,9 @@ func TestPauseResume(t *testing.T) {
 		t.Fatal(code)
 	}
 	// a background counter that keeps running after the command returns
-	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.05; done' >/dev/null 2>&1 &"}})
+	d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.05; done' >/dev/null 2>&1 &"}})
 	read := func() string {
-		_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"cat", "/tmp/n"}})
+		_, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"cat", "/tmp/n"}})
 		out, _, _ := collect(events)
 		return strings.TrimSpace(out)
 	}
@@ -516,11 +517,11 @@ func TestPauseResume(t *testing.T) {
 	}
 	// Until the freeze (after the v1 thaw guard started) the counter runs.
 	pausing := time.Since(t0)
-	var e Error
+	var e wire.Error
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/pause", nil, &e); code != 409 {
 		t.Errorf("second pause: %d %+v", code, e)
 	}
-	if code, _, e := d.exec(sb.ID, ExecRequest{Argv: []string{"true"}}); code != 409 || e.Code != "conflict" {
+	if code, _, e := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"true"}}); code != 409 || e.Code != "conflict" {
 		t.Errorf("exec while paused: %d %+v", code, e)
 	}
 	if code := d.do("GET", "/v1/sandboxes/"+sb.ID+"/files?path=/tmp/n", nil, &e); code != 409 {
@@ -561,12 +562,12 @@ func TestReset(t *testing.T) {
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"env": []string{"KEEP=yes"}}, &sb); code != 201 {
 		t.Fatal(code)
 	}
-	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "echo data > /workspace/f; echo t > /tmp/t; echo h > ~/.bash_history; setsid sleep 1000 >/dev/null 2>&1 &"}})
+	d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo data > /workspace/f; echo t > /tmp/t; echo h > ~/.bash_history; setsid sleep 1000 >/dev/null 2>&1 &"}})
 	var got manager.Sandbox
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/reset", nil, &got); code != 200 || got.ID != sb.ID || got.State != "running" {
 		t.Fatalf("reset: %d %+v", code, got)
 	}
-	_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "ls -A /workspace /tmp ~; ps -e -o comm= | grep -c sleep; echo $KEEP"}})
+	_, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "ls -A /workspace /tmp ~; ps -e -o comm= | grep -c sleep; echo $KEEP"}})
 	out, _, _ := collect(events)
 	if strings.Contains(out, "f\n") || strings.Contains(out, "bash_history") || !strings.HasSuffix(out, "0\nyes\n") {
 		t.Errorf("after reset: %q", out)
@@ -578,7 +579,7 @@ func TestReset(t *testing.T) {
 	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); code != 204 {
 		t.Errorf("delete after reset: %d", code)
 	}
-	var e Error
+	var e wire.Error
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/reset", nil, &e); code != 409 {
 		t.Errorf("reset of a stopped sandbox: %d", code)
 	}
@@ -602,7 +603,7 @@ func TestBackgroundExecAndSignal(t *testing.T) {
 		t.Fatalf("running exec record: %d %+v", code, e)
 	}
 	time.Sleep(200 * time.Millisecond)
-	var apiErr Error
+	var apiErr wire.Error
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID+"/signal", `{"signal":"BOGUS"}`, &apiErr); code != 400 {
 		t.Errorf("bad signal: %d %+v", code, apiErr)
 	}
@@ -690,12 +691,12 @@ func TestSnapshot(t *testing.T) {
 	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 		t.Fatal(code)
 	}
-	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "mkdir -p /workspace/src && echo kept > /workspace/src/a.txt && ln -s src/a.txt /workspace/link && echo rc > ~/.toolrc && echo gone > /tmp/t && (sleep 1000 &)"}})
+	d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "mkdir -p /workspace/src && echo kept > /workspace/src/a.txt && ln -s src/a.txt /workspace/link && echo rc > ~/.toolrc && echo gone > /tmp/t && (sleep 1000 &)"}})
 	var snap snapshots.Snapshot
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/snapshot", map[string]string{"name": "with-src"}, &snap); code != 201 || snap.Version == "" || snap.Base != "host" {
 		t.Fatalf("snapshot: %d %+v", code, snap)
 	}
-	var e Error
+	var e wire.Error
 	for _, bad := range []string{"host", "../x", ""} {
 		if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/snapshot", map[string]string{"name": bad}, &e); code != 400 && code != 409 {
 			t.Errorf("snapshot named %q: %d", bad, code)
@@ -705,22 +706,22 @@ func TestSnapshot(t *testing.T) {
 	if code := d.do("POST", "/v1/sandboxes", map[string]string{"template": "with-src"}, &sb2); code != 201 || sb2.Template != "with-src" || sb2.TemplateVersion != snap.Version {
 		t.Fatalf("create from the snapshot: %d %+v", code, sb2)
 	}
-	_, events, _ := d.exec(sb2.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat /workspace/link ~/.toolrc; stat -c %U /workspace/src/a.txt; ls /tmp; ps -e -o comm= | grep -c sleep"}})
+	_, events, _ := d.exec(sb2.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "cat /workspace/link ~/.toolrc; stat -c %U /workspace/src/a.txt; ls /tmp; ps -e -o comm= | grep -c sleep"}})
 	if out, _, _ := collect(events); out != "kept\nrc\nsandbox\n0\n" {
 		t.Errorf("in a sandbox from the snapshot: %q", out)
 	}
 	// the new sandbox owns its copy: writing there changes neither the
 	// snapshot nor the first sandbox
-	d.exec(sb2.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "echo changed > /workspace/src/a.txt"}})
+	d.exec(sb2.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo changed > /workspace/src/a.txt"}})
 	var sb3 manager.Sandbox
 	d.do("POST", "/v1/sandboxes", map[string]string{"template": "with-src"}, &sb3)
-	_, events, _ = d.exec(sb3.ID, ExecRequest{Argv: []string{"cat", "/workspace/src/a.txt"}})
+	_, events, _ = d.exec(sb3.ID, wire.ExecRequest{Argv: []string{"cat", "/workspace/src/a.txt"}})
 	if out, _, _ := collect(events); out != "kept\n" {
 		t.Errorf("snapshot changed by a sandbox made from it: %q", out)
 	}
 	// reset of a sandbox made from a snapshot goes back to the snapshot
 	d.do("POST", "/v1/sandboxes/"+sb2.ID+"/reset", nil, nil)
-	_, events, _ = d.exec(sb2.ID, ExecRequest{Argv: []string{"cat", "/workspace/src/a.txt"}})
+	_, events, _ = d.exec(sb2.ID, wire.ExecRequest{Argv: []string{"cat", "/workspace/src/a.txt"}})
 	if out, _, _ := collect(events); out != "kept\n" {
 		t.Errorf("after reset: %q", out)
 	}
@@ -766,7 +767,7 @@ func TestInteractiveStdin(t *testing.T) {
 	if e.Status == nil || e.Status.Code != 0 || string(out) != "got:one\ngot:two\neof\n" {
 		t.Errorf("interactive stdin: %+v %q", e, out)
 	}
-	var apiErr Error
+	var apiErr wire.Error
 	if code := d.do("POST", base+"/input", map[string]any{"data": []byte("late")}, &apiErr); code != 409 {
 		t.Errorf("input after the end: %d %+v", code, apiErr)
 	}
@@ -783,7 +784,7 @@ func TestTerminalSession(t *testing.T) {
 	d := newDaemon(t)
 	var sb manager.Sandbox
 	d.do("POST", "/v1/sandboxes", nil, &sb)
-	j, _ := json.Marshal(ExecRequest{Argv: []string{"/bin/sh", "-c", "echo ready; read a; stty size; echo got:$a"}, TTY: true, Rows: 30, Cols: 90, StdinOpen: true})
+	j, _ := json.Marshal(wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo ready; read a; stty size; echo got:$a"}, TTY: true, Rows: 30, Cols: 90, StdinOpen: true})
 	resp, err := d.client.Post("http://airlock/v1/sandboxes/"+sb.ID+"/exec", "application/json", bytes.NewReader(j))
 	if err != nil {
 		t.Fatal(err)
@@ -792,9 +793,9 @@ func TestTerminalSession(t *testing.T) {
 	sc := bufio.NewScanner(resp.Body)
 	var execID string
 	var out strings.Builder
-	var exit *Event
+	var exit *wire.Event
 	for sc.Scan() {
-		var ev Event
+		var ev wire.Event
 		_ = json.Unmarshal(sc.Bytes(), &ev)
 		switch ev.Type {
 		case "start":
@@ -833,17 +834,17 @@ func TestFullDiskOverAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e Error
+	var e wire.Error
 	_ = json.NewDecoder(resp.Body).Decode(&e)
 	resp.Body.Close()
 	if resp.StatusCode != 429 || e.Code != "limit_exceeded" || !strings.Contains(e.Message, "no space") {
 		t.Errorf("write past the disk: %d %+v", resp.StatusCode, e)
 	}
-	code, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 20000000 /dev/zero > /workspace/big2"}})
+	code, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 20000000 /dev/zero > /workspace/big2"}})
 	if _, _, exit := collect(events); code != 200 || exit == nil || exit.Status.Limit != "disk" {
 		t.Errorf("exec past the disk: %d %+v", code, exit)
 	}
-	d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "rm -f /workspace/big /workspace/big2"}})
+	d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "rm -f /workspace/big /workspace/big2"}})
 	if code := d.do("PUT", "/v1/sandboxes/"+sb.ID+"/files?path=/workspace/small", "fits", nil); code != 200 {
 		t.Errorf("write after freeing space: %d", code)
 	}
@@ -858,7 +859,7 @@ func TestCreateWithinTheDaemonsCaps(t *testing.T) {
 		c.Caps = manager.Caps{Limits: runtime.Limits{MemoryBytes: 256 << 20, TmpBytes: 64 << 20, Pids: 512, CPUs: 1}, Sandboxes: 2}
 	})
 	for _, l := range []map[string]any{{"memory_bytes": 200e9}, {"tmp_bytes": 100e9}, {"pids": 60000}, {"cpus": 4}} {
-		var e Error
+		var e wire.Error
 		if code := d.do("POST", "/v1/sandboxes", map[string]any{"limits": l}, &e); code != 400 || !strings.Contains(e.Message, "on this daemon") {
 			t.Errorf("create with %v: %d %+v", l, code, e)
 		}
@@ -870,7 +871,7 @@ func TestCreateWithinTheDaemonsCaps(t *testing.T) {
 	if code := d.do("POST", "/v1/sandboxes", nil, &b); code != 201 {
 		t.Fatalf("second: %d", code)
 	}
-	var e Error
+	var e wire.Error
 	if code := d.do("POST", "/v1/sandboxes", nil, &e); code != 429 || !strings.Contains(e.Message, "at most 2") {
 		t.Errorf("a third sandbox: %d %+v", code, e)
 	}

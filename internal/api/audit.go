@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // The audit routes: the record, its verification and purging are the
@@ -66,7 +67,7 @@ func (s *Server) auditQuery(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	writeJSON(w, http.StatusOK, wire.AuditEventList{Events: mapAll(events, auditEventOut)})
 }
 
 func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +76,7 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, http.StatusOK, auditReportOut(rep))
 }
 
 func (s *Server) auditBlob(w http.ResponseWriter, r *http.Request) {
@@ -94,9 +95,7 @@ func (s *Server) auditBlob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		OlderThanSeconds int64 `json:"older_than_seconds"`
-	}
+	var req wire.PurgeRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -111,7 +110,7 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, purgeOut(res))
 }
 
 func (s *Server) taskBundle(w http.ResponseWriter, r *http.Request) {

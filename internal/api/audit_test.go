@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // auditDaemon runs with the audit log and the redactor, as airlock serve
@@ -113,7 +114,7 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 		`echo x > "src/$API_TOKEN.txt"; printf '{"dependencies": {"left-pad": "%s"}}\n' "$API_TOKEN" > src/package.json; ` +
 		// and an archive that holds it, compressed
 		`printf 'T=%s\n' "$API_TOKEN" > /tmp/e; tar czf src/dist.tgz -C /tmp e`
-	code, events, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"API_TOKEN=" + secret}})
+	code, events, _ := d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"API_TOKEN=" + secret}})
 	out, errOut, _ := collect(events)
 	if code != 200 || !strings.Contains(out, "token is ") {
 		t.Fatalf("exec: %d %q %q", code, out, errOut)
@@ -122,7 +123,7 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 		t.Fatal("tests failed after the fix")
 	}
 	// The agent's own verification command counts as a test run too.
-	if code, _, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"python3", "-m", "unittest"}}); code != 200 {
+	if code, _, _ := d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"python3", "-m", "unittest"}}); code != 200 {
 		t.Fatalf("python3 -m unittest: %d", code)
 	}
 	// Events for what happened.
@@ -359,7 +360,7 @@ func TestPurgeKeepsTheChain(t *testing.T) {
 	repo, first := sampleRepo(t)
 	var task manager.Task
 	d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task)
-	code, events, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 10000 /dev/zero | tr '\\0' x; echo more >> README"}})
+	code, events, _ := d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 10000 /dev/zero | tr '\\0' x; echo more >> README"}})
 	out, _, _ := collect(events)
 	if code != 200 || len(out) != 10000 {
 		t.Fatalf("exec: %d %d", code, len(out))
@@ -410,11 +411,11 @@ func TestLearnedSecretsAreBatchedAndCapped(t *testing.T) {
 		}
 		return e
 	}
-	code, _, e := d.exec(sb.ID, ExecRequest{Argv: []string{"true"}, Env: env(manager.MaxLearned + 1)})
+	code, _, e := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"true"}, Env: env(manager.MaxLearned + 1)})
 	if code != 400 || e.Code != "invalid" || !strings.Contains(e.Message, "secret-named variables") {
 		t.Fatalf("%d secret-named variables: %d %+v", manager.MaxLearned+1, code, e)
 	}
-	code, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "env | grep _TOKEN= | sort"}, Env: env(manager.MaxLearned)})
+	code, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "env | grep _TOKEN= | sort"}, Env: env(manager.MaxLearned)})
 	out, _, exit := collect(events)
 	if code != 200 || exit == nil || strings.Count(out, "learned-value-") != manager.MaxLearned {
 		t.Fatalf("exec with %d: %d %+v %q", manager.MaxLearned, code, exit, out)
@@ -494,7 +495,7 @@ func TestAuditVerifyUnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				d.exec(id, ExecRequest{Argv: []string{"true"}})
+				d.exec(id, wire.ExecRequest{Argv: []string{"true"}})
 			}
 		})
 	}

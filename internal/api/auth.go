@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // remoteKey marks a request that came over TCP.
@@ -38,27 +39,27 @@ func (s *Server) TCP() http.Handler {
 		k, ok := s.keys.Of(r.Context(), key)
 		if key == "" || !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
-			writeJSON(w, http.StatusUnauthorized, Error{Code: "unauthenticated", Message: "a valid API key is required (Authorization: Bearer KEY)"})
+			writeJSON(w, http.StatusUnauthorized, wire.Error{Code: wire.CodeUnauthenticated, Message: "a valid API key is required (Authorization: Bearer KEY)"})
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/v1/apikeys") {
-			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "API keys are managed on the daemon's unix socket only"})
+			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "API keys are managed on the daemon's unix socket only"})
 			return
 		}
 		if auditOnly(r) {
-			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "the audit log and purging are the operator's: use the daemon's unix socket"})
+			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "the audit log and purging are the operator's: use the daemon's unix socket"})
 			return
 		}
 		if egressOperatorOnly(r) {
-			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "the egress kill switch is the operator's: use the daemon's unix socket"})
+			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "the egress kill switch is the operator's: use the daemon's unix socket"})
 			return
 		}
 		if secretsOnly(r) {
-			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "secrets are managed and granted on the daemon's unix socket only"})
+			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "secrets are managed and granted on the daemon's unix socket only"})
 			return
 		}
 		if operatorOnly(r) {
-			writeJSON(w, http.StatusForbidden, Error{Code: "denied", Message: "approvals and break-glass are given on the daemon's unix socket only: an agent cannot approve itself"})
+			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "approvals and break-glass are given on the daemon's unix socket only: an agent cannot approve itself"})
 			return
 		}
 		ctx := context.WithValue(r.Context(), remoteKey{}, true)
@@ -68,10 +69,7 @@ func (s *Server) TCP() http.Handler {
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Name   string `json:"name"`
-		Format string `json:"format"`
-	}
+	var req wire.APIKeyRequest
 	if r.ContentLength != 0 {
 		if err := decode(w, r, maxJSONBody, &req); err != nil {
 			writeError(w, err)
@@ -83,7 +81,9 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": k.ID, "name": k.Name, "created": k.Created, "key": key})
+	out := apiKeyOut(k)
+	out.Key = key
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +92,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"apikeys": keys})
+	writeJSON(w, http.StatusOK, wire.APIKeyList{APIKeys: mapAll(keys, apiKeyOut)})
 }
 
 func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) {

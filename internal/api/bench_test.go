@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func medianMS(ds []time.Duration) float64 {
@@ -42,7 +43,7 @@ func TestBenchAPI(t *testing.T) {
 	d.do("POST", "/v1/sandboxes", nil, &sb)
 	for i := 0; i < 300; i++ {
 		start := time.Now()
-		_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/true"}})
+		_, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/true"}})
 		execs = append(execs, time.Since(start))
 		if _, _, exit := collect(events); exit == nil || exit.Status == nil || exit.Status.Code != 0 {
 			t.Fatalf("exec: %+v", events)
@@ -77,7 +78,7 @@ func TestConcurrentSandboxes(t *testing.T) {
 				return
 			}
 			for j := 0; j < per; j++ {
-				code, events, e := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/echo", fmt.Sprint(i, j)}})
+				code, events, e := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/echo", fmt.Sprint(i, j)}})
 				out, _, exit := collect(events)
 				if code != 200 || exit == nil || exit.Status == nil || exit.Status.Code != 0 || out != fmt.Sprintf("%d %d\n", i, j) {
 					b, _ := json.Marshal(e)
@@ -122,7 +123,7 @@ func TestBenchAuditExec(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		for j, d := range []*daemon{plain, audited} {
 			start := time.Now()
-			_, events, _ := d.exec(ids[j], ExecRequest{Argv: []string{"/bin/true"}})
+			_, events, _ := d.exec(ids[j], wire.ExecRequest{Argv: []string{"/bin/true"}})
 			times[j] = append(times[j], time.Since(start))
 			if _, _, exit := collect(events); exit == nil || exit.Status == nil || exit.Status.Code != 0 {
 				t.Fatalf("exec: %+v", events)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // The egress routes: a sandbox's effective egress policy, a runtime layer
@@ -27,13 +28,11 @@ func egressOperatorOnly(r *http.Request) bool {
 
 func (s *Server) egressStatus(w http.ResponseWriter, r *http.Request) {
 	on, cut := s.m.EgressStatus()
-	writeJSON(w, http.StatusOK, map[string]any{"enabled": on, "cut": cut})
+	writeJSON(w, http.StatusOK, wire.EgressStatus{Enabled: on, Cut: cut})
 }
 
 func (s *Server) egressCut(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		On *bool `json:"on"`
-	}
+	var req wire.EgressCutRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -64,8 +63,8 @@ func (s *Server) getEgress(w http.ResponseWriter, r *http.Request) {
 	// audit budget (with the cut, once it used it up).
 	writeJSON(w, http.StatusOK, struct {
 		*egress.Policy
-		Usage *egress.Usage `json:"usage,omitempty"`
-	}{p, s.m.EgressUsage(id)})
+		Usage *wire.EgressUsage `json:"usage,omitempty"`
+	}{p, usageOut(s.m.EgressUsage(id))})
 }
 
 func (s *Server) setEgress(w http.ResponseWriter, r *http.Request) {

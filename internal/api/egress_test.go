@@ -34,6 +34,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -254,7 +255,7 @@ func TestEgressThroughTheProxy(t *testing.T) {
 	}
 	// A double-forked process (its parent is the agent now) is still its
 	// command's, by the command's session.
-	_, execEvs, _ := e.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(`(sh -c 'curl -sS --max-time 20 http://plain.example.test:%d/orphan > /tmp/orphan' &); sleep 2; cat /tmp/orphan`, plain)}})
+	_, execEvs, _ := e.exec(id, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(`(sh -c 'curl -sS --max-time 20 http://plain.example.test:%d/orphan > /tmp/orphan' &); sleep 2; cat /tmp/orphan`, plain)}})
 	orphanExec := ""
 	for _, ev := range execEvs {
 		if ev.ExecID != "" {
@@ -321,7 +322,7 @@ func TestEgressBrokeredSecret(t *testing.T) {
 	if !strings.Contains(string(ca), "BEGIN CERTIFICATE") {
 		t.Fatalf("ca: %q", ca)
 	}
-	if code, _, _ := e.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat > /tmp/airlock-ca"}, Stdin: base64.StdEncoding.EncodeToString(ca)}); code != 200 {
+	if code, _, _ := e.exec(id, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "cat > /tmp/airlock-ca"}, Stdin: base64.StdEncoding.EncodeToString(ca)}); code != 200 {
 		t.Fatalf("write ca: %d", code)
 	}
 	secure := e.secure.Listener.Addr().(*net.TCPAddr).Port
@@ -496,12 +497,12 @@ func TestFullLogDiskFailsClosed(t *testing.T) {
 	// A command that keeps reaching the upstream until it has been refused
 	// five times in a row (or gives up after 400 tries).
 	type result struct {
-		events []Event
+		events []wire.Event
 		code   int
 	}
 	running := make(chan result, 1)
 	go func() {
-		code, events, _ := e.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(`n=0; i=0
+		code, events, _ := e.exec(id, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(`n=0; i=0
 while [ $n -lt 5 ] && [ $i -lt 400 ]; do
   c=$(curl -s --max-time 10 -o /dev/null -w '%%{http_code}' http://plain.example.test:%d/during)
   echo "$c"
@@ -541,21 +542,18 @@ done`, plain)}})
 	}
 
 	// Nothing new starts, and each refusal says why.
-	var apiErr Error
+	var apiErr wire.Error
 	if code := e.do("POST", "/v1/sandboxes", "", &apiErr); code != 429 || !strings.Contains(apiErr.Message, "audit log cannot be written") {
 		t.Errorf("create with a broken audit log: %d %+v", code, apiErr)
 	}
-	if code, _, eb := e.exec(id, ExecRequest{Argv: []string{"true"}}); code != 429 || !strings.Contains(eb.Message, "audit log cannot be written") {
+	if code, _, eb := e.exec(id, wire.ExecRequest{Argv: []string{"true"}}); code != 429 || !strings.Contains(eb.Message, "audit log cannot be written") {
 		t.Errorf("exec with a broken audit log: %d %+v", code, eb)
 	}
-	apiErr = Error{}
+	apiErr = wire.Error{}
 	if code := e.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &apiErr); code != 429 || !strings.Contains(apiErr.Message, "cannot be finished") {
 		t.Errorf("finish with a broken audit log: %d %+v", code, apiErr)
 	}
-	var h struct {
-		Health
-		Code, Message string
-	}
+	var h Health // its error fields (code, message) are wire.Health's
 	if code := e.do("GET", "/v1/health", nil, &h); code != 503 || h.OK || !strings.Contains(h.Problem, "audit log cannot be written") || h.Code != "limit_exceeded" || h.Message != h.Problem {
 		t.Errorf("health with a broken audit log: %d %+v", code, h)
 	}
@@ -640,7 +638,7 @@ func TestEgressBrokeredGrantHeaders(t *testing.T) {
 	}
 	ca, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if code, _, _ := e.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat > /tmp/airlock-ca"}, Stdin: base64.StdEncoding.EncodeToString(ca)}); code != 200 {
+	if code, _, _ := e.exec(id, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "cat > /tmp/airlock-ca"}, Stdin: base64.StdEncoding.EncodeToString(ca)}); code != 200 {
 		t.Fatalf("write ca: %d", code)
 	}
 	secure := e.secure.Listener.Addr().(*net.TCPAddr).Port

@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Limits of the file routes.
@@ -111,7 +112,7 @@ func (s *Server) fileWrite(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"path": p, "size": n})
+	writeJSON(w, http.StatusOK, wire.FileWritten{Path: p, Size: n})
 }
 
 func (s *Server) fileRemove(w http.ResponseWriter, r *http.Request) {
@@ -136,7 +137,7 @@ func (s *Server) fileStat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, fileInfoOut(st))
 }
 
 func (s *Server) fileList(w http.ResponseWriter, r *http.Request) {
@@ -149,7 +150,7 @@ func (s *Server) fileList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": list})
+	writeJSON(w, http.StatusOK, wire.FileList{Entries: mapAll(list, fileInfoOut)})
 }
 
 func (s *Server) fileMkdir(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +162,7 @@ func (s *Server) fileMkdir(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"path": p})
+	writeJSON(w, http.StatusCreated, wire.DirMade{Path: p})
 }
 
 func (s *Server) tarDownload(w http.ResponseWriter, r *http.Request) {

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +69,7 @@ func (e *egressEnv) runProbe(id string, args ...string) probeResult {
 	if code := e.do("PUT", "/v1/sandboxes/"+id+"/files?path=/tmp/probe&mode=0755", string(probeBinary(e.t)), nil); code != 200 {
 		e.t.Fatalf("upload the probe: %d", code)
 	}
-	code, evs, eb := e.exec(id, ExecRequest{Argv: append([]string{"/tmp/probe"}, args...)})
+	code, evs, eb := e.exec(id, wire.ExecRequest{Argv: append([]string{"/tmp/probe"}, args...)})
 	out, errOut, _ := collect(evs)
 	var r probeResult
 	if code != 200 || json.Unmarshal([]byte(out), &r) != nil {
@@ -274,7 +275,7 @@ func TestFullLogDiskRecoversWithoutRestart(t *testing.T) {
 	if !stopped {
 		t.Error("the destroy on a full log disk is not on the record")
 	}
-	if code, _, _ := e.exec(stays, ExecRequest{Argv: []string{"true"}}); code != 429 {
+	if code, _, _ := e.exec(stays, wire.ExecRequest{Argv: []string{"true"}}); code != 429 {
 		t.Errorf("exec with the disk still full: %d", code)
 	}
 
@@ -284,7 +285,7 @@ func TestFullLogDiskRecoversWithoutRestart(t *testing.T) {
 			t.Fatalf("the daemon did not recover once space was back: %v", e.log.Err())
 		}
 	}
-	if code, evs, _ := e.exec(stays, ExecRequest{Argv: []string{"echo", "after"}}); code != 200 {
+	if code, evs, _ := e.exec(stays, wire.ExecRequest{Argv: []string{"echo", "after"}}); code != 200 {
 		t.Errorf("exec after recovery: %d", code)
 	} else if out, _, _ := collect(evs); out != "after\n" {
 		t.Errorf("exec after recovery: %q", out)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // The policy routes: a sandbox's effective policy, what it would decide,
@@ -40,7 +42,12 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"version": p.Version(), "policy": p})
+	raw, err := json.Marshal(p)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.PolicyAnswer{Version: p.Version(), Policy: raw})
 }
 
 func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request) {
@@ -49,10 +56,7 @@ func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Argv []string `json:"argv"`
-		Cwd  string   `json:"cwd,omitempty"`
-	}
+	var req wire.CheckRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -66,7 +70,12 @@ func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
+	out, err := decisionOut(d)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
@@ -75,10 +84,7 @@ func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Reason     string `json:"reason"`
-		ForSeconds int64  `json:"for_seconds,omitempty"`
-	}
+	var req wire.BreakGlassRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -93,7 +99,7 @@ func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, bg)
+	writeJSON(w, http.StatusCreated, breakGlassOut(bg))
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +115,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	writeJSON(w, http.StatusOK, wire.ApprovalList{Approvals: mapAll(list, approvalOut)})
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +129,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, approvalOut(a))
 }
 
 func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
@@ -132,11 +138,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Scope      policy.GrantScope `json:"scope,omitempty"`
-		ForSeconds int64             `json:"for_seconds,omitempty"`
-		Reason     string            `json:"reason,omitempty"`
-	}
+	var req wire.ApproveRequest
 	if r.ContentLength != 0 {
 		if err := decode(w, r, maxJSONBody, &req); err != nil {
 			writeError(w, err)
@@ -148,12 +150,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	a, err := s.m.Approve(r.Context(), id, manager.ApproveRequest{Scope: req.Scope, For: d, Reason: req.Reason})
+	a, err := s.m.Approve(r.Context(), id, manager.ApproveRequest{Scope: policy.GrantScope(req.Scope), For: d, Reason: req.Reason})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, approvalOut(a))
 }
 
 func (s *Server) deny(w http.ResponseWriter, r *http.Request) {
@@ -162,9 +164,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Reason string `json:"reason"`
-	}
+	var req wire.DenyRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
@@ -174,5 +174,5 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, approvalOut(a))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // clock is a test clock the manager reads; tests move it.
@@ -57,9 +58,9 @@ func (d *daemon) sandbox() string {
 	return sb.ID
 }
 
-func (d *daemon) sh(id, script string, wait *int64) (int, string, Error) {
+func (d *daemon) sh(id, script string, wait *int64) (int, string, wire.Error) {
 	d.t.Helper()
-	code, events, e := d.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", script}, ApprovalWaitSeconds: wait})
+	code, events, e := d.exec(id, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", script}, ApprovalWaitSeconds: wait})
 	out, errOut, _ := collect(events)
 	return code, out + errOut, e
 }
@@ -121,7 +122,7 @@ func TestApprovalHeldThenApproved(t *testing.T) {
 	type result struct {
 		code int
 		out  string
-		e    Error
+		e    wire.Error
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -224,7 +225,7 @@ func TestApprovalDeniedExpiredAndScoped(t *testing.T) {
 		t.Fatalf("approving an expired approval: %d", code)
 	}
 	// A waiting exec that a human denies fails with the reason.
-	done := make(chan Error, 1)
+	done := make(chan wire.Error, 1)
 	go func() { _, _, e := d.sh(id, "rm -rf /workspace/z", i64(60)); done <- e }()
 	var held []manager.Approval
 	for i := 0; i < 200 && len(held) == 0; i++ {
@@ -297,7 +298,7 @@ func TestBreakGlassIsLoud(t *testing.T) {
 
 // remotePost serves the daemon's API on a loopback TCP port for a new API
 // key, and returns a POST as that remote client (status, error answer).
-func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, Error) {
+func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, wire.Error) {
 	t.Helper()
 	_, key, err := d.keys.Create(context.Background(), "agent", "")
 	if err != nil {
@@ -310,7 +311,7 @@ func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, Error) {
 	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return func(path, body string) (int, Error) {
+	return func(path, body string) (int, wire.Error) {
 		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := http.DefaultClient.Do(req)
@@ -318,7 +319,7 @@ func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, Error) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var e Error
+		var e wire.Error
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return resp.StatusCode, e
 	}
@@ -459,14 +460,14 @@ func TestFileAPIJudgesCleanPathsAndEveryTarEntry(t *testing.T) {
 	}
 
 	// Upload: every entry is a write of its own.
-	upload := func(entries map[string]string) (int, Error) {
+	upload := func(entries map[string]string) (int, wire.Error) {
 		req, _ := http.NewRequest("PUT", "http://airlock/v1/sandboxes/"+id+"/files/tar?path=/workspace", bytes.NewReader(tarOf(t, entries)))
 		resp, err := d.client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var e Error
+		var e wire.Error
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return resp.StatusCode, e
 	}
@@ -601,7 +602,7 @@ func TestHeldCommandApprovedAsItRuns(t *testing.T) {
 	// Another host, even one the client declares a secret, is another
 	// command: held.
 	evil := strings.Replace(line, "good-mirror.example.test", "evil.example.test", 1)
-	code, _, e = d.exec(id, ExecRequest{Argv: []string{"/bin/sh", "-c", evil}, Env: []string{"X_TOKEN=evil.example.test"}, ApprovalWaitSeconds: i64(0)})
+	code, _, e = d.exec(id, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", evil}, Env: []string{"X_TOKEN=evil.example.test"}, ApprovalWaitSeconds: i64(0)})
 	if code != 403 || e.Code != "approval_pending" {
 		t.Errorf("another host under the same grant: %d %+v", code, e)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // leakSecret is a granted secret an agent plants in records. Letters and
@@ -101,7 +102,7 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 		t.Fatalf("the grant: %d %q", code, out)
 	}
 	var other manager.Sandbox
-	exec := func(req ExecRequest) func() {
+	exec := func(req wire.ExecRequest) func() {
 		return func() {
 			if code, _, e := d.exec(sb, req); code != 200 && code != 400 && code != 404 {
 				t.Fatalf("exec %+v: %d %+v", req, code, e)
@@ -116,13 +117,13 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 		shown string
 	}{
 		{"task prompt", func() {}, "fix calc with key [REDACTED"},
-		{"argv", exec(ExecRequest{Argv: []string{"/bin/echo", "arg-" + leakSecret}}), "arg-[REDACTED"},
-		{"cwd", exec(ExecRequest{Argv: []string{"/bin/true"}, Cwd: "/workspace/src/" + leakSecret}), "/workspace/src/[REDACTED"},
-		{"cwd that does not exist", exec(ExecRequest{Argv: []string{"/bin/true"}, Cwd: "/workspace/none-" + leakSecret}), "/workspace/none-[REDACTED"},
-		{"env name", exec(ExecRequest{Argv: []string{"/bin/true"}, Env: []string{"V_" + leakSecret + "=1"}}), "V_[REDACTED"},
-		{"env value", exec(ExecRequest{Argv: []string{"/bin/true"}, Env: []string{"PLAIN_VALUE=" + leakSecret}}), "PLAIN_VALUE"},
-		{"terminal name", exec(ExecRequest{Argv: []string{"/bin/sh", "-c", "tty >/dev/null; echo $TERM"}, TTY: true, Rows: 24, Cols: 80, Env: []string{"TERM=" + leakSecret}}), "TERM"},
-		{"written path", exec(ExecRequest{Argv: []string{"/bin/sh", "-c", `echo x > "/workspace/src/w-$API_TOKEN"`}}), "/workspace/src/w-[REDACTED"},
+		{"argv", exec(wire.ExecRequest{Argv: []string{"/bin/echo", "arg-" + leakSecret}}), "arg-[REDACTED"},
+		{"cwd", exec(wire.ExecRequest{Argv: []string{"/bin/true"}, Cwd: "/workspace/src/" + leakSecret}), "/workspace/src/[REDACTED"},
+		{"cwd that does not exist", exec(wire.ExecRequest{Argv: []string{"/bin/true"}, Cwd: "/workspace/none-" + leakSecret}), "/workspace/none-[REDACTED"},
+		{"env name", exec(wire.ExecRequest{Argv: []string{"/bin/true"}, Env: []string{"V_" + leakSecret + "=1"}}), "V_[REDACTED"},
+		{"env value", exec(wire.ExecRequest{Argv: []string{"/bin/true"}, Env: []string{"PLAIN_VALUE=" + leakSecret}}), "PLAIN_VALUE"},
+		{"terminal name", exec(wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "tty >/dev/null; echo $TERM"}, TTY: true, Rows: 24, Cols: 80, Env: []string{"TERM=" + leakSecret}}), "TERM"},
+		{"written path", exec(wire.ExecRequest{Argv: []string{"/bin/sh", "-c", `echo x > "/workspace/src/w-$API_TOKEN"`}}), "/workspace/src/w-[REDACTED"},
 		{"labels", func() {
 			if code := d.do("POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"note": "l-" + leakSecret, "k" + leakSecret: "v"}}, &other); code != 201 {
 				t.Fatalf("create with labels: %d", code)
@@ -209,7 +210,7 @@ func TestHeldCredentialsShownOnlyToApprovers(t *testing.T) {
 	// a known token shape, and a secret-named variable the redactor learns
 	token := "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789AB"
 	script := fmt.Sprintf("curl -H 'Authorization: token %s' http://127.0.0.1:9/ && rm -rf /workspace/x-%s", token, leakSecret)
-	code, _, e := d.exec(sb, ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"DEPLOY_TOKEN=" + leakSecret}, ApprovalWaitSeconds: i64(0)})
+	code, _, e := d.exec(sb, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"DEPLOY_TOKEN=" + leakSecret}, ApprovalWaitSeconds: i64(0)})
 	if code != 403 || e.ApprovalID == "" {
 		t.Fatalf("the command was not held: %d %+v", code, e)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Security review tests: the host-side diff of an agent-controlled
@@ -31,7 +32,7 @@ func reviewTask(t *testing.T, d *daemon, req map[string]any) manager.Task {
 
 func reviewSh(t *testing.T, d *daemon, sb, script string) {
 	t.Helper()
-	_, events, e := d.exec(sb, ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Cwd: "/workspace"})
+	_, events, e := d.exec(sb, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Cwd: "/workspace"})
 	out, errOut, exit := collect(events)
 	if exit == nil || exit.Status == nil || exit.Status.Code != 0 {
 		t.Fatalf("agent script failed: %+v %q %q %+v", exit, out, errOut, e)
@@ -188,7 +189,7 @@ func TestReviewDiffSparseFilesUnbounded(t *testing.T) {
 	// RLIMIT_FSIZE is max(disk, tmp) = 256 MiB by default: two files at it, 8x the disk.
 	reviewSh(t, d, task.SandboxID, `for i in 1 2; do truncate -s 268435456 sparse$i || exit 1; done; du -sk .`)
 	w0, t0 := selfWchar(t), time.Now()
-	var e Error
+	var e wire.Error
 	code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &e)
 	written := selfWchar(t) - w0
 	if code != 429 && written > 2*disk {

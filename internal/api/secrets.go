@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // The secret routes are the operator's: refused over TCP, so that an agent
@@ -30,13 +31,11 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"secrets": l})
+	writeJSON(w, http.StatusOK, wire.SecretList{Secrets: mapAll(l, secretInfoOut)})
 }
 
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Value string `json:"value"`
-	}
+	var req wire.SecretValue
 	if err := decode(w, r, 2*manager.MaxSecretBytes, &req); err != nil {
 		writeError(w, err)
 		return
@@ -46,7 +45,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, info)
+	writeJSON(w, http.StatusOK, secretInfoOut(info))
 }
 
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) {
@@ -58,17 +57,17 @@ func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) grantSecret(w http.ResponseWriter, r *http.Request) {
-	var req manager.GrantSecretRequest
+	var req wire.SecretGrantRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	g, err := s.m.GrantSecret(r.Context(), r.PathValue("name"), req)
+	g, err := s.m.GrantSecret(r.Context(), r.PathValue("name"), grantIn(req))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, g)
+	writeJSON(w, http.StatusCreated, secretGrantOut(g))
 }
 
 func (s *Server) listSecretGrants(w http.ResponseWriter, r *http.Request) {
@@ -77,7 +76,7 @@ func (s *Server) listSecretGrants(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"grants": l})
+	writeJSON(w, http.StatusOK, wire.SecretGrantList{Grants: mapAll(l, secretGrantOut)})
 }
 
 func (s *Server) revokeSecretGrant(w http.ResponseWriter, r *http.Request) {

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // secretDaemon is a daemon that keeps secrets (key in a temp dir), with
@@ -162,7 +163,7 @@ func TestSecretBadInput(t *testing.T) {
 		// a placeholder that nothing would ever replace.
 		{"POST", "/v1/secrets/OK/grants", map[string]any{"sandbox_id": sb.ID, "hosts": []string{"a.test"}, "mode": "broker"}, 501, "broker"},
 	} {
-		var e Error
+		var e wire.Error
 		if code := d.do(c.method, c.path, c.body, &e); code != c.code || !strings.Contains(e.Message, c.msg) {
 			t.Errorf("%s %s %v: %d %+v, want %d %q", c.method, c.path, c.body, code, e, c.code, c.msg)
 		}
@@ -231,7 +232,7 @@ func TestSecretTaskGrantEndsWithTheTask(t *testing.T) {
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo}, &task); code != 201 {
 		t.Fatal(code)
 	}
-	var e Error
+	var e wire.Error
 	if code := d.do("POST", "/v1/secrets/DEPLOY_TOKEN/grants", map[string]any{"task_id": task.ID, "hosts": []string{"deploy.example.test"}}, &e); code != 201 {
 		t.Fatalf("grant: %d %+v", code, e)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // sampleRepo makes a git repository with two commits on main and returns
@@ -56,7 +57,7 @@ func (d *daemon) testTask(id string) (bool, string) {
 	passed := false
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		var ev Event
+		var ev wire.Event
 		_ = json.Unmarshal(sc.Bytes(), &ev)
 		if ev.Type == "stdout" {
 			out.Write(ev.Data)
@@ -77,7 +78,7 @@ func TestTaskWorkflow(t *testing.T) {
 		t.Fatalf("start: %d %+v", code, task)
 	}
 	// the exact commit is checked out: the second commit's README is not
-	_, events, _ := d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat README; git rev-parse HEAD"}})
+	_, events, _ := d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "cat README; git rev-parse HEAD"}})
 	if out, _, _ := collect(events); out != "sample\n"+first+"\n" {
 		t.Errorf("checkout: %q", out)
 	}
@@ -86,10 +87,10 @@ func TestTaskWorkflow(t *testing.T) {
 	}
 	// the agent fixes the code and even tries to forge history in its
 	// .git: the host's diff is from the files alone
-	d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", `sed -i 's/-/+/' src/calc.sh && echo new > src/added.txt && git -c user.name=x -c user.email=x@x commit -qam forged && git update-ref refs/heads/main HEAD`}})
+	d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", `sed -i 's/-/+/' src/calc.sh && echo new > src/added.txt && git -c user.name=x -c user.email=x@x commit -qam forged && git update-ref refs/heads/main HEAD`}})
 	// a write outside the scope fails inside the sandbox, whatever the
 	// host's policy let through (this daemon's policy allows everything)
-	_, events, _ = d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "echo sneaky > outside.txt; echo x > README"}})
+	_, events, _ = d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo sneaky > outside.txt; echo x > README"}})
 	if _, errOut, ex := collect(events); ex == nil || ex.Status == nil || ex.Status.Code == 0 || strings.Count(errOut, "Permission denied") != 2 {
 		t.Errorf("out-of-scope writes: %+v %q", ex, errOut)
 	}
@@ -139,7 +140,7 @@ func TestTaskWorkflow(t *testing.T) {
 	if sb.State != "stopped" {
 		t.Errorf("sandbox after finish: %s", sb.State)
 	}
-	var e Error
+	var e wire.Error
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &e); code != 409 {
 		t.Errorf("diff of a finished task: %d %+v", code, e)
 	}
@@ -163,7 +164,7 @@ func TestTaskBadInput(t *testing.T) {
 		{`{"repo":"-x"}`, 400},
 		{`{"repo":"` + t.TempDir() + `"}`, 400},
 	} {
-		var e Error
+		var e wire.Error
 		if code := d.do("POST", "/v1/tasks", c.body, &e); code != c.status {
 			t.Errorf("%s: %d %+v, want %d", c.body, code, e, c.status)
 		}
@@ -199,16 +200,16 @@ func TestTaskDiffTooLarge(t *testing.T) {
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo}, &task); code != 201 {
 		t.Fatal(code)
 	}
-	d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 80000000 /dev/urandom > big.bin"}})
+	d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 80000000 /dev/urandom > big.bin"}})
 	var e struct {
-		Error
+		wire.Error
 		Patch string `json:"patch"`
 	}
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &e); code != 429 || e.Code != "limit_exceeded" {
 		t.Errorf("huge diff: %d %+v (patch %d bytes: %.300q)", code, e.Error, len(e.Patch), e.Patch)
 	}
 	// a normal change still diffs
-	d.exec(task.SandboxID, ExecRequest{Argv: []string{"/bin/sh", "-c", "rm big.bin; echo x >> README"}})
+	d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "rm big.bin; echo x >> README"}})
 	var diff manager.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 || len(diff.Files) != 1 {
 		t.Errorf("diff after removing the big file: %d %+v", code, diff.Files)
@@ -292,7 +293,7 @@ func TestNothingRunsWhileATaskFinishes(t *testing.T) {
 	if n == 0 {
 		t.Errorf("no command was refused while the task finished")
 	}
-	var e Error
+	var e wire.Error
 	if code := d.do("PUT", "/v1/sandboxes/"+task.SandboxID+"/files?path=/workspace/src/after.txt", "x", &e); code != 200 {
 		t.Errorf("a write once the task is finished (its sandbox kept): %d %+v", code, e)
 	}

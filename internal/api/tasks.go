@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func (s *Server) taskRoutes() {
@@ -34,16 +35,20 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, t)
+	writeJSON(w, http.StatusCreated, taskOut(t))
 }
 
 // parseTask is parseCreate for a task's body.
 func parseTask(body io.Reader, maxLifetime time.Duration) (manager.TaskRequest, error) {
-	var req manager.TaskRequest
-	if err := decodeJSON(body, &req); err != nil {
+	var w wire.TaskRequest
+	if err := decodeJSON(body, &w); err != nil {
+		return manager.TaskRequest{}, err
+	}
+	req, err := taskIn(w)
+	if err != nil {
 		return req, err
 	}
-	_, err := manager.CheckTask(req, maxLifetime)
+	_, err = manager.CheckTask(req, maxLifetime)
 	return req, err
 }
 
@@ -53,7 +58,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": list})
+	writeJSON(w, http.StatusOK, wire.TaskList{Tasks: mapAll(list, func(t *manager.Task) wire.Task { return *taskOut(t) })})
 }
 
 func taskID(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -75,7 +80,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, taskOut(t))
 }
 
 // testTask streams the test run like an exec; the exit event also says
@@ -100,7 +105,7 @@ func (s *Server) testTask(w http.ResponseWriter, r *http.Request) {
 	fl, _ := w.(http.Flusher)
 	st := &stream{w: w, fl: fl}
 	run, err := s.m.TestTask(r.Context(), id, timeout, func(execID string, pid int) {
-		st.send(Event{Type: "start", ExecID: execID, PID: pid})
+		st.send(wire.Event{Type: wire.EventStart, ExecID: execID, PID: pid})
 	}, streamWriter{st, "stdout"}, streamWriter{st, "stderr"})
 	if err != nil {
 		st.mu.Lock()
@@ -110,11 +115,11 @@ func (s *Server) testTask(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		st.send(Event{Type: "error", Code: errdefs.Kind(err), Message: oneLine(message(err))})
+		st.send(wire.Event{Type: wire.EventError, Code: errdefs.Kind(err), Message: oneLine(message(err))})
 		return
 	}
 	passed := run.Passed
-	st.send(Event{Type: "exit", Status: &run.Status, Passed: &passed})
+	st.send(wire.Event{Type: wire.EventExit, Status: exitOut(&run.Status), Passed: &passed})
 }
 
 func (s *Server) diffTask(w http.ResponseWriter, r *http.Request) {
@@ -133,7 +138,7 @@ func (s *Server) diffTask(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(d.Patch))
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
+	writeJSON(w, http.StatusOK, diffOut(d))
 }
 
 func (s *Server) finishTask(w http.ResponseWriter, r *http.Request) {
@@ -147,5 +152,5 @@ func (s *Server) finishTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, finishOut(res))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // abortUpload sends half of a PUT .../files body for p over the socket
@@ -69,7 +70,7 @@ func TestAbortedUploadLeavesTheFileAsItWas(t *testing.T) {
 	if got := d.writeStates(sb.ID, "/workspace/absent"); strings.Join(got, ",") != "started,aborted" {
 		t.Errorf("records of /workspace/absent: %v, want started,aborted", got)
 	}
-	_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat /workspace/kept; ls -A /workspace"}})
+	_, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "cat /workspace/kept; ls -A /workspace"}})
 	out, _, _ := collect(events)
 	if out != "original\nkept\n" {
 		if len(out) > 200 {
@@ -137,7 +138,7 @@ func TestAbortedTarUploadLeavesTheCutEntryAsItWas(t *testing.T) {
 	if state != "aborted" {
 		t.Errorf("the upload's record ends with state %q, want aborted", state)
 	}
-	_, events, _ := d.exec(sb.ID, ExecRequest{Argv: []string{"/bin/sh", "-c", "cat /workspace/first /workspace/kept; ls -A /workspace"}})
+	_, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "cat /workspace/first /workspace/kept; ls -A /workspace"}})
 	out, _, _ := collect(events)
 	if out != "first\noriginal\nfirst\nkept\n" {
 		if len(out) > 200 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // An attacker asks for a count that wraps a time.Duration: 9223372037
@@ -32,7 +33,7 @@ func TestLifetimeOverflowIsRefusedAtEveryDoor(t *testing.T) {
 			{base + "/breakglass", `{"reason":"r","for_seconds":` + n + `}`, "for_seconds"},
 			{"/v1/purge", `{"older_than_seconds":` + n + `}`, "older_than_seconds"},
 		} {
-			var e Error
+			var e wire.Error
 			if code := d.do("POST", c.path, c.body, &e); code != 400 || e.Code != "invalid" || !strings.Contains(e.Message, c.field) {
 				t.Errorf("POST %s %s: %d %+v, want 400 invalid naming %s", c.path, c.body, code, e, c.field)
 			}
@@ -64,12 +65,12 @@ func TestNULInExecIsABadRequest(t *testing.T) {
 		`{"argv":["true"],"env":["A=b\u0000c"]}`: "env[0]",
 		`{"argv":["true"],"cwd":"/tmp\u0000x"}`:  "cwd",
 	} {
-		var e Error
+		var e wire.Error
 		if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", body, &e); code != 400 || e.Code != "invalid" || !strings.Contains(e.Message, field) {
 			t.Errorf("exec %s: %d %+v, want 400 naming %s", body, code, e, field)
 		}
 	}
-	var e Error
+	var e wire.Error
 	if code := d.do("PUT", "/v1/sandboxes/"+sb.ID+"/files?path=/tmp/a%00b", "x", &e); code != 400 || !strings.Contains(e.Message, "path") {
 		t.Errorf("a path with a NUL: %d %+v", code, e)
 	}
@@ -89,7 +90,7 @@ func TestLabelsAreBounded(t *testing.T) {
 		{"k": strings.Repeat("v", manager.MaxLabelValueBytes+1)},
 		{"k": "line\nbreak"},
 	} {
-		var e Error
+		var e wire.Error
 		if code := d.do("POST", "/v1/sandboxes", map[string]any{"labels": labels}, &e); code != 400 || !strings.Contains(e.Message, "labels") {
 			t.Errorf("%d labels: %d %+v, want 400 naming labels", len(labels), code, e)
 		}

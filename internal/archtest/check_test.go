@@ -44,6 +44,10 @@ var thirdPartyNames = map[string]string{
 // included: a row that uses x/sys lists it).
 var noImports = map[string]bool{"—": true, "nothing of airlock's": true}
 
+// topLevel are the module's public packages, named as they are (every
+// other bare name is a package under internal/).
+var topLevel = map[string]bool{"sdk": true, "wire": true}
+
 var parenthetical = regexp.MustCompile(`\s*\([^)]*\)`)
 
 // parseTable reads the table that follows tableHeading in an
@@ -104,7 +108,7 @@ func parseRow(l string, line int) (row, error) {
 			return row{}, fmt.Errorf("ARCHITECTURE.md:%d: an empty entry in %q", line, imports)
 		case thirdPartyNames[e] != "":
 			r.Imports = append(r.Imports, thirdPartyNames[e])
-		case isThirdParty(e), e == "sdk", strings.HasPrefix(e, "cmd/"), strings.HasPrefix(e, "test/"):
+		case isThirdParty(e), topLevel[e], strings.HasPrefix(e, "cmd/"), strings.HasPrefix(e, "test/"):
 			r.Imports = append(r.Imports, e)
 		default:
 			r.Imports = append(r.Imports, "internal/"+e)

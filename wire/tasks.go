@@ -1,0 +1,138 @@
+package wire
+
+import "time"
+
+// TaskRequest is the body of POST /v1/tasks: a repository at an exact
+// commit in a new sandbox's /workspace.
+type TaskRequest struct {
+	// Repo is a path on the daemon's host (unix socket only) or a URL git
+	// can clone.
+	Repo string `json:"repo"`
+	// Ref is a branch, tag or commit; "": HEAD.
+	Ref string `json:"ref,omitempty"`
+	// Scope are the path globs (** allowed) the task may write.
+	Scope []string `json:"scope,omitempty"`
+	// Test is the shell command that runs the tests.
+	Test string `json:"test,omitempty"`
+	// Prompt is the task's instructions, kept for the review.
+	Prompt string `json:"prompt,omitempty"`
+	// Template names the sandbox's template; "": "host".
+	Template string `json:"template,omitempty"`
+	// Backend is "native" or "gvisor"; "": the daemon's default.
+	Backend string `json:"backend,omitempty"`
+	// Limits of the task's sandbox; zero fields: the daemon's defaults.
+	Limits Limits `json:"limits"`
+	// TTLSeconds destroys the task's sandbox after this long; 0: the
+	// daemon's maximum lifetime.
+	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
+	// Policy is the task's policy layer over the daemon's (its scope is
+	// merged with Scope); over TCP it may only tighten.
+	Policy *PolicyLayer `json:"policy,omitempty"`
+}
+
+// TestRun is one run of a task's test command.
+type TestRun struct {
+	// ExecID names its exec record.
+	ExecID string `json:"exec_id"`
+	// Passed: the test command exited 0.
+	Passed bool `json:"passed"`
+	// Status is how it ended.
+	Status ExitStatus `json:"status"`
+	// Started is when it started.
+	Started time.Time `json:"started"`
+	// Finished is when it ended.
+	Finished time.Time `json:"finished"`
+}
+
+// Task is a task's record.
+type Task struct {
+	// ID names the task.
+	ID string `json:"id"`
+	// SandboxID is its sandbox.
+	SandboxID string `json:"sandbox_id"`
+	// State is "open" or "finished".
+	State string `json:"state"`
+	// Repo is the repository it was started from.
+	Repo string `json:"repo"`
+	// Ref is the ref asked for.
+	Ref string `json:"ref"`
+	// Commit is the commit checked out.
+	Commit string `json:"commit"`
+	// Scope are the path globs it may write.
+	Scope []string `json:"scope,omitempty"`
+	// Test is its test command.
+	Test string `json:"test,omitempty"`
+	// Prompt is its instructions.
+	Prompt string `json:"prompt,omitempty"`
+	// Tests are its test runs, oldest first.
+	Tests []TestRun `json:"tests,omitempty"`
+	// OutputDir is where its results are on the daemon's host, once
+	// finished.
+	OutputDir string `json:"output_dir,omitempty"`
+	// Created is when it started.
+	Created time.Time `json:"created"`
+	// Finished is when it was finished.
+	Finished *time.Time `json:"finished,omitempty"`
+	// WorkspaceGone is set on a task finished after its sandbox had
+	// stopped: no tests ran at its finish, and its patch is the one taken
+	// as the sandbox stopped.
+	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
+}
+
+// WorkspaceGone says why a task's workspace was gone when it was
+// finished.
+type WorkspaceGone struct {
+	// Reason is the sandbox's stop reason.
+	Reason string `json:"reason"`
+	// Stopped is when the sandbox stopped.
+	Stopped time.Time `json:"stopped"`
+	// DiffKept: the patch was taken as the sandbox stopped.
+	DiffKept bool `json:"diff_kept"`
+	// DiffError says why it was not, when known.
+	DiffError string `json:"diff_error,omitempty"`
+	// Note says what this means for the review.
+	Note string `json:"note"`
+}
+
+// TaskList is the answer of GET /v1/tasks.
+type TaskList struct {
+	// Tasks, newest first.
+	Tasks []Task `json:"tasks"`
+}
+
+// ChangedFile is a file a task changed against its base commit.
+type ChangedFile struct {
+	// Path is relative to /workspace.
+	Path string `json:"path"`
+	// Status is "added", "modified", "deleted" or "type-changed".
+	Status string `json:"status"`
+	// InScope: the task's scope allows the change.
+	InScope bool `json:"in_scope"`
+}
+
+// Diff is a task's change against its base commit, computed by the
+// daemon from the workspace's files.
+type Diff struct {
+	// Base is the base commit.
+	Base string `json:"base"`
+	// Patch is the change as a git patch.
+	Patch string `json:"patch"`
+	// Files are the files changed.
+	Files []ChangedFile `json:"files"`
+	// OutOfScope are the changed paths outside the scope.
+	OutOfScope []string `json:"out_of_scope"`
+}
+
+// FinishResult is the answer of POST /v1/tasks/{id}/finish.
+type FinishResult struct {
+	// Task is the finished task.
+	Task *Task `json:"task"`
+	// OutputDir is where its results are on the daemon's host.
+	OutputDir string `json:"output_dir"`
+	// Files are the result files written there.
+	Files []string `json:"files"`
+	// Test is the final test run, if one ran.
+	Test *TestRun `json:"test,omitempty"`
+	// Diff is the final diff.
+	Diff *Diff `json:"diff"`
+}
