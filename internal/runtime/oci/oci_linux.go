@@ -2,26 +2,19 @@ package oci
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/airlock-dev/airlock/internal/agent"
-	"github.com/airlock-dev/airlock/internal/agent/client"
 	"github.com/airlock-dev/airlock/internal/cgroups"
-	"github.com/airlock-dev/airlock/internal/diskimg"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
 // Defaults applied when a Spec leaves a limit at zero: the native
@@ -32,7 +25,7 @@ const (
 	DefaultDisk     = 1 << 30
 	DefaultInodes   = 200000
 	DefaultNoFile   = 4096
-	DefaultHostname = "airlock"
+	DefaultHostname = hostside.DefaultHostname
 
 	// MinPids is the smallest process limit accepted.
 	MinPids = 32
@@ -83,10 +76,15 @@ type Backend struct {
 
 	cfg      Config
 	hier     *cgroups.Hierarchy
+	lay      hostside.Layout
 	runsc    string
 	version  string
 	platform string // the platform in effect
 	agentBin string
+	// testFailAfter, if set (by tests only), runs after each step of a
+	// Create, with its name and the sandbox so far; its error fails the
+	// Create there.
+	testFailAfter func(step string, s *sandbox) error
 }
 
 // InstallHint says how to get runsc; part of every "not installed" error.
@@ -141,12 +139,8 @@ func New(cfg Config) (*Backend, error) {
 	if b.hier, err = cgroups.Detect(); err != nil {
 		return nil, fmt.Errorf("gvisor backend: %w", err)
 	}
-	for _, d := range []string{cfg.StateDir, b.sandboxesDir(), b.cfg.DiskDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("gvisor backend: state dir: %w", err)
-		}
-	}
-	if err := diskimg.CheckDir(b.cfg.DiskDir); err != nil {
+	b.lay = hostside.Layout{StateDir: cfg.StateDir, DiskDir: cfg.DiskDir, CgroupParent: cfg.CgroupParent, Hier: b.hier, DirMode: 0o700}
+	if err := b.lay.Prepare(); err != nil {
 		return nil, fmt.Errorf("gvisor backend: %w", err)
 	}
 	if b.agentBin, err = os.Executable(); err != nil {
@@ -202,12 +196,6 @@ func bytesHead(b []byte) string {
 	return strings.TrimSpace(string(b))
 }
 
-func (b *Backend) sandboxesDir() string { return filepath.Join(b.cfg.StateDir, "sandboxes") }
-
-// diskImage is where sandbox id's disk image is made (and unlinked once
-// attached).
-func (b *Backend) diskImage(id string) string { return diskimg.Image(b.cfg.DiskDir, id) }
-
 // Name implements runtime.Backend.
 func (b *Backend) Name() string { return "gvisor" }
 
@@ -226,13 +214,6 @@ func (b *Backend) Legacy() bool {
 
 // Runsc is the runsc binary and its version.
 func (b *Backend) Runsc() (path, version string) { return b.runsc, b.version }
-
-// stateInfo is info.json in each sandbox's state dir: what a reaper needs.
-type stateInfo struct {
-	ID       string    `json:"id"`
-	OwnerPID int       `json:"owner_pid"`
-	Created  time.Time `json:"created"`
-}
 
 // withDefaults fills in and checks the limits. TmpBytes must be zero:
 // /tmp is gVisor's own tmpfs (runsc mounts one), in the sandbox's memory.
@@ -279,326 +260,28 @@ func withDefaults(l runtime.Limits) (runtime.Limits, error) {
 	return l, nil
 }
 
-// Create implements runtime.Backend.
-func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (_ runtime.Sandbox, retErr error) {
-	lim, err := withDefaults(spec.Limits)
+// Create implements runtime.Backend: the steps of creation.steps, in
+// order, with a rollback (package hostside); a failed Create leaves
+// nothing behind.
+func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbox, error) {
+	c, err := b.plan(spec)
 	if err != nil {
 		return nil, err
 	}
-	if spec.RootFS == "" || !filepath.IsAbs(spec.RootFS) {
-		return nil, fmt.Errorf("root filesystem must be an absolute path: %w", errdefs.ErrInvalid)
-	}
-	if st, err := os.Stat(spec.RootFS); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("root filesystem %s is not a directory: %w", spec.RootFS, errdefs.ErrNotFound)
-	}
-	var binds []bindMount
-	for _, bd := range spec.Binds {
-		if !filepath.IsAbs(bd.Source) || !filepath.IsAbs(bd.Target) || strings.Contains(bd.Target, "..") {
-			return nil, fmt.Errorf("bind %s:%s: paths must be absolute and clean: %w", bd.Source, bd.Target, errdefs.ErrInvalid)
-		}
-		binds = append(binds, bindMount{source: bd.Source, target: bd.Target})
-	}
-	if spec.Workspace != "" {
-		st, err := os.Stat(spec.Workspace)
-		if err != nil {
-			return nil, fmt.Errorf("workspace %s: %w", spec.Workspace, errdefs.ErrNotFound)
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("workspace %s is not a directory: %w", spec.Workspace, errdefs.ErrInvalid)
-		}
-	}
-	id := spec.ID
-	if id == "" {
-		id = runtime.NewID()
-	} else if !runtime.ValidID(id) {
-		return nil, fmt.Errorf("sandbox id %q: use lowercase letters, digits and '-': %w", id, errdefs.ErrInvalid)
-	}
-	hostname := spec.Hostname
-	if hostname == "" {
-		hostname = DefaultHostname
-	}
-
-	t0 := time.Now()
-	s := &sandbox{b: b, id: id, lim: lim, done: make(chan struct{}), exited: make(chan struct{})}
-	s.dir = filepath.Join(b.sandboxesDir(), id)
-	defer func() {
-		if retErr != nil {
-			s.teardown()
-		}
-	}()
-	// 1. state dir + owner lock, before anything a reaper could see
-	if err := os.Mkdir(s.dir, 0o700); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("sandbox %s already exists: %w", id, errdefs.ErrConflict)
-		}
-		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
-	}
-	s.madeDir = true
-	lock, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err == nil {
-		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-			lock.Close()
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: lock: %w", id, err)
-	}
-	s.lock = lock
-	for _, d := range []string{"disk", "rootfs", "runsc"} {
-		if err := os.Mkdir(filepath.Join(s.dir, d), 0o700); err != nil {
-			return nil, err
-		}
-	}
-	info := stateInfo{ID: id, OwnerPID: os.Getpid(), Created: time.Now().UTC()}
-	ib, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(s.dir, "info.json"), ib, 0o600); err != nil {
+	if err := hostside.RunSteps(ctx, c.steps(), c.after); err != nil {
 		return nil, err
 	}
-	trace(t0, "state dir")
-	// 2. the disk, prepared while the cgroup and bundle are made
-	type diskRes struct {
-		f   *os.File
-		err error
-	}
-	diskc := make(chan diskRes, 1)
-	go func() {
-		if err := diskimg.CheckFree(b.cfg.DiskDir, lim.DiskBytes); err != nil {
-			diskc <- diskRes{nil, fmt.Errorf("disk: %w", err)}
-			return
-		}
-		base, err := diskimg.Base(b.cfg.DiskDir, lim.DiskBytes, lim.Inodes)
-		if err != nil {
-			diskc <- diskRes{nil, err}
-			return
-		}
-		f, err := diskimg.Mount(base, b.diskImage(id))
-		diskc <- diskRes{f, err}
-	}()
-	diskTaken := false
-	defer func() {
-		if !diskTaken {
-			if r := <-diskc; r.f != nil {
-				r.f.Close()
-			}
-		}
-	}()
-	// 3. cgroup: the whole sandbox (runsc, the gofer, gVisor's kernel and
-	// every process in it) lives in it
-	g, err := b.hier.Create(b.cfg.CgroupParent, id, cgroups.Limits{MemoryBytes: lim.MemoryBytes + gvisorReserve, Pids: hostThreadsBase + hostThreadsPerPid*lim.Pids, CPUs: lim.CPUs})
-	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
-	}
-	s.cg = g
-	trace(t0, "cgroup")
-	// 4. the bundle
-	empty := filepath.Join(s.dir, "empty")
-	if err := os.WriteFile(empty, nil, 0o444); err != nil {
-		return nil, err
-	}
-	for i, bd := range binds {
-		if path.Clean(bd.target) == "/usr" {
-			if binds[i].masks, err = usrMasks(bd.source, bd.target, empty, filepath.Join(s.dir, "usr-kept")); err != nil {
-				return nil, fmt.Errorf("create sandbox %s: hide host configuration: %w", id, err)
-			}
-		}
-	}
-	nproc := uint64(lim.Pids)
-	bundle := bundleSpec(filepath.Join(s.dir, "rootfs"), hostname, b.agentBin, binds,
-		rlimits{nofile: lim.NoFile, nproc: nproc, fsize: uint64(lim.DiskBytes)})
-	if err := writeBundle(s.dir, bundle); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: bundle: %w", id, err)
-	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	for _, fd := range fds {
-		if err := agent.SetBuffers(fd); err != nil {
-			unix.Close(fds[0])
-			unix.Close(fds[1])
-			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
-		}
-	}
-	hostEnd, childEnd := os.NewFile(uintptr(fds[0]), "agent-host"), os.NewFile(uintptr(fds[1]), "agent-child")
-	s.conn = agent.NewConn(hostEnd)
-	logf, err := os.OpenFile(filepath.Join(s.dir, "init.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		childEnd.Close()
-		return nil, err
-	}
-	args := []string{"--root", filepath.Join(s.dir, "runsc"), "--network=none", "--ignore-cgroups", "--platform=" + b.platform, "run", "--bundle", s.dir, id}
-	cmd := exec.Command(b.runsc, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = childEnd, logf, logf
-	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	cmd.SysProcAttr = &unix.SysProcAttr{}
-	if b.cfg.DieWithOwner {
-		cmd.SysProcAttr.Pdeathsig = unix.SIGKILL
-	}
-	dr := <-diskc
-	diskTaken = true
-	if dr.err != nil {
-		childEnd.Close()
-		logf.Close()
-		return nil, fmt.Errorf("create sandbox %s: %w", id, dr.err)
-	}
-	trace(t0, "disk")
-	// 5. runsc, in a mount namespace of its own that holds the root
-	err = s.launch(cmd, dr.f, spec.RootFS, binds)
-	dr.f.Close()
-	childEnd.Close()
-	logf.Close()
-	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w%s", id, err, s.initLog())
-	}
-	trace(t0, "runsc started")
-	// 6. configure the agent and wait for it
-	scratch := []string{"/tmp", sandboxHome, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
-	init := &agent.InitConfig{
-		Hostname: hostname, UID: SandboxUID, GID: SandboxUID, Home: sandboxHome,
-		Writable: append([]string{"/workspace"}, scratch...), Scratch: scratch,
-		ScopeRoots: []string{"/workspace", sandboxHome}, Trace: os.Getenv("AIRLOCK_TRACE") != "",
-		Network: spec.Network != nil, NoFileActivity: spec.NoFileActivity, MaxProxyConns: spec.MaxProxyConns,
-	}
-	if err := s.conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
-	}
-	ready, err := s.recvDirect(ctx)
-	trace(t0, "agent ready")
-	if ready != nil && ready.Timings != "" {
-		for _, f := range strings.Fields(ready.Timings) {
-			if k, v, ok := strings.Cut(f, "@"); ok {
-				if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
-					trace(t0, fmt.Sprintf("agent %s at +%.3fms", k, float64(ns-t0.UnixNano())/1e6))
-				}
-			}
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: waiting for the agent: %w%s", id, err, s.initLog())
-	}
-	if ready.Op != agent.OpReady {
-		return nil, fmt.Errorf("create sandbox %s: agent failed: %s%s", id, ready.Error, s.initLog())
-	}
-	s.seccomp = ready.Seccomp
-	s.created = time.Now()
-	s.Client = client.New(s.conn, client.Options{
-		BaseEnv:  append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + sandboxHome, "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, spec.Env...),
-		Meter:    s.meter,
-		RelayTTY: true,
-		Network:  spec.Network,
-		RelayNet: true,
-		Trace:    trace,
-		// the agent relays and caps too: what it holds is bounded by it
-		MaxProxyConns: spec.MaxProxyConns,
-	})
-	go func() {
-		select {
-		case <-s.exited:
-		case <-s.Client.Done():
-		}
-		s.markDone()
-	}()
-	if spec.Workspace != "" {
-		if err := s.ImportDir(ctx, spec.Workspace, "/workspace"); err != nil {
-			return nil, fmt.Errorf("create sandbox %s: copy workspace: %w", id, err)
-		}
-	}
-	if lim.Lifetime > 0 {
-		s.lifeMu.Lock()
-		s.lifeTimer = time.AfterFunc(lim.Lifetime, func() {
-			b.cfg.Logf("sandbox %s reached its lifetime of %s; destroying", id, lim.Lifetime)
-			_ = s.Destroy(context.Background())
-		})
-		s.lifeMu.Unlock()
-	}
-	return s, nil
+	return c.s, nil
 }
 
 // Reap removes the state and kills the processes (through their cgroup)
-// of sandboxes whose owner process is gone. It returns the ids it reaped.
-func (b *Backend) Reap() ([]string, error) {
-	ents, err := os.ReadDir(b.sandboxesDir())
-	if err != nil {
-		return nil, err
-	}
-	var reaped []string
-	var errs []error
-	known := map[string]bool{}
-	for _, e := range ents {
-		name := e.Name()
-		id := strings.TrimPrefix(name, ".dead-")
-		known[id] = true
-		dir := filepath.Join(b.sandboxesDir(), name)
-		young := true
-		if st, err := os.Stat(dir); err == nil {
-			young = time.Since(st.ModTime()) < 2*time.Minute
-		}
-		lock, err := openLock(filepath.Join(dir, "lock"))
-		if err != nil && !(errors.Is(err, os.ErrNotExist) && !young) {
-			continue // owner alive, or too young to judge
-		}
-		if _, err := os.Stat(filepath.Join(dir, "info.json")); err != nil && young {
-			if lock != nil {
-				lock.Close()
-			}
-			continue
-		}
-		if g, err := b.hier.Open(b.cfg.CgroupParent, id); err == nil {
-			if err := g.Destroy(); err != nil {
-				errs = append(errs, fmt.Errorf("reap %s: %w", id, err))
-			}
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("reap %s: %w", id, err))
-		}
-		if lock != nil {
-			lock.Close()
-		}
-		_ = os.Remove(b.diskImage(id)) // a crash between its copy and its attach
-		reaped = append(reaped, id)
-	}
-	// disk images of sandboxes whose state dir is gone
-	diskimg.ReapImages(b.cfg.DiskDir, func(id string) bool {
-		_, err := os.Stat(filepath.Join(b.sandboxesDir(), id))
-		return err == nil
-	})
-	if names, err := b.hier.List(b.cfg.CgroupParent); err == nil {
-		for _, n := range names {
-			if known[n] {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(b.sandboxesDir(), n)); err == nil {
-				continue
-			}
-			if g, err := b.hier.Open(b.cfg.CgroupParent, n); err == nil {
-				if err := g.Destroy(); err != nil {
-					errs = append(errs, err)
-				} else {
-					reaped = append(reaped, n)
-				}
-			}
-		}
-	}
-	return reaped, errors.Join(errs...)
-}
-
-// openLock flocks an existing lock file without waiting.
-func openLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
+// of sandboxes whose owner process is gone (see hostside.Layout.Reap).
+// It returns the ids it reaped.
+func (b *Backend) Reap() ([]string, error) { return b.lay.Reap() }
 
 // RemoveCgroupParent removes the (empty) cgroup parent of this backend's
 // sandboxes.
-func (b *Backend) RemoveCgroupParent() error { return b.hier.RemoveParent(b.cfg.CgroupParent) }
+func (b *Backend) RemoveCgroupParent() error { return b.lay.RemoveCgroupParent() }
 
 // Census counts what sandboxes of this backend hold on the host; with no
 // sandbox running every field is zero.
@@ -609,16 +292,8 @@ type Census struct {
 
 // Census takes a census now.
 func (b *Backend) Census() (Census, error) {
-	var c Census
-	ents, err := os.ReadDir(b.sandboxesDir())
-	if err != nil && !os.IsNotExist(err) {
-		return c, err
-	}
-	c.StateDirs = len(ents)
-	if names, err := b.hier.List(b.cfg.CgroupParent); err == nil {
-		c.Cgroups = len(names)
-	}
-	return c, nil
+	n, err := b.lay.Count()
+	return Census{StateDirs: n.StateDirs, Cgroups: n.Cgroups}, err
 }
 
 // HostCost implements runtime.HostCoster: the host tasks the sandbox's
