@@ -56,8 +56,8 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'RunVsBwrap' -benchtime 200x ./cmd/airlock/
 	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 300x ./internal/runtime/native/
 	$(GO) test -run '^$$' -bench 'IdleMemory' -benchtime 1x ./internal/runtime/native/
-	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 20x ./internal/runtime/oci/
-	$(GO) test -run '^$$' -bench 'SyscallHeavy' -benchtime 3x ./internal/runtime/oci/
+	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 20x ./internal/runtime/gvisor/
+	$(GO) test -run '^$$' -bench 'SyscallHeavy' -benchtime 3x ./internal/runtime/gvisor/
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchAPI|TestBenchAuditExec' ./internal/api/ | grep BENCH
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchE2B' ./cmd/airlock/ | grep BENCH
 	$(GO) test -run '^$$' -bench 'AuditWrites' -benchtime 10000x ./internal/audit/

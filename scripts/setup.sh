@@ -18,7 +18,7 @@ command -v npm >/dev/null || need+=(npm)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)  # cgroup v2 VM test (test/vm)
 command -v depmod >/dev/null || need+=(kmod)                        # its kernel modules
 command -v curl >/dev/null || need+=(curl)            # egress tests: a client inside sandboxes
-command -v runsc >/dev/null || need+=(runsc)          # the gVisor backend (internal/runtime/oci)
+command -v runsc >/dev/null || need+=(runsc)          # the gVisor backend (internal/runtime/gvisor)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "setup: installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive

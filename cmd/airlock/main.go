@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/airlock-dev/airlock/internal/runtime/gvisor"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
-	"github.com/airlock-dev/airlock/internal/runtime/oci"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
@@ -58,7 +58,7 @@ func usage(w io.Writer) {
 func main() {
 	// A re-executed airlock binary may be a sandbox's PID 1.
 	native.MaybeInit()
-	oci.MaybeInit()
+	gvisor.MaybeInit()
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/gvisor"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
-	"github.com/airlock-dev/airlock/internal/runtime/oci"
 	"github.com/airlock-dev/airlock/internal/template"
 )
 
@@ -317,12 +317,12 @@ func cmdReap(args []string, stdout, stderr io.Writer) int {
 		// gVisor sandboxes of `airlock run --backend gvisor`, where runsc
 		// still works
 		if g, gerr := openBackend(backendOpts{runsc: envOr("AIRLOCK_RUNSC", "runsc")}, "gvisor", *stateDir, *dataDir, false, nil); gerr == nil {
-			ob := g.(*oci.Backend)
-			gids, rerr := ob.Reap()
-			ids = append(append(ids, ob.Reaped...), gids...)
+			gb := g.(*gvisor.Backend)
+			gids, rerr := gb.Reap()
+			ids = append(append(ids, gb.Reaped...), gids...)
 			err = errors.Join(err, rerr)
-			if c, cerr := ob.Census(); cerr == nil && c.StateDirs == 0 && c.Cgroups == 0 {
-				_ = ob.RemoveCgroupParent()
+			if c, cerr := gb.Census(); cerr == nil && c.StateDirs == 0 && c.Cgroups == 0 {
+				_ = gb.RemoveCgroupParent()
 			}
 		}
 	}

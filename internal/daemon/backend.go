@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/gvisor"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
-	"github.com/airlock-dev/airlock/internal/runtime/oci"
 )
 
 // DiskDir is where a backend keeps its sandboxes' disk images: in the
@@ -55,6 +55,6 @@ func OpenNative(stateDir, dataDir string, dieWithOwner bool, logf func(string, .
 // run here is an error that says how to fix it, never a fallback.
 func OpenGVisor(stateDir, dataDir, runsc, platform string, dieWithOwner bool, logf func(string, ...any)) (runtime.Backend, error) {
 	_, parent := CgroupParents(stateDir)
-	return oci.New(oci.Config{StateDir: filepath.Join(stateDir, "gvisor"), DiskDir: DiskDir(dataDir, "gvisor"), CgroupParent: parent, Runsc: runsc,
+	return gvisor.New(gvisor.Config{StateDir: filepath.Join(stateDir, "gvisor"), DiskDir: DiskDir(dataDir, "gvisor"), CgroupParent: parent, Runsc: runsc,
 		Platform: platform, DieWithOwner: dieWithOwner, Logf: logf})
 }

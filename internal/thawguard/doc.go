@@ -20,6 +20,6 @@
 // cgroup v2's freezer lets fatal signals through, so on v2 there is no
 // guard.
 //
-// The binary's main (through native.MaybeInit and oci.MaybeInit, which
+// The binary's main (through native.MaybeInit and gvisor.MaybeInit, which
 // call MaybeRun) turns a process started as a guard into one.
 package thawguard

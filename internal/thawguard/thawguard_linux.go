@@ -26,7 +26,7 @@ const ready = "ready\n"
 
 // MaybeRun turns this process into a thaw guard when it was started as
 // one (os.Args[0] is Arg0) and never returns then; otherwise it returns at
-// once. native.MaybeInit and oci.MaybeInit call it.
+// once. native.MaybeInit and gvisor.MaybeInit call it.
 func MaybeRun() {
 	if len(os.Args) > 0 && os.Args[0] == Arg0 {
 		run()

@@ -3,12 +3,9 @@ package native
 import (
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/airlock-dev/airlock/internal/diskimg"
 )
 
 // A sandbox's writable layer (overlay upper, /workspace, home) lives on
@@ -19,15 +16,8 @@ import (
 // mount, with upper, work and root directories on it that belong to the
 // sandbox's root.
 func (s *sandbox) makeDisk() (*os.File, error) {
-	if err := diskimg.CheckFree(s.b.cfg.DiskDir, s.lim.DiskBytes); err != nil {
-		return nil, fmt.Errorf("disk: %w", err)
-	}
-	base, err := diskimg.Base(s.b.cfg.DiskDir, s.lim.DiskBytes, s.lim.Inodes)
-	if err != nil {
-		return nil, fmt.Errorf("disk image: %w", err)
-	}
 	t0 := time.Now()
-	m, err := diskimg.Mount(base, s.b.diskImage(s.id))
+	m, err := s.b.lay.MountDisk(s.id, s.lim.DiskBytes, s.lim.Inodes)
 	trace(t0, "disk: mounted (from its start)")
 	if err != nil {
 		return nil, err
@@ -46,19 +36,4 @@ func (s *sandbox) makeDisk() (*os.File, error) {
 	_ = unix.Unlinkat(mfd, "lost+found", unix.AT_REMOVEDIR)
 	trace(t0, "disk: directories made")
 	return m, nil
-}
-
-// unmountUnder detaches every host mount below dir (a crash may have left
-// a sandbox disk mounted).
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || len(f[4]) > len(dir) && f[4][:len(dir)+1] == dir+"/") {
-			_ = unix.Unmount(f[4], unix.MNT_DETACH)
-		}
-	}
 }

@@ -316,7 +316,7 @@ func TestEscapeResDisk(t *testing.T) {
 		t.Errorf("sandbox unusable after freeing the inodes: %+v", r)
 	}
 
-	dir := sb.(*sandbox).dir
+	img := sb.(*sandbox).b.diskImage(sb.ID())
 	createMu.Lock()
 	err := sb.Destroy(context.Background())
 	createMu.Unlock()
@@ -331,7 +331,7 @@ func TestEscapeResDisk(t *testing.T) {
 		held := ""
 		files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 		for _, f := range files {
-			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), dir) {
+			if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), img) {
 				held = f + ": " + strings.TrimSpace(string(b))
 			}
 		}

@@ -38,7 +38,7 @@ import (
 // Every start runs on one spawner thread, locked for good and never
 // handed back to the Go runtime: the init's Pdeathsig is tied by the
 // kernel to the thread that forked it, not to the daemon, and Go ends a
-// thread whenever a goroutine exits locked to it (the OCI backend's
+// thread whenever a goroutine exits locked to it (the gVisor backend's
 // launch does, when its runsc exits). A pool thread that started an init
 // could be taken by such a goroutine, and that sandbox would die with it.
 // A spawner left changed (restore failed) is parked for good, still the

@@ -14,7 +14,7 @@ import (
 // A sandbox's init is started with Pdeathsig, which the kernel ties to the
 // thread that forked it, not to the daemon: the init is killed when that
 // thread ends. Go ends a thread whenever a goroutine exits while locked to
-// it (the OCI backend's launch does so by design, when its runsc exits),
+// it (the gVisor backend's launch does so by design, when its runsc exits),
 // so the thread that started an init must never be handed back to the Go
 // runtime, where any such goroutine may take it: else a gVisor sandbox
 // ending (an attacker inside can end its own) kills native sandboxes of

@@ -2,21 +2,19 @@ package native
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/agent/client"
 	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/thawguard"
+	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
 // ErrStopped is returned for operations on a sandbox that has stopped.
@@ -36,46 +34,24 @@ type sandbox struct {
 	lim     runtime.Limits
 	created time.Time
 
-	madeDir  bool
-	lock     *os.File
-	slot     int
-	slotLock *os.File
-	uidBase  int
-	cg       *cgroups.Group
-	pidsSub  *cgroups.PidsSub // the commands' own pids group (v1: pids hierarchy; v2: threaded child)
-	cmd      *exec.Cmd
-	initPID  int
-	exited   chan struct{}
-	conn     *agent.Conn
+	// host is what the sandbox holds on the host (state dir and lock,
+	// uid slot, cgroup, channel, lifetime, freezer) and its teardown.
+	host    *hostside.Base
+	uidBase int              // the uid slot's first host uid: the sandbox's root
+	pidsSub *cgroups.PidsSub // the commands' own pids group (v1: pids hierarchy; v2: threaded child)
+	cmd     *exec.Cmd
+	initPID int
+	exited  chan struct{}
 
 	landlockABI int
 	seccomp     string
-	lifeMu      sync.Mutex
-	lifeTimer   *time.Timer
-	// freezer pauses and resumes the group, with a thaw guard while it
-	// is paused on v1 (package thawguard)
-	freezer thawguard.Freezer
-
-	doneOnce sync.Once
-	done     chan struct{}
-	destroy  sync.Once
-	destErr  error
 }
 
 func (s *sandbox) ID() string             { return s.id }
-func (s *sandbox) Done() <-chan struct{}  { return s.done }
-func (s *sandbox) markDone()              { s.doneOnce.Do(func() { close(s.done) }) }
-func (s *sandbox) Cgroup() *cgroups.Group { return s.cg }
+func (s *sandbox) Done() <-chan struct{}  { return s.host.Done() }
+func (s *sandbox) Cgroup() *cgroups.Group { return s.host.Cgroup }
 func (s *sandbox) InitPID() int           { return s.initPID }
 func (s *sandbox) Limits() runtime.Limits { return s.lim }
-func (s *sandbox) stopped() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
 
 func (s *sandbox) Info() runtime.Info {
 	boundary := "linux namespaces + seccomp"
@@ -99,13 +75,13 @@ func (s *sandbox) Info() runtime.Info {
 // meter reads the sandbox's cgroup counters when a command starts and
 // names, when it ends, the limit it hit: an OOM kill, a refused fork.
 func (s *sandbox) meter() func(*agent.ExitInfo) runtime.Limit {
-	before, _ := s.cg.Stats()
+	before, _ := s.host.Cgroup.Stats()
 	var subBefore uint64
 	if s.pidsSub != nil {
 		subBefore, _ = s.pidsSub.MaxHits()
 	}
 	return func(ei *agent.ExitInfo) runtime.Limit {
-		after, _ := s.cg.Stats()
+		after, _ := s.host.Cgroup.Stats()
 		switch {
 		case ei == nil:
 			return runtime.LimitNone
@@ -148,65 +124,25 @@ func (s *sandbox) hitNProc(before, after cgroups.Stats) bool {
 	return after.PidsPeak+1 >= uint64(s.lim.Pids)+uint64(threads)
 }
 
-// Destroy implements runtime.Sandbox.
+// Destroy implements runtime.Sandbox: the teardown of package hostside,
+// whose stage 3 is stopInit.
 func (s *sandbox) Destroy(ctx context.Context) error {
-	s.destroy.Do(func() { s.destErr = s.teardown() })
-	return s.destErr
+	return s.host.Destroy(s.stopInit)
 }
 
-// teardown kills everything and removes all state; safe on a partly
-// created sandbox.
-func (s *sandbox) teardown() error {
-	var errs []error
-	t0 := time.Now()
-	s.lifeMu.Lock()
-	if s.lifeTimer != nil {
-		s.lifeTimer.Stop()
+// stopInit kills the init, if it was started, and waits for it: SIGKILL
+// of a pid namespace's init kills every process in it.
+func (s *sandbox) stopInit() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return nil
 	}
-	s.lifeMu.Unlock()
-	if s.cg != nil {
-		s.freezer.Release(s.cg, s.logf)
+	_ = s.cmd.Process.Kill()
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("sandbox %s: init did not exit", s.id)
 	}
-	if s.cmd != nil && s.cmd.Process != nil {
-		// SIGKILL of a pid namespace's init kills every process in it.
-		_ = s.cmd.Process.Kill()
-		select {
-		case <-s.exited:
-		case <-time.After(10 * time.Second):
-			errs = append(errs, fmt.Errorf("sandbox %s: init did not exit", s.id))
-		}
-	}
-	trace(t0, "teardown: init gone")
-	if s.conn != nil {
-		s.conn.Close()
-	}
-	if s.cg != nil {
-		if err := s.cg.Destroy(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	trace(t0, "teardown: cgroups gone")
-	if s.madeDir {
-		// Rename first (we still hold the lock inside): a reaper never
-		// mistakes a half-removed dir for a crashed sandbox.
-		dead := filepath.Join(filepath.Dir(s.dir), ".dead-"+s.id)
-		dir := s.dir
-		if err := os.Rename(s.dir, dead); err == nil {
-			dir = dead
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if s.slotLock != nil {
-		s.slotLock.Close()
-	}
-	if s.lock != nil {
-		s.lock.Close()
-	}
-	s.markDone()
-	trace(t0, "teardown: done")
-	return errors.Join(errs...)
 }
 
 var _ runtime.Pauser = (*sandbox)(nil)
@@ -214,27 +150,13 @@ var _ runtime.Sweeper = (*sandbox)(nil)
 
 // Pause freezes every process of the sandbox, its agent included.
 func (s *sandbox) Pause(ctx context.Context) error {
-	if s.stopped() {
-		return ErrStopped
-	}
-	if err := s.freezer.Freeze(s.cg, s.b.exe, s.b.cfg.DieWithOwner); err != nil {
-		return fmt.Errorf("pause sandbox %s: %w", s.id, err)
-	}
-	return nil
+	return s.host.Pause(s.b.exe, s.b.cfg.DieWithOwner)
 }
 
 // Resume thaws a paused sandbox.
-func (s *sandbox) Resume(ctx context.Context) error {
-	if s.stopped() {
-		return ErrStopped
-	}
-	if err := s.freezer.Thaw(s.cg, s.logf); err != nil {
-		return fmt.Errorf("resume sandbox %s: %w", s.id, err)
-	}
-	return nil
-}
+func (s *sandbox) Resume(ctx context.Context) error { return s.host.Resume() }
 
-// logf logs an operational message about the sandbox.
-func (s *sandbox) logf(format string, args ...any) {
-	s.b.cfg.Logf("sandbox %s: "+format, append([]any{s.id}, args...)...)
+// initLog is the end of the init's log, for an error message.
+func (s *sandbox) initLog() string {
+	return hostside.LogTail(filepath.Join(s.dir, "init.log"), "init log")
 }

@@ -1,4 +1,4 @@
-package oci
+package gvisor
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,7 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/thawguard"
+	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
 // ErrStopped is returned for operations on a sandbox that has stopped.
@@ -39,28 +38,16 @@ type sandbox struct {
 	created time.Time
 	seccomp string
 
-	madeDir   bool
-	lock      *os.File
-	cg        *cgroups.Group
-	cmd       *exec.Cmd
-	exited    chan struct{} // closed when runsc has exited
-	conn      *agent.Conn
-	lifeMu    sync.Mutex
-	lifeTimer *time.Timer
-	// freezer pauses and resumes the group, with a thaw guard while it
-	// is paused on v1 (package thawguard)
-	freezer thawguard.Freezer
-
-	doneOnce sync.Once
-	done     chan struct{}
-	destroy  sync.Once
-	destErr  error
+	// host is what the sandbox holds on the host (state dir and lock,
+	// cgroup, channel, lifetime, freezer) and its teardown.
+	host   *hostside.Base
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when runsc has exited
 }
 
 func (s *sandbox) ID() string             { return s.id }
-func (s *sandbox) Done() <-chan struct{}  { return s.done }
-func (s *sandbox) markDone()              { s.doneOnce.Do(func() { close(s.done) }) }
-func (s *sandbox) Cgroup() *cgroups.Group { return s.cg }
+func (s *sandbox) Done() <-chan struct{}  { return s.host.Done() }
+func (s *sandbox) Cgroup() *cgroups.Group { return s.host.Cgroup }
 
 // Info implements runtime.Sandbox.
 func (s *sandbox) Info() runtime.Info {
@@ -73,16 +60,9 @@ func (s *sandbox) Info() runtime.Info {
 			// and runsc runs that kernel in host namespaces of its own.
 			Namespaces: []string{"mount", "pid", "net", "ipc", "uts"},
 			Seccomp:    s.seccomp + " (in gVisor) + gVisor's host syscall filter",
-			Cgroup:     cgroupMode(s.b.hier),
+			Cgroup:     hostside.CgroupMode(s.b.hier),
 		},
 	}
-}
-
-func cgroupMode(h *cgroups.Hierarchy) string {
-	if h.Mode() == cgroups.V2 {
-		return "v2"
-	}
-	return "v1"
 }
 
 // launch starts runsc in a mount namespace of its own, in which the
@@ -108,8 +88,8 @@ func (s *sandbox) launch(cmd *exec.Cmd, disk *os.File, lower string, binds []bin
 			started <- err
 			return
 		}
-		if s.cg.Mode() == cgroups.V2 {
-			if fd, ok := s.cg.CgroupFD(); ok {
+		if s.host.Cgroup.Mode() == cgroups.V2 {
+			if fd, ok := s.host.Cgroup.CgroupFD(); ok {
 				cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 				defer unix.Close(fd)
 			}
@@ -117,13 +97,13 @@ func (s *sandbox) launch(cmd *exec.Cmd, disk *os.File, lower string, binds []bin
 			// v1: this thread joins the group so that runsc is forked
 			// into it, then goes back at once: a thread of ours in the
 			// group would die with the sandbox.
-			back, err := threadGroupsV1(s.cg)
+			back, err := threadGroupsV1(s.host.Cgroup)
 			if err != nil {
 				started <- err
 				return
 			}
 			tid := strconv.Itoa(unix.Gettid())
-			for _, d := range s.cg.Paths() {
+			for _, d := range s.host.Cgroup.Paths() {
 				if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
 					started <- fmt.Errorf("join cgroup %s: %w", d, err)
 					return
@@ -251,48 +231,9 @@ func (s *sandbox) buildRoot(disk *os.File, lower string, binds []bindMount) erro
 	return nil
 }
 
-// recvDirect reads one message before the client runs.
-func (s *sandbox) recvDirect(ctx context.Context) (*agent.Message, error) {
-	type res struct {
-		m   *agent.Message
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		m, files, err := s.conn.Recv()
-		for _, f := range files {
-			f.Close()
-		}
-		ch <- res{m, err}
-	}()
-	t := time.NewTimer(60 * time.Second)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.m, r.err
-	case <-s.exited:
-		select {
-		case r := <-ch:
-			return r.m, r.err
-		case <-time.After(100 * time.Millisecond):
-		}
-		return nil, errors.New("runsc exited")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-t.C:
-		return nil, errors.New("timed out")
-	}
-}
-
+// initLog is the end of runsc's log, for an error message.
 func (s *sandbox) initLog() string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "init.log"))
-	if len(b) == 0 {
-		return ""
-	}
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return " (runsc log: " + strings.TrimSpace(string(b)) + ")"
+	return hostside.LogTail(filepath.Join(s.dir, "init.log"), "runsc log")
 }
 
 // meter: the host sees gVisor only from outside, through its cgroup. A
@@ -300,7 +241,7 @@ func (s *sandbox) initLog() string {
 // the whole sandbox; a process limit hit (RLIMIT_NPROC, enforced by
 // gVisor's kernel) leaves no host-side trace and is not named.
 func (s *sandbox) meter() func(*agent.ExitInfo) runtime.Limit {
-	before, _ := s.cg.Stats()
+	before, _ := s.host.Cgroup.Stats()
 	return func(ei *agent.ExitInfo) runtime.Limit {
 		if ei == nil {
 			// the sandbox died under the command: wait for gVisor to be
@@ -310,7 +251,7 @@ func (s *sandbox) meter() func(*agent.ExitInfo) runtime.Limit {
 			case <-time.After(5 * time.Second):
 			}
 		}
-		after, _ := s.cg.Stats()
+		after, _ := s.host.Cgroup.Stats()
 		if after.OOMKills > before.OOMKills {
 			return runtime.LimitMemory
 		}
@@ -337,31 +278,22 @@ func (s *sandbox) diskFull() bool {
 	return free < 1<<20 || free*100 < st.Blocks*uint64(st.Bsize) || (st.Files > 0 && st.Ffree == 0)
 }
 
-// Destroy implements runtime.Sandbox.
+// Destroy implements runtime.Sandbox: the teardown of package hostside,
+// whose stage 3 is stopRunsc.
 func (s *sandbox) Destroy(ctx context.Context) error {
-	s.destroy.Do(func() { s.destErr = s.teardown() })
-	return s.destErr
+	return s.host.Destroy(s.stopRunsc)
 }
 
-// teardown kills everything and removes all state; safe on a partly
-// created sandbox.
-func (s *sandbox) teardown() error {
+// stopRunsc kills every process of the sandbox (runsc, the gofer,
+// gVisor's kernel: all in the group) at once, then waits for runsc.
+func (s *sandbox) stopRunsc() error {
 	var errs []error
-	t0 := time.Now()
-	s.lifeMu.Lock()
-	if s.lifeTimer != nil {
-		s.lifeTimer.Stop()
-	}
-	s.lifeMu.Unlock()
-	if s.cg != nil {
-		// every process of the sandbox (runsc, the gofer, gVisor's
-		// kernel) is in the group: kill them all at once
-		s.freezer.Release(s.cg, s.logf)
-		if pids, _ := s.cg.Procs(); slices.Contains(pids, os.Getpid()) {
+	if g := s.host.Cgroup; g != nil {
+		if pids, _ := g.Procs(); slices.Contains(pids, os.Getpid()) {
 			// cannot happen (launch leaves the group at once); never
 			// kill ourselves
 			errs = append(errs, fmt.Errorf("sandbox %s: this process is in the sandbox's cgroup; not killing the group", s.id))
-		} else if err := s.cg.Kill(); err != nil {
+		} else if err := g.Kill(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -373,30 +305,6 @@ func (s *sandbox) teardown() error {
 			errs = append(errs, fmt.Errorf("sandbox %s: runsc did not exit", s.id))
 		}
 	}
-	trace(t0, "teardown: runsc gone")
-	if s.conn != nil {
-		s.conn.Close()
-	}
-	if s.cg != nil {
-		if err := s.cg.Destroy(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if s.madeDir {
-		dead := filepath.Join(filepath.Dir(s.dir), ".dead-"+s.id)
-		dir := s.dir
-		if err := os.Rename(s.dir, dead); err == nil {
-			dir = dead
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if s.lock != nil {
-		s.lock.Close()
-	}
-	s.markDone()
-	trace(t0, "teardown: done")
 	return errors.Join(errs...)
 }
 
@@ -408,39 +316,11 @@ var _ runtime.Sweeper = (*sandbox)(nil)
 // runsc's parent-death SIGKILL, so a sandbox that dies with its owner gets
 // a thaw guard while it is paused (package thawguard).
 func (s *sandbox) Pause(ctx context.Context) error {
-	if s.stopped() {
-		return ErrStopped
-	}
-	if err := s.freezer.Freeze(s.cg, s.b.agentBin, s.b.cfg.DieWithOwner); err != nil {
-		return fmt.Errorf("pause sandbox %s: %w", s.id, err)
-	}
-	return nil
+	return s.host.Pause(s.b.agentBin, s.b.cfg.DieWithOwner)
 }
 
 // Resume thaws a paused sandbox.
-func (s *sandbox) Resume(ctx context.Context) error {
-	if s.stopped() {
-		return ErrStopped
-	}
-	if err := s.freezer.Thaw(s.cg, s.logf); err != nil {
-		return fmt.Errorf("resume sandbox %s: %w", s.id, err)
-	}
-	return nil
-}
-
-// logf logs an operational message about the sandbox.
-func (s *sandbox) logf(format string, args ...any) {
-	s.b.cfg.Logf("sandbox %s: "+format, append([]any{s.id}, args...)...)
-}
-
-func (s *sandbox) stopped() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
+func (s *sandbox) Resume(ctx context.Context) error { return s.host.Resume() }
 
 // RestrictWrites implements runtime.WriteScoper: gVisor has no Landlock,
 // which enforces write scopes, so it is refused, never a silent no-op.
@@ -449,9 +329,4 @@ func (s *sandbox) RestrictWrites(ctx context.Context, paths []string) (runtime.S
 }
 
 // trace prints phase timings to stderr when AIRLOCK_TRACE is set.
-func trace(start time.Time, what string) {
-	if os.Getenv("AIRLOCK_TRACE") == "" {
-		return
-	}
-	fmt.Fprintf(os.Stderr, "  [gvisor +%7.3fms] %s\n", float64(time.Since(start).Microseconds())/1000, what)
-}
+func trace(start time.Time, what string) { hostside.Trace("gvisor", start, what) }

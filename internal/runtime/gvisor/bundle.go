@@ -1,4 +1,4 @@
-package oci
+package gvisor
 
 import (
 	"encoding/json"

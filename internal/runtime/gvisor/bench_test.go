@@ -1,4 +1,4 @@
-package oci
+package gvisor
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // platform and network. Each reports its median (median-ms); the issue's
 // target is a gVisor create no slower than 1.2x runsc do.
 //
-//	go test -run '^$' -bench . -benchtime 20x ./internal/runtime/oci/
+//	go test -run '^$' -bench . -benchtime 20x ./internal/runtime/gvisor/
 
 func medianMS(ds []time.Duration) float64 {
 	s := append([]time.Duration(nil), ds...)

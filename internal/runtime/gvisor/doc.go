@@ -1,4 +1,4 @@
-// Package oci is airlock's second isolation boundary, registered as
+// Package gvisor is airlock's second isolation boundary, registered as
 // "gvisor": every sandbox is an OCI container run by gVisor's runsc, so a
 // command's syscalls are served by gVisor's user-space kernel (the
 // sentry), which runs in host namespaces of its own under a host seccomp
@@ -70,4 +70,4 @@
 //     nodes (inside gVisor they name only gVisor's devices, and the disk
 //     is nodev on the host). The agent copes with its missing openat2
 //     (package pathwalk), setfsuid and ambient capabilities.
-package oci
+package gvisor

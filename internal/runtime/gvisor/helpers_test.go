@@ -1,4 +1,4 @@
-package oci
+package gvisor
 
 import (
 	"bytes"
@@ -55,9 +55,9 @@ func testMain(m *testing.M) int {
 	}
 	var rb [4]byte
 	_, _ = rand.Read(rb[:])
-	cgroupParent = "airlock-oci-test-" + hex.EncodeToString(rb[:])
+	cgroupParent = "airlock-gvisor-test-" + hex.EncodeToString(rb[:])
 	if testSkip == "" {
-		d, err := os.MkdirTemp("", "airlock-oci-test-")
+		d, err := os.MkdirTemp("", "airlock-gvisor-test-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -110,7 +110,7 @@ func newTestBackend(t testing.TB) *Backend {
 	needGVisor(t)
 	b, err := New(testConfig())
 	if err != nil {
-		t.Fatalf("oci.New: %v", err)
+		t.Fatalf("gvisor.New: %v", err)
 	}
 	return b
 }

@@ -1,4 +1,4 @@
-package oci
+package gvisor
 
 // The escape suite under gVisor: the hostile probe of the native suite
 // (../native/testdata/probe, one JSON line per case) runs inside gVisor

@@ -1,0 +1,93 @@
+package hostside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/cgroups"
+)
+
+// Channel makes the agent's channel: a SOCK_SEQPACKET socketpair with the
+// protocol's buffer sizes. The host keeps conn; child is the end to hand
+// to the sandbox's process, which the caller closes once it is started.
+func Channel() (conn *agent.Conn, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent channel: %w", err)
+	}
+	for _, fd := range fds {
+		if err := agent.SetBuffers(fd); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return nil, nil, fmt.Errorf("agent channel: %w", err)
+		}
+	}
+	return agent.NewConn(os.NewFile(uintptr(fds[0]), "agent-host")), os.NewFile(uintptr(fds[1]), "agent-child"), nil
+}
+
+// AwaitReady reads the agent's first message (its ready, or why not)
+// before the client's read loop runs. exited is closed when the
+// sandbox's process (named proc in the error) has exited; a message it
+// sent first is still read.
+func AwaitReady(ctx context.Context, conn *agent.Conn, exited <-chan struct{}, proc string, timeout time.Duration) (*agent.Message, error) {
+	type res struct {
+		m   *agent.Message
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		m, files, err := conn.Recv()
+		for _, f := range files {
+			f.Close()
+		}
+		ch <- res{m, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-exited:
+		// the message may still be queued
+		select {
+		case r := <-ch:
+			return r.m, r.err
+		case <-time.After(100 * time.Millisecond):
+		}
+		return nil, errors.New(proc + " exited")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, errors.New("timed out")
+	}
+}
+
+// Timings turns the agent's ready timings ("phase@unixnano ...", on the
+// host's clock) into offsets from start.
+func Timings(start time.Time, timings string) string {
+	rel := timings
+	for _, f := range strings.Fields(timings) {
+		if k, v, ok := strings.Cut(f, "@"); ok {
+			if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+				rel = strings.Replace(rel, f, fmt.Sprintf("%s@+%.3fms", k, float64(ns-start.UnixNano())/1e6), 1)
+			}
+		}
+	}
+	return rel
+}
+
+// CgroupMode is "v1" or "v2", for runtime.Isolation.
+func CgroupMode(h *cgroups.Hierarchy) string {
+	if h.Mode() == cgroups.V2 {
+		return "v2"
+	}
+	return "v1"
+}
