@@ -40,7 +40,7 @@ FUZZTIME ?= 1000000x
 # The classifier runs each input twice through a shell parser: slower per input.
 CLASSIFY_FUZZTIME ?= 200000x
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./internal/seccomp/
+	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./internal/kernel/seccomp/
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(CLASSIFY_FUZZTIME) ./internal/classify/
 	$(GO) test -run '^$$' -fuzz '^FuzzSafePath$$' -fuzztime 50000x ./internal/bundle/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime 20000x ./internal/redact/

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/pathwalk"
+	"github.com/airlock-dev/airlock/internal/kernel/pathwalk"
 )
 
 // ExtractOptions tune Extract.

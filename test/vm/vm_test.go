@@ -266,7 +266,7 @@ func buildGuestFiles(t *testing.T, work string) {
 	}{
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(work, "init"), "./test/vm/guest"}},
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(work, "airlock"), "./cmd/airlock"}},
-		{nil, []string{"test", "-c", "-o", filepath.Join(work, "cgroups.test"), "./internal/cgroups"}},
+		{nil, []string{"test", "-c", "-o", filepath.Join(work, "cgroups.test"), "./internal/kernel/cgroups"}},
 		{nil, []string{"test", "-c", "-o", filepath.Join(work, "native.test"), "./internal/runtime/native"}},
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(work, "probe"), "./internal/runtime/native/testdata/probe"}},
 	} {

@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/agent"
-	"github.com/airlock-dev/airlock/internal/agent/client"
-	"github.com/airlock-dev/airlock/internal/cgroups"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"

@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/agent"
-	"github.com/airlock-dev/airlock/internal/thawguard"
+	"github.com/airlock-dev/airlock/internal/kernel/thawguard"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
 )
 
 // MaybeInit turns this process into a gVisor sandbox's agent (or a

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/agent"
-	"github.com/airlock-dev/airlock/internal/cgroups"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
 )
 
 // Channel makes the agent's channel: a SOCK_SEQPACKET socketpair with the

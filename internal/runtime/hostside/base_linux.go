@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/agent"
-	"github.com/airlock-dev/airlock/internal/agent/client"
-	"github.com/airlock-dev/airlock/internal/cgroups"
-	"github.com/airlock-dev/airlock/internal/thawguard"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
+	"github.com/airlock-dev/airlock/internal/kernel/thawguard"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
 )
 
 // Base is what one sandbox holds on the host that every backend holds the

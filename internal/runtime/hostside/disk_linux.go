@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/airlock-dev/airlock/internal/diskimg"
+	"github.com/airlock-dev/airlock/internal/kernel/diskimg"
 )
 
 // MountDisk makes sandbox id's disk (package diskimg): free space in the

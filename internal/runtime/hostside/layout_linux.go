@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/cgroups"
-	"github.com/airlock-dev/airlock/internal/diskimg"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
+	"github.com/airlock-dev/airlock/internal/kernel/diskimg"
 )
 
 // Layout is where one backend keeps its sandboxes on the host.

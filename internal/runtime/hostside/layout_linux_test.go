@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/cgroups"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 )
 
 // testLayout is a layout in a temporary directory over an emulated

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/diskimg"
+	"github.com/airlock-dev/airlock/internal/kernel/diskimg"
 )
 
 // youngAge is how long a state dir without info.json (or without a lock)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/cgroups"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )

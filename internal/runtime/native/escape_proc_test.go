@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/landlock"
+	"github.com/airlock-dev/airlock/internal/kernel/landlock"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 

@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/agent"
+	"github.com/airlock-dev/airlock/internal/kernel/seccomp"
+	"github.com/airlock-dev/airlock/internal/kernel/thawguard"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/seccomp"
-	"github.com/airlock-dev/airlock/internal/thawguard"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
 )
 
 // mainAt is when the sandbox init's main began, waitAt when it began to

@@ -15,10 +15,10 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/agent"
-	"github.com/airlock-dev/airlock/internal/agent/client"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
 )
 
 // scopeSandbox is a sandbox whose workspace holds src/a.go, README.md and

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/cgroups"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 )
 
 // Arg0 marks a re-executed airlock binary as a thaw guard.

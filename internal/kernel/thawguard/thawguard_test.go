@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/cgroups"
+	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 )
 
 func TestMain(m *testing.M) {

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/landlock"
-	"github.com/airlock-dev/airlock/internal/seccomp"
+	"github.com/airlock-dev/airlock/internal/kernel/landlock"
+	"github.com/airlock-dev/airlock/internal/kernel/seccomp"
 )
 
 // Hardening is what every command gets before it execs.

@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/tarball"
 )
 

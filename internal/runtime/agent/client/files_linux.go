@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
 )
 
 // fileCall runs one agent file operation; with a pipe end when data flows.

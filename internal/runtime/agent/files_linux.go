@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/pathwalk"
+	"github.com/airlock-dev/airlock/internal/kernel/pathwalk"
 )
 
 // File operations run inside the sandbox, on a thread whose filesystem

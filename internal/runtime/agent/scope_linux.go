@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/landlock"
-	"github.com/airlock-dev/airlock/internal/pathwalk"
+	"github.com/airlock-dev/airlock/internal/kernel/landlock"
+	"github.com/airlock-dev/airlock/internal/kernel/pathwalk"
 )
 
 // A write scope confines where commands and file operations may write,

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/airlock-dev/airlock/internal/agent"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/agent"
 )
 
 // RestrictWrites implements runtime.WriteScoper. The agent enforces the

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/pathwalk"
+	"github.com/airlock-dev/airlock/internal/kernel/pathwalk"
 )
 
 // File activity: the agent watches the command user's directories
