@@ -43,6 +43,7 @@ type Server struct {
 	m      *manager.Manager
 	keys   Keys
 	snaps  Snapshots
+	secs   Secrets
 	health Health
 	mux    *http.ServeMux
 }
@@ -62,6 +63,7 @@ type Keys interface {
 type Modules struct {
 	Keys      Keys
 	Snapshots Snapshots
+	Secrets   Secrets
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -96,7 +98,10 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Snapshots == nil {
 		mods.Snapshots = noSnapshots{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, health: h, mux: http.NewServeMux()}
+	if mods.Secrets == nil {
+		mods.Secrets = noSecrets{}
+	}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

@@ -25,6 +25,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -40,15 +41,16 @@ func TestMain(m *testing.M) {
 }
 
 type daemon struct {
-	sock   string
-	t      *testing.T
-	be     *native.Backend
-	client *http.Client
-	m      *manager.Manager
-	keys   *apikeys.Keys
-	snaps  *snapshots.Snapshots
-	st     *store.Store
-	dbPath string
+	sock    string
+	t       *testing.T
+	be      *native.Backend
+	client  *http.Client
+	m       *manager.Manager
+	keys    *apikeys.Keys
+	snaps   *snapshots.Snapshots
+	secrets *secrets.Secrets
+	st      *store.Store
+	dbPath  string
 }
 
 // allowAll is a policy that lets every command through: the tests of the
@@ -107,6 +109,17 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	configure(&cfg)
 	d.keys = apikeys.New()
 	d.snaps = snapshots.New(filepath.Join(dir, "data", "snapshots"), tpls)
+	// The secrets module a test configured (with its key), or one that
+	// keeps no secrets, as the manager without a key file did.
+	for _, mod := range cfg.Modules {
+		if s, ok := mod.(*secrets.Secrets); ok {
+			d.secrets = s
+		}
+	}
+	if d.secrets == nil {
+		d.secrets = secrets.New("")
+		cfg.Modules = append(cfg.Modules, d.secrets)
+	}
 	cfg.Modules = append(cfg.Modules, d.keys, d.snaps)
 	d.m, err = manager.New(context.Background(), cfg)
 	if err != nil {
@@ -118,7 +131,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true, Version: "test", Backend: "native"})}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets}, Health{OK: true, Version: "test", Backend: "native"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -34,6 +34,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/wire"
 	"golang.org/x/sys/unix"
 )
@@ -160,7 +161,8 @@ func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv 
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Policy, c.Audit, c.Redactor, c.SecretKeyFile = f, log, red, filepath.Join(t.TempDir(), "secrets.key")
+		c.Policy, c.Audit, c.Redactor = f, log, red
+		c.Modules = append(c.Modules, secrets.New(filepath.Join(t.TempDir(), "secrets.key")))
 		e.log = log
 		c.Egress = &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots, Limits: fo.limits}
 		c.AuditRetry = fo.retry
@@ -305,7 +307,7 @@ func TestEgressBrokeredSecret(t *testing.T) {
 	id := e.sandbox()
 	const value = "brokered-value-5f4e3d2c1b0a"
 	e.do("PUT", "/v1/secrets/API_TOKEN", map[string]string{"value": value}, nil)
-	var g manager.SecretGrant
+	var g secrets.Grant
 	if code := e.do("POST", "/v1/secrets/API_TOKEN/grants", map[string]any{"sandbox_id": id, "mode": "broker", "hosts": []string{"api.example.test"}}, &g); code != 201 {
 		t.Fatalf("broker grant: %d", code)
 	}
@@ -625,7 +627,7 @@ func TestEgressBrokeredGrantHeaders(t *testing.T) {
 	if code := e.do("POST", "/v1/secrets/API_TOKEN/grants", map[string]any{"sandbox_id": id, "mode": "broker", "hosts": []string{"api.example.test"}, "headers": []string{"Cookie"}}, nil); code != 400 {
 		t.Errorf("a grant for Cookie: %d, want 400", code)
 	}
-	var g manager.SecretGrant
+	var g secrets.Grant
 	if code := e.do("POST", "/v1/secrets/API_TOKEN/grants", map[string]any{"sandbox_id": id, "mode": "broker", "hosts": []string{"api.example.test"}, "headers": []string{"x-api-key"}}, &g); code != 201 {
 		t.Fatalf("broker grant: %d", code)
 	}

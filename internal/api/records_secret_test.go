@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -34,7 +35,8 @@ func recordDaemon(t *testing.T) *daemon {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Policy, c.Audit, c.Redactor, c.SecretKeyFile = allowAll, log, red, filepath.Join(t.TempDir(), "secrets.key")
+		c.Policy, c.Audit, c.Redactor = allowAll, log, red
+		c.Modules = append(c.Modules, secrets.New(filepath.Join(t.TempDir(), "secrets.key")))
 	})
 }
 

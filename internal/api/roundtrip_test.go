@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
+	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -236,10 +237,10 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, snaps := apikeys.New(), snapshots.New(filepath.Join(dir, "snapshots"), tpls)
+	keys, snaps, secs := apikeys.New(), snapshots.New(filepath.Join(dir, "snapshots"), tpls), secrets.New(filepath.Join(dir, "secrets.key"))
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Policy: pol, SecretKeyFile: filepath.Join(dir, "secrets.key"), Logf: t.Logf,
-		Modules: []manager.Module{keys, snaps}})
+		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Policy: pol, Logf: t.Logf,
+		Modules: []manager.Module{keys, snaps, secs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
+	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -1,12 +1,42 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/wire"
 )
+
+// Secrets is what the API uses of the daemon's secrets (secrets.Secrets),
+// on the unix socket only. None of it returns a value.
+type Secrets interface {
+	Set(ctx context.Context, name string, value []byte) (*secrets.Info, error)
+	List(ctx context.Context) ([]*secrets.Info, error)
+	Delete(ctx context.Context, name string) error
+	Grant(ctx context.Context, name string, req secrets.GrantRequest) (*secrets.Grant, error)
+	Grants(ctx context.Context, sandboxID string) ([]*secrets.Grant, error)
+	Revoke(ctx context.Context, id string) error
+}
+
+// noSecrets is a daemon without the secrets module: every call refused.
+type noSecrets struct{}
+
+var errNoSecrets = fmt.Errorf("this daemon keeps no secrets (no secrets module): %w", errdefs.ErrUnsupported)
+
+func (noSecrets) Set(context.Context, string, []byte) (*secrets.Info, error) {
+	return nil, errNoSecrets
+}
+func (noSecrets) List(context.Context) ([]*secrets.Info, error) { return nil, errNoSecrets }
+func (noSecrets) Delete(context.Context, string) error          { return errNoSecrets }
+func (noSecrets) Grant(context.Context, string, secrets.GrantRequest) (*secrets.Grant, error) {
+	return nil, errNoSecrets
+}
+func (noSecrets) Grants(context.Context, string) ([]*secrets.Grant, error) { return nil, errNoSecrets }
+func (noSecrets) Revoke(context.Context, string) error                     { return errNoSecrets }
 
 // The secret routes are the operator's: refused over TCP, so that an agent
 // holding an API key can neither read the list nor grant itself a secret.
@@ -26,7 +56,7 @@ func secretsOnly(r *http.Request) bool {
 }
 
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {
-	l, err := s.m.Secrets(r.Context())
+	l, err := s.secs.List(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -36,11 +66,11 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) {
 	var req wire.SecretValue
-	if err := decode(w, r, 2*manager.MaxSecretBytes, &req); err != nil {
+	if err := decode(w, r, 2*secrets.MaxValueBytes, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	info, err := s.m.SetSecret(r.Context(), r.PathValue("name"), []byte(req.Value))
+	info, err := s.secs.Set(r.Context(), r.PathValue("name"), []byte(req.Value))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -49,7 +79,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) {
-	if err := s.m.DeleteSecret(r.Context(), r.PathValue("name")); err != nil {
+	if err := s.secs.Delete(r.Context(), r.PathValue("name")); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -62,7 +92,7 @@ func (s *Server) grantSecret(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	g, err := s.m.GrantSecret(r.Context(), r.PathValue("name"), grantIn(req))
+	g, err := s.secs.Grant(r.Context(), r.PathValue("name"), grantIn(req))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -71,7 +101,7 @@ func (s *Server) grantSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSecretGrants(w http.ResponseWriter, r *http.Request) {
-	l, err := s.m.SecretGrants(r.Context(), r.URL.Query().Get("sandbox"))
+	l, err := s.secs.Grants(r.Context(), r.URL.Query().Get("sandbox"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -80,7 +110,7 @@ func (s *Server) listSecretGrants(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeSecretGrant(w http.ResponseWriter, r *http.Request) {
-	if err := s.m.RevokeSecretGrant(r.Context(), r.PathValue("id")); err != nil {
+	if err := s.secs.Revoke(r.Context(), r.PathValue("id")); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/template"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -32,7 +33,8 @@ func secretDaemon(t *testing.T) (*daemon, *clock, string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Policy, c.Audit, c.Redactor, c.Now, c.SecretKeyFile = allowAll, log, red, clk.Now, keyFile
+		c.Policy, c.Audit, c.Redactor, c.Now = allowAll, log, red, clk.Now
+		c.Modules = append(c.Modules, secrets.New(keyFile))
 	})
 	return d, clk, keyFile
 }
@@ -54,7 +56,7 @@ func TestSecrets(t *testing.T) {
 			t.Fatalf("the value is in the database file%s in the clear", suffix)
 		}
 	}
-	var list struct{ Secrets []manager.SecretInfo }
+	var list struct{ Secrets []secrets.Info }
 	d.do("GET", "/v1/secrets", nil, &list)
 	if len(list.Secrets) != 1 || list.Secrets[0].Name != "DEPLOY_TOKEN" {
 		t.Fatalf("list: %+v", list)
@@ -66,7 +68,7 @@ func TestSecrets(t *testing.T) {
 	if _, out, _ := d.sh(a.ID, `echo "[$DEPLOY_TOKEN]"`, nil); out != "[]\n" {
 		t.Fatalf("before the grant: %q", out)
 	}
-	var g manager.SecretGrant
+	var g secrets.Grant
 	if code := d.do("POST", "/v1/secrets/DEPLOY_TOKEN/grants", map[string]any{"sandbox_id": a.ID, "hosts": []string{"deploy.example.test"}, "ttl_seconds": 600}, &g); code != 201 {
 		t.Fatalf("grant: %d", code)
 	}
@@ -108,7 +110,7 @@ func TestSecrets(t *testing.T) {
 	if _, out, _ := d.sh(a.ID, `echo "[$DEPLOY_TOKEN]"`, nil); out != "[]\n" {
 		t.Fatalf("after expiry: %q", out)
 	}
-	var grants struct{ Grants []manager.SecretGrant }
+	var grants struct{ Grants []secrets.Grant }
 	d.do("GET", "/v1/secret-grants?sandbox="+a.ID, nil, &grants)
 	if len(grants.Grants) != 1 || grants.Grants[0].State != "expired" {
 		t.Fatalf("grants after expiry: %+v", grants)
@@ -150,7 +152,7 @@ func TestSecretBadInput(t *testing.T) {
 		{"PUT", "/v1/secrets/1BAD", map[string]string{"value": "v"}, 400, "secret name"},
 		{"PUT", "/v1/secrets/OK2", map[string]string{"value": ""}, 400, "1 to"},
 		{"PUT", "/v1/secrets/OK2", map[string]string{"value": "a\x00b"}, 400, "NUL"},
-		{"PUT", "/v1/secrets/OK2", map[string]string{"value": strings.Repeat("x", manager.MaxSecretBytes+1)}, 400, "1 to"},
+		{"PUT", "/v1/secrets/OK2", map[string]string{"value": strings.Repeat("x", secrets.MaxValueBytes+1)}, 400, "1 to"},
 		{"POST", "/v1/secrets/NOPE/grants", map[string]any{"sandbox_id": sb.ID, "hosts": []string{"a.test"}}, 404, ""},
 		{"POST", "/v1/secrets/OK/grants", map[string]any{"hosts": []string{"a.test"}}, 400, "exactly one"},
 		{"POST", "/v1/secrets/OK/grants", map[string]any{"sandbox_id": sb.ID}, 400, "hosts"},
@@ -206,16 +208,16 @@ func TestSecretWrongKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, SecretKeyFile: other})
+	_, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(other)}})
 	if err == nil || !strings.Contains(err.Error(), "cannot be opened with this daemon's secret key") {
 		t.Fatalf("another key: %v", err)
 	}
 	// A key file of the wrong size is refused rather than used.
 	_ = os.WriteFile(other, []byte("short"), 0o600)
-	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, SecretKeyFile: other}); err == nil || !strings.Contains(err.Error(), "want 32") {
+	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(other)}}); err == nil || !strings.Contains(err.Error(), "want 32") {
 		t.Fatalf("short key: %v", err)
 	}
-	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, SecretKeyFile: keyFile}); err != nil {
+	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(keyFile)}}); err != nil {
 		t.Fatalf("the right key: %v", err)
 	}
 }
@@ -245,7 +247,7 @@ func TestSecretTaskGrantEndsWithTheTask(t *testing.T) {
 	if _, out, _ := d.sh(task.SandboxID, `echo "[${DEPLOY_TOKEN:+set}]"`, nil); out != "[]\n" {
 		t.Errorf("in the kept sandbox after the task: %q", out)
 	}
-	var grants struct{ Grants []manager.SecretGrant }
+	var grants struct{ Grants []secrets.Grant }
 	d.do("GET", "/v1/secret-grants?sandbox="+task.SandboxID, nil, &grants)
 	if len(grants.Grants) != 1 || grants.Grants[0].State != "revoked" {
 		t.Errorf("grants after the task: %+v", grants.Grants)

@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -175,11 +176,11 @@ func breakGlassOut(b *manager.BreakGlass) wire.BreakGlass {
 	return wire.BreakGlass{ID: b.ID, SandboxID: b.SandboxID, Actor: b.Actor, Reason: b.Reason, Created: b.Created, Expires: b.Expires}
 }
 
-func secretInfoOut(s *manager.SecretInfo) wire.SecretInfo {
+func secretInfoOut(s *secrets.Info) wire.SecretInfo {
 	return wire.SecretInfo{Name: s.Name, Created: s.Created, Updated: s.Updated}
 }
 
-func secretGrantOut(g *manager.SecretGrant) wire.SecretGrant {
+func secretGrantOut(g *secrets.Grant) wire.SecretGrant {
 	return wire.SecretGrant{ID: g.ID, Secret: g.Secret, SandboxID: g.SandboxID, TaskID: g.TaskID, Mode: g.Mode, Env: g.Env,
 		Hosts: g.Hosts, Placeholder: g.Placeholder, Headers: g.Headers, Created: g.Created, Expires: g.Expires,
 		CreatedBy: g.CreatedBy, Revoked: g.Revoked, State: g.State}
@@ -240,7 +241,7 @@ func taskIn(r wire.TaskRequest) (manager.TaskRequest, error) {
 	return req, err
 }
 
-func grantIn(r wire.SecretGrantRequest) manager.GrantSecretRequest {
-	return manager.GrantSecretRequest{SandboxID: r.SandboxID, TaskID: r.TaskID, Mode: r.Mode, Env: r.Env, Hosts: r.Hosts,
+func grantIn(r wire.SecretGrantRequest) secrets.GrantRequest {
+	return secrets.GrantRequest{SandboxID: r.SandboxID, TaskID: r.TaskID, Mode: r.Mode, Env: r.Env, Hosts: r.Hosts,
 		Headers: r.Headers, TTLSeconds: r.TTLSeconds}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -181,9 +182,9 @@ func TestWireCarriesEveryFieldTheDaemonSends(t *testing.T) {
 	sameJSON(t, "Approval", ap, approvalOut(ap))
 	bg := filled[manager.BreakGlass]()
 	sameJSON(t, "BreakGlass", bg, breakGlassOut(bg))
-	si := filled[manager.SecretInfo]()
+	si := filled[secrets.Info]()
 	sameJSON(t, "SecretInfo", si, secretInfoOut(si))
-	sg := filled[manager.SecretGrant]()
+	sg := filled[secrets.Grant]()
 	sameJSON(t, "SecretGrant", sg, secretGrantOut(sg))
 	ev := filled[audit.Event]()
 	sameJSON(t, "AuditEvent", ev, auditEventOut(ev))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -202,25 +201,7 @@ func (m *Manager) effectiveEgress(ctx context.Context, ls *live) (egress.Policy,
 	if ls.egressLayer != nil {
 		p = p.Merge(*ls.egressLayer)
 	}
-	grants, err := m.cfg.Store.ActiveSecretGrants(ctx, ls.rec.ID, m.now())
-	if err != nil {
-		return p, err
-	}
-	for _, g := range grants {
-		if g.Mode != "broker" {
-			continue
-		}
-		sec, err := m.cfg.Store.GetSecret(ctx, g.Secret)
-		if err != nil {
-			continue
-		}
-		v, err := m.open(sec)
-		if err != nil {
-			return p, err
-		}
-		p.Secrets = append(slices.Clone(p.Secrets), egress.Secret{ID: g.ID, Placeholder: g.Placeholder, Hosts: g.Hosts, Headers: g.Headers, Value: string(v)})
-	}
-	return p, nil
+	return m.brokeredSecrets(ctx, ls.rec.ID, p)
 }
 
 // applyEgress gives the egress service a live sandbox's policy.

@@ -23,7 +23,7 @@ var execPipeline = []execStage{
 	{"admit", (*Manager).execAdmit},       // the sandbox may run it: live, state, audit log
 	{"policy", (*Manager).execPolicy},     // the policy's decision (a held exec waits here)
 	{"modules", (*Manager).execModules},   // Config.Modules' ExecHooks, in order
-	{"secrets", (*Manager).execSecrets},   // granted secrets join the environment
+	{"secrets", (*Manager).execSecrets},   // SecretSource modules' env joins the environment
 	{"evidence", (*Manager).execEvidence}, // what is kept to compare after (lockfiles)
 	{"run", (*Manager).execStart},         // record, start, wait (or not: Background)
 }
@@ -127,9 +127,10 @@ func (m *Manager) execModules(ctx context.Context, x *execRun) error {
 }
 
 // execSecrets: secrets granted to the sandbox join the command's
-// environment (values for env grants, placeholders for brokered ones).
+// environment (SecretSource modules: values for env grants, placeholders
+// for brokered ones).
 func (m *Manager) execSecrets(ctx context.Context, x *execRun) error {
-	senv, uses, err := m.secretEnv(ctx, x.id)
+	senv, uses, err := m.secretEnv(ctx, SandboxRef{ID: x.id, TaskID: x.ls.taskID})
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"crypto/cipher"
-
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -85,9 +83,6 @@ type Config struct {
 	AuditRetry time.Duration
 	// Redactor hides secrets in stored output and records (nil: none).
 	Redactor Redactor
-	// SecretKeyFile holds the key secrets are sealed with (made on first
-	// use); "": the daemon keeps no secrets.
-	SecretKeyFile string
 	// Egress configures the egress service (its Recorder is the audit
 	// log); nil: sandboxes have no network at all, and brokered secrets
 	// are refused.
@@ -117,7 +112,6 @@ type Manager struct {
 	// finishingTasks: tasks a FinishTask is under way for (by task id).
 	finishingTasks map[string]bool
 
-	secretKey cipher.AEAD     // nil: no secrets
 	egressSvc *egress.Service // nil: no network
 
 	auditRetry auditRetry
@@ -129,6 +123,10 @@ type Manager struct {
 	stopHooks      []named[StopHook]
 	// templateSources resolve template names the built-ins do not have.
 	templateSources []named[TemplateSource]
+	// The secrets surface (module_secrets.go).
+	secretSources []named[SecretSource]
+	brokerSources []named[BrokerSource]
+	taskEndHooks  []named[TaskEndHook]
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -188,14 +186,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	m.cleanTaskLeftovers()
 	var err error
-	if cfg.SecretKeyFile != "" {
-		if m.secretKey, err = loadSecretKey(cfg.SecretKeyFile); err != nil {
-			return nil, fmt.Errorf("manager: %w", err)
-		}
-		if err := m.learnStoredSecrets(ctx); err != nil {
-			return nil, fmt.Errorf("manager: %w", err)
-		}
-	}
 	if cfg.Egress != nil {
 		ec := *cfg.Egress
 		ec.Recorder = egressRecorder{m: m}
@@ -700,7 +690,7 @@ func newExecID() string {
 
 // cappedSlack is what capped keeps beyond its cap, so that a secret that
 // straddles the cap is seen whole by the redactor (a known value's longest
-// form, base64 of MaxSecretBytes, is about 87 KiB).
+// form, base64 of secrets.MaxValueBytes, is about 87 KiB).
 const cappedSlack = 128 << 10
 
 // capped keeps the first n bytes written to it (and cappedSlack more, for

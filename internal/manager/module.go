@@ -209,6 +209,15 @@ func (m *Manager) attach() error {
 		if h, ok := mod.(TemplateSource); ok {
 			m.templateSources = append(m.templateSources, named[TemplateSource]{name, h})
 		}
+		if h, ok := mod.(SecretSource); ok {
+			m.secretSources = append(m.secretSources, named[SecretSource]{name, h})
+		}
+		if h, ok := mod.(BrokerSource); ok {
+			m.brokerSources = append(m.brokerSources, named[BrokerSource]{name, h})
+		}
+		if h, ok := mod.(TaskEndHook); ok {
+			m.taskEndHooks = append(m.taskEndHooks, named[TaskEndHook]{name, h})
+		}
 	}
 	return nil
 }

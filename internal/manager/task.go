@@ -748,7 +748,7 @@ func (m *Manager) FinishTask(ctx context.Context, id string, keep bool) (*Finish
 	}
 	// The task's secret grants end with it (a kept sandbox outlives
 	// them): first, so that a failure leaves the task open to finish again.
-	if err := m.endTaskGrants(ctx, rec.SandboxID, id); err != nil {
+	if err := m.taskEnded(ctx, SandboxRef{ID: rec.SandboxID, TaskID: id}); err != nil {
 		return nil, fmt.Errorf("end the task's secret grants: %w", err)
 	}
 	now := time.Now().UTC()

@@ -1,0 +1,234 @@
+// Package secrets keeps the daemon's secrets, a module of the sandbox
+// core (manager.Module). Secrets are kept sealed (AES-256-GCM under the
+// daemon's secret key, the name as associated data) and granted to one
+// sandbox or task at a time, for a while, for named hosts. Two modes:
+//
+//   - env: the value is put into the environment of every command the
+//     sandbox runs while the grant lasts, for tools that read it there
+//     (execPipeline's "secrets" stage: the module is a
+//     manager.SecretSource). The sandbox then holds it; the egress policy
+//     decides where it can be sent.
+//   - broker: the sandbox holds only a placeholder; the egress proxy puts
+//     the value into request headers to the grant's hosts (which the
+//     egress policy must also allow; the module is a
+//     manager.BrokerSource). A daemon without an egress proxy refuses
+//     such grants (unsupported), never hands out a placeholder that
+//     nothing replaces.
+//
+// Values are never returned by the API, never logged, and are taught to
+// the redactor before anything could show them: every stored value when
+// the module is attached (in manager.New, before the core does anything
+// else), a new one before it is stored. A task's grants end with the task
+// (manager.TaskEndHook).
+//
+// It uses only its manager.Core (store, redactor, audit record, clock,
+// live state, egress) and the store.
+package secrets
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/lazyre"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// Secret limits.
+const (
+	MaxValueBytes   = 64 << 10
+	DefaultGrantFor = time.Hour
+	MaxGrantFor     = 24 * time.Hour
+)
+
+var nameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// Info is a secret as the API shows it: never its value.
+type Info struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// Secrets is the secrets module. Its methods fail (ErrUnsupported) until
+// manager.New has attached it, and those that need the key (all but
+// Grants and Revoke) when it has none.
+type Secrets struct {
+	keyFile string
+	c       *manager.Core
+	st      *store.Store
+	key     cipher.AEAD // nil: no secrets
+}
+
+// New makes the module, its secrets sealed with the key in keyFile (made
+// on first use); keyFile "": the daemon keeps no secrets. Attach it
+// through manager.Config.Modules.
+func New(keyFile string) *Secrets { return &Secrets{keyFile: keyFile} }
+
+// Name is the module's name.
+func (s *Secrets) Name() string { return "secrets" }
+
+// Attach loads the key and teaches the redactor every stored value: a
+// key that cannot open them fails manager.New.
+func (s *Secrets) Attach(c *manager.Core) error {
+	s.c, s.st = c, c.Store()
+	if s.keyFile == "" {
+		return nil
+	}
+	key, err := loadKey(s.keyFile)
+	if err != nil {
+		return err
+	}
+	s.key = key
+	return s.learnStored(context.Background())
+}
+
+func (s *Secrets) attached() error {
+	if s.c == nil {
+		return fmt.Errorf("secrets: the module is not attached to a manager: %w", errdefs.ErrUnsupported)
+	}
+	return nil
+}
+
+// loadKey reads the daemon's secret key, making it on first use.
+func loadKey(path string) (cipher.AEAD, error) {
+	key, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+		f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if ferr != nil {
+			return nil, fmt.Errorf("secret key %s: %w", path, ferr)
+		}
+		_, werr := f.Write(key)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			_ = os.Remove(path)
+			return nil, fmt.Errorf("secret key %s: %w", path, werr)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("secret key %s: %w", path, err)
+	}
+	if len(key) != 32 {
+		return nil, fmt.Errorf("secret key %s: %d bytes, want 32 (restore the right file; secrets sealed with another key cannot be opened)", path, len(key))
+	}
+	block, _ := aes.NewCipher(key)
+	return cipher.NewGCM(block)
+}
+
+func aad(name string) []byte { return []byte("airlock-secret\x00" + name) }
+
+func (s *Secrets) sealer() (cipher.AEAD, error) {
+	if err := s.attached(); err != nil {
+		return nil, err
+	}
+	if s.key == nil {
+		return nil, fmt.Errorf("this daemon keeps no secrets (no secret key configured): %w", errdefs.ErrUnsupported)
+	}
+	return s.key, nil
+}
+
+func (s *Secrets) open(sec *store.Secret) ([]byte, error) {
+	aead, err := s.sealer()
+	if err != nil {
+		return nil, err
+	}
+	ns := aead.NonceSize()
+	if len(sec.Sealed) < ns {
+		return nil, fmt.Errorf("secret %s: sealed value is damaged", sec.Name)
+	}
+	v, err := aead.Open(nil, sec.Sealed[:ns], sec.Sealed[ns:], aad(sec.Name))
+	if err != nil {
+		return nil, fmt.Errorf("secret %s cannot be opened with this daemon's secret key (was it sealed with another?)", sec.Name)
+	}
+	return v, nil
+}
+
+// learnStored adds every stored value to the redactor.
+func (s *Secrets) learnStored(ctx context.Context) error {
+	l, err := s.st.ListSecrets(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sec := range l {
+		v, err := s.open(sec)
+		if err != nil {
+			return err
+		}
+		s.c.Redactor().Add(string(v))
+	}
+	return nil
+}
+
+// Set stores a secret (replacing one of the same name). The redactor
+// learns the value before it is stored.
+func (s *Secrets) Set(ctx context.Context, name string, value []byte) (*Info, error) {
+	aead, err := s.sealer()
+	if err != nil {
+		return nil, err
+	}
+	if !nameRE().MatchString(name) {
+		return nil, fmt.Errorf("secret name %q: letters, digits and _, not starting with a digit, at most 128: %w", name, errdefs.ErrInvalid)
+	}
+	if len(value) == 0 || len(value) > MaxValueBytes {
+		return nil, fmt.Errorf("secret value: 1 to %d bytes: %w", MaxValueBytes, errdefs.ErrInvalid)
+	}
+	if strings.ContainsRune(string(value), 0) {
+		return nil, fmt.Errorf("secret value: no NUL bytes (it may be put into an environment): %w", errdefs.ErrInvalid)
+	}
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	now := s.c.Now()
+	sec := &store.Secret{Name: name, Sealed: aead.Seal(nonce, nonce, value, aad(name)), Created: now, Updated: now}
+	s.c.Redactor().Add(string(value))
+	if err := s.st.PutSecret(ctx, sec); err != nil {
+		return nil, err
+	}
+	_ = s.c.Record(ctx, audit.Entry{Kind: "secret.set", Payload: map[string]any{"name": name, "bytes": len(value)}})
+	got, err := s.st.GetSecret(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s.c.ReapplyEgress(ctx, "")
+	return &Info{Name: got.Name, Created: got.Created, Updated: got.Updated}, nil
+}
+
+// List lists the secrets (names and times only).
+func (s *Secrets) List(ctx context.Context) ([]*Info, error) {
+	if _, err := s.sealer(); err != nil {
+		return nil, err
+	}
+	l, err := s.st.ListSecrets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Info, 0, len(l))
+	for _, sec := range l {
+		out = append(out, &Info{Name: sec.Name, Created: sec.Created, Updated: sec.Updated})
+	}
+	return out, nil
+}
+
+// Delete removes a secret; its grants end with it.
+func (s *Secrets) Delete(ctx context.Context, name string) error {
+	if _, err := s.sealer(); err != nil {
+		return err
+	}
+	if err := s.st.DeleteSecret(ctx, name); err != nil {
+		return err
+	}
+	s.c.ReapplyEgress(ctx, "")
+	return s.c.Record(ctx, audit.Entry{Kind: "secret.delete", Payload: map[string]any{"name": name}})
+}
