@@ -50,6 +50,7 @@ type Server struct {
 	m      *manager.Manager
 	keys   Keys
 	snaps  Snapshots
+	tasks  Tasks
 	health Health
 	mux    *http.ServeMux
 }
@@ -65,10 +66,11 @@ type Keys interface {
 
 // Modules are the feature modules the API calls besides the manager;
 // one left nil is a feature this daemon does not have (its calls fail
-// closed: no key is valid, no snapshot is made).
+// closed: no key is valid, no snapshot is made, no task runs).
 type Modules struct {
 	Keys      Keys
 	Snapshots Snapshots
+	Tasks     Tasks
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -103,7 +105,10 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Snapshots == nil {
 		mods.Snapshots = noSnapshots{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, health: h, mux: http.NewServeMux()}
+	if mods.Tasks == nil {
+		mods.Tasks = noTasks{}
+	}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, tasks: mods.Tasks, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/template"
 )
 
@@ -46,6 +47,7 @@ type daemon struct {
 	m      *manager.Manager
 	keys   *apikeys.Keys
 	snaps  *snapshots.Snapshots
+	tasks  *tasks.Tasks
 	st     *store.Store
 	dbPath string
 }
@@ -106,7 +108,8 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	configure(&cfg)
 	d.keys = apikeys.New()
 	d.snaps = snapshots.New(filepath.Join(dir, "data", "snapshots"), tpls)
-	cfg.Modules = append(cfg.Modules, d.keys, d.snaps)
+	d.tasks = tasks.New(tasks.Config{Dir: cfg.TaskDir})
+	cfg.Modules = append([]manager.Module{d.tasks}, append(cfg.Modules, d.keys, d.snaps)...)
 	d.m, err = manager.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +120,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true, Version: "test", Backend: "native"})}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Tasks: d.tasks}, Health{OK: true, Version: "test", Backend: "native"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/internal/tasks"
 )
 
 // clock is a test clock the manager reads; tests move it.
@@ -365,7 +366,7 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 func TestTaskScopeHostAndSandbox(t *testing.T) {
 	d, _ := policyDaemon(t)
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "scope": []string{"src/**"}, "test": "sh test.sh"}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}

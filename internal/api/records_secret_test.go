@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/tasks"
 )
 
 // leakSecret is a granted secret an agent plants in records. Letters and
@@ -89,7 +90,7 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 		t.Fatalf("set secret: %d", code)
 	}
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "test": "sh test.sh", "prompt": "fix calc with key " + leakSecret}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}
@@ -152,7 +153,7 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 	}
 	// The task's results on the daemon's host: commands.jsonl, the
 	// manifest, the bundle, the answer itself.
-	var res manager.FinishResult
+	var res tasks.FinishResult
 	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &res); code != 200 || len(res.Files) == 0 {
 		t.Fatalf("finish: %d %+v", code, res)
 	}

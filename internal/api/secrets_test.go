@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/template"
 )
 
@@ -227,7 +228,7 @@ func TestSecretTaskGrantEndsWithTheTask(t *testing.T) {
 	if code := d.do("PUT", "/v1/secrets/DEPLOY_TOKEN", map[string]string{"value": secretValue}, nil); code != 200 {
 		t.Fatalf("set: %d", code)
 	}
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo}, &task); code != 201 {
 		t.Fatal(code)
 	}
