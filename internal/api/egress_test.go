@@ -370,7 +370,7 @@ func TestEgressTightenOnlyOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(e.m, Modules{Keys: e.keys, Snapshots: e.snaps}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(e.m, Modules{Keys: e.keys, Snapshots: e.snaps, Tasks: e.tasks}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	do := func(method, path, body string) int {

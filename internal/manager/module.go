@@ -241,10 +241,16 @@ func (c *Core) CreateForTask(ctx context.Context, req CreateRequest, taskID stri
 func (c *Core) ExecTaskTest(ctx context.Context, id, taskID string, req ExecRequest, started func(string, int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
 	c.m.mu.Lock()
 	ls := c.m.live[id]
-	ok := ls != nil && taskID != "" && ls.taskID == taskID
 	c.m.mu.Unlock()
-	if !ok {
-		return "", nil, fmt.Errorf("sandbox %s is not task %s's live sandbox: %w", id, taskID, errdefs.ErrConflict)
+	if ls == nil {
+		// Not live: the error any exec would get (stopped, unknown).
+		if _, err := c.m.runtimeSandbox(ctx, id); err != nil {
+			return "", nil, err
+		}
+		return "", nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	if taskID == "" || ls.taskID != taskID {
+		return "", nil, fmt.Errorf("sandbox %s is not task %s's: %w", id, taskID, errdefs.ErrConflict)
 	}
 	req.taskTest = true
 	return c.m.Exec(ctx, id, req, started, stdout, stderr)

@@ -180,6 +180,15 @@ func TestTaskTestExceptionIsNarrow(t *testing.T) {
 	if _, _, err := r.tk.c.ExecTaskTest(ctx, other.ID, "", test, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("the exception for no task: %v", err)
 	}
+	if err := r.m.Destroy(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.tk.c.ExecTaskTest(ctx, other.ID, task.ID, test, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("the exception in a stopped sandbox: %v", err)
+	}
+	if _, _, err := r.tk.c.ExecTaskTest(ctx, "sb-nope", task.ID, test, nil, nil, nil); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("the exception in no sandbox: %v", err)
+	}
 	if _, err := r.tk.c.CreateForTask(ctx, manager.CreateRequest{}, ""); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("a task's sandbox without its task: %v", err)
 	}
