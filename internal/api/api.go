@@ -44,6 +44,7 @@ type Server struct {
 	keys   Keys
 	snaps  Snapshots
 	secs   Secrets
+	tasks  Tasks
 	health Health
 	mux    *http.ServeMux
 }
@@ -59,11 +60,12 @@ type Keys interface {
 
 // Modules are the feature modules the API calls besides the manager;
 // one left nil is a feature this daemon does not have (its calls fail
-// closed: no key is valid, no snapshot is made).
+// closed: no key is valid, no snapshot is made, no task runs).
 type Modules struct {
 	Keys      Keys
 	Snapshots Snapshots
 	Secrets   Secrets
+	Tasks     Tasks
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -101,7 +103,10 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Secrets == nil {
 		mods.Secrets = noSecrets{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, health: h, mux: http.NewServeMux()}
+	if mods.Tasks == nil {
+		mods.Tasks = noTasks{}
+	}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

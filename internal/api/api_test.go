@@ -28,6 +28,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/template"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -49,6 +50,7 @@ type daemon struct {
 	keys    *apikeys.Keys
 	snaps   *snapshots.Snapshots
 	secrets *secrets.Secrets
+	tasks   *tasks.Tasks
 	st      *store.Store
 	dbPath  string
 }
@@ -120,7 +122,8 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 		d.secrets = secrets.New("")
 		cfg.Modules = append(cfg.Modules, d.secrets)
 	}
-	cfg.Modules = append(cfg.Modules, d.keys, d.snaps)
+	d.tasks = tasks.New(tasks.Config{Dir: cfg.TaskDir})
+	cfg.Modules = append([]manager.Module{d.tasks}, append(cfg.Modules, d.keys, d.snaps)...)
 	d.m, err = manager.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +134,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets}, Health{OK: true, Version: "test", Backend: "native"})}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets, Tasks: d.tasks}, Health{OK: true, Version: "test", Backend: "native"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

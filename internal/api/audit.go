@@ -122,7 +122,7 @@ func (s *Server) taskBundle(w http.ResponseWriter, r *http.Request) {
 	// Built in memory first: an error must be an error answer, not half a
 	// bundle.
 	var buf bytes.Buffer
-	if err := s.m.ExportTask(r.Context(), id, &buf); err != nil {
+	if err := s.tasks.Export(r.Context(), id, &buf); err != nil {
 		writeError(w, err)
 		return
 	}

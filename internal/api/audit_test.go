@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -105,7 +106,7 @@ func TestAuditRecordAndBundleKeepNoSecret(t *testing.T) {
 	const secret = "s3cr3t-Pa55w0rd-for-the-test-77"
 	const token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789AB"
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "scope": []string{"src/**"}, "test": "sh test.sh", "prompt": "fix calc"}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}
@@ -284,7 +285,7 @@ func TestAuditVerifyKnowsTheDaemonsOwnHead(t *testing.T) {
 func TestBundleVerifyRefusesBadBundles(t *testing.T) {
 	d, log := auditDaemon(t)
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task)
 	d.sh(task.SandboxID, "echo more >> README", nil)
 	good := d.bundle(task.ID)
@@ -358,7 +359,7 @@ func TestBundleVerifyRefusesBadBundles(t *testing.T) {
 func TestPurgeKeepsTheChain(t *testing.T) {
 	d, _, clk := auditDaemonClock(t)
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task)
 	code, events, _ := d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "head -c 10000 /dev/zero | tr '\\0' x; echo more >> README"}})
 	out, _, _ := collect(events)

@@ -35,6 +35,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/secrets"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 	"golang.org/x/sys/unix"
 )
@@ -372,7 +373,7 @@ func TestEgressTightenOnlyOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(e.m, Modules{Keys: e.keys, Snapshots: e.snaps}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(e.m, Modules{Keys: e.keys, Snapshots: e.snaps, Tasks: e.tasks}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	do := func(method, path, body string) int {
@@ -487,7 +488,7 @@ func TestFullLogDiskFailsClosed(t *testing.T) {
 	e := egressDaemonAt(t, db, egressTestPolicy)
 	plain := e.plain.Listener.Addr().(*net.TCPAddr).Port
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := e.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task); code != 201 {
 		t.Fatalf("create task: %d", code)
 	}
@@ -562,7 +563,7 @@ done`, plain)}})
 	// Space freed, the task is still open, its sandbox still there (the
 	// daemon recovers on its own: TestFullLogDiskRecoversWithoutRestart).
 	os.Remove(filepath.Join(db, "filler"))
-	var got manager.Task
+	var got tasks.Task
 	if code := e.do("GET", "/v1/tasks/"+task.ID, nil, &got); code != 200 || got.State != "open" {
 		t.Errorf("the task after the failure: %d %+v", code, got)
 	}
@@ -586,7 +587,7 @@ func TestBundleNetworkFromTheEgressRecord(t *testing.T) {
 	e := egressDaemon(t, egressTestPolicy)
 	plain := e.plain.Listener.Addr().(*net.TCPAddr).Port
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := e.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first}, &task); code != 201 {
 		t.Fatalf("task: %d", code)
 	}

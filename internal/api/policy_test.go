@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -308,7 +309,7 @@ func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, wire.Err
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Tasks: d.tasks}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func(path, body string) (int, wire.Error) {
@@ -366,7 +367,7 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 func TestTaskScopeHostAndSandbox(t *testing.T) {
 	d, _ := policyDaemon(t)
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "scope": []string{"src/**"}, "test": "sh test.sh"}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}

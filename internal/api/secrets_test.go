@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/secrets"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/template"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -181,7 +182,7 @@ func TestSecretsRefusedOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Tasks: d.tasks}, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	for _, c := range [][2]string{{"GET", "/v1/secrets"}, {"PUT", "/v1/secrets/X"}, {"POST", "/v1/secrets/X/grants"}, {"GET", "/v1/secret-grants"}, {"DELETE", "/v1/secret-grants/sg-1"}} {
@@ -230,7 +231,7 @@ func TestSecretTaskGrantEndsWithTheTask(t *testing.T) {
 	if code := d.do("PUT", "/v1/secrets/DEPLOY_TOKEN", map[string]string{"value": secretValue}, nil); code != 200 {
 		t.Fatalf("set: %d", code)
 	}
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo}, &task); code != 201 {
 		t.Fatal(code)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -72,7 +73,7 @@ func (d *daemon) testTask(id string) (bool, string) {
 func TestTaskWorkflow(t *testing.T) {
 	d := newDaemon(t)
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "scope": []string{"src/**"}, "test": "sh test.sh", "prompt": "make calc add"}, &task)
 	if code != 201 || task.Commit != first || task.SandboxID == "" || task.State != "open" {
 		t.Fatalf("start: %d %+v", code, task)
@@ -97,14 +98,14 @@ func TestTaskWorkflow(t *testing.T) {
 	if passed, out := d.testTask(task.ID); !passed || !strings.Contains(out, "PASS") {
 		t.Errorf("tests after the fix: passed=%v %q", passed, out)
 	}
-	var diff manager.Diff
+	var diff tasks.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 {
 		t.Fatalf("diff: %d", code)
 	}
 	if !strings.Contains(diff.Patch, "-echo $(( $1 - $2 ))") || !strings.Contains(diff.Patch, "+echo $(( $1 + $2 ))") || strings.Contains(diff.Patch, "outside.txt") {
 		t.Errorf("patch:\n%s", diff.Patch)
 	}
-	files := map[string]manager.ChangedFile{}
+	files := map[string]tasks.ChangedFile{}
 	for _, f := range diff.Files {
 		files[f.Path] = f
 	}
@@ -122,7 +123,7 @@ func TestTaskWorkflow(t *testing.T) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Errorf("patch does not apply to the base: %v %s", err, out)
 	}
-	var res manager.FinishResult
+	var res tasks.FinishResult
 	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &res); code != 200 || res.Task.State != "finished" || res.Test == nil || !res.Test.Passed {
 		t.Fatalf("finish: %d %+v", code, res)
 	}
@@ -144,7 +145,7 @@ func TestTaskWorkflow(t *testing.T) {
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &e); code != 409 {
 		t.Errorf("diff of a finished task: %d %+v", code, e)
 	}
-	var got manager.Task
+	var got tasks.Task
 	if d.do("GET", "/v1/tasks/"+task.ID, nil, &got); len(got.Tests) != 3 || got.Finished == nil {
 		t.Errorf("task record: %+v", got)
 	}
@@ -169,7 +170,7 @@ func TestTaskBadInput(t *testing.T) {
 			t.Errorf("%s: %d %+v, want %d", c.body, code, e, c.status)
 		}
 	}
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": "main"}, &task); code != 201 {
 		t.Fatal(code)
 	}
@@ -181,7 +182,7 @@ func TestTaskBadInput(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("test without a test command: %d", resp.StatusCode)
 	}
-	var res manager.FinishResult
+	var res tasks.FinishResult
 	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish?keep=true", nil, &res); code != 200 {
 		t.Fatalf("finish --keep: %d", code)
 	}
@@ -196,7 +197,7 @@ func TestTaskBadInput(t *testing.T) {
 func TestTaskDiffTooLarge(t *testing.T) {
 	d := newDaemon(t)
 	repo, _ := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo}, &task); code != 201 {
 		t.Fatal(code)
 	}
@@ -210,7 +211,7 @@ func TestTaskDiffTooLarge(t *testing.T) {
 	}
 	// a normal change still diffs
 	d.exec(task.SandboxID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "rm big.bin; echo x >> README"}})
-	var diff manager.Diff
+	var diff tasks.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 || len(diff.Files) != 1 {
 		t.Errorf("diff after removing the big file: %d %+v", code, diff.Files)
 	}
@@ -224,7 +225,7 @@ func TestTaskDiffTooLarge(t *testing.T) {
 func TestFinishEndsLeftoversBeforeTheTests(t *testing.T) {
 	d := newDaemon(t)
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "test": "sh test.sh"}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}
@@ -238,7 +239,7 @@ echo ok`
 	if code, out, _ := d.sh(task.SandboxID, script, nil); code != 200 || !strings.Contains(out, "ok") {
 		t.Fatalf("agent: %d %q", code, out)
 	}
-	var res manager.FinishResult
+	var res tasks.FinishResult
 	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish?keep=true", nil, &res); code != 200 || res.Test == nil {
 		t.Fatalf("finish: %d %+v", code, res)
 	}
@@ -257,7 +258,7 @@ echo ok`
 func TestNothingRunsWhileATaskFinishes(t *testing.T) {
 	d := newDaemon(t)
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "test": "sh test.sh"}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}
@@ -283,7 +284,7 @@ func TestNothingRunsWhileATaskFinishes(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	var res manager.FinishResult
+	var res tasks.FinishResult
 	code := d.do("POST", "/v1/tasks/"+task.ID+"/finish?keep=true", nil, &res)
 	close(done)
 	n := <-refused

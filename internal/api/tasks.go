@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -8,8 +10,38 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
+
+// Tasks is what the API uses of the tasks module (tasks.Tasks); its
+// methods are the /v1/tasks routes'.
+type Tasks interface {
+	Start(ctx context.Context, req tasks.TaskRequest) (*tasks.Task, error)
+	Get(ctx context.Context, id string) (*tasks.Task, error)
+	List(ctx context.Context) ([]*tasks.Task, error)
+	Test(ctx context.Context, id string, timeout time.Duration, started func(string, int), stdout, stderr io.Writer) (*tasks.TestRun, error)
+	Diff(ctx context.Context, id string) (*tasks.Diff, error)
+	Finish(ctx context.Context, id string, keep bool) (*tasks.FinishResult, error)
+	Export(ctx context.Context, id string, w io.Writer) error
+}
+
+// noTasks is a daemon without tasks: every task call fails.
+type noTasks struct{}
+
+var errNoTasks = fmt.Errorf("tasks are not configured: %w", errdefs.ErrUnsupported)
+
+func (noTasks) Start(context.Context, tasks.TaskRequest) (*tasks.Task, error) { return nil, errNoTasks }
+func (noTasks) Get(context.Context, string) (*tasks.Task, error)              { return nil, errNoTasks }
+func (noTasks) List(context.Context) ([]*tasks.Task, error)                   { return nil, errNoTasks }
+func (noTasks) Test(context.Context, string, time.Duration, func(string, int), io.Writer, io.Writer) (*tasks.TestRun, error) {
+	return nil, errNoTasks
+}
+func (noTasks) Diff(context.Context, string) (*tasks.Diff, error) { return nil, errNoTasks }
+func (noTasks) Finish(context.Context, string, bool) (*tasks.FinishResult, error) {
+	return nil, errNoTasks
+}
+func (noTasks) Export(context.Context, string, io.Writer) error { return errNoTasks }
 
 func (s *Server) taskRoutes() {
 	s.mux.HandleFunc("POST /v1/tasks", s.startTask)
@@ -28,9 +60,9 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 	}
 	// A remote client may not make the daemon (root) read the host's
 	// repositories, use its ssh keys or reach its network: only public
-	// https and http URLs (StartTask checks them).
+	// https and http URLs (Start checks them).
 	req.TightenOnly = isRemote(r)
-	t, err := s.m.StartTask(r.Context(), req)
+	t, err := s.tasks.Start(r.Context(), req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -39,26 +71,26 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseTask is parseCreate for a task's body.
-func parseTask(body io.Reader, maxLifetime time.Duration) (manager.TaskRequest, error) {
+func parseTask(body io.Reader, maxLifetime time.Duration) (tasks.TaskRequest, error) {
 	var w wire.TaskRequest
 	if err := decodeJSON(body, &w); err != nil {
-		return manager.TaskRequest{}, err
+		return tasks.TaskRequest{}, err
 	}
 	req, err := taskIn(w)
 	if err != nil {
 		return req, err
 	}
-	_, err = manager.CheckTask(req, maxLifetime)
+	_, err = tasks.Check(req, maxLifetime)
 	return req, err
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
-	list, err := s.m.ListTasks(r.Context())
+	list, err := s.tasks.List(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.TaskList{Tasks: mapAll(list, func(t *manager.Task) wire.Task { return *taskOut(t) })})
+	writeJSON(w, http.StatusOK, wire.TaskList{Tasks: mapAll(list, func(t *tasks.Task) wire.Task { return *taskOut(t) })})
 }
 
 func taskID(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -75,7 +107,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t, err := s.m.GetTask(r.Context(), id)
+	t, err := s.tasks.Get(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -104,7 +136,7 @@ func (s *Server) testTask(w http.ResponseWriter, r *http.Request) {
 	}
 	fl, _ := w.(http.Flusher)
 	st := &stream{w: w, fl: fl}
-	run, err := s.m.TestTask(r.Context(), id, timeout, func(execID string, pid int) {
+	run, err := s.tasks.Test(r.Context(), id, timeout, func(execID string, pid int) {
 		st.send(wire.Event{Type: wire.EventStart, ExecID: execID, PID: pid})
 	}, streamWriter{st, "stdout"}, streamWriter{st, "stderr"})
 	if err != nil {
@@ -127,7 +159,7 @@ func (s *Server) diffTask(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := s.m.DiffTask(r.Context(), id)
+	d, err := s.tasks.Diff(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -147,7 +179,7 @@ func (s *Server) finishTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keep, _ := strconv.ParseBool(r.URL.Query().Get("keep"))
-	res, err := s.m.FinishTask(r.Context(), id, keep)
+	res, err := s.tasks.Finish(r.Context(), id, keep)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/tasks"
 )
 
 // A task whose sandbox stops before it is finished (TTL, destroy, daemon
@@ -20,10 +21,10 @@ import (
 
 // startFixedTask starts a task on sampleRepo and plays an agent that
 // fixes the code; it returns the task.
-func startFixedTask(t *testing.T, d *daemon, ttl int) manager.Task {
+func startFixedTask(t *testing.T, d *daemon, ttl int) tasks.Task {
 	t.Helper()
 	repo, first := sampleRepo(t)
-	var task manager.Task
+	var task tasks.Task
 	if code := d.do("POST", "/v1/tasks", map[string]any{"repo": repo, "ref": first, "test": "sh test.sh", "ttl_seconds": ttl}, &task); code != 201 {
 		t.Fatalf("start: %d", code)
 	}
@@ -47,9 +48,9 @@ const fixedLine = "+echo $(( $1 + $2 ))"
 
 // finishGone finishes a task whose sandbox has stopped and checks what a
 // reviewer is told: no tests ran, why, and the patch kept as it stopped.
-func finishGone(t *testing.T, d *daemon, task manager.Task, reason string) manager.FinishResult {
+func finishGone(t *testing.T, d *daemon, task tasks.Task, reason string) tasks.FinishResult {
 	t.Helper()
-	var res manager.FinishResult
+	var res tasks.FinishResult
 	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish", nil, &res); code != 200 {
 		t.Fatalf("finish after the sandbox stopped (%s): %d", reason, code)
 	}
@@ -64,13 +65,13 @@ func finishGone(t *testing.T, d *daemon, task manager.Task, reason string) manag
 		t.Errorf("patch.diff:\n%s", b)
 	}
 	var mf struct {
-		WorkspaceGone *manager.WorkspaceGone `json:"workspace_gone"`
+		WorkspaceGone *tasks.WorkspaceGone `json:"workspace_gone"`
 	}
 	b, _ := os.ReadFile(filepath.Join(res.OutputDir, "manifest.json"))
 	if err := json.Unmarshal(b, &mf); err != nil || mf.WorkspaceGone == nil || mf.WorkspaceGone.Reason != reason {
 		t.Errorf("manifest.json: %v %s", err, b)
 	}
-	var got manager.Task
+	var got tasks.Task
 	if d.do("GET", "/v1/tasks/"+task.ID, nil, &got); got.WorkspaceGone == nil || got.WorkspaceGone.Reason != reason {
 		t.Errorf("task record: %+v", got)
 	}
@@ -83,7 +84,7 @@ func TestTaskFinishedAfterItsSandboxExpired(t *testing.T) {
 	d.waitStopped(task.SandboxID, 20*time.Second)
 	// The diff taken as it stopped is the open task's diff, and its bundle
 	// is made from it.
-	var diff manager.Diff
+	var diff tasks.Diff
 	if code := d.do("GET", "/v1/tasks/"+task.ID+"/diff", nil, &diff); code != 200 || !strings.Contains(diff.Patch, fixedLine) {
 		t.Fatalf("diff of the expired task: %d\n%s", code, diff.Patch)
 	}

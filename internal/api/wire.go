@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -118,11 +119,11 @@ func templateOut(t *manager.TemplateInfo) wire.Template {
 	return wire.Template{Name: t.Name, Version: t.Version, Kind: t.Kind, Base: t.Base, Created: t.Created}
 }
 
-func testRunOut(r manager.TestRun) wire.TestRun {
+func testRunOut(r tasks.TestRun) wire.TestRun {
 	return wire.TestRun{ExecID: r.ExecID, Passed: r.Passed, Status: *exitOut(&r.Status), Started: r.Started, Finished: r.Finished}
 }
 
-func taskOut(t *manager.Task) *wire.Task {
+func taskOut(t *tasks.Task) *wire.Task {
 	if t == nil {
 		return nil
 	}
@@ -134,16 +135,16 @@ func taskOut(t *manager.Task) *wire.Task {
 	return w
 }
 
-func diffOut(d *manager.Diff) *wire.Diff {
+func diffOut(d *tasks.Diff) *wire.Diff {
 	if d == nil {
 		return nil
 	}
-	return &wire.Diff{Base: d.Base, Patch: d.Patch, OutOfScope: d.OutOfScope, Files: mapAll(d.Files, func(f manager.ChangedFile) wire.ChangedFile {
+	return &wire.Diff{Base: d.Base, Patch: d.Patch, OutOfScope: d.OutOfScope, Files: mapAll(d.Files, func(f tasks.ChangedFile) wire.ChangedFile {
 		return wire.ChangedFile{Path: f.Path, Status: f.Status, InScope: f.InScope}
 	})}
 }
 
-func finishOut(r *manager.FinishResult) wire.FinishResult {
+func finishOut(r *tasks.FinishResult) wire.FinishResult {
 	w := wire.FinishResult{Task: taskOut(r.Task), OutputDir: r.OutputDir, Files: r.Files, Diff: diffOut(r.Diff)}
 	if r.Test != nil {
 		t := testRunOut(*r.Test)
@@ -233,8 +234,8 @@ func createIn(r wire.CreateSandboxRequest) (manager.CreateRequest, error) {
 	return req, err
 }
 
-func taskIn(r wire.TaskRequest) (manager.TaskRequest, error) {
-	req := manager.TaskRequest{Repo: r.Repo, Ref: r.Ref, Scope: r.Scope, Test: r.Test, Prompt: r.Prompt, Template: r.Template,
+func taskIn(r wire.TaskRequest) (tasks.TaskRequest, error) {
+	req := tasks.TaskRequest{Repo: r.Repo, Ref: r.Ref, Scope: r.Scope, Test: r.Test, Prompt: r.Prompt, Template: r.Template,
 		Backend: r.Backend, Limits: limitsIn(r.Limits), TTLSeconds: r.TTLSeconds}
 	var err error
 	req.Policy, err = policyLayerIn(r.Policy)

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -166,11 +167,11 @@ func TestWireCarriesEveryFieldTheDaemonSends(t *testing.T) {
 	sameJSON(t, "Snapshot", sn, snapshotOut(sn))
 	tpl := filled[manager.TemplateInfo]()
 	sameJSON(t, "Template", tpl, templateOut(tpl))
-	task := filled[manager.Task]()
+	task := filled[tasks.Task]()
 	sameJSON(t, "Task", task, taskOut(task))
-	d := filled[manager.Diff]()
+	d := filled[tasks.Diff]()
 	sameJSON(t, "Diff", d, diffOut(d))
-	fr := filled[manager.FinishResult]()
+	fr := filled[tasks.FinishResult]()
 	sameJSON(t, "FinishResult", fr, finishOut(fr))
 	dec := filled[policy.Decision]()
 	wd, err := decisionOut(dec)

@@ -38,6 +38,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/template"
 )
 
@@ -192,14 +193,16 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	d.keys = apikeys.New()
 	snaps := snapshots.New(filepath.Join(cfg.DataDir, "snapshots"), tpls)
 	secs := secrets.New(filepath.Join(cfg.DataDir, "secrets.key"))
-	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{d.keys, snaps, secs}, Egress: d.egressConfig(ctx, log), Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
+	// tasks first: a stopping task's diff is taken before other hooks.
+	tks := tasks.New(tasks.Config{Dir: filepath.Join(cfg.DataDir, "tasks")})
+	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{tks, d.keys, snaps, secs}, Egress: d.egressConfig(ctx, log), Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
 		Policy: cfg.Policy, ApprovalWait: cfg.ApprovalWait, Audit: d.alog, AuditCheckpoint: d.checkpoint, Redactor: red, Logf: d.logf,
 		MaxProxyConns: cfg.MaxProxyConns})
 	if err != nil {
 		return nil, err
 	}
 	d.m = m
-	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs, Tasks: tks}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -22,45 +22,38 @@ import (
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
-// BundleName is where a finished task's bundle is kept in its result
-// directory.
-const BundleName = "bundle.tar.gz"
-
-// ExportTask writes the task's signed review bundle to w. An open task's
-// bundle is made now, from its live sandbox; a finished task's is the one
-// made when it finished (its sandbox is gone). An open task whose sandbox
-// stopped gets one made now from the diff kept as it stopped (or none),
-// its manifest saying workspace_gone.
-func (m *Manager) ExportTask(ctx context.Context, id string, w io.Writer) error {
-	if m.cfg.Audit == nil {
-		return fmt.Errorf("bundles need the audit log: %w", errdefs.ErrUnsupported)
-	}
-	rec, err := m.cfg.Store.GetTask(ctx, id)
-	if err != nil {
-		return err
-	}
-	if rec.State != "open" {
-		f, err := os.Open(filepath.Join(m.taskDir(id), "result", BundleName))
-		if err != nil {
-			return fmt.Errorf("task %s is %s and has no bundle: %w", id, rec.State, errdefs.ErrNotFound)
-		}
-		defer f.Close()
-		_, err = io.Copy(w, f)
-		return err
-	}
-	var sp taskSpec
-	if err := json.Unmarshal(rec.Spec, &sp); err != nil {
-		return err
-	}
-	d, _, err := m.taskDiff(ctx, rec, &sp)
-	if err != nil {
-		return fmt.Errorf("diff: %w", err)
-	}
-	return m.writeBundle(ctx, rec, &sp, d, w)
+// TaskBundle is a task as its review bundle needs it, from the tasks
+// module; nothing in it is redacted yet (the bundle is, as a whole).
+type TaskBundle struct {
+	Task *store.Task // its record
+	// Manifest has the task's own fields: task, sandbox, repo, ref,
+	// commit, prompt, scope, test, created, workspace_gone.
+	Manifest   bundle.Manifest
+	Patch      string
+	Files      []bundle.File // the changed files, paths as the sandbox has them
+	OutOfScope []string
+	Tests      []bundle.TestRun // the task's test runs (their summary is the bundle's)
 }
 
-func (m *Manager) writeBundle(ctx context.Context, rec *store.Task, sp *taskSpec, d *Diff, w io.Writer) error {
-	c, err := m.bundleContents(ctx, rec, sp, d)
+// TaskBundler writes a task's signed review bundle.
+type TaskBundler interface {
+	// WriteBundle writes tb's bundle to w: its sandbox's record,
+	// commands, outputs, approvals, network requests and the added
+	// files (read from the sandbox while it lives) with the audit
+	// events, signed, and records task.export.
+	WriteBundle(ctx context.Context, tb *TaskBundle, w io.Writer) error
+}
+
+// bundler is the core's TaskBundler (the daemon keeps an audit log).
+type bundler struct{ m *Manager }
+
+func (b bundler) WriteBundle(ctx context.Context, tb *TaskBundle, w io.Writer) error {
+	return b.m.writeBundle(ctx, tb, w)
+}
+
+func (m *Manager) writeBundle(ctx context.Context, tb *TaskBundle, w io.Writer) error {
+	rec := tb.Task
+	c, err := m.bundleContents(ctx, tb)
 	if err != nil {
 		return err
 	}
@@ -75,29 +68,26 @@ func (m *Manager) writeBundle(ctx context.Context, rec *store.Task, sp *taskSpec
 	return m.record(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: rec.ID, Kind: "task.export", Payload: map[string]any{"chain_seq": seq, "chain_hash": hash}})
 }
 
-func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskSpec, d *Diff) (*bundle.Contents, error) {
+func (m *Manager) bundleContents(ctx context.Context, tb *TaskBundle) (*bundle.Contents, error) {
 	red := m.cfg.Redactor
+	rec := tb.Task
 	sbRec, err := m.cfg.Store.GetSandbox(ctx, rec.SandboxID)
 	if err != nil {
 		return nil, err
 	}
 	sb := view(sbRec)
-	c := &bundle.Contents{
-		Manifest: bundle.Manifest{Task: rec.ID, Sandbox: rec.SandboxID, Repo: red.String(sp.Repo), Ref: sp.Ref, Commit: sp.Commit,
-			Prompt: red.String(sp.Prompt), Scope: sp.Scope, Test: red.String(sp.Test), Template: sb.Template, TemplateVersion: sb.TemplateVersion,
-			Backend: sb.Backend, Policy: sb.Policy, Created: rec.Created, Finished: time.Now().UTC()},
-		Outputs: map[string][2][]byte{},
-	}
-	if rec.State == "open" {
-		if c.Manifest.WorkspaceGone, _, err = m.workspaceGone(ctx, rec); err != nil {
-			return nil, err
-		}
-	}
+	mf := tb.Manifest
+	mf.Repo, mf.Prompt, mf.Test = red.String(mf.Repo), red.String(mf.Prompt), red.String(mf.Test)
+	mf.Template, mf.TemplateVersion, mf.Backend, mf.Policy, mf.Finished = sb.Template, sb.TemplateVersion, sb.Backend, sb.Policy, time.Now().UTC()
+	c := &bundle.Contents{Manifest: mf, Outputs: map[string][2][]byte{}}
 	// Paths are redacted too: a file may be named after a secret.
-	rd := d.redacted(red)
-	c.Patch, c.OutOfScope = rd.Patch, rd.OutOfScope
-	for _, f := range rd.Files {
-		c.Files = append(c.Files, bundle.File{Path: f.Path, Status: f.Status, InScope: f.InScope})
+	c.Patch = red.String(tb.Patch)
+	for _, f := range tb.Files {
+		f.Path = red.String(f.Path)
+		c.Files = append(c.Files, f)
+	}
+	for _, p := range tb.OutOfScope {
+		c.OutOfScope = append(c.OutOfScope, red.String(p))
 	}
 	execs, err := m.Execs(ctx, rec.SandboxID)
 	if err != nil {
@@ -140,18 +130,14 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 		outputs[e.ID] = string(out) + string(errOut)
 		c.Commands = append(c.Commands, cmd)
 	}
-	var res taskResult
-	if len(rec.Result) > 0 {
-		_ = json.Unmarshal(rec.Result, &res)
-	}
-	for _, t := range res.Tests {
-		c.Tests = append(c.Tests, bundle.TestRun{ExecID: t.ExecID, Command: red.String(sp.Test), Passed: t.Passed, ExitCode: t.Status.Code,
-			Started: t.Started, Finished: t.Finished, Summary: bundle.ParseTestOutput(outputs[t.ExecID])})
+	for _, t := range tb.Tests {
+		t.Command, t.Summary = red.String(t.Command), bundle.ParseTestOutput(outputs[t.ExecID])
+		c.Tests = append(c.Tests, t)
 	}
 	// The agent's own verification commands (go test, npm test, linters...)
 	// are test runs too: the reviewer asks whether tests ran at all.
 	taskRuns := map[string]bool{}
-	for _, t := range res.Tests {
+	for _, t := range tb.Tests {
 		taskRuns[t.ExecID] = true
 	}
 	for _, cmd := range c.Commands {
@@ -180,8 +166,8 @@ func (m *Manager) bundleContents(ctx context.Context, rec *store.Task, sp *taskS
 	if c.Network, err = m.networkRequests(ctx, rec.SandboxID); err != nil {
 		return nil, err
 	}
-	c.Dependencies = dependencies(rd.Patch)
-	if err := m.artifacts(ctx, rec.SandboxID, d, c); err != nil {
+	c.Dependencies = dependencies(c.Patch)
+	if err := m.artifacts(ctx, rec.SandboxID, tb.Files, c); err != nil {
 		return nil, err
 	}
 	return m.scrubContents(c)
@@ -275,13 +261,13 @@ func (m *Manager) networkRequests(ctx context.Context, sandboxID string) ([]bund
 }
 
 // artifacts scans the files the task added (read from the live sandbox).
-func (m *Manager) artifacts(ctx context.Context, sandboxID string, d *Diff, c *bundle.Contents) error {
+func (m *Manager) artifacts(ctx context.Context, sandboxID string, files []bundle.File, c *bundle.Contents) error {
 	c.ArtifactData = map[string][]byte{}
 	f, err := m.Files(ctx, sandboxID)
 	if err != nil {
 		return nil // a stopped sandbox: no artifacts to read
 	}
-	for _, cf := range d.Files {
+	for _, cf := range files {
 		if cf.Status != "added" {
 			continue
 		}
@@ -438,7 +424,7 @@ func (m *Manager) Purge(ctx context.Context, d time.Duration) (*PurgeResult, err
 		return nil, err
 	}
 	for _, id := range ids {
-		dir := filepath.Join(m.taskDir(id), "result")
+		dir := filepath.Join(m.cfg.TaskDir, id, "result")
 		if _, err := os.Stat(dir); err == nil {
 			if err := os.RemoveAll(dir); err != nil {
 				return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -170,34 +169,6 @@ func TestStartEndsWhatALostDaemonRan(t *testing.T) {
 	_, _, log3 := testManager(t, dir)
 	if evs3, _ := log3.Query(ctx, store.AuditFilter{}); len(evs3) != len(evs) {
 		t.Errorf("a clean start recorded %d more events", len(evs3)-len(evs))
-	}
-}
-
-// Diff copies and temporary files of a killed daemon are removed at the
-// next start; a task's clone, result and kept diff stay.
-func TestStartRemovesAKilledDaemonsDiffCopies(t *testing.T) {
-	dir := t.TempDir()
-	task := filepath.Join(dir, "tasks", "t-0123456789ab")
-	left := []string{filepath.Join(task, "work-123", "tree", "src", "big.bin"), filepath.Join(task, "stopped-diff-99.tmp")}
-	kept := []string{filepath.Join(task, "base", "README"), filepath.Join(task, "result", "patch.diff"), filepath.Join(task, keptDiffName)}
-	for _, p := range append(left, kept...) {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testManager(t, dir)
-	for _, p := range []string{filepath.Join(task, "work-123"), left[1]} {
-		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s left on disk: %v", p, err)
-		}
-	}
-	for _, p := range kept {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("%s removed: %v", p, err)
-		}
 	}
 }
 

@@ -109,8 +109,6 @@ type Manager struct {
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 	waiters  map[string]chan string  // held execs by approval id
-	// finishingTasks: tasks a FinishTask is under way for (by task id).
-	finishingTasks map[string]bool
 
 	egressSvc *egress.Service // nil: no network
 
@@ -184,7 +182,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err := m.reapLost(ctx); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
-	m.cleanTaskLeftovers()
 	var err error
 	if cfg.Egress != nil {
 		ec := *cfg.Egress
@@ -481,13 +478,6 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		return nil // already stopped: deleting twice is fine
 	}
 	payload := map[string]any{"reason": reason}
-	if sb != nil && ls.taskID != "" && reason != StopFailed {
-		// An open task keeps its work: the diff is taken before the
-		// files go (a sandbox whose init died has none to read).
-		for k, v := range m.keepTaskDiff(context.WithoutCancel(ctx), ls, sb, prev == Paused, reason) {
-			payload[k] = v
-		}
-	}
 	for _, h := range m.stopHooks {
 		for k, v := range h.hook.OnStop(context.WithoutCancel(ctx), StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
 			payload[k] = v

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -220,4 +223,126 @@ func (m *Manager) attach() error {
 		}
 	}
 	return nil
+}
+
+// The core's surface for the tasks module (internal/tasks): a task's
+// sandbox is the core's, bound to its task, and what holds inside it
+// (its write scope, its Finishing state, its test's policy exception)
+// is kept here, where every exec and reset passes.
+
+// CreateForTask is Create for the sandbox of task taskID (not "" ): its
+// policy's source says task, its events and execs name the task, and it
+// may run ExecTaskTest. Only a module reaches it: no request sets it.
+func (c *Core) CreateForTask(ctx context.Context, req CreateRequest, taskID string) (*Sandbox, error) {
+	if taskID == "" {
+		return nil, fmt.Errorf("a task's sandbox needs its task: %w", errdefs.ErrInvalid)
+	}
+	req.taskID = taskID
+	return c.m.Create(ctx, req)
+}
+
+// ExecTaskTest runs req as the task's own test command in the task's
+// sandbox id: the policy allows it whatever it decides (recorded as the
+// rule task:test), and it runs while the sandbox is Finishing. The
+// sandbox must be live and taskID's (ErrConflict otherwise). The caller
+// (the tasks module) runs only the test command its task was started
+// with; nothing an agent sends reaches this.
+func (c *Core) ExecTaskTest(ctx context.Context, id, taskID string, req ExecRequest, started func(string, int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
+	c.m.mu.Lock()
+	ls := c.m.live[id]
+	c.m.mu.Unlock()
+	if ls == nil {
+		// Not live: the error any exec would get (stopped, unknown).
+		if _, err := c.m.runtimeSandbox(ctx, id); err != nil {
+			return "", nil, err
+		}
+		return "", nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	if taskID == "" || ls.taskID != taskID {
+		return "", nil, fmt.Errorf("sandbox %s is not task %s's: %w", id, taskID, errdefs.ErrConflict)
+	}
+	req.taskTest = true
+	return c.m.Exec(ctx, id, req, started, stdout, stderr)
+}
+
+// RestrictWrites confines writes in the live sandbox id to scope (path
+// globs, see restrictWrites) now and again after every Reset, for the
+// rest of its life. A backend that cannot is an error.
+func (c *Core) RestrictWrites(ctx context.Context, id string, scope []string) error {
+	sb, err := c.m.runtimeSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := restrictWrites(ctx, sb, scope); err != nil {
+		return err
+	}
+	c.m.mu.Lock()
+	if ls := c.m.live[id]; ls != nil {
+		ls.scope = slices.Clone(scope)
+	}
+	c.m.mu.Unlock()
+	return nil
+}
+
+// BeginFinishing moves the live sandbox id to Finishing (nothing but
+// ExecTaskTest runs, nothing writes its files) or says why it may not
+// (an ErrConflict). end moves it back to Running if it is still
+// Finishing; call it once. A sandbox that is not live has nothing to
+// hold: end is then a no-op and the error nil.
+func (c *Core) BeginFinishing(id string) (end func(), err error) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	ls := c.m.live[id]
+	if ls == nil {
+		return func() {}, nil
+	}
+	if err := ls.transition(Finishing); err != nil {
+		return nil, err
+	}
+	return func() {
+		c.m.mu.Lock()
+		if ls.state == Finishing {
+			_ = ls.transition(Running)
+		}
+		c.m.mu.Unlock()
+	}, nil
+}
+
+// MaxLifetime bounds every sandbox's life (0: no bound; see
+// Config.MaxLifetime).
+func (c *Core) MaxLifetime() time.Duration { return c.m.cfg.MaxLifetime }
+
+// Destroy stops a live sandbox (StopDestroyed); its record stays.
+func (c *Core) Destroy(ctx context.Context, id string) error { return c.m.Destroy(ctx, id) }
+
+// Execs lists a sandbox's exec records, as the API shows them.
+func (c *Core) Execs(ctx context.Context, id string) ([]*Exec, error) { return c.m.Execs(ctx, id) }
+
+// AuditHealthy is nil while the audit log records; else why it does not
+// (what needs a gap-free record must wait).
+func (c *Core) AuditHealthy() error { return c.m.auditHealthy() }
+
+// FetchPolicy is the daemon's fetch policy for clones it makes for a
+// remote client: the policy file's fetch: section (nil: nowhere), and
+// the registry presets the sandboxes' policies get.
+func (c *Core) FetchPolicy() (*egress.Policy, egress.Presets) {
+	var pol *egress.Policy
+	var presets egress.Presets
+	if c.m.cfg.Policy != nil {
+		pol = c.m.cfg.Policy.Fetch
+	}
+	if c.m.cfg.Egress != nil {
+		presets = c.m.cfg.Egress.Presets
+	}
+	return pol, presets
+}
+
+// Bundles writes tasks' review bundles; nil when the daemon keeps no
+// audit log (a bundle is the record's). (The review feature's, while it
+// is in the core.)
+func (c *Core) Bundles() TaskBundler {
+	if c.m.cfg.Audit == nil {
+		return nil
+	}
+	return bundler{c.m}
 }

@@ -89,12 +89,3 @@ func (m *Manager) shownExec(rec *store.Exec) (*Exec, error) {
 func (m *Manager) shownSandbox(rec *store.Sandbox) (*Sandbox, error) {
 	return scrubbed(m.cfg.Redactor, view(rec))
 }
-
-// shownTask is a task as the API shows it.
-func (m *Manager) shownTask(rec *store.Task) (*Task, error) {
-	t, err := taskView(rec)
-	if err != nil {
-		return nil, err
-	}
-	return scrubbed(m.cfg.Redactor, t)
-}

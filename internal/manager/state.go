@@ -75,3 +75,9 @@ func stateWhy(from, to State) string {
 	}
 	return fmt.Sprintf("%s (it cannot become %s)", from, to)
 }
+
+// errFinishing is what a command or a write is told while its sandbox's
+// task is being finished.
+func errFinishing(taskID string) error {
+	return fmt.Errorf("task %s is being finished: nothing new runs or writes in its sandbox until it is done: %w", taskID, errdefs.ErrConflict)
+}

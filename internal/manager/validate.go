@@ -94,11 +94,6 @@ func CheckCreate(req CreateRequest, maxLifetime time.Duration) (time.Duration, e
 	return ttl, nil
 }
 
-// CheckTask is CheckCreate for the sandbox a task asks for.
-func CheckTask(req TaskRequest, maxLifetime time.Duration) (time.Duration, error) {
-	return CheckCreate(CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds}, maxLifetime)
-}
-
 // CheckLimits refuses negative limits, a CPU count that is not a finite
 // number, and a limits.lifetime that is negative or past maxLifetime (0:
 // MaxRequestDuration), each naming its field. Upper bounds per daemon

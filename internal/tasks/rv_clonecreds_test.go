@@ -1,4 +1,4 @@
-package manager
+package tasks
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -88,12 +89,13 @@ func TestReviewCloneURLCredentialsStayOutOfTheCheckout(t *testing.T) {
 			})
 		}
 	}
-	m, err := New(context.Background(), Config{Backend: peekBackend{peek: peek}, Templates: tpls, Store: st, Audit: log, Redactor: red, TaskDir: filepath.Join(dir, "tasks")})
+	tk := New(Config{Dir: filepath.Join(dir, "tasks")})
+	_, err = manager.New(context.Background(), manager.Config{Modules: []manager.Module{tk}, Backend: peekBackend{peek: peek}, Templates: tpls, Store: st, Audit: log, Redactor: red})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The unix socket's operator may clone any URL.
-	_, err = m.StartTask(context.Background(), TaskRequest{Repo: "http://" + tok + "@127.0.0.1:" + strconv.Itoa(port) + "/repo.git"})
+	_, err = tk.Start(context.Background(), TaskRequest{Repo: "http://" + tok + "@127.0.0.1:" + strconv.Itoa(port) + "/repo.git"})
 	if len(configs) == 0 {
 		t.Fatalf("the clone never reached the sandbox's creation: %v", err)
 	}

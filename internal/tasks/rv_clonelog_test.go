@@ -1,4 +1,4 @@
-package manager
+package tasks
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -52,7 +53,8 @@ func TestReviewFailedCloneLogsNoURLCredentials(t *testing.T) {
 	var mu sync.Mutex
 	var logs []string
 	pf := &policy.File{Fetch: &egress.Policy{Rules: []egress.Rule{{ID: "local-git", Action: egress.Allow, CIDRs: []string{"127.0.0.1/32"}, Ports: []int{port}}}}}
-	m, err := New(context.Background(), Config{Backend: fakeBackend{}, Templates: tpls, Store: st, Audit: log, Redactor: red, TaskDir: filepath.Join(dir, "tasks"),
+	tk := New(Config{Dir: filepath.Join(dir, "tasks")})
+	_, err = manager.New(context.Background(), manager.Config{Modules: []manager.Module{tk}, Backend: fakeBackend{}, Templates: tpls, Store: st, Audit: log, Redactor: red,
 		Policy: pf, Logf: func(f string, a ...any) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -62,7 +64,7 @@ func TestReviewFailedCloneLogsNoURLCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	const pw = "x7Kq9vTz2mWp4Lr8Yb3Nc6Hd"
-	_, err = m.StartTask(context.Background(), TaskRequest{Repo: "http://" + pw + "@127.0.0.1:" + strconv.Itoa(port) + "/nope.git", TightenOnly: true})
+	_, err = tk.Start(context.Background(), TaskRequest{Repo: "http://" + pw + "@127.0.0.1:" + strconv.Itoa(port) + "/nope.git", TightenOnly: true})
 	if err == nil {
 		t.Fatal("a clone of nothing succeeded")
 	}

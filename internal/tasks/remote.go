@@ -1,4 +1,4 @@
-package manager
+package tasks
 
 import (
 	"context"
@@ -127,22 +127,4 @@ func cloneError(err error) error {
 		msg += ": too much output"
 	}
 	return fmt.Errorf("%s (the upstream's answer is not shown: see the daemon's log): %w", msg, errdefs.ErrInvalid)
-}
-
-// fetchPolicy is the daemon's fetch policy: the policy file's fetch:
-// section (nil, allowing nothing, without one).
-func (m *Manager) fetchPolicy() *egress.Policy {
-	if m.cfg.Policy == nil {
-		return nil
-	}
-	return m.cfg.Policy.Fetch
-}
-
-// fetchPresets are the registry hosts this machine is configured with,
-// as the sandboxes' policies get them.
-func (m *Manager) fetchPresets() egress.Presets {
-	if m.cfg.Egress == nil {
-		return nil
-	}
-	return m.cfg.Egress.Presets
 }

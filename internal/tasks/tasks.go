@@ -1,0 +1,103 @@
+// Package tasks is the tasks feature, a module of the sandbox core
+// (internal/manager): a repository checked out at an exact commit in a
+// sandbox's /workspace, with a write scope and a test command, whose
+// change the host computes from the files alone and whose result (patch,
+// changed files, test runs, exec log, review bundle) it keeps.
+//
+// The module reaches the core only through its *manager.Core: the
+// task's sandbox is made by Core.CreateForTask, its write scope held by
+// Core.RestrictWrites (again after every reset), its finish by
+// Core.BeginFinishing, its tests run by Core.ExecTaskTest (the one policy
+// exception, for the test command its task was started with). As a
+// StopHook it keeps the diff of an open task whose sandbox stops.
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// Config configures the tasks module.
+type Config struct {
+	// Dir holds the host's clone and results of each task (one
+	// directory per task id); "": tasks are not configured (Start fails
+	// with ErrUnsupported).
+	Dir string
+}
+
+// Tasks is the tasks module.
+type Tasks struct {
+	cfg Config
+	c   *manager.Core
+	// bundles writes review bundles (nil: the daemon keeps no audit log,
+	// and makes none).
+	bundles manager.TaskBundler
+
+	mu sync.Mutex
+	// finishing: tasks a Finish is under way for (by task id), also of
+	// one whose sandbox is gone (there is no live sandbox to mark).
+	finishing map[string]bool
+}
+
+// New makes the module; attach it through manager.Config.Modules.
+func New(cfg Config) *Tasks { return &Tasks{cfg: cfg, finishing: map[string]bool{}} }
+
+// Name is the module's name.
+func (tk *Tasks) Name() string { return "tasks" }
+
+// Attach takes the core's handle and removes what a killed daemon left in
+// the task directories.
+func (tk *Tasks) Attach(c *manager.Core) error {
+	if tk.c != nil {
+		return fmt.Errorf("tasks: attached twice: %w", errdefs.ErrInvalid)
+	}
+	tk.c, tk.bundles = c, c.Bundles()
+	tk.cleanLeftovers()
+	return nil
+}
+
+// OnStop keeps the diff of an open task whose sandbox stops (destroyed,
+// expired, shut down; not failed: a sandbox whose init died has no files
+// to read). It runs before the files go.
+func (tk *Tasks) OnStop(ctx context.Context, ev manager.StopEvent) map[string]any {
+	if ev.Sandbox == nil || ev.TaskID == "" || ev.Reason == manager.StopFailed {
+		return nil
+	}
+	return tk.keepDiff(ctx, ev)
+}
+
+func (tk *Tasks) dir(id string) string     { return filepath.Join(tk.cfg.Dir, id) }
+func (tk *Tasks) baseDir(id string) string { return filepath.Join(tk.dir(id), "base") }
+
+// Check is manager.CheckCreate for the sandbox a task asks for: the API
+// refuses a bad request with it before the task starts.
+func Check(req TaskRequest, maxLifetime time.Duration) (time.Duration, error) {
+	return manager.CheckCreate(manager.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds}, maxLifetime)
+}
+
+// shownTask is a task as the API shows it: every string redacted, and a
+// record a secret would have to be shown in (a number that is a secret)
+// refused.
+func (tk *Tasks) shownTask(rec *store.Task) (*Task, error) {
+	t, err := taskView(rec)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("redact record: %w", err)
+	}
+	out := new(Task)
+	if err := json.Unmarshal(tk.c.Redactor().JSON(b), out); err != nil {
+		return nil, fmt.Errorf("redact record: a secret in a field that cannot hold a marker: %w", errdefs.ErrInvalid)
+	}
+	return out, nil
+}
