@@ -8,21 +8,22 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/egress/broker"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
 // Built-in rule ids, for decisions no policy rule made.
 const (
-	RuleCut         = "egress-cut"       // the kill switch is on
-	RuleDefaultDeny = "default-deny"     // nothing allows the destination
-	RulePort        = "port"             // the host is allowed, the port is not
-	RuleParse       = "parse"            // a malformed request or host
-	RuleResolve     = "resolve"          // the name did not resolve
-	RuleSNI         = "sni"              // the TLS ClientHello names a host that is not allowed
-	RulePublicWeb   = "public-web"       // allowed by the public_web category
-	RuleAudit       = "audit"            // the event could not be recorded: fail closed
-	RuleUpstream    = "upstream"         // the upstream failed mid-request
-	RuleReflected   = "secret-reflected" // a brokered host's response showed the secret's value
+	RuleCut         = "egress-cut"         // the kill switch is on
+	RuleDefaultDeny = "default-deny"       // nothing allows the destination
+	RulePort        = "port"               // the host is allowed, the port is not
+	RuleParse       = "parse"              // a malformed request or host
+	RuleResolve     = "resolve"            // the name did not resolve
+	RuleSNI         = "sni"                // the TLS ClientHello names a host that is not allowed
+	RulePublicWeb   = "public-web"         // allowed by the public_web category
+	RuleAudit       = "audit"              // the event could not be recorded: fail closed
+	RuleUpstream    = "upstream"           // the upstream failed mid-request
+	RuleReflected   = broker.RuleReflected // a brokered host's response showed the secret's value
 	// Guards are named "guard-<range>": guard-loopback, guard-private,
 	// guard-link-local, guard-metadata, guard-cgnat, guard-multicast,
 	// guard-unspecified, guard-broadcast, guard-reserved.

@@ -43,7 +43,10 @@
 // to use, so that policies can name them (npm, go, pypi, debian, crates)
 // without airlock naming any host. The rule model itself (Policy, Rule,
 // Secret, Target, parsing, validation, matching) is internal/netpolicy,
-// which internal/policy shares; the names here are aliases of it. The
-// package imports nothing of airlock's but errdefs and netpolicy; only the
+// which internal/policy shares; the names here are aliases of it. What a
+// brokered tunnel does to each request and response (the sandbox's CA,
+// placeholders to values, the reflection check) is internal/egress/broker;
+// this package owns the tunnel around it. The package imports nothing of
+// airlock's but errdefs, netpolicy and its own sub-packages; only the
 // daemon's manager (and `airlock run`) should use it.
 package egress
