@@ -45,7 +45,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSafePath$$' -fuzztime 50000x ./internal/bundle/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime 20000x ./internal/redact/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTarget$$' -fuzztime 50000x ./internal/netpolicy/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime 50000x ./internal/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime 50000x ./internal/egress/h1/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30000x ./internal/lockfile/
 	$(GO) test -run '^$$' -fuzz '^FuzzCreateRequest$$' -fuzztime 30000x ./internal/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskRequest$$' -fuzztime 30000x ./internal/api/

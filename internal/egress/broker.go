@@ -12,10 +12,10 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/egress/broker"
+	"github.com/airlock-dev/airlock/internal/egress/h1"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 )
 
@@ -92,14 +92,14 @@ func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reade
 	up.SetDeadline(time.Time{})
 	if err != nil {
 		end.Error = "TLS to the upstream: " + err.Error()
-		writeRefusal(cl, http.StatusBadGateway, RuleUpstream, fmt.Sprintf("TLS to %s failed (its certificate was not accepted?)", t.Host))
+		h1.WriteRefusal(cl, http.StatusBadGateway, RuleUpstream, fmt.Sprintf("TLS to %s failed (its certificate was not accepted?)", t.Host))
 		return
 	}
 	cbr := bufio.NewReaderSize(cl, s.cfg.MaxHeaderBytes+4096)
-	ubr, ulim := upstreamReader(upc)
+	ubr, ulim := h1.UpstreamReader(upc)
 	for n := 0; ; n++ {
 		pc.c.SetReadDeadline(time.Now().Add(s.cfg.HeaderTimeout))
-		raw, err := peekHead(cbr, s.cfg.MaxHeaderBytes)
+		raw, err := h1.PeekHead(cbr, s.cfg.MaxHeaderBytes)
 		pc.c.SetReadDeadline(time.Time{})
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
@@ -110,14 +110,14 @@ func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reade
 		if n > 0 && !pc.admitRequest(cl) {
 			return
 		}
-		h, err := parseHead(raw)
+		h, err := h1.ParseHead(raw)
 		if err == nil {
-			err = checkBrokeredTarget(h, t)
+			err = h1.CheckTunnelTarget(h, t)
 		}
 		if err != nil {
 			method := ""
 			if h != nil {
-				method = h.method
+				method = h.Method
 			}
 			pc.refuseBrokered(cl, method, t, err)
 			return
@@ -136,57 +136,22 @@ func (pc *proxyConn) refuseBrokered(cl io.Writer, method string, t Target, err e
 	ev.Method, ev.Host, ev.Port, ev.Decision, ev.Rule, ev.Reason = method, t.Host, t.Port, "deny", RuleParse, err.Error()
 	pc.s.record(pc.ctx, ev)
 	code := http.StatusBadRequest
-	if errors.Is(err, errHeadTooLarge) {
+	if errors.Is(err, h1.ErrHeadTooLarge) {
 		code = http.StatusRequestHeaderFieldsTooLarge
 	}
-	writeRefusal(cl, code, RuleParse, err.Error())
-}
-
-// checkBrokeredTarget accepts an origin-form target (or "*" for OPTIONS,
-// or an absolute https URI for the same host) and a Host naming the
-// tunnel's host: a request inside a tunnel may not address another host.
-func checkBrokeredTarget(h *head, t Target) error {
-	if h.method == "CONNECT" {
-		return badHead("CONNECT inside a tunnel")
-	}
-	switch {
-	case strings.HasPrefix(h.target, "/"), h.target == "*" && h.method == "OPTIONS":
-	default:
-		rest, ok := cutPrefixFold(h.target, "https://")
-		if !ok {
-			return badHead("request target %q", h.target)
-		}
-		end := strings.IndexAny(rest, "/?#")
-		if end < 0 {
-			end = len(rest)
-		}
-		at, err := ParseTarget(rest[:end], 443)
-		if err != nil {
-			return err
-		}
-		if at.Host != t.Host || at.Port != t.Port {
-			return badHead("request for %s inside a tunnel to %s", at, t)
-		}
-	}
-	if len(h.values("Host")) == 0 {
-		if h.proto == "HTTP/1.1" {
-			return badHead("HTTP/1.1 request without Host")
-		}
-		return nil
-	}
-	return checkHost(h, t, 443)
+	h1.WriteRefusal(cl, code, RuleParse, err.Error())
 }
 
 // brokerOne forwards one request of a brokered tunnel. It returns the
 // bytes each way and whether the tunnel may carry another.
-func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr *bufio.Reader, ulim *headLimiter, h *head, t Target, addr netip.Addr) (int64, int64, bool) {
+func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr *bufio.Reader, ulim *h1.HeadLimiter, h *h1.Head, t Target, addr netip.Addr) (int64, int64, bool) {
 	s := pc.s
 	// The policy may have changed since the CONNECT: check again, and
 	// take the secrets as they are now.
 	pol := s.policy(pc.who.SandboxID)
 	ev := pc.event(KindRequest)
-	ev.Method, ev.Host, ev.Port, ev.Addr = h.method, t.Host, t.Port, addr
-	if u, err := url.ParseRequestURI(h.target); err == nil {
+	ev.Method, ev.Host, ev.Port, ev.Addr = h.Method, t.Host, t.Port, addr
+	if u, err := url.ParseRequestURI(h.Target); err == nil {
 		ev.Path = u.Path
 	}
 	allowed := pol != nil && s.stillAllowed(pol, t, modeConnect, addr)
@@ -204,18 +169,18 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 		return 0, 0, false
 	}
 	if !allowed {
-		writeRefusal(cl, http.StatusForbidden, ev.Rule, ev.Reason)
+		h1.WriteRefusal(cl, http.StatusForbidden, ev.Rule, ev.Reason)
 		return 0, 0, false
 	}
 	req, err := http.ReadRequest(cbr)
 	if err != nil {
-		writeRefusal(cl, http.StatusBadRequest, RuleParse, err.Error())
+		h1.WriteRefusal(cl, http.StatusBadRequest, RuleParse, err.Error())
 		return 0, 0, false
 	}
 	secrets := pol.secretsFor(t.Host)
 	for _, u := range broker.Inject(req.Header, secrets) {
 		se := pc.event(KindSecret)
-		se.Method, se.Host, se.Port, se.Addr, se.Path = h.method, t.Host, t.Port, addr, ev.Path
+		se.Method, se.Host, se.Port, se.Addr, se.Path = h.Method, t.Host, t.Port, addr, ev.Path
 		se.Secret, se.Header, se.Decision = u.Secret, u.Header, "allow"
 		if err := s.record(pc.ctx, se); err != nil {
 			writeUnrecorded(cl, err)
@@ -224,28 +189,28 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 	}
 	start := time.Now()
 	req.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
-	if h.target == "*" {
+	if h.Target == "*" {
 		req.URL = &url.URL{Path: "*"}
 	}
-	req.Host = hostHeader(t, 443)
-	ex := exchange{req: req, client: cl, up: upc, upBr: ubr, upLim: ulim}
+	req.Host = h1.HostHeader(t, 443)
+	ex := h1.Exchange{Req: req, Client: cl, Up: upc, UpBr: ubr, UpLim: ulim}
 	sc := broker.NewScrubber(secrets, t.Host)
 	if sc != nil {
 		sc.Request(req.Header)
-		ex.scrub = sc.Response
-		ex.scrubText = sc.Text
+		ex.Scrub = sc.Response
+		ex.ScrubText = sc.Text
 	}
-	keep := ex.run()
+	keep := ex.Run()
 	res := pc.event(KindResponse)
-	res.Method, res.Host, res.Port, res.Addr, res.Path = h.method, t.Host, t.Port, addr, ev.Path
-	res.Status, res.BytesUp, res.BytesDown, res.Duration = ex.status, ex.upN, ex.downN, time.Since(start)
-	if ex.err != nil {
-		res.Error = clipError(ex.err.Error())
+	res.Method, res.Host, res.Port, res.Addr, res.Path = h.Method, t.Host, t.Port, addr, ev.Path
+	res.Status, res.BytesUp, res.BytesDown, res.Duration = ex.Status, ex.UpN, ex.DownN, time.Since(start)
+	if ex.Err != nil {
+		res.Error = h1.ClipError(ex.Err.Error())
 	}
 	if sc != nil && sc.Refusal() != "" {
 		res.Decision, res.Rule, res.Reason = "deny", RuleReflected, sc.Refusal()
 		keep = false
 	}
 	s.record(context.WithoutCancel(pc.ctx), res)
-	return ex.upN, ex.downN, keep
+	return ex.UpN, ex.DownN, keep
 }

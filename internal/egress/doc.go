@@ -23,8 +23,9 @@
 //     unspecified, reserved, cloud metadata in every IPv4 and IPv6
 //     spelling); the proxy dials only the checked addresses, never the name
 //     again. A guarded range opens only to an allow CIDR inside that range.
-//   - Hosts and requests are parsed strictly (ParseTarget, and a request
-//     head parser that refuses what two parsers could read differently).
+//   - Hosts and requests are parsed strictly (ParseTarget, and
+//     internal/egress/h1's request head parser, which refuses what two
+//     parsers could read differently).
 //   - A CONNECT tunnel must begin with a TLS ClientHello whose server name
 //     is the target or another allowed host, unless its rule is opaque.
 //   - One sandbox cannot flood the record (Limits): its DNS queries and
