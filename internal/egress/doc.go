@@ -40,9 +40,9 @@
 // Events (Event, through Recorder) carry sandbox, task and exec, the
 // destination, address, bytes each way, HTTP status or TLS server name,
 // decision and rule id; the manager writes them to the audit log.
-// DiscoverPresets reads the package registries this machine is configured
-// to use, so that policies can name them (npm, go, pypi, debian, crates)
-// without airlock naming any host. The rule model itself (Policy, Rule,
+// DiscoverPresets (internal/egress/presets) reads the package registries
+// this machine is configured to use, so that policies can name them (npm,
+// go, pypi, debian, crates) without airlock naming any host. The rule model itself (Policy, Rule,
 // Secret, Target, parsing, validation, matching) is internal/netpolicy,
 // which internal/policy shares; the names here are aliases of it. What a
 // brokered tunnel does to each request and response (the sandbox's CA,

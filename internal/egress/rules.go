@@ -1,8 +1,10 @@
 package egress
 
 import (
+	"context"
 	"net/netip"
 
+	"github.com/airlock-dev/airlock/internal/egress/presets"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
@@ -94,4 +96,12 @@ func matchDenied(r *crule, a netip.Addr, nat64 []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// DiscoverEnv is presets.Env (where DiscoverPresets looks).
+type DiscoverEnv = presets.Env
+
+// DiscoverPresets is presets.Discover.
+func DiscoverPresets(ctx context.Context, env DiscoverEnv) (Presets, error) {
+	return presets.Discover(ctx, env)
 }
