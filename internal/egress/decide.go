@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/egress/broker"
+	"github.com/airlock-dev/airlock/internal/egress/guard"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
@@ -111,7 +112,7 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 			return r.ID, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.ID), false
 		}
 	}
-	g, guarded := classify(a, c.nat64...)
+	g, guarded := guard.Classify(a, c.nat64...)
 	if !guarded {
 		return "", "", true
 	}
@@ -120,7 +121,7 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 			continue
 		}
 		for _, p := range r.CIDRs() {
-			if unlocks(p, g, a) {
+			if guard.Unlocks(p, g, a) {
 				return "", "", true
 			}
 		}
@@ -129,7 +130,7 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 	if t.IsIP() {
 		what = "is"
 	}
-	return "guard-" + g.kind, fmt.Sprintf("%s %s a %s address, which this sandbox's policy does not open", t.Host, what, g.kind), false
+	return "guard-" + g.Kind, fmt.Sprintf("%s %s a %s address, which this sandbox's policy does not open", t.Host, what, g.Kind), false
 }
 
 // decide checks t completely: the name, then the addresses it resolves to

@@ -19,10 +19,11 @@
 //   - Names are resolved only here, through Config.Resolver, and only once
 //     they are allowed (a denied name is never resolved, so DNS cannot
 //     carry data out). Every resolved address is checked against the
-//     guarded ranges (loopback, private, link-local, CGNAT, multicast,
-//     unspecified, reserved, cloud metadata in every IPv4 and IPv6
-//     spelling); the proxy dials only the checked addresses, never the name
-//     again. A guarded range opens only to an allow CIDR inside that range.
+//     guarded ranges of internal/egress/guard (loopback, private,
+//     link-local, CGNAT, multicast, unspecified, reserved, cloud metadata
+//     in every IPv4 and IPv6 spelling); the proxy dials only the checked
+//     addresses, never the name again. A guarded range opens only to an
+//     allow CIDR inside that range.
 //   - Hosts and requests are parsed strictly (ParseTarget, and
 //     internal/egress/h1's request head parser, which refuses what two
 //     parsers could read differently).
