@@ -62,7 +62,7 @@ bench: setup build
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchE2B' ./cmd/airlock/ | grep BENCH
 	$(GO) test -run '^$$' -bench 'AuditWrites' -benchtime 10000x ./internal/audit/
 	$(GO) test -run '^$$' -bench 'Classify' -benchtime 20000x ./internal/policy/
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/egress/
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/egress/...
 
 demo: setup build
 	./scripts/demo.sh
