@@ -19,7 +19,7 @@ const RuleReflected = "secret-reflected"
 // Scrubber keeps a brokered value from going back to the sandbox in a
 // response: a response whose head or body shows a value in any form the
 // reflector knows is refused (502) instead of relayed. A body is checked
-// whole before any of it goes back when it fits in scanWhole; a longer one
+// whole before any of it goes back when it fits in ScanWhole; a longer one
 // is checked as it streams, and the connection is cut at the first value
 // found, before the window that holds it goes back. A gzip or zlib body
 // (whatever its Content-Encoding says) is inflated and checked too.
@@ -34,11 +34,9 @@ type Scrubber struct {
 	refusal string
 }
 
-// ScanWhole bounds the bodies checked whole before any byte goes back.
-const ScanWhole = scanWhole
-
+// The bounds of a check (see the package invariants).
 const (
-	scanWhole      = 1 << 20  // bodies up to this are checked whole, then relayed
+	ScanWhole      = 1 << 20  // bodies up to this are checked whole, then relayed
 	scanCompressed = 8 << 20  // a compressed body is read whole up to this
 	scanInflated   = 32 << 20 // and checked up to this size inflated
 )
@@ -111,7 +109,7 @@ func (sc *Scrubber) Response(resp *http.Response) {
 		replaceWith502(resp, sc.refusal)
 		return
 	}
-	buf, eof, err := readUpTo(resp.Body, scanWhole)
+	buf, eof, err := readUpTo(resp.Body, ScanWhole)
 	if err == nil && !eof && compressed(buf) {
 		var more []byte
 		more, eof, err = readUpTo(resp.Body, scanCompressed-len(buf))
