@@ -44,13 +44,14 @@ type prefixConn struct {
 
 func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// broker serves a tunnel to a host with brokered secrets: it terminates
-// the sandbox's TLS with a certificate from the sandbox's CA, opens real
-// TLS to the checked address (verified against Config.UpstreamRoots), and
-// forwards HTTP/1.1 requests one by one, putting the secrets' values in
-// place of their placeholders in the headers, and their placeholders back
-// in place of the values in responses.
-func (pc *proxyConn) broker(t Target, up net.Conn, addr netip.Addr, src io.Reader, end *Event) {
+// serveBrokered serves a tunnel to a host with brokered secrets: it
+// terminates the sandbox's TLS with a certificate from the sandbox's CA,
+// opens real TLS to the checked address (verified against
+// Config.UpstreamRoots), and forwards HTTP/1.1 requests one by one,
+// putting the secrets' values in place of their placeholders in the
+// headers (broker.Inject) and refusing a response that shows a value
+// (broker.Scrubber).
+func (pc *proxyConn) serveBrokered(t Target, up net.Conn, addr netip.Addr, src io.Reader, end *Event) {
 	s := pc.s
 	s.mu.Lock()
 	sb := s.sandboxLocked(pc.who.SandboxID)

@@ -36,7 +36,8 @@
 //   - A brokered secret's value never enters the sandbox: placeholders are
 //     replaced in request headers only for the secret's own hosts, over TLS
 //     the proxy terminates with the sandbox's CA and re-originates to the
-//     real, verified host; values echoed in responses are replaced back.
+//     real, verified host; a response that shows a value (in any form
+//     internal/egress/broker knows) is refused or cut, never relayed.
 //
 // Events (Event, through Recorder) carry sandbox, task and exec, the
 // destination, address, bytes each way, HTTP status or TLS server name,

@@ -259,7 +259,7 @@ func (pc *proxyConn) connect(t Target) {
 	src := io.MultiReader(pending, pc.c)
 
 	if len(secrets) > 0 {
-		pc.broker(t, up, addr, src, &end)
+		pc.serveBrokered(t, up, addr, src, &end)
 		return
 	}
 	var hello []byte
