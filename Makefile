@@ -45,7 +45,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSafePath$$' -fuzztime 50000x ./internal/bundle/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime 20000x ./internal/redact/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTarget$$' -fuzztime 50000x ./internal/netpolicy/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime 50000x ./internal/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseHead$$' -fuzztime 50000x ./internal/egress/h1/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30000x ./internal/lockfile/
 	$(GO) test -run '^$$' -fuzz '^FuzzCreateRequest$$' -fuzztime 30000x ./internal/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskRequest$$' -fuzztime 30000x ./internal/api/
@@ -62,7 +62,7 @@ bench: setup build
 	AIRLOCK_BENCH=1 $(GO) test -count=1 -v -run 'TestBenchE2B' ./cmd/airlock/ | grep BENCH
 	$(GO) test -run '^$$' -bench 'AuditWrites' -benchtime 10000x ./internal/audit/
 	$(GO) test -run '^$$' -bench 'Classify' -benchtime 20000x ./internal/policy/
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/egress/
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/egress/...
 
 demo: setup build
 	./scripts/demo.sh

@@ -2,100 +2,30 @@ package egress
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/tls"
-	"encoding/base32"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf16"
+
+	"github.com/airlock-dev/airlock/internal/egress/broker"
+	"github.com/airlock-dev/airlock/internal/egress/broker/brokertest"
 )
-
-// echoTransforms are ways an upstream on a brokered host might quote the
-// Authorization header it got: each turns it into a response body.
-var echoTransforms = []struct {
-	name string
-	body func(echo string) []byte
-}{
-	{"base64 at offset 1", func(e string) []byte { return []byte(base64.StdEncoding.EncodeToString([]byte(e))) }},
-	{"base64 at offset 2", func(e string) []byte {
-		return []byte(base64.StdEncoding.EncodeToString([]byte("Xy" + e[len("Bearer "):])))
-	}},
-	{"base64url in JSON", func(e string) []byte {
-		return []byte(`{"seen":"` + base64.RawURLEncoding.EncodeToString([]byte("Authorization: "+e)) + `"}`)
-	}},
-	{"reversed", func(e string) []byte { b := []byte(e); slices.Reverse(b); return b }},
-	{"spaced", func(e string) []byte { return []byte(strings.Join(strings.Split(e, ""), " ")) }},
-	{"upper-cased", func(e string) []byte { return []byte(strings.ToUpper(e)) }},
-	{"gzip without Content-Encoding", func(e string) []byte {
-		var b bytes.Buffer
-		w := gzip.NewWriter(&b)
-		io.WriteString(w, "you sent: "+e)
-		w.Close()
-		return b.Bytes()
-	}},
-	{"HTML entities", func(e string) []byte {
-		var b strings.Builder
-		for i, c := range e {
-			if i%2 == 0 {
-				fmt.Fprintf(&b, "&#%d;", c)
-			} else {
-				fmt.Fprintf(&b, "&#x%X;", c)
-			}
-		}
-		return []byte("<p>" + b.String() + "</p>")
-	}},
-	{"backslash-u escapes", func(e string) []byte {
-		var b strings.Builder
-		for _, c := range e {
-			fmt.Fprintf(&b, `\u%04x`, c)
-		}
-		return []byte(`{"auth":"` + b.String() + `"}`)
-	}},
-	{"UTF-16LE", func(e string) []byte { return utf16Bytes(e, false) }},
-	{"UTF-16BE", func(e string) []byte { return utf16Bytes(e, true) }},
-	{"base32", func(e string) []byte { return []byte(base32.StdEncoding.EncodeToString([]byte(e))) }},
-	{"wrapped hex", func(e string) []byte {
-		h := hex.EncodeToString([]byte("header dump: " + e))
-		var b strings.Builder
-		for len(h) > 30 {
-			b.WriteString(h[:30] + "\n")
-			h = h[30:]
-		}
-		return []byte(b.String() + h + "\n")
-	}},
-}
-
-func utf16Bytes(s string, big bool) []byte {
-	var b []byte
-	for _, u := range utf16.Encode([]rune(s)) {
-		if big {
-			b = append(b, byte(u>>8), byte(u))
-		} else {
-			b = append(b, byte(u), byte(u>>8))
-		}
-	}
-	return b
-}
 
 // Threat model, Secrets: an upstream on the granted host that echoes the
 // credential in an everyday transform does not hand the value to the
 // sandbox: the answer is refused with 502 and the refusal recorded.
 func TestBrokeredSecretEchoedTransformed(t *testing.T) {
-	for _, form := range echoTransforms {
-		t.Run(form.name, func(t *testing.T) {
+	for _, form := range brokertest.Echoes {
+		t.Run(form.Name, func(t *testing.T) {
 			b := newBrokerEnvWith(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/octet-stream")
-				w.Write(form.body(r.Header.Get("Authorization")))
+				w.Write(form.Body(r.Header.Get("Authorization")))
 			})
 			resp, body := b.get(t, b.sandboxCA, "https://api.secret.example.test:"+itoa(b.up.port)+"/", "Bearer "+placeholder)
-			if sent := form.body("Bearer " + secretValue); strings.Contains(strings.ToLower(body), strings.ToLower(string(sent))) {
+			if sent := form.Body("Bearer " + secretValue); strings.Contains(strings.ToLower(body), strings.ToLower(string(sent))) {
 				t.Fatalf("the sandbox got the echo %q", body)
 			}
 			if resp.StatusCode != 502 || resp.Header.Get("X-Airlock-Rule") != RuleReflected {
@@ -113,7 +43,7 @@ func TestBrokeredSecretEchoedTransformed(t *testing.T) {
 // stream is cut before the window with the value goes back.
 func TestBrokeredSecretEchoedLate(t *testing.T) {
 	b := newBrokerEnvWith(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Write(bytes.Repeat([]byte("padding "), (3*scanWhole)/8))
+		w.Write(bytes.Repeat([]byte("padding "), (3*broker.ScanWhole)/8))
 		io.WriteString(w, strings.ToUpper(r.Header.Get("Authorization")))
 		w.Write(bytes.Repeat([]byte("tail "), 1000))
 	})
@@ -125,7 +55,7 @@ func TestBrokeredSecretEchoedLate(t *testing.T) {
 	tc.SetDeadline(time.Now().Add(10 * time.Second))
 	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: api.secret.example.test:%d\r\nAuthorization: Bearer %s\r\n\r\n", b.up.port, placeholder)
 	got, _ := io.ReadAll(tc)
-	if len(got) < scanWhole {
+	if len(got) < broker.ScanWhole {
 		t.Errorf("only %d bytes came back: the clean start should", len(got))
 	}
 	if bytes.Contains(bytes.ToLower(got), []byte(secretValue)) || bytes.Contains(got, []byte("tail")) {
@@ -190,43 +120,5 @@ func TestPlaceholderOnlyInNamedHeaders(t *testing.T) {
 	p.Secrets[0].Headers = []string{"cookie"}
 	if err := b.svc.SetPolicy("sb1", p); err == nil {
 		t.Errorf("a secret for the Cookie header was accepted")
-	}
-}
-
-// FuzzReflector: the detector never panics, and a value planted in any
-// of the echo transforms (on a line of its own) inside arbitrary text is
-// found.
-func FuzzReflector(f *testing.F) {
-	for _, s := range []string{"", "plain", `\u{41}\x4`, "&#x;&#", "%zz%4", "\\", "\x1f\x8b\x08"} {
-		f.Add([]byte(s), uint8(0))
-	}
-	rf := newReflector([]*csecret{{ID: "gh", Value: secretValue}})
-	f.Fuzz(func(t *testing.T, text []byte, pick uint8) {
-		rf.find(text)
-		form := echoTransforms[int(pick)%len(echoTransforms)]
-		if strings.HasPrefix(form.name, "gzip") {
-			return // whole bodies only: see TestBrokeredSecretEchoedTransformed
-		}
-		mid := len(text) / 2
-		// (set apart: a stray backslash or '&' just before would change
-		// how the escapes that follow read)
-		in := append(append(append(append([]byte{}, text[:mid]...), "\n \n"...), form.body("Bearer "+secretValue)...), text[mid:]...)
-		if _, _, ok := rf.find(in); !ok {
-			t.Fatalf("%s not found in %q", form.name, in)
-		}
-	})
-}
-
-// Text that happens to start like a zlib header is not taken for a
-// compressed body (a long one would be refused as too large to check).
-func TestCompressedSniff(t *testing.T) {
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	io.WriteString(w, "hello")
-	w.Close()
-	for in, want := range map[string]bool{gz.String(): true, "x^ not zlib at all": false, "x\x9c": false, "plain": false, "": false} {
-		if got := compressed([]byte(in)); got != want {
-			t.Errorf("compressed(%q) = %v", in, got)
-		}
 	}
 }

@@ -8,21 +8,23 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/egress/broker"
+	"github.com/airlock-dev/airlock/internal/egress/guard"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
 // Built-in rule ids, for decisions no policy rule made.
 const (
-	RuleCut         = "egress-cut"       // the kill switch is on
-	RuleDefaultDeny = "default-deny"     // nothing allows the destination
-	RulePort        = "port"             // the host is allowed, the port is not
-	RuleParse       = "parse"            // a malformed request or host
-	RuleResolve     = "resolve"          // the name did not resolve
-	RuleSNI         = "sni"              // the TLS ClientHello names a host that is not allowed
-	RulePublicWeb   = "public-web"       // allowed by the public_web category
-	RuleAudit       = "audit"            // the event could not be recorded: fail closed
-	RuleUpstream    = "upstream"         // the upstream failed mid-request
-	RuleReflected   = "secret-reflected" // a brokered host's response showed the secret's value
+	RuleCut         = "egress-cut"         // the kill switch is on
+	RuleDefaultDeny = "default-deny"       // nothing allows the destination
+	RulePort        = "port"               // the host is allowed, the port is not
+	RuleParse       = "parse"              // a malformed request or host
+	RuleResolve     = "resolve"            // the name did not resolve
+	RuleSNI         = "sni"                // the TLS ClientHello names a host that is not allowed
+	RulePublicWeb   = "public-web"         // allowed by the public_web category
+	RuleAudit       = "audit"              // the event could not be recorded: fail closed
+	RuleUpstream    = "upstream"           // the upstream failed mid-request
+	RuleReflected   = broker.RuleReflected // a brokered host's response showed the secret's value
 	// Guards are named "guard-<range>": guard-loopback, guard-private,
 	// guard-link-local, guard-metadata, guard-cgnat, guard-multicast,
 	// guard-unspecified, guard-broadcast, guard-reserved.
@@ -110,7 +112,7 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 			return r.ID, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.ID), false
 		}
 	}
-	g, guarded := classify(a, c.nat64...)
+	g, guarded := guard.Classify(a, c.nat64...)
 	if !guarded {
 		return "", "", true
 	}
@@ -119,7 +121,7 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 			continue
 		}
 		for _, p := range r.CIDRs() {
-			if unlocks(p, g, a) {
+			if guard.Unlocks(p, g, a) {
 				return "", "", true
 			}
 		}
@@ -128,7 +130,7 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 	if t.IsIP() {
 		what = "is"
 	}
-	return "guard-" + g.kind, fmt.Sprintf("%s %s a %s address, which this sandbox's policy does not open", t.Host, what, g.kind), false
+	return "guard-" + g.Kind, fmt.Sprintf("%s %s a %s address, which this sandbox's policy does not open", t.Host, what, g.Kind), false
 }
 
 // decide checks t completely: the name, then the addresses it resolves to

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/egress/guard"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
@@ -80,7 +81,7 @@ func (s *Service) deniedAddrs(ctx context.Context, dc *deniedCache, name string,
 // the rules that apply to this mode and port.
 func (s *Service) deniedByAddr(ctx context.Context, c *compiled, m mode, port int, a netip.Addr, cachedOnly bool) (rule, name string, ok bool) {
 	a = a.WithZone("").Unmap()
-	forms := append([]netip.Addr{a}, embeddedIPv4s(a, c.nat64)...)
+	forms := append([]netip.Addr{a}, guard.Embedded(a, c.nat64)...)
 	for _, r := range c.Deny {
 		if !r.Denies(m, port) {
 			continue

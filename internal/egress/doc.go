@@ -19,12 +19,14 @@
 //   - Names are resolved only here, through Config.Resolver, and only once
 //     they are allowed (a denied name is never resolved, so DNS cannot
 //     carry data out). Every resolved address is checked against the
-//     guarded ranges (loopback, private, link-local, CGNAT, multicast,
-//     unspecified, reserved, cloud metadata in every IPv4 and IPv6
-//     spelling); the proxy dials only the checked addresses, never the name
-//     again. A guarded range opens only to an allow CIDR inside that range.
-//   - Hosts and requests are parsed strictly (ParseTarget, and a request
-//     head parser that refuses what two parsers could read differently).
+//     guarded ranges of internal/egress/guard (loopback, private,
+//     link-local, CGNAT, multicast, unspecified, reserved, cloud metadata
+//     in every IPv4 and IPv6 spelling); the proxy dials only the checked
+//     addresses, never the name again. A guarded range opens only to an
+//     allow CIDR inside that range.
+//   - Hosts and requests are parsed strictly (ParseTarget, and
+//     internal/egress/h1's request head parser, which refuses what two
+//     parsers could read differently).
 //   - A CONNECT tunnel must begin with a TLS ClientHello whose server name
 //     is the target or another allowed host, unless its rule is opaque.
 //   - One sandbox cannot flood the record (Limits): its DNS queries and
@@ -34,16 +36,20 @@
 //   - A brokered secret's value never enters the sandbox: placeholders are
 //     replaced in request headers only for the secret's own hosts, over TLS
 //     the proxy terminates with the sandbox's CA and re-originates to the
-//     real, verified host; values echoed in responses are replaced back.
+//     real, verified host; a response that shows a value (in any form
+//     internal/egress/broker knows) is refused or cut, never relayed.
 //
 // Events (Event, through Recorder) carry sandbox, task and exec, the
 // destination, address, bytes each way, HTTP status or TLS server name,
 // decision and rule id; the manager writes them to the audit log.
-// DiscoverPresets reads the package registries this machine is configured
-// to use, so that policies can name them (npm, go, pypi, debian, crates)
-// without airlock naming any host. The rule model itself (Policy, Rule,
+// DiscoverPresets (internal/egress/presets) reads the package registries
+// this machine is configured to use, so that policies can name them (npm,
+// go, pypi, debian, crates) without airlock naming any host. The rule model itself (Policy, Rule,
 // Secret, Target, parsing, validation, matching) is internal/netpolicy,
-// which internal/policy shares; the names here are aliases of it. The
-// package imports nothing of airlock's but errdefs and netpolicy; only the
+// which internal/policy shares; the names here are aliases of it. What a
+// brokered tunnel does to each request and response (the sandbox's CA,
+// placeholders to values, the reflection check) is internal/egress/broker;
+// this package owns the tunnel around it. The package imports nothing of
+// airlock's but errdefs, netpolicy and its own sub-packages; only the
 // daemon's manager (and `airlock run`) should use it.
 package egress

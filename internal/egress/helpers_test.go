@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/egress/broker"
 )
 
 // Tests send traffic only to loopback and to addresses of network
@@ -244,22 +246,25 @@ func (e *env) client(roots *x509.CertPool) *http.Client {
 
 // testCA makes certificates for test names and the pool that trusts them.
 type testCA struct {
-	h    caHolder
+	h    broker.CA
 	pool *x509.CertPool
 }
 
 func newTestCA(t testing.TB) *testCA {
 	ca := &testCA{}
-	if err := ca.h.ensureLocked("test-upstreams", time.Now(), time.Hour); err != nil {
+	pem, err := ca.h.PEM("test-upstreams", time.Now(), time.Hour)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ca.pool = x509.NewCertPool()
-	ca.pool.AddCert(ca.h.cert)
+	if !ca.pool.AppendCertsFromPEM(pem) {
+		t.Fatal("test CA PEM does not parse")
+	}
 	return ca
 }
 
 func (ca *testCA) cert(t testing.TB, host string) tls.Certificate {
-	c, err := ca.h.leaf("test-upstreams", host, time.Now(), time.Hour)
+	c, err := ca.h.Leaf("test-upstreams", host, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/egress/h1"
 )
 
 // Limits bound what one sandbox can make the daemon do and record: every
@@ -283,8 +285,8 @@ func (s *Service) exhaust(e Event, c *Cut) {
 func writeUnrecorded(w io.Writer, err error) {
 	var eb errBudget
 	if errors.As(err, &eb) {
-		writeRefusal(w, http.StatusTooManyRequests, RuleBudget, eb.reason)
+		h1.WriteRefusal(w, http.StatusTooManyRequests, RuleBudget, eb.reason)
 		return
 	}
-	writeRefusal(w, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
+	h1.WriteRefusal(w, http.StatusServiceUnavailable, RuleAudit, "the egress record is unavailable")
 }

@@ -15,6 +15,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/egress/h1"
 )
 
 // Serve accepts connections on ln and serves each with ServeProxyConn as
@@ -63,7 +65,7 @@ func (s *Service) ServeProxyConnOf(ctx context.Context, c net.Conn, sandboxID st
 		// client reads the answer. Both briefly and bounded.
 		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		c.Read(make([]byte, 4096))
-		writeRefusal(c, http.StatusTooManyRequests, rule, reason)
+		h1.WriteRefusal(c, http.StatusTooManyRequests, rule, reason)
 		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 		io.CopyN(io.Discard, c, 16<<10)
 		return
@@ -95,7 +97,7 @@ type proxyConn struct {
 	// requests to the same destination.
 	up       net.Conn
 	upBr     *bufio.Reader
-	upLim    *headLimiter
+	upLim    *h1.HeadLimiter
 	upTarget Target
 	upAddr   netip.Addr
 	upStop   func() bool
@@ -108,7 +110,7 @@ func (pc *proxyConn) event(kind EventKind) Event {
 func (pc *proxyConn) serve() {
 	for n := 0; ; n++ {
 		pc.c.SetReadDeadline(time.Now().Add(pc.s.cfg.HeaderTimeout))
-		raw, err := peekHead(pc.br, pc.s.cfg.MaxHeaderBytes)
+		raw, err := h1.PeekHead(pc.br, pc.s.cfg.MaxHeaderBytes)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) {
 				return // the client is done (or idle too long) between requests
@@ -120,23 +122,23 @@ func (pc *proxyConn) serve() {
 			return
 		}
 		pc.c.SetReadDeadline(time.Time{})
-		h, err := parseHead(raw)
+		h, err := h1.ParseHead(raw)
 		if err != nil {
 			pc.refuseMalformed("", err)
 			return
 		}
-		rt, err := parseProxyTarget(h)
+		rt, err := h1.ParseProxyTarget(h)
 		if err != nil {
-			pc.refuseMalformed(h.method, err)
+			pc.refuseMalformed(h.Method, err)
 			return
 		}
-		if h.method == "CONNECT" {
-			if len(h.values("Content-Length")) > 0 || len(h.values("Transfer-Encoding")) > 0 {
-				pc.refuseMalformed(h.method, badHead("CONNECT with a body"))
+		if h.Method == "CONNECT" {
+			if len(h.Values("Content-Length")) > 0 || len(h.Values("Transfer-Encoding")) > 0 {
+				pc.refuseMalformed(h.Method, h1.BadHead("CONNECT with a body"))
 				return
 			}
 			pc.br.Discard(len(raw))
-			pc.connect(rt.t)
+			pc.connect(rt.Target)
 			return
 		}
 		if !pc.forward(h, rt) {
@@ -157,14 +159,14 @@ func (pc *proxyConn) admitRequest(w io.Writer) bool {
 	e := pc.event(KindRequest)
 	e.Decision, e.Rule, e.Reason = "deny", rule, reason
 	pc.s.refuse(pc.ctx, e, true)
-	writeRefusal(w, http.StatusTooManyRequests, rule, reason)
+	h1.WriteRefusal(w, http.StatusTooManyRequests, rule, reason)
 	return false
 }
 
 // refuseMalformed answers and records a request that could not be parsed.
 func (pc *proxyConn) refuseMalformed(method string, err error) {
 	code := http.StatusBadRequest
-	if errors.Is(err, errHeadTooLarge) {
+	if errors.Is(err, h1.ErrHeadTooLarge) {
 		code = http.StatusRequestHeaderFieldsTooLarge
 	}
 	kind := KindRequest
@@ -174,15 +176,7 @@ func (pc *proxyConn) refuseMalformed(method string, err error) {
 	ev := pc.event(kind)
 	ev.Method, ev.Decision, ev.Rule, ev.Reason = method, "deny", RuleParse, err.Error()
 	pc.s.record(pc.ctx, ev)
-	writeRefusal(pc.c, code, RuleParse, err.Error())
-}
-
-// writeRefusal answers a refused request. rule is an id (no spaces or
-// line breaks); msg goes only in the body.
-func writeRefusal(w io.Writer, code int, rule, msg string) {
-	body := "airlock egress: " + msg + " (rule " + rule + ")\n"
-	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Airlock-Rule: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		code, http.StatusText(code), rule, len(body), body)
+	h1.WriteRefusal(pc.c, code, RuleParse, err.Error())
 }
 
 // refusalCode is the status for a refused decision.
@@ -228,7 +222,7 @@ func (pc *proxyConn) connect(t Target) {
 		return
 	}
 	if !d.allow {
-		writeRefusal(pc.c, refusalCode(d.rule), d.rule, d.reason)
+		h1.WriteRefusal(pc.c, refusalCode(d.rule), d.rule, d.reason)
 		return
 	}
 	start := time.Now()
@@ -242,7 +236,7 @@ func (pc *proxyConn) connect(t Target) {
 	end.Addr = addr
 	if err != nil {
 		end.Error = err.Error()
-		writeRefusal(pc.c, http.StatusBadGateway, d.rule, fmt.Sprintf("cannot connect to %s", t))
+		h1.WriteRefusal(pc.c, http.StatusBadGateway, d.rule, fmt.Sprintf("cannot connect to %s", t))
 		return
 	}
 	defer up.Close()
@@ -250,7 +244,7 @@ func (pc *proxyConn) connect(t Target) {
 	defer stop()
 	if !pc.setLive(pol, t, modeConnect, addr) {
 		end.Decision, end.Rule, end.Reason = "deny", RuleDefaultDeny, "the policy changed while connecting"
-		writeRefusal(pc.c, http.StatusForbidden, RuleDefaultDeny, end.Reason)
+		h1.WriteRefusal(pc.c, http.StatusForbidden, RuleDefaultDeny, end.Reason)
 		return
 	}
 	if _, err := io.WriteString(pc.c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
@@ -265,7 +259,7 @@ func (pc *proxyConn) connect(t Target) {
 	src := io.MultiReader(pending, pc.c)
 
 	if len(secrets) > 0 {
-		pc.broker(t, up, addr, src, &end)
+		pc.serveBrokered(t, up, addr, src, &end)
 		return
 	}
 	var hello []byte
@@ -403,35 +397,6 @@ func peekHello(r io.Reader) (sni string, raw []byte, err error) {
 	return hello.ServerName, buf.Bytes(), nil
 }
 
-// hostHeader is t as a Host field value: the port only when it is not
-// defPort.
-func hostHeader(t Target, defPort int) string {
-	if t.Port == defPort {
-		if strings.Contains(t.Host, ":") {
-			return "[" + t.Host + "]"
-		}
-		return t.Host
-	}
-	return t.String()
-}
-
-// hopByHop are the fields a proxy must not forward (RFC 9110 7.6.1), and
-// Proxy-Authorization, which is for us.
-var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-func removeHopByHop(h http.Header) {
-	for _, v := range h.Values("Connection") {
-		for name := range strings.SplitSeq(v, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				h.Del(name)
-			}
-		}
-	}
-	for _, name := range hopByHop {
-		h.Del(name)
-	}
-}
-
 func pathOnly(p string) string {
 	if i := strings.IndexByte(p, '?'); i >= 0 {
 		return p[:i]
@@ -449,29 +414,29 @@ func (pc *proxyConn) closeUpstream() {
 
 // forward serves one plain HTTP request; it reports whether the client
 // connection may carry another.
-func (pc *proxyConn) forward(h *head, rt requestTarget) bool {
-	s, t := pc.s, rt.t
+func (pc *proxyConn) forward(h *h1.Head, rt h1.RequestTarget) bool {
+	s, t := pc.s, rt.Target
 	pol := s.policy(pc.who.SandboxID)
 	d := s.decide(pc.ctx, pol, t, modeHTTP, "ip")
 	ev := pc.event(KindRequest)
-	ev.Method, ev.Host, ev.Port, ev.Path, ev.Addr = h.method, t.Host, t.Port, pathOnly(rt.path), firstAddr(d.addrs)
+	ev.Method, ev.Host, ev.Port, ev.Path, ev.Addr = h.Method, t.Host, t.Port, pathOnly(rt.Path), firstAddr(d.addrs)
 	ev.Decision, ev.Rule, ev.Reason = decisionWord(d.allow), d.rule, d.reason
 	if err := s.record(pc.ctx, ev); err != nil {
 		writeUnrecorded(pc.c, err)
 		return false
 	}
 	if !d.allow {
-		writeRefusal(pc.c, refusalCode(d.rule), d.rule, d.reason)
+		h1.WriteRefusal(pc.c, refusalCode(d.rule), d.rule, d.reason)
 		return false
 	}
 	req, err := http.ReadRequest(pc.br)
 	if err != nil {
-		writeRefusal(pc.c, http.StatusBadRequest, RuleParse, err.Error())
+		h1.WriteRefusal(pc.c, http.StatusBadRequest, RuleParse, err.Error())
 		return false
 	}
 	start := time.Now()
 	res := pc.event(KindResponse)
-	res.Method, res.Host, res.Port, res.Path = h.method, t.Host, t.Port, ev.Path
+	res.Method, res.Host, res.Port, res.Path = h.Method, t.Host, t.Port, ev.Path
 	defer func() {
 		res.Duration = time.Since(start)
 		s.record(context.WithoutCancel(pc.ctx), res)
@@ -482,26 +447,26 @@ func (pc *proxyConn) forward(h *head, rt requestTarget) bool {
 		res.Addr = addr
 		if err != nil {
 			res.Error = err.Error()
-			writeRefusal(pc.c, http.StatusBadGateway, d.rule, fmt.Sprintf("cannot connect to %s", t))
+			h1.WriteRefusal(pc.c, http.StatusBadGateway, d.rule, fmt.Sprintf("cannot connect to %s", t))
 			return false
 		}
 		pc.up, pc.upTarget, pc.upAddr = up, t, addr
-		pc.upBr, pc.upLim = upstreamReader(up)
+		pc.upBr, pc.upLim = h1.UpstreamReader(up)
 		pc.upStop = context.AfterFunc(pc.ctx, func() { up.Close() })
 	}
 	res.Addr = pc.upAddr
 	if !pc.setLive(pol, t, modeHTTP, pc.upAddr) {
 		res.Error = "the policy changed while connecting"
-		writeRefusal(pc.c, http.StatusForbidden, RuleDefaultDeny, res.Error)
+		h1.WriteRefusal(pc.c, http.StatusForbidden, RuleDefaultDeny, res.Error)
 		return false
 	}
 	req.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
-	req.Host = hostHeader(t, 80)
-	ex := exchange{req: req, client: pc.c, up: pc.up, upBr: pc.upBr, upLim: pc.upLim}
-	keep := ex.run()
-	res.Status, res.BytesUp, res.BytesDown = ex.status, ex.upN, ex.downN
-	if ex.err != nil {
-		res.Error = clipError(ex.err.Error())
+	req.Host = h1.HostHeader(t, 80)
+	ex := h1.Exchange{Req: req, Client: pc.c, Up: pc.up, UpBr: pc.upBr, UpLim: pc.upLim}
+	keep := ex.Run()
+	res.Status, res.BytesUp, res.BytesDown = ex.Status, ex.UpN, ex.DownN
+	if ex.Err != nil {
+		res.Error = h1.ClipError(ex.Err.Error())
 	}
 	if !keep {
 		pc.closeUpstream()
@@ -516,171 +481,4 @@ func containsAddr(addrs []netip.Addr, a netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-// exchange forwards one parsed request upstream and its response back.
-type exchange struct {
-	req    *http.Request
-	client io.Writer
-	up     io.Writer
-	upBr   *bufio.Reader
-	upLim  *headLimiter // bounds what a response head may read of the upstream
-	// scrub, when set, rewrites the response before it goes back, and
-	// scrubText an error message that may quote the upstream.
-	scrub     func(*http.Response)
-	scrubText func(string) string
-
-	status     int
-	upN, downN int64
-	err        error
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// run reports whether both connections may carry another request.
-func (ex *exchange) run() bool {
-	req := ex.req
-	removeHopByHop(req.Header)
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header["User-Agent"] = []string{""} // Write would add Go's own
-	}
-	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
-		// Answer for the upstream so the client sends its body now: we
-		// forward requests whole.
-		req.Header.Del("Expect")
-		if _, err := io.WriteString(ex.client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			ex.err = err
-			return false
-		}
-	}
-	upw := &countingWriter{w: ex.up}
-	bw := bufio.NewWriterSize(upw, 32<<10)
-	if err := req.Write(bw); err != nil {
-		ex.err = fmt.Errorf("send request: %w", err)
-		ex.fail()
-		return false
-	}
-	if err := bw.Flush(); err != nil {
-		ex.err = fmt.Errorf("send request: %w", err)
-		ex.fail()
-		return false
-	}
-	ex.upN = upw.n
-	var resp *http.Response
-	ex.upLim.arm() // the interim answers' heads count too
-	for {
-		var err error
-		resp, err = http.ReadResponse(ex.upBr, req)
-		if err != nil {
-			ex.err = fmt.Errorf("read response: %w", err)
-			ex.fail()
-			return false
-		}
-		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
-		}
-		resp.Body.Close() // interim answers (100, 103) are not forwarded
-	}
-	ex.upLim.disarm()
-	defer resp.Body.Close()
-	ex.status = resp.StatusCode
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		ex.err = errors.New("upstream switched protocols, which the proxy does not relay")
-		ex.fail()
-		return false
-	}
-	removeHopByHop(resp.Header)
-	if ex.scrub != nil {
-		ex.scrub(resp)
-	}
-	cw := &countingWriter{w: ex.client}
-	bw = bufio.NewWriterSize(cw, 32<<10)
-	err := resp.Write(bw)
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	ex.downN = cw.n
-	if err != nil {
-		ex.err = fmt.Errorf("send response: %w", err)
-		return false
-	}
-	return !req.Close && !resp.Close
-}
-
-// maxResponseHead bounds an upstream's response head (its status line
-// and header fields, and any interim answers before them). Without it
-// http.ReadResponse bounds neither a line nor the number of lines: an
-// upstream of the sandbox's choosing could make the daemon hold an
-// endless head in memory, and the error quoting it would be one event of
-// that size.
-const maxResponseHead = 1 << 20
-
-var errResponseHeadTooLarge = fmt.Errorf("the upstream's response head is over %d bytes", maxResponseHead)
-
-// headLimiter is the upstream connection under a bufio.Reader: while
-// armed, reads past maxResponseHead fail.
-type headLimiter struct {
-	r    io.Reader
-	left int64 // < 0: not armed
-}
-
-func upstreamReader(r io.Reader) (*bufio.Reader, *headLimiter) {
-	l := &headLimiter{r: r, left: -1}
-	return bufio.NewReader(l), l
-}
-
-func (l *headLimiter) Read(p []byte) (int, error) {
-	if l.left < 0 {
-		return l.r.Read(p)
-	}
-	if l.left == 0 {
-		return 0, errResponseHeadTooLarge
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
-
-func (l *headLimiter) arm() {
-	if l != nil {
-		l.left = maxResponseHead
-	}
-}
-
-func (l *headLimiter) disarm() {
-	if l != nil {
-		l.left = -1
-	}
-}
-
-// maxErrorText bounds an upstream error in the record (it may quote what
-// the upstream sent).
-const maxErrorText = 1024
-
-func clipError(s string) string {
-	if len(s) > maxErrorText {
-		return s[:maxErrorText] + "... (cut)"
-	}
-	return s
-}
-
-// fail answers 502 when nothing has gone back yet.
-func (ex *exchange) fail() {
-	msg := ex.err.Error()
-	if ex.scrubText != nil {
-		msg = ex.scrubText(msg)
-	}
-	writeRefusal(ex.client, http.StatusBadGateway, RuleUpstream, msg)
 }

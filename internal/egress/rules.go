@@ -1,8 +1,11 @@
 package egress
 
 import (
+	"context"
 	"net/netip"
 
+	"github.com/airlock-dev/airlock/internal/egress/guard"
+	"github.com/airlock-dev/airlock/internal/egress/presets"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
@@ -82,16 +85,37 @@ func compile(p *Policy, presets Presets) (*compiled, error) {
 }
 
 // matchDenied is MatchAddr for a deny rule: an address that embeds an
-// IPv4 address (NAT64, SIIT, 6to4, Teredo...; see embeddedIPv4s) is also
+// IPv4 address (NAT64, SIIT, 6to4, Teredo...; see guard.Embedded) is also
 // denied by it, since it reaches that host where the network translates.
 func matchDenied(r *crule, a netip.Addr, nat64 []netip.Prefix) bool {
 	if r.MatchAddr(a) {
 		return true
 	}
-	for _, v4 := range embeddedIPv4s(a.WithZone("").Unmap(), nat64) {
+	for _, v4 := range guard.Embedded(a.WithZone("").Unmap(), nat64) {
 		if r.MatchAddr(v4) {
 			return true
 		}
 	}
 	return false
 }
+
+// DiscoverEnv is presets.Env (where DiscoverPresets looks).
+type DiscoverEnv = presets.Env
+
+// DiscoverPresets is presets.Discover.
+func DiscoverPresets(ctx context.Context, env DiscoverEnv) (Presets, error) {
+	return presets.Discover(ctx, env)
+}
+
+// Guarded says whether a lies in a range that egress refuses unless a
+// rule opens exactly that range (loopback, private, link-local, metadata,
+// ...), and names the range. The daemon's own fetches for remote clients
+// (a task's clone) use it too. nat64 are the NAT64 prefixes the network
+// is known to use besides the well-known ones (see Config.NAT64Prefixes).
+func Guarded(a netip.Addr, nat64 ...netip.Prefix) (string, bool) {
+	g, ok := guard.Classify(a, nat64...)
+	return g.Kind, ok
+}
+
+// ValidNAT64Prefix is guard.ValidNAT64Prefix.
+func ValidNAT64Prefix(p netip.Prefix) bool { return guard.ValidNAT64Prefix(p) }

@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/egress/broker"
 )
 
 func gzipOf(b []byte) []byte {
@@ -39,7 +40,7 @@ func TestBrokeredScanMemoryIsBounded(t *testing.T) {
 	t.Logf("body: %d bytes", len(body))
 	b := newBrokerEnvWith(t, func(w http.ResponseWriter, r *http.Request) { w.Write(body) })
 	url := "https://api.secret.example.test:" + itoa(b.up.port) + "/bomb"
-	conc := cap(inflateSlots) + 2
+	conc := broker.InflateSlots() + 2
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -81,26 +82,7 @@ func TestBrokeredScanMemoryIsBounded(t *testing.T) {
 	grew := int64(peak) - int64(before.HeapInuse)
 	mu.Unlock()
 	t.Logf("%d concurrent requests of a %d-byte body: peak heap grew by %d MiB", conc, len(body), grew>>20)
-	if grew > int64(cap(inflateSlots))*128<<20 {
+	if grew > int64(broker.InflateSlots())*128<<20 {
 		t.Errorf("%d requests of a %d-byte body took %d MiB of the daemon's heap at once", conc, len(body), grew>>20)
-	}
-}
-
-// findAll finds what find finds, also across the windows it cuts a long
-// text into.
-func TestFindAllAcrossWindows(t *testing.T) {
-	rf := newReflector([]*csecret{{ID: "gh", Value: secretValue}})
-	filler := bytes.Repeat([]byte("lorem ipsum "), (3*scanWindow)/12)
-	for _, form := range echoTransforms {
-		if strings.HasPrefix(form.name, "gzip") {
-			continue
-		}
-		echo := form.body("Bearer " + secretValue)
-		for _, at := range []int{0, scanWindow - len(echo)/2, scanWindow, 2*scanWindow - 1, len(filler)} {
-			in := append(append(append([]byte{}, filler[:at]...), echo...), filler[at:]...)
-			if _, _, ok := rf.findAll(in); !ok {
-				t.Errorf("%s at %d of %d bytes: not found", form.name, at, len(in))
-			}
-		}
 	}
 }

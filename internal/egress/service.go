@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/egress/broker"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 )
 
@@ -158,7 +159,7 @@ type Service struct {
 type sandbox struct {
 	pol   atomic.Pointer[compiled]
 	conns map[*tracked]struct{}
-	ca    caHolder
+	ca    broker.CA
 	meter *meter
 }
 
@@ -342,7 +343,7 @@ func (s *Service) track(sandboxID string, closeFn func()) (*tracked, func()) {
 		delete(sb.conns, tr)
 		// Forget an entry that only this connection made (a sandbox with
 		// no policy and no CA), so unknown ids do not pile up.
-		if len(sb.conns) == 0 && sb.pol.Load() == nil && s.sandboxes[sandboxID] == sb && !sb.ca.made() {
+		if len(sb.conns) == 0 && sb.pol.Load() == nil && s.sandboxes[sandboxID] == sb && !sb.ca.Made() {
 			delete(s.sandboxes, sandboxID)
 		}
 	}

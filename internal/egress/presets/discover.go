@@ -1,4 +1,4 @@
-package egress
+package presets
 
 import (
 	"bufio"
@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
-// DiscoverEnv is where DiscoverPresets looks. The zero value looks at this
+// Env is where Discover looks. The zero value looks at this
 // machine: it runs the tools and reads the files and variables below.
-type DiscoverEnv struct {
+type Env struct {
 	// Run runs a command and returns its standard output.
 	Run func(ctx context.Context, name string, args ...string) (string, error)
 	// ReadFile and Glob read configuration files.
@@ -29,7 +31,7 @@ type DiscoverEnv struct {
 	Home string
 }
 
-func (e *DiscoverEnv) fill() {
+func (e *Env) fill() {
 	if e.Run == nil {
 		e.Run = func(ctx context.Context, name string, args ...string) (string, error) {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -55,7 +57,7 @@ func (e *DiscoverEnv) fill() {
 	}
 }
 
-// DiscoverPresets finds the registry hosts this machine's package managers
+// Discover finds the registry hosts this machine's package managers
 // are configured to use, so that no registry is ever named in airlock's
 // code:
 //
@@ -74,9 +76,9 @@ func (e *DiscoverEnv) fill() {
 // cannot be found this way: add it as a rule of category registries. A
 // preset that finds nothing allows nothing. The error joins what could not
 // be read; the presets found are returned anyway.
-func DiscoverPresets(ctx context.Context, env DiscoverEnv) (Presets, error) {
+func Discover(ctx context.Context, env Env) (netpolicy.Presets, error) {
 	env.fill()
-	p := Presets{}
+	p := netpolicy.Presets{}
 	var errs []error
 	add := func(preset, raw string) {
 		if hp, ok := urlHost(raw); ok && !slices.Contains(p[preset], hp) {
@@ -128,14 +130,14 @@ func urlHost(raw string) (string, bool) {
 	default:
 		return "", false
 	}
-	t, err := ParseTarget(u.Host, def)
+	t, err := netpolicy.ParseTarget(u.Host, def)
 	if err != nil || t.IsIP() {
 		return "", false
 	}
 	return t.String(), true
 }
 
-func discoverPip(env *DiscoverEnv, add func(string, string)) {
+func discoverPip(env *Env, add func(string, string)) {
 	for _, v := range []string{"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"} {
 		for _, u := range strings.Fields(env.Getenv(v)) {
 			add("pypi", u)
@@ -187,7 +189,7 @@ func discoverPip(env *DiscoverEnv, add func(string, string)) {
 	}
 }
 
-func discoverApt(env *DiscoverEnv, add func(string, string)) []error {
+func discoverApt(env *Env, add func(string, string)) []error {
 	files := []string{"/etc/apt/sources.list"}
 	for _, pat := range []string{"/etc/apt/sources.list.d/*.list", "/etc/apt/sources.list.d/*.sources"} {
 		m, err := env.Glob(pat)
@@ -235,7 +237,7 @@ func discoverApt(env *DiscoverEnv, add func(string, string)) []error {
 	return nil
 }
 
-func discoverCargo(env *DiscoverEnv, add func(string, string)) {
+func discoverCargo(env *Env, add func(string, string)) {
 	home := env.Getenv("CARGO_HOME")
 	if home == "" && env.Home != "" {
 		home = filepath.Join(env.Home, ".cargo")

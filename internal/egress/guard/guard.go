@@ -1,16 +1,16 @@
-package egress
+package guard
 
 import (
 	"net/netip"
 )
 
-// A guarded range is refused as a destination unless an allow rule's CIDR
-// lies inside that very range and contains the address (so 0.0.0.0/0 never
-// opens loopback, and allowing link-local never opens the metadata
-// service).
-type guardRange struct {
-	prefix netip.Prefix
-	kind   string // the rule id suffix: guard-<kind>
+// Range is a guarded range. A guarded range is refused as a destination
+// unless an allow rule's CIDR lies inside that very range and contains
+// the address (so 0.0.0.0/0 never opens loopback, and allowing link-local
+// never opens the metadata service): see Unlocks.
+type Range struct {
+	Prefix netip.Prefix
+	Kind   string // the rule id suffix: guard-<kind>
 }
 
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
@@ -18,7 +18,7 @@ func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 // guards are checked in order; the first containing range names the
 // refusal, so the narrow metadata ranges come before the ranges holding
 // them.
-var guards = []guardRange{
+var guards = []Range{
 	// Cloud metadata services (AWS, GCP, Azure, OCI, DigitalOcean,
 	// OpenStack: 169.254.169.254; AWS IPv6; Alibaba; Azure's wire server).
 	{mustPrefix("169.254.169.254/32"), "metadata"},
@@ -56,32 +56,32 @@ var guards = []guardRange{
 	{mustPrefix("2001::/32"), "reserved"},
 }
 
-// classify returns the guarded range holding a, if any, with the NAT64
-// prefixes the network is known to use (see embeddedIPv4s). An address
+// Classify returns the guarded range holding a, if any, with the NAT64
+// prefixes the network is known to use (see Embedded). An address
 // that carries an IPv4 address is judged by it too: a mapped one only as
 // the IPv4 address, the others also as themselves.
-func classify(a netip.Addr, nat64 ...netip.Prefix) (guardRange, bool) {
+func Classify(a netip.Addr, nat64 ...netip.Prefix) (Range, bool) {
 	a = a.WithZone("").Unmap()
 	// The embedded address first: its range names the refusal, and no
 	// IPv6 rule can open it (a CIDR must lie inside the range it opens),
 	// so allowing Teredo or a NAT64 prefix never opens the metadata
 	// service through it.
-	for _, v4 := range embeddedIPv4s(a, nat64) {
-		if g, ok := classify(v4); ok {
+	for _, v4 := range Embedded(a, nat64) {
+		if g, ok := Classify(v4); ok {
 			return g, true
 		}
 	}
 	for _, g := range guards {
-		if g.prefix.Contains(a) {
+		if g.Prefix.Contains(a) {
 			return g, true
 		}
 	}
 	if wkp32.Contains(a) && !nat64WKP.Contains(a) && !nat64Local.Contains(a) {
 		// the rest of 64:ff9b::/32 is unassigned: nothing translates it
 		// in a known way, so nothing reaches it
-		return guardRange{wkp32, "reserved"}, true
+		return Range{wkp32, "reserved"}, true
 	}
-	return guardRange{}, false
+	return Range{}, false
 }
 
 var (
@@ -117,7 +117,7 @@ func at(b [16]byte, i [4]int) netip.Addr {
 	return netip.AddrFrom4([4]byte{b[i[0]], b[i[1]], b[i[2]], b[i[3]]})
 }
 
-// embeddedIPv4s are the IPv4 addresses a may stand for where the network
+// Embedded are the IPv4 addresses a may stand for where the network
 // translates or tunnels it: SIIT (::ffff:0:a.b.c.d), IPv4-compatible
 // (::a.b.c.d), NAT64 under the well-known /96 and under each configured
 // prefix (its own RFC 6052 layout), 6to4, and Teredo (server and client).
@@ -129,7 +129,7 @@ func at(b [16]byte, i [4]int) netip.Addr {
 // ordinary address read as 0.x.x.x under the other layouts, and a
 // translator forwards, so a packet for 0.0.0.0/8 is a martian that is
 // dropped rather than delivered to the translator's own host.
-func embeddedIPv4s(a netip.Addr, nat64 []netip.Prefix) []netip.Addr {
+func Embedded(a netip.Addr, nat64 []netip.Prefix) []netip.Addr {
 	if !a.Is6() || a.Is4In6() {
 		return nil
 	}
@@ -164,22 +164,12 @@ func embeddedIPv4s(a netip.Addr, nat64 []netip.Prefix) []netip.Addr {
 	return out
 }
 
-// unlocks reports whether an allow CIDR opens address a in guarded range
+// Unlocks reports whether an allow CIDR opens address a in guarded range
 // g: it must contain a and lie entirely within g.
-func unlocks(cidr netip.Prefix, g guardRange, a netip.Addr) bool {
+func Unlocks(cidr netip.Prefix, g Range, a netip.Addr) bool {
 	a = a.WithZone("").Unmap()
 	if !cidr.Contains(a) {
 		return false
 	}
-	return cidr.Bits() >= g.prefix.Bits() && g.prefix.Contains(cidr.Addr())
-}
-
-// Guarded says whether a lies in a range that egress refuses unless a
-// rule opens exactly that range (loopback, private, link-local, metadata,
-// ...), and names the range. The daemon's own fetches for remote clients
-// (a task's clone) use it too. nat64 are the NAT64 prefixes the network
-// is known to use besides the well-known ones (see Config.NAT64Prefixes).
-func Guarded(a netip.Addr, nat64 ...netip.Prefix) (string, bool) {
-	g, ok := classify(a, nat64...)
-	return g.kind, ok
+	return cidr.Bits() >= g.Prefix.Bits() && g.Prefix.Contains(cidr.Addr())
 }

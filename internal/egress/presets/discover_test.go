@@ -1,4 +1,4 @@
-package egress
+package presets
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
 func TestDiscoverPresets(t *testing.T) {
@@ -17,7 +19,7 @@ func TestDiscoverPresets(t *testing.T) {
 		"/etc/pip.conf":                         "[global]\nindex-url = https://pypi.mirror.example.test/simple\nextra-index-url =\n    https://extra.pypi.example.test/simple\n    https://third.pypi.example.test:8443/simple\ntrusted-host = trusted.pypi.example.test\n",
 		"/home/u/.cargo/config.toml":            "[source.crates-io]\nreplace-with = \"mirror\"\n\n[source.mirror]\nregistry = \"sparse+https://crates.mirror.example.test/index/\"\n[registries.corp]\nindex = \"https://corp.crates.example.test/git/index\"\n",
 	}
-	env := DiscoverEnv{
+	env := Env{
 		Run: func(_ context.Context, name string, args ...string) (string, error) {
 			switch name + " " + strings.Join(args, " ") {
 			case "npm config get registry":
@@ -45,11 +47,11 @@ func TestDiscoverPresets(t *testing.T) {
 		Environ: func() []string { return []string{"CARGO_REGISTRIES_OTHER_INDEX=https://env.crates.example.test/index"} },
 		Home:    "/home/u",
 	}
-	p, err := DiscoverPresets(context.Background(), env)
+	p, err := Discover(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Presets{
+	want := netpolicy.Presets{
 		"npm":    {"npm.mirror.example.test:443"},
 		"go":     {"goproxy.mirror.example.test:443", "second.goproxy.example.test:443", "sumdb.mirror.example.test:443"},
 		"debian": {"deb.mirror.example.test:80", "secure.mirror.example.test:443", "deb822.mirror.example.test:80", "second.mirror.example.test:443"},
@@ -62,11 +64,11 @@ func TestDiscoverPresets(t *testing.T) {
 		}
 	}
 	// The presets become rules named preset-<name>, ports from the URLs.
-	c, err := compile(&Policy{Presets: []string{"debian", "pypi"}}, p)
+	c, err := netpolicy.Compile(&netpolicy.Policy{Presets: []string{"debian", "pypi"}}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Allow) != 2 || c.Allow[0].ID != "preset-debian" || !slices.Equal(c.Allow[0].Ports(modeConnect), []int{80, 443}) || !c.Allow[0].MatchName("deb822.mirror.example.test") {
+	if len(c.Allow) != 2 || c.Allow[0].ID != "preset-debian" || !slices.Equal(c.Allow[0].Ports(netpolicy.ModeConnect), []int{80, 443}) || !c.Allow[0].MatchName("deb822.mirror.example.test") {
 		t.Errorf("compiled presets: %+v", c.Allow[0])
 	}
 }
@@ -74,12 +76,12 @@ func TestDiscoverPresets(t *testing.T) {
 // On this machine: discovery runs and finds the Go module proxy the
 // toolchain is configured with (unless it is off).
 func TestDiscoverPresetsHere(t *testing.T) {
-	p, err := DiscoverPresets(context.Background(), DiscoverEnv{})
+	p, err := Discover(context.Background(), Env{})
 	t.Logf("presets found: %d npm, %d go, %d pypi, %d debian, %d crates (errors: %v)",
 		len(p["npm"]), len(p["go"]), len(p["pypi"]), len(p["debian"]), len(p["crates"]), err)
 	for name, hosts := range p {
 		for _, h := range hosts {
-			if _, err := ParseTarget(h, 0); err != nil {
+			if _, err := netpolicy.ParseTarget(h, 0); err != nil {
 				t.Errorf("preset %s: %q: %v", name, h, err)
 			}
 		}
