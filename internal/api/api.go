@@ -50,6 +50,7 @@ type Server struct {
 	m      *manager.Manager
 	keys   Keys
 	snaps  Snapshots
+	net    Network
 	health Health
 	mux    *http.ServeMux
 }
@@ -69,6 +70,7 @@ type Keys interface {
 type Modules struct {
 	Keys      Keys
 	Snapshots Snapshots
+	Network   Network // nil: no egress routes work (noNetwork)
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -103,7 +105,10 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Snapshots == nil {
 		mods.Snapshots = noSnapshots{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, health: h, mux: http.NewServeMux()}
+	if mods.Network == nil {
+		mods.Network = noNetwork{}
+	}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, net: mods.Network, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

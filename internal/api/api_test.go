@@ -25,6 +25,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -46,6 +47,7 @@ type daemon struct {
 	m      *manager.Manager
 	keys   *apikeys.Keys
 	snaps  *snapshots.Snapshots
+	net    *sandboxnet.Net
 	st     *store.Store
 	dbPath string
 }
@@ -106,6 +108,17 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	configure(&cfg)
 	d.keys = apikeys.New()
 	d.snaps = snapshots.New(filepath.Join(dir, "data", "snapshots"), tpls)
+	// The network module, as the daemon always has it: the one configure
+	// added (with its egress service), or one without a service.
+	for _, mod := range cfg.Modules {
+		if n, ok := mod.(*sandboxnet.Net); ok {
+			d.net = n
+		}
+	}
+	if d.net == nil {
+		d.net = sandboxnet.New(sandboxnet.Config{})
+		cfg.Modules = append(cfg.Modules, d.net)
+	}
 	cfg.Modules = append(cfg.Modules, d.keys, d.snaps)
 	d.m, err = manager.New(context.Background(), cfg)
 	if err != nil {
@@ -117,7 +130,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps}, Health{OK: true, Version: "test", Backend: "native"})}
+	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Network: d.net}, Health{OK: true, Version: "test", Backend: "native"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

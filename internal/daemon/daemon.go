@@ -35,6 +35,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -190,14 +191,15 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	// The feature modules, in the order their hooks run.
 	d.keys = apikeys.New()
 	snaps := snapshots.New(filepath.Join(cfg.DataDir, "snapshots"), tpls)
-	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{d.keys, snaps}, Egress: d.egressConfig(ctx, log), Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
+	network := sandboxnet.New(sandboxnet.Config{Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns})
+	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{network, d.keys, snaps}, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
 		Policy: cfg.Policy, ApprovalWait: cfg.ApprovalWait, Audit: d.alog, AuditCheckpoint: d.checkpoint, Redactor: red, Logf: d.logf,
-		SecretKeyFile: filepath.Join(cfg.DataDir, "secrets.key"), MaxProxyConns: cfg.MaxProxyConns})
+		SecretKeyFile: filepath.Join(cfg.DataDir, "secrets.key")})
 	if err != nil {
 		return nil, err
 	}
 	d.m = m
-	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Network: network}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -88,13 +89,6 @@ type Config struct {
 	// SecretKeyFile holds the key secrets are sealed with (made on first
 	// use); "": the daemon keeps no secrets.
 	SecretKeyFile string
-	// Egress configures the egress service (its Recorder is the audit
-	// log); nil: sandboxes have no network at all, and brokered secrets
-	// are refused.
-	Egress *egress.Config
-	// MaxProxyConns caps each sandbox's open proxy connections (0:
-	// runtime.DefaultMaxProxyConns); refusals are recorded.
-	MaxProxyConns int
 	Logf          func(format string, args ...any)
 	// Modules are the features attached to the core, in the order their
 	// hooks run (see Module).
@@ -109,16 +103,17 @@ type Manager struct {
 	reserved runtime.HostCost
 
 	mu       sync.Mutex
-	layerMu  sync.Mutex // serializes runtime egress layer changes (SetEgress)
-	creating int        // Creates under way (counted against Caps.Sandboxes)
+	creating int // Creates under way (counted against Caps.Sandboxes)
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 	waiters  map[string]chan string  // held execs by approval id
 	// finishingTasks: tasks a FinishTask is under way for (by task id).
 	finishingTasks map[string]bool
 
-	secretKey cipher.AEAD     // nil: no secrets
-	egressSvc *egress.Service // nil: no network
+	secretKey cipher.AEAD // nil: no secrets
+	// egressSvc is the network module's egress service (NetworkModule);
+	// nil: no network.
+	egressSvc Network
 
 	auditRetry auditRetry
 
@@ -150,11 +145,8 @@ type live struct {
 	scope  []string
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
-	// command makes in that moment waits for it (sandboxNetwork.source).
+	// command makes in that moment waits for it (Core.ExecOf).
 	starting int
-	// egressLayer is the egress layer set on the running sandbox
-	// (SetEgress), over its policy's.
-	egressLayer *egress.Policy
 }
 
 // New makes a manager. Sandboxes the store still lists as running died
@@ -194,13 +186,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		}
 		if err := m.learnStoredSecrets(ctx); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)
-		}
-	}
-	if cfg.Egress != nil {
-		ec := *cfg.Egress
-		ec.Recorder = egressRecorder{m: m}
-		if m.egressSvc, err = egress.New(ec); err != nil {
-			return nil, fmt.Errorf("manager: egress: %w", err)
 		}
 	}
 	m.startAuditRetry()
@@ -367,9 +352,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	}
 	defer releaseHost()
 	spec.ID = runtime.NewID()
-	if spec.Network = m.network(spec.ID); spec.Network != nil {
-		spec.Env = append(proxyEnv(), req.Env...)
-		spec.MaxProxyConns = m.cfg.MaxProxyConns
+	if m.egressSvc != nil {
+		n := m.egressSvc.SandboxNetwork(spec.ID)
+		spec.Network, spec.MaxProxyConns = n.Network, n.MaxProxyConns
+		spec.Env = append(slices.Clip(n.Env), req.Env...)
 	}
 	sb, err := be.Create(ctx, spec)
 	if err != nil {
@@ -537,7 +523,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.Egress = m.EgressUsage(id)
+	v.Egress = m.egressUsage(id)
 	return v, nil
 }
 

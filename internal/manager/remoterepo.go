@@ -141,8 +141,8 @@ func (m *Manager) fetchPolicy() *egress.Policy {
 // fetchPresets are the registry hosts this machine is configured with,
 // as the sandboxes' policies get them.
 func (m *Manager) fetchPresets() egress.Presets {
-	if m.cfg.Egress == nil {
+	if m.egressSvc == nil {
 		return nil
 	}
-	return m.cfg.Egress.Presets
+	return m.egressSvc.Presets()
 }
