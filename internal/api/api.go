@@ -51,6 +51,7 @@ type Server struct {
 	keys   Keys
 	snaps  Snapshots
 	net    Network
+	audit  AuditLog
 	health Health
 	mux    *http.ServeMux
 }
@@ -70,7 +71,8 @@ type Keys interface {
 type Modules struct {
 	Keys      Keys
 	Snapshots Snapshots
-	Network   Network // nil: no egress routes work (noNetwork)
+	Network   Network  // nil: no egress routes work (noNetwork)
+	Audit     AuditLog // nil: no audit log is kept (noAudit)
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -108,7 +110,10 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Network == nil {
 		mods.Network = noNetwork{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, net: mods.Network, health: h, mux: http.NewServeMux()}
+	if mods.Audit == nil {
+		mods.Audit = noAudit{}
+	}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, net: mods.Network, audit: mods.Audit, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

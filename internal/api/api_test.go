@@ -121,6 +121,10 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	}
 	cfg.Modules = append(cfg.Modules, d.keys, d.snaps)
 	d.m, err = manager.New(context.Background(), cfg)
+	mods := Modules{Keys: d.keys, Snapshots: d.snaps, Network: d.net}
+	if cfg.Audit != nil {
+		mods.Audit = cfg.Audit
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +134,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Network: d.net}, Health{OK: true, Version: "test", Backend: "native"})}
+	srv := &http.Server{Handler: New(d.m, mods, Health{OK: true, Version: "test", Backend: "native"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -193,13 +193,13 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	snaps := snapshots.New(filepath.Join(cfg.DataDir, "snapshots"), tpls)
 	network := sandboxnet.New(sandboxnet.Config{Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns})
 	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{network, d.keys, snaps}, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
-		Policy: cfg.Policy, ApprovalWait: cfg.ApprovalWait, Audit: d.alog, AuditCheckpoint: d.checkpoint, Redactor: red, Logf: d.logf,
+		Policy: cfg.Policy, ApprovalWait: cfg.ApprovalWait, Audit: d.alog, Redactor: red, Logf: d.logf,
 		SecretKeyFile: filepath.Join(cfg.DataDir, "secrets.key")})
 	if err != nil {
 		return nil, err
 	}
 	d.m = m
-	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Network: network}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Network: network, Audit: d.alog}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -250,7 +250,8 @@ func (d *Daemon) openBackends() (*native.Backend, map[string]runtime.Backend, ma
 // starts the periodic ones: what a cut or a rewrite can take unnoticed is
 // bounded by the unsigned tail (README, "The audit record").
 func (d *Daemon) openAudit(ctx context.Context, st *store.Store, red *redact.Redactor) error {
-	acfg := audit.Config{Store: st, Redactor: red, KeyFile: d.cfg.AuditKeyFile}
+	d.checkpoint = filepath.Join(filepath.Dir(d.cfg.DB), "audit-head.json")
+	acfg := audit.Config{Store: st, Redactor: red, KeyFile: d.cfg.AuditKeyFile, CheckpointFile: d.checkpoint}
 	if d.cfg.AuditReserve > 0 {
 		acfg.ReserveFile, acfg.ReserveBytes = filepath.Join(filepath.Dir(d.cfg.DB), "audit.reserve"), d.cfg.AuditReserve
 	}
@@ -259,7 +260,6 @@ func (d *Daemon) openAudit(ctx context.Context, st *store.Store, red *redact.Red
 		return err
 	}
 	d.alog = alog
-	d.checkpoint = filepath.Join(filepath.Dir(d.cfg.DB), "audit-head.json")
 	if err := audit.CheckStart(ctx, alog, st, d.checkpoint); err != nil {
 		gap := d.cfg.AcceptAuditGap
 		if gap == "" {

@@ -77,10 +77,8 @@ type Config struct {
 	ApprovalWait time.Duration
 	// Now is the clock (nil: time.Now); tests move it.
 	Now func() time.Time
-	// Audit is the tamper-evident record (nil: none is kept);
-	// AuditCheckpoint the file its signed head is kept in ("": none).
-	Audit           *audit.Log
-	AuditCheckpoint string
+	// Audit is the tamper-evident record (nil: none is kept).
+	Audit *audit.Log
 	// AuditRetry is how often a stopped audit log is tried again
 	// (0: DefaultAuditRetry).
 	AuditRetry time.Duration
