@@ -291,22 +291,13 @@ func validEnv(env []string) error {
 	return nil
 }
 
-// Create makes a sandbox and records it.
+// Create makes a sandbox and records it, in named steps: admit the
+// request, plan it (template, policy, backend), start it on the backend,
+// record it, then make it live (TTL, watch, network, module hooks). What
+// a step fails after is undone.
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, error) {
-	if req.Template == "" {
-		req.Template = "host"
-	}
-	if err := template.ValidName(req.Template); err != nil {
-		return nil, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
-	}
-	ttl, err := CheckCreate(req, m.cfg.MaxLifetime)
+	ttl, err := m.admitCreate(&req)
 	if err != nil {
-		return nil, err
-	}
-	if err := m.auditHealthy(); err != nil {
-		return nil, err
-	}
-	if err := m.cfg.Caps.check(req.Limits); err != nil {
 		return nil, err
 	}
 	release, err := m.reserveSlot()
@@ -314,33 +305,11 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	defer release()
-	if err := m.learnSecrets(req.Env); err != nil {
-		return nil, err
-	}
-	base, err := m.base(req.Template)
+	p, err := m.planCreate(req)
 	if err != nil {
 		return nil, err
 	}
-	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds}
-	tplName, tplVersion, seed := base.Name, base.Version, base.Seed
-	source := "sandbox"
-	if req.taskID != "" {
-		source = "task"
-	}
-	pol, err := m.sandboxPolicy(tplName, req.Policy, req.TightenOnly, source)
-	if err != nil {
-		return nil, err
-	}
-	beName := req.Backend
-	if beName == "" {
-		beName = m.cfg.TemplateBackends[tplName]
-	}
-	be, err := m.backend(beName)
-	if err != nil {
-		return nil, err
-	}
-	spec.Env, spec.Limits = req.Env, req.Limits
-	cost, err := m.hostCost(be, spec.Limits)
+	cost, err := m.hostCost(p.be, p.spec.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -349,27 +318,111 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	defer releaseHost()
-	spec.ID = runtime.NewID()
-	if m.egressSvc != nil {
-		n := m.egressSvc.SandboxNetwork(spec.ID)
-		spec.Network, spec.MaxProxyConns = n.Network, n.MaxProxyConns
-		spec.Env = append(slices.Clip(n.Env), req.Env...)
-	}
-	sb, err := be.Create(ctx, spec)
+	sb, err := m.startSandbox(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	if seed != "" {
-		if err := seedSandbox(ctx, sb, seed); err != nil {
+	rec, err := m.recordCreate(ctx, req, p, sb, ttl)
+	if err != nil {
+		return nil, err
+	}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, pol: p.pol, taskID: req.taskID}
+	if err := m.goLive(ctx, ls); err != nil {
+		return nil, err
+	}
+	return m.shownSandbox(rec)
+}
+
+// admitCreate checks a request before anything is reserved for it.
+func (m *Manager) admitCreate(req *CreateRequest) (time.Duration, error) {
+	if req.Template == "" {
+		req.Template = "host"
+	}
+	if err := template.ValidName(req.Template); err != nil {
+		return 0, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
+	}
+	ttl, err := CheckCreate(*req, m.cfg.MaxLifetime)
+	if err != nil {
+		return 0, err
+	}
+	if err := m.auditHealthy(); err != nil {
+		return 0, err
+	}
+	if err := m.cfg.Caps.check(req.Limits); err != nil {
+		return 0, err
+	}
+	return ttl, nil
+}
+
+// createPlan is what Create decided before the backend starts anything.
+type createPlan struct {
+	base *Base
+	pol  *policy.Policy
+	be   runtime.Backend
+	spec runtime.Spec // without its ID and network yet
+}
+
+// planCreate resolves the request's template, policy and backend.
+func (m *Manager) planCreate(req CreateRequest) (*createPlan, error) {
+	if err := m.learnSecrets(req.Env); err != nil {
+		return nil, err
+	}
+	base, err := m.base(req.Template)
+	if err != nil {
+		return nil, err
+	}
+	source := "sandbox"
+	if req.taskID != "" {
+		source = "task"
+	}
+	pol, err := m.sandboxPolicy(base.Name, req.Policy, req.TightenOnly, source)
+	if err != nil {
+		return nil, err
+	}
+	beName := req.Backend
+	if beName == "" {
+		beName = m.cfg.TemplateBackends[base.Name]
+	}
+	be, err := m.backend(beName)
+	if err != nil {
+		return nil, err
+	}
+	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds, Env: req.Env, Limits: req.Limits}
+	return &createPlan{base: base, pol: pol, be: be, spec: spec}, nil
+}
+
+// startSandbox gives the plan's spec its ID and network (the network
+// module's), starts it on the backend and restores its snapshot seed;
+// p.spec is then as created (Reset starts over from it).
+func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sandbox, error) {
+	p.spec.ID = runtime.NewID()
+	if m.egressSvc != nil {
+		n := m.egressSvc.SandboxNetwork(p.spec.ID)
+		p.spec.Network, p.spec.MaxProxyConns = n.Network, n.MaxProxyConns
+		p.spec.Env = append(slices.Clip(n.Env), p.spec.Env...)
+	}
+	sb, err := p.be.Create(ctx, p.spec)
+	if err != nil {
+		return nil, err
+	}
+	if p.base.Seed != "" {
+		if err := seedSandbox(ctx, sb, p.base.Seed); err != nil {
 			_ = sb.Destroy(context.Background())
-			return nil, fmt.Errorf("restore snapshot %s: %w", tplName, err)
+			return nil, fmt.Errorf("restore snapshot %s: %w", p.base.Name, err)
 		}
 	}
-	info := sb.Info()
+	return sb, nil
+}
+
+// recordCreate writes the new sandbox's record and its sandbox.create
+// event; either failing destroys it (a record that is written stays,
+// stopped as failed).
+func (m *Manager) recordCreate(ctx context.Context, req CreateRequest, p *createPlan, sb runtime.Sandbox, ttl time.Duration) (*store.Sandbox, error) {
+	info, pol := sb.Info(), p.pol
 	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
 	isoJSON, _ := json.Marshal(info.Isolation)
 	rec := &store.Sandbox{
-		ID: sb.ID(), State: "running", Backend: be.Name(), Template: tplName, TemplateVersion: tplVersion,
+		ID: sb.ID(), State: "running", Backend: p.be.Name(), Template: p.base.Name, TemplateVersion: p.base.Version,
 		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(),
 	}
 	if ttl > 0 {
@@ -381,7 +434,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, fmt.Errorf("record sandbox: %w", err)
 	}
 	if err := m.record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: req.taskID, Kind: "sandbox.create", Payload: map[string]any{
-		"template": tplName, "template_version": tplVersion, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
+		"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
 		"env_names": envNames(req.Env), "labels": req.Labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}}); err != nil {
 		_ = sb.Destroy(context.Background())
 		now := time.Now().UTC()
@@ -389,23 +442,30 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = m.cfg.Store.UpdateSandbox(context.Background(), rec)
 		return nil, err
 	}
-	ls := &live{sb: sb, cost: cost, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
+	return rec, nil
+}
+
+// goLive enters a recorded sandbox in the live set (its TTL armed, its
+// end watched), applies its egress policy, then runs the modules'
+// CreateHooks; a failure stops it as failed.
+func (m *Manager) goLive(ctx context.Context, ls *live) error {
+	id := ls.rec.ID
 	m.mu.Lock()
-	m.live[rec.ID] = ls
+	m.live[id] = ls
 	m.armTTL(ls)
 	m.mu.Unlock()
-	go m.watch(ls, sb)
-	if err := m.applyEgress(ctx, rec.ID); err != nil {
-		_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
-		return nil, fmt.Errorf("egress policy: %w", err)
+	go m.watch(ls, ls.sb)
+	if err := m.applyEgress(ctx, id); err != nil {
+		_ = m.stop(context.WithoutCancel(ctx), id, StopFailed)
+		return fmt.Errorf("egress policy: %w", err)
 	}
 	for _, h := range m.createHooks {
-		if err := h.hook.OnCreate(ctx, SandboxRef{ID: rec.ID, TaskID: req.taskID}); err != nil {
-			_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
-			return nil, fmt.Errorf("module %s: %w", h.name, err)
+		if err := h.hook.OnCreate(ctx, SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
+			_ = m.stop(context.WithoutCancel(ctx), id, StopFailed)
+			return fmt.Errorf("module %s: %w", h.name, err)
 		}
 	}
-	return m.shownSandbox(rec)
+	return nil
 }
 
 // armTTL (re)starts the sandbox's TTL timer; m.mu held.
