@@ -271,3 +271,84 @@ func TestDNSRecordedWithItsExec(t *testing.T) {
 		t.Errorf("the core's view has no egress usage: %+v %v", v, err)
 	}
 }
+
+// Sandboxes have one network: a second module with an egress service is
+// refused at New; one without a service is no network at all.
+func TestOneNetworkModule(t *testing.T) {
+	root := t.TempDir()
+	st, err := store.Open(filepath.Join(root, "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tpls, err := template.Open(filepath.Join(root, "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st}
+	a, b := New(Config{Egress: &egress.Config{}}), New(Config{Egress: &egress.Config{}})
+	b2 := &renamed{Net: b, name: "network-2"}
+	cfg.Modules = []manager.Module{a, b2}
+	if _, err := manager.New(context.Background(), cfg); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "second network module") {
+		t.Fatalf("two network modules: %v", err)
+	}
+	be := &netBackend{Backend: fakert.New(t.TempDir()), nets: map[string]runtime.Network{}, specs: map[string]runtime.Spec{}}
+	cfg.Backend = be
+	cfg.Modules = []manager.Module{New(Config{}), &renamed{Net: New(Config{Egress: &egress.Config{}, MaxProxyConns: 3}), name: "network-2"}}
+	m, err := manager.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("a module without a service and one with: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
+	sb, err := m.Create(context.Background(), manager.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := be.specs[sb.ID]; spec.Network == nil || spec.MaxProxyConns != 3 {
+		t.Errorf("the sandbox's network is not the module with a service's: %+v", spec)
+	}
+}
+
+// renamed is a network module under another name (module names are
+// unique).
+type renamed struct {
+	*Net
+	name string
+}
+
+func (r *renamed) Name() string { return r.name }
+
+// broker is a Broker of fixed secrets, or of an error.
+type broker struct {
+	secs []egress.Secret
+	err  error
+}
+
+func (b *broker) BrokeredSecrets(context.Context, string) ([]egress.Secret, error) {
+	return b.secs, b.err
+}
+
+// Brokered secrets join the sandbox's policy (their values never shown);
+// a broker that fails refuses the create, and the sandbox it started is
+// stopped as failed.
+func TestBrokeredSecrets(t *testing.T) {
+	ctx := context.Background()
+	br := &broker{secs: []egress.Secret{{ID: "g-1", Placeholder: "AIRLOCK_SECRET_X", Hosts: []string{"api.example.test"}, Value: "s3cret-value"}}}
+	e := onFake(t, Config{Egress: &egress.Config{}, Broker: br}, "")
+	sb, err := e.m.Create(ctx, manager.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.n.EgressPolicy(ctx, sb.ID)
+	if err != nil || len(p.Secrets) != 1 || p.Secrets[0].ID != "g-1" || p.Secrets[0].Value != "" {
+		t.Fatalf("policy with a brokered secret: %+v %v", p, err)
+	}
+	br.secs, br.err = nil, errors.New("sealed with another key")
+	if _, err := e.m.Create(ctx, manager.CreateRequest{}); err == nil || !strings.HasPrefix(err.Error(), "egress policy: ") {
+		t.Fatalf("create with a failing broker: %v", err)
+	}
+	stopped, err := e.m.List(ctx, "stopped")
+	if err != nil || len(stopped) != 1 || stopped[0].StopReason != manager.StopFailed {
+		t.Fatalf("the sandbox of the refused create: %+v %v", stopped, err)
+	}
+}
