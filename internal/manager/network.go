@@ -140,27 +140,11 @@ func (c *Core) NoteEgress(execID, host string) { c.m.noteEgress(execID, host) }
 // requests to their hosts; the sandbox never sees them). A secret whose
 // record is gone is left out; one that cannot be opened is an error.
 func (c *Core) BrokeredSecrets(ctx context.Context, id string) ([]egress.Secret, error) {
-	m := c.m
-	grants, err := m.cfg.Store.ActiveSecretGrants(ctx, id, m.now())
+	p, err := c.m.brokeredSecrets(ctx, id, egress.Policy{})
 	if err != nil {
 		return nil, err
 	}
-	var out []egress.Secret
-	for _, g := range grants {
-		if g.Mode != "broker" {
-			continue
-		}
-		sec, err := m.cfg.Store.GetSecret(ctx, g.Secret)
-		if err != nil {
-			continue
-		}
-		v, err := m.open(sec)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, egress.Secret{ID: g.ID, Placeholder: g.Placeholder, Hosts: g.Hosts, Headers: g.Headers, Value: string(v)})
-	}
-	return out, nil
+	return p.Secrets, nil
 }
 
 // attachNetwork takes mod's egress service if it is a NetworkModule that

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/textproto"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -467,4 +468,28 @@ func (m *Manager) grantedVars(ctx context.Context, sandboxID string) []string {
 		vars = appendUniq(vars, g.Env)
 	}
 	return vars
+}
+
+// brokeredSecrets adds sandboxID's brokered secrets, with their values,
+// to p (Core.BrokeredSecrets, for the network module).
+func (m *Manager) brokeredSecrets(ctx context.Context, sandboxID string, p egress.Policy) (egress.Policy, error) {
+	grants, err := m.cfg.Store.ActiveSecretGrants(ctx, sandboxID, m.now())
+	if err != nil {
+		return p, err
+	}
+	for _, g := range grants {
+		if g.Mode != "broker" {
+			continue
+		}
+		sec, err := m.cfg.Store.GetSecret(ctx, g.Secret)
+		if err != nil {
+			continue
+		}
+		v, err := m.open(sec)
+		if err != nil {
+			return p, err
+		}
+		p.Secrets = append(slices.Clone(p.Secrets), egress.Secret{ID: g.ID, Placeholder: g.Placeholder, Hosts: g.Hosts, Headers: g.Headers, Value: string(v)})
+	}
+	return p, nil
 }
