@@ -45,6 +45,8 @@ type Server struct {
 	snaps  Snapshots
 	secs   Secrets
 	tasks  Tasks
+	net    Network
+	audit  AuditLog
 	health Health
 	mux    *http.ServeMux
 }
@@ -66,6 +68,8 @@ type Modules struct {
 	Snapshots Snapshots
 	Secrets   Secrets
 	Tasks     Tasks
+	Network   Network  // nil: no egress routes work (noNetwork)
+	Audit     AuditLog // nil: no audit log is kept (noAudit)
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -106,7 +110,13 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Tasks == nil {
 		mods.Tasks = noTasks{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, health: h, mux: http.NewServeMux()}
+	if mods.Network == nil {
+		mods.Network = noNetwork{}
+	}
+	if mods.Audit == nil {
+		mods.Audit = noAudit{}
+	}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, net: mods.Network, audit: mods.Audit, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

@@ -25,6 +25,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -51,6 +52,8 @@ type daemon struct {
 	snaps   *snapshots.Snapshots
 	secrets *secrets.Secrets
 	tasks   *tasks.Tasks
+	net     *sandboxnet.Net
+	mods    Modules
 	st      *store.Store
 	dbPath  string
 }
@@ -111,6 +114,17 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	configure(&cfg)
 	d.keys = apikeys.New()
 	d.snaps = snapshots.New(filepath.Join(dir, "data", "snapshots"), tpls)
+	// The network module, as the daemon always has it: the one configure
+	// added (with its egress service), or one without a service.
+	for _, mod := range cfg.Modules {
+		if n, ok := mod.(*sandboxnet.Net); ok {
+			d.net = n
+		}
+	}
+	if d.net == nil {
+		d.net = sandboxnet.New(sandboxnet.Config{})
+		cfg.Modules = append(cfg.Modules, d.net)
+	}
 	// The secrets module a test configured (with its key), or one that
 	// keeps no secrets, as the manager without a key file did.
 	for _, mod := range cfg.Modules {
@@ -125,6 +139,10 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	d.tasks = tasks.New(tasks.Config{Dir: cfg.TaskDir})
 	cfg.Modules = append([]manager.Module{d.tasks}, append(cfg.Modules, d.keys, d.snaps)...)
 	d.m, err = manager.New(context.Background(), cfg)
+	d.mods = Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets, Tasks: d.tasks, Network: d.net}
+	if cfg.Audit != nil {
+		d.mods.Audit = cfg.Audit
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +152,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets, Tasks: d.tasks}, Health{OK: true, Version: "test", Backend: "native"})}
+	srv := &http.Server{Handler: New(d.m, d.mods, Health{OK: true, Version: "test", Backend: "native"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -2,12 +2,14 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -24,6 +26,25 @@ func (s *Server) auditRoutes() {
 	s.mux.HandleFunc("POST /v1/purge", s.purge)
 	s.mux.HandleFunc("GET /v1/tasks/{id}/bundle", s.taskBundle)
 }
+
+// AuditLog is what the API reads of the audit log (audit.Log): events,
+// blobs, and the verification against the daemon's checkpoint.
+type AuditLog interface {
+	Query(ctx context.Context, f store.AuditFilter) ([]*audit.Event, error)
+	Blob(ctx context.Context, hash string) ([]byte, error)
+	Verify(ctx context.Context) (*audit.Report, error)
+}
+
+// noAudit is a daemon that keeps no audit log.
+type noAudit struct{}
+
+var errNoAudit = fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
+
+func (noAudit) Query(context.Context, store.AuditFilter) ([]*audit.Event, error) {
+	return nil, errNoAudit
+}
+func (noAudit) Blob(context.Context, string) ([]byte, error)  { return nil, errNoAudit }
+func (noAudit) Verify(context.Context) (*audit.Report, error) { return nil, errNoAudit }
 
 func auditOnly(r *http.Request) bool {
 	return strings.HasPrefix(r.URL.Path, "/v1/audit") || r.URL.Path == "/v1/purge"
@@ -62,7 +83,7 @@ func (s *Server) auditQuery(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	events, err := s.m.AuditQuery(r.Context(), f)
+	events, err := s.audit.Query(r.Context(), f)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -71,7 +92,7 @@ func (s *Server) auditQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.m.AuditVerify(r.Context())
+	rep, err := s.audit.Verify(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -85,7 +106,7 @@ func (s *Server) auditBlob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("blob hash: 64 hex digits: %w", errdefs.ErrInvalid))
 		return
 	}
-	data, err := s.m.AuditBlob(r.Context(), h)
+	data, err := s.audit.Blob(r.Context(), h)
 	if err != nil {
 		writeError(w, err)
 		return

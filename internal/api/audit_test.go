@@ -43,12 +43,12 @@ func auditDaemonClock(t *testing.T) (*daemon, *audit.Log, *clock) {
 		c.Now = clk.Now
 		red := redact.New()
 		var err error
-		log, err = audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")})
+		log, err = audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key"),
+			CheckpointFile: filepath.Join(t.TempDir(), "audit-head.json")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Policy, c.Audit, c.Redactor = allowAll, log, red
-		c.AuditCheckpoint = filepath.Join(t.TempDir(), "audit-head.json")
 	})
 	return d, log, clk
 }

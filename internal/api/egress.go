@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,12 +23,41 @@ func (s *Server) egressRoutes() {
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/egress/ca", s.egressCA)
 }
 
+// Network is what the API uses of the sandboxes' network module
+// (sandboxnet.Net): the egress status and kill switch, and a sandbox's
+// egress policy, runtime layer, usage and proxy CA.
+type Network interface {
+	EgressStatus() (enabled, cut bool)
+	CutEgress(ctx context.Context, on bool) error
+	EgressPolicy(ctx context.Context, id string) (*egress.Policy, error)
+	EgressUsage(id string) *egress.Usage
+	SetEgress(ctx context.Context, id string, layer egress.Policy, tightenOnly bool) (*egress.Policy, error)
+	EgressCA(id string) ([]byte, error)
+}
+
+// noNetwork is a daemon without its network module: no proxy, and a
+// sandbox's egress is not known (unsupported, not an empty policy).
+type noNetwork struct{}
+
+var errNoNetwork = fmt.Errorf("this daemon has no network module: %w", errdefs.ErrUnsupported)
+
+func (noNetwork) EgressStatus() (bool, bool)            { return false, false }
+func (noNetwork) CutEgress(context.Context, bool) error { return errNoNetwork }
+func (noNetwork) EgressUsage(string) *egress.Usage      { return nil }
+func (noNetwork) EgressCA(string) ([]byte, error)       { return nil, errNoNetwork }
+func (noNetwork) EgressPolicy(context.Context, string) (*egress.Policy, error) {
+	return nil, errNoNetwork
+}
+func (noNetwork) SetEgress(context.Context, string, egress.Policy, bool) (*egress.Policy, error) {
+	return nil, errNoNetwork
+}
+
 func egressOperatorOnly(r *http.Request) bool {
 	return strings.HasPrefix(r.URL.Path, "/v1/egress/")
 }
 
 func (s *Server) egressStatus(w http.ResponseWriter, r *http.Request) {
-	on, cut := s.m.EgressStatus()
+	on, cut := s.net.EgressStatus()
 	writeJSON(w, http.StatusOK, wire.EgressStatus{Enabled: on, Cut: cut})
 }
 
@@ -41,7 +71,7 @@ func (s *Server) egressCut(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf(`"on" (true: cut every sandbox's egress; false: restore it) is required: %w`, errdefs.ErrInvalid))
 		return
 	}
-	if err := s.m.CutEgress(r.Context(), *req.On); err != nil {
+	if err := s.net.CutEgress(r.Context(), *req.On); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -54,7 +84,7 @@ func (s *Server) getEgress(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	p, err := s.m.EgressPolicy(r.Context(), id)
+	p, err := s.net.EgressPolicy(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -64,7 +94,7 @@ func (s *Server) getEgress(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		*egress.Policy
 		Usage *wire.EgressUsage `json:"usage,omitempty"`
-	}{p, usageOut(s.m.EgressUsage(id))})
+	}{p, usageOut(s.net.EgressUsage(id))})
 }
 
 func (s *Server) setEgress(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +113,7 @@ func (s *Server) setEgress(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	p, err := s.m.SetEgress(r.Context(), id, *layer, isRemote(r))
+	p, err := s.net.SetEgress(r.Context(), id, *layer, isRemote(r))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -97,11 +127,11 @@ func (s *Server) egressCA(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, err := s.m.EgressPolicy(r.Context(), id); err != nil {
+	if _, err := s.net.EgressPolicy(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
 	}
-	pem, err := s.m.EgressCA(id)
+	pem, err := s.net.EgressCA(id)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -34,6 +34,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
@@ -165,7 +166,7 @@ func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv 
 		c.Policy, c.Audit, c.Redactor = f, log, red
 		c.Modules = append(c.Modules, secrets.New(filepath.Join(t.TempDir(), "secrets.key")))
 		e.log = log
-		c.Egress = &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots, Limits: fo.limits}
+		c.Modules = append(c.Modules, sandboxnet.New(sandboxnet.Config{Egress: &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots, Limits: fo.limits}}))
 		c.AuditRetry = fo.retry
 	})
 	return e
@@ -373,7 +374,7 @@ func TestEgressTightenOnlyOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(e.m, Modules{Keys: e.keys, Snapshots: e.snaps, Tasks: e.tasks}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(e.m, e.mods, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	do := func(method, path, body string) int {

@@ -309,7 +309,7 @@ func (d *daemon) remotePost(t *testing.T) func(path, body string) (int, wire.Err
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Tasks: d.tasks}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, d.mods, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func(path, body string) (int, wire.Error) {

@@ -187,7 +187,7 @@ func (d *daemon) remoteGet(t *testing.T) func(path string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Tasks: d.tasks}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, d.mods, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func(path string) (int, []byte) {

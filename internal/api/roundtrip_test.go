@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -241,9 +242,10 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	}
 	keys, snaps, secs := apikeys.New(), snapshots.New(filepath.Join(dir, "snapshots"), tpls), secrets.New(filepath.Join(dir, "secrets.key"))
 	tks := tasks.New(tasks.Config{Dir: filepath.Join(dir, "tasks")})
+	nw := sandboxnet.New(sandboxnet.Config{})
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
 		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Policy: pol, Logf: t.Logf,
-		Modules: []manager.Module{tks, keys, snaps, secs}})
+		Modules: []manager.Module{tks, nw, keys, snaps, secs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +254,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs, Tasks: tks}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
+	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: nw, Audit: log}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -182,7 +182,7 @@ func TestSecretsRefusedOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(d.m, Modules{Keys: d.keys, Snapshots: d.snaps, Tasks: d.tasks}, Health{OK: true}).TCP()}
+	srv := &http.Server{Handler: New(d.m, d.mods, Health{OK: true}).TCP()}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	for _, c := range [][2]string{{"GET", "/v1/secrets"}, {"PUT", "/v1/secrets/X"}, {"POST", "/v1/secrets/X/grants"}, {"GET", "/v1/secret-grants"}, {"DELETE", "/v1/secret-grants/sg-1"}} {

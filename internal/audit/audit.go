@@ -124,10 +124,11 @@ func (b Blob) MarshalJSON() ([]byte, error) { return json.Marshal(string(b)) }
 // Log appends events. It is safe for concurrent use: concurrent Records
 // share one transaction (group commit).
 type Log struct {
-	st  *store.Store
-	red Redactor
-	key ed25519.PrivateKey
-	now func() time.Time
+	st         *store.Store
+	checkpoint string // Config.CheckpointFile
+	red        Redactor
+	key        ed25519.PrivateKey
+	now        func() time.Time
 
 	// async tracks RecordAsync calls in flight: readers wait for those
 	// begun before them, so what was recorded is what they see.
@@ -177,6 +178,9 @@ type Config struct {
 	// full, so that RecordEssential can still write; "": none.
 	ReserveFile  string
 	ReserveBytes int64
+	// CheckpointFile is the file the daemon keeps the log's signed head
+	// in ("": none); Verify checks against it and then moves it.
+	CheckpointFile string
 }
 
 // Open loads the chain head and the signing key.
@@ -195,7 +199,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{st: cfg.Store, red: cfg.Redactor, key: key, now: cfg.Now, seq: seq, head: head, cseq: seq, chash: head,
+	l := &Log{st: cfg.Store, checkpoint: cfg.CheckpointFile, red: cfg.Redactor, key: key, now: cfg.Now, seq: seq, head: head, cseq: seq, chash: head,
 		reserve: reserve{path: cfg.ReserveFile, size: cfg.ReserveBytes}}
 	if l.reserve.size <= 0 {
 		l.reserve.size = DefaultReserve

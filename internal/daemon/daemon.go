@@ -35,6 +35,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -192,17 +193,17 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	// The feature modules, in the order their hooks run.
 	d.keys = apikeys.New()
 	snaps := snapshots.New(filepath.Join(cfg.DataDir, "snapshots"), tpls)
+	network := sandboxnet.New(sandboxnet.Config{Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns})
 	secs := secrets.New(filepath.Join(cfg.DataDir, "secrets.key"))
 	// tasks first: a stopping task's diff is taken before other hooks.
 	tks := tasks.New(tasks.Config{Dir: filepath.Join(cfg.DataDir, "tasks")})
-	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{tks, d.keys, snaps, secs}, Egress: d.egressConfig(ctx, log), Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
-		Policy: cfg.Policy, ApprovalWait: cfg.ApprovalWait, Audit: d.alog, AuditCheckpoint: d.checkpoint, Redactor: red, Logf: d.logf,
-		MaxProxyConns: cfg.MaxProxyConns})
+	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{tks, network, d.keys, snaps, secs}, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
+		Policy: cfg.Policy, ApprovalWait: cfg.ApprovalWait, Audit: d.alog, Redactor: red, Logf: d.logf})
 	if err != nil {
 		return nil, err
 	}
 	d.m = m
-	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs, Tasks: tks}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: network, Audit: d.alog}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -253,7 +254,8 @@ func (d *Daemon) openBackends() (*native.Backend, map[string]runtime.Backend, ma
 // starts the periodic ones: what a cut or a rewrite can take unnoticed is
 // bounded by the unsigned tail (README, "The audit record").
 func (d *Daemon) openAudit(ctx context.Context, st *store.Store, red *redact.Redactor) error {
-	acfg := audit.Config{Store: st, Redactor: red, KeyFile: d.cfg.AuditKeyFile}
+	d.checkpoint = filepath.Join(filepath.Dir(d.cfg.DB), "audit-head.json")
+	acfg := audit.Config{Store: st, Redactor: red, KeyFile: d.cfg.AuditKeyFile, CheckpointFile: d.checkpoint}
 	if d.cfg.AuditReserve > 0 {
 		acfg.ReserveFile, acfg.ReserveBytes = filepath.Join(filepath.Dir(d.cfg.DB), "audit.reserve"), d.cfg.AuditReserve
 	}
@@ -262,7 +264,6 @@ func (d *Daemon) openAudit(ctx context.Context, st *store.Store, red *redact.Red
 		return err
 	}
 	d.alog = alog
-	d.checkpoint = filepath.Join(filepath.Dir(d.cfg.DB), "audit-head.json")
 	if err := audit.CheckStart(ctx, alog, st, d.checkpoint); err != nil {
 		gap := d.cfg.AcceptAuditGap
 		if gap == "" {

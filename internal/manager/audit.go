@@ -9,7 +9,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
-	"github.com/airlock-dev/airlock/internal/store"
 )
 
 // Redactor hides secrets before anything is stored or shown
@@ -164,57 +163,4 @@ func decisionPayload(d *policy.Decision) map[string]any {
 		p["secrets"] = d.Analysis.Secrets
 	}
 	return p
-}
-
-// AuditQuery returns audit events.
-func (m *Manager) AuditQuery(ctx context.Context, f store.AuditFilter) ([]*audit.Event, error) {
-	if m.cfg.Audit == nil {
-		return nil, fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
-	}
-	return m.cfg.Audit.Query(ctx, f)
-}
-
-// AuditBlob returns one audit blob.
-func (m *Manager) AuditBlob(ctx context.Context, hash string) ([]byte, error) {
-	if m.cfg.Audit == nil {
-		return nil, fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
-	}
-	return m.cfg.Audit.Blob(ctx, hash)
-}
-
-// AuditVerify recomputes the chain, against the signed checkpoint the
-// daemon keeps (AuditCheckpoint), which it then moves to the current head.
-func (m *Manager) AuditVerify(ctx context.Context) (*audit.Report, error) {
-	if m.cfg.Audit == nil {
-		return nil, fmt.Errorf("no audit log is kept: %w", errdefs.ErrUnsupported)
-	}
-	// The daemon knows how far it wrote (taken before the scan: what is
-	// written meanwhile is not the question): a log that lacks that event,
-	// or holds another one there, was cut or rewritten under it.
-	seq, hash := m.cfg.Audit.Head()
-	var rep *audit.Report
-	var err error
-	if m.cfg.AuditCheckpoint != "" {
-		rep, err = audit.VerifyCheckpointed(ctx, m.cfg.Store, m.cfg.AuditCheckpoint, m.cfg.Audit.PublicKey())
-	} else {
-		rep, err = audit.Verify(ctx, m.cfg.Store, nil)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if seq > 0 {
-		rows, err := m.cfg.Store.AuditEvents(ctx, store.AuditFilter{AfterSeq: seq - 1, Limit: 1})
-		if err != nil {
-			return nil, err
-		}
-		if len(rows) == 0 || rows[0].Seq != seq {
-			rep.Problem = append(rep.Problem, audit.Problem{Seq: seq, What: fmt.Sprintf("this daemon wrote up to event %d, but the log ends at event %d: it was cut", seq, rep.Head)})
-		} else if rows[0].Hash != hash {
-			rep.Problem = append(rep.Problem, audit.Problem{Seq: seq, What: fmt.Sprintf("event %d is not the one this daemon wrote: the log was rewritten", seq)})
-		}
-	}
-	if rep.OK() && m.cfg.AuditCheckpoint != "" {
-		_, _ = m.cfg.Audit.Checkpoint(m.cfg.AuditCheckpoint)
-	}
-	return rep, nil
 }

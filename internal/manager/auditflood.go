@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/egress"
 )
 
 // essentialKinds must reach the record even when the log disk is full
@@ -83,18 +82,4 @@ func (m *Manager) stopAuditRetry() {
 		close(m.auditRetry.stop)
 		m.auditRetry.stop = nil
 	}
-}
-
-// EgressUsage is what a running sandbox's egress has put in the audit
-// record against its budget, and its cut if it used it up; nil without
-// an egress service or for a stopped sandbox.
-func (m *Manager) EgressUsage(id string) *egress.Usage {
-	if m.egressSvc == nil {
-		return nil
-	}
-	u, ok := m.egressSvc.Usage(id)
-	if !ok {
-		return nil
-	}
-	return &u
 }

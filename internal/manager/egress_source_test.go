@@ -23,9 +23,9 @@ func TestEgressSourceWaitsForAStartingExec(t *testing.T) {
 	m := &Manager{live: map[string]*live{}, running: map[string]*runningExec{}}
 	ls := &live{taskID: "t-1", starting: 1}
 	m.live["sb-1"] = ls
-	n := &sandboxNetwork{m: m, id: "sb-1"}
+	c := &Core{m: m}
 	got := make(chan string, 1)
-	go func() { got <- n.source(42).ExecID }()
+	go func() { _, execID := c.ExecOf("sb-1", 42); got <- execID }()
 	time.Sleep(50 * time.Millisecond)
 	m.mu.Lock()
 	m.running["e-1"] = &runningExec{p: pidProcess(42), sandboxID: "sb-1"}
@@ -42,8 +42,8 @@ func TestEgressSourceWaitsForAStartingExec(t *testing.T) {
 
 	// Nothing starting: a connection of no known command does not wait.
 	start := time.Now()
-	if src := n.source(7); src.ExecID != "" || src.TaskID != "t-1" {
-		t.Fatalf("unknown pid: %+v", src)
+	if taskID, execID := c.ExecOf("sb-1", 7); execID != "" || taskID != "t-1" {
+		t.Fatalf("unknown pid: task %q exec %q", taskID, execID)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("unknown pid with nothing starting waited %v", d)

@@ -135,7 +135,7 @@ func TestFakeTierCreateExecDestroy(t *testing.T) {
 			t.Errorf("audit events %q lack %s", kinds, want)
 		}
 	}
-	if rep, err := m.AuditVerify(ctx); err != nil || !rep.OK() {
+	if rep, err := log.Verify(ctx); err != nil || !rep.OK() {
 		t.Errorf("audit verify: %+v %v", rep, err)
 	}
 	t.Logf("create, 2 execs, file write, destroy, audit verify: %v", time.Since(start))

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -74,23 +75,14 @@ type Config struct {
 	ApprovalWait time.Duration
 	// Now is the clock (nil: time.Now); tests move it.
 	Now func() time.Time
-	// Audit is the tamper-evident record (nil: none is kept);
-	// AuditCheckpoint the file its signed head is kept in ("": none).
-	Audit           *audit.Log
-	AuditCheckpoint string
+	// Audit is the tamper-evident record (nil: none is kept).
+	Audit *audit.Log
 	// AuditRetry is how often a stopped audit log is tried again
 	// (0: DefaultAuditRetry).
 	AuditRetry time.Duration
 	// Redactor hides secrets in stored output and records (nil: none).
 	Redactor Redactor
-	// Egress configures the egress service (its Recorder is the audit
-	// log); nil: sandboxes have no network at all, and brokered secrets
-	// are refused.
-	Egress *egress.Config
-	// MaxProxyConns caps each sandbox's open proxy connections (0:
-	// runtime.DefaultMaxProxyConns); refusals are recorded.
-	MaxProxyConns int
-	Logf          func(format string, args ...any)
+	Logf     func(format string, args ...any)
 	// Modules are the features attached to the core, in the order their
 	// hooks run (see Module).
 	Modules []Module
@@ -104,13 +96,14 @@ type Manager struct {
 	reserved runtime.HostCost
 
 	mu       sync.Mutex
-	layerMu  sync.Mutex // serializes runtime egress layer changes (SetEgress)
-	creating int        // Creates under way (counted against Caps.Sandboxes)
+	creating int // Creates under way (counted against Caps.Sandboxes)
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 	waiters  map[string]chan string  // held execs by approval id
 
-	egressSvc *egress.Service // nil: no network
+	// egressSvc is the network module's egress service (NetworkModule);
+	// nil: no network.
+	egressSvc Network
 
 	auditRetry auditRetry
 
@@ -146,11 +139,8 @@ type live struct {
 	scope  []string
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
-	// command makes in that moment waits for it (sandboxNetwork.source).
+	// command makes in that moment waits for it (Core.ExecOf).
 	starting int
-	// egressLayer is the egress layer set on the running sandbox
-	// (SetEgress), over its policy's.
-	egressLayer *egress.Policy
 }
 
 // New makes a manager. Sandboxes the store still lists as running died
@@ -181,14 +171,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if err := m.reapLost(ctx); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
-	}
-	var err error
-	if cfg.Egress != nil {
-		ec := *cfg.Egress
-		ec.Recorder = egressRecorder{m: m}
-		if m.egressSvc, err = egress.New(ec); err != nil {
-			return nil, fmt.Errorf("manager: egress: %w", err)
-		}
 	}
 	m.startAuditRetry()
 	return m, nil
@@ -295,22 +277,13 @@ func validEnv(env []string) error {
 	return nil
 }
 
-// Create makes a sandbox and records it.
+// Create makes a sandbox and records it, in named steps: admit the
+// request, plan it (template, policy, backend), start it on the backend,
+// record it, then make it live (TTL, watch, network, module hooks). What
+// a step fails after is undone.
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, error) {
-	if req.Template == "" {
-		req.Template = "host"
-	}
-	if err := template.ValidName(req.Template); err != nil {
-		return nil, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
-	}
-	ttl, err := CheckCreate(req, m.cfg.MaxLifetime)
+	ttl, err := m.admitCreate(&req)
 	if err != nil {
-		return nil, err
-	}
-	if err := m.auditHealthy(); err != nil {
-		return nil, err
-	}
-	if err := m.cfg.Caps.check(req.Limits); err != nil {
 		return nil, err
 	}
 	release, err := m.reserveSlot()
@@ -318,33 +291,11 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	defer release()
-	if err := m.learnSecrets(req.Env); err != nil {
-		return nil, err
-	}
-	base, err := m.base(req.Template)
+	p, err := m.planCreate(req)
 	if err != nil {
 		return nil, err
 	}
-	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds}
-	tplName, tplVersion, seed := base.Name, base.Version, base.Seed
-	source := "sandbox"
-	if req.taskID != "" {
-		source = "task"
-	}
-	pol, err := m.sandboxPolicy(tplName, req.Policy, req.TightenOnly, source)
-	if err != nil {
-		return nil, err
-	}
-	beName := req.Backend
-	if beName == "" {
-		beName = m.cfg.TemplateBackends[tplName]
-	}
-	be, err := m.backend(beName)
-	if err != nil {
-		return nil, err
-	}
-	spec.Env, spec.Limits = req.Env, req.Limits
-	cost, err := m.hostCost(be, spec.Limits)
+	cost, err := m.hostCost(p.be, p.spec.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -353,26 +304,111 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	defer releaseHost()
-	spec.ID = runtime.NewID()
-	if spec.Network = m.network(spec.ID); spec.Network != nil {
-		spec.Env = append(proxyEnv(), req.Env...)
-		spec.MaxProxyConns = m.cfg.MaxProxyConns
-	}
-	sb, err := be.Create(ctx, spec)
+	sb, err := m.startSandbox(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	if seed != "" {
-		if err := seedSandbox(ctx, sb, seed); err != nil {
+	rec, err := m.recordCreate(ctx, req, p, sb, ttl)
+	if err != nil {
+		return nil, err
+	}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, pol: p.pol, taskID: req.taskID}
+	if err := m.goLive(ctx, ls); err != nil {
+		return nil, err
+	}
+	return m.shownSandbox(rec)
+}
+
+// admitCreate checks a request before anything is reserved for it.
+func (m *Manager) admitCreate(req *CreateRequest) (time.Duration, error) {
+	if req.Template == "" {
+		req.Template = "host"
+	}
+	if err := template.ValidName(req.Template); err != nil {
+		return 0, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
+	}
+	ttl, err := CheckCreate(*req, m.cfg.MaxLifetime)
+	if err != nil {
+		return 0, err
+	}
+	if err := m.auditHealthy(); err != nil {
+		return 0, err
+	}
+	if err := m.cfg.Caps.check(req.Limits); err != nil {
+		return 0, err
+	}
+	return ttl, nil
+}
+
+// createPlan is what Create decided before the backend starts anything.
+type createPlan struct {
+	base *Base
+	pol  *policy.Policy
+	be   runtime.Backend
+	spec runtime.Spec // without its ID and network yet
+}
+
+// planCreate resolves the request's template, policy and backend.
+func (m *Manager) planCreate(req CreateRequest) (*createPlan, error) {
+	if err := m.learnSecrets(req.Env); err != nil {
+		return nil, err
+	}
+	base, err := m.base(req.Template)
+	if err != nil {
+		return nil, err
+	}
+	source := "sandbox"
+	if req.taskID != "" {
+		source = "task"
+	}
+	pol, err := m.sandboxPolicy(base.Name, req.Policy, req.TightenOnly, source)
+	if err != nil {
+		return nil, err
+	}
+	beName := req.Backend
+	if beName == "" {
+		beName = m.cfg.TemplateBackends[base.Name]
+	}
+	be, err := m.backend(beName)
+	if err != nil {
+		return nil, err
+	}
+	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds, Env: req.Env, Limits: req.Limits}
+	return &createPlan{base: base, pol: pol, be: be, spec: spec}, nil
+}
+
+// startSandbox gives the plan's spec its ID and network (the network
+// module's), starts it on the backend and restores its snapshot seed;
+// p.spec is then as created (Reset starts over from it).
+func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sandbox, error) {
+	p.spec.ID = runtime.NewID()
+	if m.egressSvc != nil {
+		n := m.egressSvc.SandboxNetwork(p.spec.ID)
+		p.spec.Network, p.spec.MaxProxyConns = n.Network, n.MaxProxyConns
+		p.spec.Env = append(slices.Clip(n.Env), p.spec.Env...)
+	}
+	sb, err := p.be.Create(ctx, p.spec)
+	if err != nil {
+		return nil, err
+	}
+	if p.base.Seed != "" {
+		if err := seedSandbox(ctx, sb, p.base.Seed); err != nil {
 			_ = sb.Destroy(context.Background())
-			return nil, fmt.Errorf("restore snapshot %s: %w", tplName, err)
+			return nil, fmt.Errorf("restore snapshot %s: %w", p.base.Name, err)
 		}
 	}
-	info := sb.Info()
+	return sb, nil
+}
+
+// recordCreate writes the new sandbox's record and its sandbox.create
+// event; either failing destroys it (a record that is written stays,
+// stopped as failed).
+func (m *Manager) recordCreate(ctx context.Context, req CreateRequest, p *createPlan, sb runtime.Sandbox, ttl time.Duration) (*store.Sandbox, error) {
+	info, pol := sb.Info(), p.pol
 	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
 	isoJSON, _ := json.Marshal(info.Isolation)
 	rec := &store.Sandbox{
-		ID: sb.ID(), State: "running", Backend: be.Name(), Template: tplName, TemplateVersion: tplVersion,
+		ID: sb.ID(), State: "running", Backend: p.be.Name(), Template: p.base.Name, TemplateVersion: p.base.Version,
 		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(),
 	}
 	if ttl > 0 {
@@ -384,7 +420,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, fmt.Errorf("record sandbox: %w", err)
 	}
 	if err := m.record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: req.taskID, Kind: "sandbox.create", Payload: map[string]any{
-		"template": tplName, "template_version": tplVersion, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
+		"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
 		"env_names": envNames(req.Env), "labels": req.Labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}}); err != nil {
 		_ = sb.Destroy(context.Background())
 		now := time.Now().UTC()
@@ -392,23 +428,30 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		_ = m.cfg.Store.UpdateSandbox(context.Background(), rec)
 		return nil, err
 	}
-	ls := &live{sb: sb, cost: cost, rec: rec, spec: spec, seed: seed, pol: pol, taskID: req.taskID}
+	return rec, nil
+}
+
+// goLive enters a recorded sandbox in the live set (its TTL armed, its
+// end watched), applies its egress policy, then runs the modules'
+// CreateHooks; a failure stops it as failed.
+func (m *Manager) goLive(ctx context.Context, ls *live) error {
+	id := ls.rec.ID
 	m.mu.Lock()
-	m.live[rec.ID] = ls
+	m.live[id] = ls
 	m.armTTL(ls)
 	m.mu.Unlock()
-	go m.watch(ls, sb)
-	if err := m.applyEgress(ctx, rec.ID); err != nil {
-		_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
-		return nil, fmt.Errorf("egress policy: %w", err)
+	go m.watch(ls, ls.sb)
+	if err := m.applyEgress(ctx, id); err != nil {
+		_ = m.stop(context.WithoutCancel(ctx), id, StopFailed)
+		return fmt.Errorf("egress policy: %w", err)
 	}
 	for _, h := range m.createHooks {
-		if err := h.hook.OnCreate(ctx, SandboxRef{ID: rec.ID, TaskID: req.taskID}); err != nil {
-			_ = m.stop(context.WithoutCancel(ctx), rec.ID, StopFailed)
-			return nil, fmt.Errorf("module %s: %w", h.name, err)
+		if err := h.hook.OnCreate(ctx, SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
+			_ = m.stop(context.WithoutCancel(ctx), id, StopFailed)
+			return fmt.Errorf("module %s: %w", h.name, err)
 		}
 	}
-	return m.shownSandbox(rec)
+	return nil
 }
 
 // armTTL (re)starts the sandbox's TTL timer; m.mu held.
@@ -517,7 +560,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.Egress = m.EgressUsage(id)
+	v.Egress = m.egressUsage(id)
 	return v, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -159,6 +160,9 @@ type LiveInfo struct {
 	TaskID string   // "": not a task's
 	Base   Base     // what it started from (template root, binds, seed)
 	View   *Sandbox // as the API shows it (no egress usage)
+	// Policy is its effective policy, as made at create (not changed
+	// while it lives; not to be modified).
+	Policy *policy.Policy
 }
 
 // Live is what the core knows of a live sandbox; false: not live.
@@ -170,7 +174,7 @@ func (c *Core) Live(id string) (*LiveInfo, bool) {
 		return nil, false
 	}
 	b := Base{Name: ls.rec.Template, Version: ls.rec.TemplateVersion, RootFS: ls.spec.RootFS, Binds: ls.spec.Binds, Seed: ls.seed}
-	return &LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: view(ls.rec)}, true
+	return &LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: view(ls.rec), Policy: ls.pol}, true
 }
 
 // Exec runs a command through the whole exec pipeline, hooks included:
@@ -220,6 +224,9 @@ func (m *Manager) attach() error {
 		}
 		if h, ok := mod.(TaskEndHook); ok {
 			m.taskEndHooks = append(m.taskEndHooks, named[TaskEndHook]{name, h})
+		}
+		if err := m.attachNetwork(name, mod); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -331,8 +338,8 @@ func (c *Core) FetchPolicy() (*egress.Policy, egress.Presets) {
 	if c.m.cfg.Policy != nil {
 		pol = c.m.cfg.Policy.Fetch
 	}
-	if c.m.cfg.Egress != nil {
-		presets = c.m.cfg.Egress.Presets
+	if c.m.egressSvc != nil {
+		presets = c.m.egressSvc.Presets()
 	}
 	return pol, presets
 }

@@ -244,14 +244,14 @@ func TestBrokeredGrant(t *testing.T) {
 		!slices.Equal(bs[0].Hosts, g.Hosts) || !slices.Equal(bs[0].Headers, g.Headers) {
 		t.Fatalf("brokered secrets: %+v %v", bs, err)
 	}
-	p, err := f.m.EgressPolicy(ctx, id)
+	p, err := f.net.EgressPolicy(ctx, id)
 	if err != nil || len(p.Secrets) != 1 || p.Secrets[0].ID != g.ID || p.Secrets[0].Value != "" {
 		t.Errorf("the sandbox's egress policy: %+v %v", p, err)
 	}
 	if err := f.s.Revoke(ctx, g.ID); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := f.m.EgressPolicy(ctx, id); err != nil || len(p.Secrets) != 0 {
+	if p, err := f.net.EgressPolicy(ctx, id); err != nil || len(p.Secrets) != 0 {
 		t.Errorf("the egress policy after revoke: %+v %v", p, err)
 	}
 	if bs, err := f.s.BrokeredSecrets(ctx, id); err != nil || len(bs) != 0 {

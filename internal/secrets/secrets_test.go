@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 )
@@ -51,6 +52,7 @@ func (c *clock) Add(d time.Duration) {
 type fixture struct {
 	s   *Secrets
 	m   *manager.Manager
+	net *sandboxnet.Net
 	st  *store.Store
 	log *audit.Log
 	red *redact.Redactor
@@ -72,6 +74,9 @@ func onFake(t *testing.T, keyFile string, configure func(*manager.Config)) *fixt
 		t.Fatal(err)
 	}
 	f.s = New(keyFile)
+	// The network module (no egress service: the fake has no network)
+	// shows the sandbox's egress policy, brokered grants included.
+	f.net = sandboxnet.New(sandboxnet.Config{})
 	f.m = f.manager(t, f.s, f.red, configure)
 	return f
 }
@@ -84,7 +89,7 @@ func (f *fixture) manager(t *testing.T, mod manager.Module, red manager.Redactor
 		t.Fatal(err)
 	}
 	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: f.st, Audit: f.log, Redactor: red,
-		Now: f.clk.Now, Logf: t.Logf, Modules: []manager.Module{mod}}
+		Now: f.clk.Now, Logf: t.Logf, Modules: []manager.Module{mod, f.net}}
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -1,4 +1,4 @@
-package manager
+package sandboxnet
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 	"golang.org/x/net/dns/dnsmessage"
@@ -67,19 +69,20 @@ func TestReviewFinalSummariesDrainTheReserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(ctx, Config{Backend: fakeBackend{}, Templates: tpls, Store: st, Audit: log, Redactor: red, TaskDir: filepath.Join(tdir, "tasks"),
-		AuditRetry: time.Hour, Egress: &egress.Config{Limits: egress.Limits{DNSRate: -1, RefusalWindow: time.Hour}}})
+	n := New(Config{Egress: &egress.Config{Limits: egress.Limits{DNSRate: -1, RefusalWindow: time.Hour}}})
+	_, err = manager.New(ctx, manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log, Redactor: red, TaskDir: filepath.Join(tdir, "tasks"),
+		AuditRetry: time.Hour, Modules: []manager.Module{n}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const sb = "sb-flood"
-	if err := m.egressSvc.SetPolicy(sb, egress.Policy{}); err != nil {
+	if err := n.svc.SetPolicy(sb, egress.Policy{}); err != nil {
 		t.Fatal(err)
 	}
 	// 256 kinds of refusal, each counted once more after its first.
 	for range 2 {
 		for i := range 256 {
-			if _, err := m.egressSvc.AnswerDNS(ctx, rvQuery(t, fmt.Sprintf("x%d.example.test.", i)), egress.Source{SandboxID: sb}); err != nil {
+			if _, err := n.svc.AnswerDNS(ctx, rvQuery(t, fmt.Sprintf("x%d.example.test.", i)), egress.Source{SandboxID: sb}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -106,20 +109,20 @@ func TestReviewFinalSummariesDrainTheReserve(t *testing.T) {
 		_, _ = log.Record(ctx, audit.Entry{Kind: "exec.end", Payload: map[string]any{"stdout": audit.Blob(strings.Repeat(fmt.Sprint(i), 50000))}})
 	}
 	seq, _ := log.Head()
-	m.egressSvc.RemoveSandbox(sb) // its final counts: into the reserve
+	n.svc.RemoveSandbox(sb) // its final counts: into the reserve
 	evs, err := log.Query(ctx, store.AuditFilter{AfterSeq: seq})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	summaries := 0
 	for _, ev := range evs {
 		if ev.Kind == string(egress.KindRefusedSummary) {
-			n++
+			summaries++
 		}
 	}
-	t.Logf("one sandbox's removal on a full disk wrote %d summaries into the reserve", n)
-	if n > 4 {
-		t.Errorf("one sandbox's removal wrote %d refusal summaries into the reserve kept for stops, want a few", n)
+	t.Logf("one sandbox's removal on a full disk wrote %d summaries into the reserve", summaries)
+	if summaries > 4 {
+		t.Errorf("one sandbox's removal wrote %d refusal summaries into the reserve kept for stops, want a few", summaries)
 	}
 	if _, err := log.RecordEssential(ctx, audit.Entry{Kind: "daemon.stop"}); err != nil {
 		t.Errorf("daemon.stop after the summaries: %v", err)

@@ -1,4 +1,4 @@
-package manager
+package sandboxnet
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -16,8 +17,8 @@ import (
 // entries that count them, not one entry each: refusals must not become
 // a way to flood the audit log.
 func TestProxyRefusalsRecordedAggregated(t *testing.T) {
-	m, _, log := testManager(t, t.TempDir())
-	n := &sandboxNetwork{m: m, id: "sb-flood"}
+	e := onFake(t, Config{Egress: &egress.Config{}}, "")
+	n, log := &sandboxNetwork{n: e.n, id: "sb-flood"}, e.log
 	const refusals = 1000
 	reason := "the sandbox holds 256 open proxy connections, the most it may" + strings.Repeat("!", 500)
 	var wg sync.WaitGroup

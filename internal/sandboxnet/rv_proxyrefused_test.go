@@ -1,8 +1,10 @@
-package manager
+package sandboxnet
 
 import (
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/egress"
 )
 
 // Review (rv-daemon): the proxy-cap refusals (egress.refused) are written
@@ -16,8 +18,8 @@ func TestReviewProxyRefusalFloodWindowGrows(t *testing.T) {
 	base, maxW := refusalWindow, maxRefusalWindow
 	refusalWindow, maxRefusalWindow = 10*time.Millisecond, time.Hour
 	t.Cleanup(func() { refusalWindow, maxRefusalWindow = base, maxW })
-	m, _, log := testManager(t, t.TempDir())
-	n := &sandboxNetwork{m: m, id: "sb-flood"}
+	e := onFake(t, Config{Egress: &egress.Config{}}, "")
+	n, log := &sandboxNetwork{n: e.n, id: "sb-flood"}, e.log
 	calls := 0
 	for end := time.Now().Add(700 * time.Millisecond); time.Now().Before(end); calls++ {
 		n.ProxyRefused(0, "the sandbox holds 256 open proxy connections, the most it may")
