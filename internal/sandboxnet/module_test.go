@@ -154,7 +154,7 @@ func TestWithoutProxy(t *testing.T) {
 // sandbox's layer and policy go, and asking for it is a conflict.
 func TestSandboxPolicyAndLayer(t *testing.T) {
 	ctx := context.Background()
-	e := onFake(t, Config{Egress: &egress.Config{Presets: egress.Presets{"npm": {"registry.npmjs.org"}}}, MaxProxyConns: 7}, allowPlain)
+	e := onFake(t, Config{Egress: &egress.Config{Presets: egress.Presets{"npm": {"registry.example.test"}}}, MaxProxyConns: 7}, allowPlain)
 	sb, err := e.m.Create(ctx, manager.CreateRequest{Env: []string{"HTTP_PROXY=mine"}})
 	if err != nil {
 		t.Fatal(err)
