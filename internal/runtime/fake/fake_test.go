@@ -6,9 +6,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 
@@ -107,4 +111,73 @@ func TestNotInTheDaemon(t *testing.T) {
 	if strings.Contains(string(out), "internal/runtime/fake\n") {
 		t.Error("cmd/airlock links the fake backend, which isolates nothing")
 	}
+}
+
+// Dash runs each command by vfork. A SIGSTOP that lands on the child
+// before its exec leaves the parent in the kernel (state D), where it
+// never reaches state T: Pause once waited out its deadline on it. The
+// test holds a vfork child before its exec with ptrace, as that SIGSTOP
+// would, and pauses the sandbox around it.
+func TestPauseHoldsAVforkParent(t *testing.T) {
+	ctx := context.Background()
+	b := New(t.TempDir())
+	sb, err := b.Create(ctx, runtime.Spec{RootFS: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sb.Destroy(ctx) }()
+	parent, child := heldVfork(t, sb.(*sandbox).marker())
+	defer func() { _ = unix.Kill(child, unix.SIGKILL); _ = unix.Kill(parent, unix.SIGKILL) }()
+	if s := state(parent); s != 'D' {
+		t.Fatalf("the vfork parent is in state %q, not D", s)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := sb.(runtime.Pauser).Pause(pctx); err != nil {
+		t.Fatalf("pause with a vfork parent held by its child: %v", err)
+	}
+}
+
+// heldVfork starts sh (with the sandbox's marker) under ptrace and
+// holds its first vfork child in a trace stop before the child's exec.
+func heldVfork(t *testing.T, marker string) (parent, child int) {
+	goruntime.LockOSThread() // ptrace requests come from the tracing thread
+	t.Cleanup(goruntime.UnlockOSThread)
+	cmd := exec.Command("/bin/sh", "-c", "/bin/true; exec sleep 60")
+	cmd.Env = append(os.Environ(), marker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	parent = cmd.Process.Pid
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(parent, &ws, 0, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("sh did not stop at its exec: %v %v", err, ws)
+	}
+	if err := unix.PtraceSetOptions(parent, unix.PTRACE_O_TRACEVFORK); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.PtraceCont(parent, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Wait4(parent, &ws, 0, nil); err != nil || ws.TrapCause() != unix.PTRACE_EVENT_VFORK {
+		t.Fatalf("sh did not vfork: %v %v", err, ws)
+	}
+	msg, err := unix.PtraceGetEventMsg(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child = int(msg)
+	if _, err := unix.Wait4(child, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("the vfork child did not stop: %v %v", err, ws)
+	}
+	if err := unix.PtraceCont(parent, 0); err != nil { // into the vfork wait
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); state(parent) != 'D'; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	return parent, child
 }

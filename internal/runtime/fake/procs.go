@@ -91,19 +91,43 @@ func stopAll(ctx context.Context, kv string) error {
 	}
 }
 
-// stopped says whether pid is stopped (state T) or gone.
+// stopped says whether pid is stopped (state T), gone, or held by a
+// stopped vfork child: dash runs commands by vfork, and a parent whose
+// child was stopped before its exec waits in the kernel (state D) and
+// cannot take its own SIGSTOP until the child runs on. It runs no code
+// of its own meanwhile, so it counts as stopped.
 func stopped(pid int) bool {
+	switch state(pid) {
+	case 'T', 't', 'Z', 'X', 0:
+		return true
+	case 'D':
+		return hasStoppedChild(pid)
+	}
+	return false
+}
+
+// state is the one-letter state of pid, or 0 if it is gone.
+func state(pid int) byte {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return true
+		return 0
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 || i+2 >= len(b) {
-		return true
+		return 0
 	}
-	switch b[i+2] {
-	case 'T', 't', 'Z', 'X':
-		return true
+	return b[i+2]
+}
+
+func hasStoppedChild(pid int) bool {
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, t := range tasks {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil && (state(c) == 'T' || state(c) == 't') {
+				return true
+			}
+		}
 	}
 	return false
 }
