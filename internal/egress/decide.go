@@ -130,7 +130,11 @@ func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason strin
 	if t.IsIP() {
 		what = "is"
 	}
-	return "guard-" + g.Kind, fmt.Sprintf("%s %s a %s address, which this sandbox's policy does not open", t.Host, what, g.Kind), false
+	// The hint names the one address: a host behind a local mirror
+	// resolves into a reserved range, and its user needs the rule that
+	// opens exactly that, not the whole range.
+	return "guard-" + g.Kind, fmt.Sprintf("%s %s a %s address, which this sandbox's policy does not open (an allow rule with cidrs: [%s] opens it)",
+		t.Host, what, g.Kind, netip.PrefixFrom(a, a.BitLen())), false
 }
 
 // decide checks t completely: the name, then the addresses it resolves to

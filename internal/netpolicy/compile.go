@@ -25,6 +25,9 @@ type CompiledRule struct {
 	ID       string
 	Category Category // of an allow rule; "" applies on its own
 	Opaque   bool
+	// Preset marks a preset's rule: naming a preset is the grant, so it
+	// applies on its own (its category, registries, labels it).
+	Preset bool
 
 	names    map[string]bool
 	suffixes []string // ".example.test" for "*.example.test"
@@ -63,7 +66,7 @@ func Compile(p *Policy, presets Presets) (*Compiled, error) {
 			continue
 		}
 		ids[id] = true
-		r := &CompiledRule{ID: id, Category: Registries, names: map[string]bool{}}
+		r := &CompiledRule{ID: id, Category: Registries, Preset: true, names: map[string]bool{}}
 		ports := map[int]bool{}
 		for _, hp := range presets[name] {
 			t, err := ParseTarget(hp, 443)
@@ -324,7 +327,7 @@ func (c *Compiled) Granted(g Category) bool { return c.grants[g] }
 // Active reports whether rule r applies: it has no category, or its
 // category is granted.
 func (c *Compiled) Active(r *CompiledRule) bool {
-	return r.Category == "" || c.grants[r.Category]
+	return r.Category == "" || r.Preset || c.grants[r.Category]
 }
 
 // DenyNames are the names a deny rule's host patterns resolve as (a

@@ -49,7 +49,8 @@ type Policy struct {
 	// Presets names package registries whose hosts come from the host's
 	// own configuration (see egress.DiscoverPresets): npm, go, pypi, debian,
 	// crates. Each is an allow rule of category registries named
-	// "preset-<name>".
+	// "preset-<name>" that applies on its own: naming the preset is the
+	// grant (a user found that a preset alone allowed nothing).
 	Presets []string `yaml:"presets,omitempty" json:"presets,omitempty"`
 	Rules   []Rule   `yaml:"rules,omitempty" json:"rules,omitempty"`
 	// Secrets are brokered credentials (see Secret).

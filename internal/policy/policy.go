@@ -158,7 +158,8 @@ func DefaultFile() string {
 	b.WriteString(`# where sandboxes' network traffic may go, through airlock's proxy: nowhere by default.
 # grant: categories (registries, git, public_web, internal, webhooks); presets: package
 # registries read from this machine's package manager configuration (npm, go, pypi, debian,
-# crates); rules: allow or deny by hosts ("*.example.com"), cidrs and ports.
+# crates), each allowed by naming it; rules: allow or deny by hosts ("*.example.com"), cidrs
+# and ports (a rule with a category applies once that category is granted).
 egress:
   grant: []
   presets: []

@@ -15,11 +15,34 @@ import (
 const RuleUpstream = "upstream"
 
 // WriteRefusal answers a refused request. rule is an id (no spaces or
-// line breaks); msg goes only in the body.
+// line breaks). msg, which may hold what the sandbox sent, is in the body
+// as it is, and in the status line and an X-Airlock-Reason field as
+// printable ASCII only: clients (npm, go, pip) show the status line and
+// nothing else, and an agent told only "Forbidden" cannot say why.
 func WriteRefusal(w io.Writer, code int, rule, msg string) {
 	body := "airlock egress: " + msg + " (rule " + rule + ")\n"
-	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Airlock-Rule: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		code, http.StatusText(code), rule, len(body), body)
+	line := fieldSafe(http.StatusText(code) + " by airlock egress: " + msg + " (rule " + rule + ")")
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Airlock-Rule: %s\r\nX-Airlock-Reason: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, line, fieldSafe(rule), fieldSafe(msg), len(body), body)
+}
+
+// maxReasonLine bounds the reason in a status line or field.
+const maxReasonLine = 300
+
+// fieldSafe is s with every byte outside printable ASCII replaced by '?'
+// and cut to maxReasonLine bytes: nothing in it can end a line or start a
+// field.
+func fieldSafe(s string) string {
+	b := []byte(s)
+	if len(b) > maxReasonLine {
+		b = append(b[:maxReasonLine-3], "..."...)
+	}
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }
 
 // HostHeader is t as a Host field value: the port only when it is not
