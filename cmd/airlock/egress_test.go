@@ -56,7 +56,7 @@ func TestEgressRealInstalls(t *testing.T) {
 		t.Skip("no registry resolves here")
 	}
 	addrRule, _ := json.Marshal(map[string]any{"id": "registry-addresses", "action": "allow", "cidrs": cidrs, "ports": []int{443}})
-	base := fmt.Sprintf("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\negress:\n  grant: [registries]\n  rules:\n    - %s\n", addrRule)
+	base := fmt.Sprintf("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\negress:\n  rules:\n    - %s\n", addrRule)
 	e := newEnv(t)
 	pf := e.state + "-policy.yaml"
 	if err := os.WriteFile(pf, []byte(base), 0o644); err != nil {
