@@ -655,7 +655,11 @@ func testsQuestion(c *Contents) (q question) {
 }
 
 func summaryText(s *TestSummary) string {
-	return fmt.Sprintf("%s: %d passed, %d failed, %d skipped", s.Framework, s.Passed, s.Failed, s.Skipped)
+	t := fmt.Sprintf("%s: %d passed, %d failed, %d skipped", s.Framework, s.Passed, s.Failed, s.Skipped)
+	if s.Packages > 0 {
+		t += fmt.Sprintf(" (%d of these are whole Go packages, not tests: go test lists a package's tests only with -v or -json)", s.Packages)
+	}
+	return t
 }
 
 func scopeQuestion(c *Contents, files []*fileInfo) question {

@@ -52,6 +52,7 @@ func ParseTestOutput(out string) *TestSummary {
 		sum.Skipped += s.Skipped
 		sum.Failures = append(sum.Failures, s.Failures...)
 		sum.FailuresCapped = sum.FailuresCapped || s.FailuresCapped
+		sum.Packages += s.Packages
 	}
 	if len(sum.Failures) > MaxFailureNames {
 		sum.Failures, sum.FailuresCapped = sum.Failures[:MaxFailureNames], true
@@ -261,9 +262,11 @@ func (p *goPackage) count(s *TestSummary, failures *failureNames) {
 	switch {
 	case p.result == "fail" && !failed:
 		s.Failed++
+		s.Packages++
 		failures.add(p.name)
 	case p.result == "pass" && len(p.tests) == 0:
 		s.Passed++
+		s.Packages++
 	}
 }
 

@@ -18,13 +18,13 @@ func TestParseTestOutputSamples(t *testing.T) {
 		want *TestSummary
 	}{
 		// Without -v go test lists only failures: the passing package counts as one.
-		{"go_plain.txt", &TestSummary{Framework: "go", Passed: 1, Failed: 2, Failures: []string{"TestSub", "TestDiv/by_zero"}}},
+		{"go_plain.txt", &TestSummary{Framework: "go", Passed: 1, Failed: 2, Packages: 1, Failures: []string{"TestSub", "TestDiv/by_zero"}}},
 		// TestDiv stands for its three subtests; it is not counted itself.
 		{"go_verbose.txt", &TestSummary{Framework: "go", Passed: 5, Failed: 2, Skipped: 1, Failures: []string{"TestSub", "TestDiv/by_zero"}}},
 		{"go_json.txt", &TestSummary{Framework: "go", Passed: 5, Failed: 2, Skipped: 1, Failures: []string{"TestSub", "TestDiv/by_zero"}}},
 		// A package that does not build is a failure of its own.
-		{"go_buildfail.txt", &TestSummary{Framework: "go", Passed: 1, Failed: 3, Failures: []string{"example.com/shop/broken", "TestSub", "TestDiv/by_zero"}}},
-		{"go_json_buildfail.txt", &TestSummary{Framework: "go", Passed: 5, Failed: 3, Skipped: 1, Failures: []string{"example.com/shop/broken", "TestSub", "TestDiv/by_zero"}}},
+		{"go_buildfail.txt", &TestSummary{Framework: "go", Passed: 1, Failed: 3, Packages: 2, Failures: []string{"example.com/shop/broken", "TestSub", "TestDiv/by_zero"}}},
+		{"go_json_buildfail.txt", &TestSummary{Framework: "go", Passed: 5, Failed: 3, Skipped: 1, Packages: 1, Failures: []string{"example.com/shop/broken", "TestSub", "TestDiv/by_zero"}}},
 		// errors count as failures, xfailed as skipped.
 		{"pytest_fail.txt", &TestSummary{Framework: "pytest", Passed: 5, Failed: 3, Skipped: 2, Failures: []string{
 			"tests/test_cart.py::test_discount", "tests/test_cart.py::test_quantity[-1]", "tests/test_cart.py::test_uses_broken"}}},
@@ -62,9 +62,9 @@ func TestParseTestOutputLines(t *testing.T) {
 		{"tap is not go", "TAP version 13\nok 1 - adds\nnot ok 2 - subtracts\n1..2\n", nil},
 		{"go no test files only", "?   \texample.com/x\t[no test files]\n", nil},
 		{"go cached", "ok  \texample.com/x\t(cached)\nok  \texample.com/y\t0.120s\tcoverage: 81.2% of statements\n",
-			&TestSummary{Framework: "go", Passed: 2}},
+			&TestSummary{Framework: "go", Passed: 2, Packages: 2}},
 		{"go timeout panic", "panic: test timed out after 10m0s\n\trunning tests:\n\t\tTestSlow (10m0s)\nFAIL\texample.com/x\t600.012s\nFAIL\n",
-			&TestSummary{Framework: "go", Failed: 1, Failures: []string{"example.com/x"}}},
+			&TestSummary{Framework: "go", Failed: 1, Packages: 1, Failures: []string{"example.com/x"}}},
 		{"go parent fails alone", "--- FAIL: TestP (0.00s)\n    --- PASS: TestP/a (0.00s)\nFAIL\nFAIL\texample.com/x\t0.01s\n",
 			&TestSummary{Framework: "go", Passed: 1, Failed: 1, Failures: []string{"TestP"}}},
 		{"go output cut short", "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n",
@@ -88,7 +88,7 @@ func TestParseTestOutputLines(t *testing.T) {
 			&TestSummary{Framework: "cargo", Passed: 3}},
 		{"progress redraw", "Running...\r 50%\r100%\r  2 passing (4ms)\n", &TestSummary{Framework: "mocha", Passed: 2}},
 		{"go then jest", "ok  \texample.com/x\t0.01s\n> web@1.0.0 test\n> jest\nTests:       1 failed, 1 passed, 2 total\n",
-			&TestSummary{Framework: "go,jest", Passed: 2, Failed: 1}},
+			&TestSummary{Framework: "go,jest", Passed: 2, Failed: 1, Packages: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ParseTestOutput(tc.out); !reflect.DeepEqual(got, tc.want) {

@@ -89,6 +89,10 @@ type TestSummary struct {
 	// FailuresCapped: more tests failed than Failures names (it stops at
 	// MaxFailureNames).
 	FailuresCapped bool `json:"failures_capped,omitempty"`
+	// Packages is how many of the counts are whole Go packages, not
+	// tests: go test lists a package's tests only with -v or -json, and
+	// a reviewer read "2 passed" as two tests.
+	Packages int `json:"packages,omitempty"`
 }
 
 // TestRun is one run of the task's test command.
