@@ -64,3 +64,14 @@ func (c *Client) SandboxEgressCA(ctx context.Context, id string) ([]byte, error)
 	defer a.close()
 	return io.ReadAll(io.LimitReader(a.Body, 1<<20))
 }
+
+// EgressTest says what a running sandbox's egress proxy would decide for
+// destination (a URL, or host:port for a tunnel) and why, without
+// connecting to it and without a record.
+func (c *Client) EgressTest(ctx context.Context, id, destination string) (*wire.EgressTest, error) {
+	var x wire.EgressTest
+	if err := c.call(ctx, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(id)+"/egress/test", nil, wire.EgressTestRequest{Destination: destination}, &x); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}

@@ -21,6 +21,7 @@ func (s *Server) egressRoutes() {
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/egress", s.getEgress)
 	s.mux.HandleFunc("PUT /v1/sandboxes/{id}/egress", s.setEgress)
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/egress/ca", s.egressCA)
+	s.mux.HandleFunc("POST /v1/sandboxes/{id}/egress/test", s.egressTest)
 }
 
 // Network is what the API uses of the sandboxes' network module
@@ -33,6 +34,7 @@ type Network interface {
 	EgressUsage(id string) *egress.Usage
 	SetEgress(ctx context.Context, id string, layer egress.Policy, tightenOnly bool) (*egress.Policy, error)
 	EgressCA(id string) ([]byte, error)
+	ExplainEgress(ctx context.Context, id, dest string) (*egress.Explanation, error)
 }
 
 // noNetwork is a daemon without its network module: no proxy, and a
@@ -45,6 +47,9 @@ func (noNetwork) EgressStatus() (bool, bool)            { return false, false }
 func (noNetwork) CutEgress(context.Context, bool) error { return errNoNetwork }
 func (noNetwork) EgressUsage(string) *egress.Usage      { return nil }
 func (noNetwork) EgressCA(string) ([]byte, error)       { return nil, errNoNetwork }
+func (noNetwork) ExplainEgress(context.Context, string, string) (*egress.Explanation, error) {
+	return nil, errNoNetwork
+}
 func (noNetwork) EgressPolicy(context.Context, string) (*egress.Policy, error) {
 	return nil, errNoNetwork
 }
@@ -138,4 +143,28 @@ func (s *Server) egressCA(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
 	_, _ = w.Write(pem)
+}
+
+// egressTest says what a sandbox's proxy would decide for a destination,
+// without connecting: the refusal's reason before the agent hits it.
+func (s *Server) egressTest(w http.ResponseWriter, r *http.Request) {
+	var req wire.EgressTestRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Destination == "" {
+		writeError(w, fmt.Errorf(`"destination" (a URL, or host:port for a tunnel) is required: %w`, errdefs.ErrInvalid))
+		return
+	}
+	x, err := s.net.ExplainEgress(r.Context(), r.PathValue("id"), req.Destination)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := wire.EgressTest{Target: x.Target, Mode: x.Mode, Decision: x.Decision, Rule: x.Rule, Reason: x.Reason, Brokered: x.Brokered}
+	for _, a := range x.Addrs {
+		out.Addrs = append(out.Addrs, a.String())
+	}
+	writeJSON(w, http.StatusOK, out)
 }

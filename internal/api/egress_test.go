@@ -216,6 +216,14 @@ func TestEgressThroughTheProxy(t *testing.T) {
 	if !strings.HasPrefix(out, "403") {
 		t.Fatalf("denied name: %q", out)
 	}
+	// egress test explains both without connecting: the same rule and
+	// reason the proxy's refusal carries.
+	for dest, want := range map[string]string{fmt.Sprintf("http://other.example.test:%d/", plain): "deny default-deny", fmt.Sprintf("http://plain.example.test:%d/", plain): "allow "} {
+		var x wire.EgressTest
+		if code := e.do("POST", "/v1/sandboxes/"+id+"/egress/test", wire.EgressTestRequest{Destination: dest}, &x); code != 200 || !strings.HasPrefix(x.Decision+" "+x.Rule, want) || x.Mode != "HTTP" {
+			t.Errorf("egress test %s: %d %+v, want %s", dest, code, x, want)
+		}
+	}
 	// The metadata address and host loopback, as literals: refused before
 	// any dial (the test dialer would fail the test otherwise).
 	// (127.0.0.1 is opened for the upstreams' ports only, for this test.)

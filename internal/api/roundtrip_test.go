@@ -50,6 +50,7 @@ var notRoundTripped = map[string]string{
 	"WriteScope":   "the fake backend enforces no write scope (runtime.WriteScoper), so a task here has none; TestWireCarriesEveryFieldTheDaemonSends maps it",
 	"EgressUsage":  "needs the egress proxy, which this daemon runs without (egress_test.go runs it, as root)",
 	"EgressCut":    "as EgressUsage",
+	"EgressTest":   "as EgressUsage (the request is sent here and refused as unsupported)",
 	"AuditProblem": "only a tampered log has problems (audit_test.go tampers, as root)",
 	"FileActivity": "the fake backend does not track file activity",
 }
@@ -425,6 +426,7 @@ func roundTripOperator(t *testing.T, c *strictClient) {
 	c.do("GET", "/v1/egress", nil, 200, &wire.EgressStatus{})
 	off := false
 	c.do("POST", "/v1/egress/cut", wire.EgressCutRequest{On: &off}, 0, nil)
+	c.do("POST", "/v1/sandboxes/"+sb.ID+"/egress/test", wire.EgressTestRequest{Destination: "https://x.example.test/"}, 501, nil)
 
 	c.do("GET", "/v1/audit?limit=50", nil, 200, &wire.AuditEventList{})
 	var rep wire.AuditReport

@@ -324,3 +324,15 @@ func (n *Net) EgressUsage(id string) *egress.Usage {
 	}
 	return &u
 }
+
+// ExplainEgress says what a running sandbox's proxy would decide for
+// dest (a URL or host:port) and why, without connecting or recording.
+func (n *Net) ExplainEgress(ctx context.Context, id, dest string) (*egress.Explanation, error) {
+	if n.svc == nil {
+		return nil, errNoProxy
+	}
+	if _, err := n.live(ctx, id); err != nil {
+		return nil, err
+	}
+	return n.svc.Explain(ctx, id, dest)
+}
