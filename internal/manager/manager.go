@@ -663,8 +663,8 @@ type ExecRequest struct {
 	Stdin       io.Reader
 	OutputLimit int64
 	// A command the policy holds for approval waits ApprovalWait (0:
-	// the daemon's default), or with NoWait fails at once with an
-	// approval_pending error naming the approval.
+	// the approvals module's default), or with NoWait fails at once with
+	// an approval_pending error naming the approval (see Holder).
 	ApprovalWait time.Duration
 	NoWait       bool
 	taskTest     bool

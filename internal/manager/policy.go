@@ -25,9 +25,10 @@ func WithActor(ctx context.Context, actor string) context.Context {
 type approverKey struct{}
 
 // AsApprover marks the caller of ctx as one who may decide approvals (the
-// operator, on the daemon's unix socket). Approvals and GetApproval show
-// such a caller a held command as it would run, credentials included;
-// any other caller (an API key: the agent) sees it redacted (issue 17.8).
+// operator, on the daemon's unix socket). The approvals module shows such
+// a caller a held command as it would run, credentials included (it asks
+// Core.IsApprover); any other caller (an API key: the agent) sees it
+// redacted (issue 17.8).
 func AsApprover(ctx context.Context) context.Context {
 	return context.WithValue(ctx, approverKey{}, true)
 }
