@@ -45,6 +45,7 @@ type Server struct {
 	snaps  Snapshots
 	secs   Secrets
 	tasks  Tasks
+	appr   Approvals
 	net    Network
 	audit  AuditLog
 	health Health
@@ -70,6 +71,10 @@ type Modules struct {
 	Tasks     Tasks
 	Network   Network  // nil: no egress routes work (noNetwork)
 	Audit     AuditLog // nil: no audit log is kept (noAudit)
+
+	// Approvals nil: nothing is held (the core denies what the policy
+	// asks about), decided or overridden (noApprovals).
+	Approvals Approvals
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -110,13 +115,16 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Tasks == nil {
 		mods.Tasks = noTasks{}
 	}
+	if mods.Approvals == nil {
+		mods.Approvals = noApprovals{}
+	}
 	if mods.Network == nil {
 		mods.Network = noNetwork{}
 	}
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, net: mods.Network, audit: mods.Audit, health: h, mux: http.NewServeMux()}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

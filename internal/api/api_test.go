@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -52,6 +53,7 @@ type daemon struct {
 	snaps   *snapshots.Snapshots
 	secrets *secrets.Secrets
 	tasks   *tasks.Tasks
+	appr    *approvals.Approvals
 	net     *sandboxnet.Net
 	mods    Modules
 	st      *store.Store
@@ -137,9 +139,10 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 		cfg.Modules = append(cfg.Modules, d.secrets)
 	}
 	d.tasks = tasks.New(tasks.Config{Dir: cfg.TaskDir})
-	cfg.Modules = append([]manager.Module{d.tasks}, append(cfg.Modules, d.keys, d.snaps)...)
+	d.appr = approvals.New(approvals.Config{})
+	cfg.Modules = append([]manager.Module{d.tasks}, append(cfg.Modules, d.keys, d.snaps, d.appr)...)
 	d.m, err = manager.New(context.Background(), cfg)
-	d.mods = Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets, Tasks: d.tasks, Network: d.net}
+	d.mods = Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets, Tasks: d.tasks, Network: d.net, Approvals: d.appr}
 	if cfg.Audit != nil {
 		d.mods.Audit = cfg.Audit
 	}

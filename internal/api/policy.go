@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -89,12 +90,12 @@ func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	d, err := manager.Seconds("for_seconds", req.ForSeconds, manager.MaxBreakGlass)
+	d, err := manager.Seconds("for_seconds", req.ForSeconds, approvals.MaxBreakGlass)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	bg, err := s.m.BreakGlass(r.Context(), id, req.Reason, d)
+	bg, err := s.appr.BreakGlass(r.Context(), id, req.Reason, d)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -110,7 +111,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	list, err := s.m.Approvals(r.Context(), q.Get("sandbox"), q.Get("state"))
+	list, err := s.appr.List(r.Context(), q.Get("sandbox"), q.Get("state"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -124,7 +125,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	a, err := s.m.GetApproval(r.Context(), id)
+	a, err := s.appr.Get(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -145,12 +146,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := manager.Seconds("for_seconds", req.ForSeconds, manager.MaxGrant)
+	d, err := manager.Seconds("for_seconds", req.ForSeconds, approvals.MaxGrant)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	a, err := s.m.Approve(r.Context(), id, manager.ApproveRequest{Scope: policy.GrantScope(req.Scope), For: d, Reason: req.Reason})
+	a, err := s.appr.Approve(r.Context(), id, approvals.ApproveRequest{Scope: policy.GrantScope(req.Scope), For: d, Reason: req.Reason})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -169,7 +170,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	a, err := s.m.Deny(r.Context(), id, req.Reason)
+	a, err := s.appr.Deny(r.Context(), id, req.Reason)
 	if err != nil {
 		writeError(w, err)
 		return

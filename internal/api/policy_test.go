@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/snapshots"
@@ -68,9 +69,9 @@ func (d *daemon) sh(id, script string, wait *int64) (int, string, wire.Error) {
 
 func i64(n int64) *int64 { return &n }
 
-func (d *daemon) pending(sandbox string) []manager.Approval {
+func (d *daemon) pending(sandbox string) []approvals.Approval {
 	d.t.Helper()
-	var out struct{ Approvals []manager.Approval }
+	var out struct{ Approvals []approvals.Approval }
 	if code := d.do("GET", "/v1/approvals?state=pending&sandbox="+sandbox, nil, &out); code != 200 {
 		d.t.Fatalf("approvals: %d", code)
 	}
@@ -130,7 +131,7 @@ func TestApprovalHeldThenApproved(t *testing.T) {
 		c, out, e := d.sh(id, "rm -rf /workspace/junk && echo removed", i64(60))
 		done <- result{c, out, e}
 	}()
-	var held []manager.Approval
+	var held []approvals.Approval
 	for i := 0; i < 200 && len(held) == 0; i++ {
 		time.Sleep(20 * time.Millisecond)
 		held = d.pending(id)
@@ -152,7 +153,7 @@ func TestApprovalHeldThenApproved(t *testing.T) {
 	if !d.fileExists(id, "/workspace/junk") {
 		t.Fatal("the held command ran before approval")
 	}
-	var approved manager.Approval
+	var approved approvals.Approval
 	req, _ := http.NewRequest("POST", "http://airlock/v1/approvals/"+ap.ID+"/approve", strings.NewReader(`{"scope":"command","for_seconds":600,"reason":"cleanup is fine"}`))
 	req.Header.Set("X-Airlock-Actor", "alice")
 	resp, err := d.client.Do(req)
@@ -207,7 +208,7 @@ func TestApprovalDeniedExpiredAndScoped(t *testing.T) {
 	if code := d.do("POST", "/v1/approvals/"+e.ApprovalID+"/deny", map[string]any{}, nil); code != 400 {
 		t.Fatalf("deny without a reason: %d", code)
 	}
-	var denied manager.Approval
+	var denied approvals.Approval
 	if code := d.do("POST", "/v1/approvals/"+e.ApprovalID+"/deny", map[string]any{"reason": "not in this task"}, &denied); code != 200 || denied.State != "denied" || denied.Reason != "not in this task" {
 		t.Fatalf("deny: %d %+v", code, denied)
 	}
@@ -217,7 +218,7 @@ func TestApprovalDeniedExpiredAndScoped(t *testing.T) {
 	if code != 408 || e.Code != "approval_timeout" || !strings.Contains(e.Message, "not given within 1s") || time.Since(t0) > 10*time.Second {
 		t.Fatalf("timeout: %d %+v after %s", code, e, time.Since(t0))
 	}
-	var ap manager.Approval
+	var ap approvals.Approval
 	d.do("GET", "/v1/approvals/"+e.ApprovalID, nil, &ap)
 	if ap.State != "expired" {
 		t.Fatalf("timed-out approval: %+v", ap)
@@ -228,7 +229,7 @@ func TestApprovalDeniedExpiredAndScoped(t *testing.T) {
 	// A waiting exec that a human denies fails with the reason.
 	done := make(chan wire.Error, 1)
 	go func() { _, _, e := d.sh(id, "rm -rf /workspace/z", i64(60)); done <- e }()
-	var held []manager.Approval
+	var held []approvals.Approval
 	for i := 0; i < 200 && len(held) == 0; i++ {
 		time.Sleep(20 * time.Millisecond)
 		held = d.pending(id)
@@ -282,7 +283,7 @@ func TestBreakGlassIsLoud(t *testing.T) {
 	if code := d.do("POST", "/v1/sandboxes/"+id+"/breakglass", map[string]any{"for_seconds": 60}, nil); code != 400 {
 		t.Fatalf("break-glass without a reason: %d", code)
 	}
-	var bg manager.BreakGlass
+	var bg approvals.BreakGlass
 	if code := d.do("POST", "/v1/sandboxes/"+id+"/breakglass", map[string]any{"reason": "incident 42: need the env", "for_seconds": 60}, &bg); code != 201 || bg.ID == "" || bg.Actor != "operator" {
 		t.Fatalf("break-glass: %d %+v", code, bg)
 	}
@@ -347,7 +348,7 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 			t.Errorf("%s over TCP: %d", p, code)
 		}
 	}
-	if a, _ := d.m.GetApproval(context.Background(), held.ApprovalID); a.State != "pending" {
+	if a, _ := d.appr.Get(context.Background(), held.ApprovalID); a.State != "pending" {
 		t.Fatalf("the agent changed its approval: %+v", a)
 	}
 	if code, e := post("/v1/sandboxes/"+sb.ID+"/exec", `{"argv":["curl","http://127.0.0.1:9/"]}`); code != 403 || e.Code != "policy_denied" {
@@ -583,7 +584,7 @@ func TestHeldCommandApprovedAsItRuns(t *testing.T) {
 	if code != 403 || e.Code != "approval_pending" {
 		t.Fatalf("held: %d %+v", code, e)
 	}
-	var list struct{ Approvals []manager.Approval }
+	var list struct{ Approvals []approvals.Approval }
 	d.do("GET", "/v1/approvals?state=pending&sandbox="+id, nil, &list)
 	if len(list.Approvals) != 1 || list.Approvals[0].Prompt == nil || !strings.Contains(list.Approvals[0].Prompt.Command, "good-mirror.example.test/install.sh") {
 		t.Fatalf("the approver does not see the command as it would run: %+v", list.Approvals)

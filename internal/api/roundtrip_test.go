@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -95,6 +96,7 @@ type strictClient struct {
 	hc   *http.Client
 	m    *manager.Manager
 	tks  *tasks.Tasks
+	aps  *approvals.Approvals
 	sent map[string]bool
 	got  map[string]bool
 }
@@ -244,9 +246,10 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	keys, snaps, secs := apikeys.New(), snapshots.New(filepath.Join(dir, "snapshots"), tpls), secrets.New(filepath.Join(dir, "secrets.key"))
 	tks := tasks.New(tasks.Config{Dir: filepath.Join(dir, "tasks")})
 	nw := sandboxnet.New(sandboxnet.Config{})
+	aps := approvals.New(approvals.Config{})
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
 		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Policy: pol, Logf: t.Logf,
-		Modules: []manager.Module{tks, nw, keys, snaps, secs}})
+		Modules: []manager.Module{tks, nw, keys, snaps, secs, aps}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +258,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: nw, Audit: log}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
+	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: nw, Audit: log, Approvals: aps}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
@@ -264,7 +267,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
-	return &strictClient{t: t, hc: hc, m: m, tks: tks, sent: map[string]bool{}, got: map[string]bool{}}, m
+	return &strictClient{t: t, hc: hc, m: m, tks: tks, aps: aps, sent: map[string]bool{}, got: map[string]bool{}}, m
 }
 
 // gitRepo makes a repository with one commit for a task.
@@ -395,7 +398,7 @@ func roundTripPolicy(t *testing.T, c *strictClient) {
 	c.do("GET", "/v1/approvals?sandbox="+sb.ID, nil, 200, &wire.ApprovalList{})
 	var got wire.Approval
 	c.do("GET", "/v1/approvals/"+first, nil, 200, &got)
-	daemon, err := c.m.GetApproval(manager.AsApprover(context.Background()), first)
+	daemon, err := c.aps.Get(manager.AsApprover(context.Background()), first)
 	c.sameAsDaemon("GET approval", daemon, err, got)
 	var a wire.Approval
 	c.do("POST", "/v1/approvals/"+first+"/approve", wire.ApproveRequest{Scope: "command", ForSeconds: 60, Reason: "ok"}, 200, &a)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -163,7 +164,7 @@ func decisionOut(d *policy.Decision) (wire.Decision, error) {
 	return w, err
 }
 
-func approvalOut(a *manager.Approval) wire.Approval {
+func approvalOut(a *approvals.Approval) wire.Approval {
 	w := wire.Approval{ID: a.ID, SandboxID: a.SandboxID, TaskID: a.TaskID, State: a.State, RequestedBy: a.RequestedBy,
 		Created: a.Created, Deadline: a.Deadline, Decided: timeOf(a.Decided), DecidedBy: a.DecidedBy, Reason: a.Reason, GrantID: a.GrantID}
 	if p := a.Prompt; p != nil {
@@ -173,7 +174,7 @@ func approvalOut(a *manager.Approval) wire.Approval {
 	return w
 }
 
-func breakGlassOut(b *manager.BreakGlass) wire.BreakGlass {
+func breakGlassOut(b *approvals.BreakGlass) wire.BreakGlass {
 	return wire.BreakGlass{ID: b.ID, SandboxID: b.SandboxID, Actor: b.Actor, Reason: b.Reason, Created: b.Created, Expires: b.Expires}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -179,9 +180,9 @@ func TestWireCarriesEveryFieldTheDaemonSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameJSON(t, "Decision", dec, wd)
-	ap := filled[manager.Approval]()
+	ap := filled[approvals.Approval]()
 	sameJSON(t, "Approval", ap, approvalOut(ap))
-	bg := filled[manager.BreakGlass]()
+	bg := filled[approvals.BreakGlass]()
 	sameJSON(t, "BreakGlass", bg, breakGlassOut(bg))
 	si := filled[secrets.Info]()
 	sameJSON(t, "SecretInfo", si, secretInfoOut(si))

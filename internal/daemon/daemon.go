@@ -27,6 +27,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/api"
 	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/e2b"
 	"github.com/airlock-dev/airlock/internal/egress"
@@ -73,7 +74,7 @@ type Config struct {
 	// Policy is the policy file (nil: the built-in policy).
 	Policy *policy.File
 	// ApprovalWait is how long a held command waits by default (0:
-	// manager.DefaultApprovalWait); the E2B door waits at most 50 s.
+	// approvals.DefaultWait); the E2B door waits at most 50 s.
 	ApprovalWait time.Duration
 	// NoEgress runs no egress proxy: sandboxes get no network at all.
 	NoEgress bool
@@ -139,7 +140,7 @@ func (cfg *Config) defaults() {
 		cfg.AuditKeyFile = filepath.Join(cfg.DataDir, "audit.key")
 	}
 	if cfg.ApprovalWait <= 0 {
-		cfg.ApprovalWait = manager.DefaultApprovalWait
+		cfg.ApprovalWait = approvals.DefaultWait
 	}
 	if cfg.CheckpointEvents == 0 {
 		cfg.CheckpointEvents = audit.DefaultCheckpointEvents
@@ -195,15 +196,16 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	snaps := snapshots.New(filepath.Join(cfg.DataDir, "snapshots"), tpls)
 	network := sandboxnet.New(sandboxnet.Config{Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns})
 	secs := secrets.New(filepath.Join(cfg.DataDir, "secrets.key"))
+	aps := approvals.New(approvals.Config{Wait: cfg.ApprovalWait})
 	// tasks first: a stopping task's diff is taken before other hooks.
 	tks := tasks.New(tasks.Config{Dir: filepath.Join(cfg.DataDir, "tasks")})
-	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{tks, network, d.keys, snaps, secs}, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
-		Policy: cfg.Policy, ApprovalWait: cfg.ApprovalWait, Audit: d.alog, Redactor: red, Logf: d.logf})
+	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{tks, network, d.keys, snaps, secs, aps}, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
+		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf})
 	if err != nil {
 		return nil, err
 	}
 	d.m = m
-	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: network, Audit: d.alog}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: network, Audit: d.alog, Approvals: aps}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/testroot"
 )
@@ -56,7 +56,7 @@ func TestConfigDefaults(t *testing.T) {
 	if cfg.DB != "/d/airlock.db" || cfg.AuditKeyFile != "/d/audit.key" || cfg.Runsc != "runsc" || cfg.Log == nil {
 		t.Errorf("paths and runsc: %+v", cfg)
 	}
-	if cfg.ApprovalWait != manager.DefaultApprovalWait || cfg.CheckpointEvents != audit.DefaultCheckpointEvents || cfg.CheckpointInterval != audit.DefaultCheckpointInterval {
+	if cfg.ApprovalWait != approvals.DefaultWait || cfg.CheckpointEvents != audit.DefaultCheckpointEvents || cfg.CheckpointInterval != audit.DefaultCheckpointInterval {
 		t.Errorf("waits and checkpoints: %v %d %v", cfg.ApprovalWait, cfg.CheckpointEvents, cfg.CheckpointInterval)
 	}
 	set := Config{DataDir: "/d", DB: "/x.db", AuditKeyFile: "/k", ApprovalWait: 7, CheckpointEvents: 3, CheckpointInterval: 9, Runsc: "/r"}

@@ -148,20 +148,8 @@ func (m *Manager) bundleContents(ctx context.Context, tb *TaskBundle) (*bundle.C
 			ExitCode: *cmd.ExitCode, Started: cmd.Started, Finished: cmd.Ended, Summary: bundle.ParseTestOutput(outputs[cmd.ExecID])})
 	}
 	sort.SliceStable(c.Tests, func(i, j int) bool { return c.Tests[i].Started.Before(c.Tests[j].Started) })
-	aps, err := m.Approvals(ctx, rec.SandboxID, "")
-	if err != nil {
+	if c.Approvals, err = m.bundleApprovals(ctx, rec.SandboxID); err != nil {
 		return nil, err
-	}
-	for _, a := range aps {
-		ba := bundle.Approval{ID: a.ID, State: a.State, RequestedBy: a.RequestedBy, Created: a.Created, DecidedBy: a.DecidedBy, Decided: a.Decided,
-			Reason: red.String(a.Reason), Grant: a.GrantID}
-		if a.Prompt != nil {
-			ba.Command, ba.Effect = red.String(a.Prompt.Command), a.Prompt.Effect
-			for _, cl := range a.Prompt.Classes {
-				ba.Classes = append(ba.Classes, string(cl))
-			}
-		}
-		c.Approvals = append(c.Approvals, ba)
 	}
 	if c.Network, err = m.networkRequests(ctx, rec.SandboxID); err != nil {
 		return nil, err
@@ -171,6 +159,36 @@ func (m *Manager) bundleContents(ctx context.Context, tb *TaskBundle) (*bundle.C
 		return nil, err
 	}
 	return m.scrubContents(c)
+}
+
+// bundleApprovals are the approvals the sandbox's commands were held
+// for, oldest first, from the store (the approvals module wrote them;
+// the whole bundle is redacted after, scrubContents).
+func (m *Manager) bundleApprovals(ctx context.Context, sandboxID string) ([]bundle.Approval, error) {
+	list, err := m.cfg.Store.ListApprovals(ctx, sandboxID, "")
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	var out []bundle.Approval
+	for _, a := range list {
+		ba := bundle.Approval{ID: a.ID, State: a.State, RequestedBy: a.RequestedBy, Created: a.Created, DecidedBy: a.DecidedBy, Decided: a.Decided,
+			Reason: m.cfg.Redactor.String(a.Reason), Grant: a.GrantID}
+		if ba.State == store.ApprovalPending && !now.Before(a.Deadline) {
+			ba.State = store.ApprovalExpired
+		}
+		var prompt struct {
+			Command string   `json:"command"`
+			Effect  string   `json:"effect"`
+			Classes []string `json:"classes"`
+		}
+		if json.Unmarshal(a.Request, &prompt) == nil {
+			ba.Command, ba.Effect = m.cfg.Redactor.String(prompt.Command), prompt.Effect
+			ba.Classes = append(ba.Classes, prompt.Classes...)
+		}
+		out = append(out, ba)
+	}
+	return out, nil
 }
 
 // scrubContents redacts every string of the bundle's contents (records.go):

@@ -70,9 +70,6 @@ type Config struct {
 	StoredOutput int64
 	// Policy is the daemon's policy file; nil: the built-in defaults.
 	Policy *policy.File
-	// ApprovalWait is how long a held exec waits for a human by default
-	// (0: DefaultApprovalWait).
-	ApprovalWait time.Duration
 	// Now is the clock (nil: time.Now); tests move it.
 	Now func() time.Time
 	// Audit is the tamper-evident record (nil: none is kept).
@@ -99,7 +96,6 @@ type Manager struct {
 	creating int // Creates under way (counted against Caps.Sandboxes)
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
-	waiters  map[string]chan string  // held execs by approval id
 
 	// egressSvc is the network module's egress service (NetworkModule);
 	// nil: no network.
@@ -118,6 +114,10 @@ type Manager struct {
 	secretSources []named[SecretSource]
 	brokerSources []named[BrokerSource]
 	taskEndHooks  []named[TaskEndHook]
+	// The approvals surface (module_approvals.go); holder nil: an ask is
+	// denied.
+	lifts  []named[PolicyLift]
+	holder *named[Holder]
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -162,10 +162,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Redactor == nil {
 		cfg.Redactor = nopRedactor{}
 	}
-	if cfg.ApprovalWait <= 0 {
-		cfg.ApprovalWait = DefaultApprovalWait
-	}
-	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}, waiters: map[string]chan string{}}
+	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}}
 	if err := m.attach(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
@@ -666,8 +663,8 @@ type ExecRequest struct {
 	Stdin       io.Reader
 	OutputLimit int64
 	// A command the policy holds for approval waits ApprovalWait (0:
-	// the daemon's default), or with NoWait fails at once with an
-	// approval_pending error naming the approval.
+	// the approvals module's default), or with NoWait fails at once with
+	// an approval_pending error naming the approval (see Holder).
 	ApprovalWait time.Duration
 	NoWait       bool
 	taskTest     bool

@@ -228,6 +228,9 @@ func (m *Manager) attach() error {
 		if err := m.attachNetwork(name, mod); err != nil {
 			return err
 		}
+		if err := m.attachApprovals(name, mod); err != nil {
+			return err
+		}
 	}
 	return nil
 }

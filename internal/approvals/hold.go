@@ -1,0 +1,143 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/store"
+)
+
+// Prompt is what an approver is shown.
+type Prompt struct {
+	Command     string         `json:"command"`
+	Argv        []string       `json:"argv"`
+	Cwd         string         `json:"cwd"`
+	Classes     []policy.Class `json:"classes"`
+	Held        []policy.Class `json:"held_classes,omitempty"`
+	Writes      []string       `json:"writes,omitempty"`
+	Network     []string       `json:"network,omitempty"`
+	Credentials []string       `json:"credentials,omitempty"`
+	Effect      string         `json:"effect"`
+	Reason      string         `json:"reason"`
+	Rules       []string       `json:"rules"`
+	Policy      string         `json:"policy"`
+}
+
+func promptOf(x manager.HeldExec) *Prompt {
+	d := x.Decision
+	a := d.Analysis
+	p := &Prompt{Command: a.Line, Argv: x.Argv, Cwd: x.Cwd, Classes: a.Classes, Held: d.HeldClasses(), Writes: a.Writes,
+		Network: a.Hosts, Credentials: a.Secrets, Reason: d.Reason, Policy: d.Policy}
+	for _, kv := range x.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if policy.SecretName(name) {
+			p.Credentials = appendUniq(p.Credentials, "env "+name)
+		}
+	}
+	var effects []string
+	for _, c := range a.Commands {
+		if slices.ContainsFunc(c.Classes, func(cl policy.Class) bool { return cl != policy.Read }) {
+			effects = appendUniq(effects, c.Why)
+		}
+	}
+	if len(effects) > 6 {
+		effects = append(effects[:6], fmt.Sprintf("and %d more", len(effects)-6))
+	}
+	p.Effect = strings.Join(effects, "; ")
+	for _, m := range d.Matches {
+		if m.Action != policy.Allow {
+			p.Rules = appendUniq(p.Rules, m.Rule)
+		}
+	}
+	return p
+}
+
+// Hold records a pending approval for x and waits (bounded) for a human
+// (manager.Holder). It returns the approval's id once a human approved
+// (the core then decides again); a denial or an expiry is recorded as
+// the exec's refusal and returned as a *manager.PolicyError.
+func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error) {
+	if err := a.attached(); err != nil {
+		return "", err
+	}
+	wait := x.Wait
+	if wait == 0 {
+		wait = a.wait
+	}
+	if wait > manager.MaxApprovalWait || x.NoWait {
+		wait = manager.MaxApprovalWait
+	}
+	d := x.Decision
+	now := a.c.Now()
+	// The approver sees the command as it would run, and its grant
+	// matches exactly that line: a redacted one would hide from the
+	// approver what any client can declare a secret (a host, a script),
+	// and match other commands that redact alike. The record and the log
+	// are redacted; the database keeps the line (README).
+	pj, _ := json.Marshal(promptOf(x))
+	ap := &store.Approval{ID: newID("ap-"), SandboxID: x.SandboxID, TaskID: x.TaskID, Line: d.Analysis.Line, Cwd: x.Cwd, Request: pj,
+		RequestedBy: a.c.Actor(ctx), State: store.ApprovalPending, Created: now, Deadline: now.Add(wait)}
+	ch := a.waiter(ap.ID) // before the approval is there to decide
+	defer a.forget(ap.ID)
+	if err := a.st.PutApproval(ctx, ap); err != nil {
+		return "", err
+	}
+	red := a.c.Redactor()
+	if err := a.c.Record(ctx, audit.Entry{SandboxID: x.SandboxID, TaskID: x.TaskID, Kind: "approval.request", Payload: map[string]any{
+		"approval": ap.ID, "prompt": json.RawMessage(red.JSON(pj)), "deadline": ap.Deadline}}); err != nil {
+		return "", err
+	}
+	a.c.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, x.SandboxID, red.String(ap.Line), red.String(d.Reason))
+	if x.NoWait {
+		return "", manager.NewPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
+	}
+	state, err := a.await(ctx, x, ap, wait, ch)
+	if err != nil {
+		return "", err
+	}
+	cur, err := a.st.GetApproval(context.WithoutCancel(ctx), ap.ID)
+	if err != nil {
+		return "", err
+	}
+	if state != store.ApprovalApproved {
+		msg := fmt.Sprintf("approval %s was denied by %s: %s", ap.ID, cur.DecidedBy, cur.Reason)
+		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
+		return "", manager.NewPolicyError("approval_denied", msg, d, ap.ID)
+	}
+	return ap.ID, nil
+}
+
+// await is the state ap was decided to, waiting at most wait (or until
+// the caller goes away). Undecided then, it expires, recorded as the
+// exec's refusal (an approval_timeout error); a decision that raced in
+// stands.
+func (a *Approvals) await(ctx context.Context, x manager.HeldExec, ap *store.Approval, wait time.Duration, ch <-chan string) (string, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case state := <-ch:
+		return state, nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	bg := context.WithoutCancel(ctx)
+	if err := a.st.DecideApproval(bg, ap.ID, store.ApprovalExpired, a.c.Now(), "airlock", "not decided in time", ""); err != nil {
+		cur, gerr := a.st.GetApproval(bg, ap.ID)
+		if gerr != nil {
+			return "", gerr
+		}
+		return cur.State, nil
+	}
+	_ = a.c.Record(bg, audit.Entry{SandboxID: x.SandboxID, TaskID: x.TaskID, Actor: "airlock", Kind: "approval.expire",
+		Payload: map[string]any{"approval": ap.ID, "waited": wait.String()}})
+	msg := fmt.Sprintf("approval %s was not given within %s: %s", ap.ID, wait, x.Decision.Reason)
+	a.c.RecordRefusal(ctx, x.ExecCall, x.Decision, msg)
+	return "", manager.NewPolicyError("approval_timeout", msg, x.Decision, ap.ID)
+}
