@@ -106,6 +106,11 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 	if err != nil {
 		return "", err
 	}
+	if state == store.ApprovalExpired { // ended by airlock (its sandbox stopped)
+		msg := fmt.Sprintf("approval %s ended: %s", ap.ID, cur.Reason)
+		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
+		return "", manager.NewPolicyError("approval_timeout", msg, d, ap.ID)
+	}
 	if state != store.ApprovalApproved {
 		msg := fmt.Sprintf("approval %s was denied by %s: %s", ap.ID, cur.DecidedBy, cur.Reason)
 		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
