@@ -194,7 +194,8 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	// The feature modules, in the order their hooks run.
 	d.keys = apikeys.New()
 	snaps := snapshots.New(filepath.Join(cfg.DataDir, "snapshots"), tpls)
-	network := sandboxnet.New(sandboxnet.Config{Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns})
+	network := sandboxnet.New(sandboxnet.Config{Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns,
+		TrustDir: filepath.Join(cfg.StateDir, "trust")})
 	secs := secrets.New(filepath.Join(cfg.DataDir, "secrets.key"))
 	aps := approvals.New(approvals.Config{Wait: cfg.ApprovalWait})
 	// tasks first: a stopping task's diff is taken before other hooks.

@@ -303,10 +303,12 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	defer releaseHost()
 	sb, err := m.startSandbox(ctx, p)
 	if err != nil {
+		m.dropNetwork(p.spec.ID)
 		return nil, err
 	}
 	rec, err := m.recordCreate(ctx, req, p, sb, ttl)
 	if err != nil {
+		m.dropNetwork(p.spec.ID)
 		return nil, err
 	}
 	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, pol: p.pol, taskID: req.taskID}
@@ -380,9 +382,13 @@ func (m *Manager) planCreate(req CreateRequest) (*createPlan, error) {
 func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sandbox, error) {
 	p.spec.ID = runtime.NewID()
 	if m.egressSvc != nil {
-		n := m.egressSvc.SandboxNetwork(p.spec.ID)
+		n, err := m.egressSvc.SandboxNetwork(p.spec.ID)
+		if err != nil {
+			return nil, err
+		}
 		p.spec.Network, p.spec.MaxProxyConns = n.Network, n.MaxProxyConns
 		p.spec.Env = append(slices.Clip(n.Env), p.spec.Env...)
+		p.spec.Binds = append(slices.Clip(p.spec.Binds), n.Binds...)
 	}
 	sb, err := p.be.Create(ctx, p.spec)
 	if err != nil {
@@ -395,6 +401,14 @@ func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sand
 		}
 	}
 	return sb, nil
+}
+
+// dropNetwork forgets the network of a sandbox that never went live (its
+// CA and trust bundle were made for it before the backend's create).
+func (m *Manager) dropNetwork(id string) {
+	if m.egressSvc != nil && id != "" {
+		m.egressSvc.RemoveSandbox(id)
+	}
 }
 
 // recordCreate writes the new sandbox's record and its sandbox.create

@@ -223,12 +223,38 @@ func (s *sandbox) buildRoot(disk *os.File, lower string, binds []bindMount) erro
 		return fmt.Errorf("mount overlay root: %w", err)
 	}
 	for _, b := range binds {
-		// mount points of the template's binds (usually there already)
-		if err := os.MkdirAll(filepath.Join(root, b.target), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := mountPoint(root, b); err != nil {
 			return fmt.Errorf("bind mount point %s: %w", b.target, err)
 		}
 	}
 	return nil
+}
+
+// mountPoint makes sure a bind's mount point is there, of its source's
+// kind: a directory (the template's /usr) or a file (a sandbox's trust
+// bundle over the template's, sandboxnet).
+func mountPoint(root string, b bindMount) error {
+	p := filepath.Join(root, b.target)
+	src, err := os.Stat(b.source)
+	if err != nil {
+		return err
+	}
+	if src.IsDir() {
+		if err := os.MkdirAll(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		return nil
+	}
+	if fi, err := os.Lstat(p); err == nil {
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("a file's bind needs a regular file there, not %v", fi.Mode().Type())
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, nil, 0o644)
 }
 
 // initLog is the end of runsc's log, for an error message.
