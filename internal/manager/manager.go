@@ -132,6 +132,9 @@ type live struct {
 	ttl   *time.Timer
 	spec  runtime.Spec // as created: Reset starts over from it
 	seed  string       // snapshot seed restored at create (and reset)
+	// base is the template it started from: spec's binds less the
+	// network's (a snapshot must not keep this sandbox's trust bundle).
+	base Base
 	// pol is the sandbox's effective policy; taskID its task, if any;
 	// scope the write scope applied inside it (again after a reset).
 	pol    *policy.Policy
@@ -311,7 +314,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		m.dropNetwork(p.spec.ID)
 		return nil, err
 	}
-	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, pol: p.pol, taskID: req.taskID}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, taskID: req.taskID}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
 	}

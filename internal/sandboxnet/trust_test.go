@@ -52,6 +52,11 @@ func TestTrustBundleFollowsTheSandbox(t *testing.T) {
 			t.Errorf("env lacks %s: %q", kv, spec.Env)
 		}
 	}
+	// A snapshot takes the sandbox's base, which must not keep this
+	// sandbox's bundle (its file goes with the sandbox).
+	if li, ok := e.n.core.Live(sb.ID); !ok || slices.ContainsFunc(li.Base.Binds, func(b runtime.Bind) bool { return b.Source == file }) {
+		t.Errorf("the sandbox's base holds its trust bind: %+v", li)
+	}
 	got, _ := os.ReadFile(file)
 	ca, _ := e.n.EgressCA(sb.ID)
 	if want := append(append(slices.Clone(roots), '\n'), ca...); !bytes.Equal(got, want) || len(ca) == 0 {
