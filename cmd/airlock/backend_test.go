@@ -65,6 +65,12 @@ func TestTemplateBackend(t *testing.T) {
 		if want := fmt.Sprintf("%d\nrc=", strings.Count(string(host), "BEGIN CERTIFICATE")+1); code2 != 0 || !strings.HasPrefix(out, want) || strings.HasSuffix(out, "rc=0\n") {
 			t.Errorf("%s trust bundle: %q %q, want %s and a refused write", c.want, out, errOut, want)
 		}
+		// and the template's PATH finds the host's Go toolchain.
+		if _, err := os.Stat("/usr/local/go/bin/go"); err == nil {
+			if out, errOut, _ := e.run("", "sandbox", "exec", "--socket", d.sock, sb.ID, "--", "/bin/sh", "-c", "command -v go"); out != "/usr/local/go/bin/go\n" {
+				t.Errorf("%s: go on the PATH: %q %q", c.want, out, errOut)
+			}
+		}
 	}
 	if _, errOut, code := e.run("", "serve", "--socket", d.sock+"2", "--template-backend", "host"); code != 2 || !strings.Contains(errOut, "TEMPLATE=native") {
 		t.Errorf("bad --template-backend: %d %q", code, errOut)
