@@ -28,6 +28,10 @@ type TaskRequest struct {
 	// Policy is the task's policy layer over the daemon's (its scope is
 	// merged with Scope); over TCP it may only tighten.
 	Policy *PolicyLayer `json:"policy,omitempty"`
+	// Env is the base environment ("K=V") of every command in the task's
+	// sandbox, its test command included (as Env in
+	// CreateSandboxRequest).
+	Env []string `json:"env,omitempty"`
 }
 
 // TestRun is one run of a task's test command.

@@ -237,7 +237,7 @@ func createIn(r wire.CreateSandboxRequest) (manager.CreateRequest, error) {
 
 func taskIn(r wire.TaskRequest) (tasks.TaskRequest, error) {
 	req := tasks.TaskRequest{Repo: r.Repo, Ref: r.Ref, Scope: r.Scope, Test: r.Test, Prompt: r.Prompt, Template: r.Template,
-		Backend: r.Backend, Limits: limitsIn(r.Limits), TTLSeconds: r.TTLSeconds}
+		Backend: r.Backend, Limits: limitsIn(r.Limits), TTLSeconds: r.TTLSeconds, Env: r.Env}
 	var err error
 	req.Policy, err = policyLayerIn(r.Policy)
 	return req, err

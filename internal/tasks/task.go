@@ -37,6 +37,8 @@ type TaskRequest struct {
 	// its write scope.
 	Policy      *policy.Layer `json:"policy,omitempty"`
 	TightenOnly bool          `json:"-"`
+	// Env is every command's base environment in the task's sandbox.
+	Env []string `json:"env,omitempty"`
 }
 
 // taskSpec is the stored, immutable part of a task.
