@@ -125,6 +125,22 @@ type Diff struct {
 	Files []ChangedFile `json:"files"`
 	// OutOfScope are the changed paths outside the scope.
 	OutOfScope []string `json:"out_of_scope"`
+	// Ignored is what the diff left out; absent: nothing.
+	Ignored *Ignored `json:"ignored,omitempty"`
+}
+
+// Ignored is what a task's diff left out: files the repository does not
+// track in the well-known dependency and cache directories
+// (node_modules, __pycache__, .venv, ...), and files the base commit's
+// .gitignore files ignore. A path the base commit tracks is never left
+// out, and the agent's own .gitignore edits decide nothing.
+type Ignored struct {
+	// Files is how many files were left out.
+	Files int `json:"files"`
+	// Bytes is their total size.
+	Bytes int64 `json:"bytes"`
+	// Roots name the left-out directories (or files), at most 20.
+	Roots []string `json:"roots,omitempty"`
 }
 
 // FinishResult is the answer of POST /v1/tasks/{id}/finish.

@@ -140,9 +140,13 @@ func diffOut(d *tasks.Diff) *wire.Diff {
 	if d == nil {
 		return nil
 	}
-	return &wire.Diff{Base: d.Base, Patch: d.Patch, OutOfScope: d.OutOfScope, Files: mapAll(d.Files, func(f tasks.ChangedFile) wire.ChangedFile {
+	w := &wire.Diff{Base: d.Base, Patch: d.Patch, OutOfScope: d.OutOfScope, Files: mapAll(d.Files, func(f tasks.ChangedFile) wire.ChangedFile {
 		return wire.ChangedFile{Path: f.Path, Status: f.Status, InScope: f.InScope}
 	})}
+	if ig := d.Ignored; ig != nil {
+		w.Ignored = &wire.Ignored{Files: ig.Files, Bytes: ig.Bytes, Roots: ig.Roots}
+	}
+	return w
 }
 
 func finishOut(r *tasks.FinishResult) wire.FinishResult {

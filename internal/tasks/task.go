@@ -102,6 +102,8 @@ type Diff struct {
 	Patch      string        `json:"patch"`
 	Files      []ChangedFile `json:"files"`
 	OutOfScope []string      `json:"out_of_scope"`
+	// Ignored is what the diff left out (ignore.go); nil: nothing.
+	Ignored *Ignored `json:"ignored,omitempty"`
 }
 
 func taskView(t *store.Task) (*Task, error) {
