@@ -127,6 +127,31 @@ type Diff struct {
 	OutOfScope []string `json:"out_of_scope"`
 	// Ignored is what the diff left out; absent: nothing.
 	Ignored *Ignored `json:"ignored,omitempty"`
+	// Dependencies are the packages the changed lockfiles pin
+	// differently, base commit against workspace.
+	Dependencies []DependencyChange `json:"dependencies,omitempty"`
+	// UnreadableLockfiles are changed lockfiles that did not parse
+	// (named, never guessed at).
+	UnreadableLockfiles []string `json:"unreadable_lockfiles,omitempty"`
+}
+
+// DependencyChange is one package's change in one of the project's own
+// lockfiles, in the versions the lockfile pins (never a manifest's
+// ranges; nothing inside node_modules is read).
+type DependencyChange struct {
+	// Manager is npm, yarn, pnpm, go, cargo, poetry, uv, pipenv or pip.
+	Manager string `json:"manager"`
+	// Lockfile is the lockfile's path in the repository.
+	Lockfile string `json:"lockfile"`
+	// Name is the package's name.
+	Name string `json:"name"`
+	// From are the versions the base commit pins (several when installed
+	// side by side).
+	From []string `json:"from,omitempty"`
+	// To are the versions the workspace pins.
+	To []string `json:"to,omitempty"`
+	// Change is added, removed or changed.
+	Change string `json:"change"`
 }
 
 // Ignored is what a task's diff left out: files the repository does not

@@ -54,6 +54,14 @@ func (tk *Tasks) taskDiff(ctx context.Context, rec *store.Task, sp *taskSpec) (*
 	return d, gone, nil
 }
 
+func redactAll(red manager.Redactor, l []string) []string {
+	var out []string
+	for _, s := range l {
+		out = append(out, red.String(s))
+	}
+	return out
+}
+
 // redacted is d as it may be shown or stored: the patch and every path
 // redacted (a file may be named after a secret).
 func (d *Diff) redacted(red manager.Redactor) *Diff {
@@ -65,6 +73,12 @@ func (d *Diff) redacted(red manager.Redactor) *Diff {
 	for _, p := range d.OutOfScope {
 		out.OutOfScope = append(out.OutOfScope, red.String(p))
 	}
+	for _, c := range d.Dependencies {
+		c.Lockfile, c.Name = red.String(c.Lockfile), red.String(c.Name)
+		c.From, c.To = redactAll(red, c.From), redactAll(red, c.To)
+		out.Dependencies = append(out.Dependencies, c)
+	}
+	out.UnreadableLockfiles = redactAll(red, d.UnreadableLockfiles)
 	if d.Ignored != nil {
 		ig := *d.Ignored
 		ig.Roots = nil
@@ -133,15 +147,24 @@ func (tk *Tasks) diffFiles(ctx context.Context, f runtime.Files, rec *store.Task
 	if err != nil {
 		return nil, err
 	}
-	var scope []*regexp.Regexp
-	for _, g := range sp.Scope {
-		re, _ := policy.CompileGlob(g)
-		scope = append(scope, re)
-	}
-	d := &Diff{Base: sp.Commit, Patch: string(patch), Files: []ChangedFile{}, OutOfScope: []string{}}
+	d := &Diff{Base: sp.Commit, Patch: string(patch)}
+	d.Files, d.OutOfScope = changedFiles(names, sp.Scope)
 	if ig.Files > 0 {
 		d.Ignored = ig
 	}
+	d.Dependencies, d.UnreadableLockfiles = dependencyChanges(ctx, env, tree, sp.Commit, d.Files)
+	return d, nil
+}
+
+// changedFiles reads git's -z name-status output: each file, in scope
+// or not.
+func changedFiles(names []byte, globs []string) (files []ChangedFile, outOfScope []string) {
+	var scope []*regexp.Regexp
+	for _, g := range globs {
+		re, _ := policy.CompileGlob(g)
+		scope = append(scope, re)
+	}
+	files, outOfScope = []ChangedFile{}, []string{}
 	fields := strings.Split(strings.TrimSuffix(string(names), "\x00"), "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		status := map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "type-changed"}[fields[i]]
@@ -149,12 +172,12 @@ func (tk *Tasks) diffFiles(ctx context.Context, f runtime.Files, rec *store.Task
 			status = fields[i]
 		}
 		cf := ChangedFile{Path: fields[i+1], Status: status, InScope: inScope(scope, fields[i+1])}
-		d.Files = append(d.Files, cf)
+		files = append(files, cf)
 		if !cf.InScope {
-			d.OutOfScope = append(d.OutOfScope, cf.Path)
+			outOfScope = append(outOfScope, cf.Path)
 		}
 	}
-	return d, nil
+	return files, outOfScope
 }
 
 // extractWorkspace unpacks the sandbox's /workspace into tree, leaving

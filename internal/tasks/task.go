@@ -104,6 +104,10 @@ type Diff struct {
 	OutOfScope []string      `json:"out_of_scope"`
 	// Ignored is what the diff left out (ignore.go); nil: nothing.
 	Ignored *Ignored `json:"ignored,omitempty"`
+	// Dependencies are the packages the changed lockfiles pin
+	// differently (deps.go); UnreadableLockfiles did not parse.
+	Dependencies        []DependencyChange `json:"dependencies,omitempty"`
+	UnreadableLockfiles []string           `json:"unreadable_lockfiles,omitempty"`
 }
 
 func taskView(t *store.Task) (*Task, error) {
