@@ -175,9 +175,38 @@ func buildView(c *Contents) *reportView {
 		approvalsQuestion(c),
 		artifactsQuestion(c),
 	}
+	v.Fields = append([]field{{K: "Verdict", V: verdictLine(v.Questions)}}, v.Fields...)
 	v.Commands, v.Outputs = commandsSection(c)
 	v.Tests = testsSection(c)
 	return v
+}
+
+// questionNames are the questions as the verdict names them.
+var questionNames = map[string]string{"q-tests": "tests", "q-scope": "scope", "q-deps": "dependencies",
+	"q-generated": "generated files", "q-network": "network", "q-approvals": "approvals", "q-artifacts": "artifacts"}
+
+// verdictLine is the report's answer in one line, first in the header
+// (issue 19: a reviewer had to read every section to know whether any
+// needed a look): the questions that did, worst first, each with its
+// verdict.
+func verdictLine(qs []question) string {
+	var bad, warn []string
+	for _, q := range qs {
+		name := questionNames[q.ID] + " (" + q.Verdict + ")"
+		switch q.Level {
+		case "bad":
+			bad = append(bad, name)
+		case "warn":
+			warn = append(warn, name)
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		return "Needs a look: " + strings.Join(append(bad, warn...), ", ") + "."
+	case len(warn) > 0:
+		return "Check: " + strings.Join(warn, ", ") + "; nothing else was flagged."
+	}
+	return "Nothing was flagged: tests passed, and every question below is answered without a warning."
 }
 
 func headerFields(c *Contents) []field {

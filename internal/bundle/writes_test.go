@@ -43,3 +43,23 @@ func TestCacheWritesAfterTestsDoNotWarn(t *testing.T) {
 		t.Errorf("a project write did not warn: %q", q.Says)
 	}
 }
+
+// The header's verdict names what needs a look, worst first, or says
+// nothing was flagged.
+func TestVerdictLine(t *testing.T) {
+	for _, c := range []struct {
+		qs   []question
+		want string
+	}{
+		{[]question{{ID: "q-tests", Verdict: "passed", Level: "ok"}, {ID: "q-scope", Verdict: "no", Level: "ok"}},
+			"Nothing was flagged: tests passed, and every question below is answered without a warning."},
+		{[]question{{ID: "q-tests", Verdict: "passed, but no tests", Level: "warn"}, {ID: "q-network", Verdict: "yes", Level: "info"}},
+			"Check: tests (passed, but no tests); nothing else was flagged."},
+		{[]question{{ID: "q-deps", Verdict: "yes", Level: "warn"}, {ID: "q-tests", Verdict: "failed", Level: "bad"}},
+			"Needs a look: tests (failed), dependencies (yes)."},
+	} {
+		if got := verdictLine(c.qs); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+}
