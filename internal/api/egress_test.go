@@ -37,6 +37,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/tasks"
+	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
 	"golang.org/x/sys/unix"
 )
@@ -216,6 +217,12 @@ func TestEgressThroughTheProxy(t *testing.T) {
 	_, out, _ = e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 -o /dev/null -w '%%{http_code}' http://other.example.test:%d/; echo " rc=$?"`, plain), nil)
 	if !strings.HasPrefix(out, "403") {
 		t.Fatalf("denied name: %q", out)
+	}
+	// The SDK's EgressTest, as an agent builder would call it.
+	if c, err := sdk.New(sdk.WithSocket(e.sock)); err != nil {
+		t.Fatal(err)
+	} else if x, err := c.EgressTest(context.Background(), id, fmt.Sprintf("http://other.example.test:%d/", plain)); err != nil || x.Decision != "deny" || x.Rule != "default-deny" {
+		t.Errorf("sdk EgressTest: %+v %v", x, err)
 	}
 	// egress test explains both without connecting: the same rule and
 	// reason the proxy's refusal carries.
