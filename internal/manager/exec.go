@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/execout"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -170,10 +171,10 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 		pr, stdinW = io.Pipe()
 		req.Stdin = pr
 	}
-	outKeep, errKeep := &capped{n: m.cfg.StoredOutput}, &capped{n: m.cfg.StoredOutput}
-	gate := make(chan struct{})
-	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(x.stdout))}
-	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(x.stderr))}
+	outKeep, errKeep := execout.NewCapped(m.cfg.StoredOutput), execout.NewCapped(m.cfg.StoredOutput)
+	gate := execout.NewGate()
+	outW := gate.Writer(io.MultiWriter(outKeep, execout.OrDiscard(x.stdout)))
+	errW := gate.Writer(io.MultiWriter(errKeep, execout.OrDiscard(x.stderr)))
 	m.mu.Lock()
 	ls.starting++
 	m.mu.Unlock()
@@ -185,7 +186,7 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 		m.mu.Lock()
 		ls.starting--
 		m.mu.Unlock()
-		close(gate)
+		gate.Open()
 		if stdinW != nil {
 			stdinW.Close()
 		}
@@ -199,7 +200,7 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 	if x.started != nil {
 		x.started(rec.ID, p.PID())
 	}
-	close(gate)
+	gate.Open()
 	if req.Background {
 		go func() { _, _, _ = m.finishExec(context.Background(), rec, p, outKeep, errKeep) }()
 		return nil

@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/execout"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -735,125 +736,20 @@ func newExecID() string {
 	return "e-" + hex.EncodeToString(b[:])
 }
 
-// cappedSlack is what capped keeps beyond its cap, so that a secret that
-// straddles the cap is seen whole by the redactor (a known value's longest
-// form, base64 of secrets.MaxValueBytes, is about 87 KiB).
-const cappedSlack = 128 << 10
-
-// capped keeps the first n bytes written to it (and cappedSlack more, for
-// the redactor: see redacted).
-type capped struct {
-	mu  sync.Mutex // Write runs while checkpoints are taken
-	buf bytes.Buffer
-	n   int64
-	// ckLen and ckCut: the bytes kept and the cut at the last checkpoint.
-	ckLen, ckCut int
-}
-
-// redacted returns the first n bytes kept, redacted. When the cap cuts a
-// secret, the cut moves to before it: a part of a secret is never kept.
-func (c *capped) redacted(r Redactor) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := c.buf.Bytes()
-	if int64(len(b)) <= c.n {
-		out, _ := r.Redact(b)
-		return out
-	}
-	cut := int(c.n)
-	for _, f := range r.Find(b) {
-		if f.Start < cut && f.End > cut {
-			cut = f.Start
-		}
-	}
-	out, _ := r.Redact(b[:cut])
-	return out
-}
-
-// checkpointHold is the least a checkpoint holds back of the output's
-// tail: a secret may still be arriving there (see checkpoint).
-const checkpointHold = 64 << 10
-
-// checkpoint returns what may be stored of the output while the command
-// still runs, redacted, and false if that has not changed since the last
-// call. The tail is held back (at least checkpointHold bytes, and at least
-// the longest form of any known secret value): a secret still arriving
-// there is not found yet. The cut moves to before a secret it would
-// split, so no part of one is ever stored.
-func (c *capped) checkpoint(r Redactor) ([]byte, bool) {
-	c.mu.Lock()
-	if c.buf.Len() == c.ckLen {
-		c.mu.Unlock()
-		return nil, false
-	}
-	c.ckLen = c.buf.Len()
-	b := bytes.Clone(c.buf.Bytes())
-	c.mu.Unlock()
-	cut := min(len(b)-max(checkpointHold, r.LongestMatch()), int(c.n))
-	if cut <= 0 {
-		return nil, false
-	}
-	for _, f := range r.Find(b) {
-		if f.Start < cut && f.End > cut {
-			cut = f.Start
-		}
-	}
-	if cut == c.ckCut {
-		return nil, false
-	}
-	c.ckCut = cut
-	out, _ := r.Redact(b[:cut])
-	return out, true
-}
-
 // checkpointEvery is how often a running command's output is stored.
 var checkpointEvery = 2 * time.Second
 
 // checkpointOutput stores the output of a running command every
-// checkpointEvery (see capped.checkpoint), so that a daemon that dies
-// keeps what it had. stop ends it and waits for a store under way: the
-// final store comes after.
-func (m *Manager) checkpointOutput(execID string, stdout, stderr *capped) (stop func()) {
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		t := time.NewTicker(checkpointEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			for _, s := range []struct {
-				name string
-				c    *capped
-			}{{"stdout", stdout}, {"stderr", stderr}} {
-				if b, ok := s.c.checkpoint(m.cfg.Redactor); ok {
-					if err := m.cfg.Store.PutOutput(context.Background(), execID, s.name, b); err != nil {
-						m.cfg.Logf("exec %s: checkpoint of its %s: %v", execID, s.name, err)
-					}
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-ended
-	}
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.n + cappedSlack - int64(c.buf.Len()); room > 0 {
-		if int64(len(p)) > room {
-			c.buf.Write(p[:room])
-		} else {
-			c.buf.Write(p)
+// checkpointEvery (execout.Checkpoints), so that a daemon that dies keeps
+// what it had. stop ends it and waits for a store under way: the final
+// store comes after.
+func (m *Manager) checkpointOutput(execID string, stdout, stderr *execout.Capped) (stop func()) {
+	put := func(stream string, b []byte) {
+		if err := m.cfg.Store.PutOutput(context.Background(), execID, stream, b); err != nil {
+			m.cfg.Logf("exec %s: checkpoint of its %s: %v", execID, stream, err)
 		}
 	}
-	return len(p), nil
+	return execout.Checkpoints(checkpointEvery, m.cfg.Redactor, put, execout.Stream{Name: "stdout", Out: stdout}, execout.Stream{Name: "stderr", Out: stderr})
 }
 
 // runningExec is a command that has not ended yet.
@@ -870,7 +766,7 @@ type runningExec struct {
 }
 
 // finishExec waits for a command and records how it ended.
-func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Process, outKeep, errKeep *capped) (string, *runtime.ExitStatus, error) {
+func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Process, outKeep, errKeep *execout.Capped) (string, *runtime.ExitStatus, error) {
 	defer func() {
 		m.mu.Lock()
 		if r := m.running[rec.ID]; r != nil && r.stdin != nil {
@@ -890,8 +786,8 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	}
 	stopCheckpoints()
 	ended := time.Now().UTC()
-	stdout := outKeep.redacted(m.cfg.Redactor)
-	stderr := errKeep.redacted(m.cfg.Redactor)
+	stdout := outKeep.Redacted(m.cfg.Redactor)
+	stderr := errKeep.Redacted(m.cfg.Redactor)
 	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout)
 	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr)
 	m.mu.Lock()
@@ -942,25 +838,6 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		return rec.ID, &st, ferr
 	}
 	return rec.ID, &st, nil
-}
-
-func orDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
-}
-
-// gatedWriter holds writes until gate is closed, so that no output can
-// overtake the "started" notice.
-type gatedWriter struct {
-	gate chan struct{}
-	w    io.Writer
-}
-
-func (g *gatedWriter) Write(p []byte) (int, error) {
-	<-g.gate
-	return g.w.Write(p)
 }
 
 func orNull(b []byte) []byte {
