@@ -2,6 +2,8 @@ package manager
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -221,4 +223,77 @@ func (m *Manager) recordNotStarted(ctx context.Context, x *execRun, err error) {
 	_ = m.endExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error())
 	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
 		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}})
+}
+
+// ExecRequest is one command.
+type ExecRequest struct {
+	// Background returns as soon as the command started; it runs on, its
+	// output is kept (capped) and its end recorded.
+	Background bool
+	// OpenStdin keeps the command's stdin open for Input and CloseStdin
+	// (Stdin is then ignored).
+	OpenStdin bool
+	// TTY runs it on a terminal (Rows x Cols); see Resize.
+	TTY         bool
+	Rows, Cols  uint16
+	Argv        []string
+	Env         []string
+	Cwd         string
+	Timeout     time.Duration
+	Stdin       io.Reader
+	OutputLimit int64
+	// A command the policy holds for approval waits ApprovalWait (0:
+	// the approvals module's default), or with NoWait fails at once with
+	// an approval_pending error naming the approval (see Holder).
+	ApprovalWait time.Duration
+	NoWait       bool
+	taskTest     bool
+}
+
+// Exec is an exec record as the API shows it.
+type Exec struct {
+	ID        string              `json:"id"`
+	SandboxID string              `json:"sandbox_id"`
+	Argv      []string            `json:"argv"`
+	Cwd       string              `json:"cwd"`
+	EnvNames  []string            `json:"env_names,omitempty"`
+	Started   time.Time           `json:"started"`
+	Ended     *time.Time          `json:"ended,omitempty"`
+	Status    *runtime.ExitStatus `json:"status,omitempty"`
+	Error     string              `json:"error,omitempty"`
+	Policy    *ExecPolicy         `json:"policy,omitempty"`
+}
+
+// ExecPolicy is the policy's decision on an exec, in short.
+type ExecPolicy struct {
+	Action     policy.Action  `json:"action"`
+	Classes    []policy.Class `json:"classes"`
+	Rules      []string       `json:"rules,omitempty"`
+	Reason     string         `json:"reason"`
+	Grant      []string       `json:"grant,omitempty"`
+	BreakGlass string         `json:"break_glass,omitempty"`
+	Version    string         `json:"policy"`
+}
+
+func execPolicyOf(raw json.RawMessage) *ExecPolicy {
+	if raw == nil {
+		return nil
+	}
+	var d policy.Decision
+	if json.Unmarshal(raw, &d) != nil || d.Analysis == nil {
+		return nil
+	}
+	ep := &ExecPolicy{Action: d.Action, Classes: d.Analysis.Classes, Reason: d.Reason, Grant: d.Grant, BreakGlass: d.BreakGlass, Version: d.Policy}
+	for _, m := range d.Matches {
+		if m.Action == d.Action || d.Grant != nil || d.BreakGlass != "" {
+			ep.Rules = appendUniq(ep.Rules, m.Rule)
+		}
+	}
+	return ep
+}
+
+func newExecID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "e-" + hex.EncodeToString(b[:])
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // The policed file operations. Each judges the path it will use: the
@@ -329,4 +330,17 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// Files gives access to a running sandbox's files.
+func (m *Manager) Files(ctx context.Context, id string) (runtime.Files, error) {
+	sb, err := m.runtimeSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := sb.(runtime.Files)
+	if !ok {
+		return nil, fmt.Errorf("backend %s has no file access: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
+	}
+	return f, nil
 }

@@ -199,3 +199,25 @@ func checkExec(req ExecRequest) error {
 // MaxLifetime is the daemon's bound on a sandbox's life (0: none), for
 // the doors that check a request before they hand it over.
 func (m *Manager) MaxLifetime() time.Duration { return m.cfg.MaxLifetime }
+
+func envNames(env []string) []string {
+	var names []string
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+func validEnv(env []string) error {
+	for i, kv := range env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("env[%d]: contains a NUL byte: %w", i, errdefs.ErrInvalid)
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("env[%d] %q: use K=V: %w", i, kv, errdefs.ErrInvalid)
+		}
+	}
+	return nil
+}
