@@ -200,9 +200,9 @@ func (m *Manager) recordCreate(ctx context.Context, req CreateRequest, p *create
 		exp := rec.Created.Add(ttl)
 		rec.Expires = &exp
 	}
-	if err := m.cfg.Store.PutSandbox(ctx, rec); err != nil {
+	if err := recordFirst("record sandbox", m.cfg.Store.PutSandbox(ctx, rec)); err != nil {
 		_ = sb.Destroy(context.Background())
-		return nil, fmt.Errorf("record sandbox: %w", err)
+		return nil, err
 	}
 	if err := m.record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: req.taskID, Kind: "sandbox.create", Payload: map[string]any{
 		"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
@@ -210,7 +210,7 @@ func (m *Manager) recordCreate(ctx context.Context, req CreateRequest, p *create
 		_ = sb.Destroy(context.Background())
 		now := time.Now().UTC()
 		rec.State, rec.Stopped, rec.StopReason = "stopped", &now, StopFailed
-		_ = m.cfg.Store.UpdateSandbox(context.Background(), rec)
+		m.bestEffort("sandbox "+rec.ID+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), rec))
 		return nil, err
 	}
 	return rec, nil
@@ -227,12 +227,12 @@ func (m *Manager) goLive(ctx context.Context, ls *live) error {
 	m.mu.Unlock()
 	go m.watch(ls, ls.sb)
 	if err := m.applyEgress(ctx, id); err != nil {
-		_ = m.stop(context.WithoutCancel(ctx), id, StopFailed)
+		m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, StopFailed))
 		return fmt.Errorf("egress policy: %w", err)
 	}
 	for _, h := range m.createHooks {
 		if err := h.hook.OnCreate(ctx, SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
-			_ = m.stop(context.WithoutCancel(ctx), id, StopFailed)
+			m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, StopFailed))
 			return fmt.Errorf("module %s: %w", h.name, err)
 		}
 	}
@@ -251,7 +251,7 @@ func (m *Manager) armTTL(ls *live) {
 	id := ls.rec.ID
 	ls.ttl = time.AfterFunc(time.Until(*ls.rec.Expires), func() {
 		m.cfg.Logf("sandbox %s expired", id)
-		_ = m.stop(context.Background(), id, StopExpired)
+		m.bestEffort("sandbox "+id+": stop it as expired", m.stop(context.Background(), id, StopExpired))
 	})
 }
 
@@ -264,7 +264,7 @@ func (m *Manager) watch(ls *live, sb runtime.Sandbox) {
 	still = still && cur == ls && ls.state != Resetting && ls.sb == sb
 	m.mu.Unlock()
 	if still {
-		_ = m.stop(context.Background(), ls.rec.ID, StopFailed)
+		m.bestEffort("sandbox "+ls.rec.ID+": stop it as failed", m.stop(context.Background(), ls.rec.ID, StopFailed))
 	}
 }
 
@@ -304,6 +304,6 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
 	}
-	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}})
+	m.bestEffort("sandbox "+id+": record its timeout", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}}))
 	return m.shownSandbox(&rec)
 }

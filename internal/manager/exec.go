@@ -159,12 +159,12 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 		argv[i] = m.cfg.Redactor.String(a)
 	}
 	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
-	if err := m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
-		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(x.d), "secrets": x.uses}}); err != nil {
+	if err := recordFirst("", m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
+		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(x.d), "secrets": x.uses}})); err != nil {
 		return err
 	}
-	if err := m.putExec(ctx, rec); err != nil {
-		return fmt.Errorf("record exec: %w", err)
+	if err := recordFirst("record exec", m.putExec(ctx, rec)); err != nil {
+		return err
 	}
 	x.execID = rec.ID
 	var stdinW *io.PipeWriter
@@ -220,9 +220,9 @@ func (m *Manager) recordNotStarted(ctx context.Context, x *execRun, err error) {
 	if errors.As(err, &coded) {
 		stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
 	}
-	_ = m.endExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error())
-	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
-		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}})
+	m.bestEffort("exec "+x.execID+": record its end", m.endExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error()))
+	m.bestEffort("exec "+x.execID+": record exec.end", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
+		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}}))
 }
 
 // ExecRequest is one command.

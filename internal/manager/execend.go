@@ -24,9 +24,7 @@ var checkpointEvery = 2 * time.Second
 // store comes after.
 func (m *Manager) checkpointOutput(execID string, stdout, stderr *execout.Capped) (stop func()) {
 	put := func(stream string, b []byte) {
-		if err := m.cfg.Store.PutOutput(context.Background(), execID, stream, b); err != nil {
-			m.cfg.Logf("exec %s: checkpoint of its %s: %v", execID, stream, err)
-		}
+		m.bestEffort("exec "+execID+": checkpoint of its "+stream, m.cfg.Store.PutOutput(context.Background(), execID, stream, b))
 	}
 	return execout.Checkpoints(checkpointEvery, m.cfg.Redactor, put, execout.Stream{Name: "stdout", Out: stdout}, execout.Stream{Name: "stderr", Out: stderr})
 }
@@ -67,8 +65,8 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	ended := time.Now().UTC()
 	stdout := outKeep.Redacted(m.cfg.Redactor)
 	stderr := errKeep.Redacted(m.cfg.Redactor)
-	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout)
-	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr)
+	m.bestEffort("exec "+rec.ID+": store its stdout", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout))
+	m.bestEffort("exec "+rec.ID+": store its stderr", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr))
 	m.mu.Lock()
 	taskID := ""
 	var pkg *lockSnapshot
@@ -79,7 +77,7 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	}
 	m.mu.Unlock()
 	if r != nil {
-		_ = m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r)
+		m.bestEffort("exec "+rec.ID+": record its typed input", m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r))
 	}
 	if pkg != nil {
 		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
@@ -108,7 +106,7 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		}
 	}
 	if err != nil {
-		_ = m.endExec(context.Background(), rec.ID, ended, nil, err.Error())
+		m.bestEffort("exec "+rec.ID+": record its end", m.endExec(context.Background(), rec.ID, ended, nil, err.Error()))
 		return rec.ID, nil, err
 	}
 	stJSON, _ := json.Marshal(st)

@@ -66,7 +66,7 @@ func (f *policedFiles) WriteFile(ctx context.Context, p string, r io.Reader, mod
 		}
 		return f.m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.write", Payload: payload})
 	}
-	if err := ev(map[string]any{"state": "started"}); err != nil {
+	if err := recordFirst("", ev(map[string]any{"state": "started"})); err != nil {
 		return 0, err
 	}
 	src := &sourceReader{r: r}
@@ -210,7 +210,7 @@ func (f *policedFiles) Untar(ctx context.Context, dir string, r io.Reader) error
 	// dir itself must exist and is not written: only the entries are. One
 	// event before any byte goes in, one after with what was written (an
 	// event per entry made a 5,000-file upload five times slower).
-	if err := f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.upload", Payload: map[string]any{"dir": dir, "state": "started"}}); err != nil {
+	if err := recordFirst("", f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.upload", Payload: map[string]any{"dir": dir, "state": "started"}})); err != nil {
 		return err
 	}
 	pr, pw := io.Pipe()

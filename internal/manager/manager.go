@@ -93,6 +93,7 @@ type Manager struct {
 	egressSvc Network
 
 	auditRetry auditRetry
+	writes     writeLog // bestEffort's count of failed writes
 
 	// The modules' hooks, in Config.Modules order (set by attach).
 	createHooks    []named[CreateHook]

@@ -66,6 +66,6 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 	if pause {
 		kind = "sandbox.pause"
 	}
-	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}})
+	m.bestEffort("sandbox "+id+": record "+kind, m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}}))
 	return m.shownSandbox(&rec)
 }

@@ -60,7 +60,7 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, StopFailed
 		rec := *ls.rec
 		m.mu.Unlock()
-		_ = m.cfg.Store.UpdateSandbox(context.Background(), &rec)
+		m.bestEffort("sandbox "+id+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), &rec))
 		return nil, fmt.Errorf("reset %s: %w", id, err)
 	}
 	if cur, still := m.live[id]; !still || cur != ls || ls.state != Resetting {
@@ -75,7 +75,7 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 		// The write scope holds for the sandbox's life, resets included.
 		if err := restrictWrites(ctx, sb, ls.scope); err != nil {
 			m.mu.Unlock()
-			_ = m.Destroy(context.Background(), id)
+			m.bestEffort("sandbox "+id+": destroy it", m.Destroy(context.Background(), id))
 			return nil, fmt.Errorf("reset %s: %w", id, err)
 		}
 	}
@@ -87,6 +87,6 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
 	}
-	_ = m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}})
+	m.bestEffort("sandbox "+id+": record its reset", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}}))
 	return m.shownSandbox(&rec)
 }

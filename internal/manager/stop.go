@@ -65,7 +65,7 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	if derr != nil {
 		payload["error"] = derr.Error()
 	}
-	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.stop", Payload: payload})
+	m.bestEffort("sandbox "+id+": record its stop", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.stop", Payload: payload}))
 	if err := m.cfg.Store.UpdateSandbox(context.Background(), &rec); err != nil {
 		return errors.Join(derr, err)
 	}
