@@ -42,53 +42,20 @@ type runningExec struct {
 	pkg       *lockSnapshot // a dependency command's lockfiles before it ran
 }
 
-// finishExec waits for a command and records how it ended.
+// finishExec waits for a command and records how it ended, in steps:
+// wait, store its output, the after-exec steps (typed input, package
+// evidence, modules), exec.end, then its exec record.
 func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Process, outKeep, errKeep *execout.Capped) (string, *runtime.ExitStatus, error) {
-	defer func() {
-		m.mu.Lock()
-		if r := m.running[rec.ID]; r != nil && r.stdin != nil {
-			r.stdin.Close()
-		}
-		delete(m.running, rec.ID)
-		m.mu.Unlock()
-	}()
+	defer m.dropRunning(rec.ID)
 	stopCheckpoints := m.checkpointOutput(rec.ID, outKeep, errKeep)
-	st, err := p.Wait(ctx)
-	if err != nil && ctx.Err() != nil {
-		// the caller went away: the command must not outlive the request
-		_ = p.Signal(syscall.SIGKILL)
-		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		st, err = p.Wait(wctx)
-		cancel()
-	}
+	st, err := waitExec(ctx, p)
 	stopCheckpoints()
 	ended := time.Now().UTC()
 	stdout := outKeep.Redacted(m.cfg.Redactor)
 	stderr := errKeep.Redacted(m.cfg.Redactor)
 	m.bestEffort("exec "+rec.ID+": store its stdout", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout))
 	m.bestEffort("exec "+rec.ID+": store its stderr", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr))
-	m.mu.Lock()
-	taskID := ""
-	var pkg *lockSnapshot
-	var argv []string
-	r := m.running[rec.ID]
-	if r != nil {
-		taskID, pkg, argv = r.taskID, r.pkg, r.argv
-	}
-	m.mu.Unlock()
-	if r != nil {
-		m.bestEffort("exec "+rec.ID+": record its typed input", m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r))
-	}
-	if pkg != nil {
-		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
-	}
-	for _, h := range m.afterExecHooks {
-		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err}
-		if err == nil {
-			done.Status = &st
-		}
-		h.hook.AfterExec(context.WithoutCancel(ctx), done)
-	}
+	taskID := m.afterExec(ctx, rec, st, err)
 	endPayload := map[string]any{"stdout": audit.Blob(stdout), "stderr": audit.Blob(stderr), "ended": ended}
 	if err != nil {
 		endPayload["error"] = err.Error()
@@ -115,6 +82,59 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		return rec.ID, &st, ferr
 	}
 	return rec.ID, &st, nil
+}
+
+// dropRunning forgets an ended command (its open stdin closed).
+func (m *Manager) dropRunning(execID string) {
+	m.mu.Lock()
+	if r := m.running[execID]; r != nil && r.stdin != nil {
+		r.stdin.Close()
+	}
+	delete(m.running, execID)
+	m.mu.Unlock()
+}
+
+// waitExec waits for a command's end. When the caller goes away first,
+// the command must not outlive the request: it is killed, and its end
+// waited for (10 s at most).
+func waitExec(ctx context.Context, p runtime.Process) (runtime.ExitStatus, error) {
+	st, err := p.Wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		_ = p.Signal(syscall.SIGKILL)
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err = p.Wait(wctx)
+		cancel()
+	}
+	return st, err
+}
+
+// afterExec runs what comes after a command's output is stored and
+// before its exec.end: its typed input still held is recorded, a
+// dependency command's package evidence taken, and the modules'
+// AfterExecHooks run. It returns the exec's task.
+func (m *Manager) afterExec(ctx context.Context, rec *store.Exec, st runtime.ExitStatus, err error) (taskID string) {
+	m.mu.Lock()
+	var pkg *lockSnapshot
+	var argv []string
+	r := m.running[rec.ID]
+	if r != nil {
+		taskID, pkg, argv = r.taskID, r.pkg, r.argv
+	}
+	m.mu.Unlock()
+	if r != nil {
+		m.bestEffort("exec "+rec.ID+": record its typed input", m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r))
+	}
+	if pkg != nil {
+		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
+	}
+	for _, h := range m.afterExecHooks {
+		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err}
+		if err == nil {
+			done.Status = &st
+		}
+		h.hook.AfterExec(context.WithoutCancel(ctx), done)
+	}
+	return taskID
 }
 
 func orNull(b []byte) []byte {

@@ -269,14 +269,6 @@ func (f *policedFiles) checkTar(ctx context.Context, dir string, r io.Reader, w 
 	}
 	tr, tw := tar.NewReader(r), tar.NewWriter(w)
 	var links []string // symlinks this archive made
-	under := func(p string) bool {
-		for _, l := range links {
-			if strings.HasPrefix(p, l+"/") {
-				return true
-			}
-		}
-		return false
-	}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -285,28 +277,12 @@ func (f *policedFiles) checkTar(ctx context.Context, dir string, r io.Reader, w 
 		if err != nil {
 			return fmt.Errorf("tar: %v: %w", err, errdefs.ErrInvalid)
 		}
-		rel := path.Clean(h.Name)
-		if path.IsAbs(h.Name) || rel == ".." || strings.HasPrefix(rel, "../") {
-			return fmt.Errorf("tar entry %q is not below the upload directory: %w", h.Name, errdefs.ErrInvalid)
-		}
-		p := path.Join(dir, rel)
-		if under(p) {
-			return fmt.Errorf("tar entry %q is below a symlink the same archive made: %w", h.Name, errdefs.ErrInvalid)
-		}
-		if err := allow(p); err != nil {
+		p, err := checkUploadEntry(dir, h, links, allow)
+		if err != nil {
 			return err
 		}
-		switch h.Typeflag {
-		case tar.TypeSymlink:
+		if h.Typeflag == tar.TypeSymlink {
 			links = append(links, p)
-		case tar.TypeLink:
-			target := path.Clean(h.Linkname)
-			if path.IsAbs(h.Linkname) || target == ".." || strings.HasPrefix(target, "../") {
-				return fmt.Errorf("tar hard link %q to %q is not below the upload directory: %w", h.Name, h.Linkname, errdefs.ErrInvalid)
-			}
-			if err := allow(path.Join(dir, target)); err != nil {
-				return err
-			}
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
@@ -319,6 +295,36 @@ func (f *policedFiles) checkTar(ctx context.Context, dir string, r io.Reader, w 
 			sum.paths = append(sum.paths, p)
 		}
 	}
+}
+
+// checkUploadEntry returns the path below dir that a tar entry writes,
+// once allow lets it (and, for a hard link, what it links to); an entry
+// that climbs out of dir, or lies below one of links (the symlinks the
+// same archive made), is refused.
+func checkUploadEntry(dir string, h *tar.Header, links []string, allow func(p string) error) (string, error) {
+	rel := path.Clean(h.Name)
+	if path.IsAbs(h.Name) || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("tar entry %q is not below the upload directory: %w", h.Name, errdefs.ErrInvalid)
+	}
+	p := path.Join(dir, rel)
+	for _, l := range links {
+		if strings.HasPrefix(p, l+"/") {
+			return "", fmt.Errorf("tar entry %q is below a symlink the same archive made: %w", h.Name, errdefs.ErrInvalid)
+		}
+	}
+	if err := allow(p); err != nil {
+		return "", err
+	}
+	if h.Typeflag == tar.TypeLink {
+		target := path.Clean(h.Linkname)
+		if path.IsAbs(h.Linkname) || target == ".." || strings.HasPrefix(target, "../") {
+			return "", fmt.Errorf("tar hard link %q to %q is not below the upload directory: %w", h.Name, h.Linkname, errdefs.ErrInvalid)
+		}
+		if err := allow(path.Join(dir, target)); err != nil {
+			return "", err
+		}
+	}
+	return p, nil
 }
 
 type countingWriter struct {

@@ -10,42 +10,20 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
-// stop destroys a live sandbox and records why.
+// stop destroys a live sandbox and records why, in steps: take it out of
+// the live set (and its network), the modules' StopHooks, Destroy, then
+// its sandbox.stop event and record.
 func (m *Manager) stop(ctx context.Context, id, reason string) error {
-	m.mu.Lock()
-	ls, ok := m.live[id]
-	var sb runtime.Sandbox
-	var prev State
-	if ok {
-		delete(m.live, id)
-		if ls.ttl != nil {
-			ls.ttl.Stop()
-		}
-		prev = ls.state
-		_ = ls.transition(Stopped) // legal from every live state
-		if prev != Resetting {
-			sb = ls.sb // a reset under way cleans up itself
-		}
-		// Its processes run until Destroy is done (a task's diff comes
-		// first): its share of the host stays reserved until then.
-		m.reserved.Pids += ls.cost.Pids
-		m.reserved.Ptys += ls.cost.Ptys
-		defer func() {
-			m.mu.Lock()
-			m.reserved.Pids -= ls.cost.Pids
-			m.reserved.Ptys -= ls.cost.Ptys
-			m.mu.Unlock()
-		}()
-	}
-	m.mu.Unlock()
-	if ok && m.egressSvc != nil {
-		m.egressSvc.RemoveSandbox(id)
-	}
-	if !ok {
+	ls, sb, prev, release := m.takeLive(id)
+	if ls == nil {
 		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
 			return err
 		}
 		return nil // already stopped: deleting twice is fine
+	}
+	defer release()
+	if m.egressSvc != nil {
+		m.egressSvc.RemoveSandbox(id)
 	}
 	payload := map[string]any{"reason": reason}
 	for _, h := range m.stopHooks {
@@ -70,6 +48,38 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		return errors.Join(derr, err)
 	}
 	return derr
+}
+
+// takeLive takes a sandbox out of the live set (Stopped, its TTL
+// stopped) and returns it (nil: not live), the backend sandbox to
+// destroy (nil while a reset is under way: it cleans up itself), its
+// state before, and release: its processes run until Destroy is done (a
+// task's diff comes first), so its share of the host stays reserved
+// until release.
+func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev State, release func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ls, ok := m.live[id]
+	if !ok {
+		return nil, nil, prev, nil
+	}
+	delete(m.live, id)
+	if ls.ttl != nil {
+		ls.ttl.Stop()
+	}
+	prev = ls.state
+	_ = ls.transition(Stopped) // legal from every live state
+	if prev != Resetting {
+		sb = ls.sb
+	}
+	m.reserved.Pids += ls.cost.Pids
+	m.reserved.Ptys += ls.cost.Ptys
+	return ls, sb, prev, func() {
+		m.mu.Lock()
+		m.reserved.Pids -= ls.cost.Pids
+		m.reserved.Ptys -= ls.cost.Ptys
+		m.mu.Unlock()
+	}
 }
 
 // Destroy stops a sandbox; its record stays.
