@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
@@ -365,7 +366,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("ttl_seconds is required: %w", errdefs.ErrInvalid))
 		return
 	}
-	ttl, err := manager.Seconds("ttl_seconds", *req.TTLSeconds, 0)
+	ttl, err := reqcheck.Seconds("ttl_seconds", *req.TTLSeconds, 0)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -384,7 +385,7 @@ func approvalWait(req *wire.ExecRequest) (time.Duration, bool, error) {
 	if req.ApprovalWaitSeconds == nil {
 		return 0, false, nil
 	}
-	d, err := manager.Seconds("approval_wait_seconds", *req.ApprovalWaitSeconds, manager.MaxApprovalWait)
+	d, err := reqcheck.Seconds("approval_wait_seconds", *req.ApprovalWaitSeconds, manager.MaxApprovalWait)
 	return d, err == nil && d == 0, err
 }
 
@@ -465,7 +466,7 @@ func execRequest(req *wire.ExecRequest) (manager.ExecRequest, error) {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return manager.ExecRequest{}, fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid)
 	}
-	timeout, err := manager.Millis("timeout_ms", req.TimeoutMS, 0)
+	timeout, err := reqcheck.Millis("timeout_ms", req.TimeoutMS, 0)
 	if err != nil {
 		return manager.ExecRequest{}, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
 func (s *Server) controlRoutes() {
@@ -153,12 +154,12 @@ func parseCreate(body io.Reader, defaultTemplate string) (manager.CreateRequest,
 	}
 	cr := manager.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
 	if req.Timeout != nil {
-		if _, err := manager.Seconds("timeout", *req.Timeout, 0); err != nil {
+		if _, err := reqcheck.Seconds("timeout", *req.Timeout, 0); err != nil {
 			return manager.CreateRequest{}, err
 		}
 		cr.TTLSeconds = *req.Timeout
 	}
-	if err := manager.CheckLabels(req.Metadata); err != nil {
+	if err := reqcheck.Labels(req.Metadata); err != nil {
 		return manager.CreateRequest{}, fmt.Errorf("metadata: %w", err)
 	}
 	keys := make([]string, 0, len(req.EnvVars))
@@ -235,7 +236,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadRequest, "timeout (seconds, not negative) is required")
 		return
 	}
-	ttl, err := manager.Seconds("timeout", *req.Timeout, 0)
+	ttl, err := reqcheck.Seconds("timeout", *req.Timeout, 0)
 	if err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
@@ -290,7 +291,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	var ttl time.Duration
 	if req.Timeout != nil {
 		var err error
-		if ttl, err = manager.Seconds("timeout", *req.Timeout, 0); err != nil {
+		if ttl, err = reqcheck.Seconds("timeout", *req.Timeout, 0); err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -270,8 +271,8 @@ func (m *Manager) watch(ls *live, sb runtime.Sandbox) {
 
 // SetTTL sets a running sandbox's time to live from now (0: none).
 func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sandbox, error) {
-	if ttl < 0 || ttl > MaxRequestDuration {
-		return nil, fmt.Errorf("ttl_seconds: want 0 to %d: %w", int64(MaxRequestDuration/time.Second), errdefs.ErrInvalid)
+	if ttl < 0 || ttl > reqcheck.MaxDuration {
+		return nil, fmt.Errorf("ttl_seconds: want 0 to %d: %w", int64(reqcheck.MaxDuration/time.Second), errdefs.ErrInvalid)
 	}
 	m.mu.Lock()
 	ls, ok := m.live[id]

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/execout"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -122,7 +123,7 @@ func (m *Manager) execModules(ctx context.Context, x *execRun) error {
 			return fmt.Errorf("%s: %w", msg, errdefs.ErrDenied)
 		}
 	}
-	if err := validEnv(call.Env); err != nil {
+	if err := reqcheck.Env(call.Env); err != nil {
 		return fmt.Errorf("the env the modules made: %w", err)
 	}
 	x.req.Env = call.Env

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/tarfilter"
 )
@@ -22,7 +23,7 @@ import (
 
 // cleanPath returns p's clean form, or an error when p is not absolute.
 func cleanPath(p string) (string, error) {
-	if err := CheckNoNUL("path", p); err != nil {
+	if err := reqcheck.NoNUL("path", p); err != nil {
 		return "", err
 	}
 	if !path.IsAbs(p) {
