@@ -154,17 +154,8 @@ func (m *Manager) execEvidence(ctx context.Context, x *execRun) error {
 // background.
 func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 	req, ls := x.req, x.ls
-	dj := m.cfg.Redactor.JSON(mustJSON(x.d))
-	argv := make([]string, len(req.Argv))
-	for i, a := range req.Argv {
-		argv[i] = m.cfg.Redactor.String(a)
-	}
-	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
-	if err := recordFirst("", m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
-		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(x.d), "secrets": x.uses}})); err != nil {
-		return err
-	}
-	if err := recordFirst("record exec", m.putExec(ctx, rec)); err != nil {
+	rec, err := m.recordStart(ctx, x)
+	if err != nil {
 		return err
 	}
 	x.execID = rec.ID
@@ -197,7 +188,7 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 		return err
 	}
 	m.mu.Lock()
-	m.running[rec.ID] = &runningExec{p: p, sandboxID: x.id, stdin: stdinW, taskID: ls.taskID, argv: argv, pkg: x.pkg}
+	m.running[rec.ID] = &runningExec{p: p, sandboxID: x.id, stdin: stdinW, taskID: ls.taskID, argv: rec.Argv, pkg: x.pkg}
 	ls.starting--
 	m.mu.Unlock()
 	if x.started != nil {
@@ -210,6 +201,26 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 	}
 	_, x.status, err = m.finishExec(ctx, rec, p, outKeep, errKeep)
 	return err
+}
+
+// recordStart records an exec before it starts (recordFirst): its
+// exec.start event, then its exec record, argv and decision redacted.
+func (m *Manager) recordStart(ctx context.Context, x *execRun) (*store.Exec, error) {
+	req := x.req
+	dj := m.cfg.Redactor.JSON(mustJSON(x.d))
+	argv := make([]string, len(req.Argv))
+	for i, a := range req.Argv {
+		argv[i] = m.cfg.Redactor.String(a)
+	}
+	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
+	if err := recordFirst("", m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
+		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(x.d), "secrets": x.uses}})); err != nil {
+		return nil, err
+	}
+	if err := recordFirst("record exec", m.putExec(ctx, rec)); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
 // recordNotStarted ends the record of a command that could not start. It
