@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"slices"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -17,23 +16,12 @@ import (
 )
 
 // The policed file operations. Each judges the path it will use: the
-// lexically clean form of what the caller sent ("/tmp/../workspace/x" is
+// lexically clean form of what the caller sent (reqcheck.AbsPath) ("/tmp/../workspace/x" is
 // judged, and written, as "/workspace/x"), and for tar streams every
 // entry, not only the directory.
 
-// cleanPath returns p's clean form, or an error when p is not absolute.
-func cleanPath(p string) (string, error) {
-	if err := reqcheck.NoNUL("path", p); err != nil {
-		return "", err
-	}
-	if !path.IsAbs(p) {
-		return "", fmt.Errorf("path %q must be absolute: %w", p, errdefs.ErrInvalid)
-	}
-	return path.Clean(p), nil
-}
-
 func (f *policedFiles) ReadFile(ctx context.Context, p string, w io.Writer, max int64) (int64, error) {
-	p, err := cleanPath(p)
+	p, err := reqcheck.AbsPath(p)
 	if err != nil {
 		return 0, err
 	}
@@ -44,7 +32,7 @@ func (f *policedFiles) ReadFile(ctx context.Context, p string, w io.Writer, max 
 }
 
 func (f *policedFiles) WriteFile(ctx context.Context, p string, r io.Reader, mode uint32, parents bool) (int64, error) {
-	p, err := cleanPath(p)
+	p, err := reqcheck.AbsPath(p)
 	if err != nil {
 		return 0, err
 	}
@@ -81,7 +69,7 @@ func (f *policedFiles) WriteFile(ctx context.Context, p string, r io.Reader, mod
 }
 
 func (f *policedFiles) Mkdir(ctx context.Context, p string, parents bool) error {
-	p, err := cleanPath(p)
+	p, err := reqcheck.AbsPath(p)
 	if err != nil {
 		return err
 	}
@@ -92,7 +80,7 @@ func (f *policedFiles) Mkdir(ctx context.Context, p string, parents bool) error 
 }
 
 func (f *policedFiles) Remove(ctx context.Context, p string, recursive bool) error {
-	p, err := cleanPath(p)
+	p, err := reqcheck.AbsPath(p)
 	if err != nil {
 		return err
 	}
@@ -114,7 +102,7 @@ func (e *OmittedError) Error() string {
 // Tar streams dir's tree, without the entries whose read the policy
 // refuses (then it returns an *OmittedError once the archive is complete).
 func (f *policedFiles) Tar(ctx context.Context, dir string, w io.Writer) (int64, error) {
-	dir, err := cleanPath(dir)
+	dir, err := reqcheck.AbsPath(dir)
 	if err != nil {
 		return 0, err
 	}
@@ -164,7 +152,7 @@ func (f *policedFiles) omitted(ctx context.Context, p string) (bool, error) {
 // names ends the same way: an entry that climbs out of dir, or one below a
 // symlink the same archive made.
 func (f *policedFiles) Untar(ctx context.Context, dir string, r io.Reader) error {
-	dir, err := cleanPath(dir)
+	dir, err := reqcheck.AbsPath(dir)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,16 @@
 // Package reqcheck bounds what a request carries before anything acts on
 // it, the same for every door (the HTTP API, E2B, the modules): counts of
 // seconds and milliseconds checked before they are multiplied, a
-// sandbox's time to live under the daemon's maximum lifetime, labels, strings without NUL bytes, K=V environments. Each error names
-// the request's field and is ErrInvalid.
+// sandbox's time to live under the daemon's maximum lifetime, labels,
+// strings without NUL bytes, absolute paths, K=V environments. Each
+// error names the request's field and is ErrInvalid.
 //
 // It is pure: no state, no I/O, no clock.
 package reqcheck
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -119,6 +121,19 @@ func NoNUL(field, v string) error {
 		return fmt.Errorf("%s: contains a NUL byte: %w", field, errdefs.ErrInvalid)
 	}
 	return nil
+}
+
+// AbsPath returns p's lexically clean form ("/tmp/../workspace/x" is
+// "/workspace/x"), or ErrInvalid when p is not absolute or holds a NUL
+// byte: what a path is judged as is what is used.
+func AbsPath(p string) (string, error) {
+	if err := NoNUL("path", p); err != nil {
+		return "", err
+	}
+	if !path.IsAbs(p) {
+		return "", fmt.Errorf("path %q must be absolute: %w", p, errdefs.ErrInvalid)
+	}
+	return path.Clean(p), nil
 }
 
 // Env refuses an environment entry that is not K=V with a K, or holds a

@@ -100,3 +100,14 @@ func TestLifetimeOverMax(t *testing.T) {
 		t.Errorf("Millis: %s %v", d, err)
 	}
 }
+
+func TestAbsPath(t *testing.T) {
+	if p, err := AbsPath("/tmp/../workspace/./x/"); err != nil || p != "/workspace/x" {
+		t.Errorf("clean: %q %v", p, err)
+	}
+	for _, bad := range []string{"workspace/x", "", "/work\x00space"} {
+		if _, err := AbsPath(bad); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
