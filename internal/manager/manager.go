@@ -64,8 +64,6 @@ type Config struct {
 	MaxLifetime time.Duration
 	// Caps bound what any caller may ask for.
 	Caps Caps
-	// TaskDir holds the host's clone and results of each task; "": no tasks.
-	TaskDir string
 	// StoredOutput caps the bytes kept per stream per exec; 0: default.
 	StoredOutput int64
 	// Policy is the daemon's policy file; nil: the built-in defaults.
@@ -118,6 +116,8 @@ type Manager struct {
 	// denied.
 	lifts  []named[PolicyLift]
 	holder *named[Holder]
+	// bundler writes tasks' review bundles (module_review.go); nil: none.
+	bundler TaskBundler
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -863,10 +863,9 @@ type runningExec struct {
 	taskID    string
 	stdin     *io.PipeWriter // nil unless started with OpenStdin
 	stdinMu   sync.Mutex
-	inputMu   sync.Mutex // guards inputTail (taken inside stdinMu, never around it)
-	inputTail []byte     // typed input not yet recorded (no line end yet)
-	argv      []string
-	pkg       *lockSnapshot // a dependency command's lockfiles before it ran
+	inputMu   sync.Mutex     // guards inputTail (taken inside stdinMu, never around it)
+	inputTail []byte         // typed input not yet recorded (no line end yet)
+	keep      map[string]any // the ExecHooks' state (ExecCall.Keep), by module
 }
 
 // finishExec waits for a command and records how it ended.
@@ -896,21 +895,17 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	_ = m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr)
 	m.mu.Lock()
 	taskID := ""
-	var pkg *lockSnapshot
-	var argv []string
+	var keep map[string]any
 	r := m.running[rec.ID]
 	if r != nil {
-		taskID, pkg, argv = r.taskID, r.pkg, r.argv
+		taskID, keep = r.taskID, r.keep
 	}
 	m.mu.Unlock()
 	if r != nil {
 		_ = m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r)
 	}
-	if pkg != nil {
-		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
-	}
 	for _, h := range m.afterExecHooks {
-		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err}
+		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err, Keep: keep[h.name]}
 		if err == nil {
 			done.Status = &st
 		}
