@@ -39,7 +39,7 @@ type CreateHook interface {
 }
 
 // ExecHook is a module that takes part in every Exec (see execPipeline:
-// after the policy allowed it, before secrets, evidence and the run).
+// after the policy allowed it, before secrets and the run).
 type ExecHook interface {
 	// BeforeExec may refuse the command (an error: it does not run, and
 	// the refusal is on the exec and audit record as exec.refused, naming
