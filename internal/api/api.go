@@ -49,6 +49,7 @@ type Server struct {
 	appr   Approvals
 	net    Network
 	audit  AuditLog
+	review Review
 	health Health
 	mux    *http.ServeMux
 }
@@ -76,6 +77,8 @@ type Modules struct {
 	// Approvals nil: nothing is held (the core denies what the policy
 	// asks about), decided or overridden (noApprovals).
 	Approvals Approvals
+	// Review nil: nothing is purged (noReview).
+	Review Review
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -119,13 +122,16 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Approvals == nil {
 		mods.Approvals = noApprovals{}
 	}
+	if mods.Review == nil {
+		mods.Review = noReview{}
+	}
 	if mods.Network == nil {
 		mods.Network = noNetwork{}
 	}
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, health: h, mux: http.NewServeMux()}
+	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

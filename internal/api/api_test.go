@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -112,7 +113,8 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := manager.Config{Backend: be, Templates: tpls, Store: d.st, TaskDir: filepath.Join(dir, "data", "tasks")}
+	cfg := manager.Config{Backend: be, Templates: tpls, Store: d.st}
+	taskDir := filepath.Join(dir, "data", "tasks")
 	configure(&cfg)
 	d.keys = apikeys.New()
 	d.snaps = snapshots.New(filepath.Join(dir, "data", "snapshots"), tpls)
@@ -138,11 +140,12 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 		d.secrets = secrets.New("")
 		cfg.Modules = append(cfg.Modules, d.secrets)
 	}
-	d.tasks = tasks.New(tasks.Config{Dir: cfg.TaskDir})
+	d.tasks = tasks.New(tasks.Config{Dir: taskDir})
 	d.appr = approvals.New(approvals.Config{})
-	cfg.Modules = append([]manager.Module{d.tasks}, append(cfg.Modules, d.keys, d.snaps, d.appr)...)
+	rv := review.New(review.Config{TaskDir: taskDir})
+	cfg.Modules = append([]manager.Module{d.tasks}, append(cfg.Modules, d.keys, d.snaps, d.appr, rv)...)
 	d.m, err = manager.New(context.Background(), cfg)
-	d.mods = Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets, Tasks: d.tasks, Network: d.net, Approvals: d.appr}
+	d.mods = Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets, Tasks: d.tasks, Network: d.net, Approvals: d.appr, Review: rv}
 	if cfg.Audit != nil {
 		d.mods.Audit = cfg.Audit
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/review"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
@@ -247,9 +248,10 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	tks := tasks.New(tasks.Config{Dir: filepath.Join(dir, "tasks")})
 	nw := sandboxnet.New(sandboxnet.Config{})
 	aps := approvals.New(approvals.Config{})
+	rv := review.New(review.Config{TaskDir: filepath.Join(dir, "tasks")})
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Policy: pol, Logf: t.Logf,
-		Modules: []manager.Module{tks, nw, keys, snaps, secs, aps}})
+		Redactor: red, Policy: pol, Logf: t.Logf,
+		Modules: []manager.Module{tks, nw, keys, snaps, secs, aps, rv}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: nw, Audit: log, Approvals: aps}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
+	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: nw, Audit: log, Approvals: aps, Review: rv}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

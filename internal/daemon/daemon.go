@@ -34,6 +34,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -200,13 +201,14 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	aps := approvals.New(approvals.Config{Wait: cfg.ApprovalWait})
 	// tasks first: a stopping task's diff is taken before other hooks.
 	tks := tasks.New(tasks.Config{Dir: filepath.Join(cfg.DataDir, "tasks")})
-	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{tks, network, d.keys, snaps, secs, aps}, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
+	rv := review.New(review.Config{TaskDir: filepath.Join(cfg.DataDir, "tasks")})
+	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{tks, network, d.keys, snaps, secs, aps, rv}, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
 		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf})
 	if err != nil {
 		return nil, err
 	}
 	d.m = m
-	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: network, Audit: d.alog, Approvals: aps}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: network, Audit: d.alog, Approvals: aps, Review: rv}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil

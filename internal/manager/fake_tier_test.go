@@ -50,7 +50,7 @@ func fakeTierManagerWith(t *testing.T, configure func(*Config)) (*Manager, *audi
 		t.Fatal(err)
 	}
 	cfg := Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Logf: t.Logf}
+		Redactor: red, Logf: t.Logf}
 	if configure != nil {
 		configure(&cfg)
 	}

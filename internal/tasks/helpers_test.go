@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -105,7 +106,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 	r := &rig{st: st, log: log, dir: filepath.Join(root, "tasks"), be: &scoping{Backend: fakert.New(t.TempDir()), roots: map[string][][]string{}}}
 	r.tk = New(Config{Dir: r.dir})
 	cfg := manager.Config{Backend: r.be, Templates: tpls, Store: st, Audit: log, Redactor: red, Logf: t.Logf,
-		TaskDir: r.dir, Modules: []manager.Module{r.tk}}
+		Modules: []manager.Module{r.tk, review.New(review.Config{TaskDir: r.dir})}}
 	if configure != nil {
 		configure(&cfg)
 	}

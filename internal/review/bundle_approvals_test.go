@@ -1,4 +1,4 @@
-package manager
+package review
 
 import (
 	"context"
@@ -15,26 +15,23 @@ import (
 // command and reason redacted, the prompt's classes and effect kept.
 func TestBundleApprovalsFromTheStore(t *testing.T) {
 	ctx := context.Background()
-	m, _ := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRig(t, nil)
+	sb := r.sandbox(t)
 	const secret = "bundle-approval-secret-81f3"
-	m.cfg.Redactor.Add(secret)
+	r.red.Add(secret)
 	now := time.Now().UTC()
 	prompt, _ := json.Marshal(map[string]any{"command": "rm -rf " + secret, "effect": "deletes files", "classes": []string{"destructive"}})
 	decided := now.Add(-time.Minute)
 	for _, a := range []*store.Approval{
-		{ID: "ap-1", SandboxID: sb.ID, Line: "rm -rf x", Request: prompt, RequestedBy: "agent", State: store.ApprovalPending, Created: now.Add(-2 * time.Hour), Deadline: now.Add(-time.Hour)},
-		{ID: "ap-2", SandboxID: sb.ID, Line: "rm -rf y", Request: json.RawMessage(`{"classes":[]}`), RequestedBy: "agent", State: store.ApprovalDenied, Created: now.Add(-time.Hour), Deadline: now.Add(time.Hour),
+		{ID: "ap-1", SandboxID: sb, Line: "rm -rf x", Request: prompt, RequestedBy: "agent", State: store.ApprovalPending, Created: now.Add(-2 * time.Hour), Deadline: now.Add(-time.Hour)},
+		{ID: "ap-2", SandboxID: sb, Line: "rm -rf y", Request: json.RawMessage(`{"classes":[]}`), RequestedBy: "agent", State: store.ApprovalDenied, Created: now.Add(-time.Hour), Deadline: now.Add(time.Hour),
 			Decided: &decided, DecidedBy: "operator", Reason: "no " + secret},
 	} {
-		if err := m.cfg.Store.PutApproval(ctx, a); err != nil {
+		if err := r.st.PutApproval(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := m.bundleApprovals(ctx, sb.ID)
+	got, err := r.rv.bundleApprovals(ctx, sb)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("bundle approvals: %+v %v", got, err)
 	}

@@ -1,4 +1,4 @@
-package manager
+package review
 
 import (
 	"bytes"
@@ -63,21 +63,12 @@ func lockCandidates(cwd string, a *policy.Analysis) []string {
 	for _, dir := range dirs {
 		for _, n := range lockfile.Names {
 			p := path.Join(dir, n)
-			if !contains(out, p) {
+			if !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}
 	}
 	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func readLockfiles(ctx context.Context, f runtime.Files, paths []string) map[string][]byte {
@@ -98,40 +89,40 @@ func readLockfiles(ctx context.Context, f runtime.Files, paths []string) map[str
 	return out
 }
 
-// snapLockfiles reads the lockfiles a dependency command may change.
-func (m *Manager) snapLockfiles(ctx context.Context, sb runtime.Sandbox, cwd string, a *policy.Analysis) *lockSnapshot {
-	f, ok := sb.(runtime.Files)
-	if !ok {
+// sandboxFiles is the file API of sandbox id while it may be used; nil:
+// none (not running, or a backend without one).
+func (r *Review) sandboxFiles(ctx context.Context, id string) runtime.Files {
+	sb, err := r.c.Runtime(ctx, id)
+	if err != nil {
+		return nil
+	}
+	f, _ := sb.(runtime.Files)
+	return f
+}
+
+// snapLockfiles reads the lockfiles a dependency command may change; nil:
+// they cannot be read (the command then runs without evidence, as on a
+// backend without a file API; a sandbox that stopped runs nothing).
+func (r *Review) snapLockfiles(ctx context.Context, id, cwd string, a *policy.Analysis) *lockSnapshot {
+	f := r.sandboxFiles(ctx, id)
+	if f == nil {
 		return nil
 	}
 	return &lockSnapshot{files: readLockfiles(ctx, f, lockCandidates(cwd, a)), hosts: map[string]bool{}}
 }
 
-// noteEgress remembers a registry host an exec with package evidence
-// reached.
-func (m *Manager) noteEgress(execID, host string) {
-	if execID == "" || host == "" {
-		return
-	}
-	m.mu.Lock()
-	r := m.running[execID]
-	m.mu.Unlock()
-	if r == nil || r.pkg == nil {
-		return
-	}
-	r.pkg.mu.Lock()
-	r.pkg.hosts[host] = true
-	r.pkg.mu.Unlock()
+// NoteEgress remembers a registry host the exec reached
+// (manager.EgressNoter).
+func (s *lockSnapshot) NoteEgress(host string) {
+	s.mu.Lock()
+	s.hosts[host] = true
+	s.mu.Unlock()
 }
 
 // packageEvidence records what a dependency command did to its lockfiles.
-func (m *Manager) packageEvidence(ctx context.Context, sandboxID, taskID, execID string, argv []string, snap *lockSnapshot) {
-	sb, err := m.runtimeSandbox(ctx, sandboxID)
-	if err != nil {
-		return
-	}
-	f, ok := sb.(runtime.Files)
-	if !ok {
+func (r *Review) packageEvidence(ctx context.Context, sandboxID, taskID, execID string, argv []string, snap *lockSnapshot) {
+	f := r.sandboxFiles(ctx, sandboxID)
+	if f == nil {
 		return
 	}
 	paths := make([]string, 0, len(snap.files))
@@ -147,30 +138,39 @@ func (m *Manager) packageEvidence(ctx context.Context, sandboxID, taskID, execID
 	}
 	snap.mu.Unlock()
 	sort.Strings(hosts)
+	command := r.c.Redactor().String(strings.Join(argv, " "))
 	for _, p := range paths {
 		was, now := snap.files[p], after[p]
 		if bytes.Equal(was, now) {
 			continue
 		}
-		payload := map[string]any{"lockfile": p, "manager": lockfile.Manager(p), "command": m.cfg.Redactor.String(strings.Join(argv, " ")),
-			"registries": hosts, "before_sha256": sum(was), "after_sha256": sum(now)}
-		bp, berr := lockfile.Parse(p, was)
-		ap, aerr := lockfile.Parse(p, now)
-		switch {
-		case was == nil && aerr == nil:
-			payload["changes"] = lockfile.Diff(lockfile.Packages{}, ap)
-		case now == nil && berr == nil:
-			payload["changes"] = lockfile.Diff(bp, lockfile.Packages{})
-		case berr == nil && aerr == nil:
-			payload["changes"] = lockfile.Diff(bp, ap)
-		default:
-			payload["parse_error"] = errorText(berr, aerr)
-		}
-		if d := unifiedDiff(ctx, p, was, now); d != "" {
-			payload["diff"] = audit.Blob([]byte(d))
-		}
-		_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: sandboxID, TaskID: taskID, ExecID: execID, Kind: "package.change", Payload: payload})
+		payload := changePayload(ctx, p, was, now)
+		payload["command"], payload["registries"] = command, hosts
+		_ = r.c.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: sandboxID, TaskID: taskID, ExecID: execID, Kind: "package.change", Payload: payload})
 	}
+}
+
+// changePayload is a package.change event's account of lockfile p going
+// from was to now (nil: absent): the packages added, removed and changed
+// (or why they could not be read), the hashes and the diff.
+func changePayload(ctx context.Context, p string, was, now []byte) map[string]any {
+	payload := map[string]any{"lockfile": p, "manager": lockfile.Manager(p), "before_sha256": sum(was), "after_sha256": sum(now)}
+	bp, berr := lockfile.Parse(p, was)
+	ap, aerr := lockfile.Parse(p, now)
+	switch {
+	case was == nil && aerr == nil:
+		payload["changes"] = lockfile.Diff(lockfile.Packages{}, ap)
+	case now == nil && berr == nil:
+		payload["changes"] = lockfile.Diff(bp, lockfile.Packages{})
+	case berr == nil && aerr == nil:
+		payload["changes"] = lockfile.Diff(bp, ap)
+	default:
+		payload["parse_error"] = errorText(berr, aerr)
+	}
+	if d := unifiedDiff(ctx, p, was, now); d != "" {
+		payload["diff"] = audit.Blob([]byte(d))
+	}
+	return payload
 }
 
 func errorText(errs ...error) string {
