@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -137,6 +138,11 @@ func command(red manager.Redactor, e *manager.Exec) bundle.Command {
 	return cmd
 }
 
+// testRunnerRE finds a test runner in a command line: an agent's verify
+// command counts as a test run when its output is a test framework's or
+// it runs one (issue 19: gofmt counted as a test run).
+var testRunnerRE = lazyre.New(`\b(?:(?:go|cargo|npm|pnpm|yarn|bun|deno|dotnet|mvn|gradle|\./gradlew|make)\s+(?:-\S+(?:\s+[^-\s]\S*)?\s+|\+\S+\s+|run(?:-script)?\s+)*(?:test|nextest)\b|make\s+(?:-\S+(?:\s+[^-\s]\S*)?\s+)*check\b|(?:pytest|py\.test|mocha|jest|vitest|tox|nox|ctest|rspec|phpunit|unittest)\b|node\s+--test\b)`)
+
 // testRuns are the task's test runs and the agent's own verification
 // commands (go test, npm test, linters...), oldest first, each with the
 // summary of its output: the reviewer asks whether tests ran at all.
@@ -154,8 +160,13 @@ func testRuns(red manager.Redactor, task []bundle.TestRun, cmds []bundle.Command
 		if taskRuns[cmd.ExecID] || cmd.Policy == nil || cmd.ExitCode == nil || !slices.Contains(cmd.Policy.Classes, "verify") {
 			continue
 		}
-		runs = append(runs, bundle.TestRun{ExecID: cmd.ExecID, Command: strings.Join(cmd.Argv, " "), Passed: *cmd.ExitCode == 0 && cmd.Limit == "",
-			ExitCode: *cmd.ExitCode, Started: cmd.Started, Finished: cmd.Ended, Summary: bundle.ParseTestOutput(outputs[cmd.ExecID])})
+		line := strings.Join(cmd.Argv, " ")
+		sum := bundle.ParseTestOutput(outputs[cmd.ExecID])
+		if sum == nil && !testRunnerRE().MatchString(line) {
+			continue // a linter or formatter verifies, but runs no tests
+		}
+		runs = append(runs, bundle.TestRun{ExecID: cmd.ExecID, Command: line, Passed: *cmd.ExitCode == 0 && cmd.Limit == "",
+			ExitCode: *cmd.ExitCode, Started: cmd.Started, Finished: cmd.Ended, Summary: sum})
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Started.Before(runs[j].Started) })
 	return runs
