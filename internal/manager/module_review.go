@@ -27,6 +27,9 @@ type TaskBundle struct {
 	Files      []bundle.File // the changed files, paths as the sandbox has them
 	OutOfScope []string
 	Tests      []bundle.TestRun // the task's test runs (their summary is the bundle's)
+	// Dependencies are the changes the project's own lockfiles pin, base
+	// commit against workspace (nil: read them from the patch).
+	Dependencies *bundle.Dependencies
 }
 
 // TaskBundler is a module that writes tasks' signed review bundles; at

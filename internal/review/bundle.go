@@ -77,6 +77,9 @@ func (r *Review) bundleContents(ctx context.Context, tb *manager.TaskBundle) (*b
 		return nil, err
 	}
 	c.Dependencies = dependencies(c.Patch)
+	if tb.Dependencies != nil {
+		c.Dependencies = *tb.Dependencies
+	}
 	if err := r.artifacts(ctx, rec.SandboxID, tb.Files, c); err != nil {
 		return nil, err
 	}

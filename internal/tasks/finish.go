@@ -216,6 +216,7 @@ func taskBundle(rec *store.Task, sp *taskSpec, d *Diff, gone *WorkspaceGone) *ma
 	for _, f := range d.Files {
 		tb.Files = append(tb.Files, bundle.File{Path: f.Path, Status: f.Status, InScope: f.InScope})
 	}
+	tb.Dependencies = bundleDeps(d)
 	var res taskResult
 	if len(rec.Result) > 0 {
 		_ = json.Unmarshal(rec.Result, &res)
