@@ -23,6 +23,7 @@ lint: setup
 	@echo "== goimports"; gi=$$($(GO) env GOPATH)/bin/goimports; out=$$($$gi -l cmd internal sdk) || exit 1; if [ -n "$$out" ]; then echo "goimports needed: $$out"; exit 1; fi
 	@echo "== go vet"; $(GO) vet $(PKGS)
 	@echo "== staticcheck"; $$($(GO) env GOPATH)/bin/staticcheck $(PKGS)
+	@echo "== govulncheck"; ./scripts/vulncheck.sh
 
 # The full suite, as CI runs it: lint, then every test with the race
 # detector (root-only tests run here: CI machines are root), then each
