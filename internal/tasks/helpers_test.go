@@ -18,7 +18,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
-	"github.com/airlock-dev/airlock/internal/template"
 )
 
 // fakeBackend makes no sandboxes (tests of what happens before one).
@@ -94,10 +93,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	tpls, err := template.Open(filepath.Join(root, "templates"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpls := testTemplates(t)
 	red := redact.New()
 	log, err := audit.Open(context.Background(), audit.Config{Store: st, Redactor: red, KeyFile: filepath.Join(root, "audit.key")})
 	if err != nil {
