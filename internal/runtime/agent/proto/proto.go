@@ -1,4 +1,10 @@
-package agent
+// Package proto is the wire of the host<->agent channel, spoken by the
+// in-sandbox agent (internal/runtime/agent) and the host's end
+// (agent/client): the versioned Message and its operations, the channel
+// itself (Conn: one JSON datagram per message, descriptors alongside,
+// bounded), and the frames a file upload crosses a pipe in. It is apart
+// from the agent so that the host links no agent code to speak to one.
+package proto
 
 import (
 	"encoding/json"
@@ -117,7 +123,7 @@ type ExitInfo struct {
 	DurationUS int64  `json:"duration_us"`
 	Note       string `json:"note,omitempty"`
 	// Files is what the command did beneath the watched directories (see
-	// Server.WatchFiles); nil when the agent does not watch any.
+	// agent.Server.WatchFiles); nil when the agent does not watch any.
 	Files *FileActivity `json:"files,omitempty"`
 }
 
@@ -161,12 +167,12 @@ type InitConfig struct {
 	Scratch     []string `json:"scratch"`
 	ScopeRoots  []string `json:"scope_roots"`
 	RequireLock bool     `json:"require_landlock"`
-	// Network: serve the proxy and DNS listeners (StartNetwork).
+	// Network: serve the proxy and DNS listeners (agent.Server.StartNetwork).
 	Network bool `json:"network,omitempty"`
 	// MaxProxyConns caps the proxy connections the agent relays at once
-	// (0: DefaultMaxProxyConns); the host caps what it serves too.
+	// (0: agent.DefaultMaxProxyConns); the host caps what it serves too.
 	MaxProxyConns int `json:"max_proxy_conns,omitempty"`
-	// NoFileActivity: do not watch files (Server.WatchFiles).
+	// NoFileActivity: do not watch files (agent.Server.WatchFiles).
 	NoFileActivity bool `json:"no_file_activity,omitempty"`
 	Trace          bool `json:"trace,omitempty"` // report setup timings in the ready message
 }
@@ -191,7 +197,6 @@ type Conn struct {
 	oob []byte
 }
 
-// NewConn wraps a connected SOCK_SEQPACKET socket. The Conn owns f.
 // WarmCodec builds encoding/json's encoders and decoders for every message
 // type (about 0.3 ms, paid by the first message a process sends): a
 // process that will soon talk to an agent calls it in a goroutine of its
@@ -202,6 +207,7 @@ func WarmCodec() {
 	_ = json.Unmarshal(b, &Message{})
 }
 
+// NewConn wraps a connected SOCK_SEQPACKET socket. The Conn owns f.
 func NewConn(f *os.File) *Conn {
 	return &Conn{f: f, fd: int(f.Fd()), buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(4*16))}
 }
@@ -343,3 +349,19 @@ type FileOp struct {
 // OpFile is a file operation; its answer is OpDone with Files (stat,
 // list) or Size (read, write), or OpError.
 const OpFile = "file"
+
+// CodeRefused is the Code of an OpNetConn from the agent that reports a
+// connection it refused (no descriptor; Error says why), and of the
+// host's OpError answer that refuses one.
+const CodeRefused = "refused"
+
+// Network ops (agent -> host, and the host's answers).
+const (
+	// OpNetConn (agent -> host): a connection to the proxy, with its
+	// descriptor, or (relay) without one and an ID the host answers with
+	// OpNetConn carrying a stream socket's end.
+	OpNetConn = "net_conn"
+	// OpDNS (agent -> host): a DNS query in Data, ID set; the host answers
+	// OpDNS with the reply in Data, or OpError.
+	OpDNS = "dns"
+)

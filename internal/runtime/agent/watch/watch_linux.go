@@ -1,4 +1,4 @@
-package agent
+package watch
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,9 +49,9 @@ const watchMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.I
 	unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_ATTRIB | unix.IN_CLOSE_NOWRITE |
 	unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
-// watcher keeps inotify watches on every directory beneath its roots and
-// turns events into fileRecs for its sink.
-type watcher struct {
+// Watcher keeps inotify watches on every directory beneath its roots and
+// turns events into Recs for its sink.
+type Watcher struct {
 	f  *os.File // keeps fd open (and in the runtime's poller)
 	fd int
 
@@ -62,11 +63,11 @@ type watcher struct {
 	byWD    map[int32]string // watched directory by watch descriptor
 	byPath  map[string]int32 // watch descriptor by directory
 	buf     []byte           // events read
-	recs    []fileRec        // not yet handed on
+	recs    []Rec            // not yet handed on
 	lost    bool             // events were lost since the last hand-on
 	retryAt time.Time        // next try to watch what could not be
 	backoff time.Duration    // between tries
-	sink    func([]fileRec, bool)
+	sink    func([]Rec, bool)
 	max     int // most watches (MaxWatches)
 
 	// missing: some directory beneath the roots is not watched (out of
@@ -75,21 +76,21 @@ type watcher struct {
 	closed  atomic.Bool
 }
 
-// close stops the watcher (the agent's never stops).
-func (w *watcher) close() {
+// Close stops the watcher (the agent's never stops).
+func (w *Watcher) Close() {
 	w.closed.Store(true)
 	w.f.Close()
 }
 
-// newWatcher watches roots (absolute, clean, no symlinks on the way) and
+// New watches roots (absolute, clean, no symlinks on the way) and
 // everything beneath them. sink gets the records in order, and true when
 // events were lost; it is called with w.mu held.
-func newWatcher(roots, noReads []string, sink func(recs []fileRec, lost bool)) (*watcher, error) {
+func New(roots, noReads []string, sink func(recs []Rec, lost bool)) (*Watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
-	w := &watcher{
+	w := &Watcher{
 		f: os.NewFile(uintptr(fd), "inotify"), fd: fd, roots: roots, noReads: noReads,
 		byWD: map[int32]string{}, byPath: map[string]int32{}, buf: make([]byte, 64<<10), sink: sink,
 		max: MaxWatches,
@@ -102,14 +103,19 @@ func newWatcher(roots, noReads []string, sink func(recs []fileRec, lost bool)) (
 	return w, nil
 }
 
+// Missing says some directory beneath the roots is not watched now (out
+// of watches, an error, the reader stopped): a command starting now may
+// miss things.
+func (w *Watcher) Missing() bool { return w.missing.Load() }
+
 // run reads events as they come, until the descriptor fails.
-func (w *watcher) run() {
+func (w *Watcher) run() {
 	rc, err := w.f.SyscallConn()
 	if err == nil {
 		// The callback drains the queue and asks to wait again: the
 		// goroutine parks in the poller between events.
 		err = rc.Read(func(uintptr) bool {
-			w.drain()
+			w.Drain()
 			return false
 		})
 	}
@@ -123,11 +129,11 @@ func (w *watcher) run() {
 	w.mu.Unlock()
 }
 
-// drain reads and hands on every event queued so far, never waiting.
+// Drain reads and hands on every event queued so far, never waiting.
 // Only those queued when it starts: a flood of new events cannot keep it
 // (and whoever waits for w.mu) going. (The poller wakes the reader again
 // for the events queued meanwhile.)
-func (w *watcher) drain() {
+func (w *Watcher) Drain() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	queued, err := unix.IoctlGetInt(w.fd, unix.TIOCINQ) // FIONREAD: bytes queued
@@ -158,7 +164,7 @@ func (w *watcher) drain() {
 }
 
 // flush hands the records on.
-func (w *watcher) flush() {
+func (w *Watcher) flush() {
 	if len(w.recs) == 0 && !w.lost {
 		return
 	}
@@ -167,21 +173,21 @@ func (w *watcher) flush() {
 	w.recs, w.lost = w.recs[:0], false
 }
 
-func (w *watcher) emit(kind uint8, p string) {
-	w.recs = append(w.recs, fileRec{kind, p})
+func (w *Watcher) emit(kind uint8, p string) {
+	w.recs = append(w.recs, Rec{kind, p})
 	if len(w.recs) >= 4096 {
 		w.flush()
 	}
 }
 
 // setMissing notes a directory that is not watched.
-func (w *watcher) setMissing() {
+func (w *Watcher) setMissing() {
 	w.missing.Store(true)
 	w.lost = true
 }
 
 // parse handles the events in b (whole events: inotify never splits one).
-func (w *watcher) parse(b []byte) {
+func (w *Watcher) parse(b []byte) {
 	var lastWD int32
 	var lastMask uint32
 	var lastName []byte
@@ -208,7 +214,7 @@ func (w *watcher) parse(b []byte) {
 	}
 }
 
-func (w *watcher) event(wd int32, mask uint32, name []byte) {
+func (w *Watcher) event(wd int32, mask uint32, name []byte) {
 	switch {
 	case mask&unix.IN_Q_OVERFLOW != 0:
 		// Events were dropped, creations of directories among them:
@@ -263,7 +269,7 @@ func (w *watcher) event(wd int32, mask uint32, name []byte) {
 	}
 }
 
-func (w *watcher) noRead(p string) bool {
+func (w *Watcher) noRead(p string) bool {
 	for _, d := range w.noReads {
 		if within(p, d) {
 			return true
@@ -274,7 +280,7 @@ func (w *watcher) noRead(p string) bool {
 
 // watchTree watches top and every directory beneath it; with record,
 // everything beneath top counts as written.
-func (w *watcher) watchTree(top string, record bool) {
+func (w *Watcher) watchTree(top string, record bool) {
 	stack := []string{top}
 	for len(stack) > 0 {
 		d := stack[len(stack)-1]
@@ -284,7 +290,7 @@ func (w *watcher) watchTree(top string, record bool) {
 }
 
 // watchDir watches d and returns its subdirectories.
-func (w *watcher) watchDir(d string, record bool) []string {
+func (w *Watcher) watchDir(d string, record bool) []string {
 	// Opened without following any symlink, and watched through the
 	// descriptor: a directory swapped for a symlink meanwhile is not
 	// followed out of the tree.
@@ -328,7 +334,7 @@ func (w *watcher) watchDir(d string, record bool) []string {
 	return subdirs
 }
 
-func (w *watcher) setWatch(wd int32, d string) {
+func (w *Watcher) setWatch(wd int32, d string) {
 	if old, ok := w.byWD[wd]; ok && old != d && w.byPath[old] == wd {
 		delete(w.byPath, old) // the directory moved
 	}
@@ -339,7 +345,7 @@ func (w *watcher) setWatch(wd int32, d string) {
 // unwatchTree drops the watches of top and everything beneath it: it
 // was renamed, perhaps out of the roots; its new name, if inside, is
 // watched afresh.
-func (w *watcher) unwatchTree(top string) {
+func (w *Watcher) unwatchTree(top string) {
 	for wd, p := range w.byWD {
 		if within(p, top) {
 			_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
@@ -354,7 +360,7 @@ func (w *watcher) unwatchTree(top string) {
 // rescan watches every directory beneath the roots again (watching a
 // watched directory again keeps its descriptor) and drops the watches of
 // directories no longer there.
-func (w *watcher) rescan() {
+func (w *Watcher) rescan() {
 	old := w.byWD
 	w.byWD, w.byPath = map[int32]string{}, map[string]int32{}
 	w.missing.Store(false)
@@ -366,4 +372,10 @@ func (w *watcher) rescan() {
 			_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
 		}
 	}
+}
+
+// within says whether p is dir or beneath it (the agent's write scopes
+// have the same three lines: not worth a package of their own).
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

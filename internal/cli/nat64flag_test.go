@@ -1,9 +1,9 @@
-package main
+package cli
 
 import "testing"
 
 func TestNAT64PrefixFlag(t *testing.T) {
-	var f prefixFlag
+	var f PrefixFlag
 	for _, ok := range []string{"2001:db8:64::/96", "2001:db8:64::1/96", "2001:db8::/32"} {
 		if err := f.Set(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)

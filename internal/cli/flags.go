@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -15,8 +15,8 @@ import (
 	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
-// parseSize reads "512M", "1G", "1.5GiB", "4096", "64k" as bytes.
-func parseSize(s string) (int64, error) {
+// ParseSize reads "512M", "1G", "1.5GiB", "4096", "64k" as bytes.
+func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return 0, fmt.Errorf("empty: use a number with a unit: 512M, 1G, 64G")
@@ -44,17 +44,17 @@ func parseSize(s string) (int64, error) {
 	return int64(b), nil
 }
 
-// listFlag collects repeated flags.
-type listFlag []string
+// ListFlag collects repeated flags.
+type ListFlag []string
 
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+func (l *ListFlag) String() string     { return strings.Join(*l, ",") }
+func (l *ListFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// prefixFlag is a repeatable NAT64 prefix flag.
-type prefixFlag []netip.Prefix
+// PrefixFlag is a repeatable NAT64 prefix flag.
+type PrefixFlag []netip.Prefix
 
-func (l *prefixFlag) String() string { return fmt.Sprint([]netip.Prefix(*l)) }
-func (l *prefixFlag) Set(v string) error {
+func (l *PrefixFlag) String() string { return fmt.Sprint([]netip.Prefix(*l)) }
+func (l *PrefixFlag) Set(v string) error {
 	p, err := netip.ParsePrefix(v)
 	if err != nil || !egress.ValidNAT64Prefix(p.Masked()) {
 		return fmt.Errorf("%q: an IPv6 prefix of length 32, 40, 48, 56, 64 or 96", v)
@@ -63,20 +63,20 @@ func (l *prefixFlag) Set(v string) error {
 	return nil
 }
 
-// sizeFlag is a byte size flag.
-type sizeFlag struct{ v *int64 }
+// SizeFlag is a byte size flag: 512M, 1G (parsed into *V).
+type SizeFlag struct{ V *int64 }
 
 // String shows the size as one would write it: 64G, 512M, 1.5G.
-func (f sizeFlag) String() string {
-	if f.v == nil || *f.v == 0 {
+func (f SizeFlag) String() string {
+	if f.V == nil || *f.V == 0 {
 		return ""
 	}
-	return fmtSize(*f.v)
+	return FmtSize(*f.V)
 }
 
-// fmtSize writes n bytes as parseSize reads them back: the largest unit
+// FmtSize writes n bytes as ParseSize reads them back: the largest unit
 // that gives at most two decimals, exactly.
-func fmtSize(n int64) string {
+func FmtSize(n int64) string {
 	for _, u := range []struct {
 		suf string
 		m   int64
@@ -91,9 +91,9 @@ func fmtSize(n int64) string {
 // durationHint is what a bad duration is told to look like.
 const durationHint = "use a number with a unit: 30s, 5m, 2h, 7d"
 
-// parseDuration reads a duration as Go writes it (30s, 5m, 1h30m) or with
+// ParseDuration reads a duration as Go writes it (30s, 5m, 1h30m) or with
 // days (7d, 1d12h, 1.5d).
-func parseDuration(s string) (time.Duration, error) {
+func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	neg := strings.HasPrefix(t, "-")
 	t = strings.TrimPrefix(strings.TrimPrefix(t, "-"), "+")
@@ -124,9 +124,9 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// fmtDuration writes d as parseDuration reads it back, without the zero
+// FmtDuration writes d as ParseDuration reads it back, without the zero
 // units of time.Duration's String (24h, not 24h0m0s).
-func fmtDuration(d time.Duration) string {
+func FmtDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -144,11 +144,11 @@ func (f durationFlag) String() string {
 	if f.v == nil || *f.v == 0 {
 		return "" // the zero value: help names no default
 	}
-	return fmtDuration(*f.v)
+	return FmtDuration(*f.v)
 }
 
 func (f durationFlag) Set(s string) error {
-	d, err := parseDuration(s)
+	d, err := ParseDuration(s)
 	if err != nil {
 		return err
 	}
@@ -156,16 +156,16 @@ func (f durationFlag) Set(s string) error {
 	return nil
 }
 
-// durationVar defines a duration flag (days allowed) with default def.
-func durationVar(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+// DurationVar defines a duration flag (days allowed) with default def.
+func DurationVar(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
 	*p = def
 	fs.Var(durationFlag{p}, name, usage)
 }
 
-// duration is durationVar returning the variable.
-func duration(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
+// Duration is DurationVar returning the variable.
+func Duration(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
 	p := new(time.Duration)
-	durationVar(fs, p, name, def, usage)
+	DurationVar(fs, p, name, def, usage)
 	return p
 }
 
@@ -173,45 +173,47 @@ var undefinedFlag = lazyre.New(`^flag provided but not defined: -+(.*)$`)
 
 var invalidFlagValue = lazyre.New(`^invalid value ("(?:[^"\\]|\\.)*") for flag -([^:]+): (.*)\n?$`)
 
-// flagErrors writes the flag package's parse errors as airlock's errors:
+// FlagErrors writes the flag package's parse errors as airlock's errors:
 // one line that names the command, the flag and the value, then what to
 // write instead ("airlock run: --timeout: "5x": use a number with a unit:
 // 30s, 5m, 2h, 7d"). The line is ended by the flag set's Usage, which the
 // flag package calls right after, with the help command to run.
-type flagErrors struct {
-	w    io.Writer
-	name func() string
+type FlagErrors struct {
+	W    io.Writer
+	Name func() string // the command as typed after "airlock"
 }
 
-func (f flagErrors) Write(p []byte) (int, error) {
+func (f FlagErrors) Write(p []byte) (int, error) {
 	s := strings.TrimSuffix(string(p), "\n")
 	if m := invalidFlagValue().FindStringSubmatch(s); m != nil {
 		s = fmt.Sprintf("--%s: %s: %s", m[2], m[1], m[3])
 	} else if m := undefinedFlag().FindStringSubmatch(s); m != nil {
 		s = fmt.Sprintf("no flag --%s", m[1])
 	}
-	if _, err := fmt.Fprintf(f.w, "airlock %s: %s", f.name(), s); err != nil {
+	if _, err := fmt.Fprintf(f.W, "airlock %s: %s", f.Name(), s); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
-func (f sizeFlag) Set(s string) error {
-	n, err := parseSize(s)
+func (f SizeFlag) Set(s string) error {
+	n, err := ParseSize(s)
 	if err != nil {
 		return err
 	}
-	*f.v = n
+	*f.V = n
 	return nil
 }
 
-func envOr(name, def string) string {
+// EnvOr is the environment variable name, or def when it is empty.
+func EnvOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}
 	return def
 }
 
-func fmtBytes(n int64) string {
+// FmtBytes writes n bytes for people: 2GiB, 512MiB.
+func FmtBytes(n int64) string {
 	switch {
 	case n >= 1<<30 && n%(1<<30) == 0:
 		return fmt.Sprintf("%dGiB", n>>30)

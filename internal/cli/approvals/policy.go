@@ -1,4 +1,7 @@
-package main
+// Package approvals is the CLI's policy verbs: 'airlock policy' (check,
+// default), and the human side of a held command: approvals, approve,
+// deny, breakglass.
+package approvals
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/classify"
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
@@ -29,7 +33,7 @@ const policyUsage = `usage: airlock policy <check|default> [flags]
         print the built-in policy as a policy file to start from
 `
 
-func cmdPolicy(args []string, stdout, stderr io.Writer) int {
+func CmdPolicy(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, policyUsage)
 		return 2
@@ -40,8 +44,8 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "default":
 		const defaultUsage = "usage: airlock policy default\n\nPrints the built-in policy as a policy file to start from.\n"
-		fs := newFlagSet("policy default", defaultUsage, stderr)
-		if code, done := parseFlags(fs, defaultUsage, args[1:], stdout); done {
+		fs := cli.NewFlagSet("policy default", defaultUsage, stderr)
+		if code, done := cli.ParseFlags(fs, defaultUsage, args[1:], stdout); done {
 			return code
 		}
 		if fs.NArg() > 0 {
@@ -58,37 +62,37 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) int {
 }
 
 func policyCheck(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("check", "airlock policy check [flags] -- CMD [ARGS]", "Explains the policy's decision on a command line without running it.\nExit status: 0 allow, 1 ask, 3 deny; 4 if the check itself failed (an\nunreadable or invalid policy file, no daemon, no such sandbox); 2 for bad\nusage.\n", stdout, stderr)
-	c.group = "policy"
-	file := c.fs.String("policy", "", "policy `FILE` (default: the built-in policy)")
-	tpl := c.fs.String("template", "host", "the template whose section of the policy file applies")
-	cwd := c.fs.String("cwd", classify.DefaultCwd, "the directory the command runs in")
-	sandbox := c.fs.String("sandbox", "", "ask the daemon, with this sandbox's policy, grants and overrides")
-	asJSON := c.fs.Bool("json", false, "print the whole decision as JSON")
-	var scope listFlag
-	c.fs.Var(&scope, "scope", "a write-scope `GLOB` (repeatable)")
-	pos, code, done := c.parse(args)
+	c := cli.NewCmd("check", "airlock policy check [flags] -- CMD [ARGS]", "Explains the policy's decision on a command line without running it.\nExit status: 0 allow, 1 ask, 3 deny; 4 if the check itself failed (an\nunreadable or invalid policy file, no daemon, no such sandbox); 2 for bad\nusage.\n", stdout, stderr)
+	c.Group = "policy"
+	file := c.FS.String("policy", "", "policy `FILE` (default: the built-in policy)")
+	tpl := c.FS.String("template", "host", "the template whose section of the policy file applies")
+	cwd := c.FS.String("cwd", classify.DefaultCwd, "the directory the command runs in")
+	sandbox := c.FS.String("sandbox", "", "ask the daemon, with this sandbox's policy, grants and overrides")
+	asJSON := c.FS.Bool("json", false, "print the whole decision as JSON")
+	var scope cli.ListFlag
+	c.FS.Var(&scope, "scope", "a write-scope `GLOB` (repeatable)")
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) == 0 {
-		return c.usageErr("no command given")
+		return c.UsageErr("no command given")
 	}
 	argv := pos
 	if len(pos) == 1 {
 		argv = []string{"/bin/sh", "-c", pos[0]}
 	}
 	if *sandbox != "" {
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.checkFailed(err)
+			return checkFailed(c, err)
 		}
 		d, err := cl.CheckCommand(context.Background(), *sandbox, argv, *cwd)
 		if err != nil {
-			return c.checkFailed(err)
+			return checkFailed(c, err)
 		}
 		if *asJSON {
-			_ = printJSON(stdout, d)
+			_ = cli.PrintJSON(stdout, d)
 		} else {
 			fmt.Fprintf(stdout, "decision: %s\nreason:   %s\npolicy:   %s\n", termsafe.String(d.Action), termsafe.String(d.Reason), termsafe.String(d.Policy))
 			for _, m := range d.Matches {
@@ -101,22 +105,22 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	if *file != "" {
 		data, err := os.ReadFile(*file)
 		if err != nil {
-			return c.checkFailed(err)
+			return checkFailed(c, err)
 		}
 		if f, err = policy.Parse(data); err != nil {
-			return c.checkFailed(err)
+			return checkFailed(c, err)
 		}
 	}
 	pol := f.ForTemplate(*tpl)
 	if len(scope) > 0 {
 		var err error
 		if pol, err = pol.With(policy.Layer{Scope: scope}, "command line"); err != nil {
-			return c.checkFailed(err)
+			return checkFailed(c, err)
 		}
 	}
 	d := pol.Decide(classify.AnalyzeArgv(argv, *cwd))
 	if *asJSON {
-		_ = printJSON(stdout, d)
+		_ = cli.PrintJSON(stdout, d)
 		return actionCode(string(d.Action))
 	}
 	fmt.Fprintf(stdout, "decision: %s\nreason:   %s\nclasses:  %s\npolicy:   %s (%s)\n", d.Action, termsafe.String(d.Reason), joinClasses(d.Analysis.Classes), termsafe.String(d.Policy), termsafe.Join(pol.Sources, " > "))
@@ -148,8 +152,8 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 // means "ask".
 const exitCheckFailed = 4
 
-func (c *sandboxCmd) checkFailed(err error) int {
-	c.errorf("%v", err)
+func checkFailed(c *cli.Cmd, err error) int {
+	c.Errorf("%v", err)
 	return exitCheckFailed
 }
 
@@ -177,32 +181,32 @@ Lists the commands the policy held for a human (pending ones by default),
 with what each would do. Decide with 'airlock approve' or 'airlock deny'.
 `
 
-func cmdApprovals(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("approvals", "airlock approvals [flags]", "Lists approvals.\n", stdout, stderr)
-	c.group, c.usage = "approvals", approvalsUsage
-	sandbox := c.fs.String("sandbox", "", "only this sandbox's")
-	state := c.fs.String("state", "pending", "pending, approved, denied, expired or all")
-	asJSON := c.fs.Bool("json", false, "print a JSON array")
-	pos, code, done := c.parse(args)
+func CmdApprovals(args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCmd("approvals", "airlock approvals [flags]", "Lists approvals.\n", stdout, stderr)
+	c.Group, c.Usage = "approvals", approvalsUsage
+	sandbox := c.FS.String("sandbox", "", "only this sandbox's")
+	state := c.FS.String("state", "pending", "pending, approved, denied, expired or all")
+	asJSON := c.FS.Bool("json", false, "print a JSON array")
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) > 0 {
-		return c.usageErr("unexpected argument %q", pos[0])
+		return c.UsageErr("unexpected argument %q", pos[0])
 	}
 	if *state == "all" {
 		*state = ""
 	}
-	cl, err := c.client()
+	cl, err := c.Client()
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	list, err := cl.Approvals(context.Background(), *sandbox, *state)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	if *asJSON {
-		_ = printJSON(stdout, list)
+		_ = cli.PrintJSON(stdout, list)
 		return 0
 	}
 	for _, a := range list {
@@ -213,13 +217,13 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 		// Every field came from the agent's request or its analysis:
 		// escaped one by one (a newline in a write target must not print
 		// a line that reads like this prompt's own).
-		fmt.Fprintf(stdout, "%s  %s  sandbox %s", esc(a.ID), esc(a.State), esc(a.SandboxID))
+		fmt.Fprintf(stdout, "%s  %s  sandbox %s", cli.Esc(a.ID), cli.Esc(a.State), cli.Esc(a.SandboxID))
 		if a.TaskID != "" {
-			fmt.Fprintf(stdout, "  task %s", esc(a.TaskID))
+			fmt.Fprintf(stdout, "  task %s", cli.Esc(a.TaskID))
 		}
-		fmt.Fprintf(stdout, "  requested by %s at %s\n", esc(a.RequestedBy), a.Created.Format(time.RFC3339))
+		fmt.Fprintf(stdout, "  requested by %s at %s\n", cli.Esc(a.RequestedBy), a.Created.Format(time.RFC3339))
 		tw := tabwriter.NewWriter(stdout, 0, 4, 1, ' ', 0)
-		fmt.Fprintf(tw, "  command:\t%s\n  cwd:\t%s\n  classes:\t%s (held: %s)\n", esc(p.Command), esc(p.Cwd), termsafe.Join(p.Classes, ","), termsafe.Join(p.Held, ","))
+		fmt.Fprintf(tw, "  command:\t%s\n  cwd:\t%s\n  classes:\t%s (held: %s)\n", cli.Esc(p.Command), cli.Esc(p.Cwd), termsafe.Join(p.Classes, ","), termsafe.Join(p.Held, ","))
 		if len(p.Writes) > 0 {
 			fmt.Fprintf(tw, "  writes:\t%s\n", termsafe.Join(p.Writes, " "))
 		}
@@ -229,11 +233,11 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 		if len(p.Credentials) > 0 {
 			fmt.Fprintf(tw, "  credentials:\t%s\n", termsafe.Join(p.Credentials, " "))
 		}
-		fmt.Fprintf(tw, "  effect:\t%s\n  why held:\t%s\n", esc(p.Effect), esc(p.Reason))
+		fmt.Fprintf(tw, "  effect:\t%s\n  why held:\t%s\n", cli.Esc(p.Effect), cli.Esc(p.Reason))
 		if a.State == "pending" {
 			fmt.Fprintf(tw, "  decide by:\t%s\n", a.Deadline.Format(time.RFC3339))
 		} else if a.DecidedBy != "" {
-			fmt.Fprintf(tw, "  decided:\t%s by %s %s\n", esc(a.State), esc(a.DecidedBy), esc(a.Reason))
+			fmt.Fprintf(tw, "  decided:\t%s by %s %s\n", cli.Esc(a.State), cli.Esc(a.DecidedBy), cli.Esc(a.Reason))
 		}
 		_ = tw.Flush()
 	}
@@ -243,87 +247,87 @@ func cmdApprovals(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func cmdApprove(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("approve", "airlock approve ID [--for DURATION] [--scope command|class] [--reason TEXT]",
+func CmdApprove(args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCmd("approve", "airlock approve ID [--for DURATION] [--scope command|class] [--reason TEXT]",
 		"Lets a held command run. The grant is narrow: this exact command (or, with\n--scope class, commands held only by the same classes), in that sandbox only,\nuntil it expires (default 15m, at most 24h). Never a global grant.\n", stdout, stderr)
-	c.group = "approve"
+	c.Group = "approve"
 	var o sdk.ApproveOptions
-	durationVar(c.fs, &o.For, "for", 0, "how long the grant lasts: a `DURATION`, at most 24h (default 15m)")
-	c.fs.StringVar(&o.Scope, "scope", "command", "command or class")
-	c.fs.StringVar(&o.Reason, "reason", "", "a note kept with the approval")
-	asJSON := c.fs.Bool("json", false, "print the approval as JSON")
-	pos, code, done := c.parse(args)
+	cli.DurationVar(c.FS, &o.For, "for", 0, "how long the grant lasts: a `DURATION`, at most 24h (default 15m)")
+	c.FS.StringVar(&o.Scope, "scope", "command", "command or class")
+	c.FS.StringVar(&o.Reason, "reason", "", "a note kept with the approval")
+	asJSON := c.FS.Bool("json", false, "print the approval as JSON")
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) != 1 {
-		return c.usageErr("give one approval id")
+		return c.UsageErr("give one approval id")
 	}
-	cl, err := c.client()
+	cl, err := c.Client()
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	a, err := cl.Approve(context.Background(), pos[0], o)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	if *asJSON {
-		_ = printJSON(stdout, a)
+		_ = cli.PrintJSON(stdout, a)
 		return 0
 	}
 	fmt.Fprintf(stdout, "approved %s (grant %s) by %s\n", termsafe.String(a.ID), termsafe.String(a.GrantID), termsafe.String(a.DecidedBy))
 	return 0
 }
 
-func cmdDeny(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("deny", "airlock deny ID --reason TEXT", "Refuses a held command; the reason is shown to the agent.\n", stdout, stderr)
-	c.group = "deny"
-	reason := c.fs.String("reason", "", "why (required; the agent sees it)")
-	pos, code, done := c.parse(args)
+func CmdDeny(args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCmd("deny", "airlock deny ID --reason TEXT", "Refuses a held command; the reason is shown to the agent.\n", stdout, stderr)
+	c.Group = "deny"
+	reason := c.FS.String("reason", "", "why (required; the agent sees it)")
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) != 1 {
-		return c.usageErr("give one approval id")
+		return c.UsageErr("give one approval id")
 	}
 	if strings.TrimSpace(*reason) == "" {
-		return c.usageErr("--reason is required")
+		return c.UsageErr("--reason is required")
 	}
-	cl, err := c.client()
+	cl, err := c.Client()
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	a, err := cl.Deny(context.Background(), pos[0], *reason)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	fmt.Fprintf(stdout, "denied %s by %s\n", termsafe.String(a.ID), termsafe.String(a.DecidedBy))
 	return 0
 }
 
-func cmdBreakGlass(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("breakglass", "airlock breakglass SANDBOX --reason TEXT [--for DURATION]",
+func CmdBreakGlass(args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCmd("breakglass", "airlock breakglass SANDBOX --reason TEXT [--for DURATION]",
 		"Overrides one sandbox's policy: every command runs, denials included, for a\nbounded time (default 15m, at most 4h). Loud: logged by the daemon and marked\nin the record of every command it lets through.\n", stdout, stderr)
-	c.group = "breakglass"
-	reason := c.fs.String("reason", "", "why (required; recorded)")
-	d := duration(c.fs, "for", 0, "how long: a `DURATION`, at most 4h (default 15m)")
-	pos, code, done := c.parse(args)
+	c.Group = "breakglass"
+	reason := c.FS.String("reason", "", "why (required; recorded)")
+	d := cli.Duration(c.FS, "for", 0, "how long: a `DURATION`, at most 4h (default 15m)")
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) != 1 {
-		return c.usageErr("give one sandbox id")
+		return c.UsageErr("give one sandbox id")
 	}
 	if strings.TrimSpace(*reason) == "" {
-		return c.usageErr("--reason is required")
+		return c.UsageErr("--reason is required")
 	}
-	cl, err := c.client()
+	cl, err := c.Client()
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	b, err := cl.BreakGlassSandbox(context.Background(), pos[0], *reason, *d)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	fmt.Fprintf(stderr, "BREAK-GLASS %s: the policy of sandbox %s is overridden until %s; every command is recorded as such\n", b.ID, b.SandboxID, b.Expires.Format(time.RFC3339))
 	return 0

@@ -1,4 +1,7 @@
-package main
+// Package run is the CLI's verbs that need no daemon: 'airlock run', one
+// command in a fresh one-shot sandbox of a backend opened in process, and
+// 'airlock reap', which removes what killed airlock processes left.
+package run
 
 import (
 	"context"
@@ -13,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/gvisor"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
@@ -57,7 +61,7 @@ type runOpts struct {
 	ptys      int64
 	cpus      float64
 	timeout   time.Duration
-	env       listFlag
+	env       cli.ListFlag
 	dir       string
 	stateDir  string
 	dataDir   string
@@ -68,57 +72,26 @@ type runOpts struct {
 func (o *runOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.template, "template", "host", "template for the root filesystem")
 	fs.StringVar(&o.workspace, "workspace", "", "host `DIR` to copy into /workspace (the host DIR is not changed)")
-	fs.Var(sizeFlag{&o.memory}, "memory", "memory limit: a `SIZE` such as 512M (default 512M)")
-	fs.Var(sizeFlag{&o.disk}, "disk", "size of the writable layer (/workspace, home): a `SIZE` such as 1G (default 1G)")
-	fs.Var(sizeFlag{&o.tmp}, "tmp", "size of /tmp: a `SIZE` such as 256M (default 256M)")
+	fs.Var(cli.SizeFlag{V: &o.memory}, "memory", "memory limit: a `SIZE` such as 512M (default 512M)")
+	fs.Var(cli.SizeFlag{V: &o.disk}, "disk", "size of the writable layer (/workspace, home): a `SIZE` such as 1G (default 1G)")
+	fs.Var(cli.SizeFlag{V: &o.tmp}, "tmp", "size of /tmp: a `SIZE` such as 256M (default 256M)")
 	fs.Int64Var(&o.pids, "pids", native.DefaultPids, "maximum number of processes")
 	fs.Int64Var(&o.ptys, "ptys", 0, fmt.Sprintf("maximum number of terminals open at once (default %d; not with --backend gvisor, whose terminals are its own)", native.DefaultPtys))
 	fs.Float64Var(&o.cpus, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
-	durationVar(fs, &o.timeout, "timeout", 0, "kill CMD after this long: a `DURATION` such as 30s, 5m (default: no timeout)")
+	cli.DurationVar(fs, &o.timeout, "timeout", 0, "kill CMD after this long: a `DURATION` such as 30s, 5m (default: no timeout)")
 	fs.Var(&o.env, "env", "set `K=V` in CMD's environment (repeatable)")
 	fs.StringVar(&o.dir, "cwd", "/workspace", "working directory inside the sandbox")
-	fs.StringVar(&o.stateDir, "state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
-	fs.StringVar(&o.dataDir, "data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates and the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
-	fs.Var(sizeFlag{&o.output}, "output-limit", "cap on each of stdout and stderr: a `SIZE` (default 16M)")
+	fs.StringVar(&o.stateDir, "state-dir", cli.EnvOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
+	fs.StringVar(&o.dataDir, "data-dir", cli.EnvOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates and the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
+	fs.Var(cli.SizeFlag{V: &o.output}, "output-limit", "cap on each of stdout and stderr: a `SIZE` (default 16M)")
 	o.backend.flags(fs, "isolation backend")
 }
 
-// newFlagSet makes a verb's flag set. A parse error prints one line and a
-// hint; --help prints the full usage to stdout.
-func newFlagSet(name, usageText string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(flagErrors{stderr, func() string { return name }})
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "; run 'airlock %s --help' for usage\n", name)
-	}
-	return fs
-}
-
-// parseFlags parses args; it reports whether the caller should return
-// with the given code.
-func parseFlags(fs *flag.FlagSet, usageText string, args []string, stdout io.Writer) (int, bool) {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "-h" || a == "-help" || a == "--help" {
-			fmt.Fprint(stdout, usageText)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0, true
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2, true
-	}
-	return 0, false
-}
-
-func cmdRun(args []string, stdout, stderr io.Writer) int {
+func CmdRun(args []string, stdout, stderr io.Writer) int {
 	var o runOpts
-	fs := newFlagSet("run", runUsage, stderr)
+	fs := cli.NewFlagSet("run", runUsage, stderr)
 	o.flags(fs)
-	if code, done := parseFlags(fs, runUsage, args, stdout); done {
+	if code, done := cli.ParseFlags(fs, runUsage, args, stdout); done {
 		return code
 	}
 	argv := fs.Args()
@@ -133,7 +106,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	code, err := runOnce(&o, argv, os.Stdin, stdout, stderr)
 	if err != nil {
 		// (the command's own output is raw; airlock's words about it are not)
-		fmt.Fprintf(stderr, "airlock run: %s\n", esc(err.Error()))
+		fmt.Fprintf(stderr, "airlock run: %s\n", cli.Esc(err.Error()))
 		if code == 0 {
 			code = 125
 		}
@@ -286,11 +259,11 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 	case runtime.LimitTimeout:
 		fmt.Fprintf(stderr, "airlock: command timed out after %s and was killed\n", o.timeout)
 	case runtime.LimitMemory:
-		fmt.Fprintf(stderr, "airlock: memory limit of %s exceeded; the command was killed (raise --memory)\n", fmtBytes(lim.MemoryBytes))
+		fmt.Fprintf(stderr, "airlock: memory limit of %s exceeded; the command was killed (raise --memory)\n", cli.FmtBytes(lim.MemoryBytes))
 	case runtime.LimitPids:
 		fmt.Fprintf(stderr, "airlock: process limit of %d reached (raise --pids)\n", lim.Pids)
 	case runtime.LimitDisk:
-		fmt.Fprintf(stderr, "airlock: sandbox disk is full (limit %s for the writable layer, %s for /tmp; raise --disk or --tmp)\n", fmtBytes(lim.DiskBytes), fmtBytes(lim.TmpBytes))
+		fmt.Fprintf(stderr, "airlock: sandbox disk is full (limit %s for the writable layer, %s for /tmp; raise --disk or --tmp)\n", cli.FmtBytes(lim.DiskBytes), cli.FmtBytes(lim.TmpBytes))
 	}
 	if st.StdoutTruncated || st.StderrTruncated {
 		fmt.Fprintf(stderr, "airlock: output truncated (stdout %d bytes, stderr %d bytes; raise --output-limit)\n", st.StdoutBytes, st.StderrBytes)
@@ -298,12 +271,12 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 	return st.Code, nil
 }
 
-func cmdReap(args []string, stdout, stderr io.Writer) int {
+func CmdReap(args []string, stdout, stderr io.Writer) int {
 	const reapUsage = "usage: airlock reap [flags]\n\nRemoves what killed airlock processes of this state dir left behind: sandbox\nprocesses, cgroups, state dirs. Every airlock start does this too. Only the\nstate dir's own cgroup parent is searched (see AIRLOCK_CGROUP_PARENT in\n'airlock run --help'); another state dir's sandboxes are never touched.\n\nflags:\n"
-	fs := newFlagSet("reap", reapUsage, stderr)
-	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
-	dataDir := fs.String("data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
-	if code, done := parseFlags(fs, reapUsage, args, stdout); done {
+	fs := cli.NewFlagSet("reap", reapUsage, stderr)
+	stateDir := fs.String("state-dir", cli.EnvOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
+	dataDir := fs.String("data-dir", cli.EnvOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
+	if code, done := cli.ParseFlags(fs, reapUsage, args, stdout); done {
 		return code
 	}
 	be, err := openNative(*stateDir, *dataDir, false, nil)
@@ -316,7 +289,7 @@ func cmdReap(args []string, stdout, stderr io.Writer) int {
 	if _, serr := os.Stat(filepath.Join(*stateDir, "gvisor")); serr == nil {
 		// gVisor sandboxes of `airlock run --backend gvisor`, where runsc
 		// still works
-		if g, gerr := openBackend(backendOpts{runsc: envOr("AIRLOCK_RUNSC", "runsc")}, "gvisor", *stateDir, *dataDir, false, nil); gerr == nil {
+		if g, gerr := openBackend(backendOpts{runsc: cli.EnvOr("AIRLOCK_RUNSC", "runsc")}, "gvisor", *stateDir, *dataDir, false, nil); gerr == nil {
 			gb := g.(*gvisor.Backend)
 			gids, rerr := gb.Reap()
 			ids = append(append(ids, gb.Reaped...), gids...)

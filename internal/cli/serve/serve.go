@@ -1,10 +1,14 @@
-package main
+// Package serve is 'airlock serve': its flags into a daemon.Config (caps
+// fitted to the host's tables, policy, egress bounds) and the signals that
+// stop it; the daemon's wiring is internal/daemon.
+package serve
 
 import (
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,6 +21,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/daemon"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -42,27 +47,27 @@ marks them lost.
 flags:
 `
 
-func defaultSocket() string { return envOr("AIRLOCK_SOCKET", "/run/airlock/airlock.sock") }
+func defaultSocket() string { return cli.EnvOr("AIRLOCK_SOCKET", "/run/airlock/airlock.sock") }
 
-func cmdServe(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", serveUsage, stderr)
+func CmdServe(args []string, stdout, stderr io.Writer) int {
+	fs := cli.NewFlagSet("serve", serveUsage, stderr)
 	socket := fs.String("socket", defaultSocket(), "unix socket to serve on (env AIRLOCK_SOCKET)")
-	stateDir := fs.String("state-dir", envOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
-	dataDir := fs.String("data-dir", envOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory: templates and the database (env AIRLOCK_DATA_DIR)")
+	stateDir := fs.String("state-dir", cli.EnvOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
+	dataDir := fs.String("data-dir", cli.EnvOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory: templates and the database (env AIRLOCK_DATA_DIR)")
 	db := fs.String("db", "", "SQLite database (default DATA-DIR/airlock.db)")
-	maxLife := duration(fs, "max-lifetime", 24*time.Hour, "longest a sandbox may live, from its creation, and its TTL when none is asked for: a `DURATION` such as 24h, 7d (0: unbounded)")
+	maxLife := cli.Duration(fs, "max-lifetime", 24*time.Hour, "longest a sandbox may live, from its creation, and its TTL when none is asked for: a `DURATION` such as 24h, 7d (0: unbounded)")
 	listen := fs.String("listen", "", "also serve on this TCP `ADDR` (host:port), API key required (see 'airlock apikey')")
 	e2bListen := fs.String("e2b-listen", "", "also serve the E2B-compatible API on this TCP `ADDR`: point E2B_API_URL and E2B_SANDBOX_URL at it (key: 'airlock apikey create --e2b')")
 	policyFile := fs.String("policy", "", "policy `FILE` (YAML; see 'airlock policy default'); default: the built-in policy")
-	approvalWait := duration(fs, "approval-wait", approvals.DefaultWait, "how long a command held for approval waits by default: a `DURATION`, at most 1h (the CLI's exec waits as long as its own --approval-wait says)")
-	var tplBackends listFlag
-	var nat64 prefixFlag
+	approvalWait := cli.Duration(fs, "approval-wait", approvals.DefaultWait, "how long a command held for approval waits by default: a `DURATION`, at most 1h (the CLI's exec waits as long as its own --approval-wait says)")
+	var tplBackends cli.ListFlag
+	var nat64 cli.PrefixFlag
 	fs.Var(&nat64, "nat64-prefix", "a NAT64/DNS64 `PREFIX` of this host's network besides 64:ff9b::/96 and 64:ff9b:1::/48 (length 32, 40, 48, 56, 64 or 96; repeatable): egress judges an address under it by the IPv4 address it embeds")
 	fs.Var(&tplBackends, "template-backend", "run the sandboxes of a template on a backend unless the request names one: `TEMPLATE=native|gvisor` (repeatable)")
 	caps := defaultCaps()
-	fs.Var(sizeFlag{&caps.Limits.MemoryBytes}, "max-memory", "the most memory one sandbox may ask for (`SIZE`, by default half the host's; 0: no bound)")
-	fs.Var(sizeFlag{&caps.Limits.DiskBytes}, "max-disk", "the largest disk one sandbox may ask for (`SIZE`; 0: no bound)")
-	fs.Var(sizeFlag{&caps.Limits.TmpBytes}, "max-tmp", "the largest /tmp one sandbox may ask for (`SIZE`, by default half the host's memory; 0: no bound)")
+	fs.Var(cli.SizeFlag{V: &caps.Limits.MemoryBytes}, "max-memory", "the most memory one sandbox may ask for (`SIZE`, by default half the host's; 0: no bound)")
+	fs.Var(cli.SizeFlag{V: &caps.Limits.DiskBytes}, "max-disk", "the largest disk one sandbox may ask for (`SIZE`; 0: no bound)")
+	fs.Var(cli.SizeFlag{V: &caps.Limits.TmpBytes}, "max-tmp", "the largest /tmp one sandbox may ask for (`SIZE`, by default half the host's memory; 0: no bound)")
 	fs.Int64Var(&caps.Limits.Pids, "max-pids", 0, "the most processes one sandbox may ask for (default: a quarter of what the host's kernel.pid_max leaves sandboxes, at most 32768; more than it leaves is refused; 0: no bound but the host's)")
 	fs.Float64Var(&caps.Limits.CPUs, "max-cpus", caps.Limits.CPUs, "the most CPUs one sandbox may ask for (by default the host's; 0: no bound)")
 	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", 0, "the most open files one sandbox process may ask for (default and most: fs.nr_open, and fs.file-max less a quarter over --max-sandboxes; by default at most 65536; 0: that)")
@@ -73,7 +78,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	var cfg daemon.Config
 	fs.StringVar(&cfg.AuditKeyFile, "audit-key", "", "the audit log's ed25519 signing key `FILE` (made on first start; default DATA-DIR/audit.key): on another disk or owned by another user than the database, rewriting the log and re-signing its checkpoint takes both")
 	fs.IntVar(&cfg.CheckpointEvents, "audit-checkpoint-events", audit.DefaultCheckpointEvents, fmt.Sprintf("sign a checkpoint of the audit log after at most this many events (1..%d)", audit.MaxCheckpointEvents))
-	durationVar(fs, &cfg.CheckpointInterval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, "and at least this often while events are written: a `DURATION`, at most 1h")
+	cli.DurationVar(fs, &cfg.CheckpointInterval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, "and at least this often while events are written: a `DURATION`, at most 1h")
 	lim := egress.DefaultLimits
 	fs.Float64Var(&lim.DNSRate, "egress-dns-rate", lim.DNSRate, "DNS queries a second one sandbox may send, in bursts of --egress-dns-burst; more are refused, not queued (0: no bound)")
 	fs.IntVar(&lim.DNSBurst, "egress-dns-burst", lim.DNSBurst, "burst of --egress-dns-rate")
@@ -81,13 +86,13 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&lim.ConnBurst, "egress-conn-burst", lim.ConnBurst, "burst of --egress-conn-rate")
 	fs.Float64Var(&lim.ReqRate, "egress-request-rate", lim.ReqRate, "requests a second one sandbox may send on open proxy connections after each one's first (keep-alive, and in a brokered host's tunnel), in bursts of --egress-request-burst; more are refused (429) (0: no bound)")
 	fs.IntVar(&lim.ReqBurst, "egress-request-burst", lim.ReqBurst, "burst of --egress-request-rate")
-	refusalWindow := duration(fs, "egress-refusal-window", lim.RefusalWindow, "repeated egress refusals of one kind within this `DURATION` are recorded once plus one counted summary event")
+	refusalWindow := cli.Duration(fs, "egress-refusal-window", lim.RefusalWindow, "repeated egress refusals of one kind within this `DURATION` are recorded once plus one counted summary event")
 	fs.Int64Var(&lim.BudgetEvents, "egress-audit-events", lim.BudgetEvents, "the most egress events one sandbox may put in the audit log in its life; past it its egress is cut (0: no bound)")
-	fs.Var(sizeFlag{&lim.BudgetBytes}, "egress-audit-bytes", "the most bytes of egress events one sandbox may put in the audit log (`SIZE`); past it its egress is cut (0: no bound)")
+	fs.Var(cli.SizeFlag{V: &lim.BudgetBytes}, "egress-audit-bytes", "the most bytes of egress events one sandbox may put in the audit log (`SIZE`); past it its egress is cut (0: no bound)")
 	reserve := int64(audit.DefaultReserve)
-	fs.Var(sizeFlag{&reserve}, "audit-reserve", "disk space (`SIZE`) kept next to the database for what must be recorded on a full disk: destroys and the daemon's stop (0: none)")
+	fs.Var(cli.SizeFlag{V: &reserve}, "audit-reserve", "disk space (`SIZE`) kept next to the database for what must be recorded on a full disk: destroys and the daemon's stop (0: none)")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
-	if code, done := parseFlags(fs, serveUsage, args, stdout); done {
+	if code, done := cli.ParseFlags(fs, serveUsage, args, stdout); done {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -156,7 +161,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "airlock serve: --max-* must not be negative (0: no bound)")
 		return 2
 	}
-	tables, err := readHostTables("/proc/sys")
+	tables, err := ReadHostTables("/proc/sys")
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1
@@ -175,13 +180,16 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 2
 	}
-	fmt.Fprintf(stderr, "airlock serve: %s\n", msg)
+	// What the caps were fitted to is the daemon's first log line, in the
+	// daemon's log style (slog's text, as internal/daemon logs); only
+	// usage and start errors are the CLI's own "airlock serve: ..." lines.
+	slog.New(slog.NewTextHandler(stderr, nil)).Info(msg)
 	cfg.Socket, cfg.Listen, cfg.E2BListen, cfg.StateDir, cfg.DataDir, cfg.DB = *socket, *listen, *e2bListen, *stateDir, *dataDir, *db
 	cfg.MaxLifetime, cfg.Caps, cfg.Policy, cfg.ApprovalWait, cfg.NoEgress = *maxLife, caps, pol, *approvalWait, *noEgress
 	cfg.MaxProxyConns, cfg.NAT64Prefixes, cfg.TemplateBackends, cfg.AcceptAuditGap = *maxProxyConns, nat64, byTemplate, *acceptGap
 	cfg.EgressLimits, cfg.AuditReserve = lim, reserve
-	cfg.Runsc, cfg.GVisorPlatform = envOr("AIRLOCK_RUNSC", "runsc"), os.Getenv("AIRLOCK_GVISOR_PLATFORM")
-	cfg.Version, cfg.Log = version, stderr
+	cfg.Runsc, cfg.GVisorPlatform = cli.EnvOr("AIRLOCK_RUNSC", "runsc"), os.Getenv("AIRLOCK_GVISOR_PLATFORM")
+	cfg.Version, cfg.Log = cli.Version, stderr
 	if err := serve(cfg); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 		return 1

@@ -1,8 +1,16 @@
-package agent
+// Package watch is the agent's record of what each command did to the
+// files of the watched directories: an inotify Watcher of the trees
+// (each directory watched as it appears) that hands its records to a
+// sink, and the Activity of one command that the records add up to, as
+// its exit message carries it (proto.FileActivity). The agent keeps one
+// Activity per running command and gives every record to all of them.
+package watch
 
 import (
 	"slices"
 	"unicode/utf8"
+
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // What a command did to one path, weakest first. A path keeps the strongest
@@ -19,23 +27,42 @@ const (
 const maxActivity = 1000
 
 // activityBudget bounds the encoded lists of one exit message, well under
-// maxMessage: paths can be long, and the message must always go out.
+// the channel's 1 MiB message bound: paths can be long, and the message must always go out.
 const activityBudget = 512 << 10
 
-// fileRec is one thing done to one path.
-type fileRec struct {
+// Rec is one thing done to one path, as a Watcher hands it on.
+type Rec struct {
 	kind uint8
 	path string
 }
 
-// activity collects what one command did to the watched files while it
+// Activity collects what one command did to the watched files while it
 // ran. The zero value is empty and allocates nothing until the first event.
-type activity struct {
+type Activity struct {
 	paths      map[string]uint8
 	n          [actDeleted + 1]int // paths per kind
 	incomplete bool
 	shared     bool
 }
+
+// Add adds the records to a and, when lost (events the watcher could not
+// read), marks it incomplete.
+func (a *Activity) Add(recs []Rec, lost bool) {
+	if lost {
+		a.incomplete = true
+	}
+	for _, r := range recs {
+		a.add(r.kind, r.path)
+	}
+}
+
+// MarkIncomplete says a may miss things (no watcher, a directory not
+// watched when the command started).
+func (a *Activity) MarkIncomplete() { a.incomplete = true }
+
+// MarkShared says another command or a host file operation ran beside
+// the command, whose events a got too.
+func (a *Activity) MarkShared() { a.shared = true }
 
 // add records kind on p.
 //
@@ -43,7 +70,7 @@ type activity struct {
 // only (it may never have been there before); one deleted and created
 // again in written. Reads count only for paths not otherwise touched,
 // and attribute changes only for paths not written or deleted.
-func (a *activity) add(kind uint8, p string) {
+func (a *Activity) add(kind uint8, p string) {
 	cur := a.paths[p]
 	switch {
 	case cur == kind:
@@ -69,10 +96,10 @@ func (a *activity) add(kind uint8, p string) {
 	a.n[kind]++
 }
 
-// result is the activity as the exit message carries it: sorted lists
+// Result is the activity as the exit message carries it: sorted lists
 // within activityBudget.
-func (a *activity) result() *FileActivity {
-	fa := &FileActivity{Incomplete: a.incomplete, Shared: a.shared}
+func (a *Activity) Result() *proto.FileActivity {
+	fa := &proto.FileActivity{Incomplete: a.incomplete, Shared: a.shared}
 	for p, k := range a.paths {
 		switch k {
 		case actWritten:
@@ -95,7 +122,7 @@ func (a *activity) result() *FileActivity {
 // fitBudget drops paths from the longest lists until the encoded lists
 // surely fit activityBudget; whatever it drops makes the activity
 // incomplete.
-func fitBudget(fa *FileActivity) {
+func fitBudget(fa *proto.FileActivity) {
 	lists := []*[]string{&fa.Written, &fa.Deleted, &fa.Chmod, &fa.Read}
 	total := 0
 	for _, l := range lists {

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"fmt"
@@ -11,17 +11,17 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 )
 
-// hostTables are the sizes of the host-wide tables that every sandbox and
+// HostTables are the sizes of the host-wide tables that every sandbox and
 // the host itself draw on, as /proc/sys says at the daemon's start.
-type hostTables struct {
+type HostTables struct {
 	PidMax, ThreadsMax int64 // kernel.pid_max, kernel.threads-max: tasks
 	FileMax, NrOpen    int64 // fs.file-max: open files; fs.nr_open: most per process
 	PtyMax, PtyReserve int64 // kernel.pty.max, kernel.pty.reserve (the initial devpts's)
 }
 
-// readHostTables reads the tables' sizes under procSys (/proc/sys).
-func readHostTables(procSys string) (hostTables, error) {
-	var h hostTables
+// ReadHostTables reads the tables' sizes under procSys (/proc/sys).
+func ReadHostTables(procSys string) (HostTables, error) {
+	var h HostTables
 	for _, f := range []struct {
 		path string
 		v    *int64
@@ -44,9 +44,9 @@ func readHostTables(procSys string) (hostTables, error) {
 	return h, nil
 }
 
-// hostShare is what sandboxes together may take of a table of n entries:
+// HostShare is what sandboxes together may take of a table of n entries:
 // the host keeps a quarter for itself.
-func hostShare(n int64) int64 { return n - n/4 }
+func HostShare(n int64) int64 { return n - n/4 }
 
 // fitCaps bounds the daemon's caps by the host's tables, so that its
 // sandboxes together cannot exhaust them: the budgets of tasks and
@@ -56,11 +56,11 @@ func hostShare(n int64) int64 { return n - n/4 }
 // A flag set explicitly (explicit reports which) above what the host can
 // give is an error; a default above it is lowered. It returns the caps
 // and a line saying what was derived.
-func fitCaps(c manager.Caps, h hostTables, explicit func(flag string) bool) (manager.Caps, string, error) {
-	c.Host.Pids = hostShare(min(h.PidMax, h.ThreadsMax))
-	c.Host.Ptys = max(hostShare(h.PtyMax-h.PtyReserve), 1)
+func fitCaps(c manager.Caps, h HostTables, explicit func(flag string) bool) (manager.Caps, string, error) {
+	c.Host.Pids = HostShare(min(h.PidMax, h.ThreadsMax))
+	c.Host.Ptys = max(HostShare(h.PtyMax-h.PtyReserve), 1)
 	n := int64(max(c.Sandboxes, 1))
-	files := min(h.NrOpen, hostShare(h.FileMax)/n)
+	files := min(h.NrOpen, HostShare(h.FileMax)/n)
 	// largest that fits: a native sandbox's tasks are its pids and the
 	// agent's reserve
 	pids := c.Host.Pids - native.HostTasks(0)

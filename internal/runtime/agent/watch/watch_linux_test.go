@@ -1,4 +1,4 @@
-package agent
+package watch
 
 import (
 	"encoding/json"
@@ -11,11 +11,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"golang.org/x/sys/unix"
 )
 
 func TestActivityAdd(t *testing.T) {
-	var a activity
+	var a Activity
 	a.add(actWritten, "/w/new")
 	a.add(actDeleted, "/w/new") // created, then deleted: deleted only
 	a.add(actDeleted, "/w/again")
@@ -31,8 +32,8 @@ func TestActivityAdd(t *testing.T) {
 	a.add(actChmod, "/w/rc")
 	a.add(actDeleted, "/w/rc")
 	a.add(actChmod, "/w/rc") // an attribute event after the removal
-	got := a.result()
-	want := &FileActivity{
+	got := a.Result()
+	want := &proto.FileActivity{
 		Written: []string{"/w/again", "/w/rw", "/w/wc"},
 		Deleted: []string{"/w/new", "/w/rc"},
 		Chmod:   []string{"/w/c"},
@@ -41,18 +42,18 @@ func TestActivityAdd(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("activity:\n got %+v\nwant %+v", got, want)
 	}
-	if (&activity{}).result().Written != nil {
+	if (&Activity{}).Result().Written != nil {
 		t.Error("no activity: want empty lists")
 	}
 }
 
 func TestActivityCaps(t *testing.T) {
-	var a activity
+	var a Activity
 	for i := range maxActivity + 5 {
 		a.add(actWritten, fmt.Sprintf("/w/%05d", i))
 	}
 	a.add(actRead, "/w/r")
-	r := a.result()
+	r := a.Result()
 	if len(r.Written) != maxActivity || !r.Incomplete || len(r.Read) != 1 {
 		t.Errorf("over the cap: %d written, incomplete %v, %d read; want %d, true, 1", len(r.Written), r.Incomplete, len(r.Read), maxActivity)
 	}
@@ -60,12 +61,12 @@ func TestActivityCaps(t *testing.T) {
 		t.Error("written not sorted")
 	}
 	// Long names: the exit message must stay within its budget.
-	var b activity
+	var b Activity
 	long := "/w/" + strings.Repeat("\x01", 3000)
 	for i := range 4 * maxActivity {
 		b.add(uint8(i%4)+1, long+strconv.Itoa(i))
 	}
-	r = b.result()
+	r = b.Result()
 	if !r.Incomplete {
 		t.Error("long names cut: want incomplete")
 	}
@@ -86,11 +87,11 @@ func TestActivityCaps(t *testing.T) {
 // command.
 type recorder struct {
 	mu   sync.Mutex
-	act  activity
+	act  Activity
 	lost bool
 }
 
-func (r *recorder) sink(recs []fileRec, lost bool) {
+func (r *recorder) sink(recs []Rec, lost bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lost = r.lost || lost
@@ -100,16 +101,16 @@ func (r *recorder) sink(recs []fileRec, lost bool) {
 }
 
 // take drains w and returns what it reported since the last take.
-func (r *recorder) take(w *watcher) (*FileActivity, bool) {
-	w.drain()
+func (r *recorder) take(w *Watcher) (*proto.FileActivity, bool) {
+	w.Drain()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res, lost := r.act.result(), r.lost
-	r.act, r.lost = activity{}, false
+	res, lost := r.act.Result(), r.lost
+	r.act, r.lost = Activity{}, false
 	return res, lost
 }
 
-func newTestWatcher(t *testing.T, noReads ...string) (string, *watcher, *recorder) {
+func newTestWatcher(t *testing.T, noReads ...string) (string, *Watcher, *recorder) {
 	t.Helper()
 	parent := t.TempDir()
 	root := filepath.Join(parent, "root")
@@ -120,11 +121,11 @@ func newTestWatcher(t *testing.T, noReads ...string) (string, *watcher, *recorde
 	for i := range noReads {
 		noReads[i] = filepath.Join(root, noReads[i])
 	}
-	w, err := newWatcher([]string{root}, noReads, rec.sink)
+	w, err := New([]string{root}, noReads, rec.sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.close)
+	t.Cleanup(w.Close)
 	return root, w, rec
 }
 
@@ -168,7 +169,7 @@ func TestWatcher(t *testing.T) {
 	must(t, os.WriteFile(p("d/e/f/g/h"), []byte("c"), 0o644))
 	must(t, os.Rename(p("m1"), p("m2")))
 	got, _ = rec.take(w)
-	want := &FileActivity{
+	want := &proto.FileActivity{
 		Written: []string{p(".git/index"), p("d"), p("d/e"), p("d/e/f"), p("d/e/f/g"), p("d/e/f/g/h"), p("m2"), p("new"), p("old")},
 		Deleted: []string{p("gone"), p("m1")},
 		Chmod:   []string{p("mode")},
@@ -341,15 +342,15 @@ func watchesOf(t *testing.T, fd int) int {
 // and an empty report.
 func BenchmarkExitActivity(b *testing.B) {
 	dir := b.TempDir()
-	w, err := newWatcher([]string{dir}, nil, func([]fileRec, bool) {})
+	w, err := New([]string{dir}, nil, func([]Rec, bool) {})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		w.drain()
-		var a activity
-		_ = a.result()
+		w.Drain()
+		var a Activity
+		_ = a.Result()
 	}
 }

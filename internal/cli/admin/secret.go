@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
 )
@@ -39,7 +40,7 @@ Output that shows a secret's value is redacted before it is stored.
                              them: sg-...)
 `
 
-func cmdSecret(args []string, stdout, stderr io.Writer) int {
+func CmdSecret(args []string, stdout, stderr io.Writer) int {
 	return cmdSecretWith(args, os.Stdin, stdout, stderr)
 }
 
@@ -49,22 +50,22 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		return 2
 	}
 	verb, rest := args[0], args[1:]
-	c := newSandboxCmd(verb, "airlock secret "+verb+" [flags]", "", stdout, stderr)
-	c.group = "secret"
-	c.usage = secretUsage
+	c := cli.NewCmd(verb, "airlock secret "+verb+" [flags]", "", stdout, stderr)
+	c.Group = "secret"
+	c.Usage = secretUsage
 	ctx := context.Background()
 	switch verb {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, secretUsage)
 		return 0
 	case "set":
-		from := c.fs.String("from-file", "", "read the value from `FILE` instead of stdin")
-		pos, code, done := c.parse(rest)
+		from := c.FS.String("from-file", "", "read the value from `FILE` instead of stdin")
+		pos, code, done := c.Parse(rest)
 		if done {
 			return code
 		}
 		if len(pos) != 1 {
-			return c.usageErr("want one secret name (the value comes from stdin or --from-file, never the command line)")
+			return c.UsageErr("want one secret name (the value comes from stdin or --from-file, never the command line)")
 		}
 		var val []byte
 		var err error
@@ -74,63 +75,63 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 			val, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
 		}
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		val = bytes.TrimSuffix(val, []byte("\n"))
 		val = bytes.TrimSuffix(val, []byte("\r"))
 		if len(val) == 0 {
-			return c.usageErr("the value is empty: pipe it on stdin, or use --from-file")
+			return c.UsageErr("the value is empty: pipe it on stdin, or use --from-file")
 		}
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		s, err := cl.SetSecret(ctx, pos[0], val)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		fmt.Fprintf(stdout, "stored secret %s (%d bytes)\n", s.Name, len(val))
 		return 0
 	case "ls":
-		asJSON := c.fs.Bool("json", false, "print a JSON array")
-		if _, code, done := c.parse(rest); done {
+		asJSON := c.FS.Bool("json", false, "print a JSON array")
+		if _, code, done := c.Parse(rest); done {
 			return code
 		}
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		l, err := cl.Secrets(ctx)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		if *asJSON {
-			_ = printJSON(stdout, l)
+			_ = cli.PrintJSON(stdout, l)
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tCREATED\tUPDATED")
 		for _, s := range l {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", esc(s.Name), s.Created.Format("2006-01-02 15:04:05"), s.Updated.Format("2006-01-02 15:04:05"))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", cli.Esc(s.Name), s.Created.Format("2006-01-02 15:04:05"), s.Updated.Format("2006-01-02 15:04:05"))
 		}
 		_ = tw.Flush()
 		return 0
 	case "rm":
-		pos, code, done := c.parse(rest)
+		pos, code, done := c.Parse(rest)
 		if done {
 			return code
 		}
 		if len(pos) == 0 {
-			return c.usageErr("want secret names")
+			return c.UsageErr("want secret names")
 		}
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		failed := 0
 		for _, n := range pos {
 			if err := cl.DeleteSecret(ctx, n); err != nil {
-				c.errorf("%s: %v", n, err)
+				c.Errorf("%s: %v", n, err)
 				failed++
 			}
 		}
@@ -140,84 +141,84 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		return 0
 	case "grant":
 		var req sdk.SecretGrantRequest
-		var hosts, headers listFlag
-		c.fs.StringVar(&req.SandboxID, "sandbox", "", "the sandbox `ID` that may use it")
-		c.fs.StringVar(&req.TaskID, "task", "", "the task `ID` whose sandbox may use it")
-		c.fs.StringVar(&req.Mode, "mode", "env", "env or broker")
-		c.fs.StringVar(&req.Env, "env", "", "the environment `VAR` it is given as (default: its name)")
-		c.fs.Var(&hosts, "host", "a `HOST` it is for (repeatable; *.example.com for subdomains)")
-		c.fs.Var(&headers, "header", "broker mode: a request header `NAME` the value goes in (repeatable; default Authorization)")
-		durationVar(c.fs, &req.TTL, "for", time.Hour, "how long the grant lasts: a `DURATION`, at most 24h")
-		pos, code, done := c.parse(rest)
+		var hosts, headers cli.ListFlag
+		c.FS.StringVar(&req.SandboxID, "sandbox", "", "the sandbox `ID` that may use it")
+		c.FS.StringVar(&req.TaskID, "task", "", "the task `ID` whose sandbox may use it")
+		c.FS.StringVar(&req.Mode, "mode", "env", "env or broker")
+		c.FS.StringVar(&req.Env, "env", "", "the environment `VAR` it is given as (default: its name)")
+		c.FS.Var(&hosts, "host", "a `HOST` it is for (repeatable; *.example.com for subdomains)")
+		c.FS.Var(&headers, "header", "broker mode: a request header `NAME` the value goes in (repeatable; default Authorization)")
+		cli.DurationVar(c.FS, &req.TTL, "for", time.Hour, "how long the grant lasts: a `DURATION`, at most 24h")
+		pos, code, done := c.Parse(rest)
 		if done {
 			return code
 		}
 		if len(pos) != 1 {
-			return c.usageErr("want one secret name")
+			return c.UsageErr("want one secret name")
 		}
 		if (req.SandboxID == "") == (req.TaskID == "") {
-			return c.usageErr("give exactly one of --sandbox and --task")
+			return c.UsageErr("give exactly one of --sandbox and --task")
 		}
 		if len(hosts) == 0 {
-			return c.usageErr("name the hosts it is for with --host")
+			return c.UsageErr("name the hosts it is for with --host")
 		}
 		if req.TTL <= 0 {
-			return c.usageErr("--for %s: must be positive", req.TTL)
+			return c.UsageErr("--for %s: must be positive", req.TTL)
 		}
 		req.Hosts, req.Headers = hosts, headers
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		g, err := cl.GrantSecret(ctx, pos[0], req)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
-		fmt.Fprintf(stdout, "granted %s to sandbox %s as $%s (%s) for %s until %s: %s\n", esc(g.Secret), esc(g.SandboxID), esc(g.Env), esc(g.Mode),
-			termsafe.Join(g.Hosts, ","), g.Expires.Local().Format("15:04:05"), esc(g.ID))
+		fmt.Fprintf(stdout, "granted %s to sandbox %s as $%s (%s) for %s until %s: %s\n", cli.Esc(g.Secret), cli.Esc(g.SandboxID), cli.Esc(g.Env), cli.Esc(g.Mode),
+			termsafe.Join(g.Hosts, ","), g.Expires.Local().Format("15:04:05"), cli.Esc(g.ID))
 		return 0
 	case "grants":
-		sandbox := c.fs.String("sandbox", "", "only this sandbox's grants")
-		asJSON := c.fs.Bool("json", false, "print a JSON array")
-		if _, code, done := c.parse(rest); done {
+		sandbox := c.FS.String("sandbox", "", "only this sandbox's grants")
+		asJSON := c.FS.Bool("json", false, "print a JSON array")
+		if _, code, done := c.Parse(rest); done {
 			return code
 		}
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		l, err := cl.SecretGrants(ctx, *sandbox)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		if *asJSON {
-			_ = printJSON(stdout, l)
+			_ = cli.PrintJSON(stdout, l)
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSECRET\tSANDBOX\tMODE\tENV\tHOSTS\tEXPIRES\tSTATE")
 		for _, g := range l {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", esc(g.ID), esc(g.Secret), esc(g.SandboxID), esc(g.Mode), esc(g.Env), termsafe.Join(g.Hosts, ","),
-				g.Expires.Local().Format("2006-01-02 15:04:05"), esc(g.State))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cli.Esc(g.ID), cli.Esc(g.Secret), cli.Esc(g.SandboxID), cli.Esc(g.Mode), cli.Esc(g.Env), termsafe.Join(g.Hosts, ","),
+				g.Expires.Local().Format("2006-01-02 15:04:05"), cli.Esc(g.State))
 		}
 		_ = tw.Flush()
 		return 0
 	case "revoke":
-		pos, code, done := c.parse(rest)
+		pos, code, done := c.Parse(rest)
 		if done {
 			return code
 		}
 		if len(pos) == 0 {
-			return c.usageErr("want grant ids")
+			return c.UsageErr("want grant ids")
 		}
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		failed := 0
 		for _, id := range pos {
 			if err := cl.RevokeSecretGrant(ctx, id); err != nil {
-				c.errorf("%s: %v", id, err)
+				c.Errorf("%s: %v", id, err)
 				failed++
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package sandbox
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -65,7 +66,7 @@ func newSbxDaemon(t *testing.T) *sbxDaemon {
 // run calls cmdSandbox against the fake daemon.
 func (d *sbxDaemon) run(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = cmdSandbox(append([]string{args[0], "--socket", d.sock}, args[1:]...), &out, &errOut)
+	code = CmdSandbox(append([]string{args[0], "--socket", d.sock}, args[1:]...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -517,21 +518,21 @@ func TestSandboxUsage(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if code := cmdSandbox(nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "usage: airlock sandbox") {
+	if code := CmdSandbox(nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "usage: airlock sandbox") {
 		t.Errorf("no verb: %d %q", code, errOut.String())
 	}
 	errOut.Reset()
-	if code := cmdSandbox([]string{"frob"}, &out, &errOut); code != 2 || errOut.String() != "airlock sandbox: unknown command \"frob\"; run 'airlock sandbox --help' for the list\n" {
+	if code := CmdSandbox([]string{"frob"}, &out, &errOut); code != 2 || errOut.String() != "airlock sandbox: unknown command \"frob\"; run 'airlock sandbox --help' for the list\n" {
 		t.Errorf("unknown verb: %d %q", code, errOut.String())
 	}
 	for _, args := range [][]string{{"--help"}, {"get", "--help"}, {"get", "x", "-h"}, {"exec", "--help"}} {
 		out.Reset()
-		if code := cmdSandbox(args, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "usage: airlock sandbox") {
+		if code := CmdSandbox(args, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "usage: airlock sandbox") {
 			t.Errorf("%q: %d %q", args, code, out.String())
 		}
 	}
 	out.Reset()
-	cmdSandbox([]string{"exec", "--help"}, &out, &errOut)
+	CmdSandbox([]string{"exec", "--help"}, &out, &errOut)
 	if !strings.Contains(out.String(), "-socket PATH") || !strings.Contains(out.String(), "127 if CMD is not found") {
 		t.Errorf("exec --help:\n%s", out.String())
 	}
@@ -550,7 +551,7 @@ func TestSandboxNoDaemon(t *testing.T) {
 		{[]string{"exec", "x", "true"}, 125},
 	} {
 		var out, errOut bytes.Buffer
-		code := cmdSandbox(append([]string{tc.args[0], "--socket", sock}, tc.args[1:]...), &out, &errOut)
+		code := CmdSandbox(append([]string{tc.args[0], "--socket", sock}, tc.args[1:]...), &out, &errOut)
 		if code != tc.code || errOut.String() != "airlock sandbox "+tc.args[0]+": "+want {
 			t.Errorf("%v: %d %q", tc.args, code, errOut.String())
 		}
@@ -558,7 +559,7 @@ func TestSandboxNoDaemon(t *testing.T) {
 	// $AIRLOCK_SOCKET is the default
 	t.Setenv("AIRLOCK_SOCKET", sock)
 	var out, errOut bytes.Buffer
-	if code := cmdSandbox([]string{"ls"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), sock) {
+	if code := CmdSandbox([]string{"ls"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), sock) {
 		t.Errorf("env socket: %d %q", code, errOut.String())
 	}
 }
@@ -568,11 +569,27 @@ func TestSandboxHumanDuration(t *testing.T) {
 		0: "0s", 45 * time.Second: "45s", 12*time.Minute + 5*time.Second: "12m", 3*time.Hour + 5*time.Minute: "3h5m",
 		2 * time.Hour: "2h", 50 * time.Hour: "2d2h", 48 * time.Hour: "2d",
 	} {
-		if got := humanDuration(d); got != want {
+		if got := cli.HumanDuration(d); got != want {
 			t.Errorf("humanDuration(%s) = %q, want %q", d, got, want)
 		}
 	}
 	if got := shellJoin([]string{"sh", "-c", "echo it's", ""}); got != `sh -c 'echo it'\''s' ''` {
 		t.Errorf("shellJoin: %s", got)
+	}
+}
+
+// Days work wherever the sandbox verbs take a duration (flags and
+// arguments); the CLI's other verbs are checked in cmd/airlock.
+func TestSandboxDurationsTakeDays(t *testing.T) {
+	d := newSbxDaemon(t)
+	if code, out, errOut := d.run("create", "--ttl", "2d"); code != 0 {
+		t.Fatalf("create --ttl 2d: %d %q %q", code, out, errOut)
+	}
+	var req map[string]any
+	if err := json.Unmarshal([]byte(d.last()), &req); err != nil || req["ttl_seconds"] != float64(2*86400) {
+		t.Errorf("create --ttl 2d sent %s", d.last())
+	}
+	if code, out, errOut := d.run("timeout", "sb1", "1d"); code != 0 || !strings.Contains(d.last(), `"ttl_seconds":86400`) {
+		t.Errorf("timeout sb1 1d: %d %q %q, sent %s", code, out, errOut, d.last())
 	}
 }

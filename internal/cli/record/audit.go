@@ -1,7 +1,8 @@
-package main
+// Package record is the CLI's verbs of the daemon's record: 'airlock
+// audit' (verify, query), 'airlock bundle verify' and 'airlock purge'.
+package record
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/sdk"
 )
@@ -34,7 +36,7 @@ const auditUsage = `usage: airlock audit <verify|query> [flags]
         list events (T: RFC 3339 or a duration ago like 2h; K: exec matches exec.*)
 `
 
-func cmdAudit(args []string, stdout, stderr io.Writer) int {
+func CmdAudit(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, auditUsage)
 		return 2
@@ -53,29 +55,29 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 }
 
 func auditVerify(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("verify", "airlock audit verify [flags]", "Recomputes the audit chain.\n", stdout, stderr)
-	c.group, c.usage = "audit", auditUsage
-	db := c.fs.String("db", "", "verify this database file here instead of asking the daemon")
-	cp := c.fs.String("checkpoint", "", "a signed checkpoint to check the head against (default: audit-head.json next to --db)")
-	keyFile := c.fs.String("key-file", "", "with --db: the daemon's audit.key, which must have signed the checkpoint (default: audit.key next to --db)")
-	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	pos, code, done := c.parse(args)
+	c := cli.NewCmd("verify", "airlock audit verify [flags]", "Recomputes the audit chain.\n", stdout, stderr)
+	c.Group, c.Usage = "audit", auditUsage
+	db := c.FS.String("db", "", "verify this database file here instead of asking the daemon")
+	cp := c.FS.String("checkpoint", "", "a signed checkpoint to check the head against (default: audit-head.json next to --db)")
+	keyFile := c.FS.String("key-file", "", "with --db: the daemon's audit.key, which must have signed the checkpoint (default: audit.key next to --db)")
+	asJSON := c.FS.Bool("json", false, "print the report as JSON")
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) > 0 {
-		return c.usageErr("unexpected argument %q", pos[0])
+		return c.UsageErr("unexpected argument %q", pos[0])
 	}
 	var rep any
 	ok := false
 	summary := ""
 	if *db != "" {
 		if _, err := os.Stat(*db); err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		st, err := store.Open(*db)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		defer st.Close()
 		if *cp == "" {
@@ -91,26 +93,26 @@ func auditVerify(args []string, stdout, stderr io.Writer) int {
 		if *keyFile != "" {
 			seed, err := os.ReadFile(*keyFile)
 			if err != nil || len(seed) != ed25519.SeedSize {
-				return c.usageErr("--key-file: not an airlock audit key")
+				return c.UsageErr("--key-file: not an airlock audit key")
 			}
 			pub = ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
 		}
 		r, err := audit.VerifyCheckpointed(context.Background(), st, *cp, pub)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		rep, ok, summary = r, r.OK(), r.String()
 		if pub == nil && ok {
 			summary += " (the checkpoint's signer was not checked: give --key-file)"
 		}
 	} else {
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		r, err := cl.VerifyAudit(context.Background())
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		ok = len(r.Problems) == 0
 		rep = r
@@ -126,7 +128,7 @@ func auditVerify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		_ = printJSON(stdout, rep)
+		_ = cli.PrintJSON(stdout, rep)
 	} else {
 		fmt.Fprintln(stdout, summary)
 	}
@@ -140,7 +142,7 @@ func parseWhen(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := parseDuration(s); err == nil {
+	if d, err := cli.ParseDuration(s); err == nil {
 		return time.Now().Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
@@ -151,39 +153,39 @@ func parseWhen(s string) (time.Time, error) {
 }
 
 func auditQuery(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("query", "airlock audit query [flags]", "Lists audit events.\n", stdout, stderr)
-	c.group, c.usage = "audit", auditUsage
+	c := cli.NewCmd("query", "airlock audit query [flags]", "Lists audit events.\n", stdout, stderr)
+	c.Group, c.Usage = "audit", auditUsage
 	var f sdk.AuditFilter
-	c.fs.StringVar(&f.Sandbox, "sandbox", "", "only this sandbox's events")
-	c.fs.StringVar(&f.Task, "task", "", "only this task's events")
-	c.fs.StringVar(&f.Exec, "exec", "", "only this exec's events")
-	c.fs.StringVar(&f.Kind, "kind", "", "only this kind (exec matches exec.start, exec.end, ...)")
-	since := c.fs.String("since", "", "from this time (RFC 3339, or a duration ago: 2h, 7d)")
-	until := c.fs.String("until", "", "before this time")
-	c.fs.Int64Var(&f.After, "after", 0, "events after this sequence number")
-	c.fs.IntVar(&f.Limit, "limit", 1000, "at most this many events")
-	asJSON := c.fs.Bool("json", false, "print JSON lines")
-	pos, code, done := c.parse(args)
+	c.FS.StringVar(&f.Sandbox, "sandbox", "", "only this sandbox's events")
+	c.FS.StringVar(&f.Task, "task", "", "only this task's events")
+	c.FS.StringVar(&f.Exec, "exec", "", "only this exec's events")
+	c.FS.StringVar(&f.Kind, "kind", "", "only this kind (exec matches exec.start, exec.end, ...)")
+	since := c.FS.String("since", "", "from this time (RFC 3339, or a duration ago: 2h, 7d)")
+	until := c.FS.String("until", "", "before this time")
+	c.FS.Int64Var(&f.After, "after", 0, "events after this sequence number")
+	c.FS.IntVar(&f.Limit, "limit", 1000, "at most this many events")
+	asJSON := c.FS.Bool("json", false, "print JSON lines")
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) > 0 {
-		return c.usageErr("unexpected argument %q", pos[0])
+		return c.UsageErr("unexpected argument %q", pos[0])
 	}
 	var err error
 	if f.Since, err = parseWhen(*since); err != nil {
-		return c.usageErr("--since: %v", err)
+		return c.UsageErr("--since: %v", err)
 	}
 	if f.Until, err = parseWhen(*until); err != nil {
-		return c.usageErr("--until: %v", err)
+		return c.UsageErr("--until: %v", err)
 	}
-	cl, err := c.client()
+	cl, err := c.Client()
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	events, err := cl.AuditEvents(context.Background(), f)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	for _, e := range events {
 		if *asJSON {
@@ -195,7 +197,7 @@ func auditQuery(args []string, stdout, stderr io.Writer) int {
 		if len(p) > 160 {
 			p = p[:157] + "..."
 		}
-		fmt.Fprintf(stdout, "%6d %s %-18s %-14s %s %s\n", e.Seq, e.Time.Format("2006-01-02T15:04:05.000Z"), esc(e.Kind), esc(e.Actor), esc(orDash(e.SandboxID)), esc(p))
+		fmt.Fprintf(stdout, "%6d %s %-18s %-14s %s %s\n", e.Seq, e.Time.Format("2006-01-02T15:04:05.000Z"), cli.Esc(e.Kind), cli.Esc(e.Actor), cli.Esc(orDash(e.SandboxID)), cli.Esc(p))
 	}
 	return 0
 }
@@ -216,7 +218,7 @@ Exit 0 if it holds, 1 if refused. --key (or --key-file, the daemon's
 audit.key) pins the signer; otherwise the key the manifest names is used.
 `
 
-func cmdBundle(args []string, stdout, stderr io.Writer) int {
+func CmdBundle(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "verify" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, bundleUsage)
@@ -225,49 +227,49 @@ func cmdBundle(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, bundleUsage)
 		return 2
 	}
-	c := newSandboxCmd("verify", "airlock bundle verify [flags] FILE", "", stdout, stderr)
-	c.group, c.usage = "bundle", bundleUsage
-	keyB64 := c.fs.String("key", "", "the signer's public key (base64)")
-	keyFile := c.fs.String("key-file", "", "the daemon's audit.key (its public half pins the signer)")
-	asJSON := c.fs.Bool("json", false, "print what was verified as JSON")
-	pos, code, done := c.parse(args[1:])
+	c := cli.NewCmd("verify", "airlock bundle verify [flags] FILE", "", stdout, stderr)
+	c.Group, c.Usage = "bundle", bundleUsage
+	keyB64 := c.FS.String("key", "", "the signer's public key (base64)")
+	keyFile := c.FS.String("key-file", "", "the daemon's audit.key (its public half pins the signer)")
+	asJSON := c.FS.Bool("json", false, "print what was verified as JSON")
+	pos, code, done := c.Parse(args[1:])
 	if done {
 		return code
 	}
 	if len(pos) != 1 {
-		return c.usageErr("give one bundle file")
+		return c.UsageErr("give one bundle file")
 	}
 	var trusted ed25519.PublicKey
 	switch {
 	case *keyB64 != "":
 		k, err := base64.StdEncoding.DecodeString(*keyB64)
 		if err != nil || len(k) != ed25519.PublicKeySize {
-			return c.usageErr("--key: not a base64 ed25519 public key")
+			return c.UsageErr("--key: not a base64 ed25519 public key")
 		}
 		trusted = k
 	case *keyFile != "":
 		seed, err := os.ReadFile(*keyFile)
 		if err != nil || len(seed) != ed25519.SeedSize {
-			return c.usageErr("--key-file: not an airlock audit key")
+			return c.UsageErr("--key-file: not an airlock audit key")
 		}
 		trusted = ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
 	}
 	f, err := os.Open(pos[0])
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	defer f.Close()
 	v, err := bundle.VerifyStream(f, trusted)
 	if err != nil {
-		c.errorf("%v", err)
+		c.Errorf("%v", err)
 		return 1
 	}
 	if *asJSON {
-		_ = printJSON(stdout, v)
+		_ = cli.PrintJSON(stdout, v)
 		return 0
 	}
 	m := v.Manifest
-	fmt.Fprintf(stdout, "ok: task %s (%s@%.12s), %d entries, %d audit events, signed at chain head %d %.16s\n", esc(m.Task), esc(m.Repo), esc(m.Commit), v.Entries, v.Events, m.Chain.Seq, m.Chain.Hash)
+	fmt.Fprintf(stdout, "ok: task %s (%s@%.12s), %d entries, %d audit events, signed at chain head %d %.16s\n", cli.Esc(m.Task), cli.Esc(m.Repo), cli.Esc(m.Commit), v.Entries, v.Events, m.Chain.Seq, m.Chain.Hash)
 	if trusted == nil {
 		// Anyone can sign a bundle with a key of their own: say which.
 		fmt.Fprintf(stdout, "signed by key %s, which was not checked: give --key or --key-file to pin the daemon's\n", m.Chain.PublicKey)
@@ -282,27 +284,27 @@ and audit blobs older than DURATION (e.g. 30d, 720h). Records and audit events
 stay, so the chain still verifies; the purge itself is recorded first.
 `
 
-func cmdPurge(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("purge", "airlock purge --older-than DURATION", "", stdout, stderr)
-	c.group, c.usage = "purge", purgeUsage
-	d := duration(c.fs, "older-than", 0, "remove what is older than this `DURATION`, e.g. 30d (required)")
-	pos, code, done := c.parse(args)
+func CmdPurge(args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCmd("purge", "airlock purge --older-than DURATION", "", stdout, stderr)
+	c.Group, c.Usage = "purge", purgeUsage
+	d := cli.Duration(c.FS, "older-than", 0, "remove what is older than this `DURATION`, e.g. 30d (required)")
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) > 0 {
-		return c.usageErr("unexpected argument %q", pos[0])
+		return c.UsageErr("unexpected argument %q", pos[0])
 	}
 	if *d <= 0 {
-		return c.usageErr("--older-than is required and must be positive")
+		return c.UsageErr("--older-than is required and must be positive")
 	}
-	cl, err := c.client()
+	cl, err := c.Client()
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	r, err := cl.Purge(context.Background(), *d)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	fmt.Fprintf(stdout, "purged before %s: %d task results, %d stored outputs, %d audit blobs\n", r.Before.Format(time.RFC3339), r.TaskResults, r.Outputs, r.AuditBlobs)
 	return 0
@@ -311,59 +313,4 @@ func cmdPurge(args []string, stdout, stderr io.Writer) int {
 func jsonLine(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
-}
-
-func taskExport(args []string, stdout, stderr io.Writer) int {
-	c := newTaskCmd("export", "airlock task export ID -o FILE.tar.gz|DIR",
-		"Writes the task's signed review bundle (made now for an open task, at finish for a\nfinished one). A FILE ending in .tar.gz or .tgz gets the bundle as is; anything\nelse is a directory the verified bundle is unpacked into.\n", stdout, stderr)
-	out := c.fs.String("o", "", "the bundle file, or a directory to unpack it into (required)")
-	pos, code, done := c.parse(args)
-	if done {
-		return code
-	}
-	if len(pos) != 1 {
-		return c.usageErr("give one task id")
-	}
-	if *out == "" {
-		return c.usageErr("-o is required")
-	}
-	cl, err := c.client()
-	if err != nil {
-		return c.fail(err)
-	}
-	var buf bytes.Buffer
-	if _, err := cl.TaskBundle(context.Background(), pos[0], &buf); err != nil {
-		return c.fail(err)
-	}
-	if strings.HasSuffix(*out, ".tar.gz") || strings.HasSuffix(*out, ".tgz") {
-		if err := os.WriteFile(*out, buf.Bytes(), 0o600); err != nil {
-			return c.fail(err)
-		}
-		fmt.Fprintf(stdout, "%s\n", *out)
-		return 0
-	}
-	v, err := bundle.Verify(bytes.NewReader(buf.Bytes()), nil)
-	if err != nil {
-		return c.fail(err)
-	}
-	if err := os.MkdirAll(*out, 0o700); err != nil {
-		return c.fail(err)
-	}
-	root, err := os.OpenRoot(*out)
-	if err != nil {
-		return c.fail(err)
-	}
-	defer root.Close()
-	for name, data := range v.Files {
-		if dir := filepath.Dir(name); dir != "." {
-			if err := root.MkdirAll(dir, 0o700); err != nil {
-				return c.fail(err)
-			}
-		}
-		if err := root.WriteFile(name, data, 0o600); err != nil {
-			return c.fail(err)
-		}
-	}
-	fmt.Fprintf(stdout, "%s (%d entries; open %s)\n", *out, v.Entries, filepath.Join(*out, bundle.ReportName))
-	return 0
 }

@@ -1,10 +1,11 @@
-package main
+package run
 
 import (
 	"flag"
 	"fmt"
 	"os"
 
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/daemon"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
@@ -18,8 +19,8 @@ type backendOpts struct {
 }
 
 func (o *backendOpts) flags(fs *flag.FlagSet, what string) {
-	fs.StringVar(&o.name, "backend", envOr("AIRLOCK_BACKEND", "native"), what+": native (namespaces + seccomp + Landlock) or gvisor (gVisor's user-space kernel, needs runsc) (env AIRLOCK_BACKEND)")
-	fs.StringVar(&o.runsc, "runsc", envOr("AIRLOCK_RUNSC", "runsc"), "gVisor's runsc binary, for --backend gvisor (env AIRLOCK_RUNSC)")
+	fs.StringVar(&o.name, "backend", cli.EnvOr("AIRLOCK_BACKEND", "native"), what+": native (namespaces + seccomp + Landlock) or gvisor (gVisor's user-space kernel, needs runsc) (env AIRLOCK_BACKEND)")
+	fs.StringVar(&o.runsc, "runsc", cli.EnvOr("AIRLOCK_RUNSC", "runsc"), "gVisor's runsc binary, for --backend gvisor (env AIRLOCK_RUNSC)")
 	fs.StringVar(&o.platform, "gvisor-platform", os.Getenv("AIRLOCK_GVISOR_PLATFORM"), "runsc platform: systrap or ptrace (default: runsc's own; kvm is refused) (env AIRLOCK_GVISOR_PLATFORM)")
 }
 

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/egress"
 )
 
@@ -32,38 +33,38 @@ connection, request and query. See the egress section of
                          sandbox's intercepted (brokered) hosts
 `
 
-func cmdEgress(args []string, stdout, stderr io.Writer) int {
+func CmdEgress(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, egressUsage)
 		return 2
 	}
 	verb, rest := args[0], args[1:]
-	c := newSandboxCmd(verb, "airlock egress "+verb+" [flags]", "", stdout, stderr)
-	c.group = "egress"
-	c.usage = egressUsage
+	c := cli.NewCmd(verb, "airlock egress "+verb+" [flags]", "", stdout, stderr)
+	c.Group = "egress"
+	c.Usage = egressUsage
 	ctx := context.Background()
 	switch verb {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, egressUsage)
 		return 0
 	case "status", "cut", "restore":
-		pos, code, done := c.parse(rest)
+		pos, code, done := c.Parse(rest)
 		if done {
 			return code
 		}
 		if len(pos) != 0 {
-			return c.usageErr("unexpected argument %q", pos[0])
+			return c.UsageErr("unexpected argument %q", pos[0])
 		}
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		st, err := cl.Egress(ctx)
 		if verb != "status" && err == nil {
 			st, err = cl.CutEgress(ctx, verb == "cut")
 		}
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		switch {
 		case !st.Enabled:
@@ -75,40 +76,40 @@ func cmdEgress(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "show", "ca":
-		pos, code, done := c.parse(rest)
+		pos, code, done := c.Parse(rest)
 		if done {
 			return code
 		}
 		if len(pos) != 1 {
-			return c.usageErr("want one sandbox id")
+			return c.UsageErr("want one sandbox id")
 		}
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		if verb == "ca" {
 			pem, err := cl.SandboxEgressCA(ctx, pos[0])
 			if err != nil {
-				return c.fail(err)
+				return c.Fail(err)
 			}
 			_, _ = stdout.Write(pem)
 			return 0
 		}
 		raw, err := cl.SandboxEgress(ctx, pos[0])
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		var buf bytes.Buffer
 		_ = json.Indent(&buf, raw, "", "  ")
 		fmt.Fprintln(stdout, buf.String())
 		return 0
 	case "set":
-		pos, code, done := c.parse(rest)
+		pos, code, done := c.Parse(rest)
 		if done {
 			return code
 		}
 		if len(pos) != 2 {
-			return c.usageErr("want a sandbox id and a policy file")
+			return c.UsageErr("want a sandbox id and a policy file")
 		}
 		var data []byte
 		var err error
@@ -118,20 +119,20 @@ func cmdEgress(args []string, stdout, stderr io.Writer) int {
 			data, err = os.ReadFile(pos[1])
 		}
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		layer, err := egress.Parse(data)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		j, _ := json.Marshal(layer)
-		cl, err := c.client()
+		cl, err := c.Client()
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		raw, err := cl.SetSandboxEgress(ctx, pos[0], j)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		var buf bytes.Buffer
 		_ = json.Indent(&buf, raw, "", "  ")
