@@ -222,3 +222,14 @@ func FmtBytes(n int64) string {
 	}
 	return fmt.Sprintf("%dB", n)
 }
+
+// CheckEnv refuses an --env that is not K=V (or holds a NUL) before any
+// request is made.
+func CheckEnv(env []string) error {
+	for _, kv := range env {
+		if i := strings.IndexByte(kv, '='); i <= 0 || strings.ContainsRune(kv, 0) {
+			return fmt.Errorf("--env %q: use K=V", kv)
+		}
+	}
+	return nil
+}

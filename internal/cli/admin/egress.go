@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/egress"
 )
 
-const egressUsage = `usage: airlock egress <status|cut|restore|show|set|ca> [flags]
+const egressUsage = `usage: airlock egress <status|cut|restore|show|set|ca|test> [flags]
 
 A sandbox's network namespace has only loopback: its programs reach the
 outside only through airlock's egress proxy (HTTP_PROXY, 127.0.0.1:3128
@@ -31,6 +32,11 @@ connection, request and query. See the egress section of
                          an empty FILE clears it
   ca SANDBOX             print the CA certificate the proxy uses for the
                          sandbox's intercepted (brokered) hosts
+  test [--json] SANDBOX DEST
+                         what the sandbox's proxy would decide for DEST (a URL,
+                         or host:port for a tunnel) and why: the rule, the
+                         reason and the addresses, connecting to nothing;
+                         exits 0 when allowed, 1 when refused
 `
 
 func CmdEgress(args []string, stdout, stderr io.Writer) int {
@@ -103,6 +109,8 @@ func CmdEgress(args []string, stdout, stderr io.Writer) int {
 		_ = json.Indent(&buf, raw, "", "  ")
 		fmt.Fprintln(stdout, buf.String())
 		return 0
+	case "test":
+		return egressTest(ctx, c, rest, stdout)
 	case "set":
 		pos, code, done := c.Parse(rest)
 		if done {
@@ -141,4 +149,42 @@ func CmdEgress(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "airlock egress: unknown command %q; run 'airlock egress --help'\n", verb)
 	return 2
+}
+
+// egressTest explains the proxy's decision for a destination.
+func egressTest(ctx context.Context, c *cli.Cmd, args []string, stdout io.Writer) int {
+	asJSON := c.FS.Bool("json", false, "print the answer as JSON")
+	pos, code, done := c.Parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		return c.UsageErr("want a sandbox id and a destination (a URL, or host:port)")
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	x, err := cl.EgressTest(ctx, pos[0], pos[1])
+	if err != nil {
+		return c.Fail(err)
+	}
+	if *asJSON {
+		_ = cli.PrintJSON(stdout, x)
+	} else {
+		fmt.Fprintf(stdout, "%s %s (%s): rule %s\n", x.Decision, cli.Esc(x.Target), x.Mode, cli.Esc(x.Rule))
+		if x.Reason != "" {
+			fmt.Fprintf(stdout, "reason:    %s\n", cli.Esc(x.Reason))
+		}
+		if len(x.Addrs) > 0 {
+			fmt.Fprintf(stdout, "addresses: %s\n", strings.Join(x.Addrs, ", "))
+		}
+		if len(x.Brokered) > 0 {
+			fmt.Fprintf(stdout, "brokered:  %s\n", cli.Esc(strings.Join(x.Brokered, ", ")))
+		}
+	}
+	if x.Decision != "allow" {
+		return 1
+	}
+	return 0
 }

@@ -141,7 +141,7 @@ func sandboxCreate(args []string, stdout, stderr io.Writer) int {
 	case req.TTL < 0:
 		return c.UsageErr("--ttl %s: must not be negative", req.TTL)
 	}
-	if err := checkEnv(env); err != nil {
+	if err := cli.CheckEnv(env); err != nil {
 		return c.UsageErr("%v", err)
 	}
 	req.Env = env
@@ -175,15 +175,6 @@ func sandboxCreate(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, sb.ID)
 	return 0
-}
-
-func checkEnv(env []string) error {
-	for _, kv := range env {
-		if i := strings.IndexByte(kv, '='); i <= 0 || strings.ContainsRune(kv, 0) {
-			return fmt.Errorf("--env %q: use K=V", kv)
-		}
-	}
-	return nil
 }
 
 func sandboxLs(args []string, stdout, stderr io.Writer) int {
@@ -603,7 +594,7 @@ func RunExec(c *cli.Cmd, args []string, resolve func(ctx context.Context, cl *sd
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return c.UsageErr("no command given")
 	}
-	if err := checkEnv(env); err != nil {
+	if err := cli.CheckEnv(env); err != nil {
 		return c.UsageErr("%v", err)
 	}
 	req.Env = env

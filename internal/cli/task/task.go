@@ -5,10 +5,12 @@ package task
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/cli/sandbox"
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sdk"
 	"golang.org/x/sys/unix"
@@ -67,7 +70,8 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 	c := newTaskCmd("start", "airlock task start --repo PATH|URL [flags]",
 		"Clones the repository on the daemon's host, checks out the exact commit of --ref in\na new sandbox's /workspace (with its .git) and prints the task id.\n", stdout, stderr)
 	var req sdk.TaskRequest
-	var scope cli.ListFlag
+	var scope, env, presets cli.ListFlag
+	var egressFile string
 	c.FS.StringVar(&req.Repo, "repo", "", "repository: a path on the daemon's host or a URL")
 	c.FS.StringVar(&req.Ref, "ref", "HEAD", "branch, tag or commit")
 	c.FS.Var(&scope, "scope", "path `GLOB` the task may write, ** allowed (repeatable; default: anywhere)")
@@ -76,6 +80,9 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 	c.FS.StringVar(&req.Template, "template", "host", "template of the sandbox")
 	c.FS.StringVar(&req.Backend, "backend", "", "isolation backend: native or gvisor (default: the daemon's; gvisor has no write scopes)")
 	ttl := cli.Duration(c.FS, "ttl", 0, "destroy the sandbox after this long: a `DURATION` such as 2h, 7d (default and most: the daemon's --max-lifetime, 24h unless set)")
+	c.FS.Var(&env, "env", "set `K=V` in every command's environment, the test command's too (repeatable)")
+	c.FS.Var(&presets, "preset", "allow the package registry `NAME` (npm, go, pypi, debian, crates: the hosts this machine's own configuration names), comma-separated or repeatable")
+	c.FS.StringVar(&egressFile, "egress", "", "the task's egress policy layer from `FILE` (YAML or JSON: grant, presets, rules; see 'airlock policy default'); over TCP it may only tighten")
 	asJSON := c.FS.Bool("json", false, "print the task as JSON")
 	pos, code, done := c.Parse(args)
 	if done {
@@ -87,7 +94,17 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 	if req.Repo == "" {
 		return c.UsageErr("--repo is required")
 	}
-	req.Scope, req.TTL = scope, *ttl
+	if err := cli.CheckEnv(env); err != nil {
+		return c.UsageErr("%v", err)
+	}
+	layer, err := egressLayer(egressFile, presets)
+	if err != nil {
+		return c.UsageErr("%v", err)
+	}
+	if layer != nil {
+		req.Policy = &sdk.PolicyLayer{Egress: layer}
+	}
+	req.Scope, req.TTL, req.Env = scope, *ttl, env
 	cl, err := c.Client()
 	if err != nil {
 		return c.Fail(err)
@@ -348,4 +365,33 @@ func taskExport(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s (%d entries; open %s)\n", *out, v.Entries, filepath.Join(*out, bundle.ReportName))
 	return 0
+}
+
+// egressLayer is a task's egress layer from --egress FILE and --preset
+// (nil: neither), checked here so that a typo fails before a clone.
+func egressLayer(file string, presets []string) (json.RawMessage, error) {
+	if file == "" && len(presets) == 0 {
+		return nil, nil
+	}
+	p := &netpolicy.Policy{}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--egress: %w", err)
+		}
+		if p, err = netpolicy.Parse(data); err != nil {
+			return nil, fmt.Errorf("--egress %s: %w", file, err)
+		}
+	}
+	for _, l := range presets {
+		for _, name := range strings.Split(l, ",") {
+			if name = strings.TrimSpace(name); name != "" && !slices.Contains(p.Presets, name) {
+				p.Presets = append(p.Presets, name)
+			}
+		}
+	}
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("--preset: %w", err)
+	}
+	return json.Marshal(p)
 }
