@@ -65,6 +65,16 @@ func (c *Client) VerifyAudit(ctx context.Context) (*AuditReport, error) {
 	return &r, nil
 }
 
+// AuditPublicKey is the public key that signs the daemon's checkpoints
+// and review bundles: what a reviewer verifies a bundle with.
+func (c *Client) AuditPublicKey(ctx context.Context) (*wire.AuditPublicKey, error) {
+	var k wire.AuditPublicKey
+	if err := c.call(ctx, http.MethodGet, "/v1/audit/pubkey", nil, nil, &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
 // TaskBundle writes a task's signed review bundle (tar.gz) to w.
 func (c *Client) TaskBundle(ctx context.Context, id string, w io.Writer) (int64, error) {
 	if id == "" {

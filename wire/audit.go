@@ -76,3 +76,14 @@ type PurgeResult struct {
 	// AuditBlobs is how many audit blobs were removed.
 	AuditBlobs int64 `json:"audit_blobs"`
 }
+
+// AuditPublicKey is the answer of GET /v1/audit/pubkey: the key that signs
+// the daemon's audit checkpoints and review bundles (the daemon also
+// writes it next to its key, as audit.pub). Verify bundles with it; the
+// private key never leaves the daemon's host.
+type AuditPublicKey struct {
+	// Algorithm is ed25519.
+	Algorithm string `json:"algorithm"`
+	// PublicKey is the key, base64 (standard alphabet).
+	PublicKey string `json:"public_key"`
+}

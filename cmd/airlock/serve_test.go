@@ -567,6 +567,28 @@ func TestAuditAndBundleCLI(t *testing.T) {
 	if out, errOut, code := e.run("", "bundle", "verify", "--key-file", keyFile, file); code != 0 || !strings.HasPrefix(out, "ok: task "+id) || strings.Contains(out, "not checked") {
 		t.Fatalf("bundle verify: %d %q %q", code, out, errOut)
 	}
+	// A reviewer verifies with the public key, never the private one: as
+	// 'audit pubkey' prints it, as the daemon publishes it, or on argv.
+	pub, errOut, code := e.run("", "audit", "pubkey", sock)
+	published, _ := os.ReadFile(filepath.Join(e.data, "audit.pub"))
+	if code != 0 || len(strings.TrimSpace(pub)) != 44 || pub != string(published) {
+		t.Fatalf("audit pubkey: %d %q %q, published %q", code, pub, errOut, published)
+	}
+	if fi, err := os.Stat(filepath.Join(e.data, "audit.pub")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("audit.pub: %v %v", fi, err)
+	}
+	pubFile := filepath.Join(dir, "airlock.pub")
+	_ = os.WriteFile(pubFile, []byte(pub), 0o644)
+	for _, args := range [][]string{{"--key-file", pubFile}, {"--key", strings.TrimSpace(pub)}} {
+		if out, errOut, code := e.run("", append(append([]string{"bundle", "verify"}, args...), file)...); code != 0 || !strings.HasPrefix(out, "ok: task "+id) || strings.Contains(out, "not checked") {
+			t.Errorf("bundle verify %v: %d %q %q", args, code, out, errOut)
+		}
+	}
+	other := filepath.Join(dir, "other.pub")
+	_ = os.WriteFile(other, []byte("11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\n"), 0o644)
+	if _, errOut, code := e.run("", "bundle", "verify", "--key-file", other, file); code != 1 || !strings.Contains(errOut, "refused") {
+		t.Errorf("another key verified the bundle: %d %q", code, errOut)
+	}
 	unpacked := filepath.Join(dir, "unpacked")
 	if _, errOut, code := e.run("", "task", "export", sock, id, "-o", unpacked); code != 0 {
 		t.Fatalf("export to a directory: %d %q", code, errOut)

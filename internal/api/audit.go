@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -23,6 +25,7 @@ import (
 func (s *Server) auditRoutes() {
 	s.mux.HandleFunc("GET /v1/audit", s.auditQuery)
 	s.mux.HandleFunc("GET /v1/audit/verify", s.auditVerify)
+	s.mux.HandleFunc("GET /v1/audit/pubkey", s.auditPubkey)
 	s.mux.HandleFunc("GET /v1/audit/blobs/{hash}", s.auditBlob)
 	s.mux.HandleFunc("POST /v1/purge", s.purge)
 	s.mux.HandleFunc("GET /v1/tasks/{id}/bundle", s.taskBundle)
@@ -34,6 +37,7 @@ type AuditLog interface {
 	Query(ctx context.Context, f store.AuditFilter) ([]*audit.Event, error)
 	Blob(ctx context.Context, hash string) ([]byte, error)
 	Verify(ctx context.Context) (*audit.Report, error)
+	PublicKey() ed25519.PublicKey
 }
 
 // noAudit is a daemon that keeps no audit log.
@@ -46,9 +50,22 @@ func (noAudit) Query(context.Context, store.AuditFilter) ([]*audit.Event, error)
 }
 func (noAudit) Blob(context.Context, string) ([]byte, error)  { return nil, errNoAudit }
 func (noAudit) Verify(context.Context) (*audit.Report, error) { return nil, errNoAudit }
+func (noAudit) PublicKey() ed25519.PublicKey                  { return nil }
 
+// auditOnly are the operator's routes; the public key is anyone's (a
+// remote reviewer verifies bundles with it).
 func auditOnly(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/v1/audit") || r.URL.Path == "/v1/purge"
+	return strings.HasPrefix(r.URL.Path, "/v1/audit") && r.URL.Path != "/v1/audit/pubkey" || r.URL.Path == "/v1/purge"
+}
+
+// auditPubkey is the public key that signs checkpoints and bundles.
+func (s *Server) auditPubkey(w http.ResponseWriter, r *http.Request) {
+	pub := s.audit.PublicKey()
+	if pub == nil {
+		writeError(w, errNoAudit)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.AuditPublicKey{Algorithm: "ed25519", PublicKey: base64.StdEncoding.EncodeToString(pub)})
 }
 
 func (s *Server) auditQuery(w http.ResponseWriter, r *http.Request) {

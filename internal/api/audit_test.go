@@ -12,6 +12,7 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -586,5 +587,16 @@ func TestTarUploadIsRecordedOnce(t *testing.T) {
 	_ = json.Unmarshal(evs[1].Payload, &done)
 	if done.State != "done" || done.Entries != 50 || len(done.Paths) != 50 || done.Paths[0] != "/workspace/src/f00.txt" {
 		t.Errorf("the upload's record: %+v", done)
+	}
+}
+
+// Over TCP the record, its verification and purging are refused; the
+// public key that verifies bundles is not (it is public).
+func TestAuditPubkeyIsPublicTheRecordIsNot(t *testing.T) {
+	for path, want := range map[string]bool{"/v1/audit": true, "/v1/audit/verify": true, "/v1/audit/blobs/x": true, "/v1/purge": true,
+		"/v1/audit/pubkey": false, "/v1/audit/pubkey/x": true, "/v1/sandboxes": false} {
+		if got := auditOnly(httptest.NewRequest("GET", path, nil)); got != want {
+			t.Errorf("%s: operator only %v, want %v", path, got, want)
+		}
 	}
 }

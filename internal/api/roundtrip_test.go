@@ -436,6 +436,11 @@ func roundTripOperator(t *testing.T, c *strictClient) {
 	c.do("GET", "/v1/audit?limit=50", nil, 200, &wire.AuditEventList{})
 	var rep wire.AuditReport
 	c.do("GET", "/v1/audit/verify", nil, 200, &rep)
+	var pub wire.AuditPublicKey
+	c.do("GET", "/v1/audit/pubkey", nil, 200, &pub)
+	if k, err := base64.StdEncoding.DecodeString(pub.PublicKey); err != nil || len(k) != 32 || pub.Algorithm != "ed25519" {
+		t.Errorf("pubkey: %+v", pub)
+	}
 	if rep.Events == 0 || len(rep.Problems) != 0 {
 		t.Errorf("verify: %+v", rep)
 	}

@@ -10,6 +10,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -269,6 +272,9 @@ func (d *Daemon) openAudit(ctx context.Context, st *store.Store, red *redact.Red
 		return err
 	}
 	d.alog = alog
+	if err := publishKey(d.cfg.AuditKeyFile, alog.PublicKey()); err != nil {
+		return err
+	}
 	if err := audit.CheckStart(ctx, alog, st, d.checkpoint); err != nil {
 		gap := d.cfg.AcceptAuditGap
 		if gap == "" {
@@ -463,4 +469,19 @@ func connCap() int {
 		return 1024
 	}
 	return max(int(rl.Cur/4), 16)
+}
+
+// publishKey writes the audit key's public half next to it (KEY.pub,
+// base64, world-readable): what reviewers verify bundles with, so that
+// nobody is told to copy the private key (issue 19).
+func publishKey(keyFile string, pub ed25519.PublicKey) error {
+	p := strings.TrimSuffix(keyFile, ".key") + ".pub"
+	tmp := p + ".new"
+	if err := os.WriteFile(tmp, []byte(base64.StdEncoding.EncodeToString(pub)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("publish the audit public key: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("publish the audit public key: %w", err)
+	}
+	return nil
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/sdk"
 )
 
-const auditUsage = `usage: airlock audit <verify|query> [flags]
+const auditUsage = `usage: airlock audit <verify|query|pubkey> [flags]
 
   verify [--db FILE [--checkpoint FILE] [--key-file FILE]] [--json]
         recompute the whole hash chain: every event's hash, every link, no
@@ -34,6 +34,11 @@ const auditUsage = `usage: airlock audit <verify|query> [flags]
   query [--sandbox ID] [--task ID] [--exec ID] [--kind K] [--since T] [--until T]
         [--after SEQ] [--limit N] [--json]
         list events (T: RFC 3339 or a duration ago like 2h; K: exec matches exec.*)
+  pubkey
+        print the public key (base64) that signs the daemon's checkpoints and
+        review bundles, as the daemon also writes it next to its key
+        (DATA-DIR/audit.pub): give it to reviewers for 'airlock bundle verify
+        --key' (or --key-file FILE); the private audit.key never leaves
 `
 
 func CmdAudit(args []string, stdout, stderr io.Writer) int {
@@ -49,6 +54,8 @@ func CmdAudit(args []string, stdout, stderr io.Writer) int {
 		return auditVerify(args[1:], stdout, stderr)
 	case "query":
 		return auditQuery(args[1:], stdout, stderr)
+	case "pubkey":
+		return auditPubkey(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "airlock audit: unknown verb %q\n%s", args[0], auditUsage)
 	return 2
@@ -59,7 +66,7 @@ func auditVerify(args []string, stdout, stderr io.Writer) int {
 	c.Group, c.Usage = "audit", auditUsage
 	db := c.FS.String("db", "", "verify this database file here instead of asking the daemon")
 	cp := c.FS.String("checkpoint", "", "a signed checkpoint to check the head against (default: audit-head.json next to --db)")
-	keyFile := c.FS.String("key-file", "", "with --db: the daemon's audit.key, which must have signed the checkpoint (default: audit.key next to --db)")
+	keyFile := c.FS.String("key-file", "", "with --db: the daemon's public key (audit.pub, as 'audit pubkey' prints it) or its audit.key, which must have signed the checkpoint (default: audit.key next to --db)")
 	asJSON := c.FS.Bool("json", false, "print the report as JSON")
 	pos, code, done := c.Parse(args)
 	if done {
@@ -91,11 +98,10 @@ func auditVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		var pub ed25519.PublicKey
 		if *keyFile != "" {
-			seed, err := os.ReadFile(*keyFile)
-			if err != nil || len(seed) != ed25519.SeedSize {
-				return c.UsageErr("--key-file: not an airlock audit key")
+			var err error
+			if pub, err = readKeyFile(*keyFile); err != nil {
+				return c.UsageErr("--key-file: %v", err)
 			}
-			pub = ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
 		}
 		r, err := audit.VerifyCheckpointed(context.Background(), st, *cp, pub)
 		if err != nil {
@@ -214,8 +220,10 @@ const bundleUsage = `usage: airlock bundle verify [--key BASE64 | --key-file FIL
 Checks a review bundle: every entry a regular file with a safe path (no
 absolute paths, no .., no links), every checksum, the ed25519 signature over
 the checksums and the audit chain head, and the audit excerpt's hashes.
-Exit 0 if it holds, 1 if refused. --key (or --key-file, the daemon's
-audit.key) pins the signer; otherwise the key the manifest names is used.
+Exit 0 if it holds, 1 if refused. --key (or --key-file: the daemon's
+audit.pub, or what 'airlock audit pubkey' prints) pins the signer;
+otherwise the key the manifest names is used. Never copy the private
+audit.key to verify: the public key is enough.
 `
 
 func CmdBundle(args []string, stdout, stderr io.Writer) int {
@@ -230,7 +238,7 @@ func CmdBundle(args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCmd("verify", "airlock bundle verify [flags] FILE", "", stdout, stderr)
 	c.Group, c.Usage = "bundle", bundleUsage
 	keyB64 := c.FS.String("key", "", "the signer's public key (base64)")
-	keyFile := c.FS.String("key-file", "", "the daemon's audit.key (its public half pins the signer)")
+	keyFile := c.FS.String("key-file", "", "a file with the daemon's public key (audit.pub, or what 'airlock audit pubkey' prints) that pins the signer")
 	asJSON := c.FS.Bool("json", false, "print what was verified as JSON")
 	pos, code, done := c.Parse(args[1:])
 	if done {
@@ -248,11 +256,11 @@ func CmdBundle(args []string, stdout, stderr io.Writer) int {
 		}
 		trusted = k
 	case *keyFile != "":
-		seed, err := os.ReadFile(*keyFile)
-		if err != nil || len(seed) != ed25519.SeedSize {
-			return c.UsageErr("--key-file: not an airlock audit key")
+		k, err := readKeyFile(*keyFile)
+		if err != nil {
+			return c.UsageErr("--key-file: %v", err)
 		}
-		trusted = ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+		trusted = k
 	}
 	f, err := os.Open(pos[0])
 	if err != nil {
@@ -313,4 +321,43 @@ func CmdPurge(args []string, stdout, stderr io.Writer) int {
 func jsonLine(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+func auditPubkey(args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCmd("pubkey", "airlock audit pubkey [flags]", "Prints the daemon's audit public key.\n", stdout, stderr)
+	c.Group, c.Usage = "audit", auditUsage
+	pos, code, done := c.Parse(args)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		return c.UsageErr("unexpected argument %q", pos[0])
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	k, err := cl.AuditPublicKey(context.Background())
+	if err != nil {
+		return c.Fail(err)
+	}
+	fmt.Fprintln(stdout, k.PublicKey)
+	return 0
+}
+
+// readKeyFile reads --key-file: the public key as audit pubkey prints it
+// (base64, what reviewers are given), or the daemon's private audit.key
+// (on the daemon's host only: its public half is used).
+func readKeyFile(path string) (ed25519.PublicKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data))); err == nil && len(k) == ed25519.PublicKeySize {
+		return k, nil
+	}
+	if len(data) == ed25519.SeedSize {
+		return ed25519.NewKeyFromSeed(data).Public().(ed25519.PublicKey), nil
+	}
+	return nil, fmt.Errorf("%s: not an airlock audit public key (base64) or audit.key", path)
 }
