@@ -126,7 +126,7 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := s.m.Purge(r.Context(), d)
+	res, err := s.purger.Purge(r.Context(), d)
 	if err != nil {
 		writeError(w, err)
 		return
