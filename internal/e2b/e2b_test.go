@@ -397,3 +397,6 @@ func TestProcessListRedactsSecrets(t *testing.T) {
 	}
 	<-started
 }
+
+// The daemon's manager is a Core.
+var _ Core = (*manager.Manager)(nil)
