@@ -28,6 +28,10 @@ type TaskRequest struct {
 	// Policy is the task's policy layer over the daemon's (its scope is
 	// merged with Scope); over TCP it may only tighten.
 	Policy *PolicyLayer `json:"policy,omitempty"`
+	// Env is the base environment ("K=V") of every command in the task's
+	// sandbox, its test command included (as Env in
+	// CreateSandboxRequest).
+	Env []string `json:"env,omitempty"`
 }
 
 // TestRun is one run of a task's test command.
@@ -121,6 +125,47 @@ type Diff struct {
 	Files []ChangedFile `json:"files"`
 	// OutOfScope are the changed paths outside the scope.
 	OutOfScope []string `json:"out_of_scope"`
+	// Ignored is what the diff left out; absent: nothing.
+	Ignored *Ignored `json:"ignored,omitempty"`
+	// Dependencies are the packages the changed lockfiles pin
+	// differently, base commit against workspace.
+	Dependencies []DependencyChange `json:"dependencies,omitempty"`
+	// UnreadableLockfiles are changed lockfiles that did not parse
+	// (named, never guessed at).
+	UnreadableLockfiles []string `json:"unreadable_lockfiles,omitempty"`
+}
+
+// DependencyChange is one package's change in one of the project's own
+// lockfiles, in the versions the lockfile pins (never a manifest's
+// ranges; nothing inside node_modules is read).
+type DependencyChange struct {
+	// Manager is npm, yarn, pnpm, go, cargo, poetry, uv, pipenv or pip.
+	Manager string `json:"manager"`
+	// Lockfile is the lockfile's path in the repository.
+	Lockfile string `json:"lockfile"`
+	// Name is the package's name.
+	Name string `json:"name"`
+	// From are the versions the base commit pins (several when installed
+	// side by side).
+	From []string `json:"from,omitempty"`
+	// To are the versions the workspace pins.
+	To []string `json:"to,omitempty"`
+	// Change is added, removed or changed.
+	Change string `json:"change"`
+}
+
+// Ignored is what a task's diff left out: files the repository does not
+// track in the well-known dependency and cache directories
+// (node_modules, __pycache__, .venv, ...), and files the base commit's
+// .gitignore files ignore. A path the base commit tracks is never left
+// out, and the agent's own .gitignore edits decide nothing.
+type Ignored struct {
+	// Files is how many files were left out.
+	Files int `json:"files"`
+	// Bytes is their total size.
+	Bytes int64 `json:"bytes"`
+	// Roots name the left-out directories (or files), at most 20.
+	Roots []string `json:"roots,omitempty"`
 }
 
 // FinishResult is the answer of POST /v1/tasks/{id}/finish.

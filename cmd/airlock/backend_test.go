@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -52,6 +54,22 @@ func TestTemplateBackend(t *testing.T) {
 		code, body := d.post(t, "/v1/sandboxes", c.body)
 		if code != 201 || !strings.Contains(string(body), c.want) {
 			t.Errorf("create %s: %d %s, want %s", c.body, code, body, c.want)
+			continue
+		}
+		// Either backend binds the sandbox's trust bundle (the host's
+		// roots and its egress CA) over the template's, read-only.
+		var sb struct{ ID string }
+		_ = json.Unmarshal(body, &sb)
+		out, errOut, code2 := e.run("", "sandbox", "exec", "--socket", d.sock, sb.ID, "--", "/bin/sh", "-c", "grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt; cat /dev/null 2>/dev/null >> /etc/ssl/certs/ca-certificates.crt; echo rc=$?")
+		host, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+		if want := fmt.Sprintf("%d\nrc=", strings.Count(string(host), "BEGIN CERTIFICATE")+1); code2 != 0 || !strings.HasPrefix(out, want) || strings.HasSuffix(out, "rc=0\n") {
+			t.Errorf("%s trust bundle: %q %q, want %s and a refused write", c.want, out, errOut, want)
+		}
+		// and the template's PATH finds the host's Go toolchain.
+		if _, err := os.Stat("/usr/local/go/bin/go"); err == nil {
+			if out, errOut, _ := e.run("", "sandbox", "exec", "--socket", d.sock, sb.ID, "--", "/bin/sh", "-c", "command -v go"); out != "/usr/local/go/bin/go\n" {
+				t.Errorf("%s: go on the PATH: %q %q", c.want, out, errOut)
+			}
 		}
 	}
 	if _, errOut, code := e.run("", "serve", "--socket", d.sock+"2", "--template-backend", "host"); code != 2 || !strings.Contains(errOut, "TEMPLATE=native") {

@@ -215,7 +215,7 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 	spec := runtime.Spec{
 		RootFS:    tpl.Dir,
 		Workspace: o.workspace,
-		Env:       o.env,
+		Env:       runtime.MergeEnv(tpl.Env, o.env),
 		Limits: runtime.Limits{
 			MemoryBytes: o.memory, Pids: o.pids, CPUs: o.cpus, DiskBytes: o.disk, TmpBytes: o.tmp, Ptys: o.ptys,
 		},

@@ -176,6 +176,19 @@ func TestRunBasics(t *testing.T) {
 	if out != "1 two\n" {
 		t.Errorf("env: %q", out)
 	}
+	// The template's PATH finds the host's Go (issue 19: a task's `go
+	// test ./...` failed with "go: not found"); the caller's PATH wins,
+	// and every program sees one PATH.
+	if _, err := os.Stat("/usr/local/go/bin/go"); err == nil {
+		out, errOut, _ = e.run("", "run", "--", "/bin/sh", "-c", "command -v go; env | grep -c '^PATH='")
+		if out != "/usr/local/go/bin/go\n1\n" {
+			t.Errorf("go on the template's PATH: %q %q", out, errOut)
+		}
+		out, _, _ = e.run("", "run", "--env", "PATH=/bin", "--", "/bin/sh", "-c", "echo $PATH; env | grep -c '^PATH='")
+		if out != "/bin\n1\n" {
+			t.Errorf("the caller's PATH: %q", out)
+		}
+	}
 }
 
 func TestRunExitStatuses(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
@@ -372,7 +373,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("ttl_seconds is required: %w", errdefs.ErrInvalid))
 		return
 	}
-	ttl, err := manager.Seconds("ttl_seconds", *req.TTLSeconds, 0)
+	ttl, err := reqcheck.Seconds("ttl_seconds", *req.TTLSeconds, 0)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -391,7 +392,7 @@ func approvalWait(req *wire.ExecRequest) (time.Duration, bool, error) {
 	if req.ApprovalWaitSeconds == nil {
 		return 0, false, nil
 	}
-	d, err := manager.Seconds("approval_wait_seconds", *req.ApprovalWaitSeconds, manager.MaxApprovalWait)
+	d, err := reqcheck.Seconds("approval_wait_seconds", *req.ApprovalWaitSeconds, manager.MaxApprovalWait)
 	return d, err == nil && d == 0, err
 }
 
@@ -441,6 +442,8 @@ func (sw streamWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// exec runs a command: decode and check the request, then run it in the
+// background (202 with its id) or streamed as NDJSON events.
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := validID(id); err != nil {
@@ -452,57 +455,71 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if len(req.Argv) == 0 || req.Argv[0] == "" {
-		writeError(w, fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid))
-		return
-	}
-	timeout, err := manager.Millis("timeout_ms", req.TimeoutMS, 0)
+	mreq, err := execRequest(&req)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if req.Background {
+		s.execBackground(w, r, id, mreq)
+		return
+	}
+	s.execStream(w, r, id, mreq)
+}
+
+// execRequest checks an exec's wire body and makes the manager's request
+// of it (Background unset: the caller decides).
+func execRequest(req *wire.ExecRequest) (manager.ExecRequest, error) {
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return manager.ExecRequest{}, fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid)
+	}
+	timeout, err := reqcheck.Millis("timeout_ms", req.TimeoutMS, 0)
+	if err != nil {
+		return manager.ExecRequest{}, err
 	}
 	if req.OutputLimit < 0 {
-		writeError(w, fmt.Errorf("output_limit: %d must not be negative: %w", req.OutputLimit, errdefs.ErrInvalid))
-		return
+		return manager.ExecRequest{}, fmt.Errorf("output_limit: %d must not be negative: %w", req.OutputLimit, errdefs.ErrInvalid)
 	}
-	wait, noWait, err := approvalWait(&req)
+	wait, noWait, err := approvalWait(req)
 	if err != nil {
-		writeError(w, err)
-		return
+		return manager.ExecRequest{}, err
 	}
 	var stdin io.Reader
 	if req.Stdin != "" {
 		b, err := base64.StdEncoding.DecodeString(req.Stdin)
 		if err != nil {
-			writeError(w, fmt.Errorf("stdin is not base64: %w", errdefs.ErrInvalid))
-			return
+			return manager.ExecRequest{}, fmt.Errorf("stdin is not base64: %w", errdefs.ErrInvalid)
 		}
 		if len(b) > MaxStdin {
-			writeError(w, fmt.Errorf("stdin is larger than %d bytes: %w", MaxStdin, errdefs.ErrLimitExceeded))
-			return
+			return manager.ExecRequest{}, fmt.Errorf("stdin is larger than %d bytes: %w", MaxStdin, errdefs.ErrLimitExceeded)
 		}
 		stdin = strings.NewReader(string(b))
 	}
-	if req.Background {
-		var pid int
-		execID, _, err := s.execs.Exec(r.Context(), id, manager.ExecRequest{
-			Background: true, OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols, Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: timeout,
-			Stdin: stdin, OutputLimit: req.OutputLimit, ApprovalWait: wait, NoWait: noWait,
-		}, func(_ string, p int) { pid = p }, nil, nil)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusAccepted, wire.ExecStarted{ExecID: execID, PID: pid})
-		return
-	}
-	fl, _ := w.(http.Flusher)
-	st := &stream{w: w, fl: fl}
-	_, status, err := s.execs.Exec(r.Context(), id, manager.ExecRequest{
+	return manager.ExecRequest{
 		OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
 		Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: timeout,
 		Stdin: stdin, OutputLimit: req.OutputLimit, ApprovalWait: wait, NoWait: noWait,
-	}, func(execID string, pid int) {
+	}, nil
+}
+
+// execBackground starts a command that runs on: 202 with its id and pid.
+func (s *Server) execBackground(w http.ResponseWriter, r *http.Request, id string, req manager.ExecRequest) {
+	req.Background = true
+	var pid int
+	execID, _, err := s.execs.Exec(r.Context(), id, req, func(_ string, p int) { pid = p }, nil, nil)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, wire.ExecStarted{ExecID: execID, PID: pid})
+}
+
+// execStream runs a command with its events streamed: start, output,
+// then exit, or an error event once started (a plain error before).
+func (s *Server) execStream(w http.ResponseWriter, r *http.Request, id string, req manager.ExecRequest) {
+	fl, _ := w.(http.Flusher)
+	st := &stream{w: w, fl: fl}
+	_, status, err := s.execs.Exec(r.Context(), id, req, func(execID string, pid int) {
 		st.send(wire.Event{Type: wire.EventStart, ExecID: execID, PID: pid})
 	}, streamWriter{st, "stdout"}, streamWriter{st, "stderr"})
 	if err != nil {

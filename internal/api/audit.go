@@ -11,7 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -121,7 +121,7 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	d, err := manager.Seconds("older_than_seconds", req.OlderThanSeconds, 0)
+	d, err := reqcheck.Seconds("older_than_seconds", req.OlderThanSeconds, 0)
 	if err != nil {
 		writeError(w, err)
 		return

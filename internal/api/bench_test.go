@@ -72,9 +72,10 @@ func TestConcurrentSandboxes(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			var raw json.RawMessage
 			var sb manager.Sandbox
-			if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
-				errs <- fmt.Errorf("create %d: status %d", i, code)
+			if code := d.do("POST", "/v1/sandboxes", nil, &raw); code != 201 || json.Unmarshal(raw, &sb) != nil {
+				errs <- fmt.Errorf("create %d: status %d %s", i, code, raw)
 				return
 			}
 			for j := 0; j < per; j++ {

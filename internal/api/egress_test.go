@@ -37,6 +37,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/tasks"
+	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
 	"golang.org/x/sys/unix"
 )
@@ -167,6 +168,7 @@ func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv 
 		c.SecretsKey = filepath.Join(t.TempDir(), "secrets.key")
 		e.log = log
 		c.Egress = &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots, Limits: fo.limits}
+		c.TrustDir = filepath.Join(t.TempDir(), "trust")
 		c.AuditRetry = fo.retry
 	})
 	return e
@@ -215,6 +217,12 @@ func TestEgressThroughTheProxy(t *testing.T) {
 	_, out, _ = e.sh(id, fmt.Sprintf(`curl -sS --max-time 20 -o /dev/null -w '%%{http_code}' http://other.example.test:%d/; echo " rc=$?"`, plain), nil)
 	if !strings.HasPrefix(out, "403") {
 		t.Fatalf("denied name: %q", out)
+	}
+	// The SDK's EgressTest, as an agent builder would call it.
+	if c, err := sdk.New(sdk.WithSocket(e.sock)); err != nil {
+		t.Fatal(err)
+	} else if x, err := c.EgressTest(context.Background(), id, fmt.Sprintf("http://other.example.test:%d/", plain)); err != nil || x.Decision != "deny" || x.Rule != "default-deny" {
+		t.Errorf("sdk EgressTest: %+v %v", x, err)
 	}
 	// egress test explains both without connecting: the same rule and
 	// reason the proxy's refusal carries.
@@ -371,6 +379,64 @@ func TestEgressBrokeredSecret(t *testing.T) {
 		}
 	}
 }
+
+// A brokered secret over HTTPS works out of the box: the sandbox's
+// system bundle, and the variables Node and Python read, trust its
+// egress CA (issue 19: a user had to install it, and installing it as a
+// *.pem was refused as secret access). The bundle is read-only inside,
+// and still trusts what the host does.
+func TestEgressCATrustedOutOfTheBox(t *testing.T) {
+	e := egressDaemon(t, egressTestPolicy)
+	id := e.sandbox()
+	const value = "brokered-value-trust-9a8b7c"
+	e.do("PUT", "/v1/secrets/API_TOKEN", map[string]string{"value": value}, nil)
+	if code := e.do("POST", "/v1/secrets/API_TOKEN/grants", map[string]any{"sandbox_id": id, "mode": "broker", "hosts": []string{"api.example.test"}}, nil); code != 201 {
+		t.Fatalf("broker grant: %d", code)
+	}
+	url := "https://api.example.test:" + strconv.Itoa(e.secure.Listener.Addr().(*net.TCPAddr).Port) + "/"
+	clients := map[string]string{
+		"curl":   `curl -sS --max-time 20 -H "Authorization: Bearer $API_TOKEN" ` + url,
+		"python": `python3 -c 'import os,urllib.request as u; print(u.urlopen(u.Request("` + url + `", headers={"Authorization": "Bearer "+os.environ["API_TOKEN"]}), timeout=20).read().decode())'`,
+	}
+	if _, err := os.Stat("/usr/bin/node"); err == nil {
+		// Node's fetch ignores the proxy variables: a tunnel by hand,
+		// with tls's default roots (which NODE_EXTRA_CA_CERTS adds to).
+		if code, _, _ := e.exec(id, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "cat > /tmp/get.js"}, Stdin: base64.StdEncoding.EncodeToString([]byte(nodeTunnelGet))}); code != 200 {
+			t.Fatalf("write get.js: %d", code)
+		}
+		clients["node"] = `node /tmp/get.js ` + url
+	}
+	for name, line := range clients {
+		if code, out, eb := e.sh(id, line, nil); !strings.Contains(out, "secure ok") {
+			t.Errorf("%s: %d %q %+v", name, code, out, eb)
+			continue
+		}
+		if got := <-e.gotAuth; got != "Bearer "+value {
+			t.Errorf("%s: the upstream got %q", name, got)
+		}
+	}
+	// (python: the policy would refuse a shell's write there first.)
+	_, out, _ := e.sh(id, `python3 -c 'import sys; open(sys.argv[1], "a")' /etc/ssl/certs/ca-certificates.crt 2>/dev/null; echo "rc=$?"; grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt`, nil)
+	host, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if want := fmt.Sprintf("rc=1\n%d\n", strings.Count(string(host), "BEGIN CERTIFICATE")+1); out != want {
+		t.Errorf("the bundle is writable or not the host's plus one: %q (want %s certificates)", out, want)
+	}
+}
+
+// nodeTunnelGet GETs argv[2] through the sandbox's proxy with a CONNECT
+// and tls.connect, and prints the body.
+const nodeTunnelGet = `const http = require("http"), tls = require("tls");
+const u = new URL(process.argv[2]);
+http.request({host: "127.0.0.1", port: 3128, method: "CONNECT", path: u.host, headers: {host: u.host}}).on("connect", (res, sock) => {
+  const s = tls.connect({socket: sock, servername: u.hostname}, () => {
+    s.write("GET / HTTP/1.1\r\nHost: " + u.host + "\r\nAuthorization: Bearer " + process.env.API_TOKEN + "\r\nConnection: close\r\n\r\n");
+  });
+  let d = "";
+  s.on("data", c => d += c);
+  s.on("end", () => console.log(d.split("\r\n\r\n")[1]));
+  s.on("error", e => console.log("error: " + e.message));
+}).end();
+`
 
 // Over TCP (an agent's key) egress can only be tightened, and the kill
 // switch is the operator's.

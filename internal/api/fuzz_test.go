@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
 // fuzzMaxLifetimes: a daemon with serve's default bound, and one without.
@@ -22,7 +23,7 @@ func boundedLifetime(t *testing.T, body []byte, ttlSeconds int64, req manager.Cr
 	}
 	bound := max
 	if bound == 0 {
-		bound = manager.MaxRequestDuration
+		bound = reqcheck.MaxDuration
 	}
 	if ttlSeconds < 0 || ttlSeconds > int64(bound/time.Second) {
 		t.Fatalf("%q: ttl_seconds %d accepted under a bound of %s", body, ttlSeconds, bound)

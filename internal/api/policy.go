@@ -8,8 +8,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -90,7 +90,7 @@ func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	d, err := manager.Seconds("for_seconds", req.ForSeconds, approvals.MaxBreakGlass)
+	d, err := reqcheck.Seconds("for_seconds", req.ForSeconds, approvals.MaxBreakGlass)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -146,7 +146,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := manager.Seconds("for_seconds", req.ForSeconds, approvals.MaxGrant)
+	d, err := reqcheck.Seconds("for_seconds", req.ForSeconds, approvals.MaxGrant)
 	if err != nil {
 		writeError(w, err)
 		return

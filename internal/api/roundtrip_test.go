@@ -446,14 +446,14 @@ func roundTripTasks(t *testing.T, c *strictClient) {
 	daemon, err := c.tks.Get(context.Background(), task.ID)
 	c.sameAsDaemon("GET "+p, daemon, err, got)
 	c.do("GET", "/v1/tasks", nil, 200, &wire.TaskList{})
-	c.stream("/v1/sandboxes/"+task.SandboxID+"/exec", wire.ExecRequest{Argv: []string{"sh", "-c", "echo b > src/b.txt"}})
+	c.stream("/v1/sandboxes/"+task.SandboxID+"/exec", wire.ExecRequest{Argv: []string{"sh", "-c", "echo b > src/b.txt; mkdir -p node_modules/x && echo 1 > node_modules/x/i.js; echo 'example.test/m v1.0.0 h1:x=' > go.sum"}})
 	events := c.stream(p+"/test", nil)
 	if last := events[len(events)-1]; last.Passed == nil || !*last.Passed {
 		t.Errorf("task test ended with %+v", last)
 	}
 	var d wire.Diff
 	c.do("GET", p+"/diff", nil, 200, &d)
-	if len(d.Files) != 1 || d.Files[0].Path != "src/b.txt" {
+	if len(d.Files) != 2 || d.Files[0].Path != "go.sum" || d.Ignored == nil || d.Ignored.Files != 1 || len(d.Dependencies) != 1 {
 		t.Errorf("diff: %+v", d)
 	}
 	var fin wire.FinishResult

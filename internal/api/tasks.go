@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -129,7 +129,7 @@ func (s *Server) testTask(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errdefs.Wrap(errdefs.ErrInvalid, "timeout_ms %q: want a positive number", v))
 			return
 		}
-		if timeout, err = manager.Millis("timeout_ms", ms, 0); err != nil {
+		if timeout, err = reqcheck.Millis("timeout_ms", ms, 0); err != nil {
 			writeError(w, err)
 			return
 		}

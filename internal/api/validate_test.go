@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -82,13 +83,13 @@ func TestNULInExecIsABadRequest(t *testing.T) {
 func TestLabelsAreBounded(t *testing.T) {
 	d := newDaemon(t)
 	many := map[string]string{}
-	for i := range manager.MaxLabels + 1 {
+	for i := range reqcheck.MaxLabels + 1 {
 		many[fmt.Sprintf("k%d", i)] = "v"
 	}
 	for _, labels := range []map[string]string{
 		many,
-		{strings.Repeat("k", manager.MaxLabelKeyBytes+1): "v"},
-		{"k": strings.Repeat("v", manager.MaxLabelValueBytes+1)},
+		{strings.Repeat("k", reqcheck.MaxLabelKeyBytes+1): "v"},
+		{"k": strings.Repeat("v", reqcheck.MaxLabelValueBytes+1)},
 		{"k": "line\nbreak"},
 	} {
 		var e wire.Error

@@ -140,9 +140,17 @@ func diffOut(d *tasks.Diff) *wire.Diff {
 	if d == nil {
 		return nil
 	}
-	return &wire.Diff{Base: d.Base, Patch: d.Patch, OutOfScope: d.OutOfScope, Files: mapAll(d.Files, func(f tasks.ChangedFile) wire.ChangedFile {
+	w := &wire.Diff{Base: d.Base, Patch: d.Patch, OutOfScope: d.OutOfScope, Files: mapAll(d.Files, func(f tasks.ChangedFile) wire.ChangedFile {
 		return wire.ChangedFile{Path: f.Path, Status: f.Status, InScope: f.InScope}
 	})}
+	if ig := d.Ignored; ig != nil {
+		w.Ignored = &wire.Ignored{Files: ig.Files, Bytes: ig.Bytes, Roots: ig.Roots}
+	}
+	w.Dependencies = mapAll(d.Dependencies, func(c tasks.DependencyChange) wire.DependencyChange {
+		return wire.DependencyChange{Manager: c.Manager, Lockfile: c.Lockfile, Name: c.Name, From: c.From, To: c.To, Change: c.Change}
+	})
+	w.UnreadableLockfiles = d.UnreadableLockfiles
+	return w
 }
 
 func finishOut(r *tasks.FinishResult) wire.FinishResult {
@@ -237,7 +245,7 @@ func createIn(r wire.CreateSandboxRequest) (manager.CreateRequest, error) {
 
 func taskIn(r wire.TaskRequest) (tasks.TaskRequest, error) {
 	req := tasks.TaskRequest{Repo: r.Repo, Ref: r.Ref, Scope: r.Scope, Test: r.Test, Prompt: r.Prompt, Template: r.Template,
-		Backend: r.Backend, Limits: limitsIn(r.Limits), TTLSeconds: r.TTLSeconds}
+		Backend: r.Backend, Limits: limitsIn(r.Limits), TTLSeconds: r.TTLSeconds, Env: r.Env}
 	var err error
 	req.Policy, err = policyLayerIn(r.Policy)
 	return req, err

@@ -175,9 +175,38 @@ func buildView(c *Contents) *reportView {
 		approvalsQuestion(c),
 		artifactsQuestion(c),
 	}
+	v.Fields = append([]field{{K: "Verdict", V: verdictLine(v.Questions)}}, v.Fields...)
 	v.Commands, v.Outputs = commandsSection(c)
 	v.Tests = testsSection(c)
 	return v
+}
+
+// questionNames are the questions as the verdict names them.
+var questionNames = map[string]string{"q-tests": "tests", "q-scope": "scope", "q-deps": "dependencies",
+	"q-generated": "generated files", "q-network": "network", "q-approvals": "approvals", "q-artifacts": "artifacts"}
+
+// verdictLine is the report's answer in one line, first in the header
+// (issue 19: a reviewer had to read every section to know whether any
+// needed a look): the questions that did, worst first, each with its
+// verdict.
+func verdictLine(qs []question) string {
+	var bad, warn []string
+	for _, q := range qs {
+		name := questionNames[q.ID] + " (" + q.Verdict + ")"
+		switch q.Level {
+		case "bad":
+			bad = append(bad, name)
+		case "warn":
+			warn = append(warn, name)
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		return "Needs a look: " + strings.Join(append(bad, warn...), ", ") + "."
+	case len(warn) > 0:
+		return "Check: " + strings.Join(warn, ", ") + "; nothing else was flagged."
+	}
+	return "Nothing was flagged: tests passed, and every question below is answered without a warning."
 }
 
 func headerFields(c *Contents) []field {
@@ -640,7 +669,7 @@ func testsQuestion(c *Contents) (q question) {
 	for _, cmd := range c.Commands {
 		if cmd.ExecID != last.ExecID && cmd.Error == "" && !last.Finished.IsZero() && cmd.Started.After(last.Finished) {
 			after++
-			if len(cmd.Writes) > 0 {
+			if len(projectWrites(cmd.Writes)) > 0 {
 				wrote++
 			}
 		}
@@ -652,6 +681,62 @@ func testsQuestion(c *Contents) (q question) {
 		q.Says = append(q.Says, fmt.Sprintf("%d command(s) ran after the last test run, none known to write files.", after))
 	}
 	return q
+}
+
+// maxWritesShown bounds the project files a command's row names.
+const maxWritesShown = 20
+
+// projectWrites are the writes inside the project (/workspace): what the
+// patch can hold. The rest are caches and scratch (a Go build cache, npm's
+// cache, /tmp), which once filled the column (issue 19).
+func projectWrites(writes []string) []string {
+	var out []string
+	for _, w := range writes {
+		if rel, ok := strings.CutPrefix(w, "/workspace/"); ok {
+			out = append(out, rel)
+		} else if !strings.HasPrefix(w, "/") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// writesText is a command's writes for its row: the project's files (at
+// most maxWritesShown), then one line per other place with a count.
+func writesText(writes []string) string {
+	proj := projectWrites(writes)
+	lines := proj
+	if len(proj) > maxWritesShown {
+		lines = append(slices.Clone(proj[:maxWritesShown]), fmt.Sprintf("and %d more", len(proj)-maxWritesShown))
+	}
+	counts, order := map[string]int{}, []string{}
+	for _, w := range writes {
+		if !strings.HasPrefix(w, "/") || strings.HasPrefix(w, "/workspace/") {
+			continue
+		}
+		place := outsidePlace(w)
+		if counts[place] == 0 {
+			order = append(order, place)
+		}
+		counts[place]++
+	}
+	for _, place := range order {
+		lines = append(lines, fmt.Sprintf("%s: %d file(s) outside the project", place, counts[place]))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// outsidePlace is the directory a write outside the project is counted
+// under: its first three components (/home/sandbox/.cache), or its
+// parent if shallower.
+func outsidePlace(w string) string {
+	parts := strings.SplitN(strings.TrimPrefix(w, "/"), "/", 4)
+	if len(parts) > 3 {
+		parts = parts[:3]
+	} else {
+		parts = parts[:len(parts)-1]
+	}
+	return "/" + strings.Join(parts, "/")
 }
 
 func summaryText(s *TestSummary) string {
@@ -962,7 +1047,7 @@ func commandsSection(c *Contents) (table, []outputView) {
 		t.Rows = append(t.Rows, row{Class: cls, Cells: []cell{{S: strconv.Itoa(i + 1), Class: "num"}, {S: cmd.ExecID, Class: "mono"},
 			{S: shellJoin(cmd.Argv), Class: "mono"}, {S: cmd.Cwd, Class: "mono"}, {S: fmtTime(cmd.Started), Class: "nw"},
 			{S: fmtDur(cmd.Started, cmd.Ended), Class: "num"}, {S: resultText(cmd)}, {S: policyText(cmd.Policy), Block: true},
-			{S: output, Class: "nw", Block: true, Anchor: anchor}, {S: strings.Join(cmd.Writes, "\n"), Class: "mono", Block: true}}})
+			{S: output, Class: "nw", Block: true, Anchor: anchor}, {S: writesText(cmd.Writes), Class: "mono", Block: true}}})
 	}
 	var rest []string
 	for id := range c.Outputs {

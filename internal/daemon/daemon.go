@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
 		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf},
 		SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
-		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, ApprovalWait: cfg.ApprovalWait})
+		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait})
 	if err != nil {
 		return nil, err
 	}

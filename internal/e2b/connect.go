@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
 // The in-sandbox API speaks the Connect protocol with JSON messages over
@@ -89,7 +89,7 @@ func connectTimeout(r *http.Request) (time.Duration, error) {
 	if err != nil {
 		return 0, errorf(codeInvalidArgument, "Connect-Timeout-Ms %q: a non-negative number of milliseconds", v)
 	}
-	d, err := manager.Millis("Connect-Timeout-Ms", ms, 0)
+	d, err := reqcheck.Millis("Connect-Timeout-Ms", ms, 0)
 	if err != nil {
 		return 0, errorf(codeInvalidArgument, "%s", strings.TrimSuffix(err.Error(), ": "+errdefs.ErrInvalid.Error()))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
 func (s *Server) controlRoutes() {
@@ -153,12 +154,12 @@ func parseCreate(body io.Reader, defaultTemplate string) (manager.CreateRequest,
 	}
 	cr := manager.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
 	if req.Timeout != nil {
-		if _, err := manager.Seconds("timeout", *req.Timeout, 0); err != nil {
+		if _, err := reqcheck.Seconds("timeout", *req.Timeout, 0); err != nil {
 			return manager.CreateRequest{}, err
 		}
 		cr.TTLSeconds = *req.Timeout
 	}
-	if err := manager.CheckLabels(req.Metadata); err != nil {
+	if err := reqcheck.Labels(req.Metadata); err != nil {
 		return manager.CreateRequest{}, fmt.Errorf("metadata: %w", err)
 	}
 	keys := make([]string, 0, len(req.EnvVars))
@@ -235,7 +236,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadRequest, "timeout (seconds, not negative) is required")
 		return
 	}
-	ttl, err := manager.Seconds("timeout", *req.Timeout, 0)
+	ttl, err := reqcheck.Seconds("timeout", *req.Timeout, 0)
 	if err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
@@ -290,7 +291,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	var ttl time.Duration
 	if req.Timeout != nil {
 		var err error
-		if ttl, err = manager.Seconds("timeout", *req.Timeout, 0); err != nil {
+		if ttl, err = reqcheck.Seconds("timeout", *req.Timeout, 0); err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return
 		}
@@ -328,45 +329,10 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 // list answers GET /v2/sandboxes: running and paused sandboxes, filtered
 // by state and metadata, oldest first, paged by limit and nextToken.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	states := map[string]bool{}
-	for _, v := range q["state"] {
-		for _, st := range strings.Split(v, ",") {
-			switch st = strings.TrimSpace(st); st {
-			case "running", "paused":
-				states[st] = true
-			case "":
-			default:
-				writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("state %q: running or paused", st))
-				return
-			}
-		}
-	}
-	var meta url.Values
-	if v := q.Get("metadata"); v != "" {
-		var err error
-		if meta, err = url.ParseQuery(v); err != nil {
-			writeAPIError(w, http.StatusBadRequest, "metadata: key=value pairs joined by &, URL-encoded")
-			return
-		}
-	}
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			writeAPIError(w, http.StatusBadRequest, "limit: 1 to 1000")
-			return
-		}
-		limit = n
-	}
-	start := 0
-	if v := q.Get("nextToken"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeAPIError(w, http.StatusBadRequest, "nextToken: use the X-Next-Token of the previous page")
-			return
-		}
-		start = n
+	lq, msg := parseListQuery(r.URL.Query())
+	if msg != "" {
+		writeAPIError(w, http.StatusBadRequest, msg)
+		return
 	}
 	var all []*manager.Sandbox
 	for _, st := range []string{"running", "paused"} {
@@ -385,28 +351,76 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	})
 	out := []*sandboxDetail{}
 	for _, sb := range all {
-		if sb.State == "stopped" || (len(states) > 0 && !states[sb.State]) {
-			continue
-		}
-		match := true
-		for k, vs := range meta {
-			if got, ok := sb.Labels[k]; !ok || got != vs[0] {
-				match = false
-			}
-		}
-		if match {
+		if lq.matches(sb) {
 			d := s.detail(sb, true)
 			d.EnvdAccessToken = ""
 			out = append(out, d)
 		}
 	}
-	if start > len(out) {
-		start = len(out)
-	}
+	start := min(lq.start, len(out))
 	page := out[start:]
-	if len(page) > limit {
-		page = page[:limit]
-		w.Header().Set("X-Next-Token", strconv.Itoa(start+limit))
+	if len(page) > lq.limit {
+		page = page[:lq.limit]
+		w.Header().Set("X-Next-Token", strconv.Itoa(start+lq.limit))
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// listQuery is what GET /v2/sandboxes asks for: states (none: both),
+// metadata to match, and the page.
+type listQuery struct {
+	states       map[string]bool
+	meta         url.Values
+	limit, start int
+}
+
+// parseListQuery reads a list's query, or says (msg) why it is a bad
+// request.
+func parseListQuery(q url.Values) (lq listQuery, msg string) {
+	lq = listQuery{states: map[string]bool{}, limit: 100}
+	for _, v := range q["state"] {
+		for _, st := range strings.Split(v, ",") {
+			switch st = strings.TrimSpace(st); st {
+			case "running", "paused":
+				lq.states[st] = true
+			case "":
+			default:
+				return lq, fmt.Sprintf("state %q: running or paused", st)
+			}
+		}
+	}
+	if v := q.Get("metadata"); v != "" {
+		var err error
+		if lq.meta, err = url.ParseQuery(v); err != nil {
+			return lq, "metadata: key=value pairs joined by &, URL-encoded"
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return lq, "limit: 1 to 1000"
+		}
+		lq.limit = n
+	}
+	if v := q.Get("nextToken"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return lq, "nextToken: use the X-Next-Token of the previous page"
+		}
+		lq.start = n
+	}
+	return lq, ""
+}
+
+// matches reports whether a listed sandbox is one the query asks for.
+func (lq listQuery) matches(sb *manager.Sandbox) bool {
+	if sb.State == "stopped" || (len(lq.states) > 0 && !lq.states[sb.State]) {
+		return false
+	}
+	for k, vs := range lq.meta {
+		if got, ok := sb.Labels[k]; !ok || got != vs[0] {
+			return false
+		}
+	}
+	return true
 }

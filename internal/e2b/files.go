@@ -158,6 +158,9 @@ type writtenEntry struct {
 	Type string `json:"type"`
 }
 
+// writeFiles is POST /files: one file (an octet stream, gzip or not) or
+// the "file" parts of a multipart body, each written through the policed
+// file API; the answer lists what was written.
 func (s *Server) writeFiles(w http.ResponseWriter, r *http.Request) {
 	f, err := s.files(r)
 	if err != nil {
@@ -186,56 +189,17 @@ func (s *Server) writeFiles(w http.ResponseWriter, r *http.Request) {
 		out = append(out, writtenEntry{Path: p, Name: path.Base(p), Type: "file"})
 		return true
 	}
+	var ok bool
 	switch ct {
 	case "multipart/form-data":
-		mr := multipart.NewReader(body, params["boundary"])
-		for {
-			part, err := mr.NextPart()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				writeAPIError(w, http.StatusBadRequest, "multipart body: "+err.Error())
-				return
-			}
-			if part.FormName() != "file" {
-				part.Close()
-				continue
-			}
-			p := r.URL.Query().Get("path")
-			if p == "" {
-				// The part's file name is the path (part.FileName would
-				// keep only its last element).
-				_, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
-				p = dp["filename"]
-			}
-			ok := write(p, part)
-			part.Close()
-			if !ok {
-				return
-			}
-		}
+		ok = writeParts(w, r, multipart.NewReader(body, params["boundary"]), write)
 	case "application/octet-stream", "":
-		var src io.Reader = body
-		switch enc := r.Header.Get("Content-Encoding"); enc {
-		case "", "identity":
-		case "gzip":
-			zr, err := gzip.NewReader(body)
-			if err != nil {
-				writeAPIError(w, http.StatusBadRequest, "gzip body: "+err.Error())
-				return
-			}
-			defer zr.Close()
-			src = io.LimitReader(zr, MaxFile+1)
-		default:
-			writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("Content-Encoding %q: gzip or none", enc))
-			return
-		}
-		if !write(r.URL.Query().Get("path"), src) {
-			return
-		}
+		ok = writeStream(w, r, body, write)
 	default:
 		writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("Content-Type %q: multipart/form-data or application/octet-stream", ct))
+		return
+	}
+	if !ok {
 		return
 	}
 	if len(out) == 0 {
@@ -243,6 +207,58 @@ func (s *Server) writeFiles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// writeParts writes each "file" part of a multipart body; false: an
+// error was answered.
+func writeParts(w http.ResponseWriter, r *http.Request, mr *multipart.Reader, write func(p string, src io.Reader) bool) bool {
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			writeAPIError(w, http.StatusBadRequest, "multipart body: "+err.Error())
+			return false
+		}
+		if part.FormName() != "file" {
+			part.Close()
+			continue
+		}
+		p := r.URL.Query().Get("path")
+		if p == "" {
+			// The part's file name is the path (part.FileName would
+			// keep only its last element).
+			_, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+			p = dp["filename"]
+		}
+		ok := write(p, part)
+		part.Close()
+		if !ok {
+			return false
+		}
+	}
+}
+
+// writeStream writes an octet-stream body (gzip or none) to the path
+// parameter; false: an error was answered.
+func writeStream(w http.ResponseWriter, r *http.Request, body io.Reader, write func(p string, src io.Reader) bool) bool {
+	src := body
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			writeAPIError(w, http.StatusBadRequest, "gzip body: "+err.Error())
+			return false
+		}
+		defer zr.Close()
+		src = io.LimitReader(zr, MaxFile+1)
+	default:
+		writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("Content-Encoding %q: gzip or none", enc))
+		return false
+	}
+	return write(r.URL.Query().Get("path"), src)
 }
 
 // entryInfo is filesystem.EntryInfo in the protobuf JSON mapping.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
 // FuzzCreateRequest: whatever E2B create body the door accepts, the
@@ -29,7 +30,7 @@ func FuzzCreateRequest(f *testing.F) {
 			}
 			bound := max
 			if bound == 0 {
-				bound = manager.MaxRequestDuration
+				bound = reqcheck.MaxDuration
 			}
 			if req.TTLSeconds < 0 || req.TTLSeconds > int64(bound/time.Second) || ttl < 0 || ttl > bound || (max > 0 && ttl == 0) {
 				t.Fatalf("%q: accepted with timeout %d, lifetime %s under a maximum of %s", body, req.TTLSeconds, ttl, max)

@@ -268,6 +268,25 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := sandboxOf(r)
+	er, outStream, errStream := s.startExec(&req, timeout)
+	p := &proc{cfg: *req.Process, tty: er.TTY, subs: map[*sub]struct{}{}, done: make(chan struct{})}
+	if req.Tag != nil {
+		p.tag = *req.Tag
+	}
+	first := newSub()
+	p.subs[first] = struct{}{}
+	if err := s.runStarted(r, id, er, p, outStream, errStream); err != nil {
+		st.end(startError(err))
+		return
+	}
+	s.follow(r, st, p, first)
+}
+
+// startExec makes the manager's request of a start: the command with its
+// arguments, its environment (sorted by name), its directory below Home,
+// its timeout and approval wait (at most the timeout), and a terminal if
+// asked for; it returns the streams its output is sent as.
+func (s *Server) startExec(req *startRequest, timeout time.Duration) (er manager.ExecRequest, outStream, errStream string) {
 	cfg := *req.Process
 	cwd := Home
 	if cfg.Cwd != nil && *cfg.Cwd != "" {
@@ -282,14 +301,14 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	for _, k := range keys {
 		env = append(env, k+"="+cfg.Envs[k])
 	}
-	er := manager.ExecRequest{
+	er = manager.ExecRequest{
 		Argv: append([]string{cfg.Cmd}, cfg.Args...), Env: env, Cwd: cwd, Timeout: timeout,
 		OpenStdin: req.Stdin != nil && *req.Stdin, ApprovalWait: s.cfg.ApprovalWait,
 	}
 	if timeout > 0 && timeout < er.ApprovalWait {
 		er.ApprovalWait = timeout
 	}
-	outStream, errStream := "stdout", "stderr"
+	outStream, errStream = "stdout", "stderr"
 	if req.PTY != nil {
 		er.TTY, er.OpenStdin = true, true
 		if req.PTY.Size != nil {
@@ -297,16 +316,15 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		}
 		outStream, errStream = "pty", "pty"
 	}
-	p := &proc{cfg: cfg, tty: er.TTY, subs: map[*sub]struct{}{}, done: make(chan struct{})}
-	if req.Tag != nil {
-		p.tag = *req.Tag
-	}
-	first := newSub()
-	p.subs[first] = struct{}{}
+	return er, outStream, errStream
+}
 
-	// The command outlives this request (a background command's caller
-	// may disconnect), but not before it has started: a caller that goes
-	// away while its command waits for approval takes the wait with it.
+// runStarted runs p's command and returns once it has started (p is then
+// in s.procs), or with why it did not. The command outlives this request
+// (a background command's caller may disconnect), but not before it has
+// started: a caller that goes away while its command waits for approval
+// takes the wait with it.
+func (s *Server) runStarted(r *http.Request, id string, er manager.ExecRequest, p *proc, outStream, errStream string) error {
 	execCtx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	var startMu sync.Mutex
 	begun := false
@@ -345,17 +363,15 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		}
 		s.finish(p, status, err)
 	}()
-
 	select {
 	case <-startedc:
+		return nil
 	case err := <-startErr:
 		if err == nil {
 			err = errors.New("the command did not start")
 		}
-		st.end(startError(err))
-		return
+		return err
 	}
-	s.follow(r, st, p, first)
 }
 
 // startError is the stream error for a command that did not start.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
 // The E2B door's timeout is seconds too: a count that wraps a Duration
@@ -48,7 +48,7 @@ func TestE2BTimeoutOverflowIsRefused(t *testing.T) {
 func TestE2BMetadataIsBounded(t *testing.T) {
 	d := newDoor(t)
 	hdr := map[string]string{"X-API-KEY": d.key, "Content-Type": "application/json"}
-	resp, b := d.call("POST", "/sandboxes", []byte(`{"metadata":{"k":"`+strings.Repeat("v", manager.MaxLabelValueBytes+1)+`"}}`), hdr)
+	resp, b := d.call("POST", "/sandboxes", []byte(`{"metadata":{"k":"`+strings.Repeat("v", reqcheck.MaxLabelValueBytes+1)+`"}}`), hdr)
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "metadata") {
 		t.Errorf("oversized metadata: %d %s", resp.StatusCode, b)
 	}

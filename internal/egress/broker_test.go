@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -145,7 +146,8 @@ func TestPlaceholderNotReplacedElsewhere(t *testing.T) {
 	if resp2.StatusCode != 403 {
 		t.Errorf("secret host without an allow rule: %d", resp2.StatusCode)
 	}
-	// Plain HTTP to the secret's host: never replaced (only over TLS).
+	// Plain HTTP to the secret's host: never replaced (only over TLS),
+	// and refused, saying so (issue 19), even on a port a rule allows.
 	plain := startUpstream(t, nil, nil)
 	p := secretPolicy(b.up.port)
 	p.Rules = append(p.Rules, Rule{ID: "plain", Action: Allow, Hosts: []string{"api.secret.example.test"}, Ports: []int{plain.port}}, Rule{ID: "lo2", Action: Allow, CIDRs: []string{"127.0.0.1/32"}, Ports: []int{plain.port}})
@@ -157,8 +159,8 @@ func TestPlaceholderNotReplacedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Body.Close()
-	if got := plain.requests(); len(got) != 1 || got[0].Header.Get("Authorization") != "Bearer "+placeholder {
-		t.Errorf("plain HTTP upstream saw %v", got[0].Header)
+	if got := plain.requests(); len(got) != 0 || r.StatusCode != 403 || ruleOf(r) != RuleBrokerPlain {
+		t.Errorf("plain HTTP to the secret's host: %d %s, upstream saw %v", r.StatusCode, ruleOf(r), got)
 	}
 	for _, ev := range b.rec.all() {
 		if ev.Kind == KindSecret {
@@ -238,5 +240,32 @@ func TestSetPolicyNeedsSecretValues(t *testing.T) {
 	p.Secrets[0].Value = "a\r\nX-Injected: 1"
 	if err := e.svc.SetPolicy("sb1", p); err == nil {
 		t.Errorf("a value with CR LF was accepted")
+	}
+}
+
+// A plain request to a host with a brokered secret is refused, saying
+// why: brokering happens only inside TLS, so the request would carry the
+// placeholder and fail at the upstream with nothing to tell the agent
+// what went wrong (issue 19).
+func TestPlainHTTPToABrokeredHostIsRefused(t *testing.T) {
+	b := newBrokerEnv(t, true)
+	url := "http://api.secret.example.test:" + itoa(b.up.port) + "/plain"
+	resp, _, _ := b.send(t, "GET "+url+" HTTP/1.1\r\nHost: api.secret.example.test:"+itoa(b.up.port)+"\r\nAuthorization: Bearer "+placeholder+"\r\nConnection: close\r\n\r\n")
+	if resp.StatusCode != 403 || ruleOf(resp) != RuleBrokerPlain || !strings.Contains(resp.Status, "goes only over HTTPS") {
+		t.Errorf("plain request to a brokered host: %d %q %q", resp.StatusCode, resp.Status, ruleOf(resp))
+	}
+	if n := len(b.up.requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	if x, err := b.svc.Explain(context.Background(), "sb1", url); err != nil || x.Rule != RuleBrokerPlain {
+		t.Errorf("explain: %+v %v", x, err)
+	}
+	// The same host over HTTPS, and another allowed host over plain
+	// HTTP, still go.
+	if resp, _ := b.get(t, b.sandboxCA, "https://api.secret.example.test:"+itoa(b.up.port)+"/quiet", "Bearer "+placeholder); resp.StatusCode != 200 {
+		t.Errorf("over https: %d", resp.StatusCode)
+	}
+	if x, _ := b.svc.Explain(context.Background(), "sb1", "http://other.example.test:"+itoa(b.up.port)+"/"); x.Decision != "allow" {
+		t.Errorf("a host without a secret, plain: %+v", x)
 	}
 }

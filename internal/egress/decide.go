@@ -24,6 +24,7 @@ const (
 	RulePublicWeb   = "public-web"         // allowed by the public_web category
 	RuleAudit       = "audit"              // the event could not be recorded: fail closed
 	RuleUpstream    = "upstream"           // the upstream failed mid-request
+	RuleBrokerPlain = "broker-plain"       // plain HTTP to a host with a brokered secret
 	RuleReflected   = broker.RuleReflected // a brokered host's response showed the secret's value
 	// Guards are named "guard-<range>": guard-loopback, guard-private,
 	// guard-link-local, guard-metadata, guard-cgnat, guard-multicast,
@@ -148,6 +149,12 @@ func (s *Service) decide(ctx context.Context, c *compiled, t Target, m mode, net
 	d, ok := c.decideName(t, m)
 	if !ok {
 		return d
+	}
+	// The proxy brokers only inside TLS it terminates: a plain request
+	// would go out with the placeholder, and the agent would see only the
+	// upstream's 401 (issue 19). Refused, saying so.
+	if m == modeHTTP && !t.IsIP() && len(c.secretsFor(t.Host)) > 0 {
+		return deny(RuleBrokerPlain, "%s has a brokered secret, which goes only over HTTPS (a plain request would carry its placeholder): use https://", t.Host)
 	}
 	var addrs []netip.Addr
 	if t.IsIP() {

@@ -76,7 +76,7 @@ func Parse(name string, data []byte) (Packages, error) {
 	case "go":
 		err = parseGoSum(data, p)
 	case "cargo", "poetry", "uv":
-		parseTOMLPackages(data, p)
+		err = parseTOMLPackages(data, p)
 	case "pipenv":
 		err = parsePipfileLock(data, p)
 	case "pip":
@@ -218,30 +218,38 @@ func parseGoSum(data []byte, p Packages) error {
 
 // [[package]] blocks with name = "..." and version = "..." (Cargo.lock,
 // poetry.lock, uv.lock).
-func parseTOMLPackages(data []byte, p Packages) {
+func parseTOMLPackages(data []byte, p Packages) error {
 	var name, version string
-	in := false
+	in, inArray := false, false
 	flush := func() {
 		if in {
 			p.add(name, version)
 		}
 		name, version = "", ""
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for i, line := range strings.Split(string(data), "\n") {
 		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "[") {
+		switch {
+		case t == "" || strings.HasPrefix(t, "#"):
+			continue
+		case inArray: // the lines of a multi-line array, up to its "]"
+			inArray = !strings.HasPrefix(t, "]")
+			continue
+		case strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]"):
 			flush()
 			in = t == "[[package]]"
 			continue
 		}
+		k, v, ok := strings.Cut(t, "=")
+		if !ok {
+			return fmt.Errorf("line %d is not TOML this reads", i+1)
+		}
+		v = strings.TrimSpace(v)
+		inArray = strings.HasPrefix(v, "[") && !strings.HasSuffix(v, "]")
 		if !in {
 			continue
 		}
-		k, v, ok := strings.Cut(t, "=")
-		if !ok {
-			continue
-		}
-		v = strings.Trim(strings.TrimSpace(v), `"`)
+		v = strings.Trim(v, `"`)
 		switch strings.TrimSpace(k) {
 		case "name":
 			name = v
@@ -250,6 +258,7 @@ func parseTOMLPackages(data []byte, p Packages) {
 		}
 	}
 	flush()
+	return nil
 }
 
 func parsePipfileLock(data []byte, p Packages) error {

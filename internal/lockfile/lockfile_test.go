@@ -16,7 +16,7 @@ func TestParse(t *testing.T) {
 		{"yarn.lock", "__metadata:\n  version: 8\n\n\"is-number@npm:^7.0.0\":\n  version: 7.0.0\n", "map[is-number:[7.0.0]]"},
 		{"pnpm-lock.yaml", "lockfileVersion: '9.0'\npackages:\n  is-number@7.0.0:\n    resolution: {integrity: x}\n  '@scope/y@1.2.3(peer@1.0.0)':\n    resolution: {}\n  /old/4.5.6:\n    resolution: {}\nsnapshots:\n  z@9.9.9:\n", "map[@scope/y:[1.2.3] is-number:[7.0.0] old:[4.5.6]]"},
 		{"go.sum", "github.com/google/uuid v1.6.0 h1:abc=\ngithub.com/google/uuid v1.6.0/go.mod h1:def=\ngolang.org/x/text v0.14.0/go.mod h1:x=\n", "map[github.com/google/uuid:[v1.6.0]]"},
-		{"Cargo.lock", "version = 3\n\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\nsource = \"x\"\n\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\n\n[metadata]\nname = \"no\"\n", "map[app:[0.1.0] serde:[1.0.200]]"},
+		{"Cargo.lock", "version = 3\n\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\nsource = \"x\"\n\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\n \"serde\",\n]\n\n[metadata]\nname = \"no\"\n", "map[app:[0.1.0] serde:[1.0.200]]"},
 		{"poetry.lock", "[[package]]\nname = \"requests\"\nversion = \"2.31.0\"\n\n[package.dependencies]\nidna = \">=2\"\n", "map[requests:[2.31.0]]"},
 		{"requirements.txt", "Requests[socks]==2.31.0 ; python_version>'3'\nflask>=2\n# x==1\nidna==3.6 # pinned\n", "map[idna:[3.6] requests:[2.31.0]]"},
 		{"Pipfile.lock", `{"default":{"Requests":{"version":"==2.31.0"}},"develop":{"pytest":{"version":"==8.0.0"}}}`, "map[pytest:[8.0.0] requests:[2.31.0]]"},
@@ -30,7 +30,8 @@ func TestParse(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
-	for _, c := range [][2]string{{"package-lock.json", "{not json"}, {"go.sum", "only two\n"}, {"Pipfile.lock", "["}, {"README.md", ""}} {
+	for _, c := range [][2]string{{"package-lock.json", "{not json"}, {"go.sum", "only two\n"}, {"Pipfile.lock", "["}, {"README.md", ""},
+		{"Cargo.lock", "not a lockfile at all [["}, {"uv.lock", "<html>\n"}} {
 		if _, err := Parse(c[0], []byte(c[1])); err == nil {
 			t.Errorf("%s %q: no error", c[0], c[1])
 		}

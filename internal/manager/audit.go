@@ -92,8 +92,11 @@ func (m *Manager) recordAsync(ctx context.Context, e audit.Entry) {
 	if e.Actor == "" {
 		e.Actor = actorOf(ctx)
 	}
+	// An event after its act (bestEffort's rule), logged as every failed
+	// audit write is.
 	m.cfg.Audit.RecordAsync(ctx, e, func(err error) {
 		if err != nil {
+			m.writes.lost.Add(1)
 			m.cfg.Logf("AUDIT WRITE FAILED (%s): %v", e.Kind, err)
 		}
 	})
@@ -119,7 +122,7 @@ func (m *Manager) Healthy() error { return m.auditHealthy() }
 // RecordAPI records one API call (the API layer calls it for every
 // request that changes something).
 func (m *Manager) RecordAPI(ctx context.Context, method, path string, status int) {
-	_ = m.record(ctx, audit.Entry{Kind: "api.request", Payload: map[string]any{"method": method, "path": path, "status": status}})
+	m.bestEffort("record "+method+" "+path, m.record(ctx, audit.Entry{Kind: "api.request", Payload: map[string]any{"method": method, "path": path, "status": status}}))
 }
 
 // Record lets the daemon's wiring add events of its own (daemon start

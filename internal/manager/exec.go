@@ -2,6 +2,8 @@ package manager
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +13,9 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/execout"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -119,7 +123,7 @@ func (m *Manager) execModules(ctx context.Context, x *execRun) error {
 			return fmt.Errorf("%s: %w", msg, errdefs.ErrDenied)
 		}
 	}
-	if err := validEnv(call.Env); err != nil {
+	if err := reqcheck.Env(call.Env); err != nil {
 		return fmt.Errorf("the env the modules made: %w", err)
 	}
 	x.req.Env = call.Env
@@ -150,18 +154,9 @@ func (m *Manager) execEvidence(ctx context.Context, x *execRun) error {
 // background.
 func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 	req, ls := x.req, x.ls
-	dj := m.cfg.Redactor.JSON(mustJSON(x.d))
-	argv := make([]string, len(req.Argv))
-	for i, a := range req.Argv {
-		argv[i] = m.cfg.Redactor.String(a)
-	}
-	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
-	if err := m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
-		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(x.d), "secrets": x.uses}}); err != nil {
+	rec, err := m.recordStart(ctx, x)
+	if err != nil {
 		return err
-	}
-	if err := m.putExec(ctx, rec); err != nil {
-		return fmt.Errorf("record exec: %w", err)
 	}
 	x.execID = rec.ID
 	var stdinW *io.PipeWriter
@@ -170,10 +165,10 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 		pr, stdinW = io.Pipe()
 		req.Stdin = pr
 	}
-	outKeep, errKeep := &capped{n: m.cfg.StoredOutput}, &capped{n: m.cfg.StoredOutput}
-	gate := make(chan struct{})
-	outW := &gatedWriter{gate: gate, w: io.MultiWriter(outKeep, orDiscard(x.stdout))}
-	errW := &gatedWriter{gate: gate, w: io.MultiWriter(errKeep, orDiscard(x.stderr))}
+	outKeep, errKeep := execout.NewCapped(m.cfg.StoredOutput), execout.NewCapped(m.cfg.StoredOutput)
+	gate := execout.NewGate()
+	outW := gate.Writer(io.MultiWriter(outKeep, execout.OrDiscard(x.stdout)))
+	errW := gate.Writer(io.MultiWriter(errKeep, execout.OrDiscard(x.stderr)))
 	m.mu.Lock()
 	ls.starting++
 	m.mu.Unlock()
@@ -185,7 +180,7 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 		m.mu.Lock()
 		ls.starting--
 		m.mu.Unlock()
-		close(gate)
+		gate.Open()
 		if stdinW != nil {
 			stdinW.Close()
 		}
@@ -193,19 +188,39 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 		return err
 	}
 	m.mu.Lock()
-	m.running[rec.ID] = &runningExec{p: p, sandboxID: x.id, stdin: stdinW, taskID: ls.taskID, argv: argv, pkg: x.pkg}
+	m.running[rec.ID] = &runningExec{p: p, sandboxID: x.id, stdin: stdinW, taskID: ls.taskID, argv: rec.Argv, pkg: x.pkg}
 	ls.starting--
 	m.mu.Unlock()
 	if x.started != nil {
 		x.started(rec.ID, p.PID())
 	}
-	close(gate)
+	gate.Open()
 	if req.Background {
 		go func() { _, _, _ = m.finishExec(context.Background(), rec, p, outKeep, errKeep) }()
 		return nil
 	}
 	_, x.status, err = m.finishExec(ctx, rec, p, outKeep, errKeep)
 	return err
+}
+
+// recordStart records an exec before it starts (recordFirst): its
+// exec.start event, then its exec record, argv and decision redacted.
+func (m *Manager) recordStart(ctx context.Context, x *execRun) (*store.Exec, error) {
+	req := x.req
+	dj := m.cfg.Redactor.JSON(mustJSON(x.d))
+	argv := make([]string, len(req.Argv))
+	for i, a := range req.Argv {
+		argv[i] = m.cfg.Redactor.String(a)
+	}
+	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
+	if err := recordFirst("", m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
+		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(x.d), "secrets": x.uses}})); err != nil {
+		return nil, err
+	}
+	if err := recordFirst("record exec", m.putExec(ctx, rec)); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
 // recordNotStarted ends the record of a command that could not start. It
@@ -217,7 +232,80 @@ func (m *Manager) recordNotStarted(ctx context.Context, x *execRun, err error) {
 	if errors.As(err, &coded) {
 		stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
 	}
-	_ = m.endExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error())
-	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
-		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}})
+	m.bestEffort("exec "+x.execID+": record its end", m.endExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error()))
+	m.bestEffort("exec "+x.execID+": record exec.end", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
+		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}}))
+}
+
+// ExecRequest is one command.
+type ExecRequest struct {
+	// Background returns as soon as the command started; it runs on, its
+	// output is kept (capped) and its end recorded.
+	Background bool
+	// OpenStdin keeps the command's stdin open for Input and CloseStdin
+	// (Stdin is then ignored).
+	OpenStdin bool
+	// TTY runs it on a terminal (Rows x Cols); see Resize.
+	TTY         bool
+	Rows, Cols  uint16
+	Argv        []string
+	Env         []string
+	Cwd         string
+	Timeout     time.Duration
+	Stdin       io.Reader
+	OutputLimit int64
+	// A command the policy holds for approval waits ApprovalWait (0:
+	// the approvals module's default), or with NoWait fails at once with
+	// an approval_pending error naming the approval (see Holder).
+	ApprovalWait time.Duration
+	NoWait       bool
+	taskTest     bool
+}
+
+// Exec is an exec record as the API shows it.
+type Exec struct {
+	ID        string              `json:"id"`
+	SandboxID string              `json:"sandbox_id"`
+	Argv      []string            `json:"argv"`
+	Cwd       string              `json:"cwd"`
+	EnvNames  []string            `json:"env_names,omitempty"`
+	Started   time.Time           `json:"started"`
+	Ended     *time.Time          `json:"ended,omitempty"`
+	Status    *runtime.ExitStatus `json:"status,omitempty"`
+	Error     string              `json:"error,omitempty"`
+	Policy    *ExecPolicy         `json:"policy,omitempty"`
+}
+
+// ExecPolicy is the policy's decision on an exec, in short.
+type ExecPolicy struct {
+	Action     policy.Action  `json:"action"`
+	Classes    []policy.Class `json:"classes"`
+	Rules      []string       `json:"rules,omitempty"`
+	Reason     string         `json:"reason"`
+	Grant      []string       `json:"grant,omitempty"`
+	BreakGlass string         `json:"break_glass,omitempty"`
+	Version    string         `json:"policy"`
+}
+
+func execPolicyOf(raw json.RawMessage) *ExecPolicy {
+	if raw == nil {
+		return nil
+	}
+	var d policy.Decision
+	if json.Unmarshal(raw, &d) != nil || d.Analysis == nil {
+		return nil
+	}
+	ep := &ExecPolicy{Action: d.Action, Classes: d.Analysis.Classes, Reason: d.Reason, Grant: d.Grant, BreakGlass: d.BreakGlass, Version: d.Policy}
+	for _, m := range d.Matches {
+		if m.Action == d.Action || d.Grant != nil || d.BreakGlass != "" {
+			ep.Rules = appendUniq(ep.Rules, m.Rule)
+		}
+	}
+	return ep
+}
+
+func newExecID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "e-" + hex.EncodeToString(b[:])
 }

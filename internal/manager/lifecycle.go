@@ -28,17 +28,41 @@ const lostExecError = "lost: the daemon stopped before the command ended (its ex
 func (m *Manager) reapLost(ctx context.Context) error {
 	ctx = WithActor(ctx, "airlock")
 	now := time.Now().UTC()
+	sbs, bySandbox, n, err := m.leftRunning(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sb := range sbs {
+		if err := m.recordLost(ctx, sb, bySandbox[sb.ID], now); err != nil {
+			return err
+		}
+	}
+	ids, err := m.cfg.Store.MarkRunningStopped(ctx, StopLost, now)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 || n > 0 {
+		m.cfg.Logf("%d sandboxes and %d commands of a previous daemon were lost: %s", len(ids), n, strings.Join(ids, " "))
+	}
+	return nil
+}
+
+// leftRunning returns the sandboxes a previous daemon left running or
+// paused, then those (already stopped) with commands still "running"
+// (left by a daemon from before this reaping), the unended commands by
+// sandbox, and how many there are.
+func (m *Manager) leftRunning(ctx context.Context) ([]*store.Sandbox, map[string][]*store.Exec, int, error) {
 	var sbs []*store.Sandbox
 	for _, state := range []string{store.StateRunning, "paused"} {
 		l, err := m.cfg.Store.ListSandboxes(ctx, state)
 		if err != nil {
-			return err
+			return nil, nil, 0, err
 		}
 		sbs = append(sbs, l...)
 	}
 	execs, err := m.cfg.Store.UnendedExecs(ctx)
 	if err != nil {
-		return err
+		return nil, nil, 0, err
 	}
 	bySandbox := map[string][]*store.Exec{}
 	for _, e := range execs {
@@ -48,8 +72,6 @@ func (m *Manager) reapLost(ctx context.Context) error {
 	for _, sb := range sbs {
 		seen[sb.ID] = true
 	}
-	// Commands still "running" in a sandbox already stopped (left by a
-	// daemon from before this reaping).
 	var stopped []string
 	for id := range bySandbox {
 		if !seen[id] {
@@ -60,36 +82,30 @@ func (m *Manager) reapLost(ctx context.Context) error {
 	for _, id := range stopped {
 		sb, err := m.cfg.Store.GetSandbox(ctx, id)
 		if err != nil {
-			return err
+			return nil, nil, 0, err
 		}
 		sbs = append(sbs, sb)
 	}
-	for _, sb := range sbs {
-		lost := sb.State != store.StateStopped
-		taskID := sb.Labels["task"]
-		for _, e := range bySandbox[sb.ID] {
-			if err := m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: taskID, ExecID: e.ID, Kind: "exec.end",
-				Payload: map[string]any{"reason": StopLost, "error": lostExecError, "ended": now}}); err != nil {
-				return err
-			}
-			if err := m.cfg.Store.FinishExec(ctx, e.ID, now, nil, lostExecError); err != nil && !errors.Is(err, errdefs.ErrConflict) {
-				return err
-			}
+	return sbs, bySandbox, len(execs), nil
+}
+
+// recordLost records one sandbox's lost commands (exec.end, then their
+// records) and, unless it was already stopped, its sandbox.stop.
+func (m *Manager) recordLost(ctx context.Context, sb *store.Sandbox, execs []*store.Exec, now time.Time) error {
+	taskID := sb.Labels["task"]
+	for _, e := range execs {
+		if err := m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: taskID, ExecID: e.ID, Kind: "exec.end",
+			Payload: map[string]any{"reason": StopLost, "error": lostExecError, "ended": now}}); err != nil {
+			return err
 		}
-		if lost {
-			if err := m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: taskID, Kind: "sandbox.stop", Payload: map[string]any{"reason": StopLost}}); err != nil {
-				return err
-			}
+		if err := m.cfg.Store.FinishExec(ctx, e.ID, now, nil, lostExecError); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+			return err
 		}
 	}
-	ids, err := m.cfg.Store.MarkRunningStopped(ctx, StopLost, now)
-	if err != nil {
-		return err
+	if sb.State == store.StateStopped {
+		return nil
 	}
-	if len(ids) > 0 || len(execs) > 0 {
-		m.cfg.Logf("%d sandboxes and %d commands of a previous daemon were lost: %s", len(ids), len(execs), strings.Join(ids, " "))
-	}
-	return nil
+	return m.record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: taskID, Kind: "sandbox.stop", Payload: map[string]any{"reason": StopLost}})
 }
 
 // ShutdownParallel is how many sandboxes Shutdown stops at once: each

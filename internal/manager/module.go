@@ -173,7 +173,8 @@ func (c *Core) Live(id string) (*LiveInfo, bool) {
 	if !ok {
 		return nil, false
 	}
-	b := Base{Name: ls.rec.Template, Version: ls.rec.TemplateVersion, RootFS: ls.spec.RootFS, Binds: ls.spec.Binds, Seed: ls.seed}
+	b := ls.base
+	b.Binds = slices.Clone(b.Binds)
 	return &LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: view(ls.rec), Policy: ls.pol}, true
 }
 

@@ -37,7 +37,7 @@ type Network interface {
 	// backend creates it: what the backend hands connections to, the env
 	// that points its programs at the proxy (before the caller's), and
 	// its cap on open proxy connections (0: the runtime's default).
-	SandboxNetwork(id string) SandboxNetwork
+	SandboxNetwork(id string) (SandboxNetwork, error)
 	// Apply gives the egress service the current policy of sandbox id
 	// (its policy's egress, its runtime layer, its brokered secrets); a
 	// sandbox that is not live is removed. An error at create stops the
@@ -61,6 +61,7 @@ type Network interface {
 type SandboxNetwork struct {
 	Network       runtime.Network
 	Env           []string
+	Binds         []runtime.Bind // read-only, after the template's
 	MaxProxyConns int
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -88,4 +89,60 @@ func (m *Manager) shownExec(rec *store.Exec) (*Exec, error) {
 // shownSandbox is a sandbox record as the API shows it.
 func (m *Manager) shownSandbox(rec *store.Sandbox) (*Sandbox, error) {
 	return scrubbed(m.cfg.Redactor, view(rec))
+}
+
+func execView(e *store.Exec) *Exec {
+	v := &Exec{ID: e.ID, SandboxID: e.SandboxID, Argv: e.Argv, Cwd: e.Cwd, EnvNames: e.EnvNames, Started: e.Started, Ended: e.Ended, Error: e.Error,
+		Policy: execPolicyOf(e.Decision)}
+	if len(e.Status) > 0 {
+		var st runtime.ExitStatus
+		if json.Unmarshal(e.Status, &st) == nil {
+			v.Status = &st
+		}
+	}
+	return v
+}
+
+// Execs lists a sandbox's exec records, oldest first.
+func (m *Manager) Execs(ctx context.Context, id string) ([]*Exec, error) {
+	if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+		return nil, err
+	}
+	recs, err := m.cfg.Store.ListExecs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Exec, 0, len(recs))
+	for _, r := range recs {
+		v, err := m.shownExec(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Output returns the stored output of one stream of an exec.
+func (m *Manager) Output(ctx context.Context, id, execID, stream string) ([]byte, error) {
+	e, err := m.cfg.Store.GetExec(ctx, execID)
+	if err != nil {
+		return nil, err
+	}
+	if e.SandboxID != id {
+		return nil, fmt.Errorf("exec %s not found in sandbox %s: %w", execID, id, errdefs.ErrNotFound)
+	}
+	return m.cfg.Store.GetOutput(ctx, execID, stream)
+}
+
+// GetExec returns one exec record of a sandbox.
+func (m *Manager) GetExec(ctx context.Context, id, execID string) (*Exec, error) {
+	e, err := m.cfg.Store.GetExec(ctx, execID)
+	if err != nil {
+		return nil, err
+	}
+	if e.SandboxID != id {
+		return nil, fmt.Errorf("exec %s not found in sandbox %s: %w", execID, id, errdefs.ErrNotFound)
+	}
+	return m.shownExec(e)
 }

@@ -19,7 +19,10 @@ type Base struct {
 	Name, Version string
 	RootFS        string
 	Binds         []runtime.Bind
-	Seed          string
+	// Env is what its commands start with, before the caller's (the
+	// template's PATH).
+	Env  []string
+	Seed string
 }
 
 // base resolves a template name: the built-in templates first, then each
@@ -27,7 +30,7 @@ type Base struct {
 func (m *Manager) base(name string) (*Base, error) {
 	tpl, err := m.cfg.Templates.Get(name)
 	if err == nil {
-		b := &Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir}
+		b := &Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Env: tpl.Env}
 		for _, bd := range tpl.Binds {
 			b.Binds = append(b.Binds, runtime.Bind{Source: bd.Source, Target: bd.Target})
 		}

@@ -51,6 +51,10 @@ type Config struct {
 	// Broker gives the brokered secrets; nil: the core's
 	// (Core.BrokeredSecrets, while the secrets live in the core).
 	Broker Broker
+	// TrustDir holds each sandbox's system bundle with its egress CA,
+	// bound over the sandbox's (trust.go); "": sandboxes do not trust
+	// their CA by themselves.
+	TrustDir string
 }
 
 // Net is the module. Its methods are safe for concurrent use once it is
@@ -66,6 +70,8 @@ type Net struct {
 	// layers are the runtime egress layers of live sandboxes (SetEgress),
 	// over their policies'; dropped when the sandbox is not live.
 	layers map[string]*egress.Policy
+
+	sysBundle []byte // the host's system bundle; nil: no trust binds
 }
 
 // New makes the module; it works once attached to a manager.
@@ -92,7 +98,7 @@ func (n *Net) Attach(c *manager.Core) error {
 		return fmt.Errorf("egress: %w", err)
 	}
 	n.svc = svc
-	return nil
+	return n.openTrust()
 }
 
 // Network implements manager.NetworkModule: nil without a service.
@@ -106,8 +112,13 @@ func (n *Net) Network() manager.Network {
 var errNoProxy = fmt.Errorf("this daemon runs no egress proxy: sandboxes have no network at all: %w", errdefs.ErrUnsupported)
 
 // SandboxNetwork implements manager.Network.
-func (n *Net) SandboxNetwork(id string) manager.SandboxNetwork {
-	return manager.SandboxNetwork{Network: &sandboxNetwork{n: n, id: id}, Env: proxyEnv(), MaxProxyConns: n.cfg.MaxProxyConns}
+func (n *Net) SandboxNetwork(id string) (manager.SandboxNetwork, error) {
+	binds, env, err := n.trust(id)
+	if err != nil {
+		return manager.SandboxNetwork{}, err
+	}
+	return manager.SandboxNetwork{Network: &sandboxNetwork{n: n, id: id}, Env: append(proxyEnv(), env...), Binds: binds,
+		MaxProxyConns: n.cfg.MaxProxyConns}, nil
 }
 
 // proxyEnv points the usual clients (curl, git, npm, pip, go, ...) at the
@@ -147,6 +158,7 @@ func (n *Net) RemoveSandbox(id string) {
 	if n.svc != nil {
 		n.svc.RemoveSandbox(id)
 	}
+	n.dropTrust(id)
 }
 
 // Usage implements manager.Network.

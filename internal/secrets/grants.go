@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -138,7 +139,7 @@ func (s *Secrets) newGrant(ctx context.Context, name string, req GrantRequest) (
 	if err != nil {
 		return nil, err
 	}
-	d, err := manager.Seconds("ttl_seconds", req.TTLSeconds, MaxGrantFor)
+	d, err := reqcheck.Seconds("ttl_seconds", req.TTLSeconds, MaxGrantFor)
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,7 @@ type snapshotFile struct {
 	Snapshot
 	BaseDir string         `json:"base_dir"`
 	Binds   []runtime.Bind `json:"binds"`
+	Env     []string       `json:"env,omitempty"` // the base's (its PATH)
 }
 
 // SnapshotSandbox makes a new version of the snapshot template name from
@@ -161,7 +162,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	sum := hex.EncodeToString(h.Sum(nil))
 	tplVersion := rec.TemplateVersion
 	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
-		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Binds: base.Binds}
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Binds: base.Binds, Env: base.Env}
 	vdir := filepath.Join(dir, snap.Version)
 	if err := os.MkdirAll(vdir, 0o700); err != nil {
 		return nil, err
@@ -287,7 +288,7 @@ func (s *Snapshots) Template(name string) (*manager.Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &manager.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Seed: seed}, nil
+	return &manager.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
 }
 
 // snapshot returns the current version of a snapshot template and the

@@ -20,8 +20,9 @@ import (
 // ExtractOptions tune Extract.
 type ExtractOptions struct {
 	UID, GID int // owner of every entry
-	// Skip, when set, leaves out entries whose cleaned name it accepts.
-	Skip func(name string) bool
+	// Skip, when set, leaves out entries whose cleaned name (and header)
+	// it accepts.
+	Skip func(name string, h *tar.Header) bool
 }
 
 // Extract unpacks r below dir (which must exist). Every path is resolved
@@ -50,7 +51,7 @@ func Extract(r io.Reader, dir string, opt ExtractOptions) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if name == "." || opt.Skip != nil && opt.Skip(name) {
+		if name == "." || opt.Skip != nil && opt.Skip(name, h) {
 			continue
 		}
 		if err := writeEntry(root, name, h, tr, uid, gid); err != nil {

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
 	"io"
@@ -53,6 +54,14 @@ func (tk *Tasks) taskDiff(ctx context.Context, rec *store.Task, sp *taskSpec) (*
 	return d, gone, nil
 }
 
+func redactAll(red manager.Redactor, l []string) []string {
+	var out []string
+	for _, s := range l {
+		out = append(out, red.String(s))
+	}
+	return out
+}
+
 // redacted is d as it may be shown or stored: the patch and every path
 // redacted (a file may be named after a secret).
 func (d *Diff) redacted(red manager.Redactor) *Diff {
@@ -63,6 +72,20 @@ func (d *Diff) redacted(red manager.Redactor) *Diff {
 	}
 	for _, p := range d.OutOfScope {
 		out.OutOfScope = append(out.OutOfScope, red.String(p))
+	}
+	for _, c := range d.Dependencies {
+		c.Lockfile, c.Name = red.String(c.Lockfile), red.String(c.Name)
+		c.From, c.To = redactAll(red, c.From), redactAll(red, c.To)
+		out.Dependencies = append(out.Dependencies, c)
+	}
+	out.UnreadableLockfiles = redactAll(red, d.UnreadableLockfiles)
+	if d.Ignored != nil {
+		ig := *d.Ignored
+		ig.Roots = nil
+		for _, r := range d.Ignored.Roots {
+			ig.Roots = append(ig.Roots, red.String(r))
+		}
+		out.Ignored = &ig
 	}
 	return out
 }
@@ -93,32 +116,6 @@ func (tk *Tasks) diffFiles(ctx context.Context, f runtime.Files, rec *store.Task
 	if err := os.Mkdir(tree, 0o700); err != nil {
 		return nil, err
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := f.Tar(ctx, "/workspace", pw)
-		pw.CloseWithError(err)
-	}()
-	// The tar cannot honestly be bigger than the sandbox's disk: sparse
-	// files read as zeros would otherwise make the host write and hash
-	// without bound.
-	cr := &capReader{r: pr, left: sbv.Limits.DiskBytes + 64<<20}
-	_, err = tarball.Extract(cr, tree, tarball.ExtractOptions{UID: os.Getuid(), GID: os.Getgid(), Skip: func(name string) bool {
-		// every .git, at any depth: a nested .git file could point root's
-		// git at any repository on the host
-		for _, el := range strings.Split(name, "/") {
-			if strings.EqualFold(el, ".git") {
-				return true
-			}
-		}
-		return false
-	}})
-	pr.Close()
-	if cr.over {
-		return nil, fmt.Errorf("the workspace reads as more than the sandbox's disk (sparse files?): %w", errdefs.ErrLimitExceeded)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the workspace: %w", err)
-	}
 	base := tk.baseDir(rec.ID)
 	objs := filepath.Join(work, "objects")
 	if err := os.Mkdir(objs, 0o700); err != nil {
@@ -128,6 +125,17 @@ func (tk *Tasks) diffFiles(ctx context.Context, f runtime.Files, rec *store.Task
 	// base clone is only read. Ignore rules are not the agent's to set.
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(work, "index"), "GIT_DIR=" + filepath.Join(base, ".git"), "GIT_WORK_TREE=" + tree,
 		"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(base, ".git", "objects")}
+	bt, err := readBaseTree(ctx, env, tree, sp.Commit)
+	if err != nil {
+		return nil, err
+	}
+	ig := &Ignored{}
+	if err := extractWorkspace(ctx, f, tree, sbv.Limits.DiskBytes, bt.skipWellKnown(ig)); err != nil {
+		return nil, err
+	}
+	if err := bt.dropGitignored(ctx, env, work, tree, sp.Commit, ig); err != nil {
+		return nil, err
+	}
 	if _, err := git(ctx, tree, env, "-c", "core.excludesFile=/dev/null", "add", "--all", "--force", "."); err != nil {
 		return nil, err
 	}
@@ -139,12 +147,24 @@ func (tk *Tasks) diffFiles(ctx context.Context, f runtime.Files, rec *store.Task
 	if err != nil {
 		return nil, err
 	}
+	d := &Diff{Base: sp.Commit, Patch: string(patch)}
+	d.Files, d.OutOfScope = changedFiles(names, sp.Scope)
+	if ig.Files > 0 {
+		d.Ignored = ig
+	}
+	d.Dependencies, d.UnreadableLockfiles = dependencyChanges(ctx, env, tree, sp.Commit, d.Files)
+	return d, nil
+}
+
+// changedFiles reads git's -z name-status output: each file, in scope
+// or not.
+func changedFiles(names []byte, globs []string) (files []ChangedFile, outOfScope []string) {
 	var scope []*regexp.Regexp
-	for _, g := range sp.Scope {
+	for _, g := range globs {
 		re, _ := policy.CompileGlob(g)
 		scope = append(scope, re)
 	}
-	d := &Diff{Base: sp.Commit, Patch: string(patch), Files: []ChangedFile{}, OutOfScope: []string{}}
+	files, outOfScope = []ChangedFile{}, []string{}
 	fields := strings.Split(strings.TrimSuffix(string(names), "\x00"), "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		status := map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "type-changed"}[fields[i]]
@@ -152,12 +172,44 @@ func (tk *Tasks) diffFiles(ctx context.Context, f runtime.Files, rec *store.Task
 			status = fields[i]
 		}
 		cf := ChangedFile{Path: fields[i+1], Status: status, InScope: inScope(scope, fields[i+1])}
-		d.Files = append(d.Files, cf)
+		files = append(files, cf)
 		if !cf.InScope {
-			d.OutOfScope = append(d.OutOfScope, cf.Path)
+			outOfScope = append(outOfScope, cf.Path)
 		}
 	}
-	return d, nil
+	return files, outOfScope
+}
+
+// extractWorkspace unpacks the sandbox's /workspace into tree, leaving
+// out every .git and what skip takes.
+func extractWorkspace(ctx context.Context, f runtime.Files, tree string, disk int64, skip func(string, *tar.Header) bool) error {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := f.Tar(ctx, "/workspace", pw)
+		pw.CloseWithError(err)
+	}()
+	// The tar cannot honestly be bigger than the sandbox's disk: sparse
+	// files read as zeros would otherwise make the host write and hash
+	// without bound.
+	cr := &capReader{r: pr, left: disk + 64<<20}
+	_, err := tarball.Extract(cr, tree, tarball.ExtractOptions{UID: os.Getuid(), GID: os.Getgid(), Skip: func(name string, h *tar.Header) bool {
+		// every .git, at any depth: a nested .git file could point root's
+		// git at any repository on the host
+		for _, el := range strings.Split(name, "/") {
+			if strings.EqualFold(el, ".git") {
+				return true
+			}
+		}
+		return skip(name, h)
+	}})
+	pr.Close()
+	if cr.over {
+		return fmt.Errorf("the workspace reads as more than the sandbox's disk (sparse files?): %w", errdefs.ErrLimitExceeded)
+	}
+	if err != nil {
+		return fmt.Errorf("read the workspace: %w", err)
+	}
+	return nil
 }
 
 // capReader fails once more than left bytes were read.

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 
@@ -40,9 +42,14 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 // git runs host git with a configuration that ignores the user's and the
 // system's, and never runs anything a repository asks for.
 func git(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	return gitIn(ctx, dir, env, nil, args...)
+}
+
+// gitIn is git with stdin.
+func gitIn(ctx context.Context, dir string, env []string, stdin io.Reader, args ...string) ([]byte, error) {
 	full := append([]string{"-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Stdin = dir, stdin
 	cmd.Env = append([]string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0", "HOME=/nonexistent", "PATH=/usr/bin:/bin"}, env...)
 	out, errb := &limitedBuffer{limit: MaxPatch}, &limitedBuffer{limit: 1 << 20}
 	cmd.Stdout, cmd.Stderr = out, errb
@@ -50,9 +57,31 @@ func git(ctx context.Context, dir string, env []string, args ...string) ([]byte,
 		if out.Len() >= MaxPatch-(64<<10) {
 			return nil, fmt.Errorf("git %s: %w", args[0], errTooLarge)
 		}
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		return nil, &gitError{args: args, err: err, stderr: strings.TrimSpace(errb.String())}
 	}
 	return out.Bytes(), nil
+}
+
+// gitError is a git that failed, with its exit status.
+type gitError struct {
+	args   []string
+	err    error
+	stderr string
+}
+
+func (e *gitError) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.args, " "), e.err, e.stderr)
+}
+
+func (e *gitError) Unwrap() error { return e.err }
+
+// exitCode is a gitError's exit status, or -1.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 func newTaskID() string {

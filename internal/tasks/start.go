@@ -71,7 +71,7 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 		return nil, err
 	}
 	sb, err := tk.c.CreateForTask(ctx, manager.CreateRequest{Template: req.Template, Backend: req.Backend, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id},
-		Policy: &layer, TightenOnly: req.TightenOnly}, id)
+		Policy: &layer, TightenOnly: req.TightenOnly, Env: req.Env}, id)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,8 @@ type TaskRequest struct {
 	// its write scope.
 	Policy      *policy.Layer `json:"policy,omitempty"`
 	TightenOnly bool          `json:"-"`
+	// Env is every command's base environment in the task's sandbox.
+	Env []string `json:"env,omitempty"`
 }
 
 // taskSpec is the stored, immutable part of a task.
@@ -100,6 +102,12 @@ type Diff struct {
 	Patch      string        `json:"patch"`
 	Files      []ChangedFile `json:"files"`
 	OutOfScope []string      `json:"out_of_scope"`
+	// Ignored is what the diff left out (ignore.go); nil: nothing.
+	Ignored *Ignored `json:"ignored,omitempty"`
+	// Dependencies are the packages the changed lockfiles pin
+	// differently (deps.go); UnreadableLockfiles did not parse.
+	Dependencies        []DependencyChange `json:"dependencies,omitempty"`
+	UnreadableLockfiles []string           `json:"unreadable_lockfiles,omitempty"`
 }
 
 func taskView(t *store.Task) (*Task, error) {

@@ -80,7 +80,7 @@ func (tk *Tasks) baseDir(id string) string { return filepath.Join(tk.dir(id), "b
 // Check is manager.CheckCreate for the sandbox a task asks for: the API
 // refuses a bad request with it before the task starts.
 func Check(req TaskRequest, maxLifetime time.Duration) (time.Duration, error) {
-	return manager.CheckCreate(manager.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds}, maxLifetime)
+	return manager.CheckCreate(manager.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds, Env: req.Env}, maxLifetime)
 }
 
 // shownTask is a task as the API shows it: every string redacted, and a

@@ -24,10 +24,33 @@ type builtin struct {
 	fingerprint func(host string) (string, error)
 	// scan reads the host inputs and returns the full template content.
 	scan func(host string) (*content, error)
+	// env is the template's environment, from what the host holds now.
+	env func(host string) []string
 }
 
 var builtins = map[string]builtin{
-	"host": {fingerprint: hostFingerprint, scan: scanHost},
+	"host": {fingerprint: hostFingerprint, scan: scanHost, env: hostEnv},
+}
+
+// basePath is the PATH every sandbox starts with (the backends' own).
+const basePath = "/usr/local/bin:/usr/bin:/bin"
+
+// toolchainDirs are where toolchains install themselves under /usr
+// rather than linking into /usr/local/bin (Go's tarball, rustup with
+// CARGO_HOME there); those the host has go after basePath, as their own
+// install instructions put them.
+var toolchainDirs = []string{"/usr/local/go/bin", "/usr/local/cargo/bin"}
+
+// hostEnv is the host template's PATH: basePath and the host's
+// toolchain directories.
+func hostEnv(host string) []string {
+	path := basePath
+	for _, d := range toolchainDirs {
+		if fi, err := os.Stat(filepath.Join(host, d)); err == nil && fi.IsDir() {
+			path += ":" + d
+		}
+	}
+	return []string{"PATH=" + path}
 }
 
 // --- the "host" template specification -----------------------------------

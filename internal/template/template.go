@@ -42,11 +42,16 @@ type Template struct {
 	Dir     string    // absolute path of the immutable rootfs: the overlay lower layer
 	Binds   []Bind    // read-only binds to apply on top of Dir, e.g. {"/usr", "/usr"}
 	Created time.Time // when this version was built
+	// Env is what commands in its sandboxes start with ("K=V"): a PATH
+	// that finds the toolchains it holds (issue 19: go was not on the
+	// sandbox's PATH). Read from the host at every Get: /usr is bound.
+	Env []string
 }
 
 func (t *Template) clone() *Template {
 	c := *t
 	c.Binds = slices.Clone(t.Binds)
+	c.Env = slices.Clone(t.Env)
 	return &c
 }
 
@@ -202,6 +207,17 @@ func knownNames() []string {
 // fingerprint; it never re-hashes file content. Unknown names yield an error
 // wrapping ErrNotFound that lists the known names.
 func (s *Store) Get(name string) (*Template, error) {
+	t, err := s.get(name)
+	if err != nil {
+		return nil, err
+	}
+	if env := builtins[name].env; env != nil {
+		t.Env = env(s.hostRoot())
+	}
+	return t, nil
+}
+
+func (s *Store) get(name string) (*Template, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}

@@ -925,3 +925,35 @@ func BenchmarkBuild(b *testing.B) {
 		mustGet(b, s)
 	}
 }
+
+// The host template's PATH finds the toolchains the host installed under
+// /usr (Go's tarball in /usr/local/go): a task's `go test ./...` once
+// failed with "go: not found" (issue 19). It follows the host as it is:
+// a toolchain installed later is found without a new version.
+func TestHostTemplatePathFindsToolchains(t *testing.T) {
+	host := fakeHost(t)
+	s := openTest(t, host)
+	tpl, err := s.Get("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tpl.Env, []string{"PATH=/usr/local/bin:/usr/bin:/bin"}) {
+		t.Errorf("no toolchain: %q", tpl.Env)
+	}
+	for _, d := range []string{"usr/local/go/bin", "usr/local/cargo/bin"} {
+		if err := os.MkdirAll(filepath.Join(host, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := s.Get("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again.Env, []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin:/usr/local/cargo/bin"}) || again.Version != tpl.Version {
+		t.Errorf("with go and cargo: %q (version %s, was %s)", again.Env, again.Version, tpl.Version)
+	}
+	again.Env[0] = "changed"
+	if third, _ := s.Get("host"); third.Env[0] == "changed" {
+		t.Error("Get handed out a shared slice")
+	}
+}

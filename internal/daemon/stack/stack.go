@@ -41,6 +41,9 @@ type Config struct {
 	// MaxProxyConns caps each sandbox's open proxy connections (0:
 	// runtime.DefaultMaxProxyConns).
 	MaxProxyConns int
+	// TrustDir holds each sandbox's system bundle with its egress CA
+	// ("": sandboxes do not trust their CA by themselves).
+	TrustDir string
 	// ApprovalWait is how long a held command waits by default (0:
 	// approvals.DefaultWait).
 	ApprovalWait time.Duration
@@ -67,7 +70,7 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	s := &Stack{
 		Tasks:     tasks.New(tasks.Config{Dir: cfg.TaskDir}),
-		Network:   sandboxnet.New(sandboxnet.Config{Egress: cfg.Egress, MaxProxyConns: cfg.MaxProxyConns}),
+		Network:   sandboxnet.New(sandboxnet.Config{Egress: cfg.Egress, MaxProxyConns: cfg.MaxProxyConns, TrustDir: cfg.TrustDir}),
 		Keys:      apikeys.New(),
 		Snapshots: snapshots.New(cfg.SnapshotDir, cfg.Templates),
 		Secrets:   secrets.New(cfg.SecretsKey),

@@ -12,11 +12,13 @@ package diskimg
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -153,10 +155,23 @@ func sparseCopy(src, dst string) error {
 	return nil
 }
 
+// attachMu serializes this process's loop attaches; loopAttempts bounds
+// the retries of one against other processes.
+var attachMu sync.Mutex
+
+const loopAttempts = 100
+
 // attachLoop attaches img to a free loop device that detaches itself once
 // its filesystem is unmounted everywhere and the returned descriptor is
 // closed: keep it open until the filesystem is mounted.
 func attachLoop(img string) (string, *os.File, error) {
+	// LOOP_CTL_GET_FREE hands every caller the same free device until one
+	// configures it: a hundred concurrent creates in one daemon ran out of
+	// retries on that race ("no free loop device" with 90 free). Within
+	// the process, one attach at a time; other processes still race, and
+	// the retries (with a growing, jittered wait) are for them.
+	attachMu.Lock()
+	defer attachMu.Unlock()
 	f, err := os.OpenFile(img, os.O_RDWR, 0)
 	if err != nil {
 		return "", nil, err
@@ -167,7 +182,7 @@ func attachLoop(img string) (string, *os.File, error) {
 		return "", nil, fmt.Errorf("open /dev/loop-control (modprobe loop): %w", err)
 	}
 	defer ctl.Close()
-	for attempt := 0; attempt < 20; attempt++ {
+	for attempt := 0; attempt < loopAttempts; attempt++ {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
 			return "", nil, fmt.Errorf("get free loop device: %w", err)
@@ -187,7 +202,8 @@ func attachLoop(img string) (string, *os.File, error) {
 		if err != unix.EBUSY {
 			return "", nil, fmt.Errorf("configure %s: %w", dev, err)
 		}
-		time.Sleep(time.Millisecond) // another process took it
+		// another process took it
+		time.Sleep(time.Duration(1+attempt/10)*time.Millisecond + time.Duration(rand.IntN(1000))*time.Microsecond)
 	}
 	return "", nil, errors.New("no free loop device")
 }

@@ -75,72 +75,93 @@ func (s *sandbox) Info() runtime.Info {
 // first (v1: per thread), so runsc starts inside it.
 func (s *sandbox) launch(cmd *exec.Cmd, disk *os.File, lower string, binds []bindMount) error {
 	started := make(chan error, 1)
-	go func() {
-		var leave func() error // v1: back to the thread's own groups
-		goruntime.LockOSThread()
-		// never unlocked: the thread's mount namespace is the sandbox's
-		defer close(s.exited)
-		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
-			started <- fmt.Errorf("mount namespace: %w", err)
-			return
-		}
-		if err := s.buildRoot(disk, lower, binds); err != nil {
-			started <- err
-			return
-		}
-		if s.host.Cgroup.Mode() == cgroups.V2 {
-			if fd, ok := s.host.Cgroup.CgroupFD(); ok {
-				cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
-				defer unix.Close(fd)
-			}
-		} else {
-			// v1: this thread joins the group so that runsc is forked
-			// into it, then goes back at once: a thread of ours in the
-			// group would die with the sandbox.
-			back, err := threadGroupsV1(s.host.Cgroup)
-			if err != nil {
-				started <- err
-				return
-			}
-			tid := strconv.Itoa(unix.Gettid())
-			for _, d := range s.host.Cgroup.Paths() {
-				if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
-					started <- fmt.Errorf("join cgroup %s: %w", d, err)
-					return
-				}
-			}
-			leave = func() error {
-				for _, f := range back {
-					if err := os.WriteFile(f, []byte(tid), 0); err != nil {
-						return fmt.Errorf("leave the sandbox's cgroup (%s): %w", f, err)
-					}
-				}
-				return nil
-			}
-		}
-		err := cmd.Start()
-		if leave != nil {
-			if lerr := leave(); lerr != nil {
-				// A thread of ours must never stay in the sandbox's group
-				// (destroying it kills every member): end runsc, and let
-				// this thread die, locked, right away.
-				if err == nil {
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-				}
-				started <- lerr
-				return
-			}
-		}
-		if err != nil {
-			started <- fmt.Errorf("start runsc: %w", err)
-			return
-		}
-		s.cmd = cmd
-		started <- nil
-		_ = cmd.Wait()
-	}()
+	go s.runLocked(cmd, disk, lower, binds, started)
 	return <-started
+}
+
+// runLocked is launch's goroutine: on its locked OS thread (never
+// unlocked: the thread's mount namespace is the sandbox's) it makes the
+// namespace and the root, joins the cgroup, starts runsc, says so on
+// started, and waits for runsc.
+func (s *sandbox) runLocked(cmd *exec.Cmd, disk *os.File, lower string, binds []bindMount, started chan<- error) {
+	goruntime.LockOSThread()
+	defer close(s.exited)
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
+		started <- fmt.Errorf("mount namespace: %w", err)
+		return
+	}
+	if err := s.buildRoot(disk, lower, binds); err != nil {
+		started <- err
+		return
+	}
+	leave, done, err := s.joinCgroup(cmd)
+	if err != nil {
+		started <- err
+		return
+	}
+	defer done()
+	if err := startRunsc(cmd, leave); err != nil {
+		started <- err
+		return
+	}
+	s.cmd = cmd
+	started <- nil
+	_ = cmd.Wait()
+}
+
+// joinCgroup makes runsc start in the sandbox's cgroup. v2: cmd is
+// forked into it by descriptor (done closes it). v1: this thread joins
+// the group so that runsc is forked into it, and leave takes it back at
+// once: a thread of ours in the group would die with the sandbox.
+func (s *sandbox) joinCgroup(cmd *exec.Cmd) (leave func() error, done func(), err error) {
+	done = func() {}
+	if s.host.Cgroup.Mode() == cgroups.V2 {
+		if fd, ok := s.host.Cgroup.CgroupFD(); ok {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+			done = func() { unix.Close(fd) }
+		}
+		return nil, done, nil
+	}
+	back, err := threadGroupsV1(s.host.Cgroup)
+	if err != nil {
+		return nil, nil, err
+	}
+	tid := strconv.Itoa(unix.Gettid())
+	for _, d := range s.host.Cgroup.Paths() {
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
+			return nil, nil, fmt.Errorf("join cgroup %s: %w", d, err)
+		}
+	}
+	leave = func() error {
+		for _, f := range back {
+			if err := os.WriteFile(f, []byte(tid), 0); err != nil {
+				return fmt.Errorf("leave the sandbox's cgroup (%s): %w", f, err)
+			}
+		}
+		return nil
+	}
+	return leave, done, nil
+}
+
+// startRunsc starts runsc, then (v1) leaves the sandbox's cgroup. A
+// thread of ours must never stay in the sandbox's group (destroying it
+// kills every member): when leaving fails, runsc is ended and the error
+// returned, so that this thread dies, locked, right away.
+func startRunsc(cmd *exec.Cmd, leave func() error) error {
+	err := cmd.Start()
+	if leave != nil {
+		if lerr := leave(); lerr != nil {
+			if err == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+			return lerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("start runsc: %w", err)
+	}
+	return nil
 }
 
 // threadGroupsV1 returns, for each v1 hierarchy of g, the tasks file of
@@ -223,12 +244,38 @@ func (s *sandbox) buildRoot(disk *os.File, lower string, binds []bindMount) erro
 		return fmt.Errorf("mount overlay root: %w", err)
 	}
 	for _, b := range binds {
-		// mount points of the template's binds (usually there already)
-		if err := os.MkdirAll(filepath.Join(root, b.target), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := mountPoint(root, b); err != nil {
 			return fmt.Errorf("bind mount point %s: %w", b.target, err)
 		}
 	}
 	return nil
+}
+
+// mountPoint makes sure a bind's mount point is there, of its source's
+// kind: a directory (the template's /usr) or a file (a sandbox's trust
+// bundle over the template's, sandboxnet).
+func mountPoint(root string, b bindMount) error {
+	p := filepath.Join(root, b.target)
+	src, err := os.Stat(b.source)
+	if err != nil {
+		return err
+	}
+	if src.IsDir() {
+		if err := os.MkdirAll(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		return nil
+	}
+	if fi, err := os.Lstat(p); err == nil {
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("a file's bind needs a regular file there, not %v", fi.Mode().Type())
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, nil, 0o644)
 }
 
 // initLog is the end of runsc's log, for an error message.

@@ -41,14 +41,24 @@ func sandboxExe(dir string) (string, error) {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return "", err
 	}
+	if err := copyExe(self, dir, dst); err != nil {
+		return "", err
+	}
+	pruneExes(dir, name)
+	return dst, nil
+}
+
+// copyExe copies self to dst (0555) through a temporary file in dir,
+// renamed into place: a starting sandbox never sees a partial copy.
+func copyExe(self, dir, dst string) error {
 	src, err := os.Open(self)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer src.Close()
 	tmp, err := os.CreateTemp(dir, ".tmp-airlock-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	_, err = io.Copy(tmp, src)
 	if err == nil {
@@ -62,18 +72,25 @@ func sandboxExe(dir string) (string, error) {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("copy own binary to %s: %w", dir, err)
+		return fmt.Errorf("copy own binary to %s: %w", dir, err)
 	}
-	// old versions: nobody can still be starting from them after a day
-	if ents, err := os.ReadDir(dir); err == nil {
-		for _, e := range ents {
-			if e.Name() == name || !strings.HasPrefix(e.Name(), "airlock-") && !strings.HasPrefix(e.Name(), ".tmp-airlock-") {
-				continue
-			}
-			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
-				os.Remove(filepath.Join(dir, e.Name()))
-			}
+	return nil
+}
+
+// pruneExes removes the copies of other versions than name (and
+// leftover temporary files) older than a day: nobody can still be
+// starting from them.
+func pruneExes(dir, name string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Name() == name || !strings.HasPrefix(e.Name(), "airlock-") && !strings.HasPrefix(e.Name(), ".tmp-airlock-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-	return dst, nil
 }

@@ -68,37 +68,15 @@ func MaybeInit() {
 	os.Exit(1)
 }
 
+// runInit sets the sandbox up from the init message, in steps (the
+// root, the system, the agent), says ready, then serves.
 func runInit(conn *agent.Conn) error {
 	waitAt = time.Now()
-	m, files, err := conn.Recv()
+	cfg, disk, err := recvInit(conn)
 	if err != nil {
 		return err
 	}
-	if m.Op != agent.OpInit || m.Init == nil {
-		return fmt.Errorf("sandbox init: expected init message, got %q", m.Op)
-	}
-	cfg := m.Init
-	t0 := time.Now()
-	var timings []string
-	if cfg.Trace {
-		timings = append(timings, fmt.Sprintf("main@%d", mainAt.UnixNano()), fmt.Sprintf("wait@%d", waitAt.UnixNano()), fmt.Sprintf("recv@%d", t0.UnixNano()))
-	}
-	mark := func(what string) {
-		if cfg.Trace {
-			timings = append(timings, fmt.Sprintf("%s=%.3fms", what, float64(time.Since(t0).Microseconds())/1000))
-		}
-	}
-	var disk *os.File
-	if cfg.DiskMounted {
-		if len(files) != 1 {
-			return fmt.Errorf("sandbox init: expected the disk's mount descriptor, got %d descriptors", len(files))
-		}
-		disk = files[0]
-	} else {
-		for _, f := range files {
-			f.Close()
-		}
-	}
+	tr := newInitTrace(cfg.Trace)
 	err = setupRoot(cfg, disk)
 	if disk != nil {
 		disk.Close()
@@ -106,7 +84,73 @@ func runInit(conn *agent.Conn) error {
 	if err != nil {
 		return fmt.Errorf("sandbox init: %w", err)
 	}
-	mark("root")
+	tr.mark("root")
+	if err := setupSystem(cfg); err != nil {
+		return err
+	}
+	tr.mark("net+rlimits")
+	srv, err := startAgent(conn, cfg, tr)
+	if err != nil {
+		return err
+	}
+	if cfg.Trace {
+		tr.timings = append(tr.timings, fmt.Sprintf("send@%d", time.Now().UnixNano()))
+	}
+	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(tr.timings, " ")}); err != nil {
+		return err
+	}
+	srv.Serve()
+	return errors.New("sandbox init: agent stopped serving")
+}
+
+// recvInit reads the init message and the disk's mount descriptor (when
+// the host mounted the disk; other descriptors are closed).
+func recvInit(conn *agent.Conn) (*agent.InitConfig, *os.File, error) {
+	m, files, err := conn.Recv()
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.Op != agent.OpInit || m.Init == nil {
+		return nil, nil, fmt.Errorf("sandbox init: expected init message, got %q", m.Op)
+	}
+	if m.Init.DiskMounted {
+		if len(files) != 1 {
+			return nil, nil, fmt.Errorf("sandbox init: expected the disk's mount descriptor, got %d descriptors", len(files))
+		}
+		return m.Init, files[0], nil
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	return m.Init, nil, nil
+}
+
+// initTrace collects the init's timings for a traced create (nothing
+// otherwise).
+type initTrace struct {
+	on      bool
+	t0      time.Time
+	timings []string
+}
+
+func newInitTrace(on bool) *initTrace {
+	tr := &initTrace{on: on, t0: time.Now()}
+	if on {
+		tr.timings = append(tr.timings, fmt.Sprintf("main@%d", mainAt.UnixNano()), fmt.Sprintf("wait@%d", waitAt.UnixNano()), fmt.Sprintf("recv@%d", tr.t0.UnixNano()))
+	}
+	return tr
+}
+
+func (tr *initTrace) mark(what string) {
+	if tr.on {
+		tr.timings = append(tr.timings, fmt.Sprintf("%s=%.3fms", what, float64(time.Since(tr.t0).Microseconds())/1000))
+	}
+}
+
+// setupSystem sets the hostname, brings loopback up, sets the rlimits
+// and makes the agent undumpable (sandbox processes cannot open
+// /proc/1/*).
+func setupSystem(cfg *agent.InitConfig) error {
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 		return fmt.Errorf("sandbox init: hostname: %w", err)
 	}
@@ -116,18 +160,22 @@ func runInit(conn *agent.Conn) error {
 	if err := setRlimits(cfg); err != nil {
 		return fmt.Errorf("sandbox init: %w", err)
 	}
-	// The agent is not dumpable: sandbox processes cannot open /proc/1/*.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if err := agent.SetComm(); err != nil {
 		return fmt.Errorf("sandbox init: %w", err)
 	}
-	mark("net+rlimits")
+	return nil
+}
+
+// startAgent makes the agent's server (hardening), its file activity
+// watch and its network listeners.
+func startAgent(conn *agent.Conn, cfg *agent.InitConfig, tr *initTrace) (*agent.Server, error) {
 	srv, err := agent.NewServer(conn, agent.Hardening{UID: cfg.UID, GID: cfg.GID, Writable: cfg.Writable, Scratch: cfg.Scratch, ScopeRoots: cfg.ScopeRoots, RequireLandlock: cfg.RequireLock})
 	if err != nil {
-		return fmt.Errorf("sandbox init: %w", err)
+		return nil, fmt.Errorf("sandbox init: %w", err)
 	}
 	srv.DiskPaths = []string{"/", "/tmp"}
-	mark("agent")
+	tr.mark("agent")
 	// What each command does to the command user's files; git's object
 	// reads are left out. Without inotify (out of instances) the reports
 	// say incomplete.
@@ -136,20 +184,13 @@ func runInit(conn *agent.Conn) error {
 			fmt.Fprintf(os.Stderr, "sandbox init: file activity: %v\n", err)
 		}
 	}
-	mark("watch")
+	tr.mark("watch")
 	if cfg.Network {
 		if err := srv.StartNetwork(false, cfg.MaxProxyConns); err != nil {
-			return fmt.Errorf("sandbox init: %w", err)
+			return nil, fmt.Errorf("sandbox init: %w", err)
 		}
 	}
-	if cfg.Trace {
-		timings = append(timings, fmt.Sprintf("send@%d", time.Now().UnixNano()))
-	}
-	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(timings, " ")}); err != nil {
-		return err
-	}
-	srv.Serve()
-	return errors.New("sandbox init: agent stopped serving")
+	return srv, nil
 }
 
 func mountErr(what, target string, err error) error {
@@ -168,23 +209,58 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 	}
 	d := cfg.MountDir
 	upper, work, root := filepath.Join(d, "upper"), filepath.Join(d, "work"), filepath.Join(d, "root")
+	if err := mountDisk(cfg, disk, upper, work, root); err != nil {
+		return err
+	}
+	if err := makeWritable(cfg, upper); err != nil {
+		return err
+	}
+	if err := mountOverlay(root, cfg.Lower, upper, work); err != nil {
+		return err
+	}
+	if err := bindTemplate(root, cfg.Binds); err != nil {
+		return err
+	}
+	if err := setupProc(root); err != nil {
+		return err
+	}
+	if err := setupDev(root, cfg.Ptys); err != nil {
+		return err
+	}
+	tmp := filepath.Join(root, "tmp")
+	if err := unix.Mount("airlock-tmp", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", cfg.TmpBytes, max(cfg.Inodes, 1024))); err != nil {
+		return mountErr("tmpfs", tmp, err)
+	}
+	// /sys stays an empty read-only directory: nothing of the host's.
+	return pivot(root)
+}
+
+// mountDisk puts the sandbox's disk on MountDir: the host's mounted disk
+// moved there, or (none) a tmpfs with the layers' directories made.
+func mountDisk(cfg *agent.InitConfig, disk *os.File, upper, work, root string) error {
+	d := cfg.MountDir
 	if disk != nil {
 		if err := unix.MoveMount(int(disk.Fd()), "", unix.AT_FDCWD, d, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 			return mountErr("disk", d, err)
 		}
-	} else {
-		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", cfg.DiskBytes, cfg.Inodes)
-		if err := unix.Mount("airlock-disk", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-			return mountErr("tmpfs", d, err)
-		}
-		for _, p := range []string{upper, work, root} {
-			if err := os.Mkdir(p, 0o755); err != nil {
-				return err
-			}
+		return nil
+	}
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", cfg.DiskBytes, cfg.Inodes)
+	if err := unix.Mount("airlock-disk", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return mountErr("tmpfs", d, err)
+	}
+	for _, p := range []string{upper, work, root} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
 		}
 	}
-	// Writable directories live in the upper layer from the start, owned by
-	// the command user, so no copy-up of template (host-owned) dirs is needed.
+	return nil
+}
+
+// makeWritable makes the writable directories in the upper layer from
+// the start, owned by the command user, so no copy-up of template
+// (host-owned) dirs is needed.
+func makeWritable(cfg *agent.InitConfig, upper string) error {
 	for _, w := range []struct {
 		path string
 		mode os.FileMode
@@ -203,10 +279,12 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 			}
 		}
 	}
-	if err := mountOverlay(root, cfg.Lower, upper, work); err != nil {
-		return err
-	}
-	for _, b := range cfg.Binds {
+	return nil
+}
+
+// bindTemplate mounts the template's binds read-only below root.
+func bindTemplate(root string, binds []agent.Bind) error {
+	for _, b := range binds {
 		if err := bindRO(b.Source, filepath.Join(root, b.Target)); err != nil {
 			return err
 		}
@@ -218,18 +296,7 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 			}
 		}
 	}
-	if err := setupProc(root); err != nil {
-		return err
-	}
-	if err := setupDev(root, cfg.Ptys); err != nil {
-		return err
-	}
-	tmp := filepath.Join(root, "tmp")
-	if err := unix.Mount("airlock-tmp", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", cfg.TmpBytes, max(cfg.Inodes, 1024))); err != nil {
-		return mountErr("tmpfs", tmp, err)
-	}
-	// /sys stays an empty read-only directory: nothing of the host's.
-	return pivot(root)
+	return nil
 }
 
 // mountOverlay mounts the overlay root with its layers named by

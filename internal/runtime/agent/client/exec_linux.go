@@ -63,7 +63,7 @@ func (c *Client) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pro
 	c.opt.Trace(t0, "exec: stats")
 	id, ch := c.register()
 	p.reqID, p.ch = id, ch
-	env := append(append([]string{}, c.opt.BaseEnv...), req.Env...)
+	env := runtime.MergeEnv(c.opt.BaseEnv, req.Env)
 	msg := &agent.Message{Op: agent.OpExec, ID: id, Exec: &agent.ExecSpec{Argv: req.Argv, Env: env, Dir: req.Dir, TimeoutMS: req.Timeout.Milliseconds()}}
 	serr := c.conn.Send(msg, inR, outW, errW)
 	inR.Close()
@@ -113,7 +113,7 @@ func (c *Client) execTTY(ctx context.Context, req runtime.ExecRequest, limit int
 	p := &process{c: c, start: time.Now(), check: c.opt.Meter(), limit: limit}
 	id, ch := c.register()
 	p.reqID, p.ch = id, ch
-	env := append(append([]string{"TERM=xterm-256color"}, c.opt.BaseEnv...), req.Env...)
+	env := runtime.MergeEnv([]string{"TERM=xterm-256color"}, c.opt.BaseEnv, req.Env)
 	msg := &agent.Message{Op: agent.OpExec, ID: id, Exec: &agent.ExecSpec{TTY: true, Relay: c.opt.RelayTTY, Rows: req.Rows, Cols: req.Cols,
 		Argv: req.Argv, Env: env, Dir: req.Dir, TimeoutMS: req.Timeout.Milliseconds()}}
 	var hostEnd *os.File

@@ -1,4 +1,4 @@
-package manager
+package execout
 
 import (
 	"bytes"
@@ -14,11 +14,11 @@ func TestCappedNeverKeepsPartOfASecret(t *testing.T) {
 	const secret = "envsecret-0123456789abcdefXYZ"
 	r := redact.New(secret)
 	for _, before := range []int{0, 50, 90, 99, 100, 130} {
-		c := &capped{n: 100}
+		c := NewCapped(100)
 		c.Write(bytes.Repeat([]byte("a"), before))
 		c.Write([]byte(secret))
 		c.Write([]byte("tail"))
-		got := string(c.redacted(r))
+		got := string(c.Redacted(r))
 		if len(got) > 100 {
 			t.Errorf("%d bytes before the secret: kept %d bytes, cap 100", before, len(got))
 		}
@@ -33,9 +33,9 @@ func TestCappedNeverKeepsPartOfASecret(t *testing.T) {
 		}
 	}
 	// Under the cap nothing moves.
-	c := &capped{n: 100}
+	c := NewCapped(100)
 	c.Write([]byte("short"))
-	if got := string(c.redacted(r)); got != "short" {
+	if got := string(c.Redacted(r)); got != "short" {
 		t.Errorf("under the cap: %q", got)
 	}
 }

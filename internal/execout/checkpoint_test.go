@@ -1,4 +1,4 @@
-package manager
+package execout
 
 import (
 	"bytes"
@@ -27,9 +27,9 @@ func TestCheckpointHoldsBackTheTail(t *testing.T) {
 		partOf string
 		minLen int
 	}{
-		{"under the hold", short, [][]byte{pad(checkpointHold - 1)}, "", 0},
-		{"a secret whole, then more", short, [][]byte{pad(1000), []byte(secret), pad(checkpointHold + 10)}, secret[:6], 1000},
-		{"a secret across the hold's edge", short, [][]byte{pad(1000), []byte(secret), pad(checkpointHold - 10)}, secret[:6], 1000},
+		{"under the hold", short, [][]byte{pad(CheckpointHold - 1)}, "", 0},
+		{"a secret whole, then more", short, [][]byte{pad(1000), []byte(secret), pad(CheckpointHold + 10)}, secret[:6], 1000},
+		{"a secret across the hold's edge", short, [][]byte{pad(1000), []byte(secret), pad(CheckpointHold - 10)}, secret[:6], 1000},
 		// 70 KiB of its 80 KiB hex form arrived: a 64 KiB hold would cut
 		// inside it and store 6 KiB of it, not found (it is not whole yet).
 		// The hold is the longest form the redactor can find (a value's
@@ -38,12 +38,12 @@ func TestCheckpointHoldsBackTheTail(t *testing.T) {
 		{"a long secret's hex form arriving", both, [][]byte{pad(400 << 10), []byte(longHex[:70<<10])}, longHex[:64], 100 << 10},
 	}
 	for _, tc := range cases {
-		c := &capped{n: 1 << 20}
+		c := NewCapped(1 << 20)
 		for _, w := range tc.writes {
 			c.Write(w)
 		}
 		total := c.buf.Len()
-		got, ok := c.checkpoint(tc.r)
+		got, ok := c.Checkpoint(tc.r)
 		if tc.minLen == 0 {
 			if ok || len(got) > 0 {
 				t.Errorf("%s: stored %d bytes of %d", tc.name, len(got), total)
@@ -53,8 +53,8 @@ func TestCheckpointHoldsBackTheTail(t *testing.T) {
 		if !ok || len(got) < tc.minLen {
 			t.Errorf("%s: stored %d bytes (%v), want at least %d", tc.name, len(got), ok, tc.minLen)
 		}
-		if len(got) > total-checkpointHold && !strings.Contains(string(got), "[REDACTED:") {
-			t.Errorf("%s: stored %d of %d bytes: the last %d must be held back", tc.name, len(got), total, checkpointHold)
+		if len(got) > total-CheckpointHold && !strings.Contains(string(got), "[REDACTED:") {
+			t.Errorf("%s: stored %d of %d bytes: the last %d must be held back", tc.name, len(got), total, CheckpointHold)
 		}
 		if strings.Contains(string(got), tc.partOf) {
 			t.Errorf("%s: stored part of a secret", tc.name)
@@ -62,7 +62,7 @@ func TestCheckpointHoldsBackTheTail(t *testing.T) {
 		if strings.Contains(tc.name, "whole") && !strings.Contains(string(got), "[REDACTED:known-secret]") {
 			t.Errorf("%s: the secret is not redacted: %q", tc.name, got[min(len(got), 990):min(len(got), 1100)])
 		}
-		if _, again := c.checkpoint(tc.r); again {
+		if _, again := c.Checkpoint(tc.r); again {
 			t.Errorf("%s: a second checkpoint with nothing new", tc.name)
 		}
 	}

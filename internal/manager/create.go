@@ -1,0 +1,310 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/template"
+)
+
+// CreateRequest asks for a sandbox.
+type CreateRequest struct {
+	Template string `json:"template,omitempty"`
+	// Backend names the isolation backend ("native", "gvisor"); "": the
+	// daemon's default. One that is not available is an error, never a
+	// fallback to another boundary.
+	Backend    string            `json:"backend,omitempty"`
+	Limits     runtime.Limits    `json:"limits"`
+	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Env        []string          `json:"env,omitempty"`
+	// Policy is the sandbox's own policy layer, over the daemon's.
+	Policy *policy.Layer `json:"policy,omitempty"`
+	// TightenOnly refuses a Policy that relaxes the daemon's (set for
+	// callers that are agents, not operators).
+	TightenOnly bool `json:"-"`
+	taskID      string
+}
+
+// backend returns the named backend ("": the default).
+func (m *Manager) backend(name string) (runtime.Backend, error) {
+	if name == "" || name == m.cfg.Backend.Name() {
+		return m.cfg.Backend, nil
+	}
+	if be, ok := m.cfg.Backends[name]; ok {
+		return be, nil
+	}
+	if why, ok := m.cfg.Unavailable[name]; ok {
+		return nil, fmt.Errorf("backend %q is not available on this host: %s: %w", name, why, errdefs.ErrUnsupported)
+	}
+	return nil, fmt.Errorf("backend %q: unknown (known: native, gvisor): %w", name, errdefs.ErrInvalid)
+}
+
+// Create makes a sandbox and records it, in named steps: admit the
+// request, plan it (template, policy, backend), start it on the backend,
+// record it, then make it live (TTL, watch, network, module hooks). What
+// a step fails after is undone.
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, error) {
+	ttl, err := m.admitCreate(&req)
+	if err != nil {
+		return nil, err
+	}
+	release, err := m.reserveSlot()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	p, err := m.planCreate(req)
+	if err != nil {
+		return nil, err
+	}
+	cost, err := m.hostCost(p.be, p.spec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	releaseHost, err := m.reserveHost(cost)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseHost()
+	sb, err := m.startSandbox(ctx, p)
+	if err != nil {
+		m.dropNetwork(p.spec.ID)
+		return nil, err
+	}
+	rec, err := m.recordCreate(ctx, req, p, sb, ttl)
+	if err != nil {
+		m.dropNetwork(p.spec.ID)
+		return nil, err
+	}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, taskID: req.taskID}
+	if err := m.goLive(ctx, ls); err != nil {
+		return nil, err
+	}
+	return m.shownSandbox(rec)
+}
+
+// admitCreate checks a request before anything is reserved for it.
+func (m *Manager) admitCreate(req *CreateRequest) (time.Duration, error) {
+	if req.Template == "" {
+		req.Template = "host"
+	}
+	if err := template.ValidName(req.Template); err != nil {
+		return 0, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
+	}
+	ttl, err := CheckCreate(*req, m.cfg.MaxLifetime)
+	if err != nil {
+		return 0, err
+	}
+	if err := m.auditHealthy(); err != nil {
+		return 0, err
+	}
+	if err := m.cfg.Caps.check(req.Limits); err != nil {
+		return 0, err
+	}
+	return ttl, nil
+}
+
+// createPlan is what Create decided before the backend starts anything.
+type createPlan struct {
+	base *Base
+	pol  *policy.Policy
+	be   runtime.Backend
+	spec runtime.Spec // without its ID and network yet
+}
+
+// planCreate resolves the request's template, policy and backend.
+func (m *Manager) planCreate(req CreateRequest) (*createPlan, error) {
+	if err := m.learnSecrets(req.Env); err != nil {
+		return nil, err
+	}
+	base, err := m.base(req.Template)
+	if err != nil {
+		return nil, err
+	}
+	source := "sandbox"
+	if req.taskID != "" {
+		source = "task"
+	}
+	pol, err := m.sandboxPolicy(base.Name, req.Policy, req.TightenOnly, source)
+	if err != nil {
+		return nil, err
+	}
+	beName := req.Backend
+	if beName == "" {
+		beName = m.cfg.TemplateBackends[base.Name]
+	}
+	be, err := m.backend(beName)
+	if err != nil {
+		return nil, err
+	}
+	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds, Env: runtime.MergeEnv(base.Env, req.Env), Limits: req.Limits}
+	return &createPlan{base: base, pol: pol, be: be, spec: spec}, nil
+}
+
+// startSandbox gives the plan's spec its ID and network (the network
+// module's), starts it on the backend and restores its snapshot seed;
+// p.spec is then as created (Reset starts over from it).
+func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sandbox, error) {
+	p.spec.ID = runtime.NewID()
+	if m.egressSvc != nil {
+		n, err := m.egressSvc.SandboxNetwork(p.spec.ID)
+		if err != nil {
+			return nil, err
+		}
+		p.spec.Network, p.spec.MaxProxyConns = n.Network, n.MaxProxyConns
+		p.spec.Env = append(slices.Clip(n.Env), p.spec.Env...)
+		p.spec.Binds = append(slices.Clip(p.spec.Binds), n.Binds...)
+	}
+	sb, err := p.be.Create(ctx, p.spec)
+	if err != nil {
+		return nil, err
+	}
+	if p.base.Seed != "" {
+		if err := seedSandbox(ctx, sb, p.base.Seed); err != nil {
+			_ = sb.Destroy(context.Background())
+			return nil, fmt.Errorf("restore snapshot %s: %w", p.base.Name, err)
+		}
+	}
+	return sb, nil
+}
+
+// dropNetwork forgets the network of a sandbox that never went live (its
+// CA and trust bundle were made for it before the backend's create).
+func (m *Manager) dropNetwork(id string) {
+	if m.egressSvc != nil && id != "" {
+		m.egressSvc.RemoveSandbox(id)
+	}
+}
+
+// recordCreate writes the new sandbox's record and its sandbox.create
+// event; either failing destroys it (a record that is written stays,
+// stopped as failed).
+func (m *Manager) recordCreate(ctx context.Context, req CreateRequest, p *createPlan, sb runtime.Sandbox, ttl time.Duration) (*store.Sandbox, error) {
+	info, pol := sb.Info(), p.pol
+	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
+	isoJSON, _ := json.Marshal(info.Isolation)
+	rec := &store.Sandbox{
+		ID: sb.ID(), State: "running", Backend: p.be.Name(), Template: p.base.Name, TemplateVersion: p.base.Version,
+		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(),
+	}
+	if ttl > 0 {
+		exp := rec.Created.Add(ttl)
+		rec.Expires = &exp
+	}
+	if err := recordFirst("record sandbox", m.cfg.Store.PutSandbox(ctx, rec)); err != nil {
+		_ = sb.Destroy(context.Background())
+		return nil, err
+	}
+	if err := m.record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: req.taskID, Kind: "sandbox.create", Payload: map[string]any{
+		"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
+		"env_names": envNames(req.Env), "labels": req.Labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}}); err != nil {
+		_ = sb.Destroy(context.Background())
+		now := time.Now().UTC()
+		rec.State, rec.Stopped, rec.StopReason = "stopped", &now, StopFailed
+		m.bestEffort("sandbox "+rec.ID+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), rec))
+		return nil, err
+	}
+	return rec, nil
+}
+
+// goLive enters a recorded sandbox in the live set (its TTL armed, its
+// end watched), applies its egress policy, then runs the modules'
+// CreateHooks; a failure stops it as failed.
+func (m *Manager) goLive(ctx context.Context, ls *live) error {
+	id := ls.rec.ID
+	m.mu.Lock()
+	m.live[id] = ls
+	m.armTTL(ls)
+	m.mu.Unlock()
+	go m.watch(ls, ls.sb)
+	if err := m.applyEgress(ctx, id); err != nil {
+		m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, StopFailed))
+		return fmt.Errorf("egress policy: %w", err)
+	}
+	for _, h := range m.createHooks {
+		if err := h.hook.OnCreate(ctx, SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
+			m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, StopFailed))
+			return fmt.Errorf("module %s: %w", h.name, err)
+		}
+	}
+	return nil
+}
+
+// armTTL (re)starts the sandbox's TTL timer; m.mu held.
+func (m *Manager) armTTL(ls *live) {
+	if ls.ttl != nil {
+		ls.ttl.Stop()
+		ls.ttl = nil
+	}
+	if ls.rec.Expires == nil {
+		return
+	}
+	id := ls.rec.ID
+	ls.ttl = time.AfterFunc(time.Until(*ls.rec.Expires), func() {
+		m.cfg.Logf("sandbox %s expired", id)
+		m.bestEffort("sandbox "+id+": stop it as expired", m.stop(context.Background(), id, StopExpired))
+	})
+}
+
+// watch records a sandbox that stopped on its own.
+func (m *Manager) watch(ls *live, sb runtime.Sandbox) {
+	<-sb.Done()
+	m.mu.Lock()
+	cur, still := m.live[ls.rec.ID]
+	// not destroyed, not being reset, not reset since
+	still = still && cur == ls && ls.state != Resetting && ls.sb == sb
+	m.mu.Unlock()
+	if still {
+		m.bestEffort("sandbox "+ls.rec.ID+": stop it as failed", m.stop(context.Background(), ls.rec.ID, StopFailed))
+	}
+}
+
+// SetTTL sets a running sandbox's time to live from now (0: none).
+func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sandbox, error) {
+	if ttl < 0 || ttl > reqcheck.MaxDuration {
+		return nil, fmt.Errorf("ttl_seconds: want 0 to %d: %w", int64(reqcheck.MaxDuration/time.Second), errdefs.ErrInvalid)
+	}
+	m.mu.Lock()
+	ls, ok := m.live[id]
+	if !ok {
+		m.mu.Unlock()
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
+	}
+	var exp *time.Time
+	if ttl > 0 {
+		e := time.Now().UTC().Add(ttl)
+		exp = &e
+	}
+	// MaxLifetime counts from creation: a TTL cannot push past it.
+	if max := m.cfg.MaxLifetime; max > 0 {
+		limit := ls.rec.Created.Add(max)
+		if exp == nil {
+			exp = &limit
+		} else if exp.After(limit) {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("the sandbox may live until %s (maximum lifetime %s): %w", limit.Format(time.RFC3339), max, errdefs.ErrInvalid)
+		}
+	}
+	ls.rec.Expires = exp
+	m.armTTL(ls)
+	rec := *ls.rec
+	m.mu.Unlock()
+	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
+		return nil, err
+	}
+	m.bestEffort("sandbox "+id+": record its timeout", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}}))
+	return m.shownSandbox(&rec)
+}

@@ -1,0 +1,76 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+)
+
+// A background command with an open stdin: typed input reaches it, is
+// recorded, and closing stdin ends it; an ended command takes no signal,
+// input or resize (conflict), and bad arguments are invalid.
+func TestFakeTierExecIO(t *testing.T) {
+	m, _ := fakeTierManager(t)
+	ctx := context.Background()
+	sb, err := m.Create(ctx, CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"cat"}, Background: true, OpenStdin: true}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Resize(ctx, sb.ID, execID, 24, 80); err == nil {
+		t.Error("a command without a terminal was resized")
+	}
+	if err := m.Input(ctx, sb.ID, execID, []byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Input(ctx, sb.ID, execID, []byte("no line end")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CloseStdin(ctx, sb.ID, execID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e, err := m.GetExec(ctx, sb.ID, execID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Ended != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("cat did not end after its stdin closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, err := m.Output(ctx, sb.ID, execID, "stdout")
+	if err != nil || string(out) != "hello\nno line end" {
+		t.Errorf("output %q, %v", out, err)
+	}
+	for name, err := range map[string]error{
+		"signal": m.Signal(ctx, sb.ID, execID, syscall.SIGTERM),
+		"input":  m.Input(ctx, sb.ID, execID, []byte("x")),
+		"close":  m.CloseStdin(ctx, sb.ID, execID),
+		"resize": m.Resize(ctx, sb.ID, execID, 24, 80),
+	} {
+		if !errors.Is(err, errdefs.ErrConflict) {
+			t.Errorf("%s of an ended command: %v", name, err)
+		}
+	}
+	if err := m.Signal(ctx, sb.ID, execID, 0); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("signal 0: %v", err)
+	}
+	if err := m.Resize(ctx, sb.ID, execID, 0, 80); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("0 rows: %v", err)
+	}
+	if err := m.Signal(ctx, sb.ID, "e-nonexistent", syscall.SIGTERM); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("signal of no exec: %v", err)
+	}
+}

@@ -1,0 +1,109 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// stop destroys a live sandbox and records why, in steps: take it out of
+// the live set (and its network), the modules' StopHooks, Destroy, then
+// its sandbox.stop event and record.
+func (m *Manager) stop(ctx context.Context, id, reason string) error {
+	ls, sb, prev, release := m.takeLive(id)
+	if ls == nil {
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return err
+		}
+		return nil // already stopped: deleting twice is fine
+	}
+	defer release()
+	if m.egressSvc != nil {
+		m.egressSvc.RemoveSandbox(id)
+	}
+	payload := map[string]any{"reason": reason}
+	for _, h := range m.stopHooks {
+		for k, v := range h.hook.OnStop(context.WithoutCancel(ctx), StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
+			payload[k] = v
+		}
+	}
+	var derr error
+	if sb != nil {
+		derr = sb.Destroy(ctx)
+	}
+	now := time.Now().UTC()
+	m.mu.Lock()
+	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, reason
+	rec := *ls.rec
+	m.mu.Unlock()
+	if derr != nil {
+		payload["error"] = derr.Error()
+	}
+	m.bestEffort("sandbox "+id+": record its stop", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.stop", Payload: payload}))
+	if err := m.cfg.Store.UpdateSandbox(context.Background(), &rec); err != nil {
+		return errors.Join(derr, err)
+	}
+	return derr
+}
+
+// takeLive takes a sandbox out of the live set (Stopped, its TTL
+// stopped) and returns it (nil: not live), the backend sandbox to
+// destroy (nil while a reset is under way: it cleans up itself), its
+// state before, and release: its processes run until Destroy is done (a
+// task's diff comes first), so its share of the host stays reserved
+// until release.
+func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev State, release func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ls, ok := m.live[id]
+	if !ok {
+		return nil, nil, prev, nil
+	}
+	delete(m.live, id)
+	if ls.ttl != nil {
+		ls.ttl.Stop()
+	}
+	prev = ls.state
+	_ = ls.transition(Stopped) // legal from every live state
+	if prev != Resetting {
+		sb = ls.sb
+	}
+	m.reserved.Pids += ls.cost.Pids
+	m.reserved.Ptys += ls.cost.Ptys
+	return ls, sb, prev, func() {
+		m.mu.Lock()
+		m.reserved.Pids -= ls.cost.Pids
+		m.reserved.Ptys -= ls.cost.Ptys
+		m.mu.Unlock()
+	}
+}
+
+// Destroy stops a sandbox; its record stays.
+func (m *Manager) Destroy(ctx context.Context, id string) error {
+	return m.stop(ctx, id, StopDestroyed)
+}
+
+// Shutdown destroys every live sandbox (the daemon is stopping), a few
+// at a time (ShutdownParallel); open tasks keep their diffs.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.live))
+	for id := range m.live {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	sort.Strings(ids)
+	if m.cfg.Audit != nil {
+		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
+	}
+	m.stopAuditRetry()
+	err := m.stopAll(ctx, ids, StopShutdown)
+	if m.egressSvc != nil {
+		m.egressSvc.Close(ctx) // the refusal counts still open
+	}
+	return err
+}

@@ -1,0 +1,66 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// The diff's dependency evidence comes from the project's own lockfiles,
+// base commit against workspace, as each lockfile pins them (issue 19:
+// it read manifests inside node_modules, took a manifest's email, url and
+// license for packages, and showed ranges for versions).
+func TestDiffDependenciesFromTheProjectsLockfiles(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, nil)
+	lockV3 := func(deps string) string {
+		return `{"name":"app","version":"1.0.0","lockfileVersion":3,"requires":true,"packages":{"":{"name":"app","version":"1.0.0","dependencies":{"is-number":"^7.0.0"}},` + deps + `}}`
+	}
+	repo := gitRepo(t, map[string]string{
+		"package.json":      `{"name":"app","version":"1.0.0","dependencies":{"is-number":"^6.0.0"}}`,
+		"package-lock.json": lockV3(`"node_modules/is-number":{"version":"6.0.0","resolved":"https://registry.example.test/is-number/-/is-number-6.0.0.tgz","integrity":"sha512-a"}`),
+		"go.mod":            "module example.test/m\n\ngo 1.22\n",
+		"go.sum":            "github.com/google/uuid v1.5.0 h1:a=\ngithub.com/google/uuid v1.5.0/go.mod h1:b=\n",
+		"requirements.txt":  "requests==2.31.0\nidna==3.6\n",
+		"Cargo.lock":        "version = 3\n\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\n",
+	})
+	task, err := r.tk.Start(ctx, TaskRequest{Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := task.SandboxID
+	for p, data := range map[string]string{
+		"package.json":      `{"name":"app","version":"1.0.0","author":{"email":"a@example.test","url":"https://example.test"},"license":"MIT","dependencies":{"is-number":"^7.0.0"}}`,
+		"package-lock.json": lockV3(`"node_modules/is-number":{"version":"7.0.0","resolved":"https://registry.example.test/is-number/-/is-number-7.0.0.tgz","integrity":"sha512-b"},"node_modules/kind-of":{"version":"6.0.3"}`),
+		// what an install leaves in node_modules is never read
+		"node_modules/is-number/package.json": `{"name":"is-number","version":"7.0.0","license":"MIT","dependencies":{"evil":"*"}}`,
+		"node_modules/.package-lock.json":     lockV3(`"node_modules/phantom":{"version":"1.0.0"}`),
+		"go.sum":                              "github.com/google/uuid v1.6.0 h1:c=\ngithub.com/google/uuid v1.6.0/go.mod h1:d=\ngolang.org/x/text v0.14.0 h1:e=\n",
+		"requirements.txt":                    "requests==2.32.3\n",
+		"Cargo.lock":                          "not a lockfile at all [[",
+	} {
+		r.putP(t, id, p, data)
+	}
+	d, err := r.tk.Diff(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range d.Dependencies {
+		got[c.Manager+" "+c.Name] = fmt.Sprintf("%s %v->%v in %s", c.Change, c.From, c.To, c.Lockfile)
+	}
+	want := map[string]string{
+		"npm is-number":             "changed [6.0.0]->[7.0.0] in package-lock.json",
+		"npm kind-of":               "added []->[6.0.3] in package-lock.json",
+		"go github.com/google/uuid": "changed [v1.5.0]->[v1.6.0] in go.sum",
+		"go golang.org/x/text":      "added []->[v0.14.0] in go.sum",
+		"pip requests":              "changed [2.31.0]->[2.32.3] in requirements.txt",
+		"pip idna":                  "removed [3.6]->[] in requirements.txt",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("dependencies:\n%v\nwant\n%v", got, want)
+	}
+	if fmt.Sprint(d.UnreadableLockfiles) != "[Cargo.lock]" {
+		t.Errorf("unreadable: %v", d.UnreadableLockfiles)
+	}
+}
