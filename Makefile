@@ -5,7 +5,7 @@ BIN       := bin/airlock
 PKGS      := ./...
 
 
-.PHONY: all build setup test lint bench demo fuzz clean
+.PHONY: all build setup test test-fast lint bench demo fuzz clean
 
 all: build
 
@@ -23,6 +23,7 @@ lint: setup
 	@echo "== goimports"; gi=$$($(GO) env GOPATH)/bin/goimports; out=$$($$gi -l cmd internal sdk) || exit 1; if [ -n "$$out" ]; then echo "goimports needed: $$out"; exit 1; fi
 	@echo "== go vet"; $(GO) vet $(PKGS)
 	@echo "== staticcheck"; $$($(GO) env GOPATH)/bin/staticcheck $(PKGS)
+	@echo "== govulncheck"; ./scripts/vulncheck.sh
 
 # The full suite, as CI runs it: lint, then every test with the race
 # detector (root-only tests run here: CI machines are root), then each
@@ -32,6 +33,15 @@ lint: setup
 test: lint build
 	AIRLOCK_REQUIRE_GVISOR=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=250000x CLASSIFY_FUZZTIME=50000x
+
+# The fast tier: every test that needs no root, run as an unprivileged
+# user (nobody, when make runs as root) so that the root-only ones skip;
+# the manager and its modules on the fake backend. Under a minute; no lint,
+# no race detector (`make test` is the whole suite). TESTFLAGS go to
+# go test, e.g. TESTFLAGS='-cover ./internal/manager/'.
+TESTFLAGS ?= -count=1 ./...
+test-fast: setup
+	./scripts/test-fast.sh $(TESTFLAGS)
 
 # An execution count, not a duration: Go 1.26's fuzz coordinator can report
 # "context deadline exceeded" at the end of a -fuzztime duration with no

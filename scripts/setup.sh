@@ -46,3 +46,8 @@ if [ ! -x "$gi" ]; then
 	echo "setup: installing goimports"
 	GOFLAGS= go install golang.org/x/tools/cmd/goimports@v0.52.0
 fi
+vc="$(go env GOPATH)/bin/govulncheck"
+if [ ! -x "$vc" ]; then
+	echo "setup: installing govulncheck"
+	GOFLAGS= go install golang.org/x/vuln/cmd/govulncheck@v1.9.0
+fi

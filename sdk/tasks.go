@@ -28,6 +28,9 @@ type TaskRequest struct {
 	// Policy is the task's policy layer over the daemon's (its Scope is
 	// merged with Scope above). Over TCP it may only tighten.
 	Policy *PolicyLayer `json:"policy,omitempty"`
+	// Env is every command's base environment ("K=V") in the task's
+	// sandbox, its test command's too.
+	Env []string `json:"env,omitempty"`
 }
 
 // TestRun is one run of a task's test command.
@@ -63,7 +66,7 @@ func taskPath(id string, rest ...string) (string, error) {
 // StartTask starts a task.
 func (c *Client) StartTask(ctx context.Context, req TaskRequest) (*Task, error) {
 	body := wire.TaskRequest{Repo: req.Repo, Ref: req.Ref, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt, Template: req.Template,
-		Backend: req.Backend, Limits: req.Limits, TTLSeconds: ceilDiv(req.TTL, time.Second), Policy: req.Policy}
+		Backend: req.Backend, Limits: req.Limits, TTLSeconds: ceilDiv(req.TTL, time.Second), Policy: req.Policy, Env: req.Env}
 	var t Task
 	if err := c.call(ctx, http.MethodPost, "/v1/tasks", nil, body, &t); err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/cli"
 )
 
 // airlock run --backend gvisor: the same command behind gVisor, and a
@@ -21,7 +23,7 @@ func TestRunBackendGVisor(t *testing.T) {
 	if _, errOut, code := e.run("", "run", "--backend", "bogus", "--", "/bin/true"); code != 2 || !strings.Contains(errOut, "native or gvisor") {
 		t.Errorf("unknown backend: %q code %d", errOut, code)
 	}
-	runsc := envOr("AIRLOCK_RUNSC", "runsc")
+	runsc := cli.EnvOr("AIRLOCK_RUNSC", "runsc")
 	if _, err := exec.LookPath(runsc); err != nil {
 		if os.Getenv("AIRLOCK_REQUIRE_GVISOR") != "" {
 			t.Fatalf("runsc is not installed, but AIRLOCK_REQUIRE_GVISOR is set")
@@ -38,7 +40,7 @@ func TestRunBackendGVisor(t *testing.T) {
 // unless the request names another; the choice is in every sandbox's
 // details.
 func TestTemplateBackend(t *testing.T) {
-	runsc := envOr("AIRLOCK_RUNSC", "runsc")
+	runsc := cli.EnvOr("AIRLOCK_RUNSC", "runsc")
 	if _, err := exec.LookPath(runsc); err != nil {
 		if os.Getenv("AIRLOCK_REQUIRE_GVISOR") != "" {
 			t.Fatalf("runsc is not installed, but AIRLOCK_REQUIRE_GVISOR is set")

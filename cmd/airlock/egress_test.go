@@ -74,6 +74,14 @@ func TestEgressRealInstalls(t *testing.T) {
 	}
 	allowed := create(`{"policy":{"egress":{"presets":["npm","go"]}}}`)
 	refused := create(`{}`)
+	// egress test says what the proxy would do, before anything connects.
+	npmURL := "https://" + presets["npm"][0] + "/"
+	if out, _, code := e.run("", "egress", "test", "--socket", d.sock, allowed, npmURL); code != 0 || !strings.HasPrefix(out, "allow ") || !strings.Contains(out, "rule preset-npm") {
+		t.Errorf("egress test of the npm registry, allowed: %d %q", code, out)
+	}
+	if out, _, code := e.run("", "egress", "test", "--socket", d.sock, refused, npmURL); code != 1 || !strings.HasPrefix(out, "deny ") || !strings.Contains(out, "rule default-deny") {
+		t.Errorf("egress test of the npm registry, refused: %d %q", code, out)
+	}
 	const npmInstall = `cd /workspace && timeout 120 npm install --no-audit --no-fund --loglevel=error is-number@7.0.0 >/tmp/npm.log 2>&1; echo "npm=$?"; cat node_modules/is-number/package.json 2>/dev/null | grep '"version"'`
 	const goDownload = `mkdir -p /workspace/m && cd /workspace/m && export GOTOOLCHAIN=local GOFLAGS=-mod=mod && /usr/local/go/bin/go mod init example.test/m >/dev/null 2>&1; timeout 120 /usr/local/go/bin/go get github.com/google/uuid@v1.6.0 >/tmp/go.log 2>&1; echo "go=$?"; ls ~/go/pkg/mod/github.com/google/ 2>/dev/null`
 	start := time.Now()

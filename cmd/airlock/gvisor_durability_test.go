@@ -11,12 +11,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/cli"
 )
 
 // needRunsc skips a test without runsc (fails it where gVisor is required).
 func needRunsc(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath(envOr("AIRLOCK_RUNSC", "runsc")); err != nil {
+	if _, err := exec.LookPath(cli.EnvOr("AIRLOCK_RUNSC", "runsc")); err != nil {
 		if os.Getenv("AIRLOCK_REQUIRE_GVISOR") != "" {
 			t.Fatalf("runsc is not installed, but AIRLOCK_REQUIRE_GVISOR is set")
 		}

@@ -1,11 +1,21 @@
-// Command airlock is a self-hosted sandbox for AI coding agents. Each verb
-// lives in its own file; logic lives in internal/.
+// Command airlock is a self-hosted sandbox for AI coding agents. This is
+// its verb table and dispatch; the verbs live in internal/cli's packages,
+// one per group, and the logic in the rest of internal/.
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/airlock-dev/airlock/internal/cli"
+	"github.com/airlock-dev/airlock/internal/cli/admin"
+	"github.com/airlock-dev/airlock/internal/cli/approvals"
+	"github.com/airlock-dev/airlock/internal/cli/record"
+	"github.com/airlock-dev/airlock/internal/cli/run"
+	"github.com/airlock-dev/airlock/internal/cli/sandbox"
+	"github.com/airlock-dev/airlock/internal/cli/serve"
+	"github.com/airlock-dev/airlock/internal/cli/task"
 
 	"github.com/airlock-dev/airlock/internal/runtime/gvisor"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
@@ -15,6 +25,10 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// The verbs read the version from package cli (the daemon's, the MCP
+// server's): init runs after the linker's value is in place.
+func init() { cli.Version = version }
+
 type verb struct {
 	name    string
 	summary string
@@ -23,23 +37,23 @@ type verb struct {
 
 func verbs() []verb {
 	return []verb{
-		{"run", "run one command in a fresh, one-shot sandbox (no daemon)", cmdRun},
-		{"serve", "run the daemon: the API on a unix socket, persistent sandboxes", cmdServe},
-		{"sandbox", "manage long-lived sandboxes through the daemon (create, ls, get, exec, rm, ...)", cmdSandbox},
-		{"apikey", "manage API keys for TCP clients of the daemon", cmdAPIKey},
-		{"secret", "store secrets and grant them to a sandbox or task", cmdSecret},
-		{"egress", "sandboxes' network egress: status, kill switch, per-sandbox policy", cmdEgress},
-		{"policy", "explain the policy's decision on a command; print the default policy", cmdPolicy},
-		{"approvals", "list commands the policy held for a human", cmdApprovals},
-		{"approve", "let a held command run (a narrow, expiring grant)", cmdApprove},
-		{"deny", "refuse a held command, with a reason the agent sees", cmdDeny},
-		{"breakglass", "override one sandbox's policy for a bounded time (loudly recorded)", cmdBreakGlass},
-		{"audit", "verify the tamper-evident audit chain; query its events", cmdAudit},
-		{"bundle", "verify a review bundle (signature, checksums, paths, audit excerpt)", cmdBundle},
-		{"purge", "remove task results, stored output and audit blobs older than a duration", cmdPurge},
+		{"run", "run one command in a fresh, one-shot sandbox (no daemon)", run.CmdRun},
+		{"serve", "run the daemon: the API on a unix socket, persistent sandboxes", serve.CmdServe},
+		{"sandbox", "manage long-lived sandboxes through the daemon (create, ls, get, exec, rm, ...)", sandbox.CmdSandbox},
+		{"apikey", "manage API keys for TCP clients of the daemon", admin.CmdAPIKey},
+		{"secret", "store secrets and grant them to a sandbox or task", admin.CmdSecret},
+		{"egress", "sandboxes' network egress: status, kill switch, per-sandbox policy", admin.CmdEgress},
+		{"policy", "explain the policy's decision on a command; print the default policy", approvals.CmdPolicy},
+		{"approvals", "list commands the policy held for a human", approvals.CmdApprovals},
+		{"approve", "let a held command run (a narrow, expiring grant)", approvals.CmdApprove},
+		{"deny", "refuse a held command, with a reason the agent sees", approvals.CmdDeny},
+		{"breakglass", "override one sandbox's policy for a bounded time (loudly recorded)", approvals.CmdBreakGlass},
+		{"audit", "verify the tamper-evident audit chain; query its events", record.CmdAudit},
+		{"bundle", "verify a review bundle (signature, checksums, paths, audit excerpt)", record.CmdBundle},
+		{"purge", "remove task results, stored output and audit blobs older than a duration", record.CmdPurge},
 		{"mcp", "serve airlock's tools to an MCP client over stdio", cmdMCP},
-		{"task", "the review workflow: a repository at a commit in a sandbox, tests, patch", cmdTask},
-		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", cmdReap},
+		{"task", "the review workflow: a repository at a commit in a sandbox, tests, patch", task.CmdTask},
+		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", run.CmdReap},
 		{"version", "print the version", cmdVersion},
 	}
 }
@@ -74,7 +88,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, v := range verbs() {
 		if v.name == args[0] {
-			if !rawVerbs[v.name] {
+			if !cli.RawVerbs[v.name] {
 				stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
 			}
 			return v.run(args[1:], stdout, stderr)
@@ -84,27 +98,10 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// rawVerbs pass their output through as it is: a command's own output
-// (run, exec), a file's bytes (cat, download, output), a patch or a
-// bundle, a protocol (mcp), the daemon's log (slog quotes what it logs).
-// Every other verb's output goes through termsafe, so that no string from
-// a request, an analysis or a sandbox reaches the terminal with its
-// control characters (issue 16.4); printers escape fields with
-// termsafe.String as well, for newlines and tabs. The groups (sandbox,
-// task) decide per verb, in dispatchGroup.
-var rawVerbs = map[string]bool{
-	"run": true, "serve": true, "mcp": true, "sandbox": true, "task": true,
-	"sandbox exec": true, "sandbox output": true, "sandbox cat": true, "sandbox download": true,
-	"task exec": true, "task test": true, "task diff": true, "task export": true,
-}
-
-// esc is termsafe.String: one field of a line of human output.
-func esc(s string) string { return termsafe.String(s) }
-
 func cmdVersion(args []string, stdout, stderr io.Writer) int {
 	const versionUsage = "usage: airlock version\n\nPrints airlock's version.\n"
-	fs := newFlagSet("version", versionUsage, stderr)
-	if code, done := parseFlags(fs, versionUsage, args, stdout); done {
+	fs := cli.NewFlagSet("version", versionUsage, stderr)
+	if code, done := cli.ParseFlags(fs, versionUsage, args, stdout); done {
 		return code
 	}
 	if fs.NArg() > 0 {

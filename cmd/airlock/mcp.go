@@ -6,25 +6,26 @@ import (
 	"io"
 	"os"
 
+	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/mcp"
 )
 
 func cmdMCP(args []string, stdout, stderr io.Writer) int {
-	c := newSandboxCmd("mcp", "airlock mcp [--socket PATH]",
+	c := cli.NewCmd("mcp", "airlock mcp [--socket PATH]",
 		"Serves airlock's tools to an MCP client over stdio (newline-delimited JSON-RPC):\ncreate_sandbox, start_task, exec, read_file, write_file, list_files, diff,\nrun_tests, export_bundle, destroy. Every call goes through the daemon, its\npolicy, approvals and audit log. The daemon also serves MCP over streamable\nHTTP at /mcp.\n", stdout, stderr)
-	c.group = "mcp"
-	pos, code, done := c.parse(args)
+	c.Group = "mcp"
+	pos, code, done := c.Parse(args)
 	if done {
 		return code
 	}
 	if len(pos) > 0 {
-		return c.usageErr("unexpected argument %q", pos[0])
+		return c.UsageErr("unexpected argument %q", pos[0])
 	}
-	cl, err := c.client()
+	cl, err := c.Client()
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
-	s := &mcp.Server{Client: cl, Version: version}
+	s := &mcp.Server{Client: cl, Version: cli.Version}
 	if err := s.ServeStdio(context.Background(), os.Stdin, stdout); err != nil {
 		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
 		return 1

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/cli"
 )
 
 // newEnvDefaultCgroup is newEnv without AIRLOCK_CGROUP_PARENT: airlock
@@ -36,7 +38,7 @@ func TestTwoStateDirsDoNotReapEachOther(t *testing.T) {
 		t.Fatalf("cgroup parents %q and %q", e1.cgroupName, e2.cgroupName)
 	}
 	withGVisor := false
-	if _, err := exec.LookPath(envOr("AIRLOCK_RUNSC", "runsc")); err == nil {
+	if _, err := exec.LookPath(cli.EnvOr("AIRLOCK_RUNSC", "runsc")); err == nil {
 		withGVisor = true
 	} else if os.Getenv("AIRLOCK_REQUIRE_GVISOR") != "" {
 		t.Fatal("runsc is not installed, but AIRLOCK_REQUIRE_GVISOR is set")

@@ -47,7 +47,6 @@ type Server struct {
 	pol    Policies
 	tpl    Templates
 	rec    Records
-	purger Purger
 	keys   Keys
 	snaps  Snapshots
 	secs   Secrets
@@ -55,6 +54,7 @@ type Server struct {
 	appr   Approvals
 	net    Network
 	audit  AuditLog
+	review Review
 	health Health
 	mux    *http.ServeMux
 }
@@ -82,6 +82,8 @@ type Modules struct {
 	// Approvals nil: nothing is held (the core denies what the policy
 	// asks about), decided or overridden (noApprovals).
 	Approvals Approvals
+	// Review nil: nothing is purged (noReview).
+	Review Review
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -126,13 +128,16 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Approvals == nil {
 		mods.Approvals = noApprovals{}
 	}
+	if mods.Review == nil {
+		mods.Review = noReview{}
+	}
 	if mods.Network == nil {
 		mods.Network = noNetwork{}
 	}
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{sbx: core, execs: core, files: core, pol: core, tpl: core, rec: core, purger: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, files: core, pol: core, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

@@ -116,8 +116,8 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*stack.Config)) *dae
 	}
 	// The daemon's modules, wired as the daemon wires them; none keeps
 	// secrets or has an egress service unless configure says so.
-	cfg := stack.Config{Config: manager.Config{Backend: be, Templates: tpls, Store: d.st, TaskDir: filepath.Join(dir, "data", "tasks")},
-		SnapshotDir: filepath.Join(dir, "data", "snapshots")}
+	cfg := stack.Config{Config: manager.Config{Backend: be, Templates: tpls, Store: d.st},
+		TaskDir: filepath.Join(dir, "data", "tasks"), SnapshotDir: filepath.Join(dir, "data", "snapshots")}
 	configure(&cfg)
 	stk, err := stack.New(context.Background(), cfg)
 	if err != nil {
@@ -151,7 +151,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*stack.Config)) *dae
 // modulesOf are the stack's modules as the API takes them, as the daemon
 // gives them (its audit log nil: none).
 func modulesOf(stk *stack.Stack, log *audit.Log) Modules {
-	mods := Modules{Keys: stk.Keys, Snapshots: stk.Snapshots, Secrets: stk.Secrets, Tasks: stk.Tasks, Network: stk.Network, Approvals: stk.Approvals}
+	mods := Modules{Keys: stk.Keys, Snapshots: stk.Snapshots, Secrets: stk.Secrets, Tasks: stk.Tasks, Network: stk.Network, Approvals: stk.Approvals, Review: stk.Review}
 	if log != nil {
 		mods.Audit = log
 	}

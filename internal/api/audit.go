@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -126,7 +127,7 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := s.purger.Purge(r.Context(), d)
+	res, err := s.review.Purge(r.Context(), d)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -177,4 +178,18 @@ func (sw *statusWriter) Flush() {
 	if f, ok := sw.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// Review is what the API uses of the review module (review.Review).
+type Review interface {
+	// Purge removes what is older than d (results, stored output, audit
+	// blobs), keeping the records and the audit chain.
+	Purge(ctx context.Context, d time.Duration) (*review.PurgeResult, error)
+}
+
+// noReview is a daemon without the review module: nothing is purged.
+type noReview struct{}
+
+func (noReview) Purge(context.Context, time.Duration) (*review.PurgeResult, error) {
+	return nil, fmt.Errorf("this daemon has no review module: nothing to purge: %w", errdefs.ErrUnsupported)
 }

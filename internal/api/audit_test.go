@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -381,7 +382,7 @@ func TestPurgeKeepsTheChain(t *testing.T) {
 		t.Fatalf("purge of nothing: %d", code)
 	}
 	clk.advance(2 * time.Hour)
-	var res manager.PurgeResult
+	var res review.PurgeResult
 	if code := d.do("POST", "/v1/purge", map[string]any{"older_than_seconds": 3600}, &res); code != 200 || res.TaskResults != 1 || res.Outputs == 0 || res.AuditBlobs == 0 {
 		t.Fatalf("purge: %d %+v", code, res)
 	}

@@ -122,9 +122,11 @@ func TestSteadyBodyAndLongAnswerAreNotCut(t *testing.T) {
 	}), idle, 10, 100*time.Millisecond)
 	pr, pw := io.Pipe()
 	go func() {
-		for range 10 {
-			_, _ = pw.Write([]byte(strings.Repeat("a", 100)))
-			time.Sleep(idle / 2)
+		// a chunk every idle/5: on a loaded machine a sleep of idle/2
+		// overran the idle limit now and then
+		for range 25 {
+			_, _ = pw.Write([]byte(strings.Repeat("a", 40)))
+			time.Sleep(idle / 5)
 		}
 		pw.Close()
 	}()

@@ -85,12 +85,6 @@ type Records interface {
 	RecordAPI(ctx context.Context, method, path string, status int)
 }
 
-// Purger removes what is older than d (results, stored output, audit
-// blobs), keeping the records and the audit chain.
-type Purger interface {
-	Purge(ctx context.Context, d time.Duration) (*manager.PurgeResult, error)
-}
-
 // Core is everything New needs of the sandbox core.
 type Core interface {
 	Sandboxes
@@ -99,5 +93,4 @@ type Core interface {
 	Policies
 	Templates
 	Records
-	Purger
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/tasks"
+	"github.com/airlock-dev/airlock/internal/testroot"
 	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
 	"golang.org/x/sys/unix"
@@ -526,6 +527,7 @@ func testCert(t *testing.T, name string) (tls.Certificate, *x509.CertPool) {
 // keeping its database there).
 func tmpfsDir(t *testing.T, size int64) string {
 	t.Helper()
+	testroot.Need(t, "to mount a tmpfs")
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0711", size)); err != nil {
 		t.Fatalf("mount a tmpfs: %v", err)

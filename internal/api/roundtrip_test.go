@@ -241,8 +241,8 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 		t.Fatal(err)
 	}
 	stk, err := stack.New(context.Background(), stack.Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Policy: pol, Logf: t.Logf},
-		SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key")})
+		Redactor: red, Policy: pol, Logf: t.Logf},
+		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key")})
 	if err != nil {
 		t.Fatal(err)
 	}

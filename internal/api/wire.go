@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
@@ -206,7 +207,7 @@ func auditReportOut(r *audit.Report) wire.AuditReport {
 		Problems: mapAll(r.Problem, func(p audit.Problem) wire.AuditProblem { return wire.AuditProblem{Seq: p.Seq, What: p.What} })}
 }
 
-func purgeOut(r *manager.PurgeResult) wire.PurgeResult {
+func purgeOut(r *review.PurgeResult) wire.PurgeResult {
 	return wire.PurgeResult{Before: r.Before, TaskResults: r.TaskResults, Outputs: r.Outputs, AuditBlobs: r.AuditBlobs}
 }
 

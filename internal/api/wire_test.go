@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
@@ -192,7 +193,7 @@ func TestWireCarriesEveryFieldTheDaemonSends(t *testing.T) {
 	sameJSON(t, "AuditEvent", ev, auditEventOut(ev))
 	rep := filled[audit.Report]()
 	sameJSON(t, "AuditReport", rep, auditReportOut(rep))
-	pr := filled[manager.PurgeResult]()
+	pr := filled[review.PurgeResult]()
 	sameJSON(t, "PurgeResult", pr, purgeOut(pr))
 	k := filled[apikeys.Key]()
 	sameJSON(t, "APIKey", k, apiKeyOut(k))

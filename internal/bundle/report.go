@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"html/template"
@@ -1232,141 +1233,8 @@ var reportTmpl = sync.OnceValue(func() *template.Template {
 
 // The page. Record data only ever reaches it through {{template "t"}} (or
 // vt, in the title and attributes), which html/template escapes.
-const reportHTML = `{{define "t"}}{{range .}}{{if .E}}<span class="esc">{{.S}}</span>{{else}}{{.S}}{{end}}{{end}}{{end -}}
-{{define "cell"}}{{if .Anchor}}<a href="#{{.Anchor}}">{{end}}{{if .Block}}{{template "t" (vb .S)}}{{else}}{{template "t" (v .S)}}{{end}}{{if .Anchor}}</a>{{end}}{{end -}}
-{{define "table"}}{{if .Rows}}<div class="scroll"><table class="rec">
-<thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>
-{{range .Rows}}<tr{{if .Class}} class="{{.Class}}"{{end}}>{{range .Cells}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{template "cell" .}}</td>{{end}}</tr>
-{{end}}</tbody>
-</table></div>{{else}}<p class="none">{{.Empty}}</p>{{end}}{{end -}}
-<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<meta name="referrer" content="no-referrer">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Review: {{vt .Title}}</title>
-<style>
-:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg2: #f6f8fa;
-  --add: #dafbe1; --addn: #aceebb; --del: #ffebe9; --deln: #ffcecb; --hunk: #ddf4ff;
-  --ok: #1a7f37; --warn: #9a6700; --bad: #cf222e; --info: #59636e; }
-* { box-sizing: border-box; }
-body { margin: 0; color: var(--fg); font: 14px/1.5 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
-header, main { max-width: 1200px; margin: 0 auto; padding: 0 24px; }
-header { padding-top: 16px; border-bottom: 1px solid var(--line); }
-h1 { font-size: 22px; margin: 0 0 8px; overflow-wrap: anywhere; }
-h2 { font-size: 18px; margin: 32px 0 12px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
-h3 { font-size: 15px; margin: 20px 0 6px; }
-code, pre, .mono, .diff td { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12px; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 8px 0 12px; }
-dl.meta dt { color: var(--muted); }
-dl.meta dd { margin: 0; overflow-wrap: anywhere; }
-dl.meta dd.block { white-space: pre-wrap; background: var(--bg2); padding: 6px 8px; border-radius: 4px; }
-nav { margin: 8px 0 12px; color: var(--muted); }
-nav a { margin-right: 16px; }
-.note { color: var(--muted); font-size: 13px; }
-.esc { color: #8250df; background: #fbefff; border: 1px solid #d8b9ff; border-radius: 3px; padding: 0 1px; font-family: ui-monospace, monospace; }
-table.index, table.rec { border-collapse: collapse; width: 100%; margin: 6px 0 12px; }
-table.index td, table.index th, table.rec td, table.rec th { border: 1px solid var(--line); padding: 3px 6px; text-align: left; vertical-align: top; }
-table.rec td { white-space: pre-wrap; overflow-wrap: break-word; }
-div.scroll { overflow-x: auto; }
-th { background: var(--bg2); font-weight: 600; }
-table.rec td.num, table.index td.num { text-align: right; white-space: nowrap; }
-table.rec td.nw { white-space: pre; }
-.plus { color: var(--ok); } .minus { color: var(--bad); }
-.badge { display: inline-block; font-size: 11px; font-weight: 600; padding: 0 6px; border-radius: 10px; border: 1px solid; margin-left: 6px; white-space: nowrap; }
-.badge.out { color: var(--bad); } .badge.gen { color: var(--warn); } .badge.st { color: var(--muted); }
-details.file { border: 1px solid var(--line); border-radius: 6px; margin: 12px 0; }
-details.file > summary { background: var(--bg2); padding: 6px 10px; cursor: pointer; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
-table.diff { border-collapse: collapse; width: 100%; table-layout: fixed; }
-table.diff col.n { width: 52px; } table.diff col.m { width: 18px; }
-table.diff td { padding: 0 6px; vertical-align: top; white-space: pre-wrap; overflow-wrap: anywhere; tab-size: 4; line-height: 20px; }
-table.diff td.n { color: var(--muted); text-align: right; user-select: none; }
-table.diff td.m { user-select: none; }
-tr.add td { background: var(--add); } tr.add td.n { background: var(--addn); }
-tr.del td { background: var(--del); } tr.del td.n { background: var(--deln); }
-tr.hunk td { background: var(--hunk); color: var(--muted); }
-tr.meta td, tr.note td { color: var(--muted); }
-.cut { padding: 6px 10px; color: var(--muted); font-style: italic; }
-section.q { border-left: 4px solid var(--line); padding: 2px 0 2px 14px; margin: 14px 0; }
-section.q.ok { border-color: var(--ok); } section.q.warn { border-color: var(--warn); } section.q.bad { border-color: var(--bad); }
-.verdict { display: inline-block; margin-left: 8px; padding: 0 8px; border-radius: 4px; color: #fff; font-size: 12px; text-transform: uppercase; letter-spacing: .03em; vertical-align: 1px; }
-.verdict.ok { background: var(--ok); } .verdict.warn { background: var(--warn); } .verdict.bad { background: var(--bad); } .verdict.info { background: var(--info); }
-.alert { border: 2px solid var(--bad); background: #ffebe9; color: var(--bad); font-weight: 700; padding: 8px 12px; margin: 8px 0; border-radius: 6px; overflow-wrap: anywhere; }
-ul.items { margin: 4px 0; padding-left: 22px; } ul.items li { overflow-wrap: anywhere; }
-tr.failed td, tr.refused td, tr.denied td { background: #fff8f8; }
-tr.breakglass td { background: #ffebe9; font-weight: 600; }
-tr.secret td { background: #ffebe9; }
-details.out { margin: 8px 0; border: 1px solid var(--line); border-radius: 6px; }
-details.out > summary { padding: 4px 10px; background: var(--bg2); cursor: pointer; overflow-wrap: anywhere; }
-details.out h4 { margin: 8px 10px 2px; font-size: 12px; color: var(--muted); }
-details.out pre { margin: 0 10px 8px; padding: 8px; background: var(--bg2); white-space: pre-wrap; overflow-wrap: anywhere; max-height: 40em; overflow: auto; }
-p.none { color: var(--muted); }
-footer { max-width: 1200px; margin: 32px auto; padding: 12px 24px; color: var(--muted); border-top: 1px solid var(--line); font-size: 12px; }
-</style>
-</head>
-<body>
-<header>
-<h1>Review: {{template "t" (v .Task)}}</h1>
-<dl class="meta">
-{{range .Fields}}<dt>{{.K}}</dt><dd{{if .Block}} class="block"{{else if .Mono}} class="mono"{{end}}{{if .Title}} title="{{vt .Title}}"{{end}}>{{if .Block}}{{template "t" (vb .V)}}{{else}}{{template "t" (v .V)}}{{end}}</dd>
-{{end}}</dl>
-<p class="note">This page is one entry of a signed bundle and proves nothing on its own: verify the bundle. Characters that cannot be shown as they are (control characters, terminal escapes, invisible or direction-changing characters, invalid UTF-8) appear as <span class="esc">\x1b</span>-style escapes.</p>
-<nav><a href="#diff">Diff</a><a href="#questions">Reviewer's questions</a><a href="#commands">Commands</a><a href="#outputs">Outputs</a><a href="#tests">Test runs</a></nav>
-</header>
-<main>
-<section id="diff">
-<h2>Diff</h2>
-{{with .Diff}}{{if .Empty}}<p class="none">The patch is empty: the run changed nothing.</p>{{else -}}
-<p><span class="plus">+{{.Adds}}</span> <span class="minus">−{{.Dels}}</span> in {{len .Index}} file(s).{{if .Hidden}} {{.Hidden}} patch line(s) are not shown here to keep this page readable; the bundle's patch has them all.{{end}}</p>
-<table class="index">
-<thead><tr><th>file</th><th>status</th><th>+</th><th>−</th><th>notes</th></tr></thead>
-<tbody>
-{{range .Index}}<tr><td class="mono">{{if .Anchor}}<a href="#{{.Anchor}}">{{template "t" (v .Path)}}</a>{{else}}{{template "t" (v .Path)}}{{end}}</td><td>{{template "t" (v .Status)}}</td><td class="num plus">{{.Adds}}</td><td class="num minus">{{.Dels}}</td><td>{{if .OutOfScope}}<span class="badge out">out of scope</span>{{end}}{{if .Generated}}<span class="badge gen">generated?</span>{{end}}{{if not .Anchor}}<span class="badge st">no text in the patch</span>{{end}}</td></tr>
-{{end}}</tbody>
-</table>
-{{if .Preamble}}<details class="file"><summary>Patch preamble</summary><table class="diff"><tbody><tr class="meta"><td>{{template "t" (vb .Preamble)}}</td></tr></tbody></table></details>
-{{end}}{{range .Files}}<details class="file" id="{{.Anchor}}"{{if .Open}} open{{end}}>
-<summary><span class="mono">{{if .OldPath}}{{template "t" (v .OldPath)}} → {{end}}{{template "t" (v .Path)}}</span><span class="badge st">{{template "t" (v .Status)}}</span> <span class="plus">+{{.Adds}}</span> <span class="minus">−{{.Dels}}</span>{{if .OutOfScope}}<span class="badge out">out of scope</span>{{end}}{{if .Generated}}<span class="badge gen">generated? {{template "t" (v .Generated)}}</span>{{end}}{{if .Binary}}<span class="badge st">binary</span>{{end}}{{if not .Open}} <span class="note">(collapsed: open to read)</span>{{end}}</summary>
-<table class="diff"><colgroup><col class="n"><col class="n"><col class="m"><col></colgroup><tbody>
-{{range .Lines}}{{if eq .Kind "add"}}<tr class="add"><td class="n"></td><td class="n">{{.New}}</td><td class="m">+</td><td>{{template "t" (v .Text)}}</td></tr>
-{{else if eq .Kind "del"}}<tr class="del"><td class="n">{{.Old}}</td><td class="n"></td><td class="m">-</td><td>{{template "t" (v .Text)}}</td></tr>
-{{else if eq .Kind "ctx"}}<tr class="ctx"><td class="n">{{.Old}}</td><td class="n">{{.New}}</td><td class="m"></td><td>{{template "t" (v .Text)}}</td></tr>
-{{else}}<tr class="{{.Kind}}"><td colspan="4">{{template "t" (v .Text)}}</td></tr>
-{{end}}{{end}}</tbody></table>
-{{if .Hidden}}<p class="cut">{{.Hidden}} more line(s) of this file's diff are not shown; the bundle's patch has them.</p>{{end}}
-</details>
-{{end}}{{end}}{{end}}</section>
-<section id="questions">
-<h2>Reviewer's questions</h2>
-{{range .Questions}}<section class="q {{.Level}}" id="{{.ID}}">
-<h3>{{.Title}} <span class="verdict {{.Level}}">{{.Verdict}}</span></h3>
-{{range .Alerts}}<p class="alert">{{template "t" (v .)}}</p>
-{{end}}{{range .Says}}<p>{{template "t" (v .)}}</p>
-{{end}}{{if .Items}}<ul class="items">{{range .Items}}<li class="mono">{{template "t" (v .)}}</li>{{end}}</ul>
-{{end}}{{with .Table}}{{template "table" .}}
-{{end}}{{if .Note}}<p class="note">{{.Note}}</p>
-{{end}}</section>
-{{end}}</section>
-<section id="commands">
-<h2>Commands</h2>
-{{template "table" .Commands}}
-</section>
-<section id="outputs">
-<h2>Outputs</h2>
-{{range .Outputs}}<details class="out" id="{{.Anchor}}"{{if .Open}} open{{end}}><summary class="mono">{{template "t" (v .Title)}}</summary>
-{{range .Streams}}<h4>{{.Name}}</h4>{{if .Text}}<pre>{{template "t" (vb .Text)}}</pre>{{end}}{{if .Cut}}<p class="cut">{{template "t" (v .Cut)}}</p>{{end}}
-{{end}}</details>
-{{else}}<p class="none">No output was recorded.</p>
-{{end}}</section>
-<section id="tests">
-<h2>Test runs</h2>
-{{template "table" .Tests}}
-</section>
-</main>
-<footer>Made by airlock from the run's record. Nothing on this page is fetched from elsewhere, and it runs no script.</footer>
-</body>
-</html>
-`
+//
+// It is a file of its own so that it reads (and diffs) as HTML.
+//
+//go:embed report.html.tmpl
+var reportHTML string

@@ -148,12 +148,18 @@ type DependencyChange struct {
 	From    string `json:"from,omitempty"`
 	To      string `json:"to,omitempty"`
 	Change  string `json:"change"` // added, removed, changed
+	// Lockfile is the lockfile whose pins changed ("": read from a
+	// manifest in the patch).
+	Lockfile string `json:"lockfile,omitempty"`
 }
 
 // Dependencies is what the patch does to the project's dependencies.
 type Dependencies struct {
 	Changes   []DependencyChange `json:"changes"`
 	Lockfiles []string           `json:"lockfiles"` // lockfiles the patch changes
+	// Unreadable are changed lockfiles that did not parse (named, never
+	// guessed at).
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 // Artifact is one file the run left behind, as ScanArtifact classified it.

@@ -190,9 +190,9 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	// The manager with the feature modules, wired as in every test.
 	stk, err := stack.New(ctx, stack.Config{Config: manager.Config{Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends,
-		Templates: tpls, Store: st, TaskDir: filepath.Join(cfg.DataDir, "tasks"), MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
+		Templates: tpls, Store: st, MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
 		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf},
-		SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
+		TaskDir: filepath.Join(cfg.DataDir, "tasks"), SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
 		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait})
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
 func apiModules(s *stack.Stack, alog *audit.Log) api.Modules {
-	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Network: s.Network, Audit: alog, Approvals: s.Approvals}
+	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review}
 }
 
 // lock takes the state dir's daemon lock: one daemon per state dir.

@@ -73,8 +73,8 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 		t.Fatal(err)
 	}
 	// The daemon's modules, wired as the daemon wires them.
-	cfg := stack.Config{Config: manager.Config{Backend: be, Templates: tpls, Store: st, Policy: pol, TaskDir: filepath.Join(dir, "tasks")},
-		SnapshotDir: filepath.Join(dir, "snapshots")}
+	cfg := stack.Config{Config: manager.Config{Backend: be, Templates: tpls, Store: st, Policy: pol},
+		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots")}
 	for _, c := range configure {
 		c(&cfg)
 	}

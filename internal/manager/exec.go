@@ -24,12 +24,11 @@ import (
 // stage may end the exec with an error; nothing reaches the sandbox before
 // "run", and "run" records the command before it starts it.
 var execPipeline = []execStage{
-	{"admit", (*Manager).execAdmit},       // the sandbox may run it: live, state, audit log
-	{"policy", (*Manager).execPolicy},     // the policy's decision (a held exec waits here)
-	{"modules", (*Manager).execModules},   // Config.Modules' ExecHooks, in order
-	{"secrets", (*Manager).execSecrets},   // SecretSource modules' env joins the environment
-	{"evidence", (*Manager).execEvidence}, // what is kept to compare after (lockfiles)
-	{"run", (*Manager).execStart},         // record, start, wait (or not: Background)
+	{"admit", (*Manager).execAdmit},     // the sandbox may run it: live, state, audit log
+	{"policy", (*Manager).execPolicy},   // the policy's decision (a held exec waits here)
+	{"modules", (*Manager).execModules}, // Config.Modules' ExecHooks, in order (evidence: review)
+	{"secrets", (*Manager).execSecrets}, // SecretSource modules' env joins the environment
+	{"run", (*Manager).execStart},       // record, start, wait (or not: Background)
 }
 
 // execStage is one named step of execPipeline.
@@ -47,12 +46,13 @@ type execRun struct {
 	stdout  io.Writer
 	stderr  io.Writer
 
-	ls   *live
-	sb   runtime.Sandbox
-	d    *policy.Decision
-	env  []string         // added to req.Env (secrets, modules)
-	uses []map[string]any // the secrets it was given, for its record
-	pkg  *lockSnapshot
+	ls        *live
+	sb        runtime.Sandbox
+	d         *policy.Decision
+	env       []string         // added to req.Env (secrets, then daemonEnv)
+	daemonEnv []string         // the ExecHooks' ExecCall.DaemonEnv
+	uses      []map[string]any // the secrets it was given, for its record
+	keep      map[string]any   // the ExecHooks' ExecCall.Keep, by module
 
 	execID string
 	status *runtime.ExitStatus
@@ -115,19 +115,31 @@ func (m *Manager) execModules(ctx context.Context, x *execRun) error {
 	if len(m.execHooks) == 0 {
 		return nil
 	}
-	call := &ExecCall{SandboxID: x.id, TaskID: x.ls.taskID, Argv: slices.Clone(x.req.Argv), Cwd: x.cwd, Env: slices.Clone(x.req.Env)}
+	call := &ExecCall{SandboxID: x.id, TaskID: x.ls.taskID, Argv: slices.Clone(x.req.Argv), Cwd: x.cwd, Env: slices.Clone(x.req.Env), Analysis: x.d.Analysis}
 	for _, h := range m.execHooks {
+		call.Keep = nil
 		if err := h.hook.BeforeExec(ctx, call); err != nil {
 			msg := fmt.Sprintf("refused by module %s: %v", h.name, err)
 			m.recordRefusal(ctx, x.id, x.req, x.cwd, x.d, msg)
 			return fmt.Errorf("%s: %w", msg, errdefs.ErrDenied)
 		}
+		if call.Keep != nil {
+			if x.keep == nil {
+				x.keep = map[string]any{}
+			}
+			x.keep[h.name] = call.Keep
+		}
 	}
-	if err := reqcheck.Env(call.Env); err != nil {
-		return fmt.Errorf("the env the modules made: %w", err)
+	for _, env := range [][]string{call.Env, call.DaemonEnv} {
+		if err := reqcheck.Env(env); err != nil {
+			return fmt.Errorf("the env the modules made: %w", err)
+		}
+		if err := m.learnSecrets(env); err != nil { // a hook may have added one
+			return err
+		}
 	}
-	x.req.Env = call.Env
-	return m.learnSecrets(x.req.Env) // a hook may have added one
+	x.req.Env, x.daemonEnv = call.Env, call.DaemonEnv
+	return nil
 }
 
 // execSecrets: secrets granted to the sandbox join the command's
@@ -138,14 +150,7 @@ func (m *Manager) execSecrets(ctx context.Context, x *execRun) error {
 	if err != nil {
 		return err
 	}
-	x.env, x.uses = append(senv, installScriptEnv(x.ls.pol)...), uses
-	return nil
-}
-
-func (m *Manager) execEvidence(ctx context.Context, x *execRun) error {
-	if x.d.Analysis != nil && slices.Contains(x.d.Analysis.Classes, policy.Dependency) {
-		x.pkg = m.snapLockfiles(ctx, x.sb, x.cwd, x.d.Analysis)
-	}
+	x.env, x.uses = append(senv, x.daemonEnv...), uses
 	return nil
 }
 
@@ -188,7 +193,7 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 		return err
 	}
 	m.mu.Lock()
-	m.running[rec.ID] = &runningExec{p: p, sandboxID: x.id, stdin: stdinW, taskID: ls.taskID, argv: rec.Argv, pkg: x.pkg}
+	m.running[rec.ID] = &runningExec{p: p, sandboxID: x.id, stdin: stdinW, taskID: ls.taskID, keep: x.keep}
 	ls.starting--
 	m.mu.Unlock()
 	if x.started != nil {

@@ -36,10 +36,9 @@ type runningExec struct {
 	taskID    string
 	stdin     *io.PipeWriter // nil unless started with OpenStdin
 	stdinMu   sync.Mutex
-	inputMu   sync.Mutex // guards inputTail (taken inside stdinMu, never around it)
-	inputTail []byte     // typed input not yet recorded (no line end yet)
-	argv      []string
-	pkg       *lockSnapshot // a dependency command's lockfiles before it ran
+	inputMu   sync.Mutex     // guards inputTail (taken inside stdinMu, never around it)
+	inputTail []byte         // typed input not yet recorded (no line end yet)
+	keep      map[string]any // the ExecHooks' state (ExecCall.Keep), by module
 }
 
 // finishExec waits for a command and records how it ended, in steps:
@@ -109,26 +108,22 @@ func waitExec(ctx context.Context, p runtime.Process) (runtime.ExitStatus, error
 }
 
 // afterExec runs what comes after a command's output is stored and
-// before its exec.end: its typed input still held is recorded, a
-// dependency command's package evidence taken, and the modules'
-// AfterExecHooks run. It returns the exec's task.
+// before its exec.end: its typed input still held is recorded, and the
+// modules' AfterExecHooks run, each with what it kept of the exec
+// (ExecCall.Keep). It returns the exec's task.
 func (m *Manager) afterExec(ctx context.Context, rec *store.Exec, st runtime.ExitStatus, err error) (taskID string) {
 	m.mu.Lock()
-	var pkg *lockSnapshot
-	var argv []string
+	var keep map[string]any
 	r := m.running[rec.ID]
 	if r != nil {
-		taskID, pkg, argv = r.taskID, r.pkg, r.argv
+		taskID, keep = r.taskID, r.keep
 	}
 	m.mu.Unlock()
 	if r != nil {
 		m.bestEffort("exec "+rec.ID+": record its typed input", m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r))
 	}
-	if pkg != nil {
-		m.packageEvidence(context.WithoutCancel(ctx), rec.SandboxID, taskID, rec.ID, argv, pkg)
-	}
 	for _, h := range m.afterExecHooks {
-		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err}
+		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err, Keep: keep[h.name]}
 		if err == nil {
 			done.Status = &st
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/redact"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
-	"github.com/airlock-dev/airlock/internal/template"
 )
 
 // The fast tier: a manager on the fake backend (runtime/fake), which
@@ -40,17 +39,14 @@ func fakeTierManagerWith(t *testing.T, configure func(*Config)) (*Manager, *audi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	tpls, err := template.Open(filepath.Join(dir, "templates"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpls := testTemplates(t)
 	red := redact.New()
 	log, err := audit.Open(context.Background(), audit.Config{Store: st, Redactor: red, KeyFile: filepath.Join(dir, "audit.key")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, TaskDir: filepath.Join(dir, "tasks"), Logf: t.Logf}
+		Redactor: red, Logf: t.Logf}
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -76,7 +76,7 @@ func testManager(t *testing.T, dir string) (*Manager, *store.Store, *audit.Log) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(context.Background(), Config{Backend: fakeBackend{}, Templates: tpls, Store: st, Audit: log, Redactor: red, TaskDir: filepath.Join(dir, "tasks")})
+	m, err := New(context.Background(), Config{Backend: fakeBackend{}, Templates: tpls, Store: st, Audit: log, Redactor: red})
 	if err != nil {
 		t.Fatal(err)
 	}

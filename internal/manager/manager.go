@@ -55,8 +55,6 @@ type Config struct {
 	MaxLifetime time.Duration
 	// Caps bound what any caller may ask for.
 	Caps Caps
-	// TaskDir holds the host's clone and results of each task; "": no tasks.
-	TaskDir string
 	// StoredOutput caps the bytes kept per stream per exec; 0: default.
 	StoredOutput int64
 	// Policy is the daemon's policy file; nil: the built-in defaults.
@@ -110,6 +108,8 @@ type Manager struct {
 	// denied.
 	lifts  []named[PolicyLift]
 	holder *named[Holder]
+	// bundler writes tasks' review bundles (module_review.go); nil: none.
+	bundler TaskBundler
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }

@@ -39,7 +39,7 @@ type CreateHook interface {
 }
 
 // ExecHook is a module that takes part in every Exec (see execPipeline:
-// after the policy allowed it, before secrets, evidence and the run).
+// after the policy allowed it, before secrets and the run).
 type ExecHook interface {
 	// BeforeExec may refuse the command (an error: it does not run, and
 	// the refusal is on the exec and audit record as exec.refused, naming
@@ -86,6 +86,20 @@ type ExecCall struct {
 	Argv              []string
 	Cwd               string
 	Env               []string // the caller's K=V; hooks may add or change
+	// Analysis is what the policy read of the command line (read only;
+	// nil when it read nothing).
+	Analysis *policy.Analysis
+	// DaemonEnv is K=V the daemon sets for its own reasons (a module's
+	// setting, not the caller's): it follows the caller's env and the
+	// secrets', and is not named on the exec's record (env_names names
+	// what the caller sent). Hooks may add.
+	DaemonEnv []string
+	// Keep is this hook's state for the same exec: nil before each hook;
+	// what it leaves here the core holds while the command runs and gives
+	// back to the same module's AfterExec (ExecDone.Keep). A command that
+	// does not start drops it. A kept EgressNoter hears of the command's
+	// connections.
+	Keep any
 }
 
 // ExecDone is a command that ran, as AfterExecHooks see it.
@@ -94,6 +108,7 @@ type ExecDone struct {
 	Argv                      []string // as recorded (redacted)
 	Status                    *runtime.ExitStatus
 	Err                       error
+	Keep                      any // what this module's ExecHook kept (ExecCall.Keep)
 }
 
 // StopEvent is a sandbox stopping, as StopHooks see it.
@@ -232,6 +247,9 @@ func (m *Manager) attach() error {
 		if err := m.attachApprovals(name, mod); err != nil {
 			return err
 		}
+		if err := m.attachBundler(name, mod); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -346,14 +364,4 @@ func (c *Core) FetchPolicy() (*egress.Policy, egress.Presets) {
 		presets = c.m.egressSvc.Presets()
 	}
 	return pol, presets
-}
-
-// Bundles writes tasks' review bundles; nil when the daemon keeps no
-// audit log (a bundle is the record's). (The review feature's, while it
-// is in the core.)
-func (c *Core) Bundles() TaskBundler {
-	if c.m.cfg.Audit == nil {
-		return nil
-	}
-	return bundler{c.m}
 }

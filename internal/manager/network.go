@@ -132,8 +132,9 @@ func (c *Core) RecordAs(ctx context.Context, e audit.Entry, essential bool) erro
 // logged), for events that must not hold up their caller.
 func (c *Core) RecordAsync(ctx context.Context, e audit.Entry) { c.m.recordAsync(ctx, e) }
 
-// NoteEgress tells the package evidence of exec execID that it reached
-// host (an allowed connection or request).
+// NoteEgress tells the running exec execID's kept EgressNoters (the
+// review module's package evidence) that it reached host (an allowed
+// connection or request).
 func (c *Core) NoteEgress(execID, host string) { c.m.noteEgress(execID, host) }
 
 // BrokeredSecrets are the secrets granted to sandbox id in broker mode,

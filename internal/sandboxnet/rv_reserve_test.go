@@ -70,7 +70,7 @@ func TestReviewFinalSummariesDrainTheReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := New(Config{Egress: &egress.Config{Limits: egress.Limits{DNSRate: -1, RefusalWindow: time.Hour}}})
-	_, err = manager.New(ctx, manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log, Redactor: red, TaskDir: filepath.Join(tdir, "tasks"),
+	_, err = manager.New(ctx, manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log, Redactor: red,
 		AuditRetry: time.Hour, Modules: []manager.Module{n}})
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func TestNewRemovesSeedsOfAKilledDaemon(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := manager.New(context.Background(), manager.Config{Backend: noBackend{}, Templates: tpls, Store: st, TaskDir: filepath.Join(dir, "tasks"),
+	if _, err := manager.New(context.Background(), manager.Config{Backend: noBackend{}, Templates: tpls, Store: st,
 		Modules: []manager.Module{New(snaps, tpls)}}); err != nil {
 		t.Fatal(err)
 	}

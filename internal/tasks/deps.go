@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/lockfile"
 )
 
@@ -82,4 +84,20 @@ func lockNow(tree string, f ChangedFile) (lockfile.Packages, error) {
 		return nil, err
 	}
 	return lockfile.Parse(f.Path, data)
+}
+
+// bundleDeps is d's dependency evidence for the review bundle: the
+// lockfiles' changes, each version list joined.
+func bundleDeps(d *Diff) *bundle.Dependencies {
+	deps := &bundle.Dependencies{Changes: []bundle.DependencyChange{}, Lockfiles: []string{}, Unreadable: d.UnreadableLockfiles}
+	for _, f := range d.Files {
+		if lockfile.Manager(f.Path) != "" {
+			deps.Lockfiles = append(deps.Lockfiles, f.Path)
+		}
+	}
+	for _, c := range d.Dependencies {
+		deps.Changes = append(deps.Changes, bundle.DependencyChange{Manager: c.Manager, Name: c.Name, Lockfile: c.Lockfile,
+			From: strings.Join(c.From, ", "), To: strings.Join(c.To, ", "), Change: c.Change})
+	}
+	return deps
 }

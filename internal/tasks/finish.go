@@ -56,11 +56,9 @@ func (tk *Tasks) Finish(ctx context.Context, id string, keep bool) (*FinishResul
 	if err != nil {
 		return nil, err
 	}
-	// A task is not finished into a bundle whose record has a gap: with a
-	// broken audit log it stays open (its sandbox kept) until the log
-	// works again.
-	if err := tk.c.AuditHealthy(); err != nil {
-		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
+	bundles, err := tk.bundler(id)
+	if err != nil {
+		return nil, err
 	}
 	// From here until the diff and bundle are taken, nothing but the
 	// task's own tests runs or writes in its sandbox: a command sent
@@ -89,7 +87,7 @@ func (tk *Tasks) Finish(ctx context.Context, id string, keep bool) (*FinishResul
 	if err != nil {
 		return nil, err
 	}
-	out, names, res, rd, err := tk.writeResult(ctx, rec, sp, d, gone)
+	out, names, res, rd, err := tk.writeResult(ctx, bundles, rec, sp, d, gone)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +120,23 @@ func (tk *Tasks) Finish(ctx context.Context, id string, keep bool) (*FinishResul
 	}
 	sort.Strings(names)
 	return &FinishResult{Task: t, OutputDir: out, Files: names, Test: run, Diff: rd}, nil
+}
+
+// bundler is what writes task id's bundle as it is finished (nil: the
+// daemon keeps no audit log, so none is made), or why it cannot be
+// finished now. A task is not finished into a bundle whose record has a
+// gap: with a broken audit log it stays open (its sandbox kept) until
+// the log works again; nor without the bundle it must have (no bundle
+// writer).
+func (tk *Tasks) bundler(id string) (manager.TaskBundler, error) {
+	if err := tk.c.AuditHealthy(); err != nil {
+		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
+	}
+	b, err := tk.c.Bundles()
+	if err != nil {
+		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
+	}
+	return b, nil
 }
 
 // beginFinish marks task id (of sandbox sandboxID) as being finished:
@@ -161,7 +176,11 @@ const BundleName = "bundle.tar.gz"
 // stopped gets one made now from the diff kept as it stopped (or none),
 // its manifest saying workspace_gone.
 func (tk *Tasks) Export(ctx context.Context, id string, w io.Writer) error {
-	if tk.bundles == nil {
+	bundles, err := tk.c.Bundles()
+	if err != nil {
+		return err
+	}
+	if bundles == nil {
 		return fmt.Errorf("bundles need the audit log: %w", errdefs.ErrUnsupported)
 	}
 	rec, err := tk.c.Store().GetTask(ctx, id)
@@ -185,7 +204,7 @@ func (tk *Tasks) Export(ctx context.Context, id string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
 	}
-	return tk.bundles.WriteBundle(ctx, taskBundle(rec, &sp, d, gone), w)
+	return bundles.WriteBundle(ctx, taskBundle(rec, &sp, d, gone), w)
 }
 
 // taskBundle is what the bundle is given of an open task (gone: its
@@ -197,6 +216,7 @@ func taskBundle(rec *store.Task, sp *taskSpec, d *Diff, gone *WorkspaceGone) *ma
 	for _, f := range d.Files {
 		tb.Files = append(tb.Files, bundle.File{Path: f.Path, Status: f.Status, InScope: f.InScope})
 	}
+	tb.Dependencies = bundleDeps(d)
 	var res taskResult
 	if len(rec.Result) > 0 {
 		_ = json.Unmarshal(rec.Result, &res)
@@ -246,10 +266,10 @@ func (tk *Tasks) finalState(ctx context.Context, rec *store.Task, sp *taskSpec, 
 	return run, rec, d, nil
 }
 
-// writeResult writes the task's result files (and its bundle) to its
-// result directory: what is written is redacted (rd, the diff as it may
-// be shown). names are the files written.
-func (tk *Tasks) writeResult(ctx context.Context, rec *store.Task, sp *taskSpec, d *Diff, gone *WorkspaceGone) (out string, names []string, res taskResult, rd *Diff, err error) {
+// writeResult writes the task's result files (and its bundle, with
+// bundles unless nil) to its result directory: what is written is
+// redacted (rd, the diff as it may be shown). names are the files written.
+func (tk *Tasks) writeResult(ctx context.Context, bundles manager.TaskBundler, rec *store.Task, sp *taskSpec, d *Diff, gone *WorkspaceGone) (out string, names []string, res taskResult, rd *Diff, err error) {
 	out = filepath.Join(tk.dir(rec.ID), "result")
 	if err := os.MkdirAll(out, 0o700); err != nil {
 		return "", nil, res, nil, err
@@ -284,7 +304,7 @@ func (tk *Tasks) writeResult(ctx context.Context, rec *store.Task, sp *taskSpec,
 		}
 		names = append(names, filepath.Join(out, name))
 	}
-	if tk.bundles != nil {
+	if bundles != nil {
 		// The bundle is made while the sandbox still exists (its added
 		// files are the artifacts); it outlives the sandbox.
 		bp := filepath.Join(out, BundleName)
@@ -292,7 +312,7 @@ func (tk *Tasks) writeResult(ctx context.Context, rec *store.Task, sp *taskSpec,
 		if err != nil {
 			return "", nil, res, nil, err
 		}
-		err = tk.bundles.WriteBundle(ctx, taskBundle(rec, sp, d, gone), f)
+		err = bundles.WriteBundle(ctx, taskBundle(rec, sp, d, gone), f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -14,10 +14,10 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
-	"github.com/airlock-dev/airlock/internal/template"
 )
 
 // fakeBackend makes no sandboxes (tests of what happens before one).
@@ -93,10 +93,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	tpls, err := template.Open(filepath.Join(root, "templates"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpls := testTemplates(t)
 	red := redact.New()
 	log, err := audit.Open(context.Background(), audit.Config{Store: st, Redactor: red, KeyFile: filepath.Join(root, "audit.key")})
 	if err != nil {
@@ -105,7 +102,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 	r := &rig{st: st, log: log, dir: filepath.Join(root, "tasks"), be: &scoping{Backend: fakert.New(t.TempDir()), roots: map[string][][]string{}}}
 	r.tk = New(Config{Dir: r.dir})
 	cfg := manager.Config{Backend: r.be, Templates: tpls, Store: st, Audit: log, Redactor: red, Logf: t.Logf,
-		TaskDir: r.dir, Modules: []manager.Module{r.tk}}
+		Modules: []manager.Module{r.tk, review.New(review.Config{TaskDir: r.dir})}}
 	if configure != nil {
 		configure(&cfg)
 	}

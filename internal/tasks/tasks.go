@@ -8,8 +8,10 @@
 // task's sandbox is made by Core.CreateForTask, its write scope held by
 // Core.RestrictWrites (again after every reset), its finish by
 // Core.BeginFinishing, its tests run by Core.ExecTaskTest (the one policy
-// exception, for the test command its task was started with). As a
-// StopHook it keeps the diff of an open task whose sandbox stops.
+// exception, for the test command its task was started with), its review
+// bundle written by the core's TaskBundler module (Core.Bundles: the
+// review module; without one a task is neither finished nor exported).
+// As a StopHook it keeps the diff of an open task whose sandbox stops.
 package tasks
 
 import (
@@ -37,9 +39,6 @@ type Config struct {
 type Tasks struct {
 	cfg Config
 	c   *manager.Core
-	// bundles writes review bundles (nil: the daemon keeps no audit log,
-	// and makes none).
-	bundles manager.TaskBundler
 
 	mu sync.Mutex
 	// finishing: tasks a Finish is under way for (by task id), also of
@@ -59,7 +58,7 @@ func (tk *Tasks) Attach(c *manager.Core) error {
 	if tk.c != nil {
 		return fmt.Errorf("tasks: attached twice: %w", errdefs.ErrInvalid)
 	}
-	tk.c, tk.bundles = c, c.Bundles()
+	tk.c = c
 	tk.cleanLeftovers()
 	return nil
 }

@@ -358,3 +358,31 @@ func TestTaskWithoutAuditLogHasNoBundle(t *testing.T) {
 		t.Errorf("result files %v", res.Files)
 	}
 }
+
+// A daemon that keeps an audit log but has no bundle writer (no review
+// module) finishes no task and exports none: a task never ends without
+// its bundle. The task stays open, its sandbox running.
+func TestTaskWithoutBundlerFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, func(c *manager.Config) { c.Modules = []manager.Module{c.Modules[0]} })
+	task, err := r.tk.Start(ctx, TaskRequest{Repo: gitRepo(t, map[string]string{"README": "base\n"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.tk.Finish(ctx, task.ID, false); !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "no review module") {
+		t.Errorf("finish without a bundler: %v", err)
+	}
+	if err := r.tk.Export(ctx, task.ID, &bytes.Buffer{}); !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Errorf("export without a bundler: %v", err)
+	}
+	got, err := r.tk.Get(ctx, task.ID)
+	if err != nil || got.State != "open" {
+		t.Errorf("the task after a refused finish: %+v %v", got, err)
+	}
+	if st, ok := r.tk.c.Live(task.SandboxID); !ok || st.State != manager.Running {
+		t.Errorf("its sandbox: %+v %v", st, ok)
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.dir, task.ID, "result", "*")); len(left) != 0 {
+		t.Errorf("result files written: %v", left)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
@@ -27,9 +28,11 @@ import (
 
 // Config is the manager's configuration, but its modules, which are the
 // stack's (Modules must be empty), and what those modules are made from.
-// TaskDir is also the tasks module's directory.
 type Config struct {
 	manager.Config
+	// TaskDir holds the tasks' directories (the tasks module's, whose
+	// result directories the review module's purge removes).
+	TaskDir string
 	// SnapshotDir holds the snapshot templates.
 	SnapshotDir string
 	// SecretsKey is the secrets' key file ("": no secret is kept, every
@@ -58,12 +61,13 @@ type Stack struct {
 	Snapshots *snapshots.Snapshots
 	Secrets   *secrets.Secrets
 	Approvals *approvals.Approvals
+	Review    *review.Review
 }
 
 // New makes the modules and the manager with them attached, in the order
 // their hooks run: tasks first (a stopping task's diff is taken before
-// other hooks), then the network, API keys, snapshots, secrets and
-// approvals.
+// other hooks), then the network, API keys, snapshots, secrets,
+// approvals and review.
 func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Modules) != 0 {
 		return nil, fmt.Errorf("stack: the modules are the stack's own, not the caller's: %w", errdefs.ErrInvalid)
@@ -75,9 +79,10 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Snapshots: snapshots.New(cfg.SnapshotDir, cfg.Templates),
 		Secrets:   secrets.New(cfg.SecretsKey),
 		Approvals: approvals.New(approvals.Config{Wait: cfg.ApprovalWait}),
+		Review:    review.New(review.Config{TaskDir: cfg.TaskDir}),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals}
+	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review}
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err

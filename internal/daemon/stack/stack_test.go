@@ -26,8 +26,8 @@ func config(t *testing.T) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, TaskDir: filepath.Join(dir, "tasks"), Logf: t.Logf},
-		SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key")}
+	return Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Logf: t.Logf},
+		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key")}
 }
 
 // TestNew: every module is made and attached, the manager runs a
@@ -38,7 +38,7 @@ func TestNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Manager.Shutdown(context.Background()) })
-	if s.Manager == nil || s.Tasks == nil || s.Network == nil || s.Keys == nil || s.Snapshots == nil || s.Secrets == nil || s.Approvals == nil {
+	if s.Manager == nil || s.Tasks == nil || s.Network == nil || s.Keys == nil || s.Snapshots == nil || s.Secrets == nil || s.Approvals == nil || s.Review == nil {
 		t.Fatalf("a module is missing: %+v", s)
 	}
 	ctx := context.Background()

@@ -23,6 +23,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/testroot"
 )
 
 // A filter cannot be removed, so everything that runs under it happens in a
@@ -157,7 +159,7 @@ func probes() []probe {
 		probe{name: "socket/inet6-raw", call: raw(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_RAW, unix.IPPROTO_ICMPV6), want: unix.EPERM},
 		probe{name: "socket/packet-raw", call: raw(unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW, 0x0300), want: unix.EPERM, discriminating: true, needsRoot: true},
 		probe{name: "socket/packet-dgram", call: raw(unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_DGRAM, 0), want: unix.EPERM, discriminating: true, needsRoot: true},
-		probe{name: "socket/inet-packet", call: raw(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_PACKET, 0), want: unix.EPERM, discriminating: true},
+		probe{name: "socket/inet-packet", call: raw(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_PACKET, 0), want: unix.EPERM, discriminating: true, needsRoot: true},
 		probe{name: "socket/alg", call: raw(unix.SYS_SOCKET, unix.AF_ALG, unix.SOCK_SEQPACKET, 0), want: unix.EAFNOSUPPORT},
 		probe{name: "socket/inet-stream", call: raw(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)},
 		probe{name: "socket/inet-dgram", call: raw(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, 0)},
@@ -643,14 +645,15 @@ func TestFilteredForkExec(t *testing.T) {
 	t.Run("os.StartProcess", func(t *testing.T) {
 		t.Parallel()
 		out := mustSucceed(t, execSpec{Argv: []string{sh, "-c", shellWorkload}})
-		checkShell(t, out, "0", false)
+		checkShell(t, out, strconv.Itoa(os.Geteuid()), false)
 	})
 	t.Run("syscall.ForkExec", func(t *testing.T) {
 		t.Parallel()
 		out := mustSucceed(t, execSpec{Argv: []string{sh, "-c", shellWorkload}, ForkAPI: "syscall", Setsid: true, Dir: "/"})
-		checkShell(t, out, "0", true)
+		checkShell(t, out, strconv.Itoa(os.Geteuid()), true)
 	})
 	t.Run("credential-65534-setsid", func(t *testing.T) {
+		testroot.Need(t, "to run a command as another uid")
 		t.Parallel()
 		uid := uint32(65534)
 		out := mustSucceed(t, execSpec{Argv: []string{sh, "-c", shellWorkload}, UID: &uid, GID: 65534, Setsid: true, Dir: "/"})
@@ -659,6 +662,7 @@ func TestFilteredForkExec(t *testing.T) {
 	t.Run("agent-pattern-1000", func(t *testing.T) {
 		// What the in-sandbox agent does: uid/gid 1000, new session, a
 		// working directory, through syscall.ForkExec and os.StartProcess.
+		testroot.Need(t, "to run a command as another uid")
 		t.Parallel()
 		// t.TempDir's parent is private to root; uid 1000 needs a path it
 		// can traverse.

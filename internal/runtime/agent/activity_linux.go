@@ -1,5 +1,7 @@
 package agent
 
+import "github.com/airlock-dev/airlock/internal/runtime/agent/watch"
+
 // WatchFiles makes every command's exit report what it did to the files
 // beneath roots (ExitInfo.Files): absolute, clean directories without
 // symlinks, watched recursively from now on. Reads beneath noReads are
@@ -7,7 +9,7 @@ package agent
 // on error the reports are there but incomplete.
 func (s *Server) WatchFiles(roots, noReads []string) error {
 	s.trackFiles = true
-	w, err := newWatcher(roots, noReads, s.fileEvents)
+	w, err := watch.New(roots, noReads, s.fileEvents)
 	if err != nil {
 		return err
 	}
@@ -17,31 +19,26 @@ func (s *Server) WatchFiles(roots, noReads []string) error {
 
 // fileEvents is the watcher's sink: every record goes to every command
 // running now.
-func (s *Server) fileEvents(recs []fileRec, lost bool) {
+func (s *Server) fileEvents(recs []watch.Rec, lost bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.procs {
-		if lost {
-			p.act.incomplete = true
-		}
-		for _, r := range recs {
-			p.act.add(r.kind, r.path)
-		}
+		p.act.Add(recs, lost)
 	}
 }
 
 // noteStart sets up a new command's activity; s.mu is held and p is
 // already among s.procs.
 func (s *Server) noteStart(p *proc) {
-	if s.watch == nil || s.watch.missing.Load() {
-		p.act.incomplete = true
+	if s.watch == nil || s.watch.Missing() {
+		p.act.MarkIncomplete()
 	}
 	if s.hostOps > 0 {
-		p.act.shared = true
+		p.act.MarkShared()
 	}
 	if len(s.procs) > 1 {
 		for _, q := range s.procs {
-			q.act.shared = true
+			q.act.MarkShared()
 		}
 	}
 }
@@ -57,12 +54,12 @@ func (s *Server) hostOp() (end func()) {
 	s.mu.Lock()
 	s.hostOps++
 	for _, p := range s.procs {
-		p.act.shared = true
+		p.act.MarkShared()
 	}
 	s.mu.Unlock()
 	return func() {
 		if s.watch != nil {
-			s.watch.drain()
+			s.watch.Drain()
 		}
 		s.mu.Lock()
 		s.hostOps--

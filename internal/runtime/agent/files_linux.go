@@ -1,596 +1,68 @@
 package agent
 
 import (
-	"archive/tar"
-	crand "crypto/rand"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path"
-	"runtime"
-	"strings"
-	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/airlock-dev/airlock/internal/kernel/pathwalk"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/fileops"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
-// File operations run inside the sandbox, on a thread whose filesystem
-// uid and gid are the command user's, so they can do exactly what a
-// command could (no capability of the agent's is used), and every path is
-// resolved with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS: ".." and
-// symlinks stay inside the sandbox, /proc magic links are refused.
+// The host's file operations (OpFile, OpUntar) run in package fileops as
+// the command user, under the write scope in force; what is the agent's
+// here is the answer and the file activity they cause (hostOp).
 
-func (s *Server) file(m *Message, files []*os.File) {
+func (s *Server) file(m *proto.Message, files []*os.File) {
 	defer closeAll(files)
 	op := m.File
 	if op == nil {
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "file op missing"})
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "invalid", Error: "file op missing"})
 		return
 	}
 	end := func() {}
 	if op.Kind != "stat" && op.Kind != "list" {
 		end = s.hostOp()
 	}
-	var out *Message
+	var out *proto.Message
 	err := s.asUser(func() error {
 		var err error
-		out, err = s.fileOp(op, files)
+		out, err = fileops.Do(op, files)
 		return err
 	})
 	end()
 	if err != nil {
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: fileErrCode(err), Error: err.Error()})
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: fileops.ErrCode(err), Error: err.Error()})
 		return
 	}
-	out.Op, out.ID = OpDone, m.ID
+	out.Op, out.ID = proto.OpDone, m.ID
 	s.reply(out)
 }
 
-// asUser runs fn on a locked thread with the command user's filesystem
-// ids (which also drops the agent's filesystem capabilities on it) and,
-// once there is a write scope, under the same write layers as every new
-// command. fn must do its file system calls on that thread (no goroutines).
+// untar unpacks the tar stream on files[0] below m.Path, entries owned by
+// the command user (fileops.Untar).
+func (s *Server) untar(m *proto.Message, files []*os.File) {
+	defer closeAll(files)
+	if len(files) != 1 || m.Path == "" || !path.IsAbs(m.Path) {
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "invalid", Error: "untar needs an absolute path and one descriptor"})
+		return
+	}
+	var n int
+	end := s.hostOp()
+	err := s.asUser(func() error {
+		var err error
+		n, err = fileops.Untar(files[0], m.Path, s.hard.UID, s.hard.GID)
+		return err
+	})
+	end()
+	if err != nil {
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: fileops.UntarErrCode(err), Error: err.Error()})
+		return
+	}
+	s.reply(&proto.Message{Op: proto.OpDone, ID: m.ID, PID: n})
+}
+
+// asUser runs fn as the command user under the write layers in force
+// (fileops.AsUser), the same as every new command's.
 func (s *Server) asUser(fn func() error) error {
-	layers := s.writeLayers()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		_, _ = unix.SetfsgidRetGid(s.hard.GID)
-		_, _ = unix.SetfsuidRetUid(s.hard.UID)
-		if cur, _ := unix.SetfsuidRetUid(-1); cur != s.hard.UID {
-			// A kernel without setfsuid (gVisor before 2023): the
-			// thread's effective ids instead, which also clears its
-			// effective capabilities; the saved ids stay root.
-			if err := setThreadEffectiveIDs(s.hard.UID, s.hard.GID); err != nil {
-				errc <- fmt.Errorf("could not take the command user's ids: %w", err)
-				return // the thread dies locked
-			}
-			err := fn()
-			if setThreadEffectiveIDs(0, 0) == nil {
-				runtime.UnlockOSThread()
-			}
-			errc <- err
-			return
-		}
-		if len(layers) > 0 {
-			// Landlock cannot be lifted: the thread must never serve
-			// another goroutine, so it dies with this one (still locked).
-			if err := confineThread(layers); err != nil {
-				errc <- fmt.Errorf("apply the write scope: %w", err)
-				return
-			}
-			errc <- fn()
-			return
-		}
-		err := fn()
-		_, _ = unix.SetfsuidRetUid(0)
-		_, _ = unix.SetfsgidRetGid(0)
-		// Back to root only if both really are: otherwise the thread dies
-		// with the goroutine (it stays locked).
-		if u, _ := unix.SetfsuidRetUid(-1); u == 0 {
-			if g, _ := unix.SetfsgidRetGid(-1); g == 0 {
-				runtime.UnlockOSThread()
-			}
-		}
-		errc <- err
-	}()
-	return <-errc
-}
-
-// setThreadEffectiveIDs sets the calling thread's effective gid and uid
-// (raw syscalls: Go's wrappers change every thread of the process) and
-// checks that both took.
-func setThreadEffectiveIDs(uid, gid int) error {
-	keep := ^uintptr(0) // -1: unchanged
-	if uid == 0 {
-		// back to root: the uid first, which makes changing the gid possible
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, keep, uintptr(uid), keep); e != 0 {
-			return e
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, keep, uintptr(gid), keep); e != 0 {
-			return e
-		}
-	} else {
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, keep, uintptr(gid), keep); e != 0 {
-			return e
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, keep, uintptr(uid), keep); e != 0 {
-			return e
-		}
-	}
-	var r, e, sv uint32
-	if _, _, errno := unix.RawSyscall(unix.SYS_GETRESUID, uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&e)), uintptr(unsafe.Pointer(&sv))); errno != 0 || int(e) != uid {
-		return fmt.Errorf("effective uid %d, want %d", e, uid)
-	}
-	if _, _, errno := unix.RawSyscall(unix.SYS_GETRESGID, uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&e)), uintptr(unsafe.Pointer(&sv))); errno != 0 || int(e) != gid {
-		return fmt.Errorf("effective gid %d, want %d", e, gid)
-	}
-	return nil
-}
-
-func fileErrCode(err error) string {
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return "not_found"
-	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS), errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
-		return "denied"
-	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
-		return "conflict"
-	case errors.Is(err, unix.EFBIG), errors.Is(err, unix.ENOSPC):
-		return "limit_exceeded"
-	case errors.Is(err, ErrUploadAborted):
-		return "aborted"
-	case errors.Is(err, errInvalidPath), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL):
-		return "invalid"
-	}
-	return "internal"
-}
-
-var errInvalidPath = errors.New("invalid path")
-
-// cleanPath wants an absolute path without NUL.
-func cleanPath(p string) (string, error) {
-	if p == "" || !path.IsAbs(p) || strings.ContainsRune(p, 0) || len(p) > 4096 {
-		return "", fmt.Errorf("%q: want an absolute path: %w", p, errInvalidPath)
-	}
-	return path.Clean(p), nil
-}
-
-const resolveFlags = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
-
-func openRoot(p string, flags uint64, mode uint64) (int, error) {
-	// O_NOCTTY: the agent leads a session with no terminal, and a tty
-	// (a sandbox's pty, say) it opened would become its own, whose
-	// owner could then signal it.
-	if flags&unix.O_PATH == 0 { // (openat2 refuses O_NOCTTY with O_PATH)
-		flags |= unix.O_NOCTTY
-	}
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags}
-	fd, err := pathwalk.Openat2(unix.AT_FDCWD, p, &how)
-	if err != nil {
-		return -1, &fs.PathError{Op: "open", Path: p, Err: err}
-	}
-	// /proc is not the sandbox's files, and its entries of the agent's own
-	// process are open to this thread on some kernels (gVisor) whatever
-	// its ids: the file API does not reach into it.
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type == unix.PROC_SUPER_MAGIC {
-		unix.Close(fd)
-		return -1, &fs.PathError{Op: "open", Path: p, Err: unix.EACCES}
-	}
-	return fd, nil
-}
-
-// parentAndBase opens p's parent directory (resolved in root) and
-// returns it with p's last element, which is then used with *at calls
-// that do not follow it.
-func parentAndBase(p string) (int, string, error) {
-	if p == "/" {
-		return -1, "", fmt.Errorf("the root itself: %w", errInvalidPath)
-	}
-	dir, base := path.Split(p)
-	fd, err := openRoot(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
-	return fd, base, err
-}
-
-func statInfo(name, p string, st *unix.Stat_t, target string) FileInfo {
-	fi := FileInfo{Name: name, Path: p, Size: st.Size, Mode: st.Mode & 0o7777, UID: int(st.Uid), GID: int(st.Gid),
-		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UTC(), Target: target}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		fi.Type = "file"
-	case unix.S_IFDIR:
-		fi.Type = "dir"
-	case unix.S_IFLNK:
-		fi.Type = "symlink"
-	default:
-		fi.Type = "other"
-	}
-	return fi
-}
-
-// lstatAt describes base in dirfd without following it.
-func lstatAt(dirfd int, base, full string) (FileInfo, error) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return FileInfo{}, &fs.PathError{Op: "stat", Path: full, Err: err}
-	}
-	target := ""
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		buf := make([]byte, 4096)
-		if n, err := unix.Readlinkat(dirfd, base, buf); err == nil {
-			target = string(buf[:n])
-		}
-	}
-	return statInfo(base, full, &st, target), nil
-}
-
-func (s *Server) fileOp(op *FileOp, files []*os.File) (*Message, error) {
-	p, err := cleanPath(op.Path)
-	if err != nil {
-		return nil, err
-	}
-	switch op.Kind {
-	case "stat":
-		if p == "/" {
-			var st unix.Stat_t
-			if err := unix.Stat("/", &st); err != nil {
-				return nil, err
-			}
-			return &Message{Files: []FileInfo{statInfo("/", "/", &st, "")}}, nil
-		}
-		dfd, base, err := parentAndBase(p)
-		if err != nil {
-			return nil, err
-		}
-		defer unix.Close(dfd)
-		fi, err := lstatAt(dfd, base, p)
-		if err != nil {
-			return nil, err
-		}
-		return &Message{Files: []FileInfo{fi}}, nil
-	case "list":
-		fd, err := openRoot(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return nil, err
-		}
-		d := os.NewFile(uintptr(fd), p)
-		defer d.Close()
-		names, err := d.Readdirnames(-1)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]FileInfo, 0, len(names))
-		for _, n := range names {
-			fi, err := lstatAt(fd, n, path.Join(p, n))
-			if err == nil {
-				out = append(out, fi)
-			}
-		}
-		return &Message{Files: out}, nil
-	case "read":
-		if len(files) != 1 {
-			return nil, fmt.Errorf("read needs one descriptor: %w", errInvalidPath)
-		}
-		// Reads follow symlinks (resolution stays inside the sandbox);
-		// writes never do.
-		fd, err := openRoot(p, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, err
-		}
-		f := os.NewFile(uintptr(fd), p)
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return nil, err
-		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s is not a regular file: %w", p, unix.EISDIR)
-		}
-		if op.MaxBytes > 0 && st.Size() > op.MaxBytes {
-			return nil, fmt.Errorf("%s is %d bytes, more than %d: %w", p, st.Size(), op.MaxBytes, unix.EFBIG)
-		}
-		n, err := io.Copy(files[0], f)
-		if err != nil {
-			return nil, err
-		}
-		return &Message{Size: n}, nil
-	case "write":
-		if len(files) != 1 {
-			return nil, fmt.Errorf("write needs one descriptor: %w", errInvalidPath)
-		}
-		mode := op.Mode & 0o777
-		if mode == 0 {
-			mode = 0o644
-		}
-		if op.Parents {
-			if err := mkdirParents(path.Dir(p)); err != nil {
-				return nil, err
-			}
-		}
-		dfd, base, err := parentAndBase(p)
-		if err != nil {
-			return nil, err
-		}
-		defer unix.Close(dfd)
-		n, err := writeWhole(dfd, base, p, mode, &FrameReader{R: files[0]})
-		if err != nil {
-			return nil, err
-		}
-		return &Message{Size: n}, nil
-	case "mkdir":
-		if op.Parents {
-			return &Message{}, mkdirParents(p)
-		}
-		dfd, base, err := parentAndBase(p)
-		if err != nil {
-			return nil, err
-		}
-		defer unix.Close(dfd)
-		if err := unix.Mkdirat(dfd, base, 0o755); err != nil {
-			return nil, &fs.PathError{Op: "mkdir", Path: p, Err: err}
-		}
-		return &Message{}, nil
-	case "remove":
-		dfd, base, err := parentAndBase(p)
-		if err != nil {
-			return nil, err
-		}
-		defer unix.Close(dfd)
-		return &Message{}, removeAt(dfd, base, p, op.Recursive)
-	case "tar":
-		if len(files) != 1 {
-			return nil, fmt.Errorf("tar needs one descriptor: %w", errInvalidPath)
-		}
-		n, err := writeTarIn(files[0], p)
-		if err != nil {
-			return nil, err
-		}
-		return &Message{Size: n}, nil
-	}
-	return nil, fmt.Errorf("unknown file op %q: %w", op.Kind, errInvalidPath)
-}
-
-// writeWhole puts all of r at base in dirfd, or nothing: r is written
-// to a new temporary name beside base and renamed over it once r ended
-// well, so an upload that breaks off (ErrUploadAborted) leaves base as it
-// was. base must be absent or a regular file, never a symlink planted at
-// the name, a FIFO or a device; an existing file keeps its permissions.
-// Where base may be written but no file made beside it (a write scope
-// that names the file, a directory the user cannot write), r is staged in
-// an unnamed file in /tmp first and then copied into base.
-func writeWhole(dirfd int, base, full string, mode uint32, r io.Reader) (int64, error) {
-	var st unix.Stat_t
-	exists := false
-	switch err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
-	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return 0, &fs.PathError{Op: "create", Path: full, Err: unix.ELOOP}
-	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
-		return 0, &fs.PathError{Op: "create", Path: full, Err: unix.EISDIR}
-	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return 0, &fs.PathError{Op: "create", Path: full, Err: fmt.Errorf("not a regular file: %w", unix.EINVAL)}
-	case err == nil:
-		exists, mode = true, st.Mode&0o777
-	case err != unix.ENOENT:
-		return 0, &fs.PathError{Op: "stat", Path: full, Err: err}
-	}
-	var rnd [8]byte
-	_, _ = crand.Read(rnd[:])
-	tmp := fmt.Sprintf(".airlock-upload-%x", rnd)
-	f, err := pathwalk.OpenRegular(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
-	if err != nil && exists && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
-		return writeStaged(dirfd, base, full, r)
-	}
-	if err != nil {
-		return 0, &fs.PathError{Op: "create", Path: full, Err: errors.Unwrap(err)}
-	}
-	if exists {
-		_ = f.Chmod(fs.FileMode(mode)) // the umask took bits off; the file had them
-	}
-	n, err := io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if err = unix.Renameat(dirfd, tmp, dirfd, base); err != nil {
-			err = &fs.PathError{Op: "rename", Path: full, Err: err}
-		}
-	}
-	if err != nil {
-		_ = unix.Unlinkat(dirfd, tmp, 0)
-		return n, err
-	}
-	return n, nil
-}
-
-// writeStaged is writeWhole through an unnamed file in /tmp: base is
-// opened for writing first (so a refused write reads nothing), and
-// truncated and written only once all of r is there.
-func writeStaged(dirfd int, base, full string, r io.Reader) (int64, error) {
-	f, err := pathwalk.OpenRegular(dirfd, base, unix.O_WRONLY, 0)
-	if err != nil {
-		return 0, &fs.PathError{Op: "create", Path: full, Err: errors.Unwrap(err)}
-	}
-	defer f.Close()
-	sfd, err := openRoot("/tmp", unix.O_TMPFILE|unix.O_RDWR, 0o600)
-	if err != nil {
-		return 0, fmt.Errorf("stage the upload of %s in /tmp: %w", full, err)
-	}
-	staged := os.NewFile(uintptr(sfd), "staged")
-	defer staged.Close()
-	n, err := io.Copy(staged, r)
-	if err != nil {
-		return n, err
-	}
-	if _, err := staged.Seek(0, io.SeekStart); err != nil {
-		return n, err
-	}
-	if err := f.Truncate(0); err != nil {
-		return n, &fs.PathError{Op: "truncate", Path: full, Err: err}
-	}
-	if _, err := io.Copy(f, staged); err != nil {
-		return n, err
-	}
-	return n, f.Close()
-}
-
-func mkdirParents(p string) error {
-	cur := "/"
-	for _, el := range strings.Split(strings.Trim(p, "/"), "/") {
-		if el == "" {
-			continue
-		}
-		dfd, err := openRoot(cur, unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return err
-		}
-		err = unix.Mkdirat(dfd, el, 0o755)
-		unix.Close(dfd)
-		if err != nil && err != unix.EEXIST {
-			return &fs.PathError{Op: "mkdir", Path: path.Join(cur, el), Err: err}
-		}
-		cur = path.Join(cur, el)
-	}
-	// the last element must be a directory (not a symlink to one elsewhere:
-	// openRoot would resolve it in root anyway)
-	fd, err := openRoot(p, unix.O_PATH|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
-	unix.Close(fd)
-	return nil
-}
-
-// removeAt removes base in dirfd; with recursive, a directory and all it
-// holds, never following a symlink.
-func removeAt(dirfd int, base, full string, recursive bool) error {
-	err := unix.Unlinkat(dirfd, base, 0)
-	if err == nil {
-		return nil
-	}
-	if err != unix.EISDIR && err != unix.EPERM {
-		return &fs.PathError{Op: "remove", Path: full, Err: err}
-	}
-	err = unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR)
-	if err == nil || !recursive || (err != unix.ENOTEMPTY && err != unix.EEXIST) {
-		if err != nil {
-			return &fs.PathError{Op: "remove", Path: full, Err: err}
-		}
-		return nil
-	}
-	fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &fs.PathError{Op: "open", Path: full, Err: err}
-	}
-	d := os.NewFile(uintptr(fd), full)
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		d.Close()
-		return err
-	}
-	for _, n := range names {
-		if err := removeAt(fd, n, path.Join(full, n), true); err != nil {
-			d.Close()
-			return err
-		}
-	}
-	d.Close()
-	if err := unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR); err != nil {
-		return &fs.PathError{Op: "remove", Path: full, Err: err}
-	}
-	return nil
-}
-
-// writeTarIn writes the tree at p as a tar stream (symlinks as links,
-// never followed), names relative to p.
-func writeTarIn(w io.Writer, p string) (int64, error) {
-	root, err := openRoot(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(root)
-	cw := &countWriter{w: w}
-	tw := tar.NewWriter(cw)
-	if err := tarDir(tw, root, ""); err != nil {
-		return cw.n, err
-	}
-	if err := tw.Close(); err != nil {
-		return cw.n, err
-	}
-	return cw.n, nil
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func tarDir(tw *tar.Writer, dirfd int, rel string) error {
-	dup, err := unix.FcntlInt(uintptr(dirfd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	d := os.NewFile(uintptr(dup), rel)
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		name := path.Join(rel, n)
-		fi, err := lstatAt(dirfd, n, name)
-		if err != nil {
-			continue
-		}
-		h := &tar.Header{Name: name, Mode: int64(fi.Mode), ModTime: fi.ModTime}
-		switch fi.Type {
-		case "dir":
-			h.Typeflag, h.Name = tar.TypeDir, name+"/"
-			if err := tw.WriteHeader(h); err != nil {
-				return err
-			}
-			fd, err := unix.Openat(dirfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				continue // unreadable: skipped, as a command would see it
-			}
-			err = tarDir(tw, fd, name)
-			unix.Close(fd)
-			if err != nil {
-				return err
-			}
-		case "symlink":
-			h.Typeflag, h.Linkname = tar.TypeSymlink, fi.Target
-			if err := tw.WriteHeader(h); err != nil {
-				return err
-			}
-		case "file":
-			// a FIFO swapped in since the listing is skipped, not waited on
-			f, err := pathwalk.OpenRegular(dirfd, n, unix.O_RDONLY, 0)
-			if err != nil {
-				continue
-			}
-			h.Typeflag, h.Size = tar.TypeReg, fi.Size
-			if err := tw.WriteHeader(h); err != nil {
-				f.Close()
-				return err
-			}
-			_, err = io.CopyN(tw, f, fi.Size)
-			f.Close()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return fileops.AsUser(s.hard.UID, s.hard.GID, s.writeLayers(), fn)
 }

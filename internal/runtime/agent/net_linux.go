@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,22 +74,6 @@ func relayBudget(maxConns int) int {
 	return max(1, min(maxConns, (int(rl.Cur)-agentFDReserve)/2))
 }
 
-// CodeRefused is the Code of an OpNetConn from the agent that reports a
-// connection it refused (no descriptor; Error says why), and of the
-// host's OpError answer that refuses one.
-const CodeRefused = "refused"
-
-// Network ops (agent -> host, and the host's answers).
-const (
-	// OpNetConn (agent -> host): a connection to the proxy, with its
-	// descriptor, or (relay) without one and an ID the host answers with
-	// OpNetConn carrying a stream socket's end.
-	OpNetConn = "net_conn"
-	// OpDNS (agent -> host): a DNS query in Data, ID set; the host answers
-	// OpDNS with the reply in Data, or OpError.
-	OpDNS = "dns"
-)
-
 // netState is the agent's side of the network forwarding.
 type netState struct {
 	relay bool
@@ -102,7 +87,7 @@ type netState struct {
 	dnsStreams atomic.Int64
 	next       atomic.Uint64
 	mu         sync.Mutex
-	wait       map[uint64]chan *Message
+	wait       map[uint64]chan *proto.Message
 }
 
 // StartNetwork starts the proxy and DNS listeners on the sandbox's
@@ -115,7 +100,7 @@ func (s *Server) StartNetwork(relay bool, maxConns int) error {
 	if relay {
 		maxConns = relayBudget(maxConns)
 	}
-	ns := &netState{relay: relay, wait: map[uint64]chan *Message{}, maxConns: int64(maxConns),
+	ns := &netState{relay: relay, wait: map[uint64]chan *proto.Message{}, maxConns: int64(maxConns),
 		slots: make(chan struct{}, maxHandoffs), dnsSlots: make(chan struct{}, maxHandoffs)}
 	ns.next.Store(1 << 62) // apart from the host's request ids
 	proxy, err := net.Listen("tcp4", ProxyAddr)
@@ -142,7 +127,7 @@ func (s *Server) StartNetwork(relay bool, maxConns int) error {
 
 // netAnswer delivers a host answer to an agent request; false if none
 // waits for it.
-func (s *Server) netAnswer(m *Message, files []*os.File) bool {
+func (s *Server) netAnswer(m *proto.Message, files []*os.File) bool {
 	if s.net == nil {
 		return false
 	}
@@ -159,10 +144,10 @@ func (s *Server) netAnswer(m *Message, files []*os.File) bool {
 }
 
 // ask sends an agent request and waits for the host's answer.
-func (s *Server) ask(m *Message, timeout time.Duration) (*Message, error) {
+func (s *Server) ask(m *proto.Message, timeout time.Duration) (*proto.Message, error) {
 	id := s.net.next.Add(1)
 	m.ID = id
-	ch := make(chan *Message, 1)
+	ch := make(chan *proto.Message, 1)
 	s.net.mu.Lock()
 	s.net.wait[id] = ch
 	s.net.mu.Unlock()
@@ -176,7 +161,7 @@ func (s *Server) ask(m *Message, timeout time.Duration) (*Message, error) {
 	defer t.Stop()
 	select {
 	case a := <-ch:
-		if a.Op == OpError {
+		if a.Op == proto.OpError {
 			closeAll(a.Passed)
 			return nil, &hostError{code: a.Code, msg: a.Error}
 		}
@@ -221,7 +206,7 @@ func (e *hostError) Error() string { return e.msg }
 // it and tells the host, which records it.
 func (s *Server) refuseConn(c net.Conn, reason string) {
 	s.refuseConnQuietly(c, reason)
-	_ = s.conn.Send(&Message{Op: OpNetConn, Code: CodeRefused, Error: reason})
+	_ = s.conn.Send(&proto.Message{Op: proto.OpNetConn, Code: proto.CodeRefused, Error: reason})
 }
 
 // refuseConnQuietly is refuseConn without telling the host.
@@ -251,7 +236,7 @@ func (s *Server) forwardConn(c *net.TCPConn) {
 			return
 		}
 		defer f.Close()
-		_ = s.conn.Send(&Message{Op: OpNetConn, PID: pid}, f)
+		_ = s.conn.Send(&proto.Message{Op: proto.OpNetConn, PID: pid}, f)
 		return
 	}
 	if n := s.net.relays.Add(1); n > s.net.maxConns {
@@ -261,14 +246,14 @@ func (s *Server) forwardConn(c *net.TCPConn) {
 		return
 	}
 	defer s.net.relays.Add(-1)
-	a, err := s.ask(&Message{Op: OpNetConn, PID: pid}, 30*time.Second)
+	a, err := s.ask(&proto.Message{Op: proto.OpNetConn, PID: pid}, 30*time.Second)
 	release()
 	if err != nil || len(a.Passed) != 1 {
 		if a != nil {
 			closeAll(a.Passed)
 		}
 		var he *hostError
-		if errors.As(err, &he) && he.code == CodeRefused {
+		if errors.As(err, &he) && he.code == proto.CodeRefused {
 			// the host refused it (its cap) and recorded it: say why
 			s.refuseConnQuietly(c, he.msg)
 			return
@@ -312,7 +297,7 @@ const relayLinger = 10 * time.Second
 
 // dnsQuery asks the host to answer one DNS message.
 func (s *Server) dnsQuery(q []byte, pid int) ([]byte, error) {
-	a, err := s.ask(&Message{Op: OpDNS, PID: pid, Data: q}, 15*time.Second)
+	a, err := s.ask(&proto.Message{Op: proto.OpDNS, PID: pid, Data: q}, 15*time.Second)
 	if err != nil {
 		return nil, err
 	}

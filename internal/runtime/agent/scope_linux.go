@@ -13,6 +13,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/kernel/landlock"
 	"github.com/airlock-dev/airlock/internal/kernel/pathwalk"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/fileops"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // A write scope confines where commands and file operations may write,
@@ -25,7 +27,7 @@ import (
 // is the intersection of all of them.
 
 // restrictWrites answers OpRestrictWrites.
-func (s *Server) restrictWrites(m *Message) {
+func (s *Server) restrictWrites(m *proto.Message) {
 	var paths []string
 	if m.Scope != nil {
 		paths = m.Scope.Paths
@@ -34,10 +36,10 @@ func (s *Server) restrictWrites(m *Message) {
 	ws, err := s.narrowWrites(paths)
 	end()
 	if err != nil {
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: scopeErrCode(err), Error: err.Error()})
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: scopeErrCode(err), Error: err.Error()})
 		return
 	}
-	s.reply(&Message{Op: OpDone, ID: m.ID, Scope: ws})
+	s.reply(&proto.Message{Op: proto.OpDone, ID: m.ID, Scope: ws})
 }
 
 func scopeErrCode(err error) string {
@@ -47,12 +49,12 @@ func scopeErrCode(err error) string {
 	case errors.Is(err, unix.E2BIG):
 		return "limit_exceeded"
 	}
-	return fileErrCode(err)
+	return fileops.ErrCode(err)
 }
 
 // narrowWrites stacks a write layer for paths and returns the scope now in
 // force.
-func (s *Server) narrowWrites(req []string) (*WriteScope, error) {
+func (s *Server) narrowWrites(req []string) (*proto.WriteScope, error) {
 	if s.landABI < landlock.MinWritesABI {
 		// 0: no Landlock at all
 		return nil, fmt.Errorf("write scopes need Landlock ABI %d or later, commands here have %d: %w",
@@ -92,7 +94,7 @@ func (s *Server) narrowWrites(req []string) (*WriteScope, error) {
 	s.layers = append(s.layers, rs)
 	s.scope = scope
 	s.scopeMu.Unlock()
-	return &WriteScope{Paths: scope, Scratch: s.hard.Scratch, LandlockABI: rs.Applied().ABI}, nil
+	return &proto.WriteScope{Paths: scope, Scratch: s.hard.Scratch, LandlockABI: rs.Applied().ABI}, nil
 }
 
 // restrictSpawner enforces rs on the spawner thread, between two forks.
@@ -114,21 +116,6 @@ func (s *Server) currentScope() []string {
 	s.scopeMu.Lock()
 	defer s.scopeMu.Unlock()
 	return s.scope
-}
-
-// confineThread applies the write layers to the calling, locked thread.
-// Landlock wants no_new_privs first; it is per thread, so the rest of the
-// agent keeps its privileges.
-func confineThread(layers []*landlock.Ruleset) error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	for _, rs := range layers {
-		if _, err := rs.RestrictThread(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // scopeToOpen leaves out the paths that share nothing with the scope in
@@ -181,7 +168,7 @@ func openPlace(p string, create bool) (*os.File, error) {
 	}
 	if errors.Is(err, unix.ELOOP) {
 		// not %w: ELOOP alone would read as a refusal, this is a bad path
-		return nil, fmt.Errorf("write scope path %s is or passes through a symlink (%v): %w", p, err, errInvalidPath)
+		return nil, fmt.Errorf("write scope path %s is or passes through a symlink (%v): %w", p, err, fileops.ErrInvalidPath)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("write scope path %s: %w", p, err)
@@ -196,7 +183,7 @@ func checkPlaceType(f *os.File) error {
 		return fmt.Errorf("write scope path %s: %w", f.Name(), err)
 	}
 	if t := st.Mode & unix.S_IFMT; t != unix.S_IFDIR && t != unix.S_IFREG {
-		return fmt.Errorf("write scope path %s is neither a directory nor a regular file: %w", f.Name(), errInvalidPath)
+		return fmt.Errorf("write scope path %s is neither a directory nor a regular file: %w", f.Name(), fileops.ErrInvalidPath)
 	}
 	return nil
 }
@@ -235,13 +222,13 @@ func checkScopePaths(paths, roots []string) ([]string, error) {
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
 		if p == "" || !path.IsAbs(p) || strings.ContainsRune(p, 0) || len(p) > 4096 {
-			return nil, fmt.Errorf("write scope path %q: want an absolute path: %w", p, errInvalidPath)
+			return nil, fmt.Errorf("write scope path %q: want an absolute path: %w", p, fileops.ErrInvalidPath)
 		}
 		if path.Clean(p) != p {
-			return nil, fmt.Errorf("write scope path %q: want a clean path (%q): %w", p, path.Clean(p), errInvalidPath)
+			return nil, fmt.Errorf("write scope path %q: want a clean path (%q): %w", p, path.Clean(p), fileops.ErrInvalidPath)
 		}
 		if !slices.ContainsFunc(roots, func(r string) bool { return within(p, r) }) {
-			return nil, fmt.Errorf("write scope path %s: not within %s: %w", p, strings.Join(roots, " or "), errInvalidPath)
+			return nil, fmt.Errorf("write scope path %s: not within %s: %w", p, strings.Join(roots, " or "), fileops.ErrInvalidPath)
 		}
 		out = append(out, p)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/runtime/agent/fileops"
 )
 
 var roots = []string{"/workspace", "/home/sandbox"}
@@ -21,7 +23,7 @@ func TestCheckScopePaths(t *testing.T) {
 		"/workspace/src/", "//workspace/src", "/workspace\x00/src", "/", "/etc", "/tmp",
 		"/workspacex", "/home/sandboxy", "/home",
 	} {
-		if _, err := checkScopePaths([]string{"/workspace/ok", bad}, roots); !errors.Is(err, errInvalidPath) {
+		if _, err := checkScopePaths([]string{"/workspace/ok", bad}, roots); !errors.Is(err, fileops.ErrInvalidPath) {
 			t.Errorf("checkScopePaths(%q) = %v, want an invalid path error", bad, err)
 		}
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/kernel/landlock"
 	"github.com/airlock-dev/airlock/internal/kernel/seccomp"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/watch"
 )
 
 // Hardening is what every command gets before it execs.
@@ -40,7 +42,7 @@ type Hardening struct {
 // Server serves one host channel. It must run as PID 1 of the sandbox's
 // pid namespace, as root of the sandbox's user namespace.
 type Server struct {
-	conn    *Conn
+	conn    *proto.Conn
 	hard    Hardening
 	prog    []unix.SockFilter
 	lastCap int
@@ -73,7 +75,7 @@ type Server struct {
 	// File activity (WatchFiles): trackFiles once asked for; watch is
 	// nil when inotify could not be had (every report is incomplete then).
 	trackFiles bool
-	watch      *watcher
+	watch      *watch.Watcher
 
 	// net is the network forwarding (StartNetwork); nil: none.
 	net *netState
@@ -93,7 +95,7 @@ type proc struct {
 	start    time.Time
 	timer    *time.Timer
 	timedOut bool
-	act      activity // guarded by Server.mu while the command is live
+	act      watch.Activity // guarded by Server.mu while the command is live
 }
 
 type earlyExit struct {
@@ -104,7 +106,7 @@ type earlyExit struct {
 
 // NewServer prepares a server; it loads the seccomp program and checks the
 // Landlock ABI so that a missing feature fails here, not per command.
-func NewServer(conn *Conn, h Hardening) (*Server, error) {
+func NewServer(conn *proto.Conn, h Hardening) (*Server, error) {
 	prog, err := seccomp.Program()
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
@@ -181,34 +183,34 @@ func (s *Server) Serve() {
 			os.Exit(0)
 		}
 		switch m.Op {
-		case OpExec:
+		case proto.OpExec:
 			s.exec(m, files)
-		case OpSignal:
+		case proto.OpSignal:
 			closeAll(files)
 			s.signal(m)
-		case OpResize:
+		case proto.OpResize:
 			closeAll(files)
 			s.resize(m)
-		case OpUntar:
+		case proto.OpUntar:
 			go s.untar(m, files)
-		case OpFile:
+		case proto.OpFile:
 			go s.file(m, files)
-		case OpRestrictWrites:
+		case proto.OpRestrictWrites:
 			closeAll(files)
 			go s.restrictWrites(m)
-		case OpSweep:
+		case proto.OpSweep:
 			closeAll(files)
 			go s.sweep(m)
-		case OpShutdown:
+		case proto.OpShutdown:
 			os.Exit(0)
-		case OpNetConn, OpDNS:
+		case proto.OpNetConn, proto.OpDNS:
 			// the host's answer to a network request of ours
 			if !s.netAnswer(m, files) {
 				closeAll(files)
 			}
 		default:
 			closeAll(files)
-			s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "unknown op " + strconv.Quote(m.Op)})
+			s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "invalid", Error: "unknown op " + strconv.Quote(m.Op)})
 		}
 	}
 }
@@ -219,20 +221,20 @@ func closeAll(files []*os.File) {
 	}
 }
 
-func (s *Server) reply(m *Message, files ...*os.File) {
+func (s *Server) reply(m *proto.Message, files ...*os.File) {
 	err := s.conn.Send(m, files...)
-	if errors.Is(err, ErrTooLarge) {
+	if errors.Is(err, proto.ErrTooLarge) {
 		// The answer does not fit: an exit report goes without its file
 		// activity (marked incomplete); anything else becomes an error.
 		// The host must hear of it either way.
 		if m.Exit != nil && m.Exit.Files != nil {
 			short := *m
 			ex := *m.Exit
-			ex.Files = &FileActivity{Incomplete: true, Shared: m.Exit.Files.Shared}
+			ex.Files = &proto.FileActivity{Incomplete: true, Shared: m.Exit.Files.Shared}
 			short.Exit = &ex
 			err = s.conn.Send(&short, files...)
 		} else {
-			err = s.conn.Send(&Message{Op: OpError, ID: m.ID, Code: "limit_exceeded", Error: "the answer is too large for the agent channel: " + err.Error()}, files...)
+			err = s.conn.Send(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "limit_exceeded", Error: "the answer is too large for the agent channel: " + err.Error()}, files...)
 		}
 	}
 	if err != nil {
@@ -240,7 +242,7 @@ func (s *Server) reply(m *Message, files ...*os.File) {
 	}
 }
 
-func (s *Server) exec(m *Message, files []*os.File) {
+func (s *Server) exec(m *proto.Message, files []*os.File) {
 	want := 3
 	if m.Exec != nil && m.Exec.TTY {
 		want = 0
@@ -250,7 +252,7 @@ func (s *Server) exec(m *Message, files []*os.File) {
 	}
 	if m.Exec == nil || len(m.Exec.Argv) == 0 || len(files) != want {
 		closeAll(files)
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "invalid", Error: "exec needs argv and 3 descriptors (none with a terminal, one with a relayed terminal)"})
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "invalid", Error: "exec needs argv and 3 descriptors (none with a terminal, one with a relayed terminal)"})
 		return
 	}
 	spec := m.Exec
@@ -263,7 +265,7 @@ func (s *Server) exec(m *Message, files []*os.File) {
 		var err error
 		if master, slave, err = s.openPTY(spec.Rows, spec.Cols); err != nil {
 			closeAll(files)
-			s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: "terminal: " + err.Error()})
+			s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "internal", Error: "terminal: " + err.Error()})
 			return
 		}
 		files = []*os.File{slave, slave, slave}
@@ -284,7 +286,7 @@ func (s *Server) exec(m *Message, files []*os.File) {
 		path, err := lookPath(spec.Argv[0], spec.Env)
 		if err != nil {
 			closeAll(files)
-			s.reply(&Message{Op: OpError, ID: m.ID, Code: errCode(err), Error: err.Error()})
+			s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: errCode(err), Error: err.Error()})
 			return
 		}
 		// Hold the lock from fork until "started" is sent: the reaper
@@ -294,7 +296,7 @@ func (s *Server) exec(m *Message, files []*os.File) {
 		closeAll(files)
 		if err != nil {
 			s.mu.Unlock()
-			s.reply(&Message{Op: OpError, ID: m.ID, Code: errCode(err), Error: err.Error()})
+			s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: errCode(err), Error: err.Error()})
 			return
 		}
 		p := &proc{id: m.ID, pid: pid, start: time.Now()}
@@ -312,9 +314,9 @@ func (s *Server) exec(m *Message, files []*os.File) {
 			p.timer = time.AfterFunc(time.Duration(spec.TimeoutMS)*time.Millisecond, func() { s.timeout(p) })
 		}
 		if master != nil && p.tty == nil {
-			s.reply(&Message{Op: OpStarted, ID: m.ID, PID: pid}, master)
+			s.reply(&proto.Message{Op: proto.OpStarted, ID: m.ID, PID: pid}, master)
 		} else {
-			s.reply(&Message{Op: OpStarted, ID: m.ID, PID: pid})
+			s.reply(&proto.Message{Op: proto.OpStarted, ID: m.ID, PID: pid})
 		}
 		e, early := s.early[pid]
 		delete(s.early, pid)
@@ -365,7 +367,7 @@ func lookPath(name string, env []string) (string, error) {
 
 type spawnReq struct {
 	path  string
-	spec  *ExecSpec
+	spec  *proto.ExecSpec
 	files []*os.File
 	// restrict, when set, is enforced on the spawner thread instead of a
 	// fork: every command forked afterwards inherits it.
@@ -405,7 +407,7 @@ func (s *Server) spawner(ready chan<- error) {
 }
 
 // spawn forks and execs a command on the spawner thread.
-func (s *Server) spawn(path string, spec *ExecSpec, files []*os.File) (int, error) {
+func (s *Server) spawn(path string, spec *proto.ExecSpec, files []*os.File) (int, error) {
 	reply := make(chan spawnRes, 1)
 	s.spawnc <- spawnReq{path: path, spec: spec, files: files, reply: reply}
 	r := <-reply
@@ -455,7 +457,7 @@ func (s *Server) harden() error {
 }
 
 // forkExec runs on the hardened spawner thread.
-func (s *Server) forkExec(path string, spec *ExecSpec, files []*os.File) (int, error) {
+func (s *Server) forkExec(path string, spec *proto.ExecSpec, files []*os.File) (int, error) {
 	dir := spec.Dir
 	if dir == "" {
 		dir = "/workspace"
@@ -572,19 +574,19 @@ func descendants(pid int) []int {
 	return out
 }
 
-func (s *Server) signal(m *Message) {
+func (s *Server) signal(m *proto.Message) {
 	s.mu.Lock()
 	p := s.byID[m.ID]
 	s.mu.Unlock()
 	if p == nil {
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "not_found", Error: "no such process"})
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "not_found", Error: "no such process"})
 		return
 	}
 	sig := unix.Signal(m.Signal)
 	if sig == unix.SIGKILL {
 		// killing a command kills all of it (see killTree)
 		killTree(p.pid)
-		s.reply(&Message{Op: OpDone, ID: m.ID})
+		s.reply(&proto.Message{Op: proto.OpDone, ID: m.ID})
 		return
 	}
 	err := unix.Kill(-p.pid, sig)
@@ -592,16 +594,16 @@ func (s *Server) signal(m *Message) {
 		err = unix.Kill(p.pid, sig)
 	}
 	if err != nil {
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: err.Error()})
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "internal", Error: err.Error()})
 		return
 	}
-	s.reply(&Message{Op: OpDone, ID: m.ID})
+	s.reply(&proto.Message{Op: proto.OpDone, ID: m.ID})
 }
 
 // sweep ends every other process of the sandbox: as its PID 1, the
 // agent's kill(-1) reaches all of them (and never itself). It answers once
 // none is left, or with an error after 5 s.
-func (s *Server) sweep(m *Message) {
+func (s *Server) sweep(m *proto.Message) {
 	others := func() int {
 		ents, _ := os.ReadDir("/proc")
 		n := 0
@@ -616,23 +618,23 @@ func (s *Server) sweep(m *Message) {
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		_ = unix.Kill(-1, unix.SIGKILL) // again: one may have forked meanwhile
 		if others() == 0 {
-			s.reply(&Message{Op: OpDone, ID: m.ID, PID: n})
+			s.reply(&proto.Message{Op: proto.OpDone, ID: m.ID, PID: n})
 			return
 		}
 		if time.Now().After(deadline) {
-			s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: fmt.Sprintf("%d processes were still there after 5 s", others())})
+			s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "internal", Error: fmt.Sprintf("%d processes were still there after 5 s", others())})
 			return
 		}
 	}
 }
 
 // resize sets the window size of a relayed command's terminal.
-func (s *Server) resize(m *Message) {
+func (s *Server) resize(m *proto.Message) {
 	s.mu.Lock()
 	p := s.byID[m.ID]
 	s.mu.Unlock()
 	if p == nil || p.tty == nil {
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "not_found", Error: "no such command with a relayed terminal"})
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "not_found", Error: "no such command with a relayed terminal"})
 		return
 	}
 	rc, err := p.tty.SyscallConn()
@@ -646,10 +648,10 @@ func (s *Server) resize(m *Message) {
 		}
 	}
 	if err != nil {
-		s.reply(&Message{Op: OpError, ID: m.ID, Code: "internal", Error: "resize: " + err.Error()})
+		s.reply(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "internal", Error: "resize: " + err.Error()})
 		return
 	}
-	s.reply(&Message{Op: OpDone, ID: m.ID})
+	s.reply(&proto.Message{Op: proto.OpDone, ID: m.ID})
 }
 
 // relayTerminal copies a terminal's output to the host's socket and what
@@ -706,7 +708,7 @@ func (s *Server) finish(p *proc, ws syscall.WaitStatus, ru syscall.Rusage) {
 	if s.watch != nil {
 		// The command's own changes are queued by now: read them while
 		// it still counts as running.
-		s.watch.drain()
+		s.watch.Drain()
 	}
 	s.mu.Lock()
 	delete(s.procs, p.pid)
@@ -717,7 +719,7 @@ func (s *Server) finish(p *proc, ws syscall.WaitStatus, ru syscall.Rusage) {
 	}
 	act := p.act
 	s.mu.Unlock()
-	ei := &ExitInfo{
+	ei := &proto.ExitInfo{
 		UserUS:     ru.Utime.Sec*1e6 + ru.Utime.Usec,
 		SysUS:      ru.Stime.Sec*1e6 + ru.Stime.Usec,
 		MaxRSSKiB:  ru.Maxrss,
@@ -726,7 +728,7 @@ func (s *Server) finish(p *proc, ws syscall.WaitStatus, ru syscall.Rusage) {
 		DiskFull:   s.diskFull(),
 	}
 	if s.trackFiles {
-		ei.Files = act.result()
+		ei.Files = act.Result()
 	}
 	switch {
 	case ws.Exited():
@@ -735,7 +737,7 @@ func (s *Server) finish(p *proc, ws syscall.WaitStatus, ru syscall.Rusage) {
 		ei.Signal = int(ws.Signal())
 		ei.Code = 128 + int(ws.Signal())
 	}
-	s.reply(&Message{Op: OpExited, ID: p.id, PID: p.pid, Exit: ei})
+	s.reply(&proto.Message{Op: proto.OpExited, ID: p.id, PID: p.pid, Exit: ei})
 }
 
 func (s *Server) diskFull() bool {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
@@ -178,13 +178,13 @@ func (c *creation) startRunsc(context.Context, *hostside.Rollback) error {
 func (c *creation) configureAgent(ctx context.Context, _ *hostside.Rollback) error {
 	s, spec := c.s, c.spec
 	scratch := []string{"/tmp", sandboxHome, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
-	init := &agent.InitConfig{
+	init := &proto.InitConfig{
 		Hostname: spec.Hostname, UID: SandboxUID, GID: SandboxUID, Home: sandboxHome,
 		Writable: append([]string{"/workspace"}, scratch...), Scratch: scratch,
 		ScopeRoots: []string{"/workspace", sandboxHome}, Trace: os.Getenv("AIRLOCK_TRACE") != "",
 		Network: spec.Network != nil, NoFileActivity: spec.NoFileActivity, MaxProxyConns: spec.MaxProxyConns,
 	}
-	if err := s.host.Conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: init}); err != nil {
+	if err := s.host.Conn.Send(&proto.Message{Op: proto.OpInit, Version: proto.ProtocolVersion, Init: init}); err != nil {
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
 	}
 	ready, err := hostside.AwaitReady(ctx, s.host.Conn, s.exited, "runsc", 60*time.Second)
@@ -195,7 +195,7 @@ func (c *creation) configureAgent(ctx context.Context, _ *hostside.Rollback) err
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: waiting for the agent: %w%s", s.id, err, s.initLog())
 	}
-	if ready.Op != agent.OpReady {
+	if ready.Op != proto.OpReady {
 		return fmt.Errorf("create sandbox %s: agent failed: %s%s", s.id, ready.Error, s.initLog())
 	}
 	s.seccomp = ready.Seccomp

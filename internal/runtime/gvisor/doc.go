@@ -40,9 +40,9 @@
 // them itself, exactly as on the native backend; but gVisor refuses
 // (EINVAL) descriptors sent from inside to the host. That direction was
 // used once: the master side of a command's terminal. So the protocol
-// gained, additively, a relayed terminal (agent.ExecSpec.Relay: the host
+// gained, additively, a relayed terminal (proto.ExecSpec.Relay: the host
 // sends a stream socket with the exec and the agent copies the terminal
-// over it; agent.OpResize sets its size) and relayed network connections
+// over it; proto.OpResize sets its size) and relayed network connections
 // (the client's RelayNet); the native backend keeps passing descriptors.
 // The host side of the protocol is package agent/client, shared with the
 // native backend.

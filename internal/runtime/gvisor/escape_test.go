@@ -42,6 +42,7 @@ type probeResult struct {
 // withProbe puts the hostile probe binary at /workspace/probe.
 func withProbe(t testing.TB) func(*runtime.Spec) {
 	t.Helper()
+	needGVisor(t) // the probe is built only where the gVisor tests run
 	if probeBin == "" {
 		t.Fatal("the probe binary could not be built")
 	}

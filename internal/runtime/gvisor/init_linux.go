@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/kernel/thawguard"
 	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // MaybeInit turns this process into a gVisor sandbox's agent (or a
@@ -34,10 +35,10 @@ func MaybeInit() {
 		_ = unix.Dup3(null, 0, 0)
 		unix.Close(null)
 	}
-	conn := agent.NewConn(os.NewFile(uintptr(fd), "agent-channel"))
+	conn := proto.NewConn(os.NewFile(uintptr(fd), "agent-channel"))
 	// serve only returns on failure: serving ends with the process.
 	err = serve(conn)
-	_ = conn.Send(&agent.Message{Op: agent.OpError, Code: "internal", Error: err.Error()})
+	_ = conn.Send(&proto.Message{Op: proto.OpError, Code: "internal", Error: err.Error()})
 	fmt.Fprintf(os.Stderr, "airlock agent: %v\n", err)
 	os.Exit(1)
 }
@@ -45,7 +46,7 @@ func MaybeInit() {
 // mainAt is when the agent's main began (for AIRLOCK_TRACE).
 var mainAt time.Time
 
-func serve(conn *agent.Conn) error {
+func serve(conn *proto.Conn) error {
 	m, files, err := conn.Recv()
 	if err != nil {
 		return err
@@ -54,7 +55,7 @@ func serve(conn *agent.Conn) error {
 	for _, f := range files {
 		f.Close()
 	}
-	if m.Op != agent.OpInit || m.Init == nil {
+	if m.Op != proto.OpInit || m.Init == nil {
 		return fmt.Errorf("sandbox agent: expected init message, got %q", m.Op)
 	}
 	cfg := m.Init
@@ -82,7 +83,7 @@ func serve(conn *agent.Conn) error {
 		// gVisor's clock is the host's: the host turns these into offsets
 		timings = fmt.Sprintf("main@%d recv@%d send@%d", mainAt.UnixNano(), recvAt.UnixNano(), time.Now().UnixNano())
 	}
-	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: timings}); err != nil {
+	if err := conn.Send(&proto.Message{Op: proto.OpReady, Version: proto.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: timings}); err != nil {
 		return err
 	}
 	srv.Serve()

@@ -18,8 +18,8 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
@@ -287,9 +287,9 @@ func (s *sandbox) initLog() string {
 // memory limit hit is the host OOM-killing gVisor's kernel, which ends
 // the whole sandbox; a process limit hit (RLIMIT_NPROC, enforced by
 // gVisor's kernel) leaves no host-side trace and is not named.
-func (s *sandbox) meter() func(*agent.ExitInfo) runtime.Limit {
+func (s *sandbox) meter() func(*proto.ExitInfo) runtime.Limit {
 	before, _ := s.host.Cgroup.Stats()
-	return func(ei *agent.ExitInfo) runtime.Limit {
+	return func(ei *proto.ExitInfo) runtime.Limit {
 		if ei == nil {
 			// the sandbox died under the command: wait for gVisor to be
 			// gone, so that the kill is counted

@@ -12,34 +12,34 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // Channel makes the agent's channel: a SOCK_SEQPACKET socketpair with the
 // protocol's buffer sizes. The host keeps conn; child is the end to hand
 // to the sandbox's process, which the caller closes once it is started.
-func Channel() (conn *agent.Conn, child *os.File, err error) {
+func Channel() (conn *proto.Conn, child *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent channel: %w", err)
 	}
 	for _, fd := range fds {
-		if err := agent.SetBuffers(fd); err != nil {
+		if err := proto.SetBuffers(fd); err != nil {
 			unix.Close(fds[0])
 			unix.Close(fds[1])
 			return nil, nil, fmt.Errorf("agent channel: %w", err)
 		}
 	}
-	return agent.NewConn(os.NewFile(uintptr(fds[0]), "agent-host")), os.NewFile(uintptr(fds[1]), "agent-child"), nil
+	return proto.NewConn(os.NewFile(uintptr(fds[0]), "agent-host")), os.NewFile(uintptr(fds[1]), "agent-child"), nil
 }
 
 // AwaitReady reads the agent's first message (its ready, or why not)
 // before the client's read loop runs. exited is closed when the
 // sandbox's process (named proc in the error) has exited; a message it
 // sent first is still read.
-func AwaitReady(ctx context.Context, conn *agent.Conn, exited <-chan struct{}, proc string, timeout time.Duration) (*agent.Message, error) {
+func AwaitReady(ctx context.Context, conn *proto.Conn, exited <-chan struct{}, proc string, timeout time.Duration) (*proto.Message, error) {
 	type res struct {
-		m   *agent.Message
+		m   *proto.Message
 		err error
 	}
 	ch := make(chan res, 1)

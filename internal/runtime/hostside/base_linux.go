@@ -8,8 +8,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/kernel/thawguard"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // Base is what one sandbox holds on the host that every backend holds the
@@ -21,7 +21,7 @@ type Base struct {
 	Dir    *StateDir
 	Slot   *Slot // nil for a backend that takes none
 	Cgroup *cgroups.Group
-	Conn   *agent.Conn // the agent's channel, host end
+	Conn   *proto.Conn // the agent's channel, host end
 	// Logf logs operational messages (a lifetime reached, a thaw guard
 	// that would not stop); nil discards them.
 	Logf func(format string, args ...any)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
@@ -27,7 +27,7 @@ type creation struct {
 	v2    bool         // cgroup v2
 	t0    time.Time
 	disk  *hostside.PendingDisk
-	ready *agent.Message // the agent's ready
+	ready *proto.Message // the agent's ready
 }
 
 // plan checks spec and starts the sandbox it asks for.
@@ -228,7 +228,7 @@ func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) erro
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
 	}
 	trace(c.t0, "disk")
-	err = s.host.Conn.Send(&agent.Message{Op: agent.OpInit, Version: agent.ProtocolVersion, Init: c.initConfig()}, disk)
+	err = s.host.Conn.Send(&proto.Message{Op: proto.OpInit, Version: proto.ProtocolVersion, Init: c.initConfig()}, disk)
 	disk.Close()
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
@@ -242,7 +242,7 @@ func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) erro
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: waiting for init: %w%s", s.id, err, s.initLog())
 	}
-	if ready.Op != agent.OpReady {
+	if ready.Op != proto.OpReady {
 		return fmt.Errorf("create sandbox %s: init failed: %s", s.id, ready.Error)
 	}
 	c.ready = ready
@@ -251,15 +251,15 @@ func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) erro
 
 // initConfig is what the init sets up: mounts, limits, the command user
 // and the hardening of the spawner thread.
-func (c *creation) initConfig() *agent.InitConfig {
+func (c *creation) initConfig() *proto.InitConfig {
 	spec, lim := c.spec, c.s.lim
 	// Scratch places stay writable under a write scope (RestrictWrites).
 	scratch := []string{"/tmp", sandboxHome, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
-	binds := make([]agent.Bind, len(spec.Binds))
+	binds := make([]proto.Bind, len(spec.Binds))
 	for i, bd := range spec.Binds {
-		binds[i] = agent.Bind(bd)
+		binds[i] = proto.Bind(bd)
 	}
-	return &agent.InitConfig{
+	return &proto.InitConfig{
 		MountDir: filepath.Join(c.s.dir, "disk"), DiskMounted: true, Lower: spec.RootFS, Binds: binds,
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: spec.Hostname,
 		// RLIMIT_NPROC is a backstop above the commands' pids group (pidsSub).

@@ -15,6 +15,8 @@ import (
 	"github.com/airlock-dev/airlock/internal/kernel/thawguard"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/watch"
 )
 
 // mainAt is when the sandbox init's main began, waitAt when it began to
@@ -38,7 +40,7 @@ func MaybeInit() {
 	// message codec (for the ready message) and the commands' seccomp
 	// program (for NewServer).
 	go func() {
-		agent.WarmCodec()
+		proto.WarmCodec()
 		_, _ = seccomp.Program()
 	}()
 	// Whatever the host process leaked to us (descriptors it opened without
@@ -60,17 +62,17 @@ func MaybeInit() {
 	if err := unix.CloseRange(4, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		os.Exit(1)
 	}
-	conn := agent.NewConn(os.NewFile(3, "agent-channel"))
+	conn := proto.NewConn(os.NewFile(3, "agent-channel"))
 	unix.CloseOnExec(3)
 	// runInit only returns on failure: serving ends with the process.
 	err := runInit(conn)
-	_ = conn.Send(&agent.Message{Op: agent.OpError, Code: "internal", Error: err.Error()})
+	_ = conn.Send(&proto.Message{Op: proto.OpError, Code: "internal", Error: err.Error()})
 	os.Exit(1)
 }
 
 // runInit sets the sandbox up from the init message, in steps (the
 // root, the system, the agent), says ready, then serves.
-func runInit(conn *agent.Conn) error {
+func runInit(conn *proto.Conn) error {
 	waitAt = time.Now()
 	cfg, disk, err := recvInit(conn)
 	if err != nil {
@@ -96,7 +98,7 @@ func runInit(conn *agent.Conn) error {
 	if cfg.Trace {
 		tr.timings = append(tr.timings, fmt.Sprintf("send@%d", time.Now().UnixNano()))
 	}
-	if err := conn.Send(&agent.Message{Op: agent.OpReady, Version: agent.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(tr.timings, " ")}); err != nil {
+	if err := conn.Send(&proto.Message{Op: proto.OpReady, Version: proto.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(tr.timings, " ")}); err != nil {
 		return err
 	}
 	srv.Serve()
@@ -105,12 +107,12 @@ func runInit(conn *agent.Conn) error {
 
 // recvInit reads the init message and the disk's mount descriptor (when
 // the host mounted the disk; other descriptors are closed).
-func recvInit(conn *agent.Conn) (*agent.InitConfig, *os.File, error) {
+func recvInit(conn *proto.Conn) (*proto.InitConfig, *os.File, error) {
 	m, files, err := conn.Recv()
 	if err != nil {
 		return nil, nil, err
 	}
-	if m.Op != agent.OpInit || m.Init == nil {
+	if m.Op != proto.OpInit || m.Init == nil {
 		return nil, nil, fmt.Errorf("sandbox init: expected init message, got %q", m.Op)
 	}
 	if m.Init.DiskMounted {
@@ -150,7 +152,7 @@ func (tr *initTrace) mark(what string) {
 // setupSystem sets the hostname, brings loopback up, sets the rlimits
 // and makes the agent undumpable (sandbox processes cannot open
 // /proc/1/*).
-func setupSystem(cfg *agent.InitConfig) error {
+func setupSystem(cfg *proto.InitConfig) error {
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 		return fmt.Errorf("sandbox init: hostname: %w", err)
 	}
@@ -169,7 +171,7 @@ func setupSystem(cfg *agent.InitConfig) error {
 
 // startAgent makes the agent's server (hardening), its file activity
 // watch and its network listeners.
-func startAgent(conn *agent.Conn, cfg *agent.InitConfig, tr *initTrace) (*agent.Server, error) {
+func startAgent(conn *proto.Conn, cfg *proto.InitConfig, tr *initTrace) (*agent.Server, error) {
 	srv, err := agent.NewServer(conn, agent.Hardening{UID: cfg.UID, GID: cfg.GID, Writable: cfg.Writable, Scratch: cfg.Scratch, ScopeRoots: cfg.ScopeRoots, RequireLandlock: cfg.RequireLock})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox init: %w", err)
@@ -203,7 +205,7 @@ func mountErr(what, target string, err error) error {
 //	MountDir            the sandbox's private disk (ext4 on a loop device, or a tmpfs)
 //	MountDir/upper      overlay upper; /workspace and /home/sandbox pre-made here
 //	MountDir/root       overlay(lower=template, upper) -> becomes /
-func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
+func setupRoot(cfg *proto.InitConfig, disk *os.File) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return mountErr("private propagation", "/", err)
 	}
@@ -237,7 +239,7 @@ func setupRoot(cfg *agent.InitConfig, disk *os.File) error {
 
 // mountDisk puts the sandbox's disk on MountDir: the host's mounted disk
 // moved there, or (none) a tmpfs with the layers' directories made.
-func mountDisk(cfg *agent.InitConfig, disk *os.File, upper, work, root string) error {
+func mountDisk(cfg *proto.InitConfig, disk *os.File, upper, work, root string) error {
 	d := cfg.MountDir
 	if disk != nil {
 		if err := unix.MoveMount(int(disk.Fd()), "", unix.AT_FDCWD, d, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
@@ -260,7 +262,7 @@ func mountDisk(cfg *agent.InitConfig, disk *os.File, upper, work, root string) e
 // makeWritable makes the writable directories in the upper layer from
 // the start, owned by the command user, so no copy-up of template
 // (host-owned) dirs is needed.
-func makeWritable(cfg *agent.InitConfig, upper string) error {
+func makeWritable(cfg *proto.InitConfig, upper string) error {
 	for _, w := range []struct {
 		path string
 		mode os.FileMode
@@ -283,7 +285,7 @@ func makeWritable(cfg *agent.InitConfig, upper string) error {
 }
 
 // bindTemplate mounts the template's binds read-only below root.
-func bindTemplate(root string, binds []agent.Bind) error {
+func bindTemplate(root string, binds []proto.Bind) error {
 	for _, b := range binds {
 		if err := bindRO(b.Source, filepath.Join(root, b.Target)); err != nil {
 			return err
@@ -521,10 +523,10 @@ var nsLimits = []struct {
 	{"max_fanotify_groups", 0},
 	{"max_fanotify_marks", 0},
 	// inotify for each of the agent and the command user: the agent's
-	// watches fit (it caps them itself at agent.MaxWatches), and the
+	// watches fit (it caps them itself at watch.MaxWatches), and the
 	// commands cannot take them from it.
 	{"max_inotify_instances", maxInotifyInstances},
-	{"max_inotify_watches", agent.MaxWatches},
+	{"max_inotify_watches", watch.MaxWatches},
 }
 
 // maxInotifyInstances is the sandbox's inotify instances per user (the
@@ -611,7 +613,7 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-func setRlimits(cfg *agent.InitConfig) error {
+func setRlimits(cfg *proto.InitConfig) error {
 	set := func(res int, v uint64, name string) error {
 		if v == 0 {
 			return nil

@@ -12,7 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
@@ -204,7 +204,7 @@ func (b *Backend) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbo
 	if err != nil {
 		return nil, err
 	}
-	warmCodec.Do(func() { go agent.WarmCodec() }) // for the init message
+	warmCodec.Do(func() { go proto.WarmCodec() }) // for the init message
 	if err := hostside.RunSteps(ctx, c.steps(), c.after); err != nil {
 		return nil, err
 	}

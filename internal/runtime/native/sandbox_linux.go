@@ -12,8 +12,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
@@ -74,13 +74,13 @@ func (s *sandbox) Info() runtime.Info {
 
 // meter reads the sandbox's cgroup counters when a command starts and
 // names, when it ends, the limit it hit: an OOM kill, a refused fork.
-func (s *sandbox) meter() func(*agent.ExitInfo) runtime.Limit {
+func (s *sandbox) meter() func(*proto.ExitInfo) runtime.Limit {
 	before, _ := s.host.Cgroup.Stats()
 	var subBefore uint64
 	if s.pidsSub != nil {
 		subBefore, _ = s.pidsSub.MaxHits()
 	}
-	return func(ei *agent.ExitInfo) runtime.Limit {
+	return func(ei *proto.ExitInfo) runtime.Limit {
 		after, _ := s.host.Cgroup.Stats()
 		switch {
 		case ei == nil:

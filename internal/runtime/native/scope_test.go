@@ -17,8 +17,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // scopeSandbox is a sandbox whose workspace holds src/a.go, README.md and
@@ -334,7 +334,7 @@ func TestAgentErrorKinds(t *testing.T) {
 		"limit_exceeded": errdefs.ErrLimitExceeded,
 		"not_found":      errdefs.ErrNotFound,
 	} {
-		err := client.AgentError("restrict writes", &agent.Message{Op: agent.OpError, Code: code, Error: "x"})
+		err := client.AgentError("restrict writes", &proto.Message{Op: proto.OpError, Code: code, Error: "x"})
 		if !errors.Is(err, kind) {
 			t.Errorf("code %q: %v, want %v", code, err, kind)
 		}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"github.com/airlock-dev/airlock/internal/tarball"
 )
 
@@ -33,7 +33,7 @@ var ErrStopped = fmt.Errorf("sandbox stopped: %w", errdefs.ErrNotFound)
 // while the command ran (a backend whose limit kills the sandbox says so
 // by naming the limit then). It returns runtime.LimitNone when the
 // counters show nothing; timeouts and a full disk are named by the Client.
-type Meter func() func(ei *agent.ExitInfo) runtime.Limit
+type Meter func() func(ei *proto.ExitInfo) runtime.Limit
 
 // Options configure a Client. The zero value works: no limits named
 // beyond timeouts and the disk, terminals passed as descriptors.
@@ -53,7 +53,7 @@ type Options struct {
 	// network requests are refused.
 	Network runtime.Network
 	// RelayNet: the agent asks for a stream socket for each proxy
-	// connection instead of passing the connection (see agent.OpNetConn).
+	// connection instead of passing the connection (see proto.OpNetConn).
 	RelayNet bool
 	// MaxProxyConns caps the proxy connections served at once (0:
 	// runtime.DefaultMaxProxyConns); beyond it they are refused with a
@@ -64,7 +64,7 @@ type Options struct {
 
 // Client talks to one sandbox's agent over its channel.
 type Client struct {
-	conn *agent.Conn
+	conn *proto.Conn
 	opt  Options
 
 	scopeMu sync.Mutex
@@ -72,7 +72,7 @@ type Client struct {
 
 	nextID  atomic.Uint64
 	pmu     sync.Mutex
-	pending map[uint64]chan *agent.Message
+	pending map[uint64]chan *proto.Message
 
 	closed chan struct{}
 
@@ -81,10 +81,10 @@ type Client struct {
 
 // New starts serving the channel. The agent must be ready (OpReady
 // received); the Client now owns conn's reading side.
-func New(conn *agent.Conn, opt Options) *Client {
+func New(conn *proto.Conn, opt Options) *Client {
 	if opt.Meter == nil {
-		opt.Meter = func() func(*agent.ExitInfo) runtime.Limit {
-			return func(*agent.ExitInfo) runtime.Limit { return runtime.LimitNone }
+		opt.Meter = func() func(*proto.ExitInfo) runtime.Limit {
+			return func(*proto.ExitInfo) runtime.Limit { return runtime.LimitNone }
 		}
 	}
 	if opt.MaxProxyConns <= 0 {
@@ -93,7 +93,7 @@ func New(conn *agent.Conn, opt Options) *Client {
 	if opt.Trace == nil {
 		opt.Trace = func(time.Time, string) {}
 	}
-	c := &Client{conn: conn, opt: opt, pending: map[uint64]chan *agent.Message{}, closed: make(chan struct{})}
+	c := &Client{conn: conn, opt: opt, pending: map[uint64]chan *proto.Message{}, closed: make(chan struct{})}
 	go c.readLoop()
 	return c
 }
@@ -122,12 +122,12 @@ func (c *Client) readLoop() {
 			break
 		}
 		// The agent's own requests: its network's connections and queries.
-		if m.Op == agent.OpNetConn || m.Op == agent.OpDNS {
+		if m.Op == proto.OpNetConn || m.Op == proto.OpDNS {
 			c.serveNet(m, files)
 			continue
 		}
 		// Only a started message may carry a descriptor (a terminal).
-		if m.Op == agent.OpStarted && len(files) == 1 {
+		if m.Op == proto.OpStarted && len(files) == 1 {
 			m.Passed = files
 		} else {
 			for _, f := range files {
@@ -148,8 +148,8 @@ func (c *Client) readLoop() {
 		case ch <- m:
 		default:
 			closePassed(m)
-			if m.Op == agent.OpExited || m.Op == agent.OpError {
-				go func(m *agent.Message) {
+			if m.Op == proto.OpExited || m.Op == proto.OpError {
+				go func(m *proto.Message) {
 					select {
 					case ch <- m:
 					case <-time.After(time.Minute):
@@ -167,16 +167,16 @@ func (c *Client) readLoop() {
 	c.pmu.Unlock()
 }
 
-func closePassed(m *agent.Message) {
+func closePassed(m *proto.Message) {
 	for _, f := range m.Passed {
 		f.Close()
 	}
 	m.Passed = nil
 }
 
-func (c *Client) register() (uint64, chan *agent.Message) {
+func (c *Client) register() (uint64, chan *proto.Message) {
 	id := c.nextID.Add(1)
-	ch := make(chan *agent.Message, 4)
+	ch := make(chan *proto.Message, 4)
 	c.pmu.Lock()
 	c.pending[id] = ch
 	c.pmu.Unlock()
@@ -190,7 +190,7 @@ func (c *Client) unregister(id uint64) {
 }
 
 // call sends one request and waits for its single answer.
-func (c *Client) call(ctx context.Context, m *agent.Message, files ...*os.File) (*agent.Message, error) {
+func (c *Client) call(ctx context.Context, m *proto.Message, files ...*os.File) (*proto.Message, error) {
 	if c.stopped() {
 		return nil, ErrStopped
 	}
@@ -206,7 +206,7 @@ func (c *Client) call(ctx context.Context, m *agent.Message, files ...*os.File) 
 			return nil, ErrStopped
 		}
 		closePassed(r)
-		if r.Op == agent.OpError {
+		if r.Op == proto.OpError {
 			return r, fmt.Errorf("%s", r.Error)
 		}
 		return r, nil
@@ -219,7 +219,7 @@ func (c *Client) call(ctx context.Context, m *agent.Message, files ...*os.File) 
 // running, and whatever they left behind) and returns how many there
 // were, once they are gone.
 func (c *Client) Sweep(ctx context.Context) (int, error) {
-	r, err := c.call(ctx, &agent.Message{Op: agent.OpSweep})
+	r, err := c.call(ctx, &proto.Message{Op: proto.OpSweep})
 	if err != nil {
 		return 0, err
 	}
@@ -239,7 +239,7 @@ func (c *Client) ImportDir(ctx context.Context, src, dst string) error {
 		pw.Close()
 		werr <- err
 	}()
-	_, cerr := c.call(ctx, &agent.Message{Op: agent.OpUntar, Path: dst}, pr)
+	_, cerr := c.call(ctx, &proto.Message{Op: proto.OpUntar, Path: dst}, pr)
 	pr.Close()
 	if cerr != nil {
 		// The agent may still hold the read end without reading: do not
@@ -290,7 +290,7 @@ func (e *ExecError) Unwrap() error {
 	return nil
 }
 
-func execError(cmd string, m *agent.Message) error {
+func execError(cmd string, m *proto.Message) error {
 	msg := m.Error
 	switch m.Code {
 	case "not_found":
@@ -304,7 +304,7 @@ func execError(cmd string, m *agent.Message) error {
 }
 
 // AgentError turns the agent's error answer into an error of its kind.
-func AgentError(what string, m *agent.Message) error {
+func AgentError(what string, m *proto.Message) error {
 	kind := errdefs.ErrInvalid
 	switch m.Code {
 	case "not_found":

@@ -15,7 +15,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // Exec starts a command (runtime.Sandbox.Exec): the host makes its stdio
@@ -64,7 +64,7 @@ func (c *Client) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pro
 	id, ch := c.register()
 	p.reqID, p.ch = id, ch
 	env := runtime.MergeEnv(c.opt.BaseEnv, req.Env)
-	msg := &agent.Message{Op: agent.OpExec, ID: id, Exec: &agent.ExecSpec{Argv: req.Argv, Env: env, Dir: req.Dir, TimeoutMS: req.Timeout.Milliseconds()}}
+	msg := &proto.Message{Op: proto.OpExec, ID: id, Exec: &proto.ExecSpec{Argv: req.Argv, Env: env, Dir: req.Dir, TimeoutMS: req.Timeout.Milliseconds()}}
 	serr := c.conn.Send(msg, inR, outW, errW)
 	inR.Close()
 	outW.Close()
@@ -92,7 +92,7 @@ func (c *Client) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pro
 			p.abort()
 			return nil, ErrStopped
 		}
-		if m.Op == agent.OpError {
+		if m.Op == proto.OpError {
 			p.abort()
 			return nil, execError(req.Argv[0], m)
 		}
@@ -114,7 +114,7 @@ func (c *Client) execTTY(ctx context.Context, req runtime.ExecRequest, limit int
 	id, ch := c.register()
 	p.reqID, p.ch = id, ch
 	env := runtime.MergeEnv([]string{"TERM=xterm-256color"}, c.opt.BaseEnv, req.Env)
-	msg := &agent.Message{Op: agent.OpExec, ID: id, Exec: &agent.ExecSpec{TTY: true, Relay: c.opt.RelayTTY, Rows: req.Rows, Cols: req.Cols,
+	msg := &proto.Message{Op: proto.OpExec, ID: id, Exec: &proto.ExecSpec{TTY: true, Relay: c.opt.RelayTTY, Rows: req.Rows, Cols: req.Cols,
 		Argv: req.Argv, Env: env, Dir: req.Dir, TimeoutMS: req.Timeout.Milliseconds()}}
 	var hostEnd *os.File
 	if c.opt.RelayTTY {
@@ -151,7 +151,7 @@ func (c *Client) execTTY(ctx context.Context, req runtime.ExecRequest, limit int
 		c.unregister(id)
 		return nil, err
 	}
-	var m *agent.Message
+	var m *proto.Message
 	select {
 	case r, ok := <-ch:
 		if !ok {
@@ -161,7 +161,7 @@ func (c *Client) execTTY(ctx context.Context, req runtime.ExecRequest, limit int
 	case <-ctx.Done():
 		return fail(ctx.Err())
 	}
-	if m.Op == agent.OpError {
+	if m.Op == proto.OpError {
 		closePassed(m)
 		return fail(execError(req.Argv[0], m))
 	}
@@ -173,12 +173,12 @@ func (c *Client) execTTY(ctx context.Context, req runtime.ExecRequest, limit int
 	} else {
 		if len(m.Passed) != 1 {
 			closePassed(m)
-			_ = c.conn.Send(&agent.Message{Op: agent.OpSignal, ID: id, Signal: int(syscall.SIGKILL)})
+			_ = c.conn.Send(&proto.Message{Op: proto.OpSignal, ID: id, Signal: int(syscall.SIGKILL)})
 			return fail(fmt.Errorf("exec %s: the agent sent no terminal", req.Argv[0]))
 		}
 		master, err := pollable(m.Passed[0])
 		if err != nil {
-			_ = c.conn.Send(&agent.Message{Op: agent.OpSignal, ID: id, Signal: int(syscall.SIGKILL)})
+			_ = c.conn.Send(&proto.Message{Op: proto.OpSignal, ID: id, Signal: int(syscall.SIGKILL)})
 			return fail(fmt.Errorf("exec %s: terminal: %w", req.Argv[0], err))
 		}
 		term = master
@@ -219,10 +219,10 @@ func pollable(f *os.File) (*os.File, error) {
 type process struct {
 	c     *Client
 	reqID uint64
-	ch    chan *agent.Message
+	ch    chan *proto.Message
 	pid   int
 	start time.Time
-	check func(*agent.ExitInfo) runtime.Limit
+	check func(*proto.ExitInfo) runtime.Limit
 	limit int64
 
 	outR, errR         *os.File
@@ -245,7 +245,7 @@ func (p *process) Resize(rows, cols uint16) error {
 		if p.c.stopped() {
 			return ErrStopped
 		}
-		return p.c.conn.Send(&agent.Message{Op: agent.OpResize, ID: p.reqID, Rows: rows, Cols: cols})
+		return p.c.conn.Send(&proto.Message{Op: proto.OpResize, ID: p.reqID, Rows: rows, Cols: cols})
 	}
 	// through the RawConn: safe while the output copier may close it
 	rc, err := p.tty.SyscallConn()
@@ -341,12 +341,12 @@ func (p *process) Signal(sig os.Signal) error {
 	if p.c.stopped() {
 		return ErrStopped
 	}
-	return p.c.conn.Send(&agent.Message{Op: agent.OpSignal, ID: p.reqID, Signal: int(ss)})
+	return p.c.conn.Send(&proto.Message{Op: proto.OpSignal, ID: p.reqID, Signal: int(ss)})
 }
 
 func (p *process) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 	var st runtime.ExitStatus
-	var ei *agent.ExitInfo
+	var ei *proto.ExitInfo
 	for ei == nil {
 		select {
 		case m, ok := <-p.ch:
@@ -362,7 +362,7 @@ func (p *process) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 				}
 				return st, ErrStopped
 			}
-			if m.Op == agent.OpExited && m.Exit != nil {
+			if m.Op == proto.OpExited && m.Exit != nil {
 				ei = m.Exit
 			}
 		case <-ctx.Done():
@@ -408,7 +408,7 @@ func (p *process) Wait(ctx context.Context) (runtime.ExitStatus, error) {
 
 // fileActivity carries the agent's report of a command's file activity,
 // each list capped as the agent caps it: the agent is inside the boundary.
-func fileActivity(fa *agent.FileActivity) *runtime.FileActivity {
+func fileActivity(fa *proto.FileActivity) *runtime.FileActivity {
 	if fa == nil {
 		return nil
 	}

@@ -10,18 +10,18 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // fileCall runs one agent file operation; with a pipe end when data flows.
-func (c *Client) fileCall(ctx context.Context, op agent.FileOp, f *os.File) (*agent.Message, error) {
+func (c *Client) fileCall(ctx context.Context, op proto.FileOp, f *os.File) (*proto.Message, error) {
 	var files []*os.File
 	if f != nil {
 		files = append(files, f)
 	}
-	m, err := c.call(ctx, &agent.Message{Op: agent.OpFile, File: &op}, files...)
+	m, err := c.call(ctx, &proto.Message{Op: proto.OpFile, File: &op}, files...)
 	if err != nil {
-		if m != nil && m.Op == agent.OpError {
+		if m != nil && m.Op == proto.OpError {
 			return nil, fileError(op, m)
 		}
 		return nil, err
@@ -29,15 +29,15 @@ func (c *Client) fileCall(ctx context.Context, op agent.FileOp, f *os.File) (*ag
 	return m, nil
 }
 
-func fileError(op agent.FileOp, m *agent.Message) error {
+func fileError(op proto.FileOp, m *proto.Message) error {
 	return AgentError(op.Kind+" "+op.Path, m)
 }
 
-func toInfo(fi agent.FileInfo) runtime.FileInfo { return runtime.FileInfo(fi) }
+func toInfo(fi proto.FileInfo) runtime.FileInfo { return runtime.FileInfo(fi) }
 
 // Stat implements runtime.Files.
 func (c *Client) Stat(ctx context.Context, path string) (runtime.FileInfo, error) {
-	m, err := c.fileCall(ctx, agent.FileOp{Kind: "stat", Path: path}, nil)
+	m, err := c.fileCall(ctx, proto.FileOp{Kind: "stat", Path: path}, nil)
 	if err != nil {
 		return runtime.FileInfo{}, err
 	}
@@ -48,7 +48,7 @@ func (c *Client) Stat(ctx context.Context, path string) (runtime.FileInfo, error
 }
 
 func (c *Client) List(ctx context.Context, dir string) ([]runtime.FileInfo, error) {
-	m, err := c.fileCall(ctx, agent.FileOp{Kind: "list", Path: dir}, nil)
+	m, err := c.fileCall(ctx, proto.FileOp{Kind: "list", Path: dir}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -60,17 +60,17 @@ func (c *Client) List(ctx context.Context, dir string) ([]runtime.FileInfo, erro
 }
 
 func (c *Client) Mkdir(ctx context.Context, path string, parents bool) error {
-	_, err := c.fileCall(ctx, agent.FileOp{Kind: "mkdir", Path: path, Parents: parents}, nil)
+	_, err := c.fileCall(ctx, proto.FileOp{Kind: "mkdir", Path: path, Parents: parents}, nil)
 	return err
 }
 
 func (c *Client) Remove(ctx context.Context, path string, recursive bool) error {
-	_, err := c.fileCall(ctx, agent.FileOp{Kind: "remove", Path: path, Recursive: recursive}, nil)
+	_, err := c.fileCall(ctx, proto.FileOp{Kind: "remove", Path: path, Recursive: recursive}, nil)
 	return err
 }
 
 // streamOut runs an op that writes into a pipe we read into w.
-func (c *Client) streamOut(ctx context.Context, op agent.FileOp, w io.Writer) (int64, error) {
+func (c *Client) streamOut(ctx context.Context, op proto.FileOp, w io.Writer) (int64, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return 0, err
@@ -98,7 +98,7 @@ func (c *Client) streamOut(ctx context.Context, op agent.FileOp, w io.Writer) (i
 }
 
 // streamIn runs an op that reads r from a pipe.
-func (c *Client) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Message, r io.Reader) (*agent.Message, error) {
+func (c *Client) streamIn(ctx context.Context, op proto.FileOp, msg *proto.Message, r io.Reader) (*proto.Message, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -109,17 +109,17 @@ func (c *Client) streamIn(ctx context.Context, op agent.FileOp, msg *agent.Messa
 		if op.Kind == "write" {
 			// Framed: the agent puts the file in place only after the
 			// end mark, which a failing r never sends.
-			_, err = agent.WriteFrames(pw, r)
+			_, err = proto.WriteFrames(pw, r)
 		} else {
 			_, err = io.Copy(pw, r)
 		}
 		pw.Close()
 		copyErr <- err
 	}()
-	var m *agent.Message
+	var m *proto.Message
 	if msg != nil {
 		m, err = c.call(ctx, msg, pr)
-		if err != nil && m != nil && m.Op == agent.OpError {
+		if err != nil && m != nil && m.Op == proto.OpError {
 			err = fileError(op, m)
 		}
 	} else {
@@ -160,14 +160,14 @@ func (e *cutSourceError) Error() string { return e.err.Error() }
 func (e *cutSourceError) Unwrap() error { return e.err }
 
 func (c *Client) ReadFile(ctx context.Context, path string, w io.Writer, max int64) (int64, error) {
-	return c.streamOut(ctx, agent.FileOp{Kind: "read", Path: path, MaxBytes: max}, w)
+	return c.streamOut(ctx, proto.FileOp{Kind: "read", Path: path, MaxBytes: max}, w)
 }
 
 func (c *Client) WriteFile(ctx context.Context, path string, r io.Reader, mode uint32, parents bool) (int64, error) {
 	// A source that fails part-way (a client gone, a body over its
 	// limit) leaves the file as it was: the agent writes beside it and
-	// renames only once the whole content came (agent.WriteFrames).
-	m, err := c.streamIn(ctx, agent.FileOp{Kind: "write", Path: path, Mode: mode, Parents: parents}, nil, r)
+	// renames only once the whole content came (proto.WriteFrames).
+	m, err := c.streamIn(ctx, proto.FileOp{Kind: "write", Path: path, Mode: mode, Parents: parents}, nil, r)
 	if err != nil {
 		return 0, err
 	}
@@ -175,10 +175,10 @@ func (c *Client) WriteFile(ctx context.Context, path string, r io.Reader, mode u
 }
 
 func (c *Client) Tar(ctx context.Context, dir string, w io.Writer) (int64, error) {
-	return c.streamOut(ctx, agent.FileOp{Kind: "tar", Path: dir}, w)
+	return c.streamOut(ctx, proto.FileOp{Kind: "tar", Path: dir}, w)
 }
 
 func (c *Client) Untar(ctx context.Context, dir string, r io.Reader) error {
-	_, err := c.streamIn(ctx, agent.FileOp{Kind: "untar", Path: dir}, &agent.Message{Op: agent.OpUntar, Path: dir}, r)
+	_, err := c.streamIn(ctx, proto.FileOp{Kind: "untar", Path: dir}, &proto.Message{Op: proto.OpUntar, Path: dir}, r)
 	return err
 }

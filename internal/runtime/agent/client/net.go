@@ -10,25 +10,25 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
-// serveNet handles the agent's network requests (agent.OpNetConn,
-// agent.OpDNS) without blocking the read loop: the agent is inside the
+// serveNet handles the agent's network requests (proto.OpNetConn,
+// proto.OpDNS) without blocking the read loop: the agent is inside the
 // boundary, and nothing it sends may stall the host's side of the channel.
-func (c *Client) serveNet(m *agent.Message, files []*os.File) {
+func (c *Client) serveNet(m *proto.Message, files []*os.File) {
 	nw := c.opt.Network
 	if nw == nil {
 		for _, f := range files {
 			f.Close()
 		}
-		_ = c.conn.Send(&agent.Message{Op: agent.OpError, ID: m.ID, Code: "unsupported", Error: "this sandbox has no network"})
+		_ = c.conn.Send(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "unsupported", Error: "this sandbox has no network"})
 		return
 	}
 	pid := m.PID
 	switch m.Op {
-	case agent.OpNetConn:
-		if m.Code == agent.CodeRefused {
+	case proto.OpNetConn:
+		if m.Code == proto.CodeRefused {
 			// the agent refused a connection (too busy): record it
 			closeFiles(files)
 			c.proxyRefused(0, m.Error)
@@ -54,18 +54,18 @@ func (c *Client) serveNet(m *agent.Message, files []*os.File) {
 		}
 		if reason, ok := c.takeProxySlot(); !ok {
 			c.proxyRefused(pid, reason)
-			_ = c.conn.Send(&agent.Message{Op: agent.OpError, ID: m.ID, Code: agent.CodeRefused, Error: reason})
+			_ = c.conn.Send(&proto.Message{Op: proto.OpError, ID: m.ID, Code: proto.CodeRefused, Error: reason})
 			return
 		}
 		// Relay: give the agent one end of a stream socket, serve the other.
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			c.proxyConns.Add(-1) // the slot taken above
-			_ = c.conn.Send(&agent.Message{Op: agent.OpError, ID: m.ID, Code: "internal", Error: err.Error()})
+			_ = c.conn.Send(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "internal", Error: err.Error()})
 			return
 		}
 		mine, theirs := os.NewFile(uintptr(fds[0]), "net-host"), os.NewFile(uintptr(fds[1]), "net-agent")
-		err = c.conn.Send(&agent.Message{Op: agent.OpNetConn, ID: m.ID}, theirs)
+		err = c.conn.Send(&proto.Message{Op: proto.OpNetConn, ID: m.ID}, theirs)
 		theirs.Close()
 		if err != nil {
 			mine.Close()
@@ -79,7 +79,7 @@ func (c *Client) serveNet(m *agent.Message, files []*os.File) {
 			return
 		}
 		go c.serveProxyConn(nw, conn, pid)
-	case agent.OpDNS:
+	case proto.OpDNS:
 		closeFiles(files)
 		q := m.Data
 		go func() {
@@ -87,10 +87,10 @@ func (c *Client) serveNet(m *agent.Message, files []*os.File) {
 			defer cancel()
 			a, err := nw.DNS(ctx, q, pid)
 			if err != nil {
-				_ = c.conn.Send(&agent.Message{Op: agent.OpError, ID: m.ID, Code: "internal", Error: err.Error()})
+				_ = c.conn.Send(&proto.Message{Op: proto.OpError, ID: m.ID, Code: "internal", Error: err.Error()})
 				return
 			}
-			_ = c.conn.Send(&agent.Message{Op: agent.OpDNS, ID: m.ID, Data: a})
+			_ = c.conn.Send(&proto.Message{Op: proto.OpDNS, ID: m.ID, Data: a})
 		}()
 	}
 }

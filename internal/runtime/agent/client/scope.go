@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/airlock-dev/airlock/internal/runtime"
-	"github.com/airlock-dev/airlock/internal/runtime/agent"
+	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
 
 // RestrictWrites implements runtime.WriteScoper. The agent enforces the
@@ -14,9 +14,9 @@ import (
 // (every later command inherits it) and on the thread of every later file
 // operation; the paths are validated and resolved there too.
 func (c *Client) RestrictWrites(ctx context.Context, paths []string) (runtime.ScopeInfo, error) {
-	m, err := c.call(ctx, &agent.Message{Op: agent.OpRestrictWrites, Scope: &agent.WriteScope{Paths: paths}})
+	m, err := c.call(ctx, &proto.Message{Op: proto.OpRestrictWrites, Scope: &proto.WriteScope{Paths: paths}})
 	if err != nil {
-		if m != nil && m.Op == agent.OpError {
+		if m != nil && m.Op == proto.OpError {
 			return runtime.ScopeInfo{}, AgentError("restrict writes", m)
 		}
 		return runtime.ScopeInfo{}, fmt.Errorf("restrict writes: %w", err)

@@ -1,0 +1,94 @@
+// Package review is the review feature, a module of the sandbox core
+// (internal/manager): what a human reviewing an agent's work is shown
+// and what is kept as evidence for it.
+//
+//   - Bundles: as the core's TaskBundler it writes a task's signed review
+//     bundle (internal/bundle) for the tasks module: the sandbox's record,
+//     commands and outputs, approvals, network requests, dependency
+//     changes and added files (scanned for secrets), with the audit
+//     events, all redacted, then records task.export.
+//   - Package evidence: as an ExecHook it reads the lockfiles a command
+//     the policy classes as a dependency change may touch, before it runs
+//     (kept for that exec, ExecCall.Keep; the registry hosts it reaches
+//     are noted there, an EgressNoter), and as an AfterExecHook records
+//     what changed (package.change). It also sets the env that keeps
+//     package managers from running install scripts when the sandbox's
+//     policy denies them.
+//   - Purge: results, stored output and audit blobs older than an age.
+//
+// The module reaches the core only through its *manager.Core.
+package review
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/policy"
+)
+
+// Config configures the review module.
+type Config struct {
+	// TaskDir holds the tasks' directories (the tasks module's Dir),
+	// whose result directories Purge removes; "": none to remove.
+	TaskDir string
+}
+
+// Review is the review module.
+type Review struct {
+	cfg Config
+	c   *manager.Core
+}
+
+// New makes the module; attach it through manager.Config.Modules.
+func New(cfg Config) *Review { return &Review{cfg: cfg} }
+
+// Name is the module's name.
+func (r *Review) Name() string { return "review" }
+
+// Attach takes the core's handle.
+func (r *Review) Attach(c *manager.Core) error {
+	if r.c != nil {
+		return fmt.Errorf("review: attached twice: %w", errdefs.ErrInvalid)
+	}
+	r.c = c
+	return nil
+}
+
+// BeforeExec sets the no-install-scripts env a sandbox's policy asks
+// for, and keeps the lockfiles of a dependency command as they are
+// before it runs. It refuses nothing.
+func (r *Review) BeforeExec(ctx context.Context, x *manager.ExecCall) error {
+	if info, ok := r.c.Live(x.SandboxID); ok {
+		x.DaemonEnv = append(x.DaemonEnv, installScriptEnv(info.Policy)...)
+	}
+	if x.Analysis != nil && slices.Contains(x.Analysis.Classes, policy.Dependency) {
+		if snap := r.snapLockfiles(ctx, x.SandboxID, x.Cwd, x.Analysis); snap != nil {
+			x.Keep = snap
+		}
+	}
+	return nil
+}
+
+// AfterExec records what a dependency command did to its lockfiles.
+func (r *Review) AfterExec(ctx context.Context, x manager.ExecDone) {
+	if snap, ok := x.Keep.(*lockSnapshot); ok {
+		r.packageEvidence(ctx, x.SandboxID, x.TaskID, x.ExecID, x.Argv, snap)
+	}
+}
+
+// WriteBundle writes tb's signed review bundle to w (manager.TaskBundler).
+func (r *Review) WriteBundle(ctx context.Context, tb *manager.TaskBundle, w io.Writer) error {
+	return r.writeBundle(ctx, tb, w)
+}
+
+// The module's abilities, checked where the compiler can.
+var (
+	_ manager.ExecHook      = (*Review)(nil)
+	_ manager.AfterExecHook = (*Review)(nil)
+	_ manager.TaskBundler   = (*Review)(nil)
+	_ manager.EgressNoter   = (*lockSnapshot)(nil)
+)

@@ -1,0 +1,367 @@
+// Package proto is the wire of the host<->agent channel, spoken by the
+// in-sandbox agent (internal/runtime/agent) and the host's end
+// (agent/client): the versioned Message and its operations, the channel
+// itself (Conn: one JSON datagram per message, descriptors alongside,
+// bounded), and the frames a file upload crosses a pipe in. It is apart
+// from the agent so that the host links no agent code to speak to one.
+package proto
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ProtocolVersion is bumped on any incompatible change to Message.
+const ProtocolVersion = 1
+
+// Operations carried in Message.Op.
+const (
+	OpInit     = "init"     // host -> agent: InitConfig; agent answers OpReady
+	OpReady    = "ready"    // agent -> host
+	OpExec     = "exec"     // host -> agent, with 3 fds (stdin, stdout, stderr)
+	OpStarted  = "started"  // agent -> host
+	OpExited   = "exited"   // agent -> host
+	OpSignal   = "signal"   // host -> agent
+	OpUntar    = "untar"    // host -> agent, with 1 fd: a tar stream to unpack under Path
+	OpDone     = "done"     // agent -> host: generic success answer
+	OpError    = "error"    // agent -> host: generic failure answer
+	OpShutdown = "shutdown" // host -> agent
+	// OpRestrictWrites narrows where commands and file operations may
+	// write (Scope.Paths); the answer is OpDone with the Scope in force.
+	OpRestrictWrites = "restrict_writes" // host -> agent
+	// OpResize sets the window size (Rows, Cols) of the terminal of the
+	// relayed command ID (ExecSpec.Relay); answered like OpSignal.
+	OpResize = "resize" // host -> agent
+	// OpSweep ends every process of the sandbox but the agent, and answers
+	// OpDone (PID: how many there were) once they are gone.
+	OpSweep = "sweep" // host -> agent
+)
+
+// Message is one datagram on the channel. Fields are used per Op.
+type Message struct {
+	Op string `json:"op"`
+	// Passed holds descriptors received with the message (not encoded);
+	// whoever takes the message owns and closes them.
+	Passed  []*os.File `json:"-"`
+	ID      uint64     `json:"id,omitempty"` // request id, echoed in answers
+	Version int        `json:"v,omitempty"`
+
+	Init  *InitConfig `json:"init,omitempty"`
+	Exec  *ExecSpec   `json:"exec,omitempty"`
+	File  *FileOp     `json:"file,omitempty"`
+	Scope *WriteScope `json:"scope,omitempty"`
+	// OpDone of OpFile: stat and list answers, bytes read or written
+	Files []FileInfo `json:"files,omitempty"`
+	Size  int64      `json:"size,omitempty"`
+	Exit  *ExitInfo  `json:"exit,omitempty"`
+
+	PID int `json:"pid,omitempty"` // command pid; in OpReady the spawner thread's tid
+	// OpDNS: the query (agent -> host) or the reply (host -> agent)
+	Data   []byte `json:"data,omitempty"`
+	Signal int    `json:"signal,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// OpResize: the terminal's new size
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
+
+	// Ready
+	LandlockABI int    `json:"landlock_abi,omitempty"`
+	Seccomp     string `json:"seccomp,omitempty"`
+
+	// Ready, when InitConfig.Trace: setup phase timings
+	Timings string `json:"timings,omitempty"`
+
+	// Error
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"` // "not_found", "not_executable", "invalid", "denied", "unsupported", "internal", ...
+}
+
+// WriteScope is the request of OpRestrictWrites (Paths) and its answer:
+// where writes are allowed now, after intersecting with earlier scopes.
+type WriteScope struct {
+	Paths       []string `json:"paths"`
+	Scratch     []string `json:"scratch,omitempty"`      // answer: always writable
+	LandlockABI int      `json:"landlock_abi,omitempty"` // answer
+}
+
+// ExecSpec is a command for the agent to start.
+type ExecSpec struct {
+	// TTY runs the command on a new pseudo-terminal of the sandbox (its
+	// controlling terminal, size Rows x Cols); the exec then carries no
+	// descriptors and the agent answers "started" with the terminal's
+	// master side.
+	TTY bool `json:"tty,omitempty"`
+	// Relay (with TTY) is for channels that cannot carry a descriptor from
+	// the agent to the host (gVisor's host sockets refuse it): the exec
+	// carries one descriptor, a stream socket, and the agent relays the
+	// terminal over it (output to the host, input typed in); the started
+	// answer carries nothing, and OpResize sets the window size.
+	Relay     bool     `json:"relay,omitempty"`
+	Rows      uint16   `json:"rows,omitempty"`
+	Cols      uint16   `json:"cols,omitempty"`
+	Argv      []string `json:"argv"`
+	Env       []string `json:"env"`
+	Dir       string   `json:"dir"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+}
+
+// ExitInfo reports how a command ended.
+type ExitInfo struct {
+	Code       int    `json:"code"`
+	Signal     int    `json:"signal,omitempty"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	DiskFull   bool   `json:"disk_full,omitempty"`
+	UserUS     int64  `json:"user_us"`
+	SysUS      int64  `json:"sys_us"`
+	MaxRSSKiB  int64  `json:"max_rss_kib"`
+	DurationUS int64  `json:"duration_us"`
+	Note       string `json:"note,omitempty"`
+	// Files is what the command did beneath the watched directories (see
+	// agent.Server.WatchFiles); nil when the agent does not watch any.
+	Files *FileActivity `json:"files,omitempty"`
+}
+
+// FileActivity is what one command did to the watched files: each path
+// (absolute, sorted) is in at most one list, the one of the strongest
+// thing the command did to it: deleted (when the last thing was a
+// removal), written, chmod, read.
+type FileActivity struct {
+	Written    []string `json:"written,omitempty"` // created or modified
+	Deleted    []string `json:"deleted,omitempty"` // removed or renamed away
+	Chmod      []string `json:"chmod,omitempty"`   // attributes: mode, owner, xattrs, times, link count
+	Read       []string `json:"read,omitempty"`    // opened and closed without writing
+	Incomplete bool     `json:"incomplete,omitempty"`
+	Shared     bool     `json:"shared,omitempty"`
+}
+
+// InitConfig is everything the native sandbox init needs before it serves.
+type InitConfig struct {
+	MountDir string `json:"mount_dir"` // host path of the sandbox's private disk
+	// DiskMounted: the init message carries the disk as a detached mount
+	// (one descriptor) to attach on MountDir, with upper, work and root
+	// directories owned by the sandbox's root; otherwise init mounts a
+	// tmpfs there.
+	DiskMounted bool     `json:"disk_mounted"`
+	Lower       string   `json:"lower"` // template dir
+	Binds       []Bind   `json:"binds"`
+	DiskBytes   int64    `json:"disk_bytes"`
+	Inodes      int64    `json:"inodes"`
+	TmpBytes    int64    `json:"tmp_bytes"`
+	Hostname    string   `json:"hostname"`
+	NoFile      uint64   `json:"nofile"`
+	NProc       uint64   `json:"nproc"`
+	FSizeBytes  uint64   `json:"fsize_bytes"`
+	Ptys        int64    `json:"ptys"` // devpts max
+	UID         int      `json:"uid"`
+	GID         int      `json:"gid"`
+	Home        string   `json:"home"`
+	Writable    []string `json:"writable"` // paths the command user may write (Landlock)
+	// Scratch are the Writable paths that stay writable under a write
+	// scope; ScopeRoots the directories a scope's paths must lie in.
+	Scratch     []string `json:"scratch"`
+	ScopeRoots  []string `json:"scope_roots"`
+	RequireLock bool     `json:"require_landlock"`
+	// Network: serve the proxy and DNS listeners (agent.Server.StartNetwork).
+	Network bool `json:"network,omitempty"`
+	// MaxProxyConns caps the proxy connections the agent relays at once
+	// (0: agent.DefaultMaxProxyConns); the host caps what it serves too.
+	MaxProxyConns int `json:"max_proxy_conns,omitempty"`
+	// NoFileActivity: do not watch files (agent.Server.WatchFiles).
+	NoFileActivity bool `json:"no_file_activity,omitempty"`
+	Trace          bool `json:"trace,omitempty"` // report setup timings in the ready message
+}
+
+// Bind is a read-only bind of a host path into the sandbox root.
+type Bind struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+}
+
+// maxMessage bounds one datagram; larger ones are a protocol error.
+const maxMessage = 1 << 20
+
+// Conn is one end of the host<->agent channel: a SOCK_SEQPACKET unix socket
+// that carries one JSON Message per datagram, with file descriptors passed
+// alongside. Send may be called concurrently; Recv must not be.
+type Conn struct {
+	f   *os.File
+	fd  int
+	wmu sync.Mutex
+	buf []byte
+	oob []byte
+}
+
+// WarmCodec builds encoding/json's encoders and decoders for every message
+// type (about 0.3 ms, paid by the first message a process sends): a
+// process that will soon talk to an agent calls it in a goroutine of its
+// own while it waits for something else, so that the first message does
+// not pay for it.
+func WarmCodec() {
+	b, _ := json.Marshal(&Message{})
+	_ = json.Unmarshal(b, &Message{})
+}
+
+// NewConn wraps a connected SOCK_SEQPACKET socket. The Conn owns f.
+func NewConn(f *os.File) *Conn {
+	return &Conn{f: f, fd: int(f.Fd()), buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(4*16))}
+}
+
+// Close closes the socket.
+func (c *Conn) Close() error { return c.f.Close() }
+
+// ErrTooLarge is a message over the channel's limit (Send).
+var ErrTooLarge = errors.New("agent message too large")
+
+// SetBuffers sizes a channel socket's buffers for the largest message
+// (a datagram must fit in its sender's buffer; the default, about 208
+// KiB, is less than maxMessage). Forced (root) where it may be, else as
+// large as the system allows. The host calls it on both ends.
+func SetBuffers(fd int) error {
+	const size = 2*maxMessage + 64<<10
+	for _, o := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], size); err != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], size); err != nil {
+				return fmt.Errorf("agent channel buffers: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Send writes m with the given descriptors (which the caller still owns).
+// A message over the limit is an error wrapping ErrTooLarge; nothing is
+// sent then.
+func (c *Conn) Send(m *Message, files ...*os.File) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxMessage {
+		return fmt.Errorf("%w (%d bytes, at most %d)", ErrTooLarge, len(b), maxMessage)
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for {
+		err = unix.Sendmsg(c.fd, b, oob, nil, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.EMSGSIZE {
+		return fmt.Errorf("%w (%d bytes, more than the channel's buffer)", ErrTooLarge, len(b))
+	}
+	if err != nil {
+		return fmt.Errorf("agent channel send: %w", err)
+	}
+	for _, f := range files {
+		// keep f alive until the kernel has taken its own reference
+		_ = f.Fd()
+	}
+	return nil
+}
+
+// Recv reads the next message and any descriptors sent with it (close-on-exec).
+// It returns io.EOF-like errors when the peer is gone.
+func (c *Conn) Recv() (*Message, []*os.File, error) {
+	var n, oobn int
+	var err error
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent channel receive: %w", err)
+	}
+	var files []*os.File
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(c.oob[:oobn])
+		if perr != nil {
+			return nil, nil, fmt.Errorf("agent channel: control message: %w", perr)
+		}
+		for _, cm := range msgs {
+			fds, rerr := unix.ParseUnixRights(&cm)
+			if rerr != nil {
+				continue
+			}
+			for _, fd := range fds {
+				files = append(files, os.NewFile(uintptr(fd), "passed"))
+			}
+		}
+	}
+	if n == 0 {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, ErrClosed
+	}
+	m := new(Message)
+	if err := json.Unmarshal(c.buf[:n], m); err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, fmt.Errorf("agent channel: bad message: %w", err)
+	}
+	return m, files, nil
+}
+
+// ErrClosed is returned by Recv when the peer closed the channel.
+var ErrClosed = fmt.Errorf("agent channel closed")
+
+// FileInfo describes one file.
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Type    string    `json:"type"` // "file", "dir", "symlink", "other"
+	Size    int64     `json:"size"`
+	Mode    uint32    `json:"mode"` // permission bits
+	ModTime time.Time `json:"mtime"`
+	UID     int       `json:"uid"`
+	GID     int       `json:"gid"`
+	Target  string    `json:"symlink_target,omitempty"`
+}
+
+// FileOp is the request of OpFile.
+type FileOp struct {
+	Kind      string `json:"kind"` // stat, list, read, write, mkdir, remove, tar
+	Path      string `json:"path"`
+	Mode      uint32 `json:"mode,omitempty"`
+	Parents   bool   `json:"parents,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+	MaxBytes  int64  `json:"max_bytes,omitempty"` // read: refuse larger files
+}
+
+// OpFile is a file operation; its answer is OpDone with Files (stat,
+// list) or Size (read, write), or OpError.
+const OpFile = "file"
+
+// CodeRefused is the Code of an OpNetConn from the agent that reports a
+// connection it refused (no descriptor; Error says why), and of the
+// host's OpError answer that refuses one.
+const CodeRefused = "refused"
+
+// Network ops (agent -> host, and the host's answers).
+const (
+	// OpNetConn (agent -> host): a connection to the proxy, with its
+	// descriptor, or (relay) without one and an ID the host answers with
+	// OpNetConn carrying a stream socket's end.
+	OpNetConn = "net_conn"
+	// OpDNS (agent -> host): a DNS query in Data, ID set; the host answers
+	// OpDNS with the reply in Data, or OpError.
+	OpDNS = "dns"
+)
