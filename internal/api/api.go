@@ -41,7 +41,12 @@ type Health = wire.Health
 
 // Server is the API's http.Handler.
 type Server struct {
-	m      *manager.Manager
+	sbx    Sandboxes
+	execs  Execs
+	files  Files
+	pol    Policies
+	tpl    Templates
+	rec    Records
 	keys   Keys
 	snaps  Snapshots
 	secs   Secrets
@@ -105,8 +110,9 @@ func (noKeys) Of(context.Context, string) (*apikeys.Key, bool) { return nil, fal
 func (noKeys) List(context.Context) ([]*apikeys.Key, error)    { return nil, errNoKeys }
 func (noKeys) Delete(context.Context, string) error            { return errNoKeys }
 
-// New returns the handler.
-func New(m *manager.Manager, mods Modules, h Health) *Server {
+// New returns the handler over core (the daemon's *manager.Manager) and
+// the feature modules.
+func New(core Core, mods Modules, h Health) *Server {
 	if mods.Keys == nil {
 		mods.Keys = noKeys{}
 	}
@@ -131,7 +137,7 @@ func New(m *manager.Manager, mods Modules, h Health) *Server {
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{m: m, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, files: core, pol: core, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -188,7 +194,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(sw, r)
-	s.m.RecordAPI(context.WithoutCancel(r.Context()), r.Method, r.URL.Path, sw.status)
+	s.rec.RecordAPI(context.WithoutCancel(r.Context()), r.Method, r.URL.Path, sw.status)
 }
 
 // writeError answers err as a wire.Error, with the status of its kind
@@ -276,7 +282,7 @@ func validID(id string) error {
 
 func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
 	h := s.health
-	if err := s.m.Healthy(); err != nil {
+	if err := s.rec.Healthy(); err != nil {
 		// Also an error answer (code, message), for clients that read
 		// any non-2xx as one.
 		h.OK, h.Problem = false, oneLine(message(err))
@@ -291,13 +297,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	var req manager.CreateRequest
 	if r.ContentLength != 0 {
 		var err error
-		if req, err = parseCreate(http.MaxBytesReader(w, r.Body, maxJSONBody), s.m.MaxLifetime()); err != nil {
+		if req, err = parseCreate(http.MaxBytesReader(w, r.Body, maxJSONBody), s.sbx.MaxLifetime()); err != nil {
 			writeError(w, err)
 			return
 		}
 	}
 	req.TightenOnly = isRemote(r)
-	sb, err := s.m.Create(r.Context(), req)
+	sb, err := s.sbx.Create(r.Context(), req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -322,7 +328,7 @@ func parseCreate(body io.Reader, maxLifetime time.Duration) (manager.CreateReque
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
-	list, err := s.m.List(r.Context(), r.URL.Query().Get("state"))
+	list, err := s.sbx.List(r.Context(), r.URL.Query().Get("state"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -336,7 +342,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sb, err := s.m.Get(r.Context(), id)
+	sb, err := s.sbx.Get(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -350,7 +356,7 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.m.Destroy(r.Context(), id); err != nil {
+	if err := s.sbx.Destroy(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -377,7 +383,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sb, err := s.m.SetTTL(r.Context(), id, ttl)
+	sb, err := s.sbx.SetTTL(r.Context(), id, ttl)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -505,7 +511,7 @@ func execRequest(req *wire.ExecRequest) (manager.ExecRequest, error) {
 func (s *Server) execBackground(w http.ResponseWriter, r *http.Request, id string, req manager.ExecRequest) {
 	req.Background = true
 	var pid int
-	execID, _, err := s.m.Exec(r.Context(), id, req, func(_ string, p int) { pid = p }, nil, nil)
+	execID, _, err := s.execs.Exec(r.Context(), id, req, func(_ string, p int) { pid = p }, nil, nil)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -518,7 +524,7 @@ func (s *Server) execBackground(w http.ResponseWriter, r *http.Request, id strin
 func (s *Server) execStream(w http.ResponseWriter, r *http.Request, id string, req manager.ExecRequest) {
 	fl, _ := w.(http.Flusher)
 	st := &stream{w: w, fl: fl}
-	_, status, err := s.m.Exec(r.Context(), id, req, func(execID string, pid int) {
+	_, status, err := s.execs.Exec(r.Context(), id, req, func(execID string, pid int) {
 		st.send(wire.Event{Type: wire.EventStart, ExecID: execID, PID: pid})
 	}, streamWriter{st, "stdout"}, streamWriter{st, "stderr"})
 	if err != nil {
@@ -541,7 +547,7 @@ func (s *Server) listExecs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	list, err := s.m.Execs(r.Context(), id)
+	list, err := s.execs.Execs(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -563,7 +569,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("stream %q: use stdout or stderr: %w", stream, errdefs.ErrInvalid))
 		return
 	}
-	b, err := s.m.Output(r.Context(), id, r.PathValue("exec"), stream)
+	b, err := s.execs.Output(r.Context(), id, r.PathValue("exec"), stream)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -585,9 +591,9 @@ func (s *Server) pauseResume(w http.ResponseWriter, r *http.Request, pause bool)
 	var sb *manager.Sandbox
 	var err error
 	if pause {
-		sb, err = s.m.Pause(r.Context(), id)
+		sb, err = s.sbx.Pause(r.Context(), id)
 	} else {
-		sb, err = s.m.Resume(r.Context(), id)
+		sb, err = s.sbx.Resume(r.Context(), id)
 	}
 	if err != nil {
 		writeError(w, err)
@@ -602,7 +608,7 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sb, err := s.m.Reset(r.Context(), id)
+	sb, err := s.sbx.Reset(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -616,7 +622,7 @@ func (s *Server) getExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	e, err := s.m.GetExec(r.Context(), id, r.PathValue("exec"))
+	e, err := s.execs.GetExec(r.Context(), id, r.PathValue("exec"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -660,7 +666,7 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("signal: a number or a name is required: %w", errdefs.ErrInvalid))
 		return
 	}
-	if err := s.m.Signal(r.Context(), id, r.PathValue("exec"), sig); err != nil {
+	if err := s.execs.Signal(r.Context(), id, r.PathValue("exec"), sig); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -687,7 +693,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) templates(w http.ResponseWriter, r *http.Request) {
-	list, err := s.m.Templates(r.Context())
+	list, err := s.tpl.Templates(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -706,7 +712,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.m.Input(r.Context(), id, r.PathValue("exec"), req.Data); err != nil {
+	if err := s.execs.Input(r.Context(), id, r.PathValue("exec"), req.Data); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -719,7 +725,7 @@ func (s *Server) closeStdin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.m.CloseStdin(r.Context(), id, r.PathValue("exec")); err != nil {
+	if err := s.execs.CloseStdin(r.Context(), id, r.PathValue("exec")); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -737,7 +743,7 @@ func (s *Server) resize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.m.Resize(r.Context(), id, r.PathValue("exec"), req.Rows, req.Cols); err != nil {
+	if err := s.execs.Resize(r.Context(), id, r.PathValue("exec"), req.Rows, req.Cols); err != nil {
 		writeError(w, err)
 		return
 	}

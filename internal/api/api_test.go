@@ -22,9 +22,10 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
-	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -73,17 +74,17 @@ var allowAll = func() *policy.File {
 
 func newDaemon(t *testing.T) *daemon {
 	t.Helper()
-	return newDaemonWith(t, func(c *manager.Config) { c.Policy = allowAll })
+	return newDaemonWith(t, func(c *stack.Config) { c.Policy = allowAll })
 }
 
-func newDaemonWith(t *testing.T, configure func(*manager.Config)) *daemon {
+func newDaemonWith(t *testing.T, configure func(*stack.Config)) *daemon {
 	t.Helper()
 	return newDaemonAt(t, "", configure)
 }
 
 // newDaemonAt keeps the database (the store and the audit log) in dbDir,
 // or with the rest of the daemon's data when dbDir is "".
-func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *daemon {
+func newDaemonAt(t *testing.T, dbDir string, configure func(*stack.Config)) *daemon {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -113,45 +114,17 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := manager.Config{Backend: be, Templates: tpls, Store: d.st}
-	taskDir := filepath.Join(dir, "data", "tasks")
+	// The daemon's modules, wired as the daemon wires them; none keeps
+	// secrets or has an egress service unless configure says so.
+	cfg := stack.Config{Config: manager.Config{Backend: be, Templates: tpls, Store: d.st},
+		TaskDir: filepath.Join(dir, "data", "tasks"), SnapshotDir: filepath.Join(dir, "data", "snapshots")}
 	configure(&cfg)
-	d.keys = apikeys.New()
-	d.snaps = snapshots.New(filepath.Join(dir, "data", "snapshots"), tpls)
-	// The network module, as the daemon always has it: the one configure
-	// added (with its egress service), or one without a service.
-	for _, mod := range cfg.Modules {
-		if n, ok := mod.(*sandboxnet.Net); ok {
-			d.net = n
-		}
-	}
-	if d.net == nil {
-		d.net = sandboxnet.New(sandboxnet.Config{})
-		cfg.Modules = append(cfg.Modules, d.net)
-	}
-	// The secrets module a test configured (with its key), or one that
-	// keeps no secrets, as the manager without a key file did.
-	for _, mod := range cfg.Modules {
-		if s, ok := mod.(*secrets.Secrets); ok {
-			d.secrets = s
-		}
-	}
-	if d.secrets == nil {
-		d.secrets = secrets.New("")
-		cfg.Modules = append(cfg.Modules, d.secrets)
-	}
-	d.tasks = tasks.New(tasks.Config{Dir: taskDir})
-	d.appr = approvals.New(approvals.Config{})
-	rv := review.New(review.Config{TaskDir: taskDir})
-	cfg.Modules = append([]manager.Module{d.tasks}, append(cfg.Modules, d.keys, d.snaps, d.appr, rv)...)
-	d.m, err = manager.New(context.Background(), cfg)
-	d.mods = Modules{Keys: d.keys, Snapshots: d.snaps, Secrets: d.secrets, Tasks: d.tasks, Network: d.net, Approvals: d.appr, Review: rv}
-	if cfg.Audit != nil {
-		d.mods.Audit = cfg.Audit
-	}
+	stk, err := stack.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.m, d.keys, d.snaps, d.secrets, d.tasks, d.appr, d.net = stk.Manager, stk.Keys, stk.Snapshots, stk.Secrets, stk.Tasks, stk.Approvals, stk.Network
+	d.mods = modulesOf(stk, cfg.Audit)
 	sock := filepath.Join(dir, "api.sock")
 	d.sock = sock
 	ln, err := net.Listen("unix", sock)
@@ -173,6 +146,16 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*manager.Config)) *d
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	return d
+}
+
+// modulesOf are the stack's modules as the API takes them, as the daemon
+// gives them (its audit log nil: none).
+func modulesOf(stk *stack.Stack, log *audit.Log) Modules {
+	mods := Modules{Keys: stk.Keys, Snapshots: stk.Snapshots, Secrets: stk.Secrets, Tasks: stk.Tasks, Network: stk.Network, Approvals: stk.Approvals, Review: stk.Review}
+	if log != nil {
+		mods.Audit = log
+	}
+	return mods
 }
 
 // do sends a request and decodes a JSON answer into out (if non-nil).
@@ -894,7 +877,7 @@ func TestFullDiskOverAPI(t *testing.T) {
 // nor more sandboxes than it allows at once (found in an interface review:
 // a remote key asked for 200 GB of memory and 100 GB of /tmp, and got them).
 func TestCreateWithinTheDaemonsCaps(t *testing.T) {
-	d := newDaemonWith(t, func(c *manager.Config) {
+	d := newDaemonWith(t, func(c *stack.Config) {
 		c.Policy = allowAll
 		c.Caps = manager.Caps{Limits: runtime.Limits{MemoryBytes: 256 << 20, TmpBytes: 64 << 20, Pids: 512, CPUs: 1}, Sandboxes: 2}
 	})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/review"
@@ -41,7 +42,7 @@ func auditDaemonClock(t *testing.T) (*daemon, *audit.Log, *clock) {
 	t.Helper()
 	var log *audit.Log
 	clk := &clock{}
-	d := newDaemonWith(t, func(c *manager.Config) {
+	d := newDaemonWith(t, func(c *stack.Config) {
 		c.Now = clk.Now
 		red := redact.New()
 		var err error

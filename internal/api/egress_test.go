@@ -30,11 +30,11 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
-	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/testroot"
@@ -147,7 +147,7 @@ func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv 
 		ports: map[int]bool{port(e.plain): true, port(e.secure): true}}
 	roots := upPool
 	polFile := strings.NewReplacer("PLAIN", strconv.Itoa(port(e.plain)), "SECURE", strconv.Itoa(port(e.secure))).Replace(pol)
-	e.daemon = newDaemonAt(t, dbDir, func(c *manager.Config) {
+	e.daemon = newDaemonAt(t, dbDir, func(c *stack.Config) {
 		red := redact.New()
 		acfg := audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")}
 		if fo.reserve > 0 {
@@ -166,10 +166,10 @@ func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv 
 			t.Fatal(err)
 		}
 		c.Policy, c.Audit, c.Redactor = f, log, red
-		c.Modules = append(c.Modules, secrets.New(filepath.Join(t.TempDir(), "secrets.key")))
+		c.SecretsKey = filepath.Join(t.TempDir(), "secrets.key")
 		e.log = log
-		c.Modules = append(c.Modules, sandboxnet.New(sandboxnet.Config{Egress: &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots, Limits: fo.limits},
-			TrustDir: filepath.Join(t.TempDir(), "trust")}))
+		c.Egress = &egress.Config{Resolver: e.net, Dialer: e.net, UpstreamRoots: roots, Limits: fo.limits}
+		c.TrustDir = filepath.Join(t.TempDir(), "trust")
 		c.AuditRetry = fo.retry
 	})
 	return e

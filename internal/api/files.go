@@ -44,7 +44,7 @@ func (s *Server) filesFor(w http.ResponseWriter, r *http.Request) (runtime.Files
 		writeError(w, fmt.Errorf("path must be an absolute path inside the sandbox: %w", errdefs.ErrInvalid))
 		return nil, "", false
 	}
-	f, err := s.m.AgentFiles(r.Context(), id)
+	f, err := s.files.AgentFiles(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return nil, "", false

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 )
@@ -21,7 +22,7 @@ func TestInstallScriptsBlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDaemonWith(t, func(c *manager.Config) { c.Policy = f })
+	d := newDaemonWith(t, func(c *stack.Config) { c.Policy = f })
 	const setup = `mkdir -p /workspace/pkg /workspace/app && cd /workspace/pkg &&
 printf '{"name":"has-script","version":"1.0.0","scripts":{"postinstall":"touch /workspace/SCRIPT_RAN","preinstall":"touch /workspace/PRE_RAN"}}' > package.json &&
 cd /workspace/app && printf '{"name":"app","version":"1.0.0"}' > package.json &&

@@ -38,7 +38,7 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	p, err := s.m.Policy(r.Context(), id)
+	p, err := s.pol.Policy(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -66,7 +66,7 @@ func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid))
 		return
 	}
-	d, err := s.m.Check(r.Context(), id, req.Argv, req.Cwd)
+	d, err := s.pol.Check(r.Context(), id, req.Argv, req.Cwd)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/snapshots"
@@ -47,7 +48,7 @@ func (c *clock) advance(d time.Duration) {
 // policyDaemon runs with the built-in default policy and a movable clock.
 func policyDaemon(t *testing.T) (*daemon, *clock) {
 	clk := &clock{}
-	d := newDaemonWith(t, func(c *manager.Config) { c.Now = clk.Now })
+	d := newDaemonWith(t, func(c *stack.Config) { c.Now = clk.Now })
 	return d, clk
 }
 
@@ -569,7 +570,7 @@ func TestRemoteCannotReplaceASnapshotTemplate(t *testing.T) {
 func TestHeldCommandApprovedAsItRuns(t *testing.T) {
 	var logs strings.Builder
 	var logMu sync.Mutex
-	d := newDaemonWith(t, func(c *manager.Config) {
+	d := newDaemonWith(t, func(c *stack.Config) {
 		c.Redactor = redact.New()
 		c.Logf = func(f string, a ...any) { logMu.Lock(); fmt.Fprintf(&logs, f+"\n", a...); logMu.Unlock() }
 	})

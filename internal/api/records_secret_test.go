@@ -15,9 +15,9 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
-	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -30,14 +30,14 @@ const leakSecret = "Zq7vK2pXw9LmN4tR8sYb3HcJ6dFg"
 // store, as airlock serve does, and the permissive policy.
 func recordDaemon(t *testing.T) *daemon {
 	t.Helper()
-	return newDaemonWith(t, func(c *manager.Config) {
+	return newDaemonWith(t, func(c *stack.Config) {
 		red := redact.New()
 		log, err := audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Policy, c.Audit, c.Redactor = allowAll, log, red
-		c.Modules = append(c.Modules, secrets.New(filepath.Join(t.TempDir(), "secrets.key")))
+		c.SecretsKey = filepath.Join(t.TempDir(), "secrets.key")
 	})
 }
 
@@ -208,7 +208,7 @@ func (d *daemon) remoteGet(t *testing.T) func(path string) (int, []byte) {
 // agent, or anyone holding one) sees it redacted, in the list and in the
 // single approval (issue 17.8).
 func TestHeldCredentialsShownOnlyToApprovers(t *testing.T) {
-	d := newDaemonWith(t, func(c *manager.Config) { c.Redactor = redact.New() })
+	d := newDaemonWith(t, func(c *stack.Config) { c.Redactor = redact.New() })
 	sb := d.sandbox()
 	// a known token shape, and a secret-named variable the redactor learns
 	token := "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789AB"

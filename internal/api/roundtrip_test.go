@@ -21,17 +21,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
-	"github.com/airlock-dev/airlock/internal/review"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
-	"github.com/airlock-dev/airlock/internal/sandboxnet"
-	"github.com/airlock-dev/airlock/internal/secrets"
-	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -244,23 +240,19 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, snaps, secs := apikeys.New(), snapshots.New(filepath.Join(dir, "snapshots"), tpls), secrets.New(filepath.Join(dir, "secrets.key"))
-	tks := tasks.New(tasks.Config{Dir: filepath.Join(dir, "tasks")})
-	nw := sandboxnet.New(sandboxnet.Config{})
-	aps := approvals.New(approvals.Config{})
-	rv := review.New(review.Config{TaskDir: filepath.Join(dir, "tasks")})
-	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, Policy: pol, Logf: t.Logf,
-		Modules: []manager.Module{tks, nw, keys, snaps, secs, aps, rv}})
+	stk, err := stack.New(context.Background(), stack.Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
+		Redactor: red, Policy: pol, Logf: t.Logf},
+		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	m, tks, aps := stk.Manager, stk.Tasks, stk.Approvals
 	sock := filepath.Join(dir, "api.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(m, Modules{Keys: keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: nw, Audit: log, Approvals: aps, Review: rv}, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
+	srv := &http.Server{Handler: New(m, modulesOf(stk, log), Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/secrets"
@@ -28,14 +29,14 @@ func secretDaemon(t *testing.T) (*daemon, *clock, string) {
 	t.Helper()
 	clk := &clock{}
 	keyFile := filepath.Join(t.TempDir(), "secrets.key")
-	d := newDaemonWith(t, func(c *manager.Config) {
+	d := newDaemonWith(t, func(c *stack.Config) {
 		red := redact.New()
 		log, err := audit.Open(context.Background(), audit.Config{Store: c.Store, Redactor: red, KeyFile: filepath.Join(t.TempDir(), "audit.key")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Policy, c.Audit, c.Redactor, c.Now = allowAll, log, red, clk.Now
-		c.Modules = append(c.Modules, secrets.New(keyFile))
+		c.SecretsKey = keyFile
 	})
 	return d, clk, keyFile
 }

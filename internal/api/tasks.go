@@ -53,7 +53,7 @@ func (s *Server) taskRoutes() {
 }
 
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
-	req, err := parseTask(http.MaxBytesReader(w, r.Body, maxJSONBody), s.m.MaxLifetime())
+	req, err := parseTask(http.MaxBytesReader(w, r.Body, maxJSONBody), s.sbx.MaxLifetime())
 	if err != nil {
 		writeError(w, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/wire"
@@ -17,7 +18,7 @@ import (
 // wraps to 0.29 s. Each door answers 400 naming the field, and nothing is
 // created.
 func TestLifetimeOverflowIsRefusedAtEveryDoor(t *testing.T) {
-	d := newDaemonWith(t, func(c *manager.Config) { c.Policy = allowAll; c.MaxLifetime = time.Hour })
+	d := newDaemonWith(t, func(c *stack.Config) { c.Policy = allowAll; c.MaxLifetime = time.Hour })
 	repo, _ := sampleRepo(t)
 	var sb manager.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", `{"ttl_seconds":60}`, &sb); code != 201 {

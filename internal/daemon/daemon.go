@@ -32,19 +32,15 @@ import (
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/e2b"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
-	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
-	"github.com/airlock-dev/airlock/internal/sandboxnet"
-	"github.com/airlock-dev/airlock/internal/secrets"
-	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/store"
-	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/template"
 )
 
@@ -195,26 +191,26 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := d.openAudit(ctx, st, red); err != nil {
 		return nil, err
 	}
-	// The feature modules, in the order their hooks run.
-	d.keys = apikeys.New()
-	snaps := snapshots.New(filepath.Join(cfg.DataDir, "snapshots"), tpls)
-	network := sandboxnet.New(sandboxnet.Config{Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns,
-		TrustDir: filepath.Join(cfg.StateDir, "trust")})
-	secs := secrets.New(filepath.Join(cfg.DataDir, "secrets.key"))
-	aps := approvals.New(approvals.Config{Wait: cfg.ApprovalWait})
-	// tasks first: a stopping task's diff is taken before other hooks.
-	tks := tasks.New(tasks.Config{Dir: filepath.Join(cfg.DataDir, "tasks")})
-	rv := review.New(review.Config{TaskDir: filepath.Join(cfg.DataDir, "tasks")})
-	m, err := manager.New(ctx, manager.Config{Modules: []manager.Module{tks, network, d.keys, snaps, secs, aps, rv}, Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends, Templates: tpls, Store: st, MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
-		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf})
+	// The manager with the feature modules, wired as in every test.
+	stk, err := stack.New(ctx, stack.Config{Config: manager.Config{Backend: be, Backends: backends, Unavailable: unavailable, TemplateBackends: cfg.TemplateBackends,
+		Templates: tpls, Store: st, MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
+		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf},
+		TaskDir: filepath.Join(cfg.DataDir, "tasks"), SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
+		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait})
 	if err != nil {
 		return nil, err
 	}
-	d.m = m
-	if err := d.listen(ctx, api.New(m, api.Modules{Keys: d.keys, Snapshots: snaps, Secrets: secs, Tasks: tks, Network: network, Audit: d.alog, Approvals: aps, Review: rv}, api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	d.m, d.keys = stk.Manager, stk.Keys
+	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// apiModules are the stack's modules and the audit log as the API takes
+// them.
+func apiModules(s *stack.Stack, alog *audit.Log) api.Modules {
+	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review}
 }
 
 // lock takes the state dir's daemon lock: one daemon per state dir.

@@ -179,7 +179,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
-	sb, err := s.m.Create(r.Context(), cr)
+	sb, err := s.sbx.Create(r.Context(), cr)
 	if err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
@@ -191,7 +191,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 // is E2B's 404.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) (*manager.Sandbox, bool) {
 	id := r.PathValue("id")
-	sb, err := s.m.Get(r.Context(), id)
+	sb, err := s.sbx.Get(r.Context(), id)
 	if err == nil && sb.State == "stopped" {
 		err = fmt.Errorf("sandbox %s has stopped (%s): %w", id, sb.StopReason, errdefs.ErrNotFound)
 	}
@@ -214,7 +214,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.live(w, r); !ok {
 		return
 	}
-	if err := s.m.Destroy(r.Context(), r.PathValue("id")); err != nil {
+	if err := s.sbx.Destroy(r.Context(), r.PathValue("id")); err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
@@ -244,7 +244,7 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.live(w, r); !ok {
 		return
 	}
-	if _, err := s.m.SetTTL(r.Context(), r.PathValue("id"), ttl); err != nil {
+	if _, err := s.sbx.SetTTL(r.Context(), r.PathValue("id"), ttl); err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
@@ -269,7 +269,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusConflict, fmt.Sprintf("sandbox %s is already paused", sb.ID))
 		return
 	}
-	if _, err := s.m.Pause(r.Context(), sb.ID); err != nil {
+	if _, err := s.sbx.Pause(r.Context(), sb.ID); err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
@@ -303,7 +303,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if sb.State == "paused" {
 		var err error
-		if sb, err = s.m.Resume(r.Context(), sb.ID); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+		if sb, err = s.sbx.Resume(r.Context(), sb.ID); err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return
 		}
@@ -311,14 +311,14 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Timeout != nil {
 		var err error
-		if sb, err = s.m.SetTTL(r.Context(), r.PathValue("id"), ttl); err != nil {
+		if sb, err = s.sbx.SetTTL(r.Context(), r.PathValue("id"), ttl); err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return
 		}
 	}
 	if sb == nil {
 		var err error
-		if sb, err = s.m.Get(r.Context(), r.PathValue("id")); err != nil {
+		if sb, err = s.sbx.Get(r.Context(), r.PathValue("id")); err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return
 		}
@@ -336,7 +336,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	var all []*manager.Sandbox
 	for _, st := range []string{"running", "paused"} {
-		l, err := s.m.List(r.Context(), st)
+		l, err := s.sbx.List(r.Context(), st)
 		if err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return

@@ -44,7 +44,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
-	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // EnvdVersion is the in-sandbox API version airlock reports. The SDKs
@@ -61,7 +60,8 @@ const Home = "/home/sandbox"
 
 // Config wires a Server.
 type Config struct {
-	Manager *manager.Manager
+	// Manager is the sandbox core (the daemon's *manager.Manager).
+	Manager Core
 	// Keys checks the X-API-KEY of every control-plane call
 	// (apikeys.Keys).
 	Keys interface {
@@ -81,12 +81,13 @@ type Config struct {
 // Server is the E2B door's http.Handler.
 type Server struct {
 	cfg      Config
-	m        *manager.Manager
+	sbx      Sandboxes
+	execs    Execs
+	red      Redactor
+	fs       Files
 	tokenKey []byte
 	mux      *http.ServeMux // control plane
 	envd     *http.ServeMux // in-sandbox API
-	// agentFiles is the manager's AgentFiles; tests put a double here.
-	agentFiles func(ctx context.Context, id string) (runtime.Files, error)
 
 	mu    sync.Mutex
 	procs map[procKey]*proc
@@ -106,8 +107,7 @@ func New(cfg Config) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	s := &Server{cfg: cfg, m: cfg.Manager, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
-	s.agentFiles = s.m.AgentFiles
+	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Manager, fs: cfg.Manager, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
 	s.envdRoutes()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -42,7 +43,7 @@ type door struct {
 	key  string
 }
 
-func newDoor(t *testing.T, configure ...func(*manager.Config)) *door {
+func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -71,16 +72,17 @@ func newDoor(t *testing.T, configure ...func(*manager.Config)) *door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := manager.Config{Backend: be, Templates: tpls, Store: st, Policy: pol}
+	// The daemon's modules, wired as the daemon wires them.
+	cfg := stack.Config{Config: manager.Config{Backend: be, Templates: tpls, Store: st, Policy: pol},
+		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots")}
 	for _, c := range configure {
 		c(&cfg)
 	}
-	keys := apikeys.New()
-	cfg.Modules = append(cfg.Modules, keys)
-	m, err := manager.New(context.Background(), cfg)
+	stk, err := stack.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m, keys := stk.Manager, stk.Keys
 	srv := httptest.NewServer(New(Config{Manager: m, Keys: keys}))
 	t.Cleanup(func() {
 		srv.Close()
@@ -371,7 +373,7 @@ func TestControlPlane(t *testing.T) {
 // returned raw).
 func TestProcessListRedactsSecrets(t *testing.T) {
 	const secret = "e2b-list-secret-6f1c9a2b7d"
-	d := newDoor(t, func(c *manager.Config) { c.Redactor = redact.New(secret) })
+	d := newDoor(t, func(c *stack.Config) { c.Redactor = redact.New(secret) })
 	id, tok := d.create()
 	h := envdHeaders(id, tok, map[string]string{"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"})
 	started := make(chan struct{})
@@ -397,3 +399,6 @@ func TestProcessListRedactsSecrets(t *testing.T) {
 	}
 	<-started
 }
+
+// The daemon's manager is a Core.
+var _ Core = (*manager.Manager)(nil)

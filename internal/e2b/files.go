@@ -41,7 +41,7 @@ func (s *Server) fileRoutes() {
 // health is 204 while the sandbox runs, 502 when it is gone (the SDKs
 // read 502 as "not running").
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	sb, err := s.m.Get(r.Context(), sandboxOf(r))
+	sb, err := s.sbx.Get(r.Context(), sandboxOf(r))
 	if err != nil || sb.State == "stopped" {
 		writeAPIError(w, http.StatusBadGateway, "the sandbox is not running")
 		return
@@ -51,7 +51,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 // files is the sandbox's file access under its policy.
 func (s *Server) files(r *http.Request) (runtime.Files, error) {
-	return s.agentFiles(r.Context(), sandboxOf(r))
+	return s.fs.AgentFiles(r.Context(), sandboxOf(r))
 }
 
 // fileStatus maps a file error to the envd HTTP status.

@@ -37,6 +37,20 @@ func (f *fakeFiles) ReadFile(ctx context.Context, p string, w io.Writer, max int
 	return f.read(ctx, w)
 }
 
+// filesOnly is a core that has only the files of sandbox "sb": its
+// embedded Core is nil, so a route reaching any other method panics.
+type filesOnly struct {
+	Core
+	ff *fakeFiles
+}
+
+func (c filesOnly) AgentFiles(_ context.Context, id string) (runtime.Files, error) {
+	if id != "sb" {
+		return nil, fmt.Errorf("sandbox %s: %w", id, errdefs.ErrNotFound)
+	}
+	return c.ff, nil
+}
+
 // getFile asks a door that serves ff for the file at p.
 func getFile(t *testing.T, ff *fakeFiles, p string) *http.Response {
 	t.Helper()
@@ -49,8 +63,7 @@ func getFile(t *testing.T, ff *fakeFiles, p string) *http.Response {
 
 func tryGetFile(t *testing.T, ff *fakeFiles, p string) (*http.Response, error) {
 	t.Helper()
-	s := New(Config{})
-	s.agentFiles = func(context.Context, string) (runtime.Files, error) { return ff, nil }
+	s := New(Config{Manager: filesOnly{ff: ff}})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("GET", srv.URL+"/files?path="+p, nil)

@@ -343,7 +343,7 @@ func (s *Server) runStarted(r *http.Request, id string, er manager.ExecRequest, 
 	startErr := make(chan error, 1)
 	go func() {
 		defer cancel()
-		_, status, err := s.m.Exec(execCtx, id, er, func(execID string, pid int) {
+		_, status, err := s.execs.Exec(execCtx, id, er, func(execID string, pid int) {
 			startMu.Lock()
 			begun = true
 			startMu.Unlock()
@@ -560,7 +560,7 @@ func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
 	// The configs are as the client sent them: a granted secret in an
 	// environment value or an argument is shown redacted, like every
 	// other record.
-	b, err := s.m.RedactedJSON(map[string]any{"processes": out})
+	b, err := s.red.RedactedJSON(map[string]any{"processes": out})
 	if err != nil {
 		writeUnary(w, nil, errorf(codeInternal, "%v", err))
 		return
@@ -589,7 +589,7 @@ func (s *Server) sendSignal(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, rerr)
 		return
 	}
-	if err := s.m.Signal(r.Context(), p.key.sandbox, p.execID, sig); err != nil {
+	if err := s.execs.Signal(r.Context(), p.key.sandbox, p.execID, sig); err != nil {
 		writeUnary(w, nil, rpcErr(err))
 		return
 	}
@@ -618,7 +618,7 @@ func (s *Server) sendInput(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, errorf(codeFailedPrecond, "process %d has no terminal: send stdin", p.key.pid))
 		return
 	}
-	if err := s.m.Input(r.Context(), p.key.sandbox, p.execID, data); err != nil {
+	if err := s.execs.Input(r.Context(), p.key.sandbox, p.execID, data); err != nil {
 		rerr := rpcErr(err)
 		if rerr.Code == codeFailedPrecond {
 			rerr.Message = fmt.Sprintf("process %d has no open stdin (start it with stdin: true): %s", p.key.pid, rerr.Message)
@@ -640,7 +640,7 @@ func (s *Server) closeStdin(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, rerr)
 		return
 	}
-	if err := s.m.CloseStdin(r.Context(), p.key.sandbox, p.execID); err != nil {
+	if err := s.execs.CloseStdin(r.Context(), p.key.sandbox, p.execID); err != nil {
 		writeUnary(w, nil, rpcErr(err))
 		return
 	}
@@ -662,7 +662,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, struct{}{}, nil)
 		return
 	}
-	if err := s.m.Resize(r.Context(), p.key.sandbox, p.execID, req.PTY.Size.Rows, req.PTY.Size.Cols); err != nil {
+	if err := s.execs.Resize(r.Context(), p.key.sandbox, p.execID, req.PTY.Size.Rows, req.PTY.Size.Cols); err != nil {
 		writeUnary(w, nil, rpcErr(err))
 		return
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
@@ -15,7 +15,7 @@ import (
 // field at create, set-timeout and connect, never a sandbox without an
 // expiry under --max-lifetime.
 func TestE2BTimeoutOverflowIsRefused(t *testing.T) {
-	d := newDoor(t, func(c *manager.Config) { c.MaxLifetime = time.Hour })
+	d := newDoor(t, func(c *stack.Config) { c.MaxLifetime = time.Hour })
 	id, _ := d.create()
 	hdr := map[string]string{"X-API-KEY": d.key, "Content-Type": "application/json"}
 	for _, n := range []string{"9223372037", "18446744074", "9223372036854775807"} {

@@ -1,0 +1,92 @@
+// Package stack builds the daemon's sandbox core with its feature modules,
+// in their order: the one wiring that `airlock serve` (internal/daemon)
+// and the tests of the API and the E2B door share, so that a test runs
+// the modules the daemon runs, configured as the daemon configures them.
+//
+// It opens nothing of its own: the backend, templates, store, audit log
+// and egress configuration are the caller's (the daemon's checked ones,
+// or a test's). It imports neither api nor e2b, so their own tests can
+// use it.
+package stack
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/review"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
+	"github.com/airlock-dev/airlock/internal/secrets"
+	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/internal/tasks"
+)
+
+// Config is the manager's configuration, but its modules, which are the
+// stack's (Modules must be empty), and what those modules are made from.
+type Config struct {
+	manager.Config
+	// TaskDir holds the tasks' directories (the tasks module's, whose
+	// result directories the review module's purge removes).
+	TaskDir string
+	// SnapshotDir holds the snapshot templates.
+	SnapshotDir string
+	// SecretsKey is the secrets' key file ("": no secret is kept, every
+	// one refused).
+	SecretsKey string
+	// Egress is the egress service's configuration (nil: none, so
+	// sandboxes get no network at all).
+	Egress *egress.Config
+	// MaxProxyConns caps each sandbox's open proxy connections (0:
+	// runtime.DefaultMaxProxyConns).
+	MaxProxyConns int
+	// TrustDir holds each sandbox's system bundle with its egress CA
+	// ("": sandboxes do not trust their CA by themselves).
+	TrustDir string
+	// ApprovalWait is how long a held command waits by default (0:
+	// approvals.DefaultWait).
+	ApprovalWait time.Duration
+}
+
+// Stack is the manager and its feature modules.
+type Stack struct {
+	Manager   *manager.Manager
+	Tasks     *tasks.Tasks
+	Network   *sandboxnet.Net
+	Keys      *apikeys.Keys
+	Snapshots *snapshots.Snapshots
+	Secrets   *secrets.Secrets
+	Approvals *approvals.Approvals
+	Review    *review.Review
+}
+
+// New makes the modules and the manager with them attached, in the order
+// their hooks run: tasks first (a stopping task's diff is taken before
+// other hooks), then the network, API keys, snapshots, secrets,
+// approvals and review.
+func New(ctx context.Context, cfg Config) (*Stack, error) {
+	if len(cfg.Modules) != 0 {
+		return nil, fmt.Errorf("stack: the modules are the stack's own, not the caller's: %w", errdefs.ErrInvalid)
+	}
+	s := &Stack{
+		Tasks:     tasks.New(tasks.Config{Dir: cfg.TaskDir}),
+		Network:   sandboxnet.New(sandboxnet.Config{Egress: cfg.Egress, MaxProxyConns: cfg.MaxProxyConns, TrustDir: cfg.TrustDir}),
+		Keys:      apikeys.New(),
+		Snapshots: snapshots.New(cfg.SnapshotDir, cfg.Templates),
+		Secrets:   secrets.New(cfg.SecretsKey),
+		Approvals: approvals.New(approvals.Config{Wait: cfg.ApprovalWait}),
+		Review:    review.New(review.Config{TaskDir: cfg.TaskDir}),
+	}
+	mcfg := cfg.Config
+	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review}
+	m, err := manager.New(ctx, mcfg)
+	if err != nil {
+		return nil, err
+	}
+	s.Manager = m
+	return s, nil
+}

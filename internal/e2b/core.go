@@ -1,0 +1,63 @@
+package e2b
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"syscall"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/runtime"
+)
+
+// The sandbox core as the E2B door uses it, one small interface per
+// concern (the daemon passes its *manager.Manager for all of them): the
+// door depends on what it calls, not on the manager. The contracts are
+// the manager's: errors carry an errdefs kind, which the door maps to
+// E2B's statuses and Connect codes.
+
+// Sandboxes is the sandbox lifecycle the control plane serves.
+type Sandboxes interface {
+	Create(ctx context.Context, req manager.CreateRequest) (*manager.Sandbox, error)
+	Get(ctx context.Context, id string) (*manager.Sandbox, error)
+	// List lists the sandboxes in state ("": every state).
+	List(ctx context.Context, state string) ([]*manager.Sandbox, error)
+	Destroy(ctx context.Context, id string) error
+	SetTTL(ctx context.Context, id string, ttl time.Duration) (*manager.Sandbox, error)
+	Pause(ctx context.Context, id string) (*manager.Sandbox, error)
+	Resume(ctx context.Context, id string) (*manager.Sandbox, error)
+}
+
+// Execs are the commands envd's process service starts and then drives.
+type Execs interface {
+	// Exec runs req in sandbox id (policy first): started is called once
+	// it runs, stdout and stderr get its output as it comes; it returns
+	// the exec's id and its exit status.
+	Exec(ctx context.Context, id string, req manager.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
+	Signal(ctx context.Context, id, execID string, sig syscall.Signal) error
+	Input(ctx context.Context, id, execID string, data []byte) error
+	CloseStdin(ctx context.Context, id, execID string) error
+	Resize(ctx context.Context, id, execID string, rows, cols uint16) error
+}
+
+// Files reaches a sandbox's files through the core, which applies the
+// policy, the write scope and the audit record to every operation.
+type Files interface {
+	AgentFiles(ctx context.Context, id string) (runtime.Files, error)
+}
+
+// Redactor redacts what the door answers with that a client once sent
+// (the process list's commands, arguments, directories, environment).
+type Redactor interface {
+	// RedactedJSON is v as JSON with every string in it redacted.
+	RedactedJSON(v any) (json.RawMessage, error)
+}
+
+// Core is everything the door needs of the sandbox core.
+type Core interface {
+	Sandboxes
+	Execs
+	Files
+	Redactor
+}
