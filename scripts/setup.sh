@@ -19,6 +19,7 @@ command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)  # cgroup v2
 command -v depmod >/dev/null || need+=(kmod)                        # its kernel modules
 command -v curl >/dev/null || need+=(curl)            # egress tests: a client inside sandboxes
 command -v runsc >/dev/null || need+=(runsc)          # the gVisor backend (internal/runtime/gvisor)
+[ -d /usr/lib/python3/dist-packages/pytest ] || need+=(python3-pytest)  # the README task test's Python project
 if [ ${#need[@]} -gt 0 ]; then
 	echo "setup: installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/airlock-dev/airlock/internal/egress"
 )
 
 // TestEgressRealInstalls installs real packages inside sandboxes through
@@ -25,37 +21,7 @@ func TestEgressRealInstalls(t *testing.T) {
 	if _, err := os.Stat("/usr/local/go/bin/go"); err != nil {
 		t.Skip("no Go toolchain at /usr/local/go to run inside the sandbox")
 	}
-	ctx := context.Background()
-	presets, _ := egress.DiscoverPresets(ctx, egress.DiscoverEnv{})
-	if len(presets["npm"]) == 0 || len(presets["go"]) == 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm or go registry not configured on this machine: %v", presets)
-		}
-		t.Skip("npm or go registry not configured on this machine")
-	}
-	// On these machines the registries may resolve into ranges the proxy
-	// guards (reserved, private): open exactly their addresses, on 443.
-	var cidrs []string
-	for _, h := range append(append([]string{}, presets["npm"]...), presets["go"]...) {
-		host, _, err := net.SplitHostPort(h)
-		if err != nil {
-			host = h
-		}
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
-		if err != nil {
-			continue // (a checksum database reached through the module proxy, say)
-		}
-		for _, a := range addrs {
-			cidrs = append(cidrs, netip.PrefixFrom(a.Unmap(), 32).String())
-		}
-	}
-	if len(cidrs) == 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no registry resolves here")
-		}
-		t.Skip("no registry resolves here")
-	}
-	addrRule, _ := json.Marshal(map[string]any{"id": "registry-addresses", "action": "allow", "cidrs": cidrs, "ports": []int{443}})
+	presets, addrRule := registryAddrRule(t, "npm", "go")
 	base := fmt.Sprintf("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\negress:\n  rules:\n    - %s\n", addrRule)
 	e := newEnv(t)
 	pf := e.state + "-policy.yaml"

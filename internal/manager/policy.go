@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -287,7 +289,32 @@ func restrictWrites(ctx context.Context, sb runtime.Sandbox, scope []string) err
 	}
 	// The repository's own .git stays writable so the agent can commit;
 	// the host's diff reads the files alone and ignores it.
-	roots := append(policy.ScopeRoots(scope), policy.DefaultCwd+"/.git")
+	roots := append(dirRoots(ctx, sb, scope), policy.DefaultCwd+"/.git")
 	_, err := ws.RestrictWrites(ctx, roots)
 	return err
+}
+
+// dirRoots are the kernel's roots for a scope: each glob's directory
+// part (src/** -> /workspace/src, made if missing); a literal path that
+// is not a directory (go.sum, package-lock.json, or a file not there
+// yet) stands for its directory. The kernel cannot let one file be made
+// or replaced by a rename (as go and npm write them) without its
+// directory, and a missing literal was made a directory: go.sum in a
+// scope became a directory named go.sum. The policy and the review
+// still hold the exact scope.
+func dirRoots(ctx context.Context, sb runtime.Sandbox, scope []string) []string {
+	f, hasFiles := sb.(runtime.Files)
+	var out []string
+	for _, g := range scope {
+		r := policy.ScopeRoots([]string{g})[0]
+		if hasFiles && r != policy.DefaultCwd && !strings.ContainsAny(g, "*?[") {
+			if fi, err := f.Stat(ctx, r); err != nil || fi.Type != "dir" {
+				r = path.Dir(r)
+			}
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
