@@ -820,7 +820,43 @@ func depsQuestion(c *Contents, files []*fileInfo) question {
 	if len(ran) > 0 {
 		q.Says = append(q.Says, "Commands the policy classed as changing dependencies ran: "+strings.Join(ran, "; ")+".")
 	}
+	scriptsAndWrites(&q, d)
 	return q
+}
+
+// scriptsAndWrites adds to the dependencies question the install scripts
+// that ran or were blocked, and dependency code's writes into .git or
+// outside the project (issue 19: 18 .git/hooks files went unflagged).
+func scriptsAndWrites(q *question, d Dependencies) {
+	for _, s := range d.InstallScripts {
+		switch {
+		case s.Override:
+			q.Alerts = append(q.Alerts, fmt.Sprintf("%s ran its install script although the policy blocks them: %s turned them back on (exec %s).", s.Package, s.Command, s.ExecID))
+			q.Level = worse(q.Level, "warn")
+		case s.Ran:
+			q.Items = append(q.Items, "install script ran: "+s.Package+" ("+s.Command+")")
+			q.Level = worse(q.Level, "warn")
+		default:
+			q.Items = append(q.Items, "install script blocked: "+s.Package+" ("+s.Command+")")
+		}
+	}
+	if n := len(d.FlaggedWrites); n > 0 {
+		var paths []string
+		for _, w := range d.FlaggedWrites {
+			paths = appendNew(paths, w.Path)
+		}
+		q.Alerts = append(q.Alerts, fmt.Sprintf("Dependency commands wrote %d file(s) into the repository's .git or outside the project: %s.", len(paths), strings.Join(paths, ", ")))
+		q.Level, q.Verdict = "bad", "dependency code wrote outside the project"
+	}
+}
+
+// worse is the worse of two levels.
+func worse(a, b string) string {
+	rank := map[string]int{"": 0, "info": 0, "ok": 1, "warn": 2, "bad": 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
 }
 
 func generatedQuestion(files []*fileInfo) question {

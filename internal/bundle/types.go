@@ -160,6 +160,30 @@ type Dependencies struct {
 	// Unreadable are changed lockfiles that did not parse (named, never
 	// guessed at).
 	Unreadable []string `json:"unreadable,omitempty"`
+	// InstallScripts are the packages with install scripts the task's
+	// dependency commands installed, and whether the scripts ran.
+	InstallScripts []InstallScript `json:"install_scripts,omitempty"`
+	// FlaggedWrites are dependency commands' writes into the
+	// repository's .git or outside the project and the caches.
+	FlaggedWrites []FlaggedWrite `json:"flagged_writes,omitempty"`
+}
+
+// InstallScript is one package whose install script a dependency
+// command ran or had blocked.
+type InstallScript struct {
+	ExecID  string `json:"exec_id"`
+	Command string `json:"command"`
+	Package string `json:"package"`
+	Ran     bool   `json:"ran"`
+	// Override: the command line turned scripts on against the policy.
+	Override bool `json:"override,omitempty"`
+}
+
+// FlaggedWrite is a write dependency code should not make.
+type FlaggedWrite struct {
+	ExecID  string `json:"exec_id"`
+	Command string `json:"command"`
+	Path    string `json:"path"`
 }
 
 // Artifact is one file the run left behind, as ScanArtifact classified it.

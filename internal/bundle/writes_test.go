@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,20 @@ func TestVerdictLine(t *testing.T) {
 		if got := verdictLine(c.qs); got != c.want {
 			t.Errorf("got %q, want %q", got, c.want)
 		}
+	}
+}
+
+// The dependencies question names every install script and flags
+// dependency code's writes outside the project as bad.
+func TestDependencyScriptsAndWrites(t *testing.T) {
+	q := question{Level: "ok", Verdict: "no"}
+	scriptsAndWrites(&q, Dependencies{InstallScripts: []InstallScript{{Package: "a@1", Command: "npm i", Ran: false}, {Package: "b@2", Command: "npm i", Ran: true}}})
+	if q.Level != "warn" || !slices.Contains(q.Items, "install script blocked: a@1 (npm i)") || !slices.Contains(q.Items, "install script ran: b@2 (npm i)") {
+		t.Errorf("scripts: %+v", q)
+	}
+	scriptsAndWrites(&q, Dependencies{InstallScripts: []InstallScript{{Package: "c@3", Command: "npm i --ignore-scripts=false", Ran: true, Override: true}},
+		FlaggedWrites: []FlaggedWrite{{Path: "/workspace/.git/hooks/pre-commit"}, {Path: "/workspace/.git/hooks/pre-commit"}}})
+	if q.Level != "bad" || len(q.Alerts) != 2 || !strings.Contains(q.Alerts[1], "wrote 1 file(s)") || !strings.Contains(q.Alerts[0], "turned them back on") {
+		t.Errorf("override and writes: %+v", q)
 	}
 }

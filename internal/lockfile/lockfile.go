@@ -326,3 +326,50 @@ func Diff(before, after Packages) []Change {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// InstallScripts lists the packages ("name@version", sorted) whose
+// install scripts a lockfile says run at install: npm's
+// hasInstallScript (lockfileVersion 2 and 3) and pnpm's requiresBuild.
+// Other lockfiles do not say; they give none (ok false).
+func InstallScripts(name string, data []byte) (pkgs []string, ok bool, err error) {
+	switch Manager(name) {
+	case "npm":
+		var lf struct {
+			Packages map[string]struct {
+				Version          string `json:"version"`
+				Name             string `json:"name"`
+				HasInstallScript bool   `json:"hasInstallScript"`
+			} `json:"packages"`
+		}
+		if err := json.Unmarshal(data, &lf); err != nil {
+			return nil, false, fmt.Errorf("lockfile %s: %w", name, err)
+		}
+		for key, e := range lf.Packages {
+			if !e.HasInstallScript || key == "" {
+				continue // (the project's own scripts are not a dependency's)
+			}
+			n := e.Name
+			if i := strings.LastIndex(key, "node_modules/"); n == "" && i >= 0 {
+				n = key[i+len("node_modules/"):]
+			}
+			if n == "" {
+				n = key // a linked directory without a name
+			}
+			pkgs = append(pkgs, n+"@"+e.Version)
+		}
+	case "pnpm":
+		var cur string
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.HasSuffix(line, ":") {
+				cur = strings.Trim(strings.TrimSuffix(strings.TrimSpace(line), ":"), `'"/`)
+			}
+			if strings.TrimSpace(line) == "requiresBuild: true" && cur != "" {
+				pkgs = append(pkgs, cur)
+			}
+		}
+	default:
+		return nil, false, nil
+	}
+	sort.Strings(pkgs)
+	return slices.Compact(pkgs), true, nil
+}

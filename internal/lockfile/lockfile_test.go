@@ -69,3 +69,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestInstallScripts(t *testing.T) {
+	npm := `{"lockfileVersion":3,"packages":{"":{"name":"app"},"node_modules/esbuild":{"version":"0.20.0","hasInstallScript":true},"node_modules/a/node_modules/core-js":{"version":"3.36.0","hasInstallScript":true},"node_modules/is-number":{"version":"7.0.0"},"../pkg":{"name":"has-script","version":"1.0.0","hasInstallScript":true},"node_modules/has-script":{"resolved":"../pkg","link":true}}}`
+	got, ok, err := InstallScripts("package-lock.json", []byte(npm))
+	if err != nil || !ok || fmt.Sprint(got) != "[core-js@3.36.0 esbuild@0.20.0 has-script@1.0.0]" {
+		t.Errorf("npm: %v %v %v", got, ok, err)
+	}
+	pnpm := "lockfileVersion: '9.0'\npackages:\n  esbuild@0.20.0:\n    resolution: {integrity: x}\n    requiresBuild: true\n  is-number@7.0.0:\n    resolution: {integrity: y}\n"
+	if got, ok, err := InstallScripts("pnpm-lock.yaml", []byte(pnpm)); err != nil || !ok || fmt.Sprint(got) != "[esbuild@0.20.0]" {
+		t.Errorf("pnpm: %v %v %v", got, ok, err)
+	}
+	if got, ok, err := InstallScripts("go.sum", []byte("x v1 h1:a=\n")); got != nil || ok || err != nil {
+		t.Errorf("go.sum says nothing of scripts: %v %v %v", got, ok, err)
+	}
+	if _, _, err := InstallScripts("package-lock.json", []byte("{")); err == nil {
+		t.Error("a bad npm lockfile")
+	}
+}

@@ -80,6 +80,9 @@ func (r *Review) bundleContents(ctx context.Context, tb *manager.TaskBundle) (*b
 	if tb.Dependencies != nil {
 		c.Dependencies = *tb.Dependencies
 	}
+	if err := r.packageRecords(ctx, rec.SandboxID, &c.Dependencies); err != nil {
+		return nil, err
+	}
 	if err := r.artifacts(ctx, rec.SandboxID, tb.Files, c); err != nil {
 		return nil, err
 	}

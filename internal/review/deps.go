@@ -1,11 +1,14 @@
 package review
 
 import (
+	"context"
+	"encoding/json"
 	"path"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/lazyre"
+	"github.com/airlock-dev/airlock/internal/store"
 )
 
 var lockfiles = map[string]string{"package-lock.json": "npm", "npm-shrinkwrap.json": "npm", "yarn.lock": "yarn", "pnpm-lock.yaml": "pnpm",
@@ -95,4 +98,37 @@ func classify(ch *bundle.DependencyChange) bool {
 		ch.Change = "changed"
 	}
 	return true
+}
+
+// packageRecords adds to d what the sandbox's dependency commands put on
+// the record: install scripts (package.change) and flagged writes
+// (package.writes).
+func (r *Review) packageRecords(ctx context.Context, sandboxID string, d *bundle.Dependencies) error {
+	events, err := r.c.AuditLog().Query(ctx, store.AuditFilter{SandboxID: sandboxID, Kind: "package"})
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		var p struct {
+			Command        string   `json:"command"`
+			Writes         []string `json:"writes"`
+			InstallScripts *struct {
+				Packages []string `json:"packages"`
+				Ran      bool     `json:"ran"`
+				Override bool     `json:"override"`
+			} `json:"install_scripts"`
+		}
+		if json.Unmarshal(e.Payload, &p) != nil {
+			continue
+		}
+		for _, w := range p.Writes {
+			d.FlaggedWrites = append(d.FlaggedWrites, bundle.FlaggedWrite{ExecID: e.ExecID, Command: p.Command, Path: w})
+		}
+		if s := p.InstallScripts; s != nil {
+			for _, pkg := range s.Packages {
+				d.InstallScripts = append(d.InstallScripts, bundle.InstallScript{ExecID: e.ExecID, Command: p.Command, Package: pkg, Ran: s.Ran, Override: s.Override})
+			}
+		}
+	}
+	return nil
 }

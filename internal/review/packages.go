@@ -48,6 +48,10 @@ type lockSnapshot struct {
 	files map[string][]byte // absolute path -> content (nil: absent)
 	mu    sync.Mutex
 	hosts map[string]bool // registry hosts reached, from the egress record
+	// blocked: the policy's install_scripts deny set the managers' env;
+	// override: the command line turned scripts back on (npm's
+	// --ignore-scripts=false), which the evidence names.
+	blocked, override bool
 }
 
 func lockCandidates(cwd string, a *policy.Analysis) []string {
@@ -146,6 +150,9 @@ func (r *Review) packageEvidence(ctx context.Context, sandboxID, taskID, execID 
 		}
 		payload := changePayload(ctx, p, was, now)
 		payload["command"], payload["registries"] = command, hosts
+		if s := newScripts(p, was, now); s != nil {
+			payload["install_scripts"] = map[string]any{"packages": s, "ran": !snap.blocked || snap.override, "override": snap.override}
+		}
 		_ = r.c.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: sandboxID, TaskID: taskID, ExecID: execID, Kind: "package.change", Payload: payload})
 	}
 }
@@ -230,4 +237,60 @@ func unifiedDiff(ctx context.Context, name string, before, after []byte) string 
 		d = d[:maxDiff] + "\n[diff cut at 1 MiB]\n"
 	}
 	return d
+}
+
+// newScripts are the packages with install scripts that lockfile p
+// gained (nil: none, or a lockfile that does not say).
+func newScripts(p string, was, now []byte) []string {
+	after, ok, err := lockfile.InstallScripts(p, now)
+	if !ok || err != nil || len(after) == 0 {
+		return nil
+	}
+	before, _, _ := lockfile.InstallScripts(p, was)
+	var out []string
+	for _, s := range after {
+		if !slices.Contains(before, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// scriptsOverride says whether argv turns install scripts back on
+// against the daemon's env (npm, pnpm and yarn v1 read the flag).
+func scriptsOverride(argv []string) bool {
+	for i, a := range argv {
+		if a == "--ignore-scripts=false" || a == "--ignore-scripts" && i+1 < len(argv) && argv[i+1] == "false" {
+			return true
+		}
+	}
+	return false
+}
+
+// cachePlaces are where package managers keep their caches and scratch:
+// writes there by a dependency command are expected.
+var cachePlaces = []string{"/tmp/", "/var/tmp/", "/home/sandbox/.npm/", "/home/sandbox/.cache/", "/home/sandbox/go/pkg/",
+	"/home/sandbox/.local/share/pnpm/", "/home/sandbox/.yarn/", "/home/sandbox/.cargo/registry/"}
+
+// maxFlagged bounds the flagged writes one event names.
+const maxFlagged = 50
+
+// flaggedWrites are a dependency command's writes that dependency code
+// has no business making (issue 19: an install script wrote 18
+// .git/hooks files and nothing flagged it): into the repository's .git,
+// or outside the project and the managers' caches.
+func flaggedWrites(fa *runtime.FileActivity) []string {
+	if fa == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range fa.Written {
+		inGit := strings.HasPrefix(w, "/workspace/.git/")
+		inProject := strings.HasPrefix(w, "/workspace/")
+		cached := slices.ContainsFunc(cachePlaces, func(c string) bool { return strings.HasPrefix(w, c) })
+		if (inGit || !inProject && !cached) && len(out) < maxFlagged {
+			out = append(out, w)
+		}
+	}
+	return out
 }

@@ -24,7 +24,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -67,6 +69,11 @@ func (r *Review) BeforeExec(ctx context.Context, x *manager.ExecCall) error {
 	}
 	if x.Analysis != nil && slices.Contains(x.Analysis.Classes, policy.Dependency) {
 		if snap := r.snapLockfiles(ctx, x.SandboxID, x.Cwd, x.Analysis); snap != nil {
+			snap.blocked = slices.Contains(x.DaemonEnv, "npm_config_ignore_scripts=true")
+			snap.override = scriptsOverride(x.Argv)
+			for _, c := range x.Analysis.Commands {
+				snap.override = snap.override || scriptsOverride(c.Argv)
+			}
 			x.Keep = snap
 		}
 	}
@@ -77,6 +84,9 @@ func (r *Review) BeforeExec(ctx context.Context, x *manager.ExecCall) error {
 func (r *Review) AfterExec(ctx context.Context, x manager.ExecDone) {
 	if snap, ok := x.Keep.(*lockSnapshot); ok {
 		r.packageEvidence(ctx, x.SandboxID, x.TaskID, x.ExecID, x.Argv, snap)
+		if x.Status != nil {
+			r.flagWrites(ctx, x, flaggedWrites(x.Status.Files))
+		}
 	}
 }
 
@@ -92,3 +102,20 @@ var (
 	_ manager.TaskBundler   = (*Review)(nil)
 	_ manager.EgressNoter   = (*lockSnapshot)(nil)
 )
+
+// flagWrites records a dependency command's flagged writes
+// (package.writes), for the review.
+func (r *Review) flagWrites(ctx context.Context, x manager.ExecDone, writes []string) {
+	if len(writes) == 0 {
+		return
+	}
+	red := r.c.Redactor()
+	for i := range writes {
+		writes[i] = red.String(writes[i])
+	}
+	if err := r.c.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.SandboxID, TaskID: x.TaskID, ExecID: x.ExecID, Kind: "package.writes",
+		Payload: map[string]any{"command": red.String(strings.Join(x.Argv, " ")), "writes": writes,
+			"why": "a dependency command wrote into the repository's .git or outside the project and the package managers' caches"}}); err != nil {
+		r.c.Logf("exec %s: record its flagged writes: %v", x.ExecID, err)
+	}
+}
