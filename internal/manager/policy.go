@@ -295,20 +295,19 @@ func restrictWrites(ctx context.Context, sb runtime.Sandbox, scope []string) err
 }
 
 // dirRoots are the kernel's roots for a scope: each glob's directory
-// part (src/** -> /workspace/src, made if missing); a literal path that
-// is not a directory (go.sum, package-lock.json, or a file not there
-// yet) stands for its directory. The kernel cannot let one file be made
-// or replaced by a rename (as go and npm write them) without its
-// directory, and a missing literal was made a directory: go.sum in a
-// scope became a directory named go.sum. The policy and the review
-// still hold the exact scope.
+// part (src/** -> /workspace/src, made if missing), and a literal path
+// as itself. A literal that is not there yet (go.sum before the first
+// go mod tidy) stands for its directory: the kernel holds only what
+// exists, and making it (as a directory, as for a glob's part) once
+// turned go.sum into a directory named go.sum. The policy and the
+// review still hold the exact scope.
 func dirRoots(ctx context.Context, sb runtime.Sandbox, scope []string) []string {
 	f, hasFiles := sb.(runtime.Files)
 	var out []string
 	for _, g := range scope {
 		r := policy.ScopeRoots([]string{g})[0]
 		if hasFiles && r != policy.DefaultCwd && !strings.ContainsAny(g, "*?[") {
-			if fi, err := f.Stat(ctx, r); err != nil || fi.Type != "dir" {
+			if _, err := f.Stat(ctx, r); err != nil {
 				r = path.Dir(r)
 			}
 		}
