@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/classify"
@@ -210,36 +209,7 @@ func CmdApprovals(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	for _, a := range list {
-		p := a.Prompt
-		if p == nil {
-			p = &sdk.Prompt{}
-		}
-		// Every field came from the agent's request or its analysis:
-		// escaped one by one (a newline in a write target must not print
-		// a line that reads like this prompt's own).
-		fmt.Fprintf(stdout, "%s  %s  sandbox %s", cli.Esc(a.ID), cli.Esc(a.State), cli.Esc(a.SandboxID))
-		if a.TaskID != "" {
-			fmt.Fprintf(stdout, "  task %s", cli.Esc(a.TaskID))
-		}
-		fmt.Fprintf(stdout, "  requested by %s at %s\n", cli.Esc(a.RequestedBy), a.Created.Format(time.RFC3339))
-		tw := tabwriter.NewWriter(stdout, 0, 4, 1, ' ', 0)
-		fmt.Fprintf(tw, "  command:\t%s\n  cwd:\t%s\n  classes:\t%s (held: %s)\n", cli.Esc(p.Command), cli.Esc(p.Cwd), termsafe.Join(p.Classes, ","), termsafe.Join(p.Held, ","))
-		if len(p.Writes) > 0 {
-			fmt.Fprintf(tw, "  writes:\t%s\n", termsafe.Join(p.Writes, " "))
-		}
-		if len(p.Network) > 0 {
-			fmt.Fprintf(tw, "  network:\t%s\n", termsafe.Join(p.Network, " "))
-		}
-		if len(p.Credentials) > 0 {
-			fmt.Fprintf(tw, "  credentials:\t%s\n", termsafe.Join(p.Credentials, " "))
-		}
-		fmt.Fprintf(tw, "  effect:\t%s\n  why held:\t%s\n", cli.Esc(p.Effect), cli.Esc(p.Reason))
-		if a.State == "pending" {
-			fmt.Fprintf(tw, "  decide by:\t%s\n", a.Deadline.Format(time.RFC3339))
-		} else if a.DecidedBy != "" {
-			fmt.Fprintf(tw, "  decided:\t%s by %s %s\n", cli.Esc(a.State), cli.Esc(a.DecidedBy), cli.Esc(a.Reason))
-		}
-		_ = tw.Flush()
+		cli.PrintApproval(stdout, &a)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stderr, "no approvals")

