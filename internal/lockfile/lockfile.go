@@ -2,8 +2,9 @@
 // evidence of what an install changed: npm (package-lock.json,
 // npm-shrinkwrap.json), yarn (v1 and berry), pnpm, Go (go.sum), Cargo,
 // Poetry, uv (Cargo.lock, poetry.lock, uv.lock), pip (requirements*.txt,
-// Pipfile.lock). It is pure: bytes in, packages out; a file it cannot read
-// is an error, never a guess.
+// Pipfile.lock), and (Integrity) the content hashes it holds for them.
+// It is pure: bytes in, packages out; a file it cannot read is an error,
+// never a guess.
 package lockfile
 
 import (
