@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,4 +138,70 @@ func networkRequests(t *testing.T, e *env, sock, id string) int {
 		t.Fatal(err)
 	}
 	return strings.Count(strings.TrimSpace(string(raw)), "\n") + map[bool]int{true: 1, false: 0}[len(strings.TrimSpace(string(raw))) > 0]
+}
+
+// The same pattern for npm: npm ci in the warming task fills ~/.npm, and
+// a task from the template installs with npm ci --offline (from that
+// cache only) and runs its tests with no egress.
+func TestWarmTemplateNPM(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("no npm")
+	}
+	_, rule := registryAddrRule(t, "npm")
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	sock := "--socket=" + d.sock
+	layer := filepath.Join(t.TempDir(), "egress.json")
+	if err := os.WriteFile(layer, []byte(`{"presets":["npm"],"rules":[`+rule+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo := gitRepoOf(t, map[string]string{
+		".gitignore":   "node_modules/\n",
+		"package.json": `{"name": "num", "version": "1.0.0", "private": true, "scripts": {"test": "node test.js"}, "dependencies": {"is-number": "7.0.0"}}` + "\n",
+		"package-lock.json": `{"name": "num", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "num", "version": "1.0.0", "dependencies": {"is-number": "7.0.0"}},` +
+			`"node_modules/is-number": {"version": "7.0.0", "integrity": "sha512-41Cifkg6e8TylSpdtTpeLVMqvSBEVzTttHvERD741+pnZ8ANv0004MRL43QKPDlK9cGvNp6NZWZUBlbGXYxxng==", "engines": {"node": ">=0.12.0"}}}}` + "\n",
+		"test.js": "const isNumber = require('is-number');\nif (!isNumber(5) || isNumber('x')) { process.exit(1); }\n",
+	})
+	out, errOut, code := e.run("", "task", "start", sock, "--repo", repo, "--egress", layer, "--test", "npm test")
+	if code != 0 {
+		t.Fatalf("task start: %d %q", code, errOut)
+	}
+	warm := strings.TrimSpace(out)
+	execMaybeHeld(t, e, sock, "task", "exec", sock, warm, "--", "npm", "ci", "--no-audit", "--no-fund")
+	if n := networkRequests(t, e, sock, warm); n == 0 {
+		t.Error("the warming task's record holds no network request: where did npm ci get is-number?")
+	}
+	snapshotTask(t, e, sock, warm, "npm-warm")
+	if _, errOut, code := e.run("", "task", "finish", sock, warm); code != 0 {
+		t.Fatalf("finish the warming task: %d %q", code, errOut)
+	}
+	out, errOut, code = e.run("", "task", "start", sock, "--repo", repo, "--template", "npm-warm",
+		"--test", "rm -rf node_modules && npm ci --offline --no-audit --no-fund && npm test")
+	if code != 0 {
+		t.Fatalf("task start from the template: %d %q", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	t0 := time.Now()
+	if out, errOut, code := e.run("", "task", "test", sock, id); code != 0 {
+		t.Fatalf("task test: %d\n%s\n%s", code, out, errOut)
+	}
+	warmTime := time.Since(t0)
+	if n := networkRequests(t, e, sock, id); n != 0 {
+		t.Errorf("the task's record holds %d network request(s); want none", n)
+	}
+	out, errOut, code = e.run("", "task", "start", sock, "--repo", repo, "--egress", layer, "--test", "npm ci --no-audit --no-fund && npm test")
+	if code != 0 {
+		t.Fatalf("task start, cold: %d %q", code, errOut)
+	}
+	cold := strings.TrimSpace(out)
+	t0 = time.Now()
+	if out, errOut, code := e.run("", "task", "test", sock, cold); code != 0 {
+		t.Fatalf("task test, cold: %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("first task test (npm ci, npm test): warm template with --offline %s, cold %s", warmTime.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+	for _, id := range []string{id, cold} {
+		if _, errOut, code := e.run("", "task", "finish", sock, id); code != 0 {
+			t.Fatalf("finish: %d %q", code, errOut)
+		}
+	}
 }
