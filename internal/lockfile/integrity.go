@@ -177,6 +177,9 @@ func pnpmIntegrity(data []byte, h Hashes) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
 		if !strings.HasPrefix(line, " ") {
 			in = line == "packages:"
 			continue

@@ -24,6 +24,9 @@ func TestIntegrityGolden(t *testing.T) {
 		name := strings.TrimPrefix(filepath.Base(befores[0]), "before.")
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			got := describe(t, name, read(t, befores[0]), read(t, filepath.Join(dir, "after."+name)))
+			if got == "" {
+				t.Fatal("no change read from the fixture")
+			}
 			golden := filepath.Join(dir, "changes.golden")
 			if *update {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {

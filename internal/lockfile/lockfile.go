@@ -180,6 +180,9 @@ func parsePNPM(data []byte, p Packages) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue // pnpm writes a blank line between entries
+		}
 		if !strings.HasPrefix(line, " ") {
 			in = line == "packages:"
 			continue
