@@ -330,12 +330,13 @@ func TestControlPlane(t *testing.T) {
 	var page []sandboxDetail
 	_ = json.Unmarshal(b, &page)
 	next := resp.Header.Get("X-Next-Token")
-	if len(page) != 2 || next == "" || page[0].SandboxID != ids[0] || page[0].EnvdAccessToken != "" {
+	// (newest first, as E2B lists)
+	if len(page) != 2 || next == "" || page[0].SandboxID != ids[2] || page[0].EnvdAccessToken != "" {
 		t.Fatalf("page 1: %s next %q", b, next)
 	}
 	_, b = d.call("GET", "/v2/sandboxes?limit=2&nextToken="+next, nil, key)
 	_ = json.Unmarshal(b, &page)
-	if len(page) != 1 || page[0].SandboxID != ids[2] {
+	if len(page) != 1 || page[0].SandboxID != ids[0] {
 		t.Errorf("page 2: %s", b)
 	}
 	if resp, _ := d.call("GET", "/v2/sandboxes?state=sleeping", nil, key); resp.StatusCode != 400 {
