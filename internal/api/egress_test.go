@@ -416,6 +416,15 @@ func TestEgressCATrustedOutOfTheBox(t *testing.T) {
 			t.Errorf("%s: the upstream got %q", name, got)
 		}
 	}
+	// A reset starts over from the same spec: the bundle is still bound.
+	if code := e.do("POST", "/v1/sandboxes/"+id+"/reset", nil, nil); code != 200 {
+		t.Fatalf("reset: %d", code)
+	}
+	if _, out, eb := e.sh(id, clients["curl"], nil); !strings.Contains(out, "secure ok") {
+		t.Errorf("curl after a reset: %q %+v", out, eb)
+	} else if got := <-e.gotAuth; got != "Bearer "+value {
+		t.Errorf("after a reset the upstream got %q", got)
+	}
 	// (python: the policy would refuse a shell's write there first.)
 	_, out, _ := e.sh(id, `python3 -c 'import sys; open(sys.argv[1], "a")' /etc/ssl/certs/ca-certificates.crt 2>/dev/null; echo "rc=$?"; grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt`, nil)
 	host, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
