@@ -22,6 +22,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
@@ -76,6 +77,7 @@ type Modules struct {
 	Snapshots Snapshots
 	Secrets   Secrets
 	Tasks     Tasks
+	Files     Files    // nil: no file route works (noFiles)
 	Network   Network  // nil: no egress routes work (noNetwork)
 	Audit     AuditLog // nil: no audit log is kept (noAudit)
 
@@ -90,6 +92,13 @@ type Modules struct {
 // (snapshots.Snapshots); the manager lists them with the templates.
 type Snapshots interface {
 	Snapshot(ctx context.Context, id, name string, newOnly bool) (*snapshots.Snapshot, error)
+}
+
+// noFiles is a daemon without the file API: no file route works.
+type noFiles struct{}
+
+func (noFiles) AgentFiles(context.Context, string) (runtime.Files, error) {
+	return nil, fmt.Errorf("this daemon has no file API: %w", errdefs.ErrUnsupported)
 }
 
 type noSnapshots struct{}
@@ -125,6 +134,9 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Tasks == nil {
 		mods.Tasks = noTasks{}
 	}
+	if mods.Files == nil {
+		mods.Files = noFiles{}
+	}
 	if mods.Approvals == nil {
 		mods.Approvals = noApprovals{}
 	}
@@ -137,7 +149,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{sbx: core, execs: core, files: core, pol: core, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, files: mods.Files, pol: core, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

@@ -55,8 +55,9 @@ type Execs interface {
 	Resize(ctx context.Context, id, execID string, rows, cols uint16) error
 }
 
-// Files reaches a sandbox's files through the core, which applies the
-// policy, the write scope and the audit record to every operation.
+// Files reaches a sandbox's files under its policy (the file API module,
+// internal/filesapi, Modules.Files), which applies the policy, the write
+// scope and the audit record to every operation.
 type Files interface {
 	AgentFiles(ctx context.Context, id string) (runtime.Files, error)
 }
@@ -89,7 +90,6 @@ type Records interface {
 type Core interface {
 	Sandboxes
 	Execs
-	Files
 	Policies
 	Templates
 	Records

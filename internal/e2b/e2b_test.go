@@ -83,7 +83,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 		t.Fatal(err)
 	}
 	m, keys := stk.Manager, stk.Keys
-	srv := httptest.NewServer(New(Config{Manager: m, Keys: keys}))
+	srv := httptest.NewServer(New(Config{Manager: m, Files: stk.Files, Keys: keys}))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = m.Shutdown(context.Background())

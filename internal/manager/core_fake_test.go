@@ -1,12 +1,9 @@
 package manager
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,7 +179,6 @@ func TestCoreListGet(t *testing.T) {
 		func(id string) error { _, err := m.Resume(ctx, id); return err },
 		func(id string) error { _, err := m.Reset(ctx, id); return err },
 		func(id string) error { _, err := m.Files(ctx, id); return err },
-		func(id string) error { _, err := m.AgentFiles(ctx, id); return err },
 	} {
 		if err := call(a.ID); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "stopped") {
 			t.Errorf("on a stopped sandbox: %v, want a conflict that says stopped", err)
@@ -644,154 +640,6 @@ func TestCorePauseRecord(t *testing.T) {
 	}
 	if err := m.Destroy(ctx, sb.ID); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// The policed file API: each operation judged on the clean path, writes
-// recorded before and after, a refused one recorded and not done; tar
-// in and out.
-func TestCoreAgentFiles(t *testing.T) {
-	ctx := context.Background()
-	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := m.AgentFiles(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.WriteFile(ctx, "workspace/rel.txt", strings.NewReader("x"), 0o644, false); !errors.Is(err, errdefs.ErrInvalid) {
-		t.Errorf("relative path: %v, want invalid", err)
-	}
-	if err := fs.Mkdir(ctx, "/tmp/../workspace/d/e", true); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := fs.WriteFile(ctx, "/workspace/d/e/f.txt", strings.NewReader("content\n"), 0o644, false); err != nil || n != 8 {
-		t.Fatalf("write: %d %v", n, err)
-	}
-	var buf bytes.Buffer
-	if n, err := fs.ReadFile(ctx, "/workspace/d/e/f.txt", &buf, 1<<20); err != nil || n != 8 || buf.String() != "content\n" {
-		t.Errorf("read: %d %q %v", n, buf.String(), err)
-	}
-	// a secret file, put there by the daemon's own (unpoliced) access
-	raw, err := m.Files(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.WriteFile(ctx, "/workspace/d/e/.env", strings.NewReader("TOKEN=x\n"), 0o600, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.ReadFile(ctx, "/workspace/d/e/.env", io.Discard, 1<<20); !errors.Is(err, errdefs.ErrDenied) {
-		t.Errorf("read of a secret file: %v, want denied", err)
-	}
-	buf.Reset()
-	_, err = fs.Tar(ctx, "/workspace/d", &buf)
-	var omitted *OmittedError
-	if !errors.As(err, &omitted) || !slices.Equal(omitted.Paths, []string{"/workspace/d/e/.env"}) || !strings.Contains(err.Error(), "left out") {
-		t.Fatalf("tar with a secret file in it: %v, want it left out", err)
-	}
-	var names []string
-	tr := tar.NewReader(&buf)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, strings.TrimPrefix(h.Name, "./"))
-	}
-	if !slices.Contains(names, "e/f.txt") || slices.Contains(names, "e/.env") {
-		t.Errorf("tar of /workspace/d: %q, want e/f.txt and not e/.env", names)
-	}
-	var up bytes.Buffer
-	tw := tar.NewWriter(&up)
-	_ = tw.WriteHeader(&tar.Header{Name: "up.txt", Mode: 0o644, Size: 3, Typeflag: tar.TypeReg})
-	_, _ = tw.Write([]byte("up\n"))
-	_ = tw.Close()
-	if err := fs.Mkdir(ctx, "/workspace/u", false); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.Untar(ctx, "/workspace/u", bytes.NewReader(up.Bytes())); err != nil {
-		t.Fatalf("untar: %v", err)
-	}
-	var evil bytes.Buffer
-	tw = tar.NewWriter(&evil)
-	_ = tw.WriteHeader(&tar.Header{Name: "../escape.txt", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
-	_, _ = tw.Write([]byte("x"))
-	_ = tw.Close()
-	if err := fs.Untar(ctx, "/workspace/u", bytes.NewReader(evil.Bytes())); !errors.Is(err, errdefs.ErrInvalid) {
-		t.Errorf("untar of an entry above its directory: %v, want invalid", err)
-	}
-	var out bytes.Buffer
-	if _, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"cat", "u/up.txt", "d/e/f.txt"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "up\ncontent\n" {
-		t.Errorf("the files as a command sees them: %q %+v %v", out.String(), st, err)
-	}
-	if err := fs.Remove(ctx, "/workspace/d", true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.ReadFile(ctx, "/workspace/d/e/f.txt", io.Discard, 1<<20); err == nil {
-		t.Error("read after remove succeeded")
-	}
-	writes := eventsOf(t, log, sb.ID, "file.write")
-	var states []string
-	for _, e := range writes {
-		var p struct {
-			State, Path string
-		}
-		_ = json.Unmarshal(e.Payload, &p)
-		states = append(states, p.State+" "+p.Path)
-	}
-	if !slices.Equal(states, []string{"started /workspace/d/e/f.txt", "done /workspace/d/e/f.txt"}) {
-		t.Errorf("file.write events: %q", states)
-	}
-	if n := len(eventsOf(t, log, sb.ID, "file.refused")); n != 2 {
-		t.Errorf("%d file.refused events, want 2 (the read, the entry left out)", n)
-	}
-	kinds := kindsOf(t, log, sb.ID)
-	for _, want := range []string{"file.mkdir", "file.remove"} {
-		if !slices.Contains(kinds, want) {
-			t.Errorf("events %q lack %s", kinds, want)
-		}
-	}
-}
-
-// A sandbox whose policy denies writes: the file API refuses them and
-// records the refusal; reads still work.
-func TestCoreAgentFilesRefused(t *testing.T) {
-	ctx := context.Background()
-	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{Policy: &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Write: policy.Deny}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := m.AgentFiles(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.WriteFile(ctx, "/workspace/no.txt", strings.NewReader("x"), 0o644, false); !errors.Is(err, errdefs.ErrDenied) {
-		t.Errorf("write under a deny: %v, want denied", err)
-	}
-	if err := fs.Mkdir(ctx, "/workspace/nodir", false); !errors.Is(err, errdefs.ErrDenied) {
-		t.Errorf("mkdir under a deny: %v, want denied", err)
-	}
-	if err := fs.Untar(ctx, "/workspace", bytes.NewReader(nil)); err != nil && !errors.Is(err, errdefs.ErrDenied) {
-		t.Errorf("empty untar: %v", err)
-	}
-	raw, err := m.Files(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.ReadFile(ctx, "/workspace/no.txt", io.Discard, 10); err == nil {
-		t.Error("the refused write happened")
-	}
-	if n := len(eventsOf(t, log, sb.ID, "file.refused")); n < 2 {
-		t.Errorf("%d file.refused events, want one per refusal", n)
-	}
-	if n := len(eventsOf(t, log, sb.ID, "file.write")); n != 0 {
-		t.Errorf("%d file.write events for a refused write", n)
 	}
 }
 

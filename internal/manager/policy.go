@@ -208,75 +208,7 @@ func (m *Manager) recordRefusal(ctx context.Context, id string, req ExecRequest,
 		m.cfg.Logf("record refused exec in %s: %v", id, err)
 	}
 	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
-		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": decisionPayload(d)}})
-}
-
-// policedFiles is the agent's file access: the same policy as commands
-// (write scope, secrets) applies to file writes and reads.
-type policedFiles struct {
-	runtime.Files
-	m  *Manager
-	id string
-	ls *live
-}
-
-// AgentFiles gives the API's callers file access under the sandbox's
-// policy; the daemon's own uses (checkout, diff, snapshot) use Files.
-func (m *Manager) AgentFiles(ctx context.Context, id string) (runtime.Files, error) {
-	f, err := m.Files(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	ls := m.live[id]
-	m.mu.Unlock()
-	if ls == nil {
-		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
-	}
-	return &policedFiles{Files: f, m: m, id: id, ls: ls}, nil
-}
-
-func (f *policedFiles) check(ctx context.Context, op, p string, write bool) error {
-	_, err := f.decide(ctx, op, p, write, true)
-	return err
-}
-
-// decide is check, which records an allowed write only when record is
-// set; it returns the break-glass that allowed it, if one did.
-func (f *policedFiles) decide(ctx context.Context, op, p string, write, record bool) (string, error) {
-	if write {
-		f.m.mu.Lock()
-		finishing := f.ls.state == Finishing
-		f.m.mu.Unlock()
-		if finishing {
-			return "", errFinishing(f.ls.taskID)
-		}
-	}
-	cmd := policy.Command{Argv: []string{"files:" + op, p}, Classes: []policy.Class{policy.Read}, Why: "file API " + op}
-	if write {
-		cmd.Classes = []policy.Class{policy.Write}
-		cmd.Writes = []string{p}
-	}
-	a := policy.FileAnalysis(cmd)
-	d := f.ls.pol.Decide(a)
-	if err := f.m.lift(ctx, f.id, d); err != nil {
-		return "", err
-	}
-	if d.BreakGlass != "" {
-		f.m.cfg.Logf("BREAK-GLASS %s: sandbox %s file %s %s by override", d.BreakGlass, f.id, op, p)
-	}
-	if d.Action == policy.Allow {
-		if write && record {
-			return d.BreakGlass, f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file." + op, Payload: map[string]any{"path": p, "break_glass": d.BreakGlass}})
-		}
-		return d.BreakGlass, nil
-	}
-	_ = f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.refused", Payload: map[string]any{"op": op, "path": p, "decision": decisionPayload(d)}})
-	msg := d.Reason
-	if d.Action == policy.Ask {
-		msg += " (file operations are not held for approval: run the change as a command)"
-	}
-	return "", NewPolicyError("policy_denied", msg, d, "")
+		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": DecisionPayload(d)}})
 }
 
 // restrictWrites applies a write scope inside the sandbox: each glob's

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -62,12 +63,13 @@ type Stack struct {
 	Secrets   *secrets.Secrets
 	Approvals *approvals.Approvals
 	Review    *review.Review
+	Files     *filesapi.API
 }
 
 // New makes the modules and the manager with them attached, in the order
 // their hooks run: tasks first (a stopping task's diff is taken before
 // other hooks), then the network, API keys, snapshots, secrets,
-// approvals and review.
+// approvals, review and the file API (no hooks: last).
 func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Modules) != 0 {
 		return nil, fmt.Errorf("stack: the modules are the stack's own, not the caller's: %w", errdefs.ErrInvalid)
@@ -80,9 +82,10 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Secrets:   secrets.New(cfg.SecretsKey),
 		Approvals: approvals.New(approvals.Config{Wait: cfg.ApprovalWait}),
 		Review:    review.New(review.Config{TaskDir: cfg.TaskDir}),
+		Files:     filesapi.New(),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review}
+	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files}
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err
