@@ -44,6 +44,7 @@ type Health = wire.Health
 type Server struct {
 	sbx    Sandboxes
 	execs  Execs
+	hist   ExecRecords
 	files  Files
 	pol    Policies
 	tpl    Templates
@@ -77,9 +78,10 @@ type Modules struct {
 	Snapshots Snapshots
 	Secrets   Secrets
 	Tasks     Tasks
-	Files     Files    // nil: no file route works (noFiles)
-	Network   Network  // nil: no egress routes work (noNetwork)
-	Audit     AuditLog // nil: no audit log is kept (noAudit)
+	Files     Files       // nil: no file route works (noFiles)
+	Records   ExecRecords // nil: no exec record is read (noRecords)
+	Network   Network     // nil: no egress routes work (noNetwork)
+	Audit     AuditLog    // nil: no audit log is kept (noAudit)
 
 	// Approvals nil: nothing is held (the core denies what the policy
 	// asks about), decided or overridden (noApprovals).
@@ -99,6 +101,20 @@ type noFiles struct{}
 
 func (noFiles) AgentFiles(context.Context, string) (runtime.Files, error) {
 	return nil, fmt.Errorf("this daemon has no file API: %w", errdefs.ErrUnsupported)
+}
+
+// noRecords is a daemon without the exec records module: no record or
+// output of an exec is read.
+type noRecords struct{}
+
+var errNoRecords = fmt.Errorf("this daemon has no exec records: %w", errdefs.ErrUnsupported)
+
+func (noRecords) Execs(context.Context, string) ([]*manager.Exec, error) { return nil, errNoRecords }
+func (noRecords) GetExec(context.Context, string, string) (*manager.Exec, error) {
+	return nil, errNoRecords
+}
+func (noRecords) Output(context.Context, string, string, string) ([]byte, error) {
+	return nil, errNoRecords
 }
 
 type noSnapshots struct{}
@@ -134,6 +150,9 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Tasks == nil {
 		mods.Tasks = noTasks{}
 	}
+	if mods.Records == nil {
+		mods.Records = noRecords{}
+	}
 	if mods.Files == nil {
 		mods.Files = noFiles{}
 	}
@@ -149,7 +168,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{sbx: core, execs: core, files: mods.Files, pol: core, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: core, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -559,7 +578,7 @@ func (s *Server) listExecs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	list, err := s.execs.Execs(r.Context(), id)
+	list, err := s.hist.Execs(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -581,7 +600,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("stream %q: use stdout or stderr: %w", stream, errdefs.ErrInvalid))
 		return
 	}
-	b, err := s.execs.Output(r.Context(), id, r.PathValue("exec"), stream)
+	b, err := s.hist.Output(r.Context(), id, r.PathValue("exec"), stream)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -634,7 +653,7 @@ func (s *Server) getExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	e, err := s.execs.GetExec(r.Context(), id, r.PathValue("exec"))
+	e, err := s.hist.GetExec(r.Context(), id, r.PathValue("exec"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -678,7 +697,7 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("signal: a number or a name is required: %w", errdefs.ErrInvalid))
 		return
 	}
-	if err := s.execs.Signal(r.Context(), id, r.PathValue("exec"), sig); err != nil {
+	if err := s.execs.Running(id, r.PathValue("exec")).Signal(r.Context(), sig); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -724,7 +743,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.execs.Input(r.Context(), id, r.PathValue("exec"), req.Data); err != nil {
+	if err := s.execs.Running(id, r.PathValue("exec")).Input(r.Context(), req.Data); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -737,7 +756,7 @@ func (s *Server) closeStdin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.execs.CloseStdin(r.Context(), id, r.PathValue("exec")); err != nil {
+	if err := s.execs.Running(id, r.PathValue("exec")).CloseStdin(r.Context()); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -755,7 +774,7 @@ func (s *Server) resize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.execs.Resize(r.Context(), id, r.PathValue("exec"), req.Rows, req.Cols); err != nil {
+	if err := s.execs.Running(id, r.PathValue("exec")).Resize(r.Context(), req.Rows, req.Cols); err != nil {
 		writeError(w, err)
 		return
 	}

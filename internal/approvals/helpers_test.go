@@ -170,7 +170,7 @@ func (r *rig) events(t *testing.T, kind string) []*audit.Event {
 // execs are sandbox id's exec records.
 func (r *rig) execs(t *testing.T, id string) []*manager.Exec {
 	t.Helper()
-	l, err := r.m.Execs(context.Background(), id)
+	l, err := r.a.c.Execs(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

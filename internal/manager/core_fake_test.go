@@ -57,7 +57,7 @@ func waitEnded(t *testing.T, m *Manager, id, execID string) *Exec {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		e, err := m.GetExec(context.Background(), id, execID)
+		e, err := getExec(m, context.Background(), id, execID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestCoreListGet(t *testing.T) {
 		func(id string) error { _, err := m.SetTTL(ctx, id, time.Hour); return err },
 		func(id string) error { _, err := m.Pause(ctx, id); return err },
 		func(id string) error { _, err := m.Reset(ctx, id); return err },
-		func(id string) error { _, err := m.Execs(ctx, id); return err },
+		func(id string) error { _, err := m.execs(ctx, id); return err },
 		func(id string) error { _, err := m.Files(ctx, id); return err },
 	} {
 		if err := call("sb-nope"); !errors.Is(err, errdefs.ErrNotFound) {
@@ -321,20 +321,20 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	if out.Len() != 5000 {
 		t.Errorf("streamed %d bytes, want all 5000", out.Len())
 	}
-	stored, err := m.Output(ctx, sb.ID, execID, "stdout")
+	stored, err := output(m, ctx, sb.ID, execID, "stdout")
 	if err != nil || len(stored) != 1000 || strings.Trim(string(stored), "x") != "" {
 		t.Errorf("stored %d bytes (%v), want the first 1000", len(stored), err)
 	}
-	if _, err := m.Output(ctx, other.ID, execID, "stdout"); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := output(m, ctx, other.ID, execID, "stdout"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("output through another sandbox: %v, want not found", err)
 	}
-	if _, err := m.GetExec(ctx, other.ID, execID); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := getExec(m, ctx, other.ID, execID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("exec through another sandbox: %v, want not found", err)
 	}
 	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "exit 7"}, Env: []string{"A=1"}}, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	execs, err := m.Execs(ctx, sb.ID)
+	execs, err := m.execs(ctx, sb.ID)
 	if err != nil || len(execs) != 2 {
 		t.Fatalf("execs: %d %v", len(execs), err)
 	}
@@ -344,7 +344,7 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	if e := execs[1]; e.Cwd != "/workspace" || e.Status == nil || e.Status.Code != 7 || !slices.Equal(e.EnvNames, []string{"A"}) {
 		t.Errorf("second exec record: %+v", e)
 	}
-	if o, err := m.Execs(ctx, other.ID); err != nil || len(o) != 0 {
+	if o, err := m.execs(ctx, other.ID); err != nil || len(o) != 0 {
 		t.Errorf("the other sandbox's execs: %v %v", o, err)
 	}
 	if n := len(eventsOf(t, log, sb.ID, "exec.start")); n != 2 {
@@ -369,7 +369,7 @@ func TestCoreExecFailures(t *testing.T) {
 	if err == nil {
 		t.Fatal("a command that does not exist started")
 	}
-	e, gerr := m.GetExec(ctx, sb.ID, execID)
+	e, gerr := getExec(m, ctx, sb.ID, execID)
 	if gerr != nil || e.Ended == nil || e.Error == "" {
 		t.Fatalf("its record: %+v %v, want ended with its error", e, gerr)
 	}
@@ -434,11 +434,11 @@ func TestCoreExecRedaction(t *testing.T) {
 	if !strings.Contains(out.String(), secret) {
 		t.Errorf("the caller's own stream %q: it is the caller's, not redacted", out.String())
 	}
-	stored, err := m.Output(ctx, sb.ID, execID, "stdout")
+	stored, err := output(m, ctx, sb.ID, execID, "stdout")
 	if err != nil || bytes.Contains(stored, []byte(secret)) || !bytes.HasPrefix(stored, []byte("value ")) {
 		t.Errorf("stored %q %v: want it without the secret", stored, err)
 	}
-	e, err := m.GetExec(ctx, sb.ID, execID)
+	e, err := getExec(m, ctx, sb.ID, execID)
 	if err != nil || slices.Contains(e.Argv, secret) || len(e.Argv) != 3 || !slices.Equal(e.EnvNames, []string{"DB_PASSWORD"}) {
 		t.Errorf("exec record %+v %v: want argv without the secret", e, err)
 	}
@@ -470,40 +470,40 @@ func TestCoreStdin(t *testing.T) {
 	}
 	execID := background(t, m, sb.ID, ExecRequest{Argv: []string{"cat"}, OpenStdin: true})
 	for _, in := range []string{"hel", "lo\nwor", "ld"} {
-		if err := m.Input(ctx, sb.ID, execID, []byte(in)); err != nil {
+		if err := m.Running(sb.ID, execID).Input(ctx, []byte(in)); err != nil {
 			t.Fatalf("input %q: %v", in, err)
 		}
 	}
 	if n := len(eventsOf(t, log, sb.ID, "exec.input")); n != 1 {
 		t.Errorf("%d exec.input events before the close, want 1 (the one whole line)", n)
 	}
-	if err := m.CloseStdin(ctx, sb.ID, execID); err != nil {
+	if err := m.Running(sb.ID, execID).CloseStdin(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e := waitEnded(t, m, sb.ID, execID)
 	if e.Status == nil || e.Status.Code != 0 {
 		t.Errorf("cat after its stdin closed: %+v", e)
 	}
-	if out, err := m.Output(ctx, sb.ID, execID, "stdout"); err != nil || string(out) != "hello\nworld" {
+	if out, err := output(m, ctx, sb.ID, execID, "stdout"); err != nil || string(out) != "hello\nworld" {
 		t.Errorf("output %q %v", out, err)
 	}
 	if n := len(eventsOf(t, log, sb.ID, "exec.input")); n != 2 {
 		t.Errorf("%d exec.input events, want 2 (the line, then the tail at close)", n)
 	}
-	if err := m.Input(ctx, sb.ID, execID, []byte("late\n")); !errors.Is(err, errdefs.ErrConflict) {
+	if err := m.Running(sb.ID, execID).Input(ctx, []byte("late\n")); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("input to an ended exec: %v, want a conflict", err)
 	}
-	if err := m.CloseStdin(ctx, sb.ID, execID); !errors.Is(err, errdefs.ErrConflict) {
+	if err := m.Running(sb.ID, execID).CloseStdin(ctx); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("close of an ended exec's stdin: %v, want a conflict", err)
 	}
 	closed := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}})
-	if err := m.Input(ctx, sb.ID, closed, []byte("x")); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "open stdin") {
+	if err := m.Running(sb.ID, closed).Input(ctx, []byte("x")); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "open stdin") {
 		t.Errorf("input without an open stdin: %v", err)
 	}
-	if err := m.Input(ctx, sb.ID, "e-nope", []byte("x")); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := m.Running(sb.ID, "e-nope").Input(ctx, []byte("x")); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("input to an unknown exec: %v", err)
 	}
-	if err := m.Signal(ctx, sb.ID, closed, syscall.SIGKILL); err != nil {
+	if err := m.Running(sb.ID, closed).Signal(ctx, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitEnded(t, m, sb.ID, closed)
@@ -526,37 +526,37 @@ func TestCoreSignalResize(t *testing.T) {
 	plain := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}})
 	tty := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}, TTY: true, Rows: 24, Cols: 80})
 	for _, sig := range []syscall.Signal{0, 65, -1} {
-		if err := m.Signal(ctx, sb.ID, plain, sig); !errors.Is(err, errdefs.ErrInvalid) {
+		if err := m.Running(sb.ID, plain).Signal(ctx, sig); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Errorf("signal %d: %v, want invalid", sig, err)
 		}
 	}
-	if err := m.Signal(ctx, other.ID, plain, syscall.SIGTERM); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := m.Running(other.ID, plain).Signal(ctx, syscall.SIGTERM); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("signal through another sandbox: %v, want not found", err)
 	}
-	if err := m.Resize(ctx, sb.ID, tty, 0, 80); !errors.Is(err, errdefs.ErrInvalid) {
+	if err := m.Running(sb.ID, tty).Resize(ctx, 0, 80); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("resize to 0 rows: %v", err)
 	}
-	if err := m.Resize(ctx, sb.ID, tty, 40, 120); err != nil {
+	if err := m.Running(sb.ID, tty).Resize(ctx, 40, 120); err != nil {
 		t.Errorf("resize of a terminal: %v", err)
 	}
-	if err := m.Resize(ctx, sb.ID, plain, 40, 120); err == nil || !strings.Contains(err.Error(), "no terminal") {
+	if err := m.Running(sb.ID, plain).Resize(ctx, 40, 120); err == nil || !strings.Contains(err.Error(), "no terminal") {
 		t.Errorf("resize without a terminal: %v", err)
 	}
-	if err := m.Resize(ctx, other.ID, tty, 40, 120); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := m.Running(other.ID, tty).Resize(ctx, 40, 120); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("resize through another sandbox: %v", err)
 	}
 	for _, id := range []string{plain, tty} {
-		if err := m.Signal(ctx, sb.ID, id, syscall.SIGTERM); err != nil {
+		if err := m.Running(sb.ID, id).Signal(ctx, syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		if e := waitEnded(t, m, sb.ID, id); e.Status == nil || e.Status.Signal != "SIGTERM" && e.Status.Code != 128+int(syscall.SIGTERM) {
 			t.Errorf("exec %s after SIGTERM: %+v", id, e.Status)
 		}
 	}
-	if err := m.Signal(ctx, sb.ID, plain, syscall.SIGTERM); !errors.Is(err, errdefs.ErrConflict) {
+	if err := m.Running(sb.ID, plain).Signal(ctx, syscall.SIGTERM); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("signal to an ended exec: %v, want a conflict", err)
 	}
-	if err := m.Resize(ctx, sb.ID, tty, 40, 120); !errors.Is(err, errdefs.ErrConflict) {
+	if err := m.Running(sb.ID, tty).Resize(ctx, 40, 120); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("resize of an ended exec: %v, want a conflict", err)
 	}
 	sigs := eventsOf(t, log, sb.ID, "exec.signal")
@@ -589,7 +589,7 @@ func TestCoreReset(t *testing.T) {
 	if err != nil || st.Code != 1 {
 		t.Errorf("the file after reset: %+v %v, want gone (exit 1)", st, err)
 	}
-	if execs, err := m.Execs(ctx, sb.ID); err != nil || len(execs) != 2 {
+	if execs, err := m.execs(ctx, sb.ID); err != nil || len(execs) != 2 {
 		t.Errorf("exec records after reset: %d %v, want both kept", len(execs), err)
 	}
 	kinds := kindsOf(t, log, sb.ID)

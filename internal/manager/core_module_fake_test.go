@@ -99,7 +99,7 @@ func TestCoreTaskSandbox(t *testing.T) {
 	if err != nil || st.Code != 0 || !strings.Contains(out.String(), "..") {
 		t.Fatalf("the task's test: %+v %q %v", st, out.String(), err)
 	}
-	e, err := m.GetExec(ctx, sb.ID, execID)
+	e, err := getExec(m, ctx, sb.ID, execID)
 	if err != nil || e.Policy == nil || !slices.Contains(e.Policy.Rules, "task:test") || e.Policy.Action != policy.Allow {
 		t.Errorf("its record: %+v %v, want allowed by task:test", e.Policy, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
@@ -64,12 +65,14 @@ type Stack struct {
 	Approvals *approvals.Approvals
 	Review    *review.Review
 	Files     *filesapi.API
+	Records   *records.Records
 }
 
 // New makes the modules and the manager with them attached, in the order
 // their hooks run: tasks first (a stopping task's diff is taken before
 // other hooks), then the network, API keys, snapshots, secrets,
-// approvals, review and the file API (no hooks: last).
+// approvals, review, the file API and the exec records (no hooks:
+// last).
 func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Modules) != 0 {
 		return nil, fmt.Errorf("stack: the modules are the stack's own, not the caller's: %w", errdefs.ErrInvalid)
@@ -83,9 +86,10 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Approvals: approvals.New(approvals.Config{Wait: cfg.ApprovalWait}),
 		Review:    review.New(review.Config{TaskDir: cfg.TaskDir}),
 		Files:     filesapi.New(),
+		Records:   records.New(),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files}
+	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records}
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err
