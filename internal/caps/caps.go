@@ -7,8 +7,11 @@ package caps
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -93,6 +96,35 @@ func (c Caps) Check(l runtime.Limits) error {
 		return over("nofile", l.NoFile, m.NoFile)
 	case m.Ptys > 0 && l.Ptys > m.Ptys:
 		return over("ptys", l.Ptys, m.Ptys)
+	}
+	return nil
+}
+
+// CheckLimits refuses negative limits, a CPU count that is not a finite
+// number, and a limits.lifetime that is negative or past maxLifetime (0:
+// reqcheck.MaxDuration), each naming its field. Upper bounds per daemon
+// are Caps' (Check).
+func CheckLimits(l runtime.Limits, maxLifetime time.Duration) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"memory_bytes", l.MemoryBytes}, {"pids", l.Pids}, {"disk_bytes", l.DiskBytes}, {"tmp_bytes", l.TmpBytes}, {"inodes", l.Inodes}} {
+		if f.v < 0 {
+			return fmt.Errorf("limits.%s: %d must not be negative: %w", f.name, f.v, errdefs.ErrInvalid)
+		}
+	}
+	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
+		return fmt.Errorf("limits.cpus: %v: want a number of CPUs, 0 or more: %w", l.CPUs, errdefs.ErrInvalid)
+	}
+	if l.NoFile > math.MaxInt32 {
+		return fmt.Errorf("limits.nofile: %d: at most %d: %w", l.NoFile, math.MaxInt32, errdefs.ErrInvalid)
+	}
+	max := maxLifetime
+	if max <= 0 || max > reqcheck.MaxDuration {
+		max = reqcheck.MaxDuration
+	}
+	if l.Lifetime < 0 || l.Lifetime > max {
+		return fmt.Errorf("limits.lifetime: %d nanoseconds: want 0 to %d: %w", int64(l.Lifetime), int64(max), errdefs.ErrInvalid)
 	}
 	return nil
 }

@@ -2,8 +2,10 @@ package caps
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -57,5 +59,25 @@ func TestAdmit(t *testing.T) {
 	}
 	if err := (Caps{}).AdmitSandbox(1 << 20); err != nil {
 		t.Errorf("no cap: %v", err)
+	}
+}
+
+// Limits that no daemon could honour are refused whatever the caps,
+// each naming its field; a lifetime is bounded by the daemon's maximum
+// (0: reqcheck.MaxDuration).
+func TestCheckLimits(t *testing.T) {
+	for field, l := range map[string]runtime.Limits{
+		"memory_bytes": {MemoryBytes: -1}, "pids": {Pids: -1}, "disk_bytes": {DiskBytes: -1}, "tmp_bytes": {TmpBytes: -1},
+		"inodes": {Inodes: -1}, "cpus": {CPUs: math.NaN()}, "nofile": {NoFile: math.MaxInt32 + 1}, "lifetime": {Lifetime: 2 * time.Hour},
+	} {
+		if err := CheckLimits(l, time.Hour); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "limits."+field) {
+			t.Errorf("%s: %v, want invalid naming it", field, err)
+		}
+	}
+	if err := CheckLimits(runtime.Limits{Lifetime: 2 * time.Hour, CPUs: 1.5}, 0); err != nil {
+		t.Errorf("no maximum lifetime: %v", err)
+	}
+	if err := CheckLimits(runtime.Limits{CPUs: math.Inf(1)}, 0); err == nil {
+		t.Error("infinite cpus admitted")
 	}
 }
