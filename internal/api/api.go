@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/snapshots"
@@ -80,6 +81,7 @@ type Modules struct {
 	Tasks     Tasks
 	Files     Files       // nil: no file route works (noFiles)
 	Records   ExecRecords // nil: no exec record is read (noRecords)
+	Policies  Policies    // nil: no policy is shown or checked (noPolicies)
 	Network   Network     // nil: no egress routes work (noNetwork)
 	Audit     AuditLog    // nil: no audit log is kept (noAudit)
 
@@ -101,6 +103,17 @@ type noFiles struct{}
 
 func (noFiles) AgentFiles(context.Context, string) (runtime.Files, error) {
 	return nil, fmt.Errorf("this daemon has no file API: %w", errdefs.ErrUnsupported)
+}
+
+// noPolicies is a daemon without the policy explain module: no policy is
+// shown or checked (every exec is still decided by the core).
+type noPolicies struct{}
+
+var errNoPolicies = fmt.Errorf("this daemon does not explain policies: %w", errdefs.ErrUnsupported)
+
+func (noPolicies) Policy(context.Context, string) (*policy.Policy, error) { return nil, errNoPolicies }
+func (noPolicies) Check(context.Context, string, []string, string) (*policy.Decision, error) {
+	return nil, errNoPolicies
 }
 
 // noRecords is a daemon without the exec records module: no record or
@@ -150,6 +163,9 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Tasks == nil {
 		mods.Tasks = noTasks{}
 	}
+	if mods.Policies == nil {
+		mods.Policies = noPolicies{}
+	}
 	if mods.Records == nil {
 		mods.Records = noRecords{}
 	}
@@ -168,7 +184,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: core, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)

@@ -68,7 +68,8 @@ type Files interface {
 }
 
 // Policies answers what a sandbox's policy is and what it would decide of
-// a command line, running nothing.
+// a command line, running nothing (the policy explain module,
+// internal/explain, Modules.Policies).
 type Policies interface {
 	Policy(ctx context.Context, id string) (*policy.Policy, error)
 	Check(ctx context.Context, id string, argv []string, cwd string) (*policy.Decision, error)
@@ -95,7 +96,6 @@ type Records interface {
 type Core interface {
 	Sandboxes
 	Execs
-	Policies
 	Templates
 	Records
 }

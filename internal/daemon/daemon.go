@@ -212,7 +212,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
 func apiModules(s *stack.Stack, alog *audit.Log) api.Modules {
-	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review}
+	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review}
 }
 
 // lock takes the state dir's daemon lock: one daemon per state dir.

@@ -100,8 +100,8 @@ func TestHolderApprovalMustCover(t *testing.T) {
 	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "store down") {
 		t.Fatalf("a failing lift: %v", err)
 	}
-	if _, err := m.Check(ctx, sb.ID, []string{"true"}, ""); err == nil {
-		t.Fatal("a check past a failing lift")
+	if err := (&Core{m: m}).Lift(ctx, sb.ID, &policy.Decision{Action: policy.Ask}); err == nil || !strings.Contains(err.Error(), "store down") {
+		t.Fatalf("a module's lift (a check's, a file operation's) past a failing lift: %v", err)
 	}
 }
 

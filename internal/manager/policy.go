@@ -130,37 +130,6 @@ func (m *Manager) sandboxPolicy(template string, layer *policy.Layer, tightenOnl
 	return pol.With(*layer, source)
 }
 
-// Policy returns a running sandbox's effective policy.
-func (m *Manager) Policy(ctx context.Context, id string) (*policy.Policy, error) {
-	m.mu.Lock()
-	ls, ok := m.live[id]
-	m.mu.Unlock()
-	if !ok {
-		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
-	}
-	return ls.pol, nil
-}
-
-// Check explains what a sandbox's policy would decide for argv in cwd,
-// grants and overrides included, without running or recording anything.
-func (m *Manager) Check(ctx context.Context, id string, argv []string, cwd string) (*policy.Decision, error) {
-	pol, err := m.Policy(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if cwd == "" {
-		cwd = policy.DefaultCwd
-	}
-	d := pol.Decide(policy.AnalyzeArgv(argv, cwd))
-	if err := m.lift(ctx, id, d); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
 // gate decides an exec before anything reaches the sandbox. It returns
 // the decision to record when the command may run, or the error that
 // stopped it (the refusal is recorded here).

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/explain"
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/records"
@@ -66,13 +67,14 @@ type Stack struct {
 	Review    *review.Review
 	Files     *filesapi.API
 	Records   *records.Records
+	Explain   *explain.Explain
 }
 
 // New makes the modules and the manager with them attached, in the order
 // their hooks run: tasks first (a stopping task's diff is taken before
 // other hooks), then the network, API keys, snapshots, secrets,
-// approvals, review, the file API and the exec records (no hooks:
-// last).
+// approvals, review, the file API, the exec records and the policy
+// explain module (no hooks: last).
 func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Modules) != 0 {
 		return nil, fmt.Errorf("stack: the modules are the stack's own, not the caller's: %w", errdefs.ErrInvalid)
@@ -87,9 +89,10 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Review:    review.New(review.Config{TaskDir: cfg.TaskDir}),
 		Files:     filesapi.New(),
 		Records:   records.New(),
+		Explain:   explain.New(),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records}
+	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err
