@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/lost"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -28,8 +29,8 @@ import (
 const (
 	StopDestroyed = "destroyed"
 	StopExpired   = "expired"
-	StopLost      = "lost"   // the daemon that owned it went away
-	StopFailed    = "failed" // its init died on its own
+	StopLost      = lost.Reason // the daemon that owned it went away (internal/lost)
+	StopFailed    = "failed"    // its init died on its own
 	StopShutdown  = "daemon-stopped"
 )
 
@@ -161,7 +162,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err := m.attach(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	if err := m.reapLost(ctx); err != nil {
+	if err := lost.End(WithActor(ctx, "airlock"), cfg.Store, m.record, cfg.Logf); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
 	m.startAuditRetry()
