@@ -91,8 +91,8 @@ type Manager struct {
 	// nil: no network.
 	egressSvc Network
 
-	auditRetry auditRetry
-	writes     writeLog // bestEffort's count of failed writes
+	auditRetry *audit.Retry // nil: no audit log
+	writes     writeLog     // bestEffort's count of failed writes
 
 	// The modules' hooks, in Config.Modules order (set by attach).
 	createHooks    []named[CreateHook]
@@ -159,6 +159,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		cfg.Redactor = nopRedactor{}
 	}
 	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}}
+	if cfg.Audit != nil {
+		m.auditRetry = audit.NewRetry(cfg.Audit, cfg.Logf)
+	}
 	if err := m.attach(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
