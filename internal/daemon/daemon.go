@@ -38,6 +38,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
@@ -125,6 +126,7 @@ type Daemon struct {
 	m               *manager.Manager
 	keys            *apikeys.Keys
 	files           *filesapi.API
+	records         *records.Records
 	srv, tcp, e2b   *http.Server
 	errc            chan error
 	release         []func() // undone in reverse order, last
@@ -202,7 +204,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.m, d.keys, d.files = stk.Manager, stk.Keys, stk.Files
+	d.m, d.keys, d.files, d.records = stk.Manager, stk.Keys, stk.Files, stk.Records
 	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
@@ -347,7 +349,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	}
 	if eln != nil {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Keys: d.keys, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
 	_ = d.m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()

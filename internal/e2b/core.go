@@ -47,7 +47,8 @@ type Files interface {
 }
 
 // Redactor redacts what the door answers with that a client once sent
-// (the process list's commands, arguments, directories, environment).
+// (the process list's commands, arguments, directories, environment):
+// the exec records module (internal/records), Config.Redactor.
 type Redactor interface {
 	// RedactedJSON is v as JSON with every string in it redacted.
 	RedactedJSON(v any) (json.RawMessage, error)
@@ -57,5 +58,4 @@ type Redactor interface {
 type Core interface {
 	Sandboxes
 	Execs
-	Redactor
 }

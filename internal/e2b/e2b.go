@@ -65,6 +65,9 @@ type Config struct {
 	Manager Core
 	// Files is the file API (filesapi.API); nil: no file route works.
 	Files Files
+	// Redactor redacts the process list (records.Records); nil: the list
+	// is refused.
+	Redactor Redactor
 	// Keys checks the X-API-KEY of every control-plane call
 	// (apikeys.Keys).
 	Keys interface {
@@ -113,7 +116,10 @@ func New(cfg Config) *Server {
 	if cfg.Files == nil {
 		cfg.Files = noFiles{}
 	}
-	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Manager, fs: cfg.Files, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
+	if cfg.Redactor == nil {
+		cfg.Redactor = noRedactor{}
+	}
+	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
 	s.envdRoutes()
@@ -292,4 +298,12 @@ type noFiles struct{}
 
 func (noFiles) AgentFiles(context.Context, string) (runtime.Files, error) {
 	return nil, fmt.Errorf("this daemon has no file API: %w", errdefs.ErrUnsupported)
+}
+
+// noRedactor is a door without the exec records module: what a client
+// once sent is never answered unredacted.
+type noRedactor struct{}
+
+func (noRedactor) RedactedJSON(any) (json.RawMessage, error) {
+	return nil, fmt.Errorf("this door cannot redact what it would answer: %w", errdefs.ErrUnsupported)
 }

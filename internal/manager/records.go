@@ -46,17 +46,6 @@ func scrubbed[T any](red Redactor, v *T) (*T, error) {
 	return out, nil
 }
 
-// RedactedJSON is v as JSON with every string in it redacted: for the
-// doors that answer with what a client once sent (the E2B process list's
-// commands, arguments, directories and environment).
-func (m *Manager) RedactedJSON(v any) (json.RawMessage, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("redact: %w", err)
-	}
-	return m.cfg.Redactor.JSON(b), nil
-}
-
 // putExec stores a new exec record, redacted.
 func (m *Manager) putExec(ctx context.Context, rec *store.Exec) error {
 	r, err := scrubbed(m.cfg.Redactor, rec)

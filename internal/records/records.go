@@ -6,6 +6,7 @@ package records
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -64,4 +65,18 @@ func (r *Records) Output(ctx context.Context, id, execID, stream string) ([]byte
 		return nil, fmt.Errorf("exec %s not found in sandbox %s: %w", execID, id, errdefs.ErrNotFound)
 	}
 	return st.GetOutput(ctx, execID, stream)
+}
+
+// RedactedJSON is v as JSON with every string in it redacted: for the
+// doors that answer with what a client once sent (the E2B process list's
+// commands, arguments, directories and environment).
+func (r *Records) RedactedJSON(v any) (json.RawMessage, error) {
+	if r.c == nil {
+		return nil, errUnattached
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("redact: %w", err)
+	}
+	return r.c.Redactor().JSON(b), nil
 }

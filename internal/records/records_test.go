@@ -90,11 +90,19 @@ func TestRecords(t *testing.T) {
 	if l, err := r.Execs(ctx, other.ID); err != nil || len(l) != 0 {
 		t.Errorf("a sandbox with no execs: %+v %v", l, err)
 	}
+	j, err := r.RedactedJSON(map[string]string{"note": "it was later-secret-value"})
+	if err != nil || bytes.Contains(j, []byte("later-secret-value")) || !bytes.Contains(j, []byte("it was ")) {
+		t.Errorf("RedactedJSON: %s %v", j, err)
+	}
+	if _, err := r.RedactedJSON(func() {}); err == nil {
+		t.Error("RedactedJSON of what JSON cannot carry")
+	}
 	un := New()
 	for what, err := range map[string]error{
 		"execs":  second(un.Execs(ctx, sb.ID)),
 		"get":    second(un.GetExec(ctx, sb.ID, execID)),
 		"output": second(un.Output(ctx, sb.ID, execID, "stdout")),
+		"json":   second(un.RedactedJSON(nil)),
 	} {
 		if !errors.Is(err, errdefs.ErrUnsupported) {
 			t.Errorf("unattached %s: %v, want unsupported", what, err)
