@@ -62,7 +62,7 @@ npm install --offline --no-audit --no-fund --loglevel=error ../pkg >/tmp/npm.log
 	if p.Policy.InstallScripts != "deny" {
 		t.Fatalf("effective policy: %+v", p)
 	}
-	pol, _ := d.m.Policy(context.Background(), blocked.ID)
+	pol, _ := d.mods.Policies.Policy(context.Background(), blocked.ID)
 	if err := pol.Relaxes(policy.Layer{InstallScripts: policy.Allow}); err == nil || !strings.Contains(err.Error(), "install_scripts") {
 		t.Fatalf("relaxing install_scripts: %v", err)
 	}

@@ -105,14 +105,14 @@ func TestE2BCompatDoor(t *testing.T) {
 	open := create(`{"templateID":"base","timeout":3600,"allow_internet_access":true,"metadata":{"k":"open"}}`)
 	time.Sleep(10 * time.Millisecond)
 	closed := create(`{"templateID":"base","timeout":3600,"allow_internet_access":false,"metadata":{"k":"closed"}}`)
-	p, err := d.m.Policy(ctx, closed)
+	p, err := d.pol.Policy(ctx, closed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(p.Egress.Rules, func(r netpolicy.Rule) bool { return r.ID == noEgressRule && r.Action == netpolicy.Deny }) {
 		t.Errorf("allow_internet_access false: egress %+v has no deny-all rule", p.Egress)
 	}
-	if p, _ := d.m.Policy(ctx, open); slices.ContainsFunc(p.Egress.Rules, func(r netpolicy.Rule) bool { return r.ID == noEgressRule }) {
+	if p, _ := d.pol.Policy(ctx, open); slices.ContainsFunc(p.Egress.Rules, func(r netpolicy.Rule) bool { return r.ID == noEgressRule }) {
 		t.Errorf("allow_internet_access true got the deny-all rule")
 	}
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
+	"github.com/airlock-dev/airlock/internal/explain"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 type door struct {
 	t    *testing.T
 	m    *manager.Manager
+	pol  *explain.Explain
 	keys *apikeys.Keys
 	url  string
 	key  string
@@ -83,7 +85,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 		t.Fatal(err)
 	}
 	m, keys := stk.Manager, stk.Keys
-	srv := httptest.NewServer(New(Config{Manager: m, Keys: keys}))
+	srv := httptest.NewServer(New(Config{Manager: m, Files: stk.Files, Redactor: stk.Records, Keys: keys}))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = m.Shutdown(context.Background())
@@ -94,7 +96,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &door{t: t, m: m, keys: keys, url: srv.URL, key: key}
+	return &door{t: t, m: m, pol: stk.Explain, keys: keys, url: srv.URL, key: key}
 }
 
 // call sends a request; hdr adds headers.
