@@ -1,0 +1,167 @@
+package policy
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/internal/classify"
+)
+
+// The corpus of issue 20 (testdata/corpus/everyday.txt and risky.txt):
+// "decision<TAB>classes<TAB>command line", hand-labelled. A false hold is
+// an everyday line labelled allow that the defaults hold or deny; a miss
+// is a risky line labelled hold or deny that the defaults allow.
+
+// The issue's targets, in percent.
+const (
+	targetFalseHolds = 5.0
+	targetMisses     = 3.0
+)
+
+// The numbers last recorded on this corpus, in percent. Until a rate
+// reaches its target, the test fails only when it grows past its
+// baseline (a regression); once it is at or under the target, the target
+// is the limit. Lower a baseline when a change improves the rate.
+const (
+	baselineFalseHolds = 18.9
+	baselineMisses     = 26.7
+	// baselineWrong bounds the lines whose decision or classes differ
+	// from their label at all (both halves together).
+	baselineWrong = 517
+)
+
+type labelled struct {
+	file, line string // where, for messages
+	decision   string // allow, hold, deny
+	classes    string
+	command    string
+}
+
+func readLabelled(t testing.TB, name string) []labelled {
+	f, err := os.Open("testdata/corpus/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []labelled
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		l := sc.Text()
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		parts := strings.SplitN(l, "\t", 3)
+		if len(parts) != 3 {
+			t.Fatalf("%s:%d: want decision<TAB>classes<TAB>command", name, n)
+		}
+		if d := parts[0]; d != "allow" && d != "hold" && d != "deny" {
+			t.Fatalf("%s:%d: decision %q", name, n, d)
+		}
+		out = append(out, labelled{name, fmt.Sprint(n), parts[0], parts[1], strings.ReplaceAll(parts[2], "⏎", "\n")})
+	}
+	return out
+}
+
+// decisionWord is the corpus's word for an action.
+func decisionWord(a Action) string {
+	if a == Ask {
+		return "hold"
+	}
+	return string(a)
+}
+
+func classWords(cs []Class) string {
+	if len(cs) == 0 {
+		return "-"
+	}
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = string(c)
+	}
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+type rates struct {
+	everyday, risky         int
+	falseHolds, misses      int
+	wrongDecision, wrongCls int
+}
+
+func (r rates) falseHoldPct() float64 { return 100 * float64(r.falseHolds) / float64(r.everyday) }
+func (r rates) missPct() float64      { return 100 * float64(r.misses) / float64(r.risky) }
+
+// measure decides every corpus line with the defaults; report gets one
+// line per disagreement with the labels.
+func measure(t testing.TB, report func(string)) rates {
+	pol := Defaults()
+	var r rates
+	for _, half := range []string{"everyday.txt", "risky.txt"} {
+		for _, c := range readLabelled(t, half) {
+			d := pol.Decide(classify.Analyze(c.command, ""))
+			got, cls := decisionWord(d.Action), classWords(d.Analysis.Classes)
+			if half == "everyday.txt" {
+				r.everyday++
+				if c.decision == "allow" && got != "allow" {
+					r.falseHolds++
+					report(fmt.Sprintf("FALSE HOLD %s:%s %q: %s", c.file, c.line, c.command, d.Reason))
+				}
+			} else {
+				r.risky++
+				if c.decision != "allow" && got == "allow" {
+					r.misses++
+					report(fmt.Sprintf("MISS %s:%s %q: %s", c.file, c.line, c.command, d.Reason))
+				}
+			}
+			if got != c.decision {
+				r.wrongDecision++
+			}
+			if cls != c.classes {
+				r.wrongCls++
+				report(fmt.Sprintf("classes %s:%s %q: got %s %s, want %s %s", c.file, c.line, c.command, got, cls, c.decision, c.classes))
+			}
+		}
+	}
+	return r
+}
+
+// TestCorpusRates measures false holds and misses of the built-in
+// defaults on the corpus (go test -run TestCorpusRates -v lists every
+// disagreement) and fails on a regression (see the baselines above).
+func TestCorpusRates(t *testing.T) {
+	r := measure(t, func(s string) {
+		if testing.Verbose() {
+			t.Log(s)
+		}
+	})
+	if r.everyday < 250 || r.risky < 250 {
+		t.Fatalf("corpus has %d everyday and %d risky lines, want at least 250 of each", r.everyday, r.risky)
+	}
+	t.Logf("everyday %d lines: false holds %d (%.1f%%); risky %d lines: misses %d (%.1f%%); decision differs %d, classes differ %d",
+		r.everyday, r.falseHolds, r.falseHoldPct(), r.risky, r.misses, r.missPct(), r.wrongDecision, r.wrongCls)
+	if lim := limit(baselineFalseHolds, targetFalseHolds); r.falseHoldPct() > lim {
+		t.Errorf("false holds %.1f%% > %.1f%%", r.falseHoldPct(), lim)
+	}
+	if lim := limit(baselineMisses, targetMisses); r.missPct() > lim {
+		t.Errorf("misses %.1f%% > %.1f%%", r.missPct(), lim)
+	}
+	if r.wrongDecision+r.wrongCls > baselineWrong {
+		t.Errorf("%d disagreements with the labels > baseline %d", r.wrongDecision+r.wrongCls, baselineWrong)
+	}
+}
+
+// limit is the target once the baseline reached it, else the baseline.
+func limit(baseline, target float64) float64 {
+	if baseline <= target {
+		return target
+	}
+	return baseline
+}
