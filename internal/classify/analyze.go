@@ -14,15 +14,21 @@ import (
 type Class string
 
 // The classes, from the seed's table, plus Write (a local, non-destructive
-// change such as mkdir, git commit or a redirect into a file) and Unknown
-// (the effect cannot be known from the text: an unknown program, inline
-// interpreter code, a command name computed at run time).
+// change such as mkdir, git commit or a redirect into a file), Run (the
+// workspace's own code: python script.py, ./run.sh, inline code that only
+// computes), Persist (a change of what runs later: crontab, registry and
+// hook configuration, shell startup files, installed packages' files) and
+// Unknown (the effect cannot be known from the text: an unknown program,
+// code that starts processes or decodes payloads, a command name computed
+// at run time).
 const (
 	Read        Class = "read"
 	Verify      Class = "verify"
 	Build       Class = "build"
+	Run         Class = "run"
 	Write       Class = "write"
 	Dependency  Class = "dependency"
+	Persist     Class = "persist"
 	Network     Class = "network"
 	Destructive Class = "destructive"
 	Secret      Class = "secret"
@@ -30,7 +36,7 @@ const (
 )
 
 // Classes lists every class in a fixed order.
-var Classes = []Class{Read, Verify, Build, Write, Dependency, Network, Destructive, Secret, Unknown}
+var Classes = []Class{Read, Verify, Build, Run, Write, Dependency, Persist, Network, Destructive, Secret, Unknown}
 
 // Describe says in a few words what a class means.
 func (c Class) Describe() string {
@@ -41,8 +47,12 @@ func (c Class) Describe() string {
 		return "local verification (tests, linters, type checks)"
 	case Build:
 		return "build or generate"
+	case Run:
+		return "runs the workspace's own code"
 	case Write:
 		return "local change to files"
+	case Persist:
+		return "changes what runs later (configuration, hooks, scripts, installed code)"
 	case Dependency:
 		return "dependency change"
 	case Network:
@@ -183,6 +193,8 @@ type analyzer struct {
 	// globSteps counts the name matches tried to judge globs (bounded by
 	// maxGlobSteps).
 	globSteps int
+	// bodies are the heredocs and here-strings of the line, by command.
+	bodies []stdinText
 }
 
 // hasGlob reports an unescaped *, ? or [ in a literal.
@@ -627,6 +639,11 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 	}
 	if r.Hdoc != nil {
 		a.substs(r.Hdoc, via, depth)
+	}
+	if (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) && r.Hdoc != nil {
+		a.input(first, a.word(r.Hdoc), via, depth)
+	} else if r.Op == syntax.WordHdoc && r.Word != nil {
+		a.input(first, a.word(r.Word), via, depth)
 	}
 	var target word
 	if r.Word != nil {

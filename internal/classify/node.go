@@ -287,6 +287,10 @@ func nodeTool(c *call) {
 		s := c.args[i].s
 		switch {
 		case s == "-e" || s == "--eval" || s == "-p" || s == "--print":
+			if i+1 < len(c.args) && c.args[i+1].static {
+				c.inlineCode("node", c.args[i+1].s)
+				return
+			}
 			c.class(Unknown, "node runs inline code")
 			return
 		case s == "--test":
@@ -305,7 +309,7 @@ func nodeTool(c *call) {
 			i++
 		case strings.HasPrefix(s, "-"):
 		default:
-			c.class(Unknown, "node runs the script "+s)
+			c.runFile("node", c.args[i])
 			return
 		}
 	}

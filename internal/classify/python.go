@@ -15,6 +15,10 @@ func python(c *call) {
 			pythonModuleRun(c, s[2:], c.args[i+1:])
 			return
 		case s == "-c":
+			if i+1 < len(c.args) && c.args[i+1].static {
+				c.inlineCode(c.name, c.args[i+1].s)
+				return
+			}
 			c.class(Unknown, c.name+" runs inline code")
 			return
 		case s == "-V" || s == "--version" || s == "-h" || s == "--help":
@@ -63,7 +67,7 @@ func pythonScript(c *call, script word, rest []word) {
 			return
 		}
 	}
-	c.class(Unknown, c.name+" runs the script "+script.s)
+	c.runFile(c.name, script)
 }
 
 func pythonModuleRun(c *call, mod string, rest []word) {
@@ -92,7 +96,11 @@ func pythonModuleRun(c *call, mod string, rest []word) {
 	case "http.server", "smtpd", "SimpleHTTPServer":
 		c.class(Unknown, "python -m "+mod+" serves")
 	default:
-		c.class(Unknown, "python -m "+mod+" runs a module the analyser does not know")
+		if strings.HasPrefix(mod, "-") || strings.ContainsAny(mod, "$`/") {
+			c.class(Unknown, "python -m "+mod+" runs a module the analyser does not know")
+			return
+		}
+		c.class(Run, "python -m "+mod+" runs a module of the project or its environment")
 	}
 }
 

@@ -110,7 +110,7 @@ func (a *analyzer) simple(args []word, via []string, depth int) {
 		c.name = launcher(tool)
 		if c.name == "" {
 			c.name = tool
-			c.class(Unknown, "runs a program by path ("+tool+")")
+			c.runFile("", name)
 		}
 	default:
 		c.name = tool

@@ -56,8 +56,8 @@ var simpleTools = map[string]Class{
 	"keyring": Secret, "printenv": Secret,
 	"vim": Unknown, "vi": Unknown, "nvim": Unknown, "nano": Unknown, "emacs": Unknown, "code": Unknown,
 	"chroot": Unknown, "unshare": Unknown, "nsenter": Unknown, "setpriv": Unknown, "capsh": Unknown,
-	"gdb": Unknown, "lldb": Unknown, "nodemon": Unknown, "ts-node": Unknown, "tsx": Unknown,
-	"php": Unknown, "ruby": Unknown, "perl": Unknown, "lua": Unknown, "Rscript": Unknown, "java": Unknown,
+	"gdb": Unknown, "lldb": Unknown, "nodemon": Unknown,
+	"lua": Unknown, "Rscript": Unknown,
 	"osascript": Unknown, "dc": Unknown, "open": Unknown, "xdg-open": Unknown,
 }
 
@@ -129,7 +129,9 @@ func toolTable() map[string]handler {
 		"chgrp":  chTool,
 		"sed":    sedTool,
 		"perl":   perlTool,
-		"awk":    awkTool, "gawk": awkTool, "mawk": awkTool, "nawk": awkTool,
+		"ruby":   interpTool("-e"), "php": interpTool("-r"), "ts-node": interpTool("-e", "--eval"),
+		"tsx": interpTool("-e", "--eval"), "java": interpTool(),
+		"awk": awkTool, "gawk": awkTool, "mawk": awkTool, "nawk": awkTool,
 		"find":       findTool,
 		"tar":        tarTool,
 		"unzip":      unzipTool,

@@ -26,11 +26,11 @@ const (
 // baseline (a regression); once it is at or under the target, the target
 // is the limit. Lower a baseline when a change improves the rate.
 const (
-	baselineFalseHolds = 18.9
+	baselineFalseHolds = 7.5
 	baselineMisses     = 26.7
 	// baselineWrong bounds the lines whose decision or classes differ
 	// from their label at all (both halves together).
-	baselineWrong = 517
+	baselineWrong = 432
 )
 
 type labelled struct {

@@ -129,8 +129,8 @@ type Policy struct {
 func Defaults() *Policy {
 	p := &Policy{
 		Classes: map[Class]Action{
-			Read: Allow, Verify: Allow, Build: Allow, Write: Allow,
-			Dependency: Ask, Network: Ask, Destructive: Ask, Secret: Deny, Unknown: Ask,
+			Read: Allow, Verify: Allow, Build: Allow, Run: Allow, Write: Allow,
+			Dependency: Ask, Persist: Ask, Network: Ask, Destructive: Ask, Secret: Deny, Unknown: Ask,
 		},
 		OutsideScope:   Deny,
 		InstallScripts: Allow,

@@ -30,7 +30,8 @@ func TestDefaultsFollowTheTable(t *testing.T) {
 		{"curl https://example.com", Ask},
 		{"rm -rf build", Ask},
 		{"cat .env", Deny},
-		{"./deploy.sh", Ask},
+		{"/tmp/deploy.sh", Ask},
+		{"./deploy.sh", Allow}, // the workspace's own code (issue 20)
 		{"npm test && cat ~/.aws/credentials", Deny}, // most restrictive of the line
 	} {
 		if d := decide(t, p, tc.line); d.Action != tc.want {

@@ -1,0 +1,79 @@
+package classify
+
+import (
+	"slices"
+	"testing"
+)
+
+// Cases of issue 20 ("policy v2"), each written as the everyday line that
+// must not be held or as the attack that must be seen.
+
+// wantClasses checks that each line's classes are exactly want.
+func wantClasses(t *testing.T, cases map[string]string) {
+	t.Helper()
+	for line, want := range cases {
+		a := Analyze(line, "")
+		if got := classString(a.Classes); got != want {
+			t.Errorf("%s\n  got  %s (%v)\n  want %s", line, got, whys(a), want)
+		}
+	}
+}
+
+func whys(a *Analysis) []string {
+	var out []string
+	for _, c := range a.Commands {
+		out = append(out, c.Why)
+	}
+	return out
+}
+
+func TestRunningWorkspaceCode(t *testing.T) {
+	wantClasses(t, map[string]string{
+		// everyday: the workspace's own code
+		`python script.py`:                         "run",
+		`./run.sh`:                                 "run",
+		`node build.js`:                            "run",
+		`bash scripts/x.sh`:                        "run",
+		`go build -o bin/app . && ./bin/app`:       "build,run",
+		`source .venv/bin/activate`:                "run",
+		`python3 -c 'import math; print(math.pi)'`: "run",
+		`node -e 'console.log([3,1].sort())'`:      "run",
+		`ruby -e 'puts 1+1'`:                       "run",
+		`perl -ne 'print if /^func /' main.go`:     "read",
+		`java -jar build/libs/app.jar`:             "run",
+		`cd /workspace/tools && ./gen.sh`:          "read,run",
+		`python - <<'EOF'` + "\nprint(1)\nEOF":     "run",
+		`timeout 60 ./scripts/check.sh`:            "run",
+		// attacks: code from elsewhere, or inline code that reaches out
+		`/tmp/x`:                    "unknown",
+		`cd /tmp && ./x`:            "read,unknown",
+		`bash /tmp/payload.sh`:      "unknown",
+		`source /tmp/env.sh`:        "unknown",
+		`$X/run.sh`:                 "unknown",
+		`git -c core.pager=./x log`: "read,unknown",
+		`python3 -c 'import os; os.system("id")'`:                      "unknown",
+		`python3 -c "__import__('os').popen('id')"`:                    "unknown",
+		`node -e "require('child_process').execSync('id')"`:            "unknown",
+		`python3 -c "import urllib.request as u; u.urlopen('x')"`:      "network",
+		`node -e 'fetch("https://x.example.test")'`:                    "network",
+		`python3 -c 'import os; print(dict(os.environ))'`:              "secret",
+		`node -e 'console.log(process.env)'`:                           "secret",
+		`python3 -c 'import os; print(os.environ["GITHUB_TOKEN"])'`:    "secret",
+		`python3 -c 'import os; print(os.environ["HOME"])'`:            "run",
+		`python3 -c "exec(__import__('base64').b64decode('aWQ='))"`:    "unknown",
+		`perl -e 'system("id")'`:                                       "unknown",
+		`ruby -e '` + "`id`" + `'`:                                     "unknown",
+		`php -r 'echo getenv("DATABASE_URL");'`:                        "secret",
+		`python3 -c 'print(open("/home/sandbox/.ssh/id_rsa").read())'`: "secret",
+		`python3 - <<'EOF'` + "\nimport os\nos.system('id')\nEOF":      "unknown",
+		`perl -pi -e 's/a/system("id")/e' f`:                           "unknown,write",
+	})
+}
+
+func TestClassesListRunAndPersist(t *testing.T) {
+	for _, c := range []Class{Run, Persist} {
+		if !slices.Contains(Classes, c) || !c.Valid() || c.Describe() == string(c) {
+			t.Errorf("class %s is not listed or described", c)
+		}
+	}
+}
