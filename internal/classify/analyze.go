@@ -786,13 +786,17 @@ func (a *analyzer) finish() {
 	for i := range out.Commands {
 		c := &out.Commands[i]
 		for _, w := range c.Writes {
-			if gitControlPath(w) && !slices.Contains(c.Classes, Unknown) {
-				c.Classes = append(c.Classes, Unknown)
-				c.Why = joinWhy(c.Why, "writes "+w+", which decides what a later git command runs")
+			if !persistPath(w) || slices.Contains(c.Classes, Persist) {
+				continue
 			}
-			if startupFile(w) && !slices.Contains(c.Classes, Unknown) {
-				c.Classes = append(c.Classes, Unknown)
+			c.Classes = append(c.Classes, Persist)
+			switch {
+			case gitControlPath(w):
+				c.Why = joinWhy(c.Why, "writes "+w+", which decides what a later git command runs")
+			case startupFile(w):
 				c.Why = joinWhy(c.Why, "writes "+w+", which a shell or interpreter runs when it starts")
+			default:
+				c.Why = joinWhy(c.Why, "writes "+w+", which decides what later commands fetch or run")
 			}
 		}
 		c.Classes = SortClasses(c.Classes)

@@ -249,7 +249,7 @@ func crontabTool(c *call) {
 	case hasFlag(f, "-l"):
 		c.class(Read, "crontab -l lists")
 	default:
-		c.class(Write, "crontab changes the table")
+		c.persist("crontab installs commands that run on a schedule")
 	}
 }
 

@@ -58,7 +58,7 @@ func goTool(c *call) {
 			for _, w := range pos {
 				c.assignArg(w)
 			}
-			c.class(Write, "go env -w changes settings")
+			c.persist("go env -w changes what later go commands fetch and run")
 			return
 		}
 		c.class(Read, "go env only reads")

@@ -66,7 +66,7 @@ func npmTool(c *call) {
 	case "config", "get", "set":
 		verb := firstPos(rest)
 		if sub == "set" || verb == "set" || verb == "delete" || verb == "edit" {
-			c.class(Write, "npm config changes configuration")
+			c.persist("npm config changes what later npm commands fetch and run")
 		} else {
 			c.class(Read, "npm config reads configuration")
 		}
@@ -89,6 +89,9 @@ func npmTool(c *call) {
 		}
 		if sub == "init" && len(rest) > 0 && !strings.HasPrefix(rest[0].s, "-") {
 			c.class(Dependency, "npm init "+rest[0].s+" downloads and runs an initializer")
+		}
+		if sub == "set-script" || sub == "pkg" && npmScriptsEdit(rest) {
+			c.persist("npm " + sub + " changes the package's scripts, which later npm commands run")
 		}
 		c.class(Write, "npm "+sub+" writes package.json")
 	default:
@@ -137,6 +140,12 @@ func pnpmTool(c *call) {
 		c.class(Read, "pnpm store inspects")
 	case "start":
 		c.class(Build, "pnpm start runs the app")
+	case "config", "c", "get", "set":
+		if v := firstPos(rest); sub == "set" || v == "set" || v == "delete" {
+			c.persist("pnpm config changes what later pnpm commands fetch and run")
+			return
+		}
+		c.class(Read, "pnpm config reads configuration")
 	default:
 		runScript(c, "pnpm", sub)
 	}
@@ -174,6 +183,10 @@ func yarnTool(c *call) {
 		c.class(Dependency, "yarn create downloads and runs an initializer")
 		c.class(Write, "")
 	case "why", "list", "ls", "bin", "config", "licenses", "versions", "check":
+		if v := firstPos(rest); sub == "config" && (v == "set" || v == "delete" || v == "unset") {
+			c.persist("yarn config changes what later yarn commands fetch and run")
+			return
+		}
 		c.class(Read, "yarn "+sub+" only reads")
 	case "info", "npm", "publish", "login", "logout", "outdated", "audit", "owner", "tag", "team":
 		c.class(Network, "yarn "+sub+" talks to the registry")
@@ -409,4 +422,19 @@ func playwrightTool(c *call) {
 	default:
 		c.class(Unknown, "playwright "+firstPos(c.args))
 	}
+}
+
+// npmScriptsEdit: npm pkg set/delete of scripts.* (or of everything).
+func npmScriptsEdit(rest []word) bool {
+	verb := firstPos(rest)
+	if verb != "set" && verb != "delete" {
+		return false
+	}
+	for _, w := range rest[1:] {
+		k, _, _ := strings.Cut(w.s, "=")
+		if strings.HasPrefix(k, "scripts") || strings.HasPrefix(k, "bin") || k == "main" || strings.HasPrefix(k, "exports") {
+			return true
+		}
+	}
+	return false
 }

@@ -120,7 +120,7 @@ func pipTool(c *call) {
 		c.class(Network, "pip "+sub+" talks to the index")
 	case "list", "show", "freeze", "check", "config", "help", "--version", "-V", "debug", "inspect", "hash", "":
 		if sub == "config" && (firstPos(rest) == "set" || firstPos(rest) == "unset") {
-			c.class(Write, "pip config changes configuration")
+			c.persist("pip config changes where later installs come from")
 			return
 		}
 		c.class(Read, "pip "+sub+" only reads")

@@ -77,3 +77,35 @@ func TestClassesListRunAndPersist(t *testing.T) {
 		}
 	}
 }
+
+func TestPersistence(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`echo '* * * * * /tmp/x' | crontab -`, Persist},
+		{`crontab /tmp/jobs`, Persist},
+		{`npm config set registry https://npm.example.test/`, Persist},
+		{`yarn config set registry https://npm.example.test`, Persist},
+		{`pnpm config set registry https://npm.example.test`, Persist},
+		{`pip config set global.index-url https://pypi.example.test/simple`, Persist},
+		{`git config url."https://git.example.test/".insteadOf "https://github.example.test/"`, Persist},
+		{`git remote set-url origin https://git.example.test/a/b.git`, Persist},
+		{`npm pkg set scripts.postinstall="node x.js"`, Persist},
+		{`npm set-script prepare "node evil.js"`, Persist},
+		{`cp agent.service ~/.config/systemd/user/`, Persist},
+		{`cp helper.desktop ~/.config/autostart/`, Persist},
+		{`cp tool ~/.local/bin/git`, Persist},
+		{`echo 'registry=https://npm.example.test/' >> ~/.npmrc`, Persist},
+		{`printf '[global]\nindex-url = x\n' > ~/.config/pip/pip.conf`, Persist},
+		{`go env -w GOPROXY=https://proxy.example.test`, Persist},
+		{`echo 'module.exports = 1' > node_modules/lodash/index.js`, Persist},
+		{`sed -i 's/a/b/' .venv/lib/python3.11/site-packages/requests/auth.py`, Persist},
+		{`echo x >> ~/.bashrc`, Persist},
+	})
+	checkOnly(t, map[string][]Class{
+		`npm config get registry`:      {Read},
+		`git config --get user.name`:   {Read},
+		`git remote -v`:                {Read},
+		`rm -rf node_modules`:          {Destructive},
+		`npm pkg get scripts`:          {Read},
+		`mkdir -p node_modules/.cache`: {Write},
+	})
+}

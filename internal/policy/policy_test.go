@@ -31,7 +31,7 @@ func TestDefaultsFollowTheTable(t *testing.T) {
 		{"rm -rf build", Ask},
 		{"cat .env", Deny},
 		{"/tmp/deploy.sh", Ask},
-		{"./deploy.sh", Allow}, // the workspace's own code (issue 20)
+		{"./deploy.sh", Allow},                       // the workspace's own code (issue 20)
 		{"npm test && cat ~/.aws/credentials", Deny}, // most restrictive of the line
 	} {
 		if d := decide(t, p, tc.line); d.Action != tc.want {
