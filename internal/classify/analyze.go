@@ -784,6 +784,7 @@ func (a *analyzer) finish() {
 	out := a.out
 	var set [16]bool
 	for i := range out.Commands {
+		a.contentRunsLater(i)
 		c := &out.Commands[i]
 		for _, w := range c.Writes {
 			if !persistPath(w) || slices.Contains(c.Classes, Persist) {

@@ -2,7 +2,10 @@ package classify
 
 import (
 	"path"
+	"slices"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
 // Persistence is configuration that changes what runs later: a cron
@@ -70,4 +73,125 @@ func persistKey(key string) bool {
 		return true
 	}
 	return gitKey(key) != gitInert
+}
+
+// Files whose content a later command runs: make's recipes, package
+// scripts, CI workflows, container builds, hook and shell scripts. What a
+// command line writes into one (echo and printf arguments, a heredoc, a
+// sed or perl replacement) is classified with the same analyser, as the
+// commands it will be.
+
+// runsLater reports whether the content of the file at p is run later,
+// and how to find the commands in it.
+func runsLater(p string) (kind string, ok bool) {
+	base := path.Base(p)
+	switch {
+	case base == "Makefile" || base == "makefile" || base == "GNUmakefile" || strings.HasSuffix(base, ".mk"):
+		return "make", true
+	case base == "package.json" || base == "composer.json" || base == "deno.json":
+		return "json", true
+	case strings.Contains(p, "/.github/workflows/") || base == ".gitlab-ci.yml" || base == ".pre-commit-config.yaml" ||
+		base == "Taskfile.yml" || base == "azure-pipelines.yml" || strings.Contains(p, "/.circleci/") || base == ".travis.yml":
+		return "yaml", true
+	case strings.HasPrefix(base, "Dockerfile") || strings.HasPrefix(base, "Containerfile") || strings.HasSuffix(base, ".dockerfile"):
+		return "docker", true
+	case strings.HasSuffix(base, ".sh") || strings.HasSuffix(base, ".bash") || base == "justfile" || base == ".envrc" ||
+		strings.Contains(p, "/.husky/") || strings.Contains(p, "/.git/hooks/"):
+		return "shell", true
+	}
+	return "", false
+}
+
+var (
+	jsonValueRE = lazyre.New(`"[^"\n]*"\s*:\s*"((?:[^"\\\n]|\\.)*)"`)
+	yamlRunRE   = lazyre.New(`^\s*(?:-\s*)?(?:run|script|command|entry)\s*:\s*[|>]?\s*(.*)$`)
+	dockerRunRE = lazyre.New(`^\s*(?:RUN|CMD|ENTRYPOINT)\s+(.*)$`)
+)
+
+// laterLines are the command lines in content written to a file of kind.
+func laterLines(kind, content string) []string {
+	var out []string
+	for _, l := range strings.Split(content, "\n") {
+		switch kind {
+		case "json":
+			for _, m := range jsonValueRE().FindAllStringSubmatch(l, 16) {
+				out = append(out, strings.ReplaceAll(m[1], `\"`, `"`))
+			}
+		case "make":
+			if strings.HasPrefix(l, "\t") {
+				out = append(out, strings.TrimLeft(strings.TrimSpace(l), "@-+"))
+			}
+		case "yaml":
+			if m := yamlRunRE().FindStringSubmatch(l); m != nil {
+				out = append(out, m[1])
+			} else if strings.HasPrefix(l, "        ") { // a block under run: |
+				out = append(out, strings.TrimSpace(l))
+			}
+		case "docker":
+			if m := dockerRunRE().FindStringSubmatch(l); m != nil {
+				out = append(out, m[1])
+			}
+		default:
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// laterClasses are the classes of what will run that a human should see
+// (an unknown program there is not: scripts are full of them; nor is a
+// dependency install, which recipes and Dockerfiles are made of and the
+// egress policy decides when it runs).
+var laterClasses = []Class{Persist, Network, Destructive, Secret}
+
+// contentRunsLater classifies what command i writes into files that run
+// later.
+func (a *analyzer) contentRunsLater(i int) {
+	c := &a.out.Commands[i]
+	for _, w := range c.Writes {
+		kind, ok := runsLater(w)
+		if !ok {
+			continue
+		}
+		text := a.writtenText(i)
+		if text == "" {
+			continue
+		}
+		for _, l := range laterLines(kind, text) {
+			sub := &analyzer{out: &Analysis{}, cwd: a.cwd}
+			if l = strings.TrimSpace(l); l == "" || sub.script(l, nil, 1) != nil {
+				continue
+			}
+			for _, sc := range sub.out.Commands {
+				for _, cl := range sc.Classes {
+					if slices.Contains(laterClasses, cl) {
+						c.Classes = addClass(addClass(c.Classes, cl), Persist)
+						c.Why = joinWhy(c.Why, "writes "+w+", whose content runs later: "+l+" ("+cl.Describe()+")")
+						c.Hosts = append(c.Hosts, sc.Hosts...)
+						c.Secrets = append(c.Secrets, sc.Secrets...)
+					}
+				}
+			}
+		}
+	}
+}
+
+// writtenText is the text command i writes, as far as the line tells.
+func (a *analyzer) writtenText(i int) string {
+	c := &a.out.Commands[i]
+	var parts []string
+	for _, b := range a.bodies {
+		if b.cmd == i {
+			parts = append(parts, b.text)
+		}
+	}
+	if len(c.Argv) > 1 {
+		switch path.Base(c.Argv[0]) {
+		case "echo", "printf":
+			parts = append(parts, strings.NewReplacer(`\n`, "\n", `\t`, "\t").Replace(strings.Join(c.Argv[1:], " ")))
+		case "sed", "perl":
+			parts = append(parts, strings.Join(c.Argv[1:], " "))
+		}
+	}
+	return strings.Join(parts, "\n")
 }
