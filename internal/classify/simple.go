@@ -248,7 +248,12 @@ func secretParam(name string) bool {
 // scan adds what any argument shows, whatever the tool: credential files
 // and variables, and network destinations of network commands.
 func (c *call) scan() {
+	c.checkEnvDump()
+	tmpl := templateCopy(c)
 	for _, w := range c.args {
+		if tmpl {
+			break
+		}
 		if metaOnly[c.name] || c.namesOnly {
 			break
 		}
@@ -274,7 +279,7 @@ func (c *call) scan() {
 		}
 	}
 	for _, wp := range c.cmd.Writes {
-		if isSecretPath(wp) {
+		if isSecretPath(wp) && !tmpl {
 			c.cmd.Secrets = appendUniq(c.cmd.Secrets, wp)
 			c.class(Secret, "writes "+wp)
 		}

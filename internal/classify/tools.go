@@ -53,8 +53,8 @@ var simpleTools = map[string]Class{
 	"shutdown": Destructive, "reboot": Destructive, "halt": Destructive, "poweroff": Destructive,
 	"rimraf": Destructive, "del-cli": Destructive, "trash": Destructive,
 	"security": Secret, "pass": Secret, "op": Secret, "secret-tool": Secret, "ssh-add": Secret,
-	"keyring": Secret, "printenv": Secret,
-	"vim": Unknown, "vi": Unknown, "nvim": Unknown, "nano": Unknown, "emacs": Unknown, "code": Unknown,
+	"keyring": Secret,
+	"vim":     Unknown, "vi": Unknown, "nvim": Unknown, "nano": Unknown, "emacs": Unknown, "code": Unknown,
 	"chroot": Unknown, "unshare": Unknown, "nsenter": Unknown, "setpriv": Unknown, "capsh": Unknown,
 	"gdb": Unknown, "lldb": Unknown, "nodemon": Unknown,
 	"lua": Unknown, "Rscript": Unknown,
@@ -94,6 +94,7 @@ func toolTable() map[string]handler {
 		"flock":  flockTool,
 		// Wrappers.
 		"env":       envTool,
+		"printenv":  printenvTool,
 		"sudo":      sudoTool,
 		"doas":      func(c *call) { _, rest := leadingCommand(c.args, "-u", "-C"); c.execOrShell(rest) },
 		"runuser":   func(c *call) { _, rest := leadingCommand(c.args, "-u", "-g", "-G"); c.execOrShell(rest) },

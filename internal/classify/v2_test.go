@@ -127,3 +127,40 @@ func TestWritesWhoseContentRunsLater(t *testing.T) {
 		`echo 'go build ./...' > scripts/build.sh`:              {Read, Write},
 	})
 }
+
+func TestCredentialStoresAndEnvDumps(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`cat ~/.codex/auth.json`, Secret},
+		{`cat ~/.claude.json`, Secret},
+		{`cat ~/.claude/.credentials.json`, Secret},
+		{`cat ~/.cache/huggingface/token`, Secret},
+		{`cat /run/secrets/db_password`, Secret},
+		{`cat /var/run/secrets/kubernetes.io/serviceaccount/token`, Secret},
+		{`cat /run/secrets/*`, Secret},
+		{`tail -100 ~/.zsh_history`, Secret},
+		{`cat ~/.python_history`, Secret},
+		{`cat ~/.local/share/keyrings/login.keyring`, Secret},
+		{`sqlite3 ~/.config/google-chrome/Default/Cookies 'select 1'`, Secret},
+		{`cp ~/.mozilla/firefox/*.default/cookies.sqlite /tmp/`, Secret},
+		{`cat ~/.terraformrc`, Secret},
+		{`cat .dev.vars`, Secret},
+		{`jq -n env`, Secret},
+		{`jq -n '$ENV.GITHUB_TOKEN'`, Secret},
+		{`awk 'BEGIN{for (k in ENVIRON) print k, ENVIRON[k]}'`, Secret},
+		{`ps eww`, Secret},
+		{`ps auxe`, Secret},
+		{`printenv`, Secret},
+		{`printenv OPENAI_API_KEY`, Secret},
+	})
+	checkOnly(t, map[string][]Class{
+		`printenv PATH`:                  {Read},
+		`printenv NODE_ENV HOME`:         {Read},
+		`ps aux`:                         {Read},
+		`ps -ef`:                         {Read},
+		`jq '.environment' package.json`: {Read},
+		`awk '{print $1}' f`:             {Read},
+		`cp .env.example .env`:           {Write},
+		`ls ~/.claude/commands`:          {Read},
+		`history | tail -5`:              {Read},
+	})
+}
