@@ -195,6 +195,8 @@ type analyzer struct {
 	globSteps int
 	// bodies are the heredocs and here-strings of the line, by command.
 	bodies []stdinText
+	// vars are the variables the line set to text known here (see setVar).
+	vars map[string]string
 }
 
 // hasGlob reports an unescaped *, ? or [ in a literal.
@@ -299,6 +301,7 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 	case *syntax.BinaryCmd:
 		a.stmt(c.X, via, depth)
 		a.stmt(c.Y, via, depth)
+		a.pipedPayload(c, via, depth)
 	case *syntax.Subshell:
 		cwd := a.cwd
 		a.stmts(c.Stmts, via, depth)
@@ -434,6 +437,7 @@ func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 	if len(args) == 0 {
 		cmd := Command{Via: via, Classes: []Class{Read}, Why: "variable assignment"}
 		for _, as := range c.Assigns {
+			a.setVar(as)
 			if as.Name != nil {
 				cmd.Argv = append(cmd.Argv, as.Name.Value+"=…")
 			}
@@ -493,7 +497,9 @@ func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word,
 			out.static = false
 			if p.Param != nil {
 				out.params = append(out.params, p.Param.Value)
-				if p.Short {
+				if v, ok := a.vars[p.Param.Value]; ok && plainParam(p) {
+					b.WriteString(v) // set earlier on the line
+				} else if p.Short {
 					b.WriteString("$" + p.Param.Value)
 				} else {
 					b.WriteString("${" + p.Param.Value + "}")
@@ -503,7 +509,11 @@ func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word,
 			}
 		case *syntax.CmdSubst:
 			out.static = false
-			b.WriteString("$(…)")
+			if s, ok := a.staticOutput(p.Stmts); ok {
+				b.WriteString(strings.TrimRight(s, "\n")) // the payload it decodes
+			} else {
+				b.WriteString("$(…)")
+			}
 		case *syntax.ArithmExp:
 			out.static = false
 			b.WriteString("$((…))")

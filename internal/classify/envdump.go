@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/lazyre"
@@ -78,5 +79,41 @@ func templateCopy(c *call) bool {
 func printenvTool(c *call) {
 	if _, dump := envDump(c); !dump {
 		c.class(Read, "printenv prints harmless variables")
+	}
+}
+
+// recursiveRoots: a recursive read rooted at the home directory or the
+// filesystem root covers every credential directory (~/.ssh, ~/.aws...).
+func (c *call) recursiveRoots() {
+	flags, pos := opts(c.args, "-e", "-f", "-m", "-A", "-B", "-C", "-g", "--glob", "-t", "--type", "-T", "-x", "-i", "-b", "-d")
+	rec := false
+	switch c.name {
+	case "grep", "egrep", "fgrep":
+		rec = hasFlag(flags, "-r", "-R", "--recursive", "--dereference-recursive")
+		if rec && len(pos) > 0 && !slices.Contains(flags, "-e") && !slices.Contains(flags, "-f") {
+			pos = pos[1:] // the pattern
+		}
+	case "rg", "ag", "ack", "ripgrep":
+		rec = true
+		if len(pos) > 0 && !hasFlag(flags, "--files", "-e") {
+			pos = pos[1:]
+		}
+	case "cp", "rsync", "scp":
+		rec = hasFlag(flags, "-r", "-R", "-a", "--recursive", "--archive")
+	case "zip":
+		rec = hasFlag(flags, "-r", "--recurse-paths")
+	case "tar", "bsdtar":
+		rec = len(c.args) > 0 && (strings.HasPrefix(c.args[0].s, "c") || hasFlag(flags, "-c", "--create"))
+	}
+	if !rec {
+		return
+	}
+	for _, w := range pos {
+		switch p := c.a.resolve(w); p {
+		case Home, "/", "/home", "/root", "/run", "/var", "/etc":
+			c.cmd.Secrets = appendUniq(c.cmd.Secrets, p+" (recursively)")
+			c.class(Secret, c.name+" reads everything under "+w.s+", credential directories included")
+			return
+		}
 	}
 }

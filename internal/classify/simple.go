@@ -249,6 +249,7 @@ func secretParam(name string) bool {
 // and variables, and network destinations of network commands.
 func (c *call) scan() {
 	c.checkEnvDump()
+	c.recursiveRoots()
 	tmpl := templateCopy(c)
 	for _, w := range c.args {
 		if tmpl {
