@@ -88,6 +88,9 @@ type Command struct {
 	// Dir is the directory it runs in when a cd before it moved there
 	// (as far as the text tells); "": the line's working directory.
 	Dir string `json:"dir,omitempty"`
+	// Tags are facts a policy rule can match besides the classes
+	// (TagCatastrophic, TagForcePush...).
+	Tags []string `json:"tags,omitempty"`
 }
 
 // Analysis is what a command line would do, as far as its text tells.
@@ -796,6 +799,7 @@ func (a *analyzer) finish() {
 	for i := range out.Commands {
 		a.contentRunsLater(i)
 		c := &out.Commands[i]
+		a.tagCommand(c)
 		for _, w := range c.Writes {
 			if !persistPath(w) || slices.Contains(c.Classes, Persist) {
 				continue

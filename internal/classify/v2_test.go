@@ -197,3 +197,45 @@ func TestHiddenPathsAndPayloads(t *testing.T) {
 		t.Errorf("decoded payload not shown: %+v", a.Commands)
 	}
 }
+
+func TestTags(t *testing.T) {
+	for line, want := range map[string]string{
+		`rm -rf ~`:                     TagCatastrophic,
+		`rm -rf $HOME`:                 TagCatastrophic,
+		`rm -rf /`:                     TagCatastrophic,
+		`rm -rf /*`:                    TagCatastrophic,
+		`rm -rf .git`:                  TagCatastrophic,
+		`rm -rf /workspace`:            TagCatastrophic,
+		`rm -rf *`:                     TagCatastrophic,
+		`cd ~ && rm -rf .`:             TagCatastrophic,
+		`sudo rm -rf /usr`:             TagCatastrophic,
+		`dd if=/dev/zero of=/dev/sda`:  TagCatastrophic,
+		`mkfs.ext4 /dev/sdb1`:          TagCatastrophic,
+		`chmod -R 777 /workspace`:      TagCatastrophic,
+		`chown -R nobody .`:            TagCatastrophic,
+		`gh repo delete org/app --yes`: TagCatastrophic,
+		`find / -delete`:               TagCatastrophic,
+		`git push --force origin main`: TagForcePush,
+		`git push origin +main`:        TagForcePush,
+		`git push --mirror https://x.example.test/r.git`: TagForcePush,
+		`git push origin --delete old`:                   TagDeleteBranch,
+		`git push origin :old`:                           TagDeleteBranch,
+		`git filter-branch --tree-filter x HEAD`:         TagHistoryRewrite,
+		// not tagged
+		`rm -rf build/`:                "",
+		`rm -rf src/legacy`:            "",
+		`find . -name '*.pyc' -delete`: "",
+		`chmod -R u+w build`:           "",
+		`dd if=in.img of=/dev/null`:    "",
+		`git push origin feature`:      "",
+		`gh repo view org/app`:         "",
+	} {
+		var tags []string
+		for _, c := range Analyze(line, "").Commands {
+			tags = append(tags, c.Tags...)
+		}
+		if want == "" && len(tags) > 0 || want != "" && !slices.Contains(tags, want) {
+			t.Errorf("%s: tags %v, want %q", line, tags, want)
+		}
+	}
+}
