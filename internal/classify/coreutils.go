@@ -20,6 +20,10 @@ func rmTool(c *call) {
 		c.class(Write, c.name+" removes scratch files under /tmp")
 		return
 	}
+	if c.allRegenerable(pos) {
+		c.class(Write, c.name+" removes build output, which the next build makes again")
+		return
+	}
 	if recursive {
 		c.class(Destructive, c.name+" -r deletes directory trees")
 		return
@@ -184,7 +188,11 @@ func findTool(c *call) {
 		s := args[i].s
 		switch s {
 		case "-delete":
-			c.class(Destructive, "find -delete deletes what it matches")
+			if findsRegenerable(args) {
+				c.class(Write, "find -delete removes build output, which the next build makes again")
+			} else {
+				c.class(Destructive, "find -delete deletes what it matches")
+			}
 			acted = true
 		case "-exec", "-execdir", "-ok", "-okdir":
 			acted = true

@@ -285,6 +285,7 @@ func (c *call) scan() {
 			c.class(Secret, "writes "+wp)
 		}
 	}
+	c.keepLoopbackLocal()
 	if slices.Contains(c.cmd.Classes, Network) {
 		for _, w := range c.args {
 			if h := hostOf(w.s); h != "" {

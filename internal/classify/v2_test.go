@@ -239,3 +239,34 @@ func TestTags(t *testing.T) {
 		}
 	}
 }
+
+func TestEverydayHoldsLifted(t *testing.T) {
+	checkOnly(t, map[string][]Class{
+		`curl -s http://localhost:8080/health`:     {Read},
+		`curl -sf http://127.0.0.1:3000/api/items`: {Read},
+		`wget -qO- http://localhost:8000/ready`:    {Read},
+		`nc -z localhost 5432`:                     {Read},
+		`rm -rf build/`:                            {Write},
+		`rm -rf dist node_modules/.cache`:          {Write},
+		`rm -rf target/debug .pytest_cache`:        {Write},
+		`rm -f coverage.out`:                       {Write},
+		`make clean`:                               {Write},
+		`cargo clean`:                              {Write},
+		`go clean -testcache`:                      {Write},
+		`npm run clean`:                            {Write},
+		`find . -name '*.pyc' -delete`:             {Write},
+	})
+	checkHas(t, []hasCase{
+		{`curl -s http://localhost:8080/ https://x.example.test/`, Network},
+		{`curl -s "$URL"`, Network},
+		{`curl -s http://localhost.x.example.test/`, Network},
+		{`curl -s http://127.0.0.1.x.example.test/`, Network},
+		{`rm -rf src`, Destructive},
+		{`rm -rf build src`, Destructive},
+		{`rm -rf node_modules`, Destructive},
+		{`rm -rf ../build`, Destructive},
+		{`rm -rf /workspace`, Destructive},
+		{`find . -name '*.go' -delete`, Destructive},
+		{`go clean -modcache`, Destructive},
+	})
+}

@@ -1,0 +1,55 @@
+package classify
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
+)
+
+// The sandbox's own loopback (curl localhost:8080/health against the dev
+// server the agent started) is not the network: nothing leaves the
+// sandbox. Only a request whose every destination is loopback, known
+// from the text, is let through as Read.
+
+var loopbackRE = lazyre.New(`^(?:https?://|wss?://)?(?:localhost|127(?:\.[0-9]{1,3}){3}|\[::1\]|0\.0\.0\.0)(?::[0-9]{1,5})?(?:[/?#].*)?$`)
+
+var loopbackTools = setOf("curl wget nc ncat netcat http https xh grpcurl websocat")
+
+// loopbackOnly reports whether c names destinations and all of them are
+// the sandbox's loopback.
+func loopbackOnly(c *call) bool {
+	if !loopbackTools[c.name] {
+		return false
+	}
+	found := false
+	for _, w := range c.args {
+		if !w.static {
+			return false
+		}
+		s := w.s
+		if loopbackRE().MatchString(s) {
+			found = true
+			continue
+		}
+		if strings.Contains(s, "://") {
+			return false
+		}
+		if u, err := url.Parse("x://" + s); err == nil && u.Hostname() != "" && hostOf(s) != "" {
+			return false
+		}
+	}
+	return found
+}
+
+// keepLoopbackLocal turns a network command that only reaches loopback
+// into a read.
+func (c *call) keepLoopbackLocal() {
+	if !slices.Contains(c.cmd.Classes, Network) || !loopbackOnly(c) {
+		return
+	}
+	c.cmd.Classes = slices.DeleteFunc(c.cmd.Classes, func(cl Class) bool { return cl == Network })
+	c.class(Read, c.name+" only reaches the sandbox's own loopback")
+	c.cmd.Hosts = nil
+}
