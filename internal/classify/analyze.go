@@ -688,6 +688,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 		}
 		p := a.resolve(target)
 		attach(func(c *Command) {
+			a.truncates(c, r.Op, p)
 			c.Writes = appendUniq(c.Writes, p)
 			c.Classes = addClass(c.Classes, Write)
 			if strings.HasPrefix(p, "/dev/") && !harmlessSink(p) {
@@ -795,6 +796,11 @@ func (a *analyzer) unknown(via []string, why string) {
 
 func (a *analyzer) finish() {
 	out := a.out
+	if len(out.Commands) == 0 && len(a.funcs) > 0 && out.Error == "" {
+		// a line of functions calling functions (a fork bomb) runs
+		// something, though no command shows
+		a.unknown(nil, "defines and calls functions that run no command the analyser sees")
+	}
 	var set [16]bool
 	for i := range out.Commands {
 		a.contentRunsLater(i)

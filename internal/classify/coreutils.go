@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"path"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/lazyre"
@@ -39,6 +40,10 @@ func copyTool(c *call) {
 		c.write(pos[len(pos)-1])
 	}
 	_ = flags
+	if len(pos) == 2 && pos[0].s == "/dev/null" && !regenerable(c.a.resolve(pos[1])) && !Scratch(c.a.resolve(pos[1])) {
+		c.class(Destructive, c.name+" /dev/null empties "+pos[1].s)
+		return
+	}
 	c.class(Write, c.name+" copies files")
 }
 
@@ -52,6 +57,15 @@ func moveTool(c *call) {
 		c.class(Destructive, "mv into /dev/null deletes")
 		return
 	}
+	if len(pos) > 1 {
+		dst := c.a.resolve(pos[len(pos)-1])
+		for _, w := range pos[:len(pos)-1] {
+			if src := c.a.resolve(w); path.IsAbs(src) && inWorkspace(src) && path.IsAbs(dst) && !inWorkspace(dst) {
+				c.class(Destructive, "mv moves "+w.s+" out of the workspace (to "+dst+")")
+				return
+			}
+		}
+	}
 	c.class(Write, "mv moves files")
 }
 
@@ -62,6 +76,12 @@ func rsyncTool(c *call) {
 		if strings.Contains(w.s, "::") || strings.HasPrefix(w.s, "rsync://") || scpHostRE().MatchString(w.s) {
 			remote = true
 		}
+	}
+	if e := flagValue(c.args, "-e", "--rsh"); e != nil {
+		c.cmd.Why = joinWhy(c.cmd.Why, "rsync runs "+e.s+" as its remote shell")
+		c.shell(*e)
+		c.delegated = false
+		remote = true
 	}
 	if remote {
 		c.class(Network, "rsync copies to or from another host")
@@ -82,6 +102,9 @@ func chTool(c *call) {
 	flags, pos := opts(c.args, "--reference")
 	if len(pos) > 0 {
 		c.write(pos[1:]...)
+	}
+	if c.name == "chmod" && len(pos) > 0 && setuidRE().MatchString(pos[0].s) {
+		c.class(Unknown, "chmod "+pos[0].s+" makes a program run with its owner's privileges")
 	}
 	if hasFlag(flags, "-R", "--recursive") {
 		c.class(Destructive, c.name+" -R changes a whole tree")
@@ -367,3 +390,5 @@ func sshKeygenTool(c *call) {
 		c.write(*file)
 	}
 }
+
+var setuidRE = lazyre.New(`^(?:[ugoa]*[+=][rwxXt]*s|[4-7][0-7]{3})`)

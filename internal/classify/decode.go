@@ -3,6 +3,7 @@ package classify
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -149,6 +150,9 @@ func (a *analyzer) pipedPayload(c *syntax.BinaryCmd, via []string, depth int) {
 	lastCall, ok := stages[len(stages)-1].Cmd.(*syntax.CallExpr)
 	if !ok || len(lastCall.Args) == 0 {
 		return
+	}
+	if lit := lastCall.Args[0].Lit(); !shells[path.Base(lit)] && !interpreters[path.Base(lit)] && !pythonRE().MatchString(path.Base(lit)) {
+		return // only a shell or an interpreter runs what it reads
 	}
 	last := len(a.out.Commands) - 1
 	if argv := a.out.Commands[last].Argv; len(argv) == 0 || argv[0] != a.word(lastCall.Args[0]).s {

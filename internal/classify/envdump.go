@@ -82,10 +82,15 @@ func printenvTool(c *call) {
 	}
 }
 
+var recursiveReaders = setOf("grep egrep fgrep rg ag ack ripgrep cp rsync scp zip tar bsdtar")
+
 // recursiveRoots: a recursive read rooted at the home directory or the
 // filesystem root covers every credential directory (~/.ssh, ~/.aws...).
 func (c *call) recursiveRoots() {
-	flags, pos := opts(c.args, "-e", "-f", "-m", "-A", "-B", "-C", "-g", "--glob", "-t", "--type", "-T", "-x", "-i", "-b", "-d")
+	if !recursiveReaders[c.name] {
+		return
+	}
+	flags, pos := opts(c.args, "-e", "-f", "-m", "-A", "-B", "-C", "-g", "--glob", "-t", "--type", "-T", "-d")
 	rec := false
 	switch c.name {
 	case "grep", "egrep", "fgrep":

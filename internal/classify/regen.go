@@ -3,6 +3,8 @@ package classify
 import (
 	"path"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Regenerable output: what a build, a test run or a tool cache
@@ -77,4 +79,17 @@ func findsRegenerable(args []word) bool {
 		}
 	}
 	return n > 0
+}
+
+// truncates: a redirect that writes nothing (> file, : > file) empties
+// an existing file, work lost unless it is scratch or build output.
+func (a *analyzer) truncates(c *Command, op syntax.RedirOperator, p string) {
+	if op != syntax.RdrOut && op != syntax.RdrClob || len(c.Argv) > 0 && c.Argv[0] != ":" && c.Argv[0] != "true" {
+		return
+	}
+	if !path.IsAbs(p) || Scratch(p) || regenerable(p) || strings.HasSuffix(p, ".log") || strings.HasPrefix(p, "/dev/") {
+		return
+	}
+	c.Classes = addClass(c.Classes, Destructive)
+	c.Why = joinWhy(c.Why, "empties "+p)
 }

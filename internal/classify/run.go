@@ -195,3 +195,5 @@ type stdinText struct {
 }
 
 var shells = setOf("sh bash zsh dash ksh mksh ash busybox")
+
+var interpreters = setOf("node ruby perl php")

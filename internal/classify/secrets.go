@@ -43,6 +43,16 @@ var secretDirs = []string{".aws/", ".ssh/", ".gnupg/", ".kube/", ".docker/config
 	".local/share/keyrings/", ".mozilla/firefox/", ".config/google-chrome/", ".config/chromium/",
 	".config/BraveSoftware/", "Library/Keychains/", ".terraform.d/"}
 
+// slashedSecretDirs are secretDirs with a leading slash, made once (the
+// check runs for every argument of every command).
+var slashedSecretDirs = func() []string {
+	out := make([]string, len(secretDirs))
+	for i, d := range secretDirs {
+		out[i] = "/" + d
+	}
+	return out
+}()
+
 var notSecretSuffixes = []string{".example", ".sample", ".template", ".dist", ".defaults", ".default", ".pub", ".tmpl", ".md"}
 
 // isSecretPath reports whether a path names a credential file: .env and
@@ -61,8 +71,9 @@ func isSecretPath(p string) bool {
 		return true
 	}
 	slashed := "/" + p
-	for _, d := range secretDirs {
-		if strings.Contains(slashed, "/"+d) || strings.HasSuffix(slashed+"/", "/"+d) {
+	withSlash := slashed + "/"
+	for _, d := range slashedSecretDirs {
+		if strings.Contains(slashed, d) || strings.HasSuffix(withSlash, d) {
 			return true
 		}
 	}

@@ -25,6 +25,8 @@ const (
 	TagHistoryRewrite = "history-rewrite"
 )
 
+var taggedTools = setOf("rm find dd wipefs mke2fs chmod chown chgrp gh git")
+
 // catastrophicRoots are the directories whose recursive removal or
 // mode change is catastrophic.
 var catastrophicRoots = setOf(`/ /workspace /home /home/sandbox /root /usr /etc /bin /sbin /lib /lib64
@@ -44,6 +46,9 @@ func (a *analyzer) tagCommand(c *Command) {
 		return
 	}
 	name, args := path.Base(c.Argv[0]), c.Argv[1:]
+	if !taggedTools[name] && !strings.HasPrefix(name, "mkfs") {
+		return
+	}
 	flags, pos := argvOpts(args)
 	dir := c.Dir
 	if dir == "" {
@@ -184,4 +189,44 @@ func findFilters(args []string) bool {
 		}
 	}
 	return false
+}
+
+// killTool: kill -1 (every process the user may signal), a negative pid
+// (a whole process group) and pid 1 (the sandbox's init) are
+// destructive; signalling one process is a local write.
+func killTool(c *call) {
+	args := strs(c.args)
+	if len(args) > 0 && (args[0] == "-s" || args[0] == "-n") {
+		args = skipStr(args, 2)
+	} else if len(args) > 1 && strings.HasPrefix(args[0], "-") || len(args) == 1 && args[0] != "-1" && strings.HasPrefix(args[0], "-") {
+		args = args[1:] // the signal (alone: the pids come from xargs)
+	}
+	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
+		c.class(Read, "kill lists signals")
+		return
+	}
+	for _, a := range args {
+		if a == "1" || a == "-1" || strings.HasPrefix(a, "-") && len(a) > 1 && a[1] >= '0' && a[1] <= '9' {
+			c.class(Destructive, "kill "+a+" signals every process or a whole process group")
+			return
+		}
+	}
+	c.class(Write, "kill signals a process")
+}
+
+// lessTool: less +cmd runs less's command cmd at start; "!" in it runs
+// a shell command.
+func lessTool(c *call) {
+	for _, w := range c.args {
+		if rest, ok := strings.CutPrefix(w.s, "+"); ok {
+			if i := strings.IndexByte(rest, '!'); i >= 0 {
+				c.cmd.Why = joinWhy(c.cmd.Why, c.name+" +! runs a shell command")
+				c.shell(word{s: rest[i+1:], static: w.static, params: w.params})
+				c.delegated = false
+				c.class(Read, "")
+				return
+			}
+		}
+	}
+	c.class(Read, c.name+" only reads")
 }
