@@ -200,6 +200,9 @@ type analyzer struct {
 	bodies []stdinText
 	// vars are the variables the line set to text known here (see setVar).
 	vars map[string]string
+	// inlineBytes counts the inline interpreter code read (bounded by
+	// maxInlineBytes).
+	inlineBytes int
 }
 
 // hasGlob reports an unescaped *, ? or [ in a literal.

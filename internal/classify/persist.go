@@ -138,6 +138,10 @@ func laterLines(kind, content string) []string {
 	return out
 }
 
+// maxLaterLines bounds the command lines read in written content (the
+// worst case of a 64 KiB line stays in milliseconds).
+const maxLaterLines = 256
+
 // laterClasses are the classes of what will run that a human should see
 // (an unknown program there is not: scripts are full of them; nor is a
 // dependency install, which recipes and Dockerfiles are made of and the
@@ -157,7 +161,13 @@ func (a *analyzer) contentRunsLater(i int) {
 		if text == "" {
 			continue
 		}
-		for _, l := range laterLines(kind, text) {
+		lines := laterLines(kind, text)
+		if len(lines) > maxLaterLines {
+			c.Classes = addClass(addClass(c.Classes, Unknown), Persist)
+			c.Why = joinWhy(c.Why, "writes "+w+", whose content runs later and is too long to analyse")
+			continue
+		}
+		for _, l := range lines {
 			sub := &analyzer{out: &Analysis{}, cwd: a.cwd}
 			if l = strings.TrimSpace(l); l == "" || sub.script(l, nil, 1) != nil {
 				continue

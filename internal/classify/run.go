@@ -61,9 +61,18 @@ var (
 	codeStrRE    = lazyre.New(`"([^"\\\n]{1,512})"|'([^'\\\n]{1,512})'`)
 )
 
+// maxInlineBytes bounds the inline code read in one command line (the
+// patterns cost microseconds per snippet; a 64 KiB line of snippets
+// stays within milliseconds).
+const maxInlineBytes = 8 << 10
+
 // inlineCode classifies code an interpreter runs from its command line or
 // its input.
 func (c *call) inlineCode(tool, code string) {
+	if c.a.inlineBytes += len(code); c.a.inlineBytes > maxInlineBytes {
+		c.class(Unknown, tool+" runs more inline code than the analyser reads in one line")
+		return
+	}
 	reached := false
 	if codeProcRE().MatchString(code) {
 		c.class(Unknown, tool+" code starts processes")
