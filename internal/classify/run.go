@@ -179,6 +179,11 @@ func (a *analyzer) input(first int, body word, via []string, depth int) {
 	c.cmd = *cmd
 	c.cmd.Classes, c.cmd.Why = nil, ""
 	switch {
+	case c.name == "at" || c.name == "batch":
+		if depth+1 <= maxDepth {
+			_ = a.script(body.s, append(slices.Clip(via), c.name), depth+1)
+		}
+		return
 	case shells[c.name]:
 		c.class(Run, c.name+" runs the script on its input (its commands follow)")
 		*cmd = c.cmd

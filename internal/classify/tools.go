@@ -131,7 +131,16 @@ func toolTable() map[string]handler {
 		"sed":    sedTool,
 		"perl":   perlTool,
 		"kill":   killTool, "less": lessTool, "more": lessTool,
-		"ruby": interpTool("-e"), "php": interpTool("-r"), "ts-node": interpTool("-e", "--eval"),
+		"systemctl": systemctlTool, "at": atTool, "batch": atTool,
+		"twine": func(c *call) {
+			if firstPos(c.args) == "check" {
+				c.class(Verify, "twine check checks distributions")
+				return
+			}
+			c.class(Network, "twine uploads packages to an index")
+		},
+		"apply_patch": func(c *call) { c.class(Write, "apply_patch edits the files its patch names") },
+		"ruby":        interpTool("-e"), "php": interpTool("-r"), "ts-node": interpTool("-e", "--eval"),
 		"tsx": interpTool("-e", "--eval"), "java": interpTool(),
 		"awk": awkTool, "gawk": awkTool, "mawk": awkTool, "nawk": awkTool,
 		"find":       findTool,

@@ -576,7 +576,7 @@ func (p *Policy) Decide(a *Analysis) *Decision {
 				act = Deny
 			}
 			d.Matches = append(d.Matches, Match{Rule: "class:" + string(cl), Action: act, Command: i, Class: cl,
-				Reason: fmt.Sprintf("%s is %s: %s", commandText(cmd), cl.Describe(), act)})
+				Reason: classReason(cmd, cl, act)})
 		}
 		text := strings.Join(cmd.Argv, " ")
 		for _, r := range p.Rules {
@@ -609,6 +609,20 @@ func (p *Policy) Decide(a *Analysis) *Decision {
 		d.Matches = []Match{}
 	}
 	return d
+}
+
+// classReason names the command, its class and, for a hold or a denial,
+// what the analyser found it does (the approver decides on the effect,
+// not on a class name).
+func classReason(cmd Command, cl Class, act Action) string {
+	if act == Allow || cmd.Why == "" || len(cmd.Argv) == 0 {
+		return fmt.Sprintf("%s is %s: %s", commandText(cmd), cl.Describe(), act)
+	}
+	why := cmd.Why
+	if len(why) > 200 {
+		why = why[:197] + "..."
+	}
+	return fmt.Sprintf("%s is %s (%s): %s", commandText(cmd), cl.Describe(), why, act)
 }
 
 func commandText(c Command) string {
