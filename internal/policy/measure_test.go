@@ -34,7 +34,7 @@ const (
 	baselineMisses     = 0.3
 	// baselineWrong bounds the lines whose decision or classes differ
 	// from their label at all (both halves together).
-	baselineWrong = 245
+	baselineWrong = 13
 )
 
 type labelled struct {
