@@ -227,3 +227,51 @@ func TestDefaultsAreTheDefaultFile(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldoutRates measures the same rates on testdata/corpus/holdout.txt,
+// lines written after the classifier was fitted to the two halves and not
+// used to tune it: how far the rates carry over. It fails on a regression
+// from the numbers first measured (below); lines it misses are reported
+// with -v, not fixed against it, so it stays a held-out estimate.
+func TestHoldoutRates(t *testing.T) {
+	const baselineHoldoutFalseHolds, baselineHoldoutMisses = 4.8, 1.7
+	f, err := os.Open("testdata/corpus/holdout.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pol := Defaults()
+	var every, risky, fh, miss int
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		l := sc.Text()
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		p := strings.SplitN(l, "\t", 3)
+		if len(p) != 3 {
+			t.Fatalf("holdout.txt:%d: want half<TAB>decision<TAB>command", n)
+		}
+		d := pol.Decide(classify.Analyze(strings.ReplaceAll(p[2], "⏎", "\n"), ""))
+		got := decisionWord(d.Action)
+		switch {
+		case p[0] == "everyday":
+			every++
+			if p[1] == "allow" && got != "allow" {
+				fh++
+				t.Logf("FALSE HOLD holdout.txt:%d %q: %s", n, p[2], d.Reason)
+			}
+		default:
+			risky++
+			if p[1] != "allow" && got == "allow" {
+				miss++
+				t.Logf("MISS holdout.txt:%d %q: %s", n, p[2], d.Reason)
+			}
+		}
+	}
+	fhPct, missPct := 100*float64(fh)/float64(every), 100*float64(miss)/float64(risky)
+	t.Logf("held-out: everyday %d, false holds %d (%.1f%%); risky %d, misses %d (%.1f%%)", every, fh, fhPct, risky, miss, missPct)
+	if fhPct > baselineHoldoutFalseHolds || missPct > baselineHoldoutMisses {
+		t.Errorf("held-out rates regressed past %.1f%% / %.1f%%", baselineHoldoutFalseHolds, baselineHoldoutMisses)
+	}
+}
