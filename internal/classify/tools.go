@@ -131,7 +131,7 @@ func toolTable() map[string]handler {
 		"sed":    sedTool,
 		"perl":   perlTool,
 		"kill":   killTool, "less": lessTool, "more": lessTool,
-		"systemctl": systemctlTool, "at": atTool, "batch": atTool,
+		"systemctl": systemctlTool, "getent": getentTool, "at": atTool, "batch": atTool,
 		"twine": func(c *call) {
 			if firstPos(c.args) == "check" {
 				c.class(Verify, "twine check checks distributions")

