@@ -93,8 +93,8 @@ func pythonModuleRun(c *call, mod string, rest []word) {
 		c.class(Read, "python -m "+mod+" only reads")
 	case "black", "isort", "ruff", "autopep8", "yapf", "poetry", "uv", "pipx", "twine":
 		c.exec(append([]word{{s: mod, static: true}}, rest...))
-	case "http.server", "smtpd", "SimpleHTTPServer":
-		c.class(Unknown, "python -m "+mod+" serves")
+	case "http.server", "smtpd", "SimpleHTTPServer", "xmlrpc.server", "ftplib", "smtplib", "telnetlib", "webbrowser", "ensurepip", "code", "pdb":
+		c.class(Unknown, "python -m "+mod+" serves, connects or runs code interactively")
 	default:
 		if strings.HasPrefix(mod, "-") || strings.ContainsAny(mod, "$`/") {
 			c.class(Unknown, "python -m "+mod+" runs a module the analyser does not know")

