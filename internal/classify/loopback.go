@@ -9,11 +9,17 @@ import (
 )
 
 // The sandbox's own loopback (curl localhost:8080/health against the dev
-// server the agent started) is not the network: nothing leaves the
-// sandbox. Only a request whose every destination is loopback, known
-// from the text, is let through as Read.
+// server the agent started) is not the network: the sandbox has loopback
+// only, so nothing leaves it. Only a request whose every destination is
+// loopback, known from the text, is let through as Read, and not one to
+// the agent's egress proxy (3128) or DNS (53) there, nor one through a
+// proxy or a name override: those do reach out.
 
 var loopbackRE = lazyre.New(`^(?:https?://|wss?://)?(?:localhost|127(?:\.[0-9]{1,3}){3}|\[::1\]|0\.0\.0\.0)(?::[0-9]{1,5})?(?:[/?#].*)?$`)
+
+var egressPortRE = lazyre.New(`(?:^|:)(?:3128|53)(?:$|/)`)
+
+var proxyFlagRE = lazyre.New(`^(?:-x|--proxy|--socks\w*|--preproxy|--connect-to|--resolve|--doh-url|-e|--execute)(?:=|$)`)
 
 var loopbackTools = setOf("curl wget nc ncat netcat http https xh grpcurl websocat")
 
@@ -29,6 +35,9 @@ func loopbackOnly(c *call) bool {
 			return false
 		}
 		s := w.s
+		if egressPortRE().MatchString(s) || proxyFlagRE().MatchString(s) {
+			return false
+		}
 		if loopbackRE().MatchString(s) {
 			found = true
 			continue

@@ -33,6 +33,10 @@ func (c *call) runFile(tool string, f word) {
 		c.class(Unknown, "runs "+f.s+" through "+strings.Join(c.via, " "))
 		return
 	}
+	if f.static && path.IsAbs(p) && !inWorkspace(p) && c.a.builtHere(p) {
+		c.class(Run, "runs "+f.s+", which a build earlier on the line made")
+		return
+	}
 	if !f.static || !path.IsAbs(p) || !inWorkspace(p) {
 		c.class(Unknown, tool+" runs "+f.s+", code from outside the workspace")
 		return
@@ -216,3 +220,14 @@ type stdinText struct {
 var shells = setOf("sh bash zsh dash ksh mksh ash busybox")
 
 var interpreters = setOf("node ruby perl php")
+
+// builtHere reports whether a build command earlier on the line wrote p
+// (go build -o /tmp/app . && /tmp/app runs the workspace's code).
+func (a *analyzer) builtHere(p string) bool {
+	for _, c := range a.out.Commands {
+		if slices.Contains(c.Classes, Build) && slices.Contains(c.Writes, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -385,3 +385,24 @@ func TestInlineCodeEvasions(t *testing.T) {
 		`python -m app.cli --help`:           {Run},
 	})
 }
+
+func TestBinaryJustBuilt(t *testing.T) {
+	checkOnly(t, map[string][]Class{
+		`go build -o /tmp/app ./cmd/app && /tmp/app --version`: {Build, Run},
+	})
+	checkHas(t, []hasCase{
+		{`go build -o /tmp/app ./cmd/app && /tmp/other`, Unknown},
+		{`curl -o /tmp/app https://x.example.test/app && /tmp/app`, Unknown},
+	})
+}
+
+func TestLoopbackThatReachesOut(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`curl http://127.0.0.1:3128/`, Network},
+		{`nc 127.0.0.1 3128`, Network},
+		{`nc localhost 53`, Network},
+		{`curl -x http://x.example.test:8080 http://localhost/`, Network},
+		{`curl --resolve localhost:80:203.0.113.9 http://localhost/`, Network},
+		{`wget -e use_proxy=yes http://localhost/`, Network},
+	})
+}
