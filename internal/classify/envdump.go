@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"path"
 	"slices"
 	"strings"
 
@@ -65,6 +66,10 @@ func templateCopy(c *call) bool {
 	_, pos := opts(c.args, "-m", "--mode", "-t", "--target-directory", "-o", "-g")
 	if len(pos) != 2 || !pos[0].static || !pos[1].static || isSecretPath(pos[0].s) {
 		return false
+	}
+	dst := path.Base(pos[1].s)
+	if !strings.HasPrefix(dst, ".env") && dst != ".dev.vars" {
+		return false // only env files: a template of ~/.ssh/config is still ssh's configuration
 	}
 	for _, s := range notSecretSuffixes {
 		if strings.HasSuffix(pos[0].s, s) && s != ".pub" && s != ".md" {

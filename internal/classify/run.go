@@ -29,6 +29,10 @@ source . eval`)
 // runFile classifies tool running the program or script file f.
 func (c *call) runFile(tool string, f word) {
 	p := c.a.resolve(f)
+	if strings.Contains(f.s, "{}") {
+		c.class(Unknown, tool+" runs each file found ("+f.s+"), wherever it is")
+		return
+	}
 	if slices.ContainsFunc(c.via, func(v string) bool { return !plainVia[v] }) {
 		c.class(Unknown, "runs "+f.s+" through "+strings.Join(c.via, " "))
 		return

@@ -406,3 +406,13 @@ func TestLoopbackThatReachesOut(t *testing.T) {
 		{`wget -e use_proxy=yes http://localhost/`, Network},
 	})
 }
+
+func TestRunAndTemplateLimits(t *testing.T) {
+	checkHas(t, []hasCase{
+		{`find / -name '*.sh' -exec bash {} \;`, Unknown},
+		{`cp config.example ~/.ssh/config`, Secret},
+	})
+	checkOnly(t, map[string][]Class{
+		`cp .env.sample .env.local`: {Write},
+	})
+}
