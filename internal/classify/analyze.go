@@ -656,11 +656,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 	if r.Hdoc != nil {
 		a.substs(r.Hdoc, via, depth)
 	}
-	if (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) && r.Hdoc != nil {
-		a.input(first, a.word(r.Hdoc), via, depth)
-	} else if r.Op == syntax.WordHdoc && r.Word != nil {
-		a.input(first, a.word(r.Word), via, depth)
-	}
+	a.redirInput(r, first, via, depth)
 	var target word
 	if r.Word != nil {
 		target = a.word(r.Word)

@@ -90,9 +90,7 @@ func npmTool(c *call) {
 		if sub == "init" && len(rest) > 0 && !strings.HasPrefix(rest[0].s, "-") {
 			c.class(Dependency, "npm init "+rest[0].s+" downloads and runs an initializer")
 		}
-		if sub == "set-script" || sub == "pkg" && npmScriptsEdit(rest) {
-			c.persist("npm " + sub + " changes the package's scripts, which later npm commands run")
-		}
+		npmScriptsEdit(c, sub, rest)
 		c.class(Write, "npm "+sub+" writes package.json")
 	default:
 		c.class(Unknown, "npm "+sub+" is not a command the analyser knows")
@@ -424,17 +422,17 @@ func playwrightTool(c *call) {
 	}
 }
 
-// npmScriptsEdit: npm pkg set/delete of scripts.* (or of everything).
-func npmScriptsEdit(rest []word) bool {
-	verb := firstPos(rest)
-	if verb != "set" && verb != "delete" {
-		return false
-	}
-	for _, w := range rest[1:] {
-		k, _, _ := strings.Cut(w.s, "=")
-		if strings.HasPrefix(k, "scripts") || strings.HasPrefix(k, "bin") || k == "main" || strings.HasPrefix(k, "exports") {
-			return true
+// npmScriptsEdit: npm set-script, and npm pkg set/delete of scripts.*,
+// bin, main or exports, change what later npm commands run.
+func npmScriptsEdit(c *call, sub string, rest []word) {
+	edit := sub == "set-script"
+	if verb := firstPos(rest); sub == "pkg" && (verb == "set" || verb == "delete") {
+		for _, w := range rest[1:] {
+			k, _, _ := strings.Cut(w.s, "=")
+			edit = edit || strings.HasPrefix(k, "scripts") || strings.HasPrefix(k, "bin") || k == "main" || strings.HasPrefix(k, "exports")
 		}
 	}
-	return false
+	if edit {
+		c.persist("npm " + sub + " changes the package's scripts, which later npm commands run")
+	}
 }

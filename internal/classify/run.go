@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/lazyre"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Running the workspace's own code (python script.py, ./run.sh, node
@@ -234,4 +235,13 @@ func (a *analyzer) builtHere(p string) bool {
 		}
 	}
 	return false
+}
+
+// redirInput hands a heredoc's or a here-string's text to input.
+func (a *analyzer) redirInput(r *syntax.Redirect, first int, via []string, depth int) {
+	if (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) && r.Hdoc != nil {
+		a.input(first, a.word(r.Hdoc), via, depth)
+	} else if r.Op == syntax.WordHdoc && r.Word != nil {
+		a.input(first, a.word(r.Word), via, depth)
+	}
 }
