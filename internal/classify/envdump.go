@@ -120,7 +120,7 @@ func (c *call) recursiveRoots() {
 	}
 	for _, w := range pos {
 		switch p := c.a.resolve(w); p {
-		case Home, "/", "/home", "/root", "/run", "/var", "/etc":
+		case Home, "/":
 			c.cmd.Secrets = appendUniq(c.cmd.Secrets, p+" (recursively)")
 			c.class(Secret, c.name+" reads everything under "+w.s+", credential directories included")
 			return

@@ -95,8 +95,9 @@ func runsLater(p string) (kind string, ok bool) {
 		return "yaml", true
 	case strings.HasPrefix(base, "Dockerfile") || strings.HasPrefix(base, "Containerfile") || strings.HasSuffix(base, ".dockerfile"):
 		return "docker", true
-	case strings.HasSuffix(base, ".sh") || strings.HasSuffix(base, ".bash") || base == "justfile" || base == ".envrc" ||
-		strings.Contains(p, "/.husky/") || strings.Contains(p, "/.git/hooks/"):
+	case base == "justfile" || base == ".envrc" || strings.Contains(p, "/.husky/") || strings.Contains(p, "/.git/hooks/"):
+		// hooks and recipes; a script of the project (x.sh) is not among
+		// them: it runs when something the approver sees runs it
 		return "shell", true
 	}
 	return "", false
