@@ -66,7 +66,7 @@ type daemon struct {
 // allowAll is a policy that lets every command through: the tests of the
 // runtime behind the API are not tests of the policy (policy_test.go is).
 var allowAll = func() *policy.File {
-	f, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow}\noutside_scope: allow\n"))
+	f, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow, persist: allow}\noutside_scope: allow\n"))
 	if err != nil {
 		panic(err)
 	}

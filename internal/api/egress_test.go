@@ -178,7 +178,7 @@ func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv 
 // The policy of these tests: plain.example.test and api.example.test on
 // their upstreams' ports, and loopback opened for exactly those ports.
 const egressTestPolicy = `
-classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}
+classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow, persist: allow}
 egress:
   rules:
     - {id: plain, action: allow, hosts: [plain.example.test], ports: [PLAIN]}

@@ -70,7 +70,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\n"))
+	pol, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow, persist: allow}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
