@@ -93,8 +93,10 @@ echo "# the review plane: a tamper-evident record and a signed bundle"
 printf '$ airlock audit query --task %s --kind exec | cut -c1-150\n' "$id"
 "$AIRLOCK" audit query --task "$id" --kind exec | cut -c1-150
 printf '$ airlock audit verify\n'; "$AIRLOCK" audit verify
-printf '$ airlock bundle verify --key-file DATA-DIR/audit.key bundle.tar.gz\n'
-"$AIRLOCK" bundle verify --key-file "$AIRLOCK_DATA_DIR/audit.key" "$out/task-$id/bundle.tar.gz"
+printf '$ airlock audit pubkey > airlock.pub   # the public key a reviewer verifies with\n'
+"$AIRLOCK" audit pubkey > "$out/airlock.pub"
+printf '$ airlock bundle verify --key-file airlock.pub bundle.tar.gz\n'
+"$AIRLOCK" bundle verify --key-file "$out/airlock.pub" "$out/task-$id/bundle.tar.gz"
 tk export "$id" -o "$out/task-$id/bundle"
 kill -TERM "$daemon"; wait "$daemon" || true
 echo "daemon stopped; the review material is in $out/task-$id: the signed bundle.tar.gz, unpacked in bundle/ (open bundle/report.html)"

@@ -73,11 +73,39 @@ type approvalRec struct {
 // meant to approve and leaves one to time out. Then it checks the
 // daemon's side: the approvals, the exec records with their policy
 // decisions, and an intact audit chain.
+//
+// It runs once per SDK version pinned in test/node/package.json (npm
+// aliases): the current one and older ones still in use, whose defaults
+// (allow_internet_access on every create, timeout 300 on every connect)
+// the door must take as E2B does.
 func TestE2BWithTheRealSDK(t *testing.T) {
-	node, dir := nodeClient(t, "e2b")
+	for _, sdk := range e2bSDKs {
+		t.Run(sdk, func(t *testing.T) { testE2BWithSDK(t, sdk) })
+	}
+}
+
+// e2bSDKs are the e2b packages of test/node/package.json: e2b 2.51.0,
+// e2b-2-45 (2.45.0) and e2b-1-13 (1.13.2).
+var e2bSDKs = []string{"e2b", "e2b-2-45", "e2b-1-13"}
+
+func testE2BWithSDK(t *testing.T, sdk string) {
+	node, dir := nodeClient(t, sdk)
+	// The 1.x line reads neither E2B_API_URL nor E2B_SANDBOX_URL: it
+	// reaches only https://api.$E2B_DOMAIN and, per sandbox, the host
+	// https://49983-ID.$E2B_DOMAIN, which the door does not route yet.
+	dist, err := os.ReadFile(filepath.Join(dir, "node_modules", sdk, "dist", "index.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(dist, []byte("E2B_SANDBOX_URL")) {
+		t.Skipf("%s cannot be pointed at airlock: it has no E2B_API_URL and E2B_SANDBOX_URL (only https on api.$E2B_DOMAIN and 49983-ID.$E2B_DOMAIN, which needs host-based routing; issue 25)", sdk)
+	}
 	e := newEnv(t)
 	pf := filepath.Join(filepath.Dir(e.state), "default.yaml")
 	out, _, _ := e.run("", "policy", "default")
+	// (public web, so that allow_internet_access false is seen to take
+	// away what the daemon's policy gives)
+	out = strings.Replace(out, "egress:\n  grant: []", "egress:\n  grant: [public_web]", 1)
 	if err := os.WriteFile(pf, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +158,10 @@ func TestE2BWithTheRealSDK(t *testing.T) {
 
 	cmd := exec.Command(node, filepath.Join(dir, "e2b_client.mjs"))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "E2B_API_KEY="+key, "E2B_API_URL=http://"+addr, "E2B_SANDBOX_URL=http://"+addr, "E2B_DEBUG=")
+	cmd.Env = append(os.Environ(), "E2B_SDK="+sdk, "E2B_API_KEY="+key, "E2B_API_URL=http://"+addr, "E2B_SANDBOX_URL=http://"+addr, "E2B_DEBUG=")
 	var o, er bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &er
-	err := cmd.Run()
+	err = cmd.Run()
 	cancel()
 	got := <-approved
 	if err != nil || !strings.Contains(o.String(), `{"ok":true}`) {
@@ -143,13 +171,15 @@ func TestE2BWithTheRealSDK(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("approved %q, want the held rm and the terminal", got)
 	}
-	var sandboxID string
+	ids := map[string]string{}
 	for _, line := range strings.Split(o.String(), "\n") {
 		var step struct{ Step, ID string }
-		if json.Unmarshal([]byte(line), &step) == nil && step.Step == "create" {
-			sandboxID = step.ID
+		if json.Unmarshal([]byte(line), &step) == nil && step.ID != "" {
+			ids[step.Step] = step.ID
 		}
 	}
+	sandboxID := ids["create"]
+	checkNoInternet(t, d, ids["closed"], ids["open"])
 
 	// The approvals: asked for by the E2B door's key, decided by a human,
 	// and the one nobody decided expired.
@@ -231,6 +261,33 @@ func TestE2BWithTheRealSDK(t *testing.T) {
 	}
 	if !strings.Contains(qout, `"`+actor+`"`) || !strings.Contains(qout, `"apikey:e2b"`) {
 		t.Errorf("audit record does not name the key that made the sandbox (%s) and the E2B door", actor)
+	}
+}
+
+// checkNoInternet checks that the sandbox created with
+// allowInternetAccess false has no egress at all: what the daemon's
+// policy allows (public web) is denied by the door's layer, and the
+// sandbox created with the SDK's default (open) keeps it.
+func checkNoInternet(t *testing.T, d *daemonProc, closed, open string) {
+	t.Helper()
+	decide := func(id string) string {
+		resp, err := d.client.Post("http://airlock/v1/sandboxes/"+id+"/egress/test", "application/json", strings.NewReader(`{"destination":"https://1.2.3.4/"}`))
+		if err != nil {
+			t.Fatalf("egress test: %v", err)
+		}
+		defer resp.Body.Close()
+		var x struct{ Decision, Rule string }
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || json.Unmarshal(b, &x) != nil {
+			t.Fatalf("egress test of %s: %d %s", id, resp.StatusCode, b)
+		}
+		return x.Decision + " " + x.Rule
+	}
+	if got := decide(closed); got != "deny e2b-no-internet-access" {
+		t.Errorf("allowInternetAccess false: %s, want deny by e2b-no-internet-access", got)
+	}
+	if got := decide(open); got != "allow public-web" {
+		t.Errorf("allowInternetAccess true (the SDKs' default): %s, want the daemon's public_web", got)
 	}
 }
 

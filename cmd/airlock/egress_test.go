@@ -22,7 +22,7 @@ func TestEgressRealInstalls(t *testing.T) {
 		t.Skip("no Go toolchain at /usr/local/go to run inside the sandbox")
 	}
 	presets, addrRule := registryAddrRule(t, "npm", "go")
-	base := fmt.Sprintf("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\negress:\n  rules:\n    - %s\n", addrRule)
+	base := fmt.Sprintf("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow, persist: allow}\negress:\n  rules:\n    - %s\n", addrRule)
 	e := newEnv(t)
 	pf := e.state + "-policy.yaml"
 	if err := os.WriteFile(pf, []byte(base), 0o644); err != nil {

@@ -25,7 +25,7 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-const allowAllPolicy = "classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow}\noutside_scope: allow\n"
+const allowAllPolicy = "classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow, persist: allow}\noutside_scope: allow\n"
 
 // daemonProc is a real `airlock serve` process of an env.
 type daemonProc struct {

@@ -21,7 +21,9 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
@@ -43,6 +45,7 @@ type Health = wire.Health
 type Server struct {
 	sbx    Sandboxes
 	execs  Execs
+	hist   ExecRecords
 	files  Files
 	pol    Policies
 	tpl    Templates
@@ -76,8 +79,11 @@ type Modules struct {
 	Snapshots Snapshots
 	Secrets   Secrets
 	Tasks     Tasks
-	Network   Network  // nil: no egress routes work (noNetwork)
-	Audit     AuditLog // nil: no audit log is kept (noAudit)
+	Files     Files       // nil: no file route works (noFiles)
+	Records   ExecRecords // nil: no exec record is read (noRecords)
+	Policies  Policies    // nil: no policy is shown or checked (noPolicies)
+	Network   Network     // nil: no egress routes work (noNetwork)
+	Audit     AuditLog    // nil: no audit log is kept (noAudit)
 
 	// Approvals nil: nothing is held (the core denies what the policy
 	// asks about), decided or overridden (noApprovals).
@@ -90,6 +96,38 @@ type Modules struct {
 // (snapshots.Snapshots); the manager lists them with the templates.
 type Snapshots interface {
 	Snapshot(ctx context.Context, id, name string, newOnly bool) (*snapshots.Snapshot, error)
+}
+
+// noFiles is a daemon without the file API: no file route works.
+type noFiles struct{}
+
+func (noFiles) AgentFiles(context.Context, string) (runtime.Files, error) {
+	return nil, fmt.Errorf("this daemon has no file API: %w", errdefs.ErrUnsupported)
+}
+
+// noPolicies is a daemon without the policy explain module: no policy is
+// shown or checked (every exec is still decided by the core).
+type noPolicies struct{}
+
+var errNoPolicies = fmt.Errorf("this daemon does not explain policies: %w", errdefs.ErrUnsupported)
+
+func (noPolicies) Policy(context.Context, string) (*policy.Policy, error) { return nil, errNoPolicies }
+func (noPolicies) Check(context.Context, string, []string, string) (*policy.Decision, error) {
+	return nil, errNoPolicies
+}
+
+// noRecords is a daemon without the exec records module: no record or
+// output of an exec is read.
+type noRecords struct{}
+
+var errNoRecords = fmt.Errorf("this daemon has no exec records: %w", errdefs.ErrUnsupported)
+
+func (noRecords) Execs(context.Context, string) ([]*manager.Exec, error) { return nil, errNoRecords }
+func (noRecords) GetExec(context.Context, string, string) (*manager.Exec, error) {
+	return nil, errNoRecords
+}
+func (noRecords) Output(context.Context, string, string, string) ([]byte, error) {
+	return nil, errNoRecords
 }
 
 type noSnapshots struct{}
@@ -125,6 +163,15 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Tasks == nil {
 		mods.Tasks = noTasks{}
 	}
+	if mods.Policies == nil {
+		mods.Policies = noPolicies{}
+	}
+	if mods.Records == nil {
+		mods.Records = noRecords{}
+	}
+	if mods.Files == nil {
+		mods.Files = noFiles{}
+	}
 	if mods.Approvals == nil {
 		mods.Approvals = noApprovals{}
 	}
@@ -137,7 +184,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{sbx: core, execs: core, files: core, pol: core, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -547,7 +594,7 @@ func (s *Server) listExecs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	list, err := s.execs.Execs(r.Context(), id)
+	list, err := s.hist.Execs(r.Context(), id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -569,7 +616,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("stream %q: use stdout or stderr: %w", stream, errdefs.ErrInvalid))
 		return
 	}
-	b, err := s.execs.Output(r.Context(), id, r.PathValue("exec"), stream)
+	b, err := s.hist.Output(r.Context(), id, r.PathValue("exec"), stream)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -622,7 +669,7 @@ func (s *Server) getExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	e, err := s.execs.GetExec(r.Context(), id, r.PathValue("exec"))
+	e, err := s.hist.GetExec(r.Context(), id, r.PathValue("exec"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -666,7 +713,7 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("signal: a number or a name is required: %w", errdefs.ErrInvalid))
 		return
 	}
-	if err := s.execs.Signal(r.Context(), id, r.PathValue("exec"), sig); err != nil {
+	if err := s.execs.Running(id, r.PathValue("exec")).Signal(r.Context(), sig); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -712,7 +759,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.execs.Input(r.Context(), id, r.PathValue("exec"), req.Data); err != nil {
+	if err := s.execs.Running(id, r.PathValue("exec")).Input(r.Context(), req.Data); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -725,7 +772,7 @@ func (s *Server) closeStdin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.execs.CloseStdin(r.Context(), id, r.PathValue("exec")); err != nil {
+	if err := s.execs.Running(id, r.PathValue("exec")).CloseStdin(r.Context()); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -743,7 +790,7 @@ func (s *Server) resize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.execs.Resize(r.Context(), id, r.PathValue("exec"), req.Rows, req.Cols); err != nil {
+	if err := s.execs.Running(id, r.PathValue("exec")).Resize(r.Context(), req.Rows, req.Cols); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -65,7 +66,7 @@ type daemon struct {
 // allowAll is a policy that lets every command through: the tests of the
 // runtime behind the API are not tests of the policy (policy_test.go is).
 var allowAll = func() *policy.File {
-	f, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow}\noutside_scope: allow\n"))
+	f, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow, persist: allow}\noutside_scope: allow\n"))
 	if err != nil {
 		panic(err)
 	}
@@ -151,7 +152,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*stack.Config)) *dae
 // modulesOf are the stack's modules as the API takes them, as the daemon
 // gives them (its audit log nil: none).
 func modulesOf(stk *stack.Stack, log *audit.Log) Modules {
-	mods := Modules{Keys: stk.Keys, Snapshots: stk.Snapshots, Secrets: stk.Secrets, Tasks: stk.Tasks, Network: stk.Network, Approvals: stk.Approvals, Review: stk.Review}
+	mods := Modules{Keys: stk.Keys, Snapshots: stk.Snapshots, Secrets: stk.Secrets, Tasks: stk.Tasks, Files: stk.Files, Records: stk.Records, Policies: stk.Explain, Network: stk.Network, Approvals: stk.Approvals, Review: stk.Review}
 	if log != nil {
 		mods.Audit = log
 	}
@@ -397,7 +398,8 @@ func TestRecordsOfALostDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, err := manager.New(context.Background(), manager.Config{Backend: be2, Templates: tpls, Store: st2})
+	recs2 := records.New()
+	m2, err := manager.New(context.Background(), manager.Config{Backend: be2, Templates: tpls, Store: st2, Modules: []manager.Module{recs2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +407,7 @@ func TestRecordsOfALostDaemon(t *testing.T) {
 	if err != nil || got.State != "stopped" || got.StopReason != "lost" {
 		t.Errorf("record after restart: %+v %v", got, err)
 	}
-	execs, err := m2.Execs(context.Background(), sb.ID)
+	execs, err := recs2.Execs(context.Background(), sb.ID)
 	if err != nil || len(execs) != 1 || execs[0].Status == nil || execs[0].Status.Code != 0 {
 		t.Errorf("exec records after restart: %+v %v", execs, err)
 	}

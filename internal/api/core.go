@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"io"
-	"syscall"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -36,33 +35,41 @@ type Sandboxes interface {
 	MaxLifetime() time.Duration
 }
 
-// Execs are the commands of a sandbox: run (policy first), their records
-// and output, and the running ones' signals, input and terminal size.
+// Execs are the commands of a sandbox: run (policy first), and the
+// running ones' signals, input and terminal size.
 type Execs interface {
 	// Exec runs req in sandbox id: started is called once it runs,
 	// stdout and stderr (nil with req.Background) get its output as it
 	// comes. It returns the exec's id and, unless in the background, its
 	// exit status.
 	Exec(ctx context.Context, id string, req manager.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
+	// Running is the handle of exec execID of sandbox id, which may
+	// still run (each call finds it again: ended, a conflict).
+	Running(id, execID string) manager.RunningExec
+}
+
+// ExecRecords are a sandbox's commands once they ran: their records and
+// stored output (the exec records module, internal/records,
+// Modules.Records).
+type ExecRecords interface {
+	// Execs lists a sandbox's exec records, oldest first.
 	Execs(ctx context.Context, id string) ([]*manager.Exec, error)
 	GetExec(ctx context.Context, id, execID string) (*manager.Exec, error)
 	// Output is the stored output of one stream ("stdout" or "stderr")
 	// of an exec.
 	Output(ctx context.Context, id, execID, stream string) ([]byte, error)
-	Signal(ctx context.Context, id, execID string, sig syscall.Signal) error
-	Input(ctx context.Context, id, execID string, data []byte) error
-	CloseStdin(ctx context.Context, id, execID string) error
-	Resize(ctx context.Context, id, execID string, rows, cols uint16) error
 }
 
-// Files reaches a sandbox's files through the core, which applies the
-// policy, the write scope and the audit record to every operation.
+// Files reaches a sandbox's files under its policy (the file API module,
+// internal/filesapi, Modules.Files), which applies the policy, the write
+// scope and the audit record to every operation.
 type Files interface {
 	AgentFiles(ctx context.Context, id string) (runtime.Files, error)
 }
 
 // Policies answers what a sandbox's policy is and what it would decide of
-// a command line, running nothing.
+// a command line, running nothing (the policy explain module,
+// internal/explain, Modules.Policies).
 type Policies interface {
 	Policy(ctx context.Context, id string) (*policy.Policy, error)
 	Check(ctx context.Context, id string, argv []string, cwd string) (*policy.Decision, error)
@@ -89,8 +96,6 @@ type Records interface {
 type Core interface {
 	Sandboxes
 	Execs
-	Files
-	Policies
 	Templates
 	Records
 }

@@ -178,7 +178,7 @@ func egressDaemonWith(t *testing.T, dbDir, pol string, fo floodOpts) *egressEnv 
 // The policy of these tests: plain.example.test and api.example.test on
 // their upstreams' ports, and loopback opened for exactly those ports.
 const egressTestPolicy = `
-classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}
+classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow, persist: allow}
 egress:
   rules:
     - {id: plain, action: allow, hosts: [plain.example.test], ports: [PLAIN]}
@@ -415,6 +415,15 @@ func TestEgressCATrustedOutOfTheBox(t *testing.T) {
 		if got := <-e.gotAuth; got != "Bearer "+value {
 			t.Errorf("%s: the upstream got %q", name, got)
 		}
+	}
+	// A reset starts over from the same spec: the bundle is still bound.
+	if code := e.do("POST", "/v1/sandboxes/"+id+"/reset", nil, nil); code != 200 {
+		t.Fatalf("reset: %d", code)
+	}
+	if _, out, eb := e.sh(id, clients["curl"], nil); !strings.Contains(out, "secure ok") {
+		t.Errorf("curl after a reset: %q %+v", out, eb)
+	} else if got := <-e.gotAuth; got != "Bearer "+value {
+		t.Errorf("after a reset the upstream got %q", got)
 	}
 	// (python: the policy would refuse a shell's write there first.)
 	_, out, _ := e.sh(id, `python3 -c 'import sys; open(sys.argv[1], "a")' /etc/ssl/certs/ca-certificates.crt 2>/dev/null; echo "rc=$?"; grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt`, nil)

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -179,7 +179,7 @@ func (s *Server) tarDownload(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Trailer", OmittedTrailer)
 	lw := &lazyWriter{w: w, ctype: "application/x-tar"}
 	_, err := f.Tar(r.Context(), p, lw)
-	var om *manager.OmittedError
+	var om *filesapi.OmittedError
 	if errors.As(err, &om) {
 		lw.start()
 		w.Header().Set(OmittedTrailer, strconv.Itoa(len(om.Paths)))

@@ -25,7 +25,7 @@ func TestInstallScriptsBlocked(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skip("npm is not installed")
 	}
-	f, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\ninstall_scripts: deny\n"))
+	f, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow, persist: allow}\ninstall_scripts: deny\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ npm install --offline --no-audit --no-fund --loglevel=error ../pkg >/tmp/npm.log
 	if p.Policy.InstallScripts != "deny" {
 		t.Fatalf("effective policy: %+v", p)
 	}
-	pol, _ := d.m.Policy(context.Background(), blocked.ID)
+	pol, _ := d.mods.Policies.Policy(context.Background(), blocked.ID)
 	if err := pol.Relaxes(policy.Layer{InstallScripts: policy.Allow}); err == nil || !strings.Contains(err.Error(), "install_scripts") {
 		t.Fatalf("relaxing install_scripts: %v", err)
 	}
@@ -77,7 +77,7 @@ func TestInstallScriptEvidence(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skip("npm is not installed")
 	}
-	f, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\ninstall_scripts: deny\n"))
+	f, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow, persist: allow}\ninstall_scripts: deny\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

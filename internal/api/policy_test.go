@@ -251,7 +251,7 @@ func TestApprovalDeniedExpiredAndScoped(t *testing.T) {
 	if code, _, _ := d.sh(id, "rm -rf /workspace/b /workspace/c", i64(0)); code != 200 {
 		t.Fatalf("same class under the grant: %d", code)
 	}
-	if code, _, e := d.sh(id, "curl -s http://127.0.0.1:9/", i64(0)); code != 403 || e.Code != "approval_pending" {
+	if code, _, e := d.sh(id, "curl -s http://api.example.test/", i64(0)); code != 403 || e.Code != "approval_pending" {
 		t.Fatalf("another class: %d %+v", code, e)
 	}
 	other := d.sandbox()
@@ -352,7 +352,7 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 	if a, _ := d.appr.Get(context.Background(), held.ApprovalID); a.State != "pending" {
 		t.Fatalf("the agent changed its approval: %+v", a)
 	}
-	if code, e := post("/v1/sandboxes/"+sb.ID+"/exec", `{"argv":["curl","http://127.0.0.1:9/"]}`); code != 403 || e.Code != "policy_denied" {
+	if code, e := post("/v1/sandboxes/"+sb.ID+"/exec", `{"argv":["curl","http://api.example.test/"]}`); code != 403 || e.Code != "policy_denied" {
 		t.Fatalf("the tightened class: %d %+v", code, e)
 	}
 	// A task's clone is the daemon's own fetch, on the host: over TCP only

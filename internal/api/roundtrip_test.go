@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/redact"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -92,6 +93,7 @@ type strictClient struct {
 	t    *testing.T
 	hc   *http.Client
 	m    *manager.Manager
+	recs *records.Records
 	tks  *tasks.Tasks
 	aps  *approvals.Approvals
 	sent map[string]bool
@@ -235,7 +237,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow}\n" +
+	pol, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow, persist: allow}\n" +
 		"outside_scope: allow\nrules: [{id: hold-push, command: 'git push *', action: ask}]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +263,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
-	return &strictClient{t: t, hc: hc, m: m, tks: tks, aps: aps, sent: map[string]bool{}, got: map[string]bool{}}, m
+	return &strictClient{t: t, hc: hc, m: m, recs: stk.Records, tks: tks, aps: aps, sent: map[string]bool{}, got: map[string]bool{}}, m
 }
 
 // gitRepo makes a repository with one commit for a task.
@@ -345,7 +347,7 @@ func roundTripSandbox(t *testing.T, c *strictClient) {
 	if e.Status == nil || e.Status.StdoutBytes != 6 {
 		t.Errorf("background exec: %+v", e)
 	}
-	daemonExec, err := c.m.GetExec(context.Background(), sb.ID, started.ExecID)
+	daemonExec, err := c.recs.GetExec(context.Background(), sb.ID, started.ExecID)
 	c.sameAsDaemon("GET exec", daemonExec, err, e)
 	var tty wire.ExecStarted
 	c.do("POST", p+"/exec", wire.ExecRequest{Argv: []string{"sleep", "30"}, Background: true, TTY: true, Rows: 24, Cols: 80}, 202, &tty)

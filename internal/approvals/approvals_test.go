@@ -232,7 +232,7 @@ func TestBreakGlass(t *testing.T) {
 	if last.Policy == nil || last.Policy.BreakGlass != bg.ID || !strings.Contains(last.Policy.Reason, "BREAK-GLASS "+bg.ID+" by operator:alice") {
 		t.Fatalf("the override is not in the record: %+v", last.Policy)
 	}
-	d, err := r.m.Check(context.Background(), id, []string{"cat", ".env"}, "")
+	d, err := r.ex.Check(context.Background(), id, []string{"cat", ".env"}, "")
 	if err != nil || d.Action != policy.Allow || d.BreakGlass != bg.ID {
 		t.Fatalf("check under break-glass: %+v %v", d, err)
 	}

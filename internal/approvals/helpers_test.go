@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/explain"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -44,6 +45,7 @@ func (c *clock) advance(d time.Duration) {
 // store, audit log, redactor and clock.
 type rig struct {
 	a   *Approvals
+	ex  *explain.Explain // the policy check the API serves
 	m   *manager.Manager
 	st  *store.Store
 	log *audit.Log
@@ -63,8 +65,8 @@ var agent = manager.WithActor(context.Background(), "apikey:k-1")
 func newRig(t *testing.T, cfg Config, pol string) *rig {
 	t.Helper()
 	r := &rig{red: redact.New(), clk: &clock{}}
-	r.a = New(cfg)
-	r.m, r.st, r.log = newManager(t, pol, r.red, r.clk.Now, r.a)
+	r.a, r.ex = New(cfg), explain.New()
+	r.m, r.st, r.log = newManager(t, pol, r.red, r.clk.Now, r.a, r.ex)
 	return r
 }
 
@@ -170,7 +172,7 @@ func (r *rig) events(t *testing.T, kind string) []*audit.Event {
 // execs are sandbox id's exec records.
 func (r *rig) execs(t *testing.T, id string) []*manager.Exec {
 	t.Helper()
-	l, err := r.m.Execs(context.Background(), id)
+	l, err := r.a.c.Execs(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

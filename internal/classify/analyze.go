@@ -14,15 +14,21 @@ import (
 type Class string
 
 // The classes, from the seed's table, plus Write (a local, non-destructive
-// change such as mkdir, git commit or a redirect into a file) and Unknown
-// (the effect cannot be known from the text: an unknown program, inline
-// interpreter code, a command name computed at run time).
+// change such as mkdir, git commit or a redirect into a file), Run (the
+// workspace's own code: python script.py, ./run.sh, inline code that only
+// computes), Persist (a change of what runs later: crontab, registry and
+// hook configuration, shell startup files, installed packages' files) and
+// Unknown (the effect cannot be known from the text: an unknown program,
+// code that starts processes or decodes payloads, a command name computed
+// at run time).
 const (
 	Read        Class = "read"
 	Verify      Class = "verify"
 	Build       Class = "build"
+	Run         Class = "run"
 	Write       Class = "write"
 	Dependency  Class = "dependency"
+	Persist     Class = "persist"
 	Network     Class = "network"
 	Destructive Class = "destructive"
 	Secret      Class = "secret"
@@ -30,7 +36,7 @@ const (
 )
 
 // Classes lists every class in a fixed order.
-var Classes = []Class{Read, Verify, Build, Write, Dependency, Network, Destructive, Secret, Unknown}
+var Classes = []Class{Read, Verify, Build, Run, Write, Dependency, Persist, Network, Destructive, Secret, Unknown}
 
 // Describe says in a few words what a class means.
 func (c Class) Describe() string {
@@ -41,8 +47,12 @@ func (c Class) Describe() string {
 		return "local verification (tests, linters, type checks)"
 	case Build:
 		return "build or generate"
+	case Run:
+		return "runs the workspace's own code"
 	case Write:
 		return "local change to files"
+	case Persist:
+		return "changes what runs later (configuration, hooks, scripts, installed code)"
 	case Dependency:
 		return "dependency change"
 	case Network:
@@ -78,6 +88,9 @@ type Command struct {
 	// Dir is the directory it runs in when a cd before it moved there
 	// (as far as the text tells); "": the line's working directory.
 	Dir string `json:"dir,omitempty"`
+	// Tags are facts a policy rule can match besides the classes
+	// (TagCatastrophic, TagForcePush...).
+	Tags []string `json:"tags,omitempty"`
 }
 
 // Analysis is what a command line would do, as far as its text tells.
@@ -183,6 +196,13 @@ type analyzer struct {
 	// globSteps counts the name matches tried to judge globs (bounded by
 	// maxGlobSteps).
 	globSteps int
+	// bodies are the heredocs and here-strings of the line, by command.
+	bodies []stdinText
+	// vars are the variables the line set to text known here (see setVar).
+	vars map[string]string
+	// inlineBytes counts the inline interpreter code read (bounded by
+	// maxInlineBytes).
+	inlineBytes int
 }
 
 // hasGlob reports an unescaped *, ? or [ in a literal.
@@ -287,6 +307,7 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 	case *syntax.BinaryCmd:
 		a.stmt(c.X, via, depth)
 		a.stmt(c.Y, via, depth)
+		a.pipedPayload(c, via, depth)
 	case *syntax.Subshell:
 		cwd := a.cwd
 		a.stmts(c.Stmts, via, depth)
@@ -422,6 +443,7 @@ func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 	if len(args) == 0 {
 		cmd := Command{Via: via, Classes: []Class{Read}, Why: "variable assignment"}
 		for _, as := range c.Assigns {
+			a.setVar(as)
 			if as.Name != nil {
 				cmd.Argv = append(cmd.Argv, as.Name.Value+"=…")
 			}
@@ -481,7 +503,9 @@ func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word,
 			out.static = false
 			if p.Param != nil {
 				out.params = append(out.params, p.Param.Value)
-				if p.Short {
+				if v, ok := a.vars[p.Param.Value]; ok && plainParam(p) {
+					b.WriteString(v) // set earlier on the line
+				} else if p.Short {
 					b.WriteString("$" + p.Param.Value)
 				} else {
 					b.WriteString("${" + p.Param.Value + "}")
@@ -491,7 +515,11 @@ func (a *analyzer) parts(parts []syntax.WordPart, b *strings.Builder, out *word,
 			}
 		case *syntax.CmdSubst:
 			out.static = false
-			b.WriteString("$(…)")
+			if s, ok := a.staticOutput(p.Stmts); ok {
+				b.WriteString(strings.TrimRight(s, "\n")) // the payload it decodes
+			} else {
+				b.WriteString("$(…)")
+			}
 		case *syntax.ArithmExp:
 			out.static = false
 			b.WriteString("$((…))")
@@ -628,6 +656,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 	if r.Hdoc != nil {
 		a.substs(r.Hdoc, via, depth)
 	}
+	a.redirInput(r, first, via, depth)
 	var target word
 	if r.Word != nil {
 		target = a.word(r.Word)
@@ -658,6 +687,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, first int, via []string, depth i
 		}
 		p := a.resolve(target)
 		attach(func(c *Command) {
+			a.truncates(c, r.Op, p)
 			c.Writes = appendUniq(c.Writes, p)
 			c.Classes = addClass(c.Classes, Write)
 			if strings.HasPrefix(p, "/dev/") && !harmlessSink(p) {
@@ -765,17 +795,28 @@ func (a *analyzer) unknown(via []string, why string) {
 
 func (a *analyzer) finish() {
 	out := a.out
+	if len(out.Commands) == 0 && len(a.funcs) > 0 && out.Error == "" {
+		// a line of functions calling functions (a fork bomb) runs
+		// something, though no command shows
+		a.unknown(nil, "defines and calls functions that run no command the analyser sees")
+	}
 	var set [16]bool
 	for i := range out.Commands {
+		a.contentRunsLater(i)
 		c := &out.Commands[i]
+		a.tagCommand(c)
 		for _, w := range c.Writes {
-			if gitControlPath(w) && !slices.Contains(c.Classes, Unknown) {
-				c.Classes = append(c.Classes, Unknown)
-				c.Why = joinWhy(c.Why, "writes "+w+", which decides what a later git command runs")
+			if !persistPath(w) || slices.Contains(c.Classes, Persist) {
+				continue
 			}
-			if startupFile(w) && !slices.Contains(c.Classes, Unknown) {
-				c.Classes = append(c.Classes, Unknown)
+			c.Classes = append(c.Classes, Persist)
+			switch {
+			case gitControlPath(w):
+				c.Why = joinWhy(c.Why, "writes "+w+", which decides what a later git command runs")
+			case startupFile(w):
 				c.Why = joinWhy(c.Why, "writes "+w+", which a shell or interpreter runs when it starts")
+			default:
+				c.Why = joinWhy(c.Why, "writes "+w+", which decides what later commands fetch or run")
 			}
 		}
 		c.Classes = SortClasses(c.Classes)

@@ -29,7 +29,7 @@ func cargoTool(c *call) {
 	case "publish", "login", "logout", "owner", "yank", "search":
 		c.class(Network, "cargo "+sub+" talks to the registry")
 	case "clean":
-		c.class(Destructive, "cargo clean deletes the build directory")
+		c.class(Write, "cargo clean removes the build directory, which the next build makes again")
 	case "metadata", "tree", "version", "pkgid", "locate-project", "read-manifest", "verify-project", "--version", "-V", "help", "":
 		c.class(Read, "cargo "+sub+" only reads")
 	case "new", "init":

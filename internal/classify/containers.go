@@ -19,12 +19,12 @@ func dockerTool(c *call) {
 		case "ls", "list", "inspect", "df", "info":
 			c.class(Read, c.name+" "+sub+" "+firstPos(rest)+" only reads")
 		case "build", "bake":
-			c.class(Build, c.name+" builds an image")
+			dockerBuild(c)
 		default:
 			c.class(Unknown, c.name+" "+sub+" "+firstPos(rest))
 		}
 	case "build":
-		c.class(Build, c.name+" build builds an image")
+		dockerBuild(c)
 	case "compose":
 		dockerCompose(c, rest)
 	default:
@@ -40,10 +40,17 @@ func dockerCompose(c *call, args []word) {
 	case "down", "rm", "kill":
 		c.class(Destructive, "compose "+sub+" stops and deletes containers")
 	case "build":
-		c.class(Build, "compose build builds images")
+		dockerBuild(c)
 	case "pull", "push":
 		c.class(Network, "compose "+sub+" talks to a registry")
 	default:
 		c.class(Unknown, "compose "+sub+" runs containers")
 	}
+}
+
+// dockerBuild: a build runs the Dockerfile's RUN steps, which fetch base
+// images and packages from the network, and whatever they download.
+func dockerBuild(c *call) {
+	c.class(Build, c.name+" builds an image")
+	c.class(Network, c.name+" build pulls base images and runs the Dockerfile's RUN steps, with network")
 }

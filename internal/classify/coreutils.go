@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"path"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/lazyre"
@@ -20,6 +21,10 @@ func rmTool(c *call) {
 		c.class(Write, c.name+" removes scratch files under /tmp")
 		return
 	}
+	if c.allRegenerable(pos) {
+		c.class(Write, c.name+" removes build output, which the next build makes again")
+		return
+	}
 	if recursive {
 		c.class(Destructive, c.name+" -r deletes directory trees")
 		return
@@ -35,6 +40,10 @@ func copyTool(c *call) {
 		c.write(pos[len(pos)-1])
 	}
 	_ = flags
+	if len(pos) == 2 && pos[0].s == "/dev/null" && !regenerable(c.a.resolve(pos[1])) && !Scratch(c.a.resolve(pos[1])) {
+		c.class(Destructive, c.name+" /dev/null empties "+pos[1].s)
+		return
+	}
 	c.class(Write, c.name+" copies files")
 }
 
@@ -48,6 +57,15 @@ func moveTool(c *call) {
 		c.class(Destructive, "mv into /dev/null deletes")
 		return
 	}
+	if len(pos) > 1 {
+		dst := c.a.resolve(pos[len(pos)-1])
+		for _, w := range pos[:len(pos)-1] {
+			if src := c.a.resolve(w); path.IsAbs(src) && inWorkspace(src) && path.IsAbs(dst) && !inWorkspace(dst) {
+				c.class(Destructive, "mv moves "+w.s+" out of the workspace (to "+dst+")")
+				return
+			}
+		}
+	}
 	c.class(Write, "mv moves files")
 }
 
@@ -58,6 +76,12 @@ func rsyncTool(c *call) {
 		if strings.Contains(w.s, "::") || strings.HasPrefix(w.s, "rsync://") || scpHostRE().MatchString(w.s) {
 			remote = true
 		}
+	}
+	if e := flagValue(c.args, "-e", "--rsh"); e != nil {
+		c.cmd.Why = joinWhy(c.cmd.Why, "rsync runs "+e.s+" as its remote shell")
+		c.shell(*e)
+		c.delegated = false
+		remote = true
 	}
 	if remote {
 		c.class(Network, "rsync copies to or from another host")
@@ -78,6 +102,9 @@ func chTool(c *call) {
 	flags, pos := opts(c.args, "--reference")
 	if len(pos) > 0 {
 		c.write(pos[1:]...)
+	}
+	if c.name == "chmod" && len(pos) > 0 && setuidRE().MatchString(pos[0].s) {
+		c.class(Unknown, "chmod "+pos[0].s+" makes a program run with its owner's privileges")
 	}
 	if hasFlag(flags, "-R", "--recursive") {
 		c.class(Destructive, c.name+" -R changes a whole tree")
@@ -184,7 +211,11 @@ func findTool(c *call) {
 		s := args[i].s
 		switch s {
 		case "-delete":
-			c.class(Destructive, "find -delete deletes what it matches")
+			if findsRegenerable(args) {
+				c.class(Write, "find -delete removes build output, which the next build makes again")
+			} else {
+				c.class(Destructive, "find -delete deletes what it matches")
+			}
 			acted = true
 		case "-exec", "-execdir", "-ok", "-okdir":
 			acted = true
@@ -249,7 +280,7 @@ func crontabTool(c *call) {
 	case hasFlag(f, "-l"):
 		c.class(Read, "crontab -l lists")
 	default:
-		c.class(Write, "crontab changes the table")
+		c.persist("crontab installs commands that run on a schedule")
 	}
 }
 
@@ -359,3 +390,5 @@ func sshKeygenTool(c *call) {
 		c.write(*file)
 	}
 }
+
+var setuidRE = lazyre.New(`^(?:[ugoa]*[+=][rwxXt]*s|[4-7][0-7]{3})`)

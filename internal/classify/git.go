@@ -52,6 +52,8 @@ func gitTool(c *call) {
 			c.class(Read, "git remote lists remotes")
 		case "update", "prune":
 			c.class(Network, "git remote "+firstPos(rest)+" fetches")
+		case "add", "set-url", "rename":
+			c.persist("git remote " + firstPos(rest) + " changes where git fetches from and pushes to")
 		default:
 			c.class(Write, "git remote changes remotes")
 		}
@@ -241,6 +243,9 @@ func gitConfig(c *call, rest []word) {
 	setting := verb == "set" || verb == "" && len(pos) >= 2 && !hasFlag(flags, "--get", "--get-all", "--get-regexp", "--unset", "--unset-all",
 		"--list", "-l", "--get-urlmatch", "--rename-section", "--remove-section", "--show-origin", "--get-color", "--get-colorbool")
 	if setting && len(pos) >= 2 {
+		if persistKey(pos[0].s) {
+			c.persist("git config " + pos[0].s + " changes what later git commands reach or run")
+		}
 		gitSetting(c, pos[0].s, pos[1])
 		if f := flagValue(rest, "-f", "--file"); f != nil {
 			c.write(*f)

@@ -49,7 +49,11 @@ func goTool(c *call) {
 		c.class(Write, "go "+sub+" rewrites files")
 	case "clean":
 		if f, _ := opts(rest); hasFlag(f, "-cache", "-modcache", "-testcache", "-fuzzcache") {
-			c.class(Destructive, "go clean deletes caches")
+			if hasFlag(f, "-modcache") {
+				c.class(Destructive, "go clean -modcache deletes the module cache (a download to restore)")
+				return
+			}
+			c.class(Write, "go clean removes caches, which the next build fills again")
 			return
 		}
 		c.class(Write, "go clean removes build files")
@@ -58,7 +62,7 @@ func goTool(c *call) {
 			for _, w := range pos {
 				c.assignArg(w)
 			}
-			c.class(Write, "go env -w changes settings")
+			c.persist("go env -w changes what later go commands fetch and run")
 			return
 		}
 		c.class(Read, "go env only reads")

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"path"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/lazyre"
@@ -14,6 +15,11 @@ func makeTool(c *call) {
 	if c.name == "make" || c.name == "gmake" {
 		if hasFlag(flags, "--eval") || contains(flags, "-E") {
 			c.class(Unknown, c.name+" --eval evaluates makefile text given on the line")
+		}
+	}
+	if f := flagValue(c.args, "-f", "--file", "--makefile"); f != nil {
+		if p := c.a.resolve(*f); !f.static || !path.IsAbs(p) || !inWorkspace(p) {
+			c.class(Unknown, c.name+" runs the recipes of "+f.s+", outside the workspace")
 		}
 	}
 	var targets []string

@@ -66,7 +66,7 @@ func npmTool(c *call) {
 	case "config", "get", "set":
 		verb := firstPos(rest)
 		if sub == "set" || verb == "set" || verb == "delete" || verb == "edit" {
-			c.class(Write, "npm config changes configuration")
+			c.persist("npm config changes what later npm commands fetch and run")
 		} else {
 			c.class(Read, "npm config reads configuration")
 		}
@@ -90,6 +90,7 @@ func npmTool(c *call) {
 		if sub == "init" && len(rest) > 0 && !strings.HasPrefix(rest[0].s, "-") {
 			c.class(Dependency, "npm init "+rest[0].s+" downloads and runs an initializer")
 		}
+		npmScriptsEdit(c, sub, rest)
 		c.class(Write, "npm "+sub+" writes package.json")
 	default:
 		c.class(Unknown, "npm "+sub+" is not a command the analyser knows")
@@ -137,6 +138,12 @@ func pnpmTool(c *call) {
 		c.class(Read, "pnpm store inspects")
 	case "start":
 		c.class(Build, "pnpm start runs the app")
+	case "config", "c", "get", "set":
+		if v := firstPos(rest); sub == "set" || v == "set" || v == "delete" {
+			c.persist("pnpm config changes what later pnpm commands fetch and run")
+			return
+		}
+		c.class(Read, "pnpm config reads configuration")
 	default:
 		runScript(c, "pnpm", sub)
 	}
@@ -174,6 +181,10 @@ func yarnTool(c *call) {
 		c.class(Dependency, "yarn create downloads and runs an initializer")
 		c.class(Write, "")
 	case "why", "list", "ls", "bin", "config", "licenses", "versions", "check":
+		if v := firstPos(rest); sub == "config" && (v == "set" || v == "delete" || v == "unset") {
+			c.persist("yarn config changes what later yarn commands fetch and run")
+			return
+		}
 		c.class(Read, "yarn "+sub+" only reads")
 	case "info", "npm", "publish", "login", "logout", "outdated", "audit", "owner", "tag", "team":
 		c.class(Network, "yarn "+sub+" talks to the registry")
@@ -287,6 +298,10 @@ func nodeTool(c *call) {
 		s := c.args[i].s
 		switch {
 		case s == "-e" || s == "--eval" || s == "-p" || s == "--print":
+			if i+1 < len(c.args) && c.args[i+1].static {
+				c.inlineCode("node", c.args[i+1].s)
+				return
+			}
 			c.class(Unknown, "node runs inline code")
 			return
 		case s == "--test":
@@ -305,7 +320,7 @@ func nodeTool(c *call) {
 			i++
 		case strings.HasPrefix(s, "-"):
 		default:
-			c.class(Unknown, "node runs the script "+s)
+			c.runFile("node", c.args[i])
 			return
 		}
 	}
@@ -404,5 +419,20 @@ func playwrightTool(c *call) {
 		c.class(Verify, "playwright runs the tests")
 	default:
 		c.class(Unknown, "playwright "+firstPos(c.args))
+	}
+}
+
+// npmScriptsEdit: npm set-script, and npm pkg set/delete of scripts.*,
+// bin, main or exports, change what later npm commands run.
+func npmScriptsEdit(c *call, sub string, rest []word) {
+	edit := sub == "set-script"
+	if verb := firstPos(rest); sub == "pkg" && (verb == "set" || verb == "delete") {
+		for _, w := range rest[1:] {
+			k, _, _ := strings.Cut(w.s, "=")
+			edit = edit || strings.HasPrefix(k, "scripts") || strings.HasPrefix(k, "bin") || k == "main" || strings.HasPrefix(k, "exports")
+		}
+	}
+	if edit {
+		c.persist("npm " + sub + " changes the package's scripts, which later npm commands run")
 	}
 }

@@ -1,6 +1,10 @@
 package classify
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
+)
 
 // perlTool: perl -p/-n with only plain s/// and tr/// edits (no e flag,
 // no code in an interpolation or a regex) prints, or with -i edits files
@@ -91,25 +95,29 @@ func perlTool(c *call) {
 		}
 	}
 	files := args[min(i, len(args)):]
-	if len(code) == 0 {
-		if info && why == "" {
+	if len(code) == 0 && why == "" {
+		switch {
+		case info:
 			c.class(Read, "perl prints its version or help")
-			return
+		case len(files) > 0 && !loop && !inplace:
+			c.runFile("perl", files[0])
+		case len(files) > 0:
+			c.class(Unknown, "perl runs the script "+files[0].s+" as a filter")
+		default:
+			c.class(Unknown, "perl reads code from its input")
 		}
-		if len(files) > 0 {
-			notCode("perl runs the script " + files[0].s)
-		} else {
-			notCode("perl reads code from its input")
-		}
-	}
-	if why == "" && !loop {
-		notCode("perl runs code")
-	}
-	if why == "" && !plainPerlEdits(strings.Join(code, "\n")) {
-		notCode("perl runs code other than a plain s/// or tr///")
+		return
 	}
 	if why != "" {
 		c.class(Unknown, why)
+		return
+	}
+	if !loop || !plainPerlEdits(strings.Join(code, "\n")) {
+		perlCode(c, strings.Join(code, "\n"), loop && !inplace)
+		if inplace {
+			c.class(Write, "perl -i edits files in place")
+			c.write(files...)
+		}
 		return
 	}
 	if inplace {
@@ -276,3 +284,18 @@ func plainPerlSplit(p string) bool {
 	}
 	return false
 }
+
+// perlCode reads code other than plain edits; a -n or -p loop of it that
+// only computes prints what it reads (Read).
+func perlCode(c *call, code string, printLoop bool) {
+	if perlEditRE().MatchString(code) {
+		c.class(Unknown, "perl runs the replacement of s///e as code")
+		return
+	}
+	c.inlineCode("perl", code)
+	if printLoop && len(c.cmd.Classes) == 1 && c.cmd.Classes[0] == Run {
+		c.cmd.Classes = []Class{Read}
+	}
+}
+
+var perlEditRE = lazyre.New(`^\s*(s|tr|y)[^\w\s]`)

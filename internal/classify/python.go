@@ -15,6 +15,10 @@ func python(c *call) {
 			pythonModuleRun(c, s[2:], c.args[i+1:])
 			return
 		case s == "-c":
+			if i+1 < len(c.args) && c.args[i+1].static {
+				c.inlineCode(c.name, c.args[i+1].s)
+				return
+			}
 			c.class(Unknown, c.name+" runs inline code")
 			return
 		case s == "-V" || s == "--version" || s == "-h" || s == "--help":
@@ -63,7 +67,7 @@ func pythonScript(c *call, script word, rest []word) {
 			return
 		}
 	}
-	c.class(Unknown, c.name+" runs the script "+script.s)
+	c.runFile(c.name, script)
 }
 
 func pythonModuleRun(c *call, mod string, rest []word) {
@@ -89,10 +93,14 @@ func pythonModuleRun(c *call, mod string, rest []word) {
 		c.class(Read, "python -m "+mod+" only reads")
 	case "black", "isort", "ruff", "autopep8", "yapf", "poetry", "uv", "pipx", "twine":
 		c.exec(append([]word{{s: mod, static: true}}, rest...))
-	case "http.server", "smtpd", "SimpleHTTPServer":
-		c.class(Unknown, "python -m "+mod+" serves")
+	case "http.server", "smtpd", "SimpleHTTPServer", "xmlrpc.server", "ftplib", "smtplib", "telnetlib", "webbrowser", "ensurepip", "code", "pdb":
+		c.class(Unknown, "python -m "+mod+" serves, connects or runs code interactively")
 	default:
-		c.class(Unknown, "python -m "+mod+" runs a module the analyser does not know")
+		if strings.HasPrefix(mod, "-") || strings.ContainsAny(mod, "$`/") {
+			c.class(Unknown, "python -m "+mod+" runs a module the analyser does not know")
+			return
+		}
+		c.class(Run, "python -m "+mod+" runs a module of the project or its environment")
 	}
 }
 
@@ -112,7 +120,7 @@ func pipTool(c *call) {
 		c.class(Network, "pip "+sub+" talks to the index")
 	case "list", "show", "freeze", "check", "config", "help", "--version", "-V", "debug", "inspect", "hash", "":
 		if sub == "config" && (firstPos(rest) == "set" || firstPos(rest) == "unset") {
-			c.class(Write, "pip config changes configuration")
+			c.persist("pip config changes where later installs come from")
 			return
 		}
 		c.class(Read, "pip "+sub+" only reads")

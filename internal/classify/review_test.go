@@ -87,7 +87,7 @@ func TestGitConfigThatRunsCommands(t *testing.T) {
 		`git bisect start`:                          {Write},
 		`git switch -C topic`:                       {Write},
 		`git -c core.editor=true commit --amend`:    {Read, Write},
-		`git config --global core.editor 'code -w'`: {Write, Unknown},
+		`git config --global core.editor 'code -w'`: {Write, Persist, Unknown},
 	})
 }
 
@@ -345,29 +345,29 @@ header' f`: {Read},
 
 func TestWritesThatChangeWhatGitRuns(t *testing.T) {
 	checkHas(t, []hasCase{
-		{`echo 'rm -rf y' > .git/hooks/pre-commit`, Unknown},
-		{`cp x .git/hooks/post-checkout`, Unknown},
-		{`ln -s ../../x.sh .git/hooks/pre-push`, Unknown},
-		{`mv hooks .git/hooks`, Unknown},
-		{`chmod +x .git/hooks/pre-commit`, Unknown},
-		{`printf '[core]\n\tpager = rm -rf y\n' >> .git/config`, Unknown},
-		{`sed -i 's/a/b/' .git/config`, Unknown},
-		{`tee -a ~/.gitconfig < x`, Unknown},
-		{`echo x > ~/.config/git/config`, Unknown},
-		{`echo x > .git/config.worktree`, Unknown},
-		{`echo x > .git/worktrees/wt/config.worktree`, Unknown},
-		{`echo x > .git/modules/sub/hooks/pre-commit`, Unknown},
-		{`echo 'gitdir: /tmp/evil' > sub/.git`, Unknown},
-		{`cd sub && echo 'gitdir: /tmp/evil' > .git`, Unknown},
-		{`git config --file .git/config user.name x`, Unknown},
+		{`echo 'rm -rf y' > .git/hooks/pre-commit`, Persist},              // issue 20: persistence, held
+		{`cp x .git/hooks/post-checkout`, Persist},                        // issue 20: persistence, held
+		{`ln -s ../../x.sh .git/hooks/pre-push`, Persist},                 // issue 20: persistence, held
+		{`mv hooks .git/hooks`, Persist},                                  // issue 20: persistence, held
+		{`chmod +x .git/hooks/pre-commit`, Persist},                       // issue 20: persistence, held
+		{`printf '[core]\n\tpager = rm -rf y\n' >> .git/config`, Persist}, // issue 20: persistence, held
+		{`sed -i 's/a/b/' .git/config`, Persist},                          // issue 20: persistence, held
+		{`tee -a ~/.gitconfig < x`, Persist},                              // issue 20: persistence, held
+		{`echo x > ~/.config/git/config`, Persist},                        // issue 20: persistence, held
+		{`echo x > .git/config.worktree`, Persist},                        // issue 20: persistence, held
+		{`echo x > .git/worktrees/wt/config.worktree`, Persist},           // issue 20: persistence, held
+		{`echo x > .git/modules/sub/hooks/pre-commit`, Persist},           // issue 20: persistence, held
+		{`echo 'gitdir: /tmp/evil' > sub/.git`, Persist},                  // issue 20: persistence, held
+		{`cd sub && echo 'gitdir: /tmp/evil' > .git`, Persist},            // issue 20: persistence, held
+		{`git config --file .git/config user.name x`, Persist},            // issue 20: persistence, held
 		{`git --git-dir=/tmp/evil status`, Unknown},
 		{`GIT_DIR=/tmp/evil git log`, Unknown},
 		{`git -c core.hooksPath=1 commit -m x`, Unknown},
 		{`git -c gpg.ssh.defaultKeyCommand='curl https://example.com' commit -S -m x`, Network},
 		{`git -c gpg.program='rm -rf y' tag -s v1 -m x`, Destructive},
 	})
-	if a := FileAnalysis(Command{Argv: []string{"files:write", "/workspace/.git/hooks/pre-commit"}, Classes: []Class{Write}, Writes: []string{"/workspace/.git/hooks/pre-commit"}}); !a.Has(Unknown) {
-		t.Errorf("file API write of a hook: %v, want unknown", a.Classes)
+	if a := FileAnalysis(Command{Argv: []string{"files:write", "/workspace/.git/hooks/pre-commit"}, Classes: []Class{Write}, Writes: []string{"/workspace/.git/hooks/pre-commit"}}); !a.Has(Persist) {
+		t.Errorf("file API write of a hook: %v, want persist", a.Classes)
 	}
 	checkOnly(t, map[string][]Class{
 		`cat .git/config`:                  {Read},
@@ -459,10 +459,10 @@ func TestMoreCommandsHandedOver(t *testing.T) {
 		{`GOFLAGS=-ldflags=-extld=./evil go build`, Unknown},
 		{`GOTOOLCHAIN=go1.99.0 go build`, Unknown},
 		{`tar --checkpoint --to-command='rm -rf y' -xf x.tar`, Destructive},
-		{`echo 'rm -rf y' >> ~/.bashrc`, Unknown},
-		{`cp x ~/.profile`, Unknown},
-		{`echo /tmp/x.so > /etc/ld.so.preload`, Unknown},
-		{`echo 'import os' > ~/.local/lib/python3.12/site-packages/x.pth`, Unknown},
+		{`echo 'rm -rf y' >> ~/.bashrc`, Persist},                                   // issue 20: persistence, held
+		{`cp x ~/.profile`, Persist},                                                // issue 20: persistence, held
+		{`echo /tmp/x.so > /etc/ld.so.preload`, Persist},                            // issue 20: persistence, held
+		{`echo 'import os' > ~/.local/lib/python3.12/site-packages/x.pth`, Persist}, // issue 20: persistence, held
 	})
 	checkOnly(t, map[string][]Class{
 		`make test CI=1`:                          {Verify},

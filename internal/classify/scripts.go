@@ -22,7 +22,9 @@ func scriptClass(name string) (Class, bool) {
 		base == "compile", base == "generate", base == "gen", base == "codegen", base == "bundle", base == "watch",
 		base == "preview", base == "prepare", base == "docs", base == "storybook", base == "prebuild", base == "postbuild":
 		return Build, true
-	case base == "clean", base == "reset", base == "nuke", base == "purge":
+	case base == "clean":
+		return Write, true // removes build output (see regen.go)
+	case base == "reset", base == "nuke", base == "purge":
 		return Destructive, true
 	case base == "deploy", base == "release", base == "publish":
 		return Network, true

@@ -16,6 +16,15 @@ var secretNames = map[string]bool{
 	".pgpass": true, "kubeconfig": true, "service-account.json": true, "master.key": true,
 	"id_rsa": true, "id_dsa": true, "id_ecdsa": true, "id_ed25519": true, "shadow": true,
 	"gshadow": true, ".boto": true, ".s3cfg": true, ".vault-token": true,
+	// agent and model CLIs, Cloudflare's local secrets, Terraform's token
+	".claude.json": true, ".dev.vars": true, ".terraformrc": true, "terraform.rc": true,
+	// shell and REPL histories hold pasted tokens and passwords
+	".bash_history": true, ".zsh_history": true, ".sh_history": true, ".python_history": true,
+	".node_repl_history": true, ".psql_history": true, ".mysql_history": true, ".sqlite_history": true,
+	".irb_history": true, ".rediscli_history": true, ".lesshst": true, ".histfile": true,
+	// browsers' cookie and password stores, keyrings
+	"Cookies": true, "cookies.sqlite": true, "Login Data": true, "logins.json": true, "key4.db": true,
+	"login.keyring": true,
 }
 
 var secretExts = []string{".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".tfvars", ".ppk", ".asc", ".kdbx", ".gpg"}
@@ -23,7 +32,26 @@ var secretExts = []string{".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", "
 // Directories whose contents are credentials.
 var secretDirs = []string{".aws/", ".ssh/", ".gnupg/", ".kube/", ".docker/config.json", ".azure/",
 	".config/gcloud/", ".config/gh/", ".password-store/", ".terraform.d/credentials", ".cargo/credentials",
-	".gem/credentials", ".config/hub", ".m2/settings.xml", ".gradle/gradle.properties"}
+	".gem/credentials", ".config/hub", ".m2/settings.xml", ".gradle/gradle.properties",
+	// agent and model CLIs' auth files
+	".codex/auth.json", ".codex/credentials", ".claude/.credentials.json", ".config/claude/", ".cache/huggingface/token",
+	".cache/huggingface/stored_tokens", ".huggingface/token", ".config/openai/", ".gemini/oauth_creds.json",
+	".gemini/google_accounts.json", ".config/gemini/", ".config/github-copilot/", ".aider.conf.yml", ".config/anthropic/",
+	// container and Kubernetes secret mounts
+	"run/secrets/", "var/run/secrets/",
+	// keyrings, browser profiles
+	".local/share/keyrings/", ".mozilla/firefox/", ".config/google-chrome/", ".config/chromium/",
+	".config/BraveSoftware/", "Library/Keychains/", ".terraform.d/"}
+
+// slashedSecretDirs are secretDirs with a leading slash, made once (the
+// check runs for every argument of every command).
+var slashedSecretDirs = func() []string {
+	out := make([]string, len(secretDirs))
+	for i, d := range secretDirs {
+		out[i] = "/" + d
+	}
+	return out
+}()
 
 var notSecretSuffixes = []string{".example", ".sample", ".template", ".dist", ".defaults", ".default", ".pub", ".tmpl", ".md"}
 
@@ -43,8 +71,9 @@ func isSecretPath(p string) bool {
 		return true
 	}
 	slashed := "/" + p
-	for _, d := range secretDirs {
-		if strings.Contains(slashed, "/"+d) || strings.HasSuffix(slashed+"/", "/"+d) {
+	withSlash := slashed + "/"
+	for _, d := range slashedSecretDirs {
+		if strings.Contains(slashed, d) || strings.HasSuffix(withSlash, d) {
 			return true
 		}
 	}
@@ -92,7 +121,8 @@ var globTokens = func() []string {
 	}
 	out = append(out, ".env.local", ".env.production", ".aws", ".ssh", ".gnupg", ".kube", ".docker", ".azure",
 		".config", ".password-store", ".terraform.d", ".cargo", ".gem", ".m2", ".gradle", "gcloud", "gh",
-		"config.json", "settings.xml", "gradle.properties", "hub", "environ")
+		"config.json", "settings.xml", "gradle.properties", "hub", "environ", ".codex", ".claude", ".gemini",
+		".huggingface", ".cache", ".local", ".mozilla", "secrets")
 	slices.Sort(out) // the name found first is shown: the same every time
 	return out
 }()

@@ -125,6 +125,9 @@ func sedTool(c *call) {
 	if !sandbox {
 		checkSedScript(c, strings.Join(text, "\n"), static)
 	}
+	if inplace && len(text) == 1 && sedDeleteAllRE().MatchString(text[0]) {
+		c.class(Destructive, "sed -i '"+text[0]+"' deletes every line")
+	}
 	if inplace {
 		c.class(Write, "sed -i edits files in place")
 		c.write(pos...)
@@ -370,3 +373,5 @@ func parseSed(s string) (r sedScript) {
 		}
 	}
 }
+
+var sedDeleteAllRE = lazyre.New(`^\s*(?:1\s*,\s*\$\s*)?d\s*;?\s*$`)

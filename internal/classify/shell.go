@@ -35,7 +35,7 @@ func shellTool(c *call) {
 			return
 		case strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+"):
 		default:
-			c.class(Unknown, c.name+" runs the script "+s)
+			c.runFile(c.name, c.args[i])
 			return
 		}
 	}
@@ -61,7 +61,7 @@ func sourceTool(c *call) {
 		c.cmd.Secrets = appendUniq(c.cmd.Secrets, name)
 		return
 	}
-	c.class(Unknown, c.name+" runs the script "+f.s+" in this shell")
+	c.runFile(c.name, f)
 }
 
 var aliasRE = lazyre.New(`^[A-Za-z0-9_.-]+=`)

@@ -110,7 +110,7 @@ func (a *analyzer) simple(args []word, via []string, depth int) {
 		c.name = launcher(tool)
 		if c.name == "" {
 			c.name = tool
-			c.class(Unknown, "runs a program by path ("+tool+")")
+			c.runFile("", name)
 		}
 	default:
 		c.name = tool
@@ -248,7 +248,13 @@ func secretParam(name string) bool {
 // scan adds what any argument shows, whatever the tool: credential files
 // and variables, and network destinations of network commands.
 func (c *call) scan() {
+	c.checkEnvDump()
+	c.recursiveRoots()
+	tmpl := templateCopy(c)
 	for _, w := range c.args {
+		if tmpl {
+			break
+		}
 		if metaOnly[c.name] || c.namesOnly {
 			break
 		}
@@ -274,11 +280,12 @@ func (c *call) scan() {
 		}
 	}
 	for _, wp := range c.cmd.Writes {
-		if isSecretPath(wp) {
+		if isSecretPath(wp) && !tmpl {
 			c.cmd.Secrets = appendUniq(c.cmd.Secrets, wp)
 			c.class(Secret, "writes "+wp)
 		}
 	}
+	c.keepLoopbackLocal()
 	if slices.Contains(c.cmd.Classes, Network) {
 		for _, w := range c.args {
 			if h := hostOf(w.s); h != "" {

@@ -38,7 +38,7 @@ var simpleTools = map[string]Class{
 	"wasm-pack": Build, "vite": Build, "next": Build, "nuxt": Build, "astro": Build, "turbo": Build, "nx": Build, "zig": Build, "ghc": Build, "kotlinc": Build, "scalac": Build, "swiftc": Build,
 	"sbt": Build, "lein": Build, "ant": Build, "bazel": Build, "bazelisk": Build, "buck": Build, "pants": Build,
 	"touch": Write, "mkdir": Write, "ln": Write, "tee": Write, "patch": Write, "rmdir": Write, "mktemp": Write,
-	"kill": Write, "pkill": Write, "killall": Write, "zip": Write, "gzip": Write, "gunzip": Write,
+	"pkill": Write, "killall": Write, "zip": Write, "gzip": Write, "gunzip": Write,
 	"bzip2": Write, "bunzip2": Write, "xz": Write, "unxz": Write, "zstd": Write, "split": Write, "csplit": Write,
 	"ssh-keygen": Write, "rustfmt": Write, "autopep8": Write, "yapf": Write, "shfmt": Write, "stylua": Write,
 	"swiftformat": Write, "clang-format": Write, "install": Write, "ed": Write, "ex": Write, "sponge": Write,
@@ -53,11 +53,11 @@ var simpleTools = map[string]Class{
 	"shutdown": Destructive, "reboot": Destructive, "halt": Destructive, "poweroff": Destructive,
 	"rimraf": Destructive, "del-cli": Destructive, "trash": Destructive,
 	"security": Secret, "pass": Secret, "op": Secret, "secret-tool": Secret, "ssh-add": Secret,
-	"keyring": Secret, "printenv": Secret,
-	"vim": Unknown, "vi": Unknown, "nvim": Unknown, "nano": Unknown, "emacs": Unknown, "code": Unknown,
+	"keyring": Secret,
+	"vim":     Unknown, "vi": Unknown, "nvim": Unknown, "nano": Unknown, "emacs": Unknown, "code": Unknown,
 	"chroot": Unknown, "unshare": Unknown, "nsenter": Unknown, "setpriv": Unknown, "capsh": Unknown,
-	"gdb": Unknown, "lldb": Unknown, "nodemon": Unknown, "ts-node": Unknown, "tsx": Unknown,
-	"php": Unknown, "ruby": Unknown, "perl": Unknown, "lua": Unknown, "Rscript": Unknown, "java": Unknown,
+	"gdb": Unknown, "lldb": Unknown, "nodemon": Unknown,
+	"lua": Unknown, "Rscript": Unknown,
 	"osascript": Unknown, "dc": Unknown, "open": Unknown, "xdg-open": Unknown,
 }
 
@@ -94,6 +94,7 @@ func toolTable() map[string]handler {
 		"flock":  flockTool,
 		// Wrappers.
 		"env":       envTool,
+		"printenv":  printenvTool,
 		"sudo":      sudoTool,
 		"doas":      func(c *call) { _, rest := leadingCommand(c.args, "-u", "-C"); c.execOrShell(rest) },
 		"runuser":   func(c *call) { _, rest := leadingCommand(c.args, "-u", "-g", "-G"); c.execOrShell(rest) },
@@ -129,7 +130,19 @@ func toolTable() map[string]handler {
 		"chgrp":  chTool,
 		"sed":    sedTool,
 		"perl":   perlTool,
-		"awk":    awkTool, "gawk": awkTool, "mawk": awkTool, "nawk": awkTool,
+		"kill":   killTool, "less": lessTool, "more": lessTool,
+		"systemctl": systemctlTool, "getent": getentTool, "at": atTool, "batch": atTool,
+		"twine": func(c *call) {
+			if firstPos(c.args) == "check" {
+				c.class(Verify, "twine check checks distributions")
+				return
+			}
+			c.class(Network, "twine uploads packages to an index")
+		},
+		"apply_patch": func(c *call) { c.class(Write, "apply_patch edits the files its patch names") },
+		"ruby":        interpTool("-e"), "php": interpTool("-r"), "ts-node": interpTool("-e", "--eval"),
+		"tsx": interpTool("-e", "--eval"), "java": interpTool(),
+		"awk": awkTool, "gawk": awkTool, "mawk": awkTool, "nawk": awkTool,
 		"find":       findTool,
 		"tar":        tarTool,
 		"unzip":      unzipTool,

@@ -35,8 +35,10 @@ import (
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/e2b"
 	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
@@ -123,6 +125,8 @@ type Daemon struct {
 	alog            *audit.Log
 	m               *manager.Manager
 	keys            *apikeys.Keys
+	files           *filesapi.API
+	records         *records.Records
 	srv, tcp, e2b   *http.Server
 	errc            chan error
 	release         []func() // undone in reverse order, last
@@ -200,7 +204,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.m, d.keys = stk.Manager, stk.Keys
+	d.m, d.keys, d.files, d.records = stk.Manager, stk.Keys, stk.Files, stk.Records
 	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
@@ -210,7 +214,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
 func apiModules(s *stack.Stack, alog *audit.Log) api.Modules {
-	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review}
+	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review}
 }
 
 // lock takes the state dir's daemon lock: one daemon per state dir.
@@ -345,7 +349,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	}
 	if eln != nil {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Keys: d.keys, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
 	_ = d.m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/netpolicy"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
@@ -121,8 +123,6 @@ func isSet(raw json.RawMessage) bool {
 // unsupported names an option of the request airlock cannot honour.
 func (c *createRequest) unsupported() string {
 	switch {
-	case c.AllowInternetAccess != nil && *c.AllowInternetAccess:
-		return "allow_internet_access: a sandbox's egress is governed by airlock's policy, not by the request"
 	case isSet(c.Network):
 		return "network: egress rules are set in airlock's policy, not in the request"
 	case c.AutoPause != nil && *c.AutoPause, c.AutoPauseMemory != nil, isSet(c.AutoResume):
@@ -153,6 +153,12 @@ func parseCreate(body io.Reader, defaultTemplate string) (manager.CreateRequest,
 		tpl = defaultTemplate
 	}
 	cr := manager.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
+	// allow_internet_access true is every SDK's default, not a request:
+	// the sandbox's egress is airlock's policy. false is stricter, and
+	// honoured by a layer that denies all egress.
+	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
+		cr.Policy = noEgress()
+	}
 	if req.Timeout != nil {
 		if _, err := reqcheck.Seconds("timeout", *req.Timeout, 0); err != nil {
 			return manager.CreateRequest{}, err
@@ -171,6 +177,19 @@ func parseCreate(body io.Reader, defaultTemplate string) (manager.CreateRequest,
 		cr.Env = append(cr.Env, k+"="+req.EnvVars[k])
 	}
 	return cr, nil
+}
+
+// noEgressRule names the layer of allow_internet_access: false.
+const noEgressRule = "e2b-no-internet-access"
+
+// noEgress is a policy layer that allows no egress at all: no grants,
+// and a deny rule (every port) over every address, which wins over any
+// allow rule or preset of the daemon's policy.
+func noEgress() *policy.Layer {
+	return &policy.Layer{Egress: &netpolicy.Policy{
+		Grant: []netpolicy.Category{},
+		Rules: []netpolicy.Rule{{ID: noEgressRule, Action: netpolicy.Deny, CIDRs: []string{"0.0.0.0/0", "::/0"}}},
+	}}
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
@@ -277,7 +296,8 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 }
 
 // connect resumes a paused sandbox (201) or connects to a running one
-// (200), setting its timeout when one is given.
+// (200). A timeout given only ever extends the sandbox's life, as E2B's
+// does: older SDKs send timeout 300 on every connect.
 func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	var req timeoutRequest
 	if err := decodeBody(r.Body, &req); err != nil {
@@ -309,16 +329,16 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 		}
 		status = http.StatusCreated
 	}
-	if req.Timeout != nil {
+	if sb == nil { // resumed meanwhile by another call
 		var err error
-		if sb, err = s.sbx.SetTTL(r.Context(), r.PathValue("id"), ttl); err != nil {
+		if sb, err = s.sbx.Get(r.Context(), r.PathValue("id")); err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return
 		}
 	}
-	if sb == nil {
+	if req.Timeout != nil && extends(sb, ttl) {
 		var err error
-		if sb, err = s.sbx.Get(r.Context(), r.PathValue("id")); err != nil {
+		if sb, err = s.sbx.SetTTL(r.Context(), sb.ID, ttl); err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
 			return
 		}
@@ -326,10 +346,22 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, s.detail(sb, false))
 }
 
-// list answers GET /v2/sandboxes: running and paused sandboxes, filtered
-// by state and metadata, oldest first, paged by limit and nextToken.
+// extends reports whether a timeout of ttl from now ends sandbox sb
+// later than it ends now (a sandbox without an end never shortens; a
+// ttl of 0, "no timeout", always extends one with an end).
+func extends(sb *manager.Sandbox, ttl time.Duration) bool {
+	if sb.Expires == nil {
+		return false
+	}
+	return ttl == 0 || time.Now().Add(ttl).After(*sb.Expires)
+}
+
+// list answers GET /v2/sandboxes (and the older GET /sandboxes):
+// running and paused sandboxes, filtered by state, metadata, start time
+// and template, newest first unless order=asc, paged by limit and
+// nextToken. A parameter it cannot apply is a 400, never ignored.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	lq, msg := parseListQuery(r.URL.Query())
+	lq, msg := parseListQuery(r.URL.Query(), s.cfg.DefaultTemplate)
 	if msg != "" {
 		writeAPIError(w, http.StatusBadRequest, msg)
 		return
@@ -343,12 +375,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		all = append(all, l...)
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if !all[i].Created.Equal(all[j].Created) {
-			return all[i].Created.Before(all[j].Created)
-		}
-		return all[i].ID < all[j].ID
-	})
+	sortByStart(all, lq.asc)
 	out := []*sandboxDetail{}
 	for _, sb := range all {
 		if lq.matches(sb) {
@@ -366,18 +393,45 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-// listQuery is what GET /v2/sandboxes asks for: states (none: both),
-// metadata to match, and the page.
+// sortByStart orders sandboxes by start time (ties by id), oldest first
+// when asc, else newest first.
+func sortByStart(all []*manager.Sandbox, asc bool) {
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if !asc {
+			a, b = b, a
+		}
+		if !a.Created.Equal(b.Created) {
+			return a.Created.Before(b.Created)
+		}
+		return a.ID < b.ID
+	})
+}
+
+// listQuery is what a list asks for: states (none: both), metadata to
+// match, the earliest start, the template, the order and the page.
 type listQuery struct {
 	states       map[string]bool
 	meta         url.Values
+	after        time.Time
+	template     string
+	asc          bool
 	limit, start int
 }
 
+// listParams are the list parameters airlock applies; any other is
+// refused.
+var listParams = map[string]bool{"state": true, "metadata": true, "startedAfter": true, "template": true, "order": true, "limit": true, "nextToken": true}
+
 // parseListQuery reads a list's query, or says (msg) why it is a bad
-// request.
-func parseListQuery(q url.Values) (lq listQuery, msg string) {
+// request. defaultTemplate is what "base" stands for.
+func parseListQuery(q url.Values, defaultTemplate string) (lq listQuery, msg string) {
 	lq = listQuery{states: map[string]bool{}, limit: 100}
+	for k := range q {
+		if !listParams[k] {
+			return lq, fmt.Sprintf("unsupported by airlock: list filter %q (airlock applies state, metadata, startedAfter, template, order, limit, nextToken)", k)
+		}
+	}
 	for _, v := range q["state"] {
 		for _, st := range strings.Split(v, ",") {
 			switch st = strings.TrimSpace(st); st {
@@ -395,26 +449,59 @@ func parseListQuery(q url.Values) (lq listQuery, msg string) {
 			return lq, "metadata: key=value pairs joined by &, URL-encoded"
 		}
 	}
+	if msg := lq.parseFilters(q, defaultTemplate); msg != "" {
+		return lq, msg
+	}
+	return lq, lq.parsePage(q)
+}
+
+// parseFilters reads startedAfter, template and order.
+func (lq *listQuery) parseFilters(q url.Values, defaultTemplate string) string {
+	if v := q.Get("startedAfter"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return "startedAfter: an RFC 3339 time (2006-01-02T15:04:05Z)"
+		}
+		lq.after = t
+	}
+	if lq.template = q.Get("template"); lq.template == "base" {
+		lq.template = defaultTemplate
+	}
+	switch q.Get("order") {
+	case "", "desc":
+	case "asc":
+		lq.asc = true
+	default:
+		return "order: asc or desc"
+	}
+	return ""
+}
+
+// parsePage reads limit and nextToken.
+func (lq *listQuery) parsePage(q url.Values) string {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			return lq, "limit: 1 to 1000"
+			return "limit: 1 to 1000"
 		}
 		lq.limit = n
 	}
 	if v := q.Get("nextToken"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return lq, "nextToken: use the X-Next-Token of the previous page"
+			return "nextToken: use the X-Next-Token of the previous page"
 		}
 		lq.start = n
 	}
-	return lq, ""
+	return ""
 }
 
 // matches reports whether a listed sandbox is one the query asks for.
 func (lq listQuery) matches(sb *manager.Sandbox) bool {
 	if sb.State == "stopped" || (len(lq.states) > 0 && !lq.states[sb.State]) {
+		return false
+	}
+	if sb.Created.Before(lq.after) || (lq.template != "" && sb.Template != lq.template) {
 		return false
 	}
 	for k, vs := range lq.meta {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"syscall"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -35,20 +34,21 @@ type Execs interface {
 	// it runs, stdout and stderr get its output as it comes; it returns
 	// the exec's id and its exit status.
 	Exec(ctx context.Context, id string, req manager.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
-	Signal(ctx context.Context, id, execID string, sig syscall.Signal) error
-	Input(ctx context.Context, id, execID string, data []byte) error
-	CloseStdin(ctx context.Context, id, execID string) error
-	Resize(ctx context.Context, id, execID string, rows, cols uint16) error
+	// Running is the handle of exec execID of sandbox id, which may
+	// still run (each call finds it again: ended, a conflict).
+	Running(id, execID string) manager.RunningExec
 }
 
-// Files reaches a sandbox's files through the core, which applies the
-// policy, the write scope and the audit record to every operation.
+// Files reaches a sandbox's files under its policy (the file API module,
+// internal/filesapi), which applies the policy, the write scope and the
+// audit record to every operation.
 type Files interface {
 	AgentFiles(ctx context.Context, id string) (runtime.Files, error)
 }
 
 // Redactor redacts what the door answers with that a client once sent
-// (the process list's commands, arguments, directories, environment).
+// (the process list's commands, arguments, directories, environment):
+// the exec records module (internal/records), Config.Redactor.
 type Redactor interface {
 	// RedactedJSON is v as JSON with every string in it redacted.
 	RedactedJSON(v any) (json.RawMessage, error)
@@ -58,6 +58,4 @@ type Redactor interface {
 type Core interface {
 	Sandboxes
 	Execs
-	Files
-	Redactor
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // EnvdVersion is the in-sandbox API version airlock reports. The SDKs
@@ -62,6 +63,11 @@ const Home = "/home/sandbox"
 type Config struct {
 	// Manager is the sandbox core (the daemon's *manager.Manager).
 	Manager Core
+	// Files is the file API (filesapi.API); nil: no file route works.
+	Files Files
+	// Redactor redacts the process list (records.Records); nil: the list
+	// is refused.
+	Redactor Redactor
 	// Keys checks the X-API-KEY of every control-plane call
 	// (apikeys.Keys).
 	Keys interface {
@@ -107,7 +113,13 @@ func New(cfg Config) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Manager, fs: cfg.Manager, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
+	if cfg.Files == nil {
+		cfg.Files = noFiles{}
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = noRedactor{}
+	}
+	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
 	s.envdRoutes()
@@ -279,4 +291,19 @@ func oneLine(s string) string {
 		s = s[:2000] + "..."
 	}
 	return s
+}
+
+// noFiles is a door without the file API: no file route works.
+type noFiles struct{}
+
+func (noFiles) AgentFiles(context.Context, string) (runtime.Files, error) {
+	return nil, fmt.Errorf("this daemon has no file API: %w", errdefs.ErrUnsupported)
+}
+
+// noRedactor is a door without the exec records module: what a client
+// once sent is never answered unredacted.
+type noRedactor struct{}
+
+func (noRedactor) RedactedJSON(any) (json.RawMessage, error) {
+	return nil, fmt.Errorf("this door cannot redact what it would answer: %w", errdefs.ErrUnsupported)
 }

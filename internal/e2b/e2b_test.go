@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
+	"github.com/airlock-dev/airlock/internal/explain"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 type door struct {
 	t    *testing.T
 	m    *manager.Manager
+	pol  *explain.Explain
 	keys *apikeys.Keys
 	url  string
 	key  string
@@ -68,7 +70,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow}\n"))
+	pol, err := policy.Parse([]byte("classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow, persist: allow}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 		t.Fatal(err)
 	}
 	m, keys := stk.Manager, stk.Keys
-	srv := httptest.NewServer(New(Config{Manager: m, Keys: keys}))
+	srv := httptest.NewServer(New(Config{Manager: m, Files: stk.Files, Redactor: stk.Records, Keys: keys}))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = m.Shutdown(context.Background())
@@ -94,7 +96,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &door{t: t, m: m, keys: keys, url: srv.URL, key: key}
+	return &door{t: t, m: m, pol: stk.Explain, keys: keys, url: srv.URL, key: key}
 }
 
 // call sends a request; hdr adds headers.
@@ -330,12 +332,13 @@ func TestControlPlane(t *testing.T) {
 	var page []sandboxDetail
 	_ = json.Unmarshal(b, &page)
 	next := resp.Header.Get("X-Next-Token")
-	if len(page) != 2 || next == "" || page[0].SandboxID != ids[0] || page[0].EnvdAccessToken != "" {
+	// (newest first, as E2B lists)
+	if len(page) != 2 || next == "" || page[0].SandboxID != ids[2] || page[0].EnvdAccessToken != "" {
 		t.Fatalf("page 1: %s next %q", b, next)
 	}
 	_, b = d.call("GET", "/v2/sandboxes?limit=2&nextToken="+next, nil, key)
 	_ = json.Unmarshal(b, &page)
-	if len(page) != 1 || page[0].SandboxID != ids[2] {
+	if len(page) != 1 || page[0].SandboxID != ids[0] {
 		t.Errorf("page 2: %s", b)
 	}
 	if resp, _ := d.call("GET", "/v2/sandboxes?state=sleeping", nil, key); resp.StatusCode != 400 {

@@ -38,15 +38,19 @@ func (s *Server) fileRoutes() {
 	}
 }
 
-// health is 204 while the sandbox runs, 502 when it is gone (the SDKs
-// read 502 as "not running").
+// health is 204 while the sandbox runs, 502 when it is paused or gone,
+// as E2B's proxy answers (the SDKs read 502 as "not running":
+// isRunning() is false after pause()).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	sb, err := s.sbx.Get(r.Context(), sandboxOf(r))
-	if err != nil || sb.State == "stopped" {
+	switch {
+	case err != nil || sb.State == "stopped":
 		writeAPIError(w, http.StatusBadGateway, "the sandbox is not running")
-		return
+	case sb.State == "paused":
+		writeAPIError(w, http.StatusBadGateway, "the sandbox is paused (connect resumes it)")
+	default:
+		w.WriteHeader(http.StatusNoContent)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // files is the sandbox's file access under its policy.

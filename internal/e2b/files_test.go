@@ -63,7 +63,7 @@ func getFile(t *testing.T, ff *fakeFiles, p string) *http.Response {
 
 func tryGetFile(t *testing.T, ff *fakeFiles, p string) (*http.Response, error) {
 	t.Helper()
-	s := New(Config{Manager: filesOnly{ff: ff}})
+	s := New(Config{Manager: filesOnly{ff: ff}, Files: filesOnly{ff: ff}})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("GET", srv.URL+"/files?path="+p, nil)

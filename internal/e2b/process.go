@@ -589,7 +589,7 @@ func (s *Server) sendSignal(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, rerr)
 		return
 	}
-	if err := s.execs.Signal(r.Context(), p.key.sandbox, p.execID, sig); err != nil {
+	if err := s.execs.Running(p.key.sandbox, p.execID).Signal(r.Context(), sig); err != nil {
 		writeUnary(w, nil, rpcErr(err))
 		return
 	}
@@ -618,7 +618,7 @@ func (s *Server) sendInput(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, errorf(codeFailedPrecond, "process %d has no terminal: send stdin", p.key.pid))
 		return
 	}
-	if err := s.execs.Input(r.Context(), p.key.sandbox, p.execID, data); err != nil {
+	if err := s.execs.Running(p.key.sandbox, p.execID).Input(r.Context(), data); err != nil {
 		rerr := rpcErr(err)
 		if rerr.Code == codeFailedPrecond {
 			rerr.Message = fmt.Sprintf("process %d has no open stdin (start it with stdin: true): %s", p.key.pid, rerr.Message)
@@ -640,7 +640,7 @@ func (s *Server) closeStdin(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, rerr)
 		return
 	}
-	if err := s.execs.CloseStdin(r.Context(), p.key.sandbox, p.execID); err != nil {
+	if err := s.execs.Running(p.key.sandbox, p.execID).CloseStdin(r.Context()); err != nil {
 		writeUnary(w, nil, rpcErr(err))
 		return
 	}
@@ -662,7 +662,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, struct{}{}, nil)
 		return
 	}
-	if err := s.execs.Resize(r.Context(), p.key.sandbox, p.execID, req.PTY.Size.Rows, req.PTY.Size.Cols); err != nil {
+	if err := s.execs.Running(p.key.sandbox, p.execID).Resize(r.Context(), req.PTY.Size.Rows, req.PTY.Size.Cols); err != nil {
 		writeUnary(w, nil, rpcErr(err))
 		return
 	}

@@ -138,7 +138,9 @@ func (m *Manager) taskOf(id string) string {
 	return ""
 }
 
-func decisionPayload(d *policy.Decision) map[string]any {
+// DecisionPayload is a decision as the audit record shows it (the
+// rules that decided, the grant or break-glass, what was analysed).
+func DecisionPayload(d *policy.Decision) map[string]any {
 	if d == nil {
 		return nil
 	}

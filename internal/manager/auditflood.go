@@ -2,7 +2,6 @@ package manager
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -28,28 +27,11 @@ func (m *Manager) writeAudit(ctx context.Context, e audit.Entry, essential bool)
 	return err
 }
 
-// auditRetry tries to restart a stopped audit log, at most once a second
-// (the health endpoint and every refused request ask), and records the
-// outage once it can; then work is taken again, without a restart.
-type auditRetry struct {
-	last atomic.Int64 // unix nanoseconds of the last try
-	stop chan struct{}
-}
-
+// retryAudit restarts a stopped audit log (throttled: audit.Retry).
 func (m *Manager) retryAudit() {
-	if m.cfg.Audit == nil || m.cfg.Audit.Err() == nil {
-		return
+	if m.auditRetry != nil {
+		m.auditRetry.Try()
 	}
-	now := time.Now().UnixNano()
-	last := m.auditRetry.last.Load()
-	if now-last < int64(time.Second) || !m.auditRetry.last.CompareAndSwap(last, now) {
-		return
-	}
-	if err := m.cfg.Audit.Recover(context.Background()); err != nil {
-		m.cfg.Logf("audit log still stopped: %v", err)
-		return
-	}
-	m.cfg.Logf("audit log running again (the outage is on the record)")
 }
 
 // startAuditRetry tries a stopped log every AuditRetry until Shutdown.
@@ -61,25 +43,11 @@ func (m *Manager) startAuditRetry() {
 	if every <= 0 {
 		every = DefaultAuditRetry
 	}
-	stop := make(chan struct{})
-	m.auditRetry.stop = stop
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				m.retryAudit()
-			}
-		}
-	}()
+	m.auditRetry.Start(every)
 }
 
 func (m *Manager) stopAuditRetry() {
-	if m.auditRetry.stop != nil {
-		close(m.auditRetry.stop)
-		m.auditRetry.stop = nil
+	if m.auditRetry != nil {
+		m.auditRetry.Stop()
 	}
 }

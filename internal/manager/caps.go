@@ -1,51 +1,17 @@
 package manager
 
 import (
-	"fmt"
-
-	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/caps"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
-// Caps bound what any caller may ask for (airlock serve's --max-* flags):
-// a client, remote ones too, chooses its sandboxes' limits, but not past
-// these. A zero field bounds nothing.
-type Caps struct {
-	// Limits: the most one sandbox may ask for, field by field (memory,
-	// pids, cpus, disk, tmp, nofile, ptys).
-	Limits runtime.Limits
-	// Sandboxes: how many may exist at once.
-	Sandboxes int
-	// Host: what the sandboxes together may take of the host's global
-	// tables.
-	Host HostBudget
-}
-
-// HostBudget is what a daemon's sandboxes together may take of the
-// host's global tables: each table's size less what the host keeps for
-// itself (see airlock serve). Each Create reserves the most its sandbox
-// may take (runtime.HostCoster) until the sandbox ends, and is refused
-// when that does not fit. A zero field bounds nothing.
-type HostBudget struct {
-	Pids int64 // host tasks (kernel.pid_max, kernel.threads-max)
-	Ptys int64 // host pseudo-terminals of non-initial devpts
-}
-
-func (b HostBudget) set() bool { return b.Pids > 0 || b.Ptys > 0 }
-
-// hostCost is what a Create on be with limits l must reserve: zero when
-// the daemon has no host budget; an error when be cannot say (it is not
-// a runtime.HostCoster), so that nothing runs unaccounted.
-func (m *Manager) hostCost(be runtime.Backend, l runtime.Limits) (runtime.HostCost, error) {
-	if !m.cfg.Caps.Host.set() {
-		return runtime.HostCost{}, nil
-	}
-	hc, ok := be.(runtime.HostCoster)
-	if !ok {
-		return runtime.HostCost{}, fmt.Errorf("backend %s cannot say what its sandboxes take of the host, and this daemon has a host budget: %w", be.Name(), errdefs.ErrUnsupported)
-	}
-	return hc.HostCost(l)
-}
+// Caps and HostBudget are internal/caps's (named here too: the daemon's
+// Config spells them manager.Caps). The core keeps the count of what
+// its sandboxes hold; caps says whether one more fits.
+type (
+	Caps       = caps.Caps
+	HostBudget = caps.HostBudget
+)
 
 // reserveHost counts cost against Caps.Host until release, refusing
 // what would not fit beside the live sandboxes and the other Creates.
@@ -57,12 +23,8 @@ func (m *Manager) reserveHost(cost runtime.HostCost) (release func(), err error)
 		used.Pids += ls.cost.Pids
 		used.Ptys += ls.cost.Ptys
 	}
-	b := m.cfg.Caps.Host
-	switch {
-	case b.Pids > 0 && used.Pids+cost.Pids > b.Pids:
-		return nil, fmt.Errorf("host tasks: this sandbox may take %d, the daemon's sandboxes hold %d of the %d the host can give them (kernel.pid_max less the host's reserve): destroy a sandbox, ask for fewer pids, or raise kernel.pid_max: %w", cost.Pids, used.Pids, b.Pids, errdefs.ErrLimitExceeded)
-	case b.Ptys > 0 && used.Ptys+cost.Ptys > b.Ptys:
-		return nil, fmt.Errorf("host terminals: this sandbox may open %d, the daemon's sandboxes hold %d of the %d the host can give them (kernel.pty.max less kernel.pty.reserve and a reserve): destroy a sandbox, ask for fewer ptys, or raise kernel.pty.max: %w", cost.Ptys, used.Ptys, b.Ptys, errdefs.ErrLimitExceeded)
+	if err := m.cfg.Caps.Host.Admit(used, cost); err != nil {
+		return nil, err
 	}
 	m.reserved.Pids += cost.Pids
 	m.reserved.Ptys += cost.Ptys
@@ -74,36 +36,12 @@ func (m *Manager) reserveHost(cost runtime.HostCost) (release func(), err error)
 	}, nil
 }
 
-func (c Caps) check(l runtime.Limits) error {
-	over := func(name string, v, max any) error {
-		return fmt.Errorf("limits.%s %v: at most %v on this daemon (airlock serve --max-*): %w", name, v, max, errdefs.ErrInvalid)
-	}
-	m := c.Limits
-	switch {
-	case m.MemoryBytes > 0 && l.MemoryBytes > m.MemoryBytes:
-		return over("memory_bytes", l.MemoryBytes, m.MemoryBytes)
-	case m.Pids > 0 && l.Pids > m.Pids:
-		return over("pids", l.Pids, m.Pids)
-	case m.CPUs > 0 && l.CPUs > m.CPUs:
-		return over("cpus", l.CPUs, m.CPUs)
-	case m.DiskBytes > 0 && l.DiskBytes > m.DiskBytes:
-		return over("disk_bytes", l.DiskBytes, m.DiskBytes)
-	case m.TmpBytes > 0 && l.TmpBytes > m.TmpBytes:
-		return over("tmp_bytes", l.TmpBytes, m.TmpBytes)
-	case m.NoFile > 0 && l.NoFile > m.NoFile:
-		return over("nofile", l.NoFile, m.NoFile)
-	case m.Ptys > 0 && l.Ptys > m.Ptys:
-		return over("ptys", l.Ptys, m.Ptys)
-	}
-	return nil
-}
-
 // reserveSlot counts a Create against Caps.Sandboxes until release.
 func (m *Manager) reserveSlot() (release func(), err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n := m.cfg.Caps.Sandboxes; n > 0 && len(m.live)+m.creating >= n {
-		return nil, fmt.Errorf("%d sandboxes exist: at most %d on this daemon (airlock serve --max-sandboxes): %w", len(m.live)+m.creating, n, errdefs.ErrLimitExceeded)
+	if err := m.cfg.Caps.AdmitSandbox(len(m.live) + m.creating); err != nil {
+		return nil, err
 	}
 	m.creating++
 	return func() {

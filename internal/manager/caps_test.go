@@ -34,7 +34,7 @@ func (b costBackend) HostCost(l runtime.Limits) (runtime.HostCost, error) {
 func TestHostBudgetRefusesWhatWouldExhaustTheHost(t *testing.T) {
 	m := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Pids: 24576, Ptys: 2304}}}, live: map[string]*live{}}
 	be := costBackend{perPid: 1}
-	cost, err := m.hostCost(be, runtime.Limits{})
+	cost, err := m.cfg.Caps.Host.Cost(be, runtime.Limits{})
 	if err != nil || cost.Pids != 320 {
 		t.Fatalf("cost %+v %v", cost, err)
 	}
@@ -83,14 +83,14 @@ func TestHostBudgetRefusesWhatWouldExhaustTheHost(t *testing.T) {
 // say what its sandboxes take is refused; without one it is not asked.
 func TestHostBudgetNeedsTheBackendsCost(t *testing.T) {
 	m := &Manager{cfg: Config{Caps: Caps{Host: HostBudget{Pids: 1000}}}, live: map[string]*live{}}
-	if _, err := m.hostCost(fakeBackend{}, runtime.Limits{}); !errors.Is(err, errdefs.ErrUnsupported) {
+	if _, err := m.cfg.Caps.Host.Cost(fakeBackend{}, runtime.Limits{}); !errors.Is(err, errdefs.ErrUnsupported) {
 		t.Errorf("a backend without HostCost: %v, want unsupported", err)
 	}
-	if _, err := m.hostCost(costBackend{}, runtime.Limits{Pids: -1}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := m.cfg.Caps.Host.Cost(costBackend{}, runtime.Limits{Pids: -1}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("invalid limits: %v, want the backend's error", err)
 	}
 	m.cfg.Caps.Host = HostBudget{}
-	if c, err := m.hostCost(fakeBackend{}, runtime.Limits{}); err != nil || c != (runtime.HostCost{}) {
+	if c, err := m.cfg.Caps.Host.Cost(fakeBackend{}, runtime.Limits{}); err != nil || c != (runtime.HostCost{}) {
 		t.Errorf("no budget: %+v %v", c, err)
 	}
 }

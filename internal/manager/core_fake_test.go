@@ -1,12 +1,9 @@
 package manager
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +57,7 @@ func waitEnded(t *testing.T, m *Manager, id, execID string) *Exec {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		e, err := m.GetExec(context.Background(), id, execID)
+		e, err := getExec(m, context.Background(), id, execID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +166,7 @@ func TestCoreListGet(t *testing.T) {
 		func(id string) error { _, err := m.SetTTL(ctx, id, time.Hour); return err },
 		func(id string) error { _, err := m.Pause(ctx, id); return err },
 		func(id string) error { _, err := m.Reset(ctx, id); return err },
-		func(id string) error { _, err := m.Execs(ctx, id); return err },
+		func(id string) error { _, err := m.execs(ctx, id); return err },
 		func(id string) error { _, err := m.Files(ctx, id); return err },
 	} {
 		if err := call("sb-nope"); !errors.Is(err, errdefs.ErrNotFound) {
@@ -182,7 +179,6 @@ func TestCoreListGet(t *testing.T) {
 		func(id string) error { _, err := m.Resume(ctx, id); return err },
 		func(id string) error { _, err := m.Reset(ctx, id); return err },
 		func(id string) error { _, err := m.Files(ctx, id); return err },
-		func(id string) error { _, err := m.AgentFiles(ctx, id); return err },
 	} {
 		if err := call(a.ID); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "stopped") {
 			t.Errorf("on a stopped sandbox: %v, want a conflict that says stopped", err)
@@ -325,20 +321,20 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	if out.Len() != 5000 {
 		t.Errorf("streamed %d bytes, want all 5000", out.Len())
 	}
-	stored, err := m.Output(ctx, sb.ID, execID, "stdout")
+	stored, err := output(m, ctx, sb.ID, execID, "stdout")
 	if err != nil || len(stored) != 1000 || strings.Trim(string(stored), "x") != "" {
 		t.Errorf("stored %d bytes (%v), want the first 1000", len(stored), err)
 	}
-	if _, err := m.Output(ctx, other.ID, execID, "stdout"); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := output(m, ctx, other.ID, execID, "stdout"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("output through another sandbox: %v, want not found", err)
 	}
-	if _, err := m.GetExec(ctx, other.ID, execID); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := getExec(m, ctx, other.ID, execID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("exec through another sandbox: %v, want not found", err)
 	}
 	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "exit 7"}, Env: []string{"A=1"}}, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	execs, err := m.Execs(ctx, sb.ID)
+	execs, err := m.execs(ctx, sb.ID)
 	if err != nil || len(execs) != 2 {
 		t.Fatalf("execs: %d %v", len(execs), err)
 	}
@@ -348,7 +344,7 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	if e := execs[1]; e.Cwd != "/workspace" || e.Status == nil || e.Status.Code != 7 || !slices.Equal(e.EnvNames, []string{"A"}) {
 		t.Errorf("second exec record: %+v", e)
 	}
-	if o, err := m.Execs(ctx, other.ID); err != nil || len(o) != 0 {
+	if o, err := m.execs(ctx, other.ID); err != nil || len(o) != 0 {
 		t.Errorf("the other sandbox's execs: %v %v", o, err)
 	}
 	if n := len(eventsOf(t, log, sb.ID, "exec.start")); n != 2 {
@@ -373,7 +369,7 @@ func TestCoreExecFailures(t *testing.T) {
 	if err == nil {
 		t.Fatal("a command that does not exist started")
 	}
-	e, gerr := m.GetExec(ctx, sb.ID, execID)
+	e, gerr := getExec(m, ctx, sb.ID, execID)
 	if gerr != nil || e.Ended == nil || e.Error == "" {
 		t.Fatalf("its record: %+v %v, want ended with its error", e, gerr)
 	}
@@ -438,11 +434,11 @@ func TestCoreExecRedaction(t *testing.T) {
 	if !strings.Contains(out.String(), secret) {
 		t.Errorf("the caller's own stream %q: it is the caller's, not redacted", out.String())
 	}
-	stored, err := m.Output(ctx, sb.ID, execID, "stdout")
+	stored, err := output(m, ctx, sb.ID, execID, "stdout")
 	if err != nil || bytes.Contains(stored, []byte(secret)) || !bytes.HasPrefix(stored, []byte("value ")) {
 		t.Errorf("stored %q %v: want it without the secret", stored, err)
 	}
-	e, err := m.GetExec(ctx, sb.ID, execID)
+	e, err := getExec(m, ctx, sb.ID, execID)
 	if err != nil || slices.Contains(e.Argv, secret) || len(e.Argv) != 3 || !slices.Equal(e.EnvNames, []string{"DB_PASSWORD"}) {
 		t.Errorf("exec record %+v %v: want argv without the secret", e, err)
 	}
@@ -455,9 +451,9 @@ func TestCoreExecRedaction(t *testing.T) {
 			t.Errorf("audit event %s holds the secret: %s", ev.Kind, ev.Payload)
 		}
 	}
-	j, err := m.RedactedJSON(map[string]string{"note": "it was " + secret})
-	if err != nil || bytes.Contains(j, []byte(secret)) || !bytes.Contains(j, []byte("it was ")) {
-		t.Errorf("RedactedJSON: %s %v", j, err)
+	j := (&Core{m: m}).Redactor().JSON([]byte(`{"note":"it was ` + secret + `"}`))
+	if bytes.Contains(j, []byte(secret)) || !bytes.Contains(j, []byte("it was ")) {
+		t.Errorf("the redactor's JSON: %s", j)
 	}
 }
 
@@ -474,40 +470,40 @@ func TestCoreStdin(t *testing.T) {
 	}
 	execID := background(t, m, sb.ID, ExecRequest{Argv: []string{"cat"}, OpenStdin: true})
 	for _, in := range []string{"hel", "lo\nwor", "ld"} {
-		if err := m.Input(ctx, sb.ID, execID, []byte(in)); err != nil {
+		if err := m.Running(sb.ID, execID).Input(ctx, []byte(in)); err != nil {
 			t.Fatalf("input %q: %v", in, err)
 		}
 	}
 	if n := len(eventsOf(t, log, sb.ID, "exec.input")); n != 1 {
 		t.Errorf("%d exec.input events before the close, want 1 (the one whole line)", n)
 	}
-	if err := m.CloseStdin(ctx, sb.ID, execID); err != nil {
+	if err := m.Running(sb.ID, execID).CloseStdin(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e := waitEnded(t, m, sb.ID, execID)
 	if e.Status == nil || e.Status.Code != 0 {
 		t.Errorf("cat after its stdin closed: %+v", e)
 	}
-	if out, err := m.Output(ctx, sb.ID, execID, "stdout"); err != nil || string(out) != "hello\nworld" {
+	if out, err := output(m, ctx, sb.ID, execID, "stdout"); err != nil || string(out) != "hello\nworld" {
 		t.Errorf("output %q %v", out, err)
 	}
 	if n := len(eventsOf(t, log, sb.ID, "exec.input")); n != 2 {
 		t.Errorf("%d exec.input events, want 2 (the line, then the tail at close)", n)
 	}
-	if err := m.Input(ctx, sb.ID, execID, []byte("late\n")); !errors.Is(err, errdefs.ErrConflict) {
+	if err := m.Running(sb.ID, execID).Input(ctx, []byte("late\n")); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("input to an ended exec: %v, want a conflict", err)
 	}
-	if err := m.CloseStdin(ctx, sb.ID, execID); !errors.Is(err, errdefs.ErrConflict) {
+	if err := m.Running(sb.ID, execID).CloseStdin(ctx); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("close of an ended exec's stdin: %v, want a conflict", err)
 	}
 	closed := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}})
-	if err := m.Input(ctx, sb.ID, closed, []byte("x")); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "open stdin") {
+	if err := m.Running(sb.ID, closed).Input(ctx, []byte("x")); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "open stdin") {
 		t.Errorf("input without an open stdin: %v", err)
 	}
-	if err := m.Input(ctx, sb.ID, "e-nope", []byte("x")); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := m.Running(sb.ID, "e-nope").Input(ctx, []byte("x")); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("input to an unknown exec: %v", err)
 	}
-	if err := m.Signal(ctx, sb.ID, closed, syscall.SIGKILL); err != nil {
+	if err := m.Running(sb.ID, closed).Signal(ctx, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitEnded(t, m, sb.ID, closed)
@@ -530,37 +526,37 @@ func TestCoreSignalResize(t *testing.T) {
 	plain := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}})
 	tty := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}, TTY: true, Rows: 24, Cols: 80})
 	for _, sig := range []syscall.Signal{0, 65, -1} {
-		if err := m.Signal(ctx, sb.ID, plain, sig); !errors.Is(err, errdefs.ErrInvalid) {
+		if err := m.Running(sb.ID, plain).Signal(ctx, sig); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Errorf("signal %d: %v, want invalid", sig, err)
 		}
 	}
-	if err := m.Signal(ctx, other.ID, plain, syscall.SIGTERM); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := m.Running(other.ID, plain).Signal(ctx, syscall.SIGTERM); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("signal through another sandbox: %v, want not found", err)
 	}
-	if err := m.Resize(ctx, sb.ID, tty, 0, 80); !errors.Is(err, errdefs.ErrInvalid) {
+	if err := m.Running(sb.ID, tty).Resize(ctx, 0, 80); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("resize to 0 rows: %v", err)
 	}
-	if err := m.Resize(ctx, sb.ID, tty, 40, 120); err != nil {
+	if err := m.Running(sb.ID, tty).Resize(ctx, 40, 120); err != nil {
 		t.Errorf("resize of a terminal: %v", err)
 	}
-	if err := m.Resize(ctx, sb.ID, plain, 40, 120); err == nil || !strings.Contains(err.Error(), "no terminal") {
+	if err := m.Running(sb.ID, plain).Resize(ctx, 40, 120); err == nil || !strings.Contains(err.Error(), "no terminal") {
 		t.Errorf("resize without a terminal: %v", err)
 	}
-	if err := m.Resize(ctx, other.ID, tty, 40, 120); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := m.Running(other.ID, tty).Resize(ctx, 40, 120); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("resize through another sandbox: %v", err)
 	}
 	for _, id := range []string{plain, tty} {
-		if err := m.Signal(ctx, sb.ID, id, syscall.SIGTERM); err != nil {
+		if err := m.Running(sb.ID, id).Signal(ctx, syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		if e := waitEnded(t, m, sb.ID, id); e.Status == nil || e.Status.Signal != "SIGTERM" && e.Status.Code != 128+int(syscall.SIGTERM) {
 			t.Errorf("exec %s after SIGTERM: %+v", id, e.Status)
 		}
 	}
-	if err := m.Signal(ctx, sb.ID, plain, syscall.SIGTERM); !errors.Is(err, errdefs.ErrConflict) {
+	if err := m.Running(sb.ID, plain).Signal(ctx, syscall.SIGTERM); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("signal to an ended exec: %v, want a conflict", err)
 	}
-	if err := m.Resize(ctx, sb.ID, tty, 40, 120); !errors.Is(err, errdefs.ErrConflict) {
+	if err := m.Running(sb.ID, tty).Resize(ctx, 40, 120); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("resize of an ended exec: %v, want a conflict", err)
 	}
 	sigs := eventsOf(t, log, sb.ID, "exec.signal")
@@ -593,7 +589,7 @@ func TestCoreReset(t *testing.T) {
 	if err != nil || st.Code != 1 {
 		t.Errorf("the file after reset: %+v %v, want gone (exit 1)", st, err)
 	}
-	if execs, err := m.Execs(ctx, sb.ID); err != nil || len(execs) != 2 {
+	if execs, err := m.execs(ctx, sb.ID); err != nil || len(execs) != 2 {
 		t.Errorf("exec records after reset: %d %v, want both kept", len(execs), err)
 	}
 	kinds := kindsOf(t, log, sb.ID)
@@ -644,154 +640,6 @@ func TestCorePauseRecord(t *testing.T) {
 	}
 	if err := m.Destroy(ctx, sb.ID); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// The policed file API: each operation judged on the clean path, writes
-// recorded before and after, a refused one recorded and not done; tar
-// in and out.
-func TestCoreAgentFiles(t *testing.T) {
-	ctx := context.Background()
-	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := m.AgentFiles(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.WriteFile(ctx, "workspace/rel.txt", strings.NewReader("x"), 0o644, false); !errors.Is(err, errdefs.ErrInvalid) {
-		t.Errorf("relative path: %v, want invalid", err)
-	}
-	if err := fs.Mkdir(ctx, "/tmp/../workspace/d/e", true); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := fs.WriteFile(ctx, "/workspace/d/e/f.txt", strings.NewReader("content\n"), 0o644, false); err != nil || n != 8 {
-		t.Fatalf("write: %d %v", n, err)
-	}
-	var buf bytes.Buffer
-	if n, err := fs.ReadFile(ctx, "/workspace/d/e/f.txt", &buf, 1<<20); err != nil || n != 8 || buf.String() != "content\n" {
-		t.Errorf("read: %d %q %v", n, buf.String(), err)
-	}
-	// a secret file, put there by the daemon's own (unpoliced) access
-	raw, err := m.Files(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.WriteFile(ctx, "/workspace/d/e/.env", strings.NewReader("TOKEN=x\n"), 0o600, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.ReadFile(ctx, "/workspace/d/e/.env", io.Discard, 1<<20); !errors.Is(err, errdefs.ErrDenied) {
-		t.Errorf("read of a secret file: %v, want denied", err)
-	}
-	buf.Reset()
-	_, err = fs.Tar(ctx, "/workspace/d", &buf)
-	var omitted *OmittedError
-	if !errors.As(err, &omitted) || !slices.Equal(omitted.Paths, []string{"/workspace/d/e/.env"}) || !strings.Contains(err.Error(), "left out") {
-		t.Fatalf("tar with a secret file in it: %v, want it left out", err)
-	}
-	var names []string
-	tr := tar.NewReader(&buf)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, strings.TrimPrefix(h.Name, "./"))
-	}
-	if !slices.Contains(names, "e/f.txt") || slices.Contains(names, "e/.env") {
-		t.Errorf("tar of /workspace/d: %q, want e/f.txt and not e/.env", names)
-	}
-	var up bytes.Buffer
-	tw := tar.NewWriter(&up)
-	_ = tw.WriteHeader(&tar.Header{Name: "up.txt", Mode: 0o644, Size: 3, Typeflag: tar.TypeReg})
-	_, _ = tw.Write([]byte("up\n"))
-	_ = tw.Close()
-	if err := fs.Mkdir(ctx, "/workspace/u", false); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.Untar(ctx, "/workspace/u", bytes.NewReader(up.Bytes())); err != nil {
-		t.Fatalf("untar: %v", err)
-	}
-	var evil bytes.Buffer
-	tw = tar.NewWriter(&evil)
-	_ = tw.WriteHeader(&tar.Header{Name: "../escape.txt", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
-	_, _ = tw.Write([]byte("x"))
-	_ = tw.Close()
-	if err := fs.Untar(ctx, "/workspace/u", bytes.NewReader(evil.Bytes())); !errors.Is(err, errdefs.ErrInvalid) {
-		t.Errorf("untar of an entry above its directory: %v, want invalid", err)
-	}
-	var out bytes.Buffer
-	if _, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"cat", "u/up.txt", "d/e/f.txt"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "up\ncontent\n" {
-		t.Errorf("the files as a command sees them: %q %+v %v", out.String(), st, err)
-	}
-	if err := fs.Remove(ctx, "/workspace/d", true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.ReadFile(ctx, "/workspace/d/e/f.txt", io.Discard, 1<<20); err == nil {
-		t.Error("read after remove succeeded")
-	}
-	writes := eventsOf(t, log, sb.ID, "file.write")
-	var states []string
-	for _, e := range writes {
-		var p struct {
-			State, Path string
-		}
-		_ = json.Unmarshal(e.Payload, &p)
-		states = append(states, p.State+" "+p.Path)
-	}
-	if !slices.Equal(states, []string{"started /workspace/d/e/f.txt", "done /workspace/d/e/f.txt"}) {
-		t.Errorf("file.write events: %q", states)
-	}
-	if n := len(eventsOf(t, log, sb.ID, "file.refused")); n != 2 {
-		t.Errorf("%d file.refused events, want 2 (the read, the entry left out)", n)
-	}
-	kinds := kindsOf(t, log, sb.ID)
-	for _, want := range []string{"file.mkdir", "file.remove"} {
-		if !slices.Contains(kinds, want) {
-			t.Errorf("events %q lack %s", kinds, want)
-		}
-	}
-}
-
-// A sandbox whose policy denies writes: the file API refuses them and
-// records the refusal; reads still work.
-func TestCoreAgentFilesRefused(t *testing.T) {
-	ctx := context.Background()
-	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{Policy: &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Write: policy.Deny}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := m.AgentFiles(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.WriteFile(ctx, "/workspace/no.txt", strings.NewReader("x"), 0o644, false); !errors.Is(err, errdefs.ErrDenied) {
-		t.Errorf("write under a deny: %v, want denied", err)
-	}
-	if err := fs.Mkdir(ctx, "/workspace/nodir", false); !errors.Is(err, errdefs.ErrDenied) {
-		t.Errorf("mkdir under a deny: %v, want denied", err)
-	}
-	if err := fs.Untar(ctx, "/workspace", bytes.NewReader(nil)); err != nil && !errors.Is(err, errdefs.ErrDenied) {
-		t.Errorf("empty untar: %v", err)
-	}
-	raw, err := m.Files(ctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.ReadFile(ctx, "/workspace/no.txt", io.Discard, 10); err == nil {
-		t.Error("the refused write happened")
-	}
-	if n := len(eventsOf(t, log, sb.ID, "file.refused")); n < 2 {
-		t.Errorf("%d file.refused events, want one per refusal", n)
-	}
-	if n := len(eventsOf(t, log, sb.ID, "file.write")); n != 0 {
-		t.Errorf("%d file.write events for a refused write", n)
 	}
 }
 

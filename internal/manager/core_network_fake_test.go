@@ -131,7 +131,7 @@ func TestCoreNetworkModule(t *testing.T) {
 	if _, got := c.ExecOf(sb.ID, 0); got != "" {
 		t.Errorf("ExecOf an unknown pid: %q", got)
 	}
-	if err := m.Signal(ctx, sb.ID, execID, syscall.SIGKILL); err != nil {
+	if err := m.Running(sb.ID, execID).Signal(ctx, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	other, err := m.Create(ctx, CreateRequest{})

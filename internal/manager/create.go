@@ -67,7 +67,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 	if err != nil {
 		return nil, err
 	}
-	cost, err := m.hostCost(p.be, p.spec.Limits)
+	cost, err := m.cfg.Caps.Host.Cost(p.be, p.spec.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func (m *Manager) admitCreate(req *CreateRequest) (time.Duration, error) {
 	if err := m.auditHealthy(); err != nil {
 		return 0, err
 	}
-	if err := m.cfg.Caps.check(req.Limits); err != nil {
+	if err := m.cfg.Caps.Check(req.Limits); err != nil {
 		return 0, err
 	}
 	return ttl, nil

@@ -91,7 +91,7 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 	}
 	x.ls = ls
 	if finishing && !x.req.taskTest {
-		return errFinishing(ls.taskID)
+		return FinishingError(ls.taskID)
 	}
 	if err := m.auditHealthy(); err != nil {
 		return err
@@ -219,7 +219,7 @@ func (m *Manager) recordStart(ctx context.Context, x *execRun) (*store.Exec, err
 	}
 	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
 	if err := recordFirst("", m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
-		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": decisionPayload(x.d), "secrets": x.uses}})); err != nil {
+		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": DecisionPayload(x.d), "secrets": x.uses}})); err != nil {
 		return nil, err
 	}
 	if err := recordFirst("record exec", m.putExec(ctx, rec)); err != nil {

@@ -11,35 +11,66 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
-// Signal sends sig to a running command's process group.
-func (m *Manager) Signal(ctx context.Context, id, execID string, sig syscall.Signal) error {
-	if sig <= 0 || sig > 64 {
-		return fmt.Errorf("signal %d: %w", sig, errdefs.ErrInvalid)
-	}
+// RunningExec is one command of a sandbox that may still be running,
+// named by its ids: each call finds it again, so a handle outlives its
+// command harmlessly (an exec that has ended is an ErrConflict, one the
+// sandbox never ran ErrNotFound). Arguments are checked first (an
+// ErrInvalid whatever the exec's state).
+type RunningExec interface {
+	// Signal sends sig to the command's process group (exec.signal).
+	Signal(ctx context.Context, sig syscall.Signal) error
+	// Input writes data to the command's open stdin, blocking while the
+	// command does not read (as a pipe would), up to ctx; what is typed
+	// is recorded a line at a time (exec.input).
+	Input(ctx context.Context, data []byte) error
+	// CloseStdin closes its open stdin (it reads end of file).
+	CloseStdin(ctx context.Context) error
+	// Resize sets the window of the command's terminal.
+	Resize(ctx context.Context, rows, cols uint16) error
+}
+
+// Running is the handle of exec execID of sandbox id (see RunningExec).
+func (m *Manager) Running(id, execID string) RunningExec {
+	return runningHandle{m: m, id: id, execID: execID}
+}
+
+type runningHandle struct {
+	m          *Manager
+	id, execID string
+}
+
+// runningOf is the running exec execID of sandbox id, or why not.
+func (m *Manager) runningOf(ctx context.Context, id, execID string) (*runningExec, error) {
 	m.mu.Lock()
 	r, ok := m.running[execID]
 	m.mu.Unlock()
-	if !ok || r.sandboxID != id {
-		if _, err := m.GetExec(ctx, id, execID); err != nil {
-			return err
-		}
-		return fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
+	if ok && r.sandboxID == id {
+		return r, nil
+	}
+	if _, err := m.getExec(ctx, id, execID); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
+}
+
+func (h runningHandle) Signal(ctx context.Context, sig syscall.Signal) error {
+	if sig <= 0 || sig > 64 {
+		return fmt.Errorf("signal %d: %w", sig, errdefs.ErrInvalid)
+	}
+	r, err := h.m.runningOf(ctx, h.id, h.execID)
+	if err != nil {
+		return err
 	}
 	if err := r.p.Signal(sig); err != nil {
 		return err
 	}
-	return m.record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.signal", Payload: map[string]any{"signal": sig.String()}})
+	return h.m.record(ctx, audit.Entry{SandboxID: h.id, TaskID: r.taskID, ExecID: h.execID, Kind: "exec.signal", Payload: map[string]any{"signal": sig.String()}})
 }
 
 func (m *Manager) runningStdin(ctx context.Context, id, execID string) (*runningExec, error) {
-	m.mu.Lock()
-	r, ok := m.running[execID]
-	m.mu.Unlock()
-	if !ok || r.sandboxID != id {
-		if _, err := m.GetExec(ctx, id, execID); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
+	r, err := m.runningOf(ctx, id, execID)
+	if err != nil {
+		return nil, err
 	}
 	if r.stdin == nil {
 		return nil, fmt.Errorf("exec %s was not started with an open stdin: %w", execID, errdefs.ErrConflict)
@@ -47,9 +78,8 @@ func (m *Manager) runningStdin(ctx context.Context, id, execID string) (*running
 	return r, nil
 }
 
-// Input writes data to a running command's open stdin. It blocks while
-// the command does not read (as a pipe would), up to ctx.
-func (m *Manager) Input(ctx context.Context, id, execID string, data []byte) error {
+func (h runningHandle) Input(ctx context.Context, data []byte) error {
+	m, id, execID := h.m, h.id, h.execID
 	r, err := m.runningStdin(ctx, id, execID)
 	if err != nil {
 		return err
@@ -109,8 +139,8 @@ func (m *Manager) flushInput(ctx context.Context, id, execID string, r *runningE
 	return m.recordInput(ctx, id, execID, r, tail)
 }
 
-// CloseStdin closes a running command's open stdin (it reads end of file).
-func (m *Manager) CloseStdin(ctx context.Context, id, execID string) error {
+func (h runningHandle) CloseStdin(ctx context.Context) error {
+	m, id, execID := h.m, h.id, h.execID
 	r, err := m.runningStdin(ctx, id, execID)
 	if err != nil {
 		return err
@@ -122,23 +152,17 @@ func (m *Manager) CloseStdin(ctx context.Context, id, execID string) error {
 	return cerr
 }
 
-// Resize sets the window of a running command's terminal.
-func (m *Manager) Resize(ctx context.Context, id, execID string, rows, cols uint16) error {
+func (h runningHandle) Resize(ctx context.Context, rows, cols uint16) error {
 	if rows == 0 || cols == 0 {
 		return fmt.Errorf("rows and cols must be positive: %w", errdefs.ErrInvalid)
 	}
-	m.mu.Lock()
-	r, ok := m.running[execID]
-	m.mu.Unlock()
-	if !ok || r.sandboxID != id {
-		if _, err := m.GetExec(ctx, id, execID); err != nil {
-			return err
-		}
-		return fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
+	r, err := h.m.runningOf(ctx, h.id, h.execID)
+	if err != nil {
+		return err
 	}
 	rz, ok := r.p.(runtime.Resizer)
 	if !ok {
-		return fmt.Errorf("exec %s has no terminal: %w", execID, errdefs.ErrConflict)
+		return fmt.Errorf("exec %s has no terminal: %w", h.execID, errdefs.ErrConflict)
 	}
 	return rz.Resize(rows, cols)
 }

@@ -24,21 +24,21 @@ func TestFakeTierExecIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Resize(ctx, sb.ID, execID, 24, 80); err == nil {
+	if err := m.Running(sb.ID, execID).Resize(ctx, 24, 80); err == nil {
 		t.Error("a command without a terminal was resized")
 	}
-	if err := m.Input(ctx, sb.ID, execID, []byte("hello\n")); err != nil {
+	if err := m.Running(sb.ID, execID).Input(ctx, []byte("hello\n")); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Input(ctx, sb.ID, execID, []byte("no line end")); err != nil {
+	if err := m.Running(sb.ID, execID).Input(ctx, []byte("no line end")); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CloseStdin(ctx, sb.ID, execID); err != nil {
+	if err := m.Running(sb.ID, execID).CloseStdin(ctx); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		e, err := m.GetExec(ctx, sb.ID, execID)
+		e, err := getExec(m, ctx, sb.ID, execID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,27 +50,27 @@ func TestFakeTierExecIO(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	out, err := m.Output(ctx, sb.ID, execID, "stdout")
+	out, err := output(m, ctx, sb.ID, execID, "stdout")
 	if err != nil || string(out) != "hello\nno line end" {
 		t.Errorf("output %q, %v", out, err)
 	}
 	for name, err := range map[string]error{
-		"signal": m.Signal(ctx, sb.ID, execID, syscall.SIGTERM),
-		"input":  m.Input(ctx, sb.ID, execID, []byte("x")),
-		"close":  m.CloseStdin(ctx, sb.ID, execID),
-		"resize": m.Resize(ctx, sb.ID, execID, 24, 80),
+		"signal": m.Running(sb.ID, execID).Signal(ctx, syscall.SIGTERM),
+		"input":  m.Running(sb.ID, execID).Input(ctx, []byte("x")),
+		"close":  m.Running(sb.ID, execID).CloseStdin(ctx),
+		"resize": m.Running(sb.ID, execID).Resize(ctx, 24, 80),
 	} {
 		if !errors.Is(err, errdefs.ErrConflict) {
 			t.Errorf("%s of an ended command: %v", name, err)
 		}
 	}
-	if err := m.Signal(ctx, sb.ID, execID, 0); !errors.Is(err, errdefs.ErrInvalid) {
+	if err := m.Running(sb.ID, execID).Signal(ctx, 0); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("signal 0: %v", err)
 	}
-	if err := m.Resize(ctx, sb.ID, execID, 0, 80); !errors.Is(err, errdefs.ErrInvalid) {
+	if err := m.Running(sb.ID, execID).Resize(ctx, 0, 80); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("0 rows: %v", err)
 	}
-	if err := m.Signal(ctx, sb.ID, "e-nonexistent", syscall.SIGTERM); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := m.Running(sb.ID, "e-nonexistent").Signal(ctx, syscall.SIGTERM); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("signal of no exec: %v", err)
 	}
 }

@@ -87,7 +87,7 @@ func TestFakeTierCreateExecDestroy(t *testing.T) {
 	if st.Code != 3 || !strings.HasPrefix(out.String(), "hello ") || errOut.String() != "oops\n" {
 		t.Errorf("exec: code %d stdout %q stderr %q", st.Code, out.String(), errOut.String())
 	}
-	stored, err := m.Output(ctx, sb.ID, execID, "stdout")
+	stored, err := output(m, ctx, sb.ID, execID, "stdout")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/lost"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -129,7 +130,7 @@ func TestStartEndsWhatALostDaemonRan(t *testing.T) {
 	}
 	for _, id := range []string{"e-1", "e-2", "e-4"} {
 		e, err := st2.GetExec(ctx, id)
-		if err != nil || e.Ended == nil || e.Error != lostExecError {
+		if err != nil || e.Ended == nil || e.Error != lost.ExecError {
 			t.Errorf("exec %s after the restart: %+v %v", id, e, err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/lost"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -28,8 +29,8 @@ import (
 const (
 	StopDestroyed = "destroyed"
 	StopExpired   = "expired"
-	StopLost      = "lost"   // the daemon that owned it went away
-	StopFailed    = "failed" // its init died on its own
+	StopLost      = lost.Reason // the daemon that owned it went away (internal/lost)
+	StopFailed    = "failed"    // its init died on its own
 	StopShutdown  = "daemon-stopped"
 )
 
@@ -90,8 +91,8 @@ type Manager struct {
 	// nil: no network.
 	egressSvc Network
 
-	auditRetry auditRetry
-	writes     writeLog // bestEffort's count of failed writes
+	auditRetry *audit.Retry // nil: no audit log
+	writes     writeLog     // bestEffort's count of failed writes
 
 	// The modules' hooks, in Config.Modules order (set by attach).
 	createHooks    []named[CreateHook]
@@ -158,10 +159,13 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		cfg.Redactor = nopRedactor{}
 	}
 	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}}
+	if cfg.Audit != nil {
+		m.auditRetry = audit.NewRetry(cfg.Audit, cfg.Logf)
+	}
 	if err := m.attach(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	if err := m.reapLost(ctx); err != nil {
+	if err := lost.End(WithActor(ctx, "airlock"), cfg.Store, m.record, cfg.Logf); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
 	m.startAuditRetry()

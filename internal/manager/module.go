@@ -344,8 +344,19 @@ func (c *Core) MaxLifetime() time.Duration { return c.m.cfg.MaxLifetime }
 // Destroy stops a live sandbox (StopDestroyed); its record stays.
 func (c *Core) Destroy(ctx context.Context, id string) error { return c.m.Destroy(ctx, id) }
 
-// Execs lists a sandbox's exec records, as the API shows them.
-func (c *Core) Execs(ctx context.Context, id string) ([]*Exec, error) { return c.m.Execs(ctx, id) }
+// Execs lists a sandbox's exec records, oldest first, as the API shows
+// them (redacted again: a secret learned since is hidden too).
+func (c *Core) Execs(ctx context.Context, id string) ([]*Exec, error) { return c.m.execs(ctx, id) }
+
+// ExecRecord is exec execID of sandbox id as the API shows it (not
+// found: unknown, or another sandbox's).
+func (c *Core) ExecRecord(ctx context.Context, id, execID string) (*Exec, error) {
+	e, err := c.m.getExec(ctx, id, execID)
+	if err != nil {
+		return nil, err
+	}
+	return c.m.shownExec(e)
+}
 
 // AuditHealthy is nil while the audit log records; else why it does not
 // (what needs a gap-free record must wait).

@@ -64,6 +64,14 @@ func (c *Core) RecordRefusal(ctx context.Context, x ExecCall, d *policy.Decision
 	c.m.recordRefusal(ctx, x.SandboxID, ExecRequest{Argv: x.Argv, Env: x.Env}, x.Cwd, d, msg)
 }
 
+// Lift lets the PolicyLift modules relax d for sandbox id, in module
+// order, as the core does at every exec: for a module that decides
+// with the sandbox's policy itself (the file API). An error fails that
+// call closed.
+func (c *Core) Lift(ctx context.Context, id string, d *policy.Decision) error {
+	return c.m.lift(ctx, id, d)
+}
+
 // IsApprover says whether the caller of ctx may decide approvals
 // (AsApprover); others see held commands redacted.
 func (c *Core) IsApprover(ctx context.Context) bool { return isApprover(ctx) }

@@ -81,12 +81,12 @@ func TestSecretSourcesInThePipeline(t *testing.T) {
 	if len(start.Secrets) != 2 || start.Secrets[0]["from"] != "A" || start.Secrets[1]["from"] != "B" || slices.Contains(start.EnvNames, "A_TOKEN") {
 		t.Errorf("exec.start: %+v", start)
 	}
-	before, _ := m.Execs(ctx, sb.ID)
+	before, _ := m.execs(ctx, sb.ID)
 	b.failEnv = true
 	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil {
 		t.Error("a source's error did not end the exec")
 	}
-	if after, _ := m.Execs(ctx, sb.ID); len(after) != len(before) {
+	if after, _ := m.execs(ctx, sb.ID); len(after) != len(before) {
 		t.Errorf("the exec a source failed was recorded: %d execs, had %d", len(after), len(before))
 	}
 	if got := m.grantedVars(ctx, sb.ID); !slices.Equal(got, []string{"A_TOKEN", "B_TOKEN"}) {

@@ -130,37 +130,6 @@ func (m *Manager) sandboxPolicy(template string, layer *policy.Layer, tightenOnl
 	return pol.With(*layer, source)
 }
 
-// Policy returns a running sandbox's effective policy.
-func (m *Manager) Policy(ctx context.Context, id string) (*policy.Policy, error) {
-	m.mu.Lock()
-	ls, ok := m.live[id]
-	m.mu.Unlock()
-	if !ok {
-		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
-	}
-	return ls.pol, nil
-}
-
-// Check explains what a sandbox's policy would decide for argv in cwd,
-// grants and overrides included, without running or recording anything.
-func (m *Manager) Check(ctx context.Context, id string, argv []string, cwd string) (*policy.Decision, error) {
-	pol, err := m.Policy(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if cwd == "" {
-		cwd = policy.DefaultCwd
-	}
-	d := pol.Decide(policy.AnalyzeArgv(argv, cwd))
-	if err := m.lift(ctx, id, d); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
 // gate decides an exec before anything reaches the sandbox. It returns
 // the decision to record when the command may run, or the error that
 // stopped it (the refusal is recorded here).
@@ -208,75 +177,7 @@ func (m *Manager) recordRefusal(ctx context.Context, id string, req ExecRequest,
 		m.cfg.Logf("record refused exec in %s: %v", id, err)
 	}
 	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
-		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": decisionPayload(d)}})
-}
-
-// policedFiles is the agent's file access: the same policy as commands
-// (write scope, secrets) applies to file writes and reads.
-type policedFiles struct {
-	runtime.Files
-	m  *Manager
-	id string
-	ls *live
-}
-
-// AgentFiles gives the API's callers file access under the sandbox's
-// policy; the daemon's own uses (checkout, diff, snapshot) use Files.
-func (m *Manager) AgentFiles(ctx context.Context, id string) (runtime.Files, error) {
-	f, err := m.Files(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	ls := m.live[id]
-	m.mu.Unlock()
-	if ls == nil {
-		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
-	}
-	return &policedFiles{Files: f, m: m, id: id, ls: ls}, nil
-}
-
-func (f *policedFiles) check(ctx context.Context, op, p string, write bool) error {
-	_, err := f.decide(ctx, op, p, write, true)
-	return err
-}
-
-// decide is check, which records an allowed write only when record is
-// set; it returns the break-glass that allowed it, if one did.
-func (f *policedFiles) decide(ctx context.Context, op, p string, write, record bool) (string, error) {
-	if write {
-		f.m.mu.Lock()
-		finishing := f.ls.state == Finishing
-		f.m.mu.Unlock()
-		if finishing {
-			return "", errFinishing(f.ls.taskID)
-		}
-	}
-	cmd := policy.Command{Argv: []string{"files:" + op, p}, Classes: []policy.Class{policy.Read}, Why: "file API " + op}
-	if write {
-		cmd.Classes = []policy.Class{policy.Write}
-		cmd.Writes = []string{p}
-	}
-	a := policy.FileAnalysis(cmd)
-	d := f.ls.pol.Decide(a)
-	if err := f.m.lift(ctx, f.id, d); err != nil {
-		return "", err
-	}
-	if d.BreakGlass != "" {
-		f.m.cfg.Logf("BREAK-GLASS %s: sandbox %s file %s %s by override", d.BreakGlass, f.id, op, p)
-	}
-	if d.Action == policy.Allow {
-		if write && record {
-			return d.BreakGlass, f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file." + op, Payload: map[string]any{"path": p, "break_glass": d.BreakGlass}})
-		}
-		return d.BreakGlass, nil
-	}
-	_ = f.m.record(ctx, audit.Entry{SandboxID: f.id, TaskID: f.ls.taskID, Kind: "file.refused", Payload: map[string]any{"op": op, "path": p, "decision": decisionPayload(d)}})
-	msg := d.Reason
-	if d.Action == policy.Ask {
-		msg += " (file operations are not held for approval: run the change as a command)"
-	}
-	return "", NewPolicyError("policy_denied", msg, d, "")
+		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": DecisionPayload(d)}})
 }
 
 // restrictWrites applies a write scope inside the sandbox: each glob's

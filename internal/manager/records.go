@@ -46,17 +46,6 @@ func scrubbed[T any](red Redactor, v *T) (*T, error) {
 	return out, nil
 }
 
-// RedactedJSON is v as JSON with every string in it redacted: for the
-// doors that answer with what a client once sent (the E2B process list's
-// commands, arguments, directories and environment).
-func (m *Manager) RedactedJSON(v any) (json.RawMessage, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("redact: %w", err)
-	}
-	return m.cfg.Redactor.JSON(b), nil
-}
-
 // putExec stores a new exec record, redacted.
 func (m *Manager) putExec(ctx context.Context, rec *store.Exec) error {
 	r, err := scrubbed(m.cfg.Redactor, rec)
@@ -103,8 +92,9 @@ func execView(e *store.Exec) *Exec {
 	return v
 }
 
-// Execs lists a sandbox's exec records, oldest first.
-func (m *Manager) Execs(ctx context.Context, id string) ([]*Exec, error) {
+// execs lists a sandbox's exec records, oldest first, as the API shows
+// them (Core.Execs).
+func (m *Manager) execs(ctx context.Context, id string) ([]*Exec, error) {
 	if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
 		return nil, err
 	}
@@ -123,8 +113,9 @@ func (m *Manager) Execs(ctx context.Context, id string) ([]*Exec, error) {
 	return out, nil
 }
 
-// Output returns the stored output of one stream of an exec.
-func (m *Manager) Output(ctx context.Context, id, execID, stream string) ([]byte, error) {
+// getExec is the stored record of exec execID of sandbox id (not found:
+// unknown, or another sandbox's).
+func (m *Manager) getExec(ctx context.Context, id, execID string) (*store.Exec, error) {
 	e, err := m.cfg.Store.GetExec(ctx, execID)
 	if err != nil {
 		return nil, err
@@ -132,17 +123,5 @@ func (m *Manager) Output(ctx context.Context, id, execID, stream string) ([]byte
 	if e.SandboxID != id {
 		return nil, fmt.Errorf("exec %s not found in sandbox %s: %w", execID, id, errdefs.ErrNotFound)
 	}
-	return m.cfg.Store.GetOutput(ctx, execID, stream)
-}
-
-// GetExec returns one exec record of a sandbox.
-func (m *Manager) GetExec(ctx context.Context, id, execID string) (*Exec, error) {
-	e, err := m.cfg.Store.GetExec(ctx, execID)
-	if err != nil {
-		return nil, err
-	}
-	if e.SandboxID != id {
-		return nil, fmt.Errorf("exec %s not found in sandbox %s: %w", execID, id, errdefs.ErrNotFound)
-	}
-	return m.shownExec(e)
+	return e, nil
 }

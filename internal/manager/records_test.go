@@ -41,3 +41,16 @@ func TestExecRecordRedactedWhole(t *testing.T) {
 		t.Errorf("the record is not redacted whole: %s", b)
 	}
 }
+
+// getExec is exec execID of sandbox id as the API shows it.
+func getExec(m *Manager, ctx context.Context, id, execID string) (*Exec, error) {
+	return (&Core{m: m}).ExecRecord(ctx, id, execID)
+}
+
+// output is the stored output of one stream of exec execID of sandbox id.
+func output(m *Manager, ctx context.Context, id, execID, stream string) ([]byte, error) {
+	if _, err := m.getExec(ctx, id, execID); err != nil {
+		return nil, err
+	}
+	return m.cfg.Store.GetOutput(ctx, execID, stream)
+}

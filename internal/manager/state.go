@@ -76,8 +76,8 @@ func stateWhy(from, to State) string {
 	return fmt.Sprintf("%s (it cannot become %s)", from, to)
 }
 
-// errFinishing is what a command or a write is told while its sandbox's
-// task is being finished.
-func errFinishing(taskID string) error {
+// FinishingError is what a command or a write is told while its
+// sandbox's task is being finished (the core's, and the file API's).
+func FinishingError(taskID string) error {
 	return fmt.Errorf("task %s is being finished: nothing new runs or writes in its sandbox until it is done: %w", taskID, errdefs.ErrConflict)
 }

@@ -2,13 +2,12 @@ package manager
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/caps"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
-	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // CheckCreate validates what a create request carries that needs no
@@ -20,7 +19,7 @@ func CheckCreate(req CreateRequest, maxLifetime time.Duration) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	if err := CheckLimits(req.Limits, maxLifetime); err != nil {
+	if err := caps.CheckLimits(req.Limits, maxLifetime); err != nil {
 		return 0, err
 	}
 	if err := reqcheck.Labels(req.Labels); err != nil {
@@ -30,35 +29,6 @@ func CheckCreate(req CreateRequest, maxLifetime time.Duration) (time.Duration, e
 		return 0, err
 	}
 	return ttl, nil
-}
-
-// CheckLimits refuses negative limits, a CPU count that is not a finite
-// number, and a limits.lifetime that is negative or past maxLifetime (0:
-// reqcheck.MaxDuration), each naming its field. Upper bounds per daemon
-// are Caps'.
-func CheckLimits(l runtime.Limits, maxLifetime time.Duration) error {
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"memory_bytes", l.MemoryBytes}, {"pids", l.Pids}, {"disk_bytes", l.DiskBytes}, {"tmp_bytes", l.TmpBytes}, {"inodes", l.Inodes}} {
-		if f.v < 0 {
-			return fmt.Errorf("limits.%s: %d must not be negative: %w", f.name, f.v, errdefs.ErrInvalid)
-		}
-	}
-	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
-		return fmt.Errorf("limits.cpus: %v: want a number of CPUs, 0 or more: %w", l.CPUs, errdefs.ErrInvalid)
-	}
-	if l.NoFile > math.MaxInt32 {
-		return fmt.Errorf("limits.nofile: %d: at most %d: %w", l.NoFile, math.MaxInt32, errdefs.ErrInvalid)
-	}
-	max := maxLifetime
-	if max <= 0 || max > reqcheck.MaxDuration {
-		max = reqcheck.MaxDuration
-	}
-	if l.Lifetime < 0 || l.Lifetime > max {
-		return fmt.Errorf("limits.lifetime: %d nanoseconds: want 0 to %d: %w", int64(l.Lifetime), int64(max), errdefs.ErrInvalid)
-	}
-	return nil
 }
 
 // checkExec validates an exec request before anything is recorded or

@@ -16,8 +16,10 @@ const (
 	Read        = classify.Read
 	Verify      = classify.Verify
 	Build       = classify.Build
+	Run         = classify.Run
 	Write       = classify.Write
 	Dependency  = classify.Dependency
+	Persist     = classify.Persist
 	Network     = classify.Network
 	Destructive = classify.Destructive
 	Secret      = classify.Secret

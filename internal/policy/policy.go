@@ -64,7 +64,11 @@ type Rule struct {
 	// /workspace unless absolute (** crosses directories).
 	Path string `yaml:"path,omitempty" json:"path,omitempty"`
 	// Host is a glob over the network destinations a command names.
-	Host   string `yaml:"host,omitempty" json:"host,omitempty"`
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
+	// Tag matches commands the analyser tagged so (classify.TagForcePush,
+	// TagCatastrophic...): facts a glob over argv would miss (-f, +ref
+	// and --mirror are all force pushes).
+	Tag    string `yaml:"tag,omitempty" json:"tag,omitempty"`
 	Action Action `yaml:"action" json:"action"`
 	Reason string `yaml:"reason,omitempty" json:"reason,omitempty"`
 
@@ -121,23 +125,39 @@ type Policy struct {
 	version string // computed once the policy is built; policies are immutable
 }
 
-// Defaults follow the seed's table: inspection, verification, builds and
-// local writes run; dependency changes, network commands, destructive
-// commands and anything unknown wait for a human; secrets are blocked
-// unless a task's policy grants them; writes outside the scope are
-// refused.
+// Defaults follow the seed's table: inspection, verification, builds,
+// the workspace's own code and local writes run; dependency changes,
+// persistence, network commands, destructive commands and anything
+// unknown wait for a human; secrets are blocked unless a task's policy
+// grants them; writes outside the scope are refused. Two rules deny
+// outright what an approver should never be asked about: force pushes
+// and the catastrophic set (rm -rf ~, mkfs...), where "approve?" invites
+// a mis-click. DefaultFile prints exactly this.
 func Defaults() *Policy {
 	p := &Policy{
 		Classes: map[Class]Action{
-			Read: Allow, Verify: Allow, Build: Allow, Write: Allow,
-			Dependency: Ask, Network: Ask, Destructive: Ask, Secret: Deny, Unknown: Ask,
+			Read: Allow, Verify: Allow, Build: Allow, Run: Allow, Write: Allow,
+			Dependency: Ask, Persist: Ask, Network: Ask, Destructive: Ask, Secret: Deny, Unknown: Ask,
 		},
 		OutsideScope:   Deny,
 		InstallScripts: Allow,
+		Rules:          defaultRules(),
 		Sources:        []string{"defaults"},
 	}
 	p.version = p.computeVersion()
 	return p
+}
+
+func defaultRules() []Rule {
+	rs := []Rule{
+		{ID: "no-force-push", Tag: classify.TagForcePush, Action: Deny, Reason: "a force push rewrites shared history"},
+		{ID: "catastrophic", Tag: classify.TagCatastrophic, Action: Deny,
+			Reason: "irreversible for the whole workspace, home directory or machine; run it yourself if you mean it"},
+	}
+	for i := range rs {
+		_ = rs[i].compile()
+	}
+	return rs
 }
 
 // DefaultFile is the defaults as a policy file, for `airlock policy
@@ -152,8 +172,11 @@ func DefaultFile() string {
 	}
 	b.WriteString("# a write outside the write scope\noutside_scope: deny\n")
 	b.WriteString("# paths (globs, relative to /workspace) the agent may change; empty: all of it\nscope: []\n")
-	b.WriteString("# rules only tighten: each matches by command, class, path or host and asks or denies\n")
-	b.WriteString("rules:\n  - id: no-force-push\n    command: \"git push *--force*\"\n    action: deny\n    reason: a force push rewrites shared history\n")
+	b.WriteString("# rules only tighten: each matches by command, class, path, host or tag and asks or denies\n")
+	b.WriteString("# (tags: catastrophic, force-push, delete-branch, history-rewrite)\nrules:\n")
+	for _, r := range d.Rules {
+		fmt.Fprintf(&b, "  - id: %s\n    tag: %s\n    action: %s\n    reason: %q\n", r.ID, r.Tag, r.Action, r.Reason)
+	}
 	b.WriteString("# package install scripts (npm, yarn, pnpm lifecycle scripts; pip builds from source): allow or deny\ninstall_scripts: allow\n")
 	b.WriteString(`# where sandboxes' network traffic may go, through airlock's proxy: nowhere by default.
 # grant: categories (registries, git, public_web, internal, webhooks); presets: package
@@ -238,8 +261,8 @@ func (l *Layer) Check() error {
 		if r.Class != "" && !r.Class.Valid() {
 			return errdefs.Wrap(errdefs.ErrInvalid, "policy: rule %s: unknown class %q", r.ID, r.Class)
 		}
-		if r.Command == "" && r.Class == "" && r.Path == "" && r.Host == "" {
-			return errdefs.Wrap(errdefs.ErrInvalid, "policy: rule %s matches nothing: give command, class, path or host", r.ID)
+		if r.Command == "" && r.Class == "" && r.Path == "" && r.Host == "" && r.Tag == "" {
+			return errdefs.Wrap(errdefs.ErrInvalid, "policy: rule %s matches nothing: give command, class, path, host or tag", r.ID)
 		}
 		if err := r.compile(); err != nil {
 			return err
@@ -382,6 +405,11 @@ func (p *Policy) with(l Layer, source string) *Policy {
 	}
 	for _, r := range l.Rules {
 		r := r
+		// A layer restating a rule (the printed defaults as a file) adds
+		// nothing.
+		if slices.ContainsFunc(out.Rules, func(x Rule) bool { return sameRule(x, r) }) {
+			continue
+		}
 		// Ids stay unique across layers: a later layer's rule of the same
 		// id is a different rule, so it is namespaced by its source.
 		if slices.ContainsFunc(out.Rules, func(x Rule) bool { return x.ID == r.ID }) {
@@ -548,7 +576,7 @@ func (p *Policy) Decide(a *Analysis) *Decision {
 				act = Deny
 			}
 			d.Matches = append(d.Matches, Match{Rule: "class:" + string(cl), Action: act, Command: i, Class: cl,
-				Reason: fmt.Sprintf("%s is %s: %s", commandText(cmd), cl.Describe(), act)})
+				Reason: classReason(cmd, cl, act)})
 		}
 		text := strings.Join(cmd.Argv, " ")
 		for _, r := range p.Rules {
@@ -581,6 +609,20 @@ func (p *Policy) Decide(a *Analysis) *Decision {
 		d.Matches = []Match{}
 	}
 	return d
+}
+
+// classReason names the command, its class and, for a hold or a denial,
+// what the analyser found it does (the approver decides on the effect,
+// not on a class name).
+func classReason(cmd Command, cl Class, act Action) string {
+	if act == Allow || cmd.Why == "" || len(cmd.Argv) == 0 {
+		return fmt.Sprintf("%s is %s: %s", commandText(cmd), cl.Describe(), act)
+	}
+	why := cmd.Why
+	if len(why) > 200 {
+		why = why[:197] + "..."
+	}
+	return fmt.Sprintf("%s is %s (%s): %s", commandText(cmd), cl.Describe(), why, act)
 }
 
 func commandText(c Command) string {
@@ -625,8 +667,16 @@ func joinClasses(cs []Class) string {
 	return strings.Join(s, ", ")
 }
 
+func sameRule(a, b Rule) bool {
+	return a.ID == b.ID && a.Command == b.Command && a.Class == b.Class && a.Path == b.Path && a.Host == b.Host &&
+		a.Tag == b.Tag && a.Action == b.Action && a.Reason == b.Reason
+}
+
 func (r *Rule) matches(cmd Command, text string) bool {
 	if r.Class != "" && !slices.Contains(cmd.Classes, r.Class) {
+		return false
+	}
+	if r.Tag != "" && !slices.Contains(cmd.Tags, r.Tag) {
 		return false
 	}
 	if r.command != nil && !r.command.MatchString(text) {
@@ -641,7 +691,7 @@ func (r *Rule) matches(cmd Command, text string) bool {
 	if r.host != nil && !slices.ContainsFunc(cmd.Hosts, func(h string) bool { return r.host.MatchString(strings.ToLower(h)) }) {
 		return false
 	}
-	return r.command != nil || r.Class != "" || r.path != nil || r.host != nil
+	return r.command != nil || r.Class != "" || r.path != nil || r.host != nil || r.Tag != ""
 }
 
 // ScopeRoots turns scope globs into the absolute paths a sandbox can

@@ -28,9 +28,11 @@ func TestDefaultsFollowTheTable(t *testing.T) {
 		{"mkdir -p out && echo x > out/a", Allow},
 		{"npm install left-pad", Ask},
 		{"curl https://example.com", Ask},
-		{"rm -rf build", Ask},
+		{"rm -rf src", Ask},
+		{"rm -rf build", Allow}, // regenerable output (issue 20)
 		{"cat .env", Deny},
-		{"./deploy.sh", Ask},
+		{"/tmp/deploy.sh", Ask},
+		{"./deploy.sh", Allow},                       // the workspace's own code (issue 20)
 		{"npm test && cat ~/.aws/credentials", Deny}, // most restrictive of the line
 	} {
 		if d := decide(t, p, tc.line); d.Action != tc.want {

@@ -34,7 +34,7 @@ type rig struct {
 
 // allowAll is a policy that allows every class (the tests are about what
 // is recorded, not decided), with install scripts denied.
-const allowAll = "classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow}\n" +
+const allowAll = "classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: allow, unknown: allow, persist: allow}\n" +
 	"outside_scope: allow\ninstall_scripts: deny\n"
 
 // newRig makes a rig; configure (nil: none) changes the manager's Config

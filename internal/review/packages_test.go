@@ -88,7 +88,7 @@ func TestInstallScriptEnv(t *testing.T) {
 	if out != "true false :all:\n" {
 		t.Errorf("env: %q", out)
 	}
-	execs, err := r.m.Execs(ctx, id)
+	execs, err := r.rv.c.Execs(ctx, id)
 	if err != nil || len(execs) != 1 {
 		t.Fatal(execs, err)
 	}

@@ -53,7 +53,7 @@ func TestEnvGrantReachesCommands(t *testing.T) {
 	if err != nil || out != "["+value+"]\n" {
 		t.Fatalf("the granted command: %q %v", out, err)
 	}
-	stored, err := f.m.Output(ctx, id, execID, "stdout")
+	stored, err := f.st.GetOutput(ctx, execID, "stdout")
 	if err != nil || strings.Contains(string(stored), value) || !strings.Contains(string(stored), "[REDACTED") {
 		t.Errorf("stored output %q %v: want the value redacted", stored, err)
 	}

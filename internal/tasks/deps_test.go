@@ -71,8 +71,9 @@ func TestBundleDependenciesAreTheLockfiles(t *testing.T) {
 	d := &Diff{Files: []ChangedFile{{Path: "package-lock.json", Status: "modified"}, {Path: "package.json", Status: "modified"}, {Path: "Cargo.lock", Status: "modified"}},
 		Dependencies:        []DependencyChange{{Manager: "npm", Lockfile: "package-lock.json", Name: "is-number", From: []string{"6.0.0"}, To: []string{"7.0.0"}, Change: "changed"}},
 		UnreadableLockfiles: []string{"Cargo.lock"}}
-	got := fmt.Sprintf("%+v", *bundleDeps(d))
-	want := "{Changes:[{Manager:npm Name:is-number From:6.0.0 To:7.0.0 Change:changed Lockfile:package-lock.json Integrity:}] Lockfiles:[package-lock.json Cargo.lock] Unreadable:[Cargo.lock] InstallScripts:[] FlaggedWrites:[]}"
+	b := bundleDeps(d)
+	got := fmt.Sprintf("%+v %v %v", b.Changes, b.Lockfiles, b.Unreadable)
+	want := "[{Manager:npm Name:is-number From:6.0.0 To:7.0.0 Change:changed Lockfile:package-lock.json Integrity:}] [package-lock.json Cargo.lock] [Cargo.lock]"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -162,7 +162,7 @@ func TestTaskTestExceptionIsNarrow(t *testing.T) {
 	if err != nil || !run.Passed {
 		t.Fatalf("the task's test: %+v %v", run, err)
 	}
-	e, err := r.m.GetExec(ctx, task.SandboxID, run.ExecID)
+	e, err := r.tk.c.ExecRecord(ctx, task.SandboxID, run.ExecID)
 	if err != nil || e.Policy == nil || e.Policy.Action != policy.Allow || !slices.Contains(e.Policy.Rules, "task:test") {
 		t.Fatalf("the test's exec record: %+v %v", e, err)
 	}

@@ -3,9 +3,14 @@
 // and E2B_SANDBOX_URL point at airlock. Prints one JSON line per step and
 // {"ok":true} at the end; the Go test (cmd/airlock) checks the daemon's
 // side: approvals, exec records, audit.
-// env: E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL
+// env: E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL; E2B_SDK names the
+// package (an npm alias of package.json: e2b, e2b-2-45, e2b-1-13).
 import assert from "node:assert/strict";
-import { Sandbox, CommandExitError, NotFoundError, TimeoutError, AuthenticationError, SandboxError } from "e2b";
+import { readFileSync } from "node:fs";
+
+const sdk = process.env.E2B_SDK || "e2b";
+const { Sandbox, CommandExitError, NotFoundError, TimeoutError, AuthenticationError, SandboxError } = await import(sdk);
+const version = JSON.parse(readFileSync(new URL(`./node_modules/${sdk}/package.json`, import.meta.url))).version;
 
 const log = (step, v) => console.log(JSON.stringify({ step, ...v }));
 const rejects = async (p) => {
@@ -16,17 +21,26 @@ const rejects = async (p) => {
   }
   throw new Error("expected an error");
 };
+const list = (opts) => Sandbox.list(opts).nextItems();
+log("sdk", { sdk, version });
 
 // A bad key is refused.
 let e = await rejects(Sandbox.create({ apiKey: "e2b_" + "0".repeat(40) }));
 assert.ok(e instanceof AuthenticationError, String(e));
 
 // Options airlock does not have are refused, not ignored.
-e = await rejects(Sandbox.create({ allowInternetAccess: true }));
-assert.match(e.message, /unsupported by airlock: allow_internet_access/);
+e = await rejects(Sandbox.create({ metadata: { suite: "refused" }, lifecycle: { onTimeout: "pause" } }));
+assert.match(e.message, /unsupported by airlock: lifecycle/);
+
+// allowInternetAccess (every SDK's default is true) is airlock's policy;
+// false is no egress at all (the Go test checks the sandbox's policy).
+const closed = await Sandbox.create({ metadata: { suite: "closed" }, allowInternetAccess: false, timeoutMs: 60_000 });
+log("closed", { id: closed.sandboxId });
+const open = await Sandbox.create({ metadata: { suite: "open" }, timeoutMs: 60_000 });
+log("open", { id: open.sandboxId });
 
 // Create, with metadata and environment.
-const sbx = await Sandbox.create({ metadata: { suite: "e2b", run: "1" }, envs: { GREETING: "hi" }, timeoutMs: 300_000 });
+const sbx = await Sandbox.create({ metadata: { suite: "e2b", run: "1" }, envs: { GREETING: "hi" }, timeoutMs: 300_000, allowInternetAccess: true });
 log("create", { id: sbx.sandboxId });
 let info = await sbx.getInfo();
 assert.equal(info.state, "running");
@@ -34,9 +48,25 @@ assert.equal(info.metadata.suite, "e2b");
 assert.equal(info.templateId, "host");
 assert.equal(info.envdVersion, "0.5.7");
 assert.ok(info.endAt.getTime() > Date.now() + 200_000);
-const listed = await Sandbox.list({ query: { metadata: { suite: "e2b" } } }).nextItems();
+const listed = await list({ query: { metadata: { suite: "e2b" } } });
 assert.deepEqual(listed.map((s) => s.sandboxId), [sbx.sandboxId]);
-assert.equal((await Sandbox.list({ query: { metadata: { suite: "other" } } }).nextItems()).length, 0);
+assert.equal((await list({ query: { metadata: { suite: "other" } } })).length, 0);
+// Newest first by default, and the filters E2B's list takes.
+const both = [sbx.sandboxId, closed.sandboxId];
+const ours = (l) => l.map((s) => s.sandboxId).filter((id) => both.includes(id));
+assert.deepEqual(ours(await list()), both);
+assert.deepEqual(ours(await list({ order: "asc" })), [closed.sandboxId, sbx.sandboxId]);
+assert.deepEqual(ours(await list({ query: { template: "base" } })), both);
+assert.deepEqual(ours(await list({ query: { template: "other" } })), []);
+const sbxStart = (await Sandbox.getInfo(sbx.sandboxId)).startedAt;
+assert.deepEqual(ours(await list({ query: { startedAfter: sbxStart } })), [sbx.sandboxId]);
+
+// Older SDKs send timeout 300 on every connect: it never shortens.
+await sbx.setTimeout(1_200_000);
+const end = (await sbx.getInfo()).endAt.getTime();
+await Sandbox.connect(sbx.sandboxId, { timeoutMs: 300_000 });
+assert.ok((await sbx.getInfo()).endAt.getTime() >= end, "connect shortened the sandbox's life");
+await sbx.setTimeout(300_000);
 
 // commands.run: output, environment, working directory.
 let r = await sbx.commands.run('echo "$GREETING $WHO from $(pwd)"; echo oops >&2', { envs: { WHO: "e2b" } });
@@ -148,6 +178,7 @@ assert.ok(info.endAt.getTime() < Date.now() + 125_000);
 assert.equal(await sbx.pause(), true);
 assert.equal(await Sandbox.pause(sbx.sandboxId), false); // already paused
 assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, "paused");
+assert.equal(await sbx.isRunning(), false);
 const back = await Sandbox.connect(sbx.sandboxId);
 assert.equal((await back.getInfo()).state, "running");
 r = await back.commands.run("cat /home/sandbox/notes/a.txt");

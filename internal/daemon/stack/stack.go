@@ -18,7 +18,10 @@ import (
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/explain"
+	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/secrets"
@@ -62,12 +65,16 @@ type Stack struct {
 	Secrets   *secrets.Secrets
 	Approvals *approvals.Approvals
 	Review    *review.Review
+	Files     *filesapi.API
+	Records   *records.Records
+	Explain   *explain.Explain
 }
 
 // New makes the modules and the manager with them attached, in the order
 // their hooks run: tasks first (a stopping task's diff is taken before
 // other hooks), then the network, API keys, snapshots, secrets,
-// approvals and review.
+// approvals, review, the file API, the exec records and the policy
+// explain module (no hooks: last).
 func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Modules) != 0 {
 		return nil, fmt.Errorf("stack: the modules are the stack's own, not the caller's: %w", errdefs.ErrInvalid)
@@ -80,9 +87,12 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Secrets:   secrets.New(cfg.SecretsKey),
 		Approvals: approvals.New(approvals.Config{Wait: cfg.ApprovalWait}),
 		Review:    review.New(review.Config{TaskDir: cfg.TaskDir}),
+		Files:     filesapi.New(),
+		Records:   records.New(),
+		Explain:   explain.New(),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review}
+	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err

@@ -79,6 +79,9 @@ func testHostConfigUnderUsr(t *testing.T, f Factory) {
 	}
 }
 
+// hostUsrLock is the host-wide lock of planting under the host's /usr.
+const hostUsrLock = "/run/airlock-conformance-usr.lock"
+
 // lockHostUsr holds a host-wide lock until the test and its cleanups end:
 // runs of this case for several backends at once (make test runs their
 // packages in parallel) must not see each other's planted files, which
@@ -86,7 +89,10 @@ func testHostConfigUnderUsr(t *testing.T, f Factory) {
 // target in the host's /usr, left behind as an empty file).
 func lockHostUsr(t *testing.T) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "airlock-conformance-usr.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	// A fixed path, not os.TempDir(): runs with another TMPDIR (each
+	// worktree's, the fast tier's) must share the lock too, or an empty
+	// /usr/pip.conf is left on the host.
+	f, err := os.OpenFile(hostUsrLock, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

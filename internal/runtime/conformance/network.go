@@ -143,11 +143,11 @@ func (n *capNet) ProxyRefused(pid int, reason string) {
 
 // proxyCapScript opens 60 idle proxy connections from one shell and
 // counts those answered with a 503, reading again the ones that have not
-// answered until $1 have been refused or 30 s have passed (a loaded or
+// answered until $1 have been refused or 45 s have passed (a loaded or
 // emulated machine, such as the cgroup v2 test VM, answers late).
 const proxyCapScript = `n=0; r=0; fds=""
 for i in $(seq 60); do exec {fd}<>/dev/tcp/127.0.0.1/3128 || break; fds="$fds $fd"; n=$((n+1)); done
-end=$((SECONDS+30))
+end=$((SECONDS+45))
 while [ "$r" -lt "$1" ] && [ "$SECONDS" -lt "$end" ]; do
   left=""
   for fd in $fds; do
@@ -165,7 +165,7 @@ func testProxyConnCap(t *testing.T, f Factory) {
 	n := &capNet{}
 	sb := create(t, f, func(s *runtime.Spec) { s.Network = n; s.MaxProxyConns = capConns })
 	want := strconv.Itoa(60 - capConns)
-	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"bash", "-c", proxyCapScript, "bash", want}, Timeout: 50 * time.Second})
+	r := execWait(t, sb, runtime.ExecRequest{Argv: []string{"bash", "-c", proxyCapScript, "bash", want}, Timeout: 70 * time.Second})
 	var opened, refused int
 	if _, err := fmt.Sscanf(strings.TrimSpace(r.out), "opened=%d refused=%d", &opened, &refused); err != nil || opened != 60 {
 		t.Fatalf("the flood did not run: %q %q (%v)", r.out, r.err, err)

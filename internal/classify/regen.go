@@ -1,0 +1,95 @@
+package classify
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Regenerable output: what a build, a test run or a tool cache
+// produces, which the next build makes again. Deleting it (rm -rf
+// build/, make clean, find . -name '*.pyc' -delete) is a local write,
+// not a destruction of work. node_modules is not among them: putting it
+// back is a dependency install.
+
+var regenDirs = setOf(`build dist target out .next .nuxt .svelte-kit .turbo .parcel-cache .cache
+__pycache__ .pytest_cache .mypy_cache .ruff_cache .tox .nox htmlcov coverage .coverage .nyc_output
+.gradle .eslintcache .angular .docusaurus .vite storybook-static`)
+
+var regenExts = []string{".pyc", ".pyo", ".o", ".obj", ".class", ".tsbuildinfo", ".egg-info", ".test", ".prof"}
+
+var regenFiles = setOf(`coverage.out coverage.txt coverage.xml cover.out .coverage lcov.info junit.xml`)
+
+// regenerable reports whether the resolved path p is build output inside
+// the workspace (or scratch space).
+func regenerable(p string) bool {
+	if !inWorkspace(p) || p == DefaultCwd || strings.ContainsAny(p, "$`*?[") || strings.Contains(p, "…") {
+		return false
+	}
+	base := path.Base(p)
+	if regenFiles[base] {
+		return true
+	}
+	for _, e := range regenExts {
+		if strings.HasSuffix(base, e) {
+			return true
+		}
+	}
+	rel := strings.TrimPrefix(p, DefaultCwd+"/")
+	if strings.HasPrefix(rel, "node_modules/.cache") {
+		return true
+	}
+	for _, el := range strings.Split(rel, "/") {
+		if regenDirs[el] {
+			return true
+		}
+		if el == "node_modules" || el == ".git" {
+			return false
+		}
+	}
+	return false
+}
+
+// allRegenerable: every word names regenerable output.
+func (c *call) allRegenerable(ws []word) bool {
+	for _, w := range ws {
+		if !w.static || !regenerable(c.a.resolve(w)) {
+			return false
+		}
+	}
+	return len(ws) > 0
+}
+
+// findsRegenerable: find's -name patterns all select build output
+// (find . -name '*.pyc' -delete, find . -name __pycache__ -exec rm -rf).
+func findsRegenerable(args []word) bool {
+	n := 0
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i].s {
+		case "-name", "-iname":
+			n++
+			pat := strings.TrimPrefix(args[i+1].s, "*")
+			if !regenDirs[pat] && !regenFiles[pat] && !strings.HasSuffix(pat, ".pyc") && !strings.HasSuffix(pat, ".pyo") &&
+				!strings.HasSuffix(pat, ".o") && !strings.HasSuffix(pat, ".class") {
+				return false
+			}
+		case "-path", "-ipath", "-regex", "-iregex", "-wholename", "-o", "-or", "-not", "!":
+			return false
+		}
+	}
+	return n > 0
+}
+
+// truncates: a redirect that writes nothing (> file, : > file) empties
+// an existing file, work lost unless it is scratch or build output.
+func (a *analyzer) truncates(c *Command, op syntax.RedirOperator, p string) {
+	if op != syntax.RdrOut && op != syntax.RdrClob || len(c.Argv) > 0 && c.Argv[0] != ":" && c.Argv[0] != "true" {
+		return
+	}
+	if !path.IsAbs(p) || Scratch(p) || regenerable(p) || strings.HasSuffix(p, ".log") || strings.HasPrefix(p, "/dev/") {
+		return
+	}
+	c.Classes = addClass(c.Classes, Destructive)
+	c.Why = joinWhy(c.Why, "empties "+p)
+}
