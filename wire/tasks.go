@@ -150,8 +150,15 @@ type DependencyChange struct {
 	From []string `json:"from,omitempty"`
 	// To are the versions the workspace pins.
 	To []string `json:"to,omitempty"`
-	// Change is added, removed or changed.
+	// Change is added, removed, changed or rehashed (the same version
+	// with another hash in the lockfile: other content).
 	Change string `json:"change"`
+	// Integrity is, by version in To, the content hash the workspace's
+	// lockfile holds: npm, yarn and pnpm's integrity, yarn berry's
+	// checksum, go.sum's h1: hash, Cargo.lock's checksum, poetry, uv and
+	// Pipfile.lock's file hashes (several joined by a space). A version
+	// the lockfile holds no hash for is absent.
+	Integrity map[string]string `json:"integrity,omitempty"`
 }
 
 // Ignored is what a task's diff left out: files the repository does not

@@ -148,7 +148,7 @@ func diffOut(d *tasks.Diff) *wire.Diff {
 		w.Ignored = &wire.Ignored{Files: ig.Files, Bytes: ig.Bytes, Roots: ig.Roots}
 	}
 	w.Dependencies = mapAll(d.Dependencies, func(c tasks.DependencyChange) wire.DependencyChange {
-		return wire.DependencyChange{Manager: c.Manager, Lockfile: c.Lockfile, Name: c.Name, From: c.From, To: c.To, Change: c.Change}
+		return wire.DependencyChange{Manager: c.Manager, Lockfile: c.Lockfile, Name: c.Name, From: c.From, To: c.To, Change: c.Change, Integrity: c.Integrity}
 	})
 	w.UnreadableLockfiles = d.UnreadableLockfiles
 	return w

@@ -788,13 +788,16 @@ func depsQuestion(c *Contents, files []*fileInfo) question {
 	case len(d.Changes) > 0:
 		q.Verdict, q.Level = "yes", "warn"
 		added := 0
-		t := &table{Head: []string{"manager", "package", "from", "to", "change"}}
+		t := &table{Head: []string{"manager", "package", "from", "to", "change", "integrity"}}
 		for _, ch := range d.Changes {
 			if ch.Change == "added" {
 				added++
 			}
-			t.Rows = append(t.Rows, row{Class: oneOf(ch.Change, "added", "removed", "changed"), Cells: []cell{{S: ch.Manager}, {S: ch.Name, Class: "mono"},
-				{S: orDash(ch.From), Class: "mono"}, {S: orDash(ch.To), Class: "mono"}, {S: ch.Change}}})
+			t.Rows = append(t.Rows, row{Class: oneOf(ch.Change, "added", "removed", "changed", "rehashed"), Cells: []cell{{S: ch.Manager}, {S: ch.Name, Class: "mono"},
+				{S: orDash(ch.From), Class: "mono"}, {S: orDash(ch.To), Class: "mono"}, {S: ch.Change}, integrityCell(ch)}})
+			if ch.Change == "rehashed" {
+				q.Alerts = append(q.Alerts, fmt.Sprintf("%s %s keeps its version but its lockfile hash changed: other content under the same version.", ch.Name, ch.To))
+			}
 		}
 		q.Says = append(q.Says, fmt.Sprintf("%d dependency change(s), %d of them new packages.", len(d.Changes), added))
 		q.Table = t
@@ -822,6 +825,18 @@ func depsQuestion(c *Contents, files []*fileInfo) question {
 	}
 	scriptsAndWrites(&q, d)
 	return q
+}
+
+// integrityCell is ch's lockfile hash, or what its absence means: a new
+// version without one is downloaded unchecked.
+func integrityCell(ch DependencyChange) cell {
+	switch {
+	case ch.Integrity != "":
+		return cell{S: ch.Integrity, Class: "mono"}
+	case ch.Change == "removed":
+		return cell{S: "—"}
+	}
+	return cell{S: "none in the lockfile"}
 }
 
 // scriptsAndWrites adds to the dependencies question the install scripts

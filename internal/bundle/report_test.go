@@ -142,7 +142,8 @@ index 1c2d3e4..5f6a7b8 100644
 			{Time: at(200), ExecID: "e5", Host: "paste.example.net", Port: 443, Method: "POST", Decision: "deny", Rule: "default-deny", BytesOut: 0, BytesIn: 0},
 		},
 		Dependencies: Dependencies{
-			Changes:   []DependencyChange{{Manager: "go", Name: "golang.org/x/text", To: "v0.14.0", Change: "added"}},
+			Changes: []DependencyChange{{Manager: "go", Name: "golang.org/x/text", To: "v0.14.0", Change: "added", Integrity: "h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ="},
+				{Manager: "go", Name: "golang.org/x/sys", From: "v0.16.0", To: "v0.16.0", Change: "rehashed", Integrity: "h1:xWw16ngr6ZMtmxDyKyIgsE93KNKz5HKmMa3b8ALHidU="}},
 			Lockfiles: []string{"go.sum"},
 		},
 		Artifacts: []Artifact{

@@ -147,10 +147,14 @@ type DependencyChange struct {
 	Name    string `json:"name"`
 	From    string `json:"from,omitempty"`
 	To      string `json:"to,omitempty"`
-	Change  string `json:"change"` // added, removed, changed
+	Change  string `json:"change"` // added, removed, changed, rehashed
 	// Lockfile is the lockfile whose pins changed ("": read from a
 	// manifest in the patch).
 	Lockfile string `json:"lockfile,omitempty"`
+	// Integrity is the content hash the lockfile holds for To (for
+	// several versions, "version: hash" each, joined by "; "); "": the
+	// lockfile holds none.
+	Integrity string `json:"integrity,omitempty"`
 }
 
 // Dependencies is what the patch does to the project's dependencies.

@@ -2,8 +2,9 @@
 // evidence of what an install changed: npm (package-lock.json,
 // npm-shrinkwrap.json), yarn (v1 and berry), pnpm, Go (go.sum), Cargo,
 // Poetry, uv (Cargo.lock, poetry.lock, uv.lock), pip (requirements*.txt,
-// Pipfile.lock). It is pure: bytes in, packages out; a file it cannot read
-// is an error, never a guess.
+// Pipfile.lock), and (Integrity) the content hashes it holds for them.
+// It is pure: bytes in, packages out; a file it cannot read is an error,
+// never a guess.
 package lockfile
 
 import (
@@ -179,6 +180,9 @@ func parsePNPM(data []byte, p Packages) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue // pnpm writes a blank line between entries
+		}
 		if !strings.HasPrefix(line, " ") {
 			in = line == "packages:"
 			continue

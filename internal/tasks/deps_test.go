@@ -73,8 +73,47 @@ func TestBundleDependenciesAreTheLockfiles(t *testing.T) {
 		UnreadableLockfiles: []string{"Cargo.lock"}}
 	b := bundleDeps(d)
 	got := fmt.Sprintf("%+v %v %v", b.Changes, b.Lockfiles, b.Unreadable)
-	want := "[{Manager:npm Name:is-number From:6.0.0 To:7.0.0 Change:changed Lockfile:package-lock.json}] [package-lock.json Cargo.lock] [Cargo.lock]"
+	want := "[{Manager:npm Name:is-number From:6.0.0 To:7.0.0 Change:changed Lockfile:package-lock.json Integrity:}] [package-lock.json Cargo.lock] [Cargo.lock]"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// The diff carries each new version's lockfile hash, and a version
+// whose hash changed under it is a change of its own (issue 19:
+// evidence with integrity).
+func TestDiffDependenciesCarryIntegrity(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, nil)
+	repo := gitRepo(t, map[string]string{
+		"go.sum":    "github.com/google/uuid v1.5.0 h1:a=\ngithub.com/google/uuid v1.5.0/go.mod h1:b=\ngolang.org/x/text v0.14.0 h1:t=\n",
+		"yarn.lock": "# yarn lockfile v1\n\nms@^2.1.0:\n  version \"2.1.2\"\n  integrity sha512-old\n",
+	})
+	task, err := r.tk.Start(ctx, TaskRequest{Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.putP(t, task.SandboxID, "go.sum", "github.com/google/uuid v1.6.0 h1:c=\ngithub.com/google/uuid v1.6.0/go.mod h1:d=\ngolang.org/x/text v0.14.0 h1:T=\n")
+	r.putP(t, task.SandboxID, "yarn.lock", "# yarn lockfile v1\n\nms@^2.1.0:\n  version \"2.1.3\"\n  integrity sha512-new\n\nis-number@^7:\n  version \"7.0.0\"\n")
+	d, err := r.tk.Diff(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range d.Dependencies {
+		got = append(got, fmt.Sprintf("%s %s %s %v", c.Change, c.Name, c.To, c.Integrity))
+	}
+	want := "[changed github.com/google/uuid [v1.6.0] map[v1.6.0:h1:c=] rehashed golang.org/x/text [v0.14.0] map[v0.14.0:h1:T=] " +
+		"added is-number [7.0.0] map[] changed ms [2.1.3] map[2.1.3:sha512-new]]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("dependencies\n%v\nwant\n%v", got, want)
+	}
+	b := bundleDeps(d)
+	var hs []string
+	for _, c := range b.Changes {
+		hs = append(hs, c.Name+"="+c.Integrity)
+	}
+	if fmt.Sprint(hs) != "[github.com/google/uuid=h1:c= golang.org/x/text=h1:T= is-number= ms=sha512-new]" {
+		t.Errorf("bundle integrity %v", hs)
 	}
 }

@@ -185,7 +185,13 @@ func sandboxSnapshot(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.Fail(err)
 	}
+	var tty io.Writer
+	if isTerminalW(cli.Underlying(stderr)) {
+		tty = cli.Underlying(stderr)
+	}
+	shown := cli.Progress(tty, "snapshotting "+pos[0]+" as "+pos[1])
 	s, err := cl.SnapshotSandbox(context.Background(), pos[0], pos[1])
+	shown()
 	if err != nil {
 		return c.Fail(err)
 	}

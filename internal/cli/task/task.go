@@ -109,7 +109,9 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.Fail(err)
 	}
+	shown := cli.Progress(tty(stderr), "cloning "+req.Repo+" into a new sandbox")
 	t, err := cl.StartTask(context.Background(), req)
+	shown()
 	if err != nil {
 		return c.Fail(err)
 	}
@@ -171,6 +173,14 @@ func patchOut(stdout io.Writer) io.Writer {
 	return stdout
 }
 
+// tty is w when it is a terminal, for cli.Progress (nil otherwise).
+func tty(w io.Writer) io.Writer {
+	if f, ok := cli.Underlying(w).(*os.File); ok && isTerminal(f) {
+		return f
+	}
+	return nil
+}
+
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
@@ -188,7 +198,9 @@ func taskDiff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.Fail(err)
 	}
+	shown := cli.Progress(tty(stderr), "diffing the workspace against the base commit")
 	d, err := cl.DiffTask(context.Background(), id)
+	shown()
 	if err != nil {
 		return c.Fail(err)
 	}
@@ -231,7 +243,9 @@ func taskFinish(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.Fail(err)
 	}
+	shown := cli.Progress(tty(stderr), "finishing the task (tests, patch, bundle)")
 	r, err := cl.FinishTask(context.Background(), id, *keep)
+	shown()
 	if err != nil {
 		return c.Fail(err)
 	}
@@ -331,7 +345,10 @@ func taskExport(args []string, stdout, stderr io.Writer) int {
 		return c.Fail(err)
 	}
 	var buf bytes.Buffer
-	if _, err := cl.TaskBundle(context.Background(), pos[0], &buf); err != nil {
+	shown := cli.Progress(tty(stderr), "making the review bundle")
+	_, err = cl.TaskBundle(context.Background(), pos[0], &buf)
+	shown()
+	if err != nil {
 		return c.Fail(err)
 	}
 	if strings.HasSuffix(*out, ".tar.gz") || strings.HasSuffix(*out, ".tgz") {
