@@ -22,6 +22,7 @@
 package approvals
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -82,9 +83,12 @@ func New(cfg Config) *Approvals {
 // Name is the module's name.
 func (a *Approvals) Name() string { return "approvals" }
 
-// Attach takes the module's handle on the core.
+// Attach takes the module's handle on the core, and ends the approvals a
+// previous daemon left pending: no sandbox is live yet, so none of them
+// can ever run its command.
 func (a *Approvals) Attach(c *manager.Core) error {
 	a.c, a.st = c, c.Store()
+	a.endLeftovers(context.Background())
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -64,5 +66,43 @@ func TestApprovalsEndWithTheirSandbox(t *testing.T) {
 	}
 	if l, _ := r.a.List(operator, other, store.ApprovalPending); len(l) != 1 {
 		t.Errorf("the other sandbox's approval: %+v", l)
+	}
+}
+
+// A daemon that died left its approvals pending; the next one ends them
+// at its start (none of its sandboxes lives on to run the command),
+// recorded with why.
+func TestApprovalsLeftByADeadDaemonEnd(t *testing.T) {
+	ctx := context.Background()
+	cfg := managerConfig(t, "", nil, nil, New(Config{}))
+	m1, err := manager.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m1.Shutdown(context.Background()) })
+	sb, err := m1.Create(ctx, manager.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m1.Exec(agent, sb.ID, manager.ExecRequest{Argv: []string{"sh", "-c", "rm -rf x"}, NoWait: true}, nil, nil, nil); !errors.Is(err, errdefs.ErrPending) {
+		t.Fatalf("not held: %v", err)
+	}
+	// m1 is not shut down: its daemon died. The next one starts on the
+	// same store and log.
+	next := New(Config{})
+	cfg2 := cfg
+	cfg2.Backend, cfg2.Modules = fakert.New(t.TempDir()), []manager.Module{next}
+	m2, err := manager.New(ctx, cfg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m2.Shutdown(context.Background()) })
+	list, err := next.List(operator, sb.ID, "")
+	if err != nil || len(list) != 1 || list[0].State != store.ApprovalExpired || !strings.Contains(list[0].Reason, "lost with the previous daemon") {
+		t.Fatalf("the left approval: %+v %v", list, err)
+	}
+	evs, err := cfg.Audit.Query(ctx, store.AuditFilter{SandboxID: sb.ID, Kind: "approval.expire"})
+	if err != nil || len(evs) != 1 {
+		t.Errorf("approval.expire events: %d %v", len(evs), err)
 	}
 }
