@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -63,7 +65,7 @@ func TestSecrets(t *testing.T) {
 	if len(list.Secrets) != 1 || list.Secrets[0].Name != "DEPLOY_TOKEN" {
 		t.Fatalf("list: %+v", list)
 	}
-	var a, b manager.Sandbox
+	var a, b sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", "", &a)
 	d.do("POST", "/v1/sandboxes", "", &b)
 	// Before a grant, no command of the sandbox has it.
@@ -87,7 +89,7 @@ func TestSecrets(t *testing.T) {
 	if _, out, _ := d.sh(b.ID, `echo "[$DEPLOY_TOKEN]"; cat /proc/1/environ 2>/dev/null | tr '\0' '\n' | grep -c DEPLOY || true`, nil); !strings.HasPrefix(out, "[]\n") {
 		t.Fatalf("other sandbox: %q", out)
 	}
-	var execs struct{ Execs []manager.Exec }
+	var execs struct{ Execs []sandbox.Exec }
 	d.do("GET", "/v1/sandboxes/"+a.ID+"/execs", nil, &execs)
 	last := execs.Execs[len(execs.Execs)-1]
 	resp, err := d.client.Get("http://airlock/v1/sandboxes/" + a.ID + "/execs/" + last.ID + "/output?stream=stdout")
@@ -143,7 +145,7 @@ func TestSecrets(t *testing.T) {
 func TestSecretBadInput(t *testing.T) {
 	d, _, _ := secretDaemon(t)
 	d.do("PUT", "/v1/secrets/OK", map[string]string{"value": "v"}, nil)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", "", &sb)
 	for _, c := range []struct {
 		method, path string

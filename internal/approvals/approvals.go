@@ -30,13 +30,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
 // Bounds of the approval path (the wait a caller may ask for is bounded
-// by the core's manager.MaxApprovalWait).
+// by the core's sandbox.MaxApprovalWait).
 const (
 	// DefaultWait is how long an exec waits for a human when the caller
 	// does not say.
@@ -52,7 +54,7 @@ const (
 // Config configures the module.
 type Config struct {
 	// Wait is how long a held exec waits for a human by default (0:
-	// DefaultWait; at most manager.MaxApprovalWait).
+	// DefaultWait; at most sandbox.MaxApprovalWait).
 	Wait time.Duration
 }
 
@@ -77,7 +79,7 @@ func New(cfg Config) *Approvals {
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultWait
 	}
-	return &Approvals{wait: min(cfg.Wait, manager.MaxApprovalWait), waiters: map[string]chan string{}}
+	return &Approvals{wait: min(cfg.Wait, sandbox.MaxApprovalWait), waiters: map[string]chan string{}}
 }
 
 // Name is the module's name.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -138,13 +140,13 @@ func TestExpired(t *testing.T) {
 	if ev := r.events(t, "approval.expire"); len(ev) != 1 || ev[0].Actor != "airlock" {
 		t.Fatalf("expiry events: %+v", ev)
 	}
-	// Not waited for: open for manager.MaxApprovalWait, then expired.
+	// Not waited for: open for sandbox.MaxApprovalWait, then expired.
 	_, pe, _ = r.sh(t, id, "rm -rf w", -1)
 	ap, _ = r.a.Get(operator, pe.Approval)
-	if ap.Deadline.Sub(ap.Created) != manager.MaxApprovalWait {
+	if ap.Deadline.Sub(ap.Created) != sandbox.MaxApprovalWait {
 		t.Fatalf("a no-wait approval's deadline: %+v", ap)
 	}
-	r.clk.advance(manager.MaxApprovalWait)
+	r.clk.advance(sandbox.MaxApprovalWait)
 	if l, err := r.a.List(operator, id, store.ApprovalExpired); err != nil || len(l) != 2 {
 		t.Fatalf("expired: %+v %v", l, err)
 	}
@@ -291,7 +293,7 @@ func TestNotAttached(t *testing.T) {
 			t.Errorf("call %d: %v", i+1, err)
 		}
 	}
-	if a.Name() != "approvals" || a.wait != DefaultWait || New(Config{Wait: 2 * time.Hour}).wait != manager.MaxApprovalWait {
+	if a.Name() != "approvals" || a.wait != DefaultWait || New(Config{Wait: 2 * time.Hour}).wait != sandbox.MaxApprovalWait {
 		t.Errorf("defaults: %q %s", a.Name(), a.wait)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -62,7 +64,7 @@ func promptOf(x manager.HeldExec) *Prompt {
 // Hold records a pending approval for x and waits (bounded) for a human
 // (manager.Holder). It returns the approval's id once a human approved
 // (the core then decides again); a denial or an expiry is recorded as
-// the exec's refusal and returned as a *manager.PolicyError.
+// the exec's refusal and returned as a *sandbox.PolicyError.
 func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error) {
 	if err := a.attached(); err != nil {
 		return "", err
@@ -71,8 +73,8 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 	if wait == 0 {
 		wait = a.wait
 	}
-	if wait > manager.MaxApprovalWait || x.NoWait {
-		wait = manager.MaxApprovalWait
+	if wait > sandbox.MaxApprovalWait || x.NoWait {
+		wait = sandbox.MaxApprovalWait
 	}
 	d := x.Decision
 	now := a.c.Now()
@@ -96,7 +98,7 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 	}
 	a.c.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, x.SandboxID, red.String(ap.Line), red.String(d.Reason))
 	if x.NoWait {
-		return "", manager.NewPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
+		return "", sandbox.NewPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
 	}
 	state, err := a.await(ctx, x, ap, wait, ch)
 	if err != nil {
@@ -109,12 +111,12 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 	if state == store.ApprovalExpired { // ended by airlock (its sandbox stopped)
 		msg := fmt.Sprintf("approval %s ended: %s", ap.ID, cur.Reason)
 		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
-		return "", manager.NewPolicyError("approval_timeout", msg, d, ap.ID)
+		return "", sandbox.NewPolicyError("approval_timeout", msg, d, ap.ID)
 	}
 	if state != store.ApprovalApproved {
 		msg := fmt.Sprintf("approval %s was denied by %s: %s", ap.ID, cur.DecidedBy, cur.Reason)
 		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
-		return "", manager.NewPolicyError("approval_denied", msg, d, ap.ID)
+		return "", sandbox.NewPolicyError("approval_denied", msg, d, ap.ID)
 	}
 	return ap.ID, nil
 }
@@ -144,5 +146,5 @@ func (a *Approvals) await(ctx context.Context, x manager.HeldExec, ap *store.App
 		Payload: map[string]any{"approval": ap.ID, "waited": wait.String()}})
 	msg := fmt.Sprintf("approval %s was not given within %s: %s", ap.ID, wait, x.Decision.Reason)
 	a.c.RecordRefusal(ctx, x.ExecCall, x.Decision, msg)
-	return "", manager.NewPolicyError("approval_timeout", msg, x.Decision, ap.ID)
+	return "", sandbox.NewPolicyError("approval_timeout", msg, x.Decision, ap.ID)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -59,7 +61,7 @@ func newRig(t *testing.T) (*manager.Manager, *Explain, *lifter) {
 func TestExplain(t *testing.T) {
 	ctx := context.Background()
 	m, e, l := newRig(t)
-	sb, err := m.Create(ctx, manager.CreateRequest{Policy: &policy.Layer{Rules: []policy.Rule{{ID: "no-ls", Command: "ls *", Action: policy.Deny}}}})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{Policy: &policy.Layer{Rules: []policy.Rule{{ID: "no-ls", Command: "ls *", Action: policy.Deny}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

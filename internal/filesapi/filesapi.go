@@ -10,6 +10,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -74,8 +76,8 @@ func (f *policedFiles) check(ctx context.Context, op, p string, write bool) erro
 // asked: the task's files are being read for its result.
 func (f *policedFiles) decide(ctx context.Context, op, p string, write, record bool) (string, error) {
 	if write {
-		if s, _ := f.c.State(ctx, f.id); s == manager.Finishing {
-			return "", manager.FinishingError(f.taskID)
+		if s, _ := f.c.State(ctx, f.id); s == sandbox.Finishing {
+			return "", sandbox.FinishingError(f.taskID)
 		}
 	}
 	cmd := policy.Command{Argv: []string{"files:" + op, p}, Classes: []policy.Class{policy.Read}, Why: "file API " + op}
@@ -96,12 +98,12 @@ func (f *policedFiles) decide(ctx context.Context, op, p string, write, record b
 		}
 		return d.BreakGlass, nil
 	}
-	_ = f.record(ctx, "file.refused", map[string]any{"op": op, "path": p, "decision": manager.DecisionPayload(d)})
+	_ = f.record(ctx, "file.refused", map[string]any{"op": op, "path": p, "decision": sandbox.DecisionPayload(d)})
 	msg := d.Reason
 	if d.Action == policy.Ask {
 		msg += " (file operations are not held for approval: run the change as a command)"
 	}
-	return "", manager.NewPolicyError("policy_denied", msg, d, "")
+	return "", sandbox.NewPolicyError("policy_denied", msg, d, "")
 }
 
 // record appends one event of this sandbox (record before act: an

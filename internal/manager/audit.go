@@ -5,25 +5,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 )
-
-// Redactor hides secrets before anything is stored or shown
-// (internal/redact). It learns the values of secret-named variables
-// given to sandboxes and commands.
-type Redactor interface {
-	Add(secrets ...string)
-	Redact(b []byte) ([]byte, bool)
-	// Find locates what Redact would replace.
-	Find(b []byte) []redact.Finding
-	String(s string) string
-	JSON(doc []byte) []byte
-	// LongestMatch is the most bytes one finding of a known value covers.
-	LongestMatch() int
-}
 
 // nopRedactor is used when none is configured (tests of other things).
 type nopRedactor struct{}
@@ -35,13 +23,6 @@ func (nopRedactor) String(s string) string         { return s }
 func (nopRedactor) JSON(b []byte) []byte           { return b }
 func (nopRedactor) LongestMatch() int              { return 0 }
 
-// MaxLearned is how many secret-named variables one request may bring,
-// and MaxLearnedLen how long a value the redactor learns from one.
-const (
-	MaxLearned    = 64
-	MaxLearnedLen = 16 << 10
-)
-
 // learnSecrets teaches the redactor the values of secret-named variables,
 // in one batch (the redactor's index is rebuilt once per batch: one call
 // per value made a request of thousands cost minutes of CPU). A longer
@@ -51,12 +32,12 @@ func (m *Manager) learnSecrets(env []string) error {
 	var vals []string
 	for _, kv := range env {
 		name, val, ok := strings.Cut(kv, "=")
-		if ok && policy.SecretName(name) && len(val) <= MaxLearnedLen {
+		if ok && policy.SecretName(name) && len(val) <= sandbox.MaxLearnedLen {
 			vals = append(vals, val)
 		}
 	}
-	if len(vals) > MaxLearned {
-		return fmt.Errorf("%d secret-named variables: at most %d per request (grant secrets with airlock secret instead): %w", len(vals), MaxLearned, errdefs.ErrInvalid)
+	if len(vals) > sandbox.MaxLearned {
+		return fmt.Errorf("%d secret-named variables: at most %d per request (grant secrets with airlock secret instead): %w", len(vals), sandbox.MaxLearned, errdefs.ErrInvalid)
 	}
 	if len(vals) > 0 {
 		m.cfg.Redactor.Add(vals...)
@@ -71,7 +52,7 @@ func (m *Manager) record(ctx context.Context, e audit.Entry) error {
 		return nil
 	}
 	if e.Actor == "" {
-		e.Actor = actorOf(ctx)
+		e.Actor = sandbox.ActorOf(ctx)
 	}
 	return m.recordAs(ctx, e, false)
 }
@@ -90,7 +71,7 @@ func (m *Manager) recordAsync(ctx context.Context, e audit.Entry) {
 		return
 	}
 	if e.Actor == "" {
-		e.Actor = actorOf(ctx)
+		e.Actor = sandbox.ActorOf(ctx)
 	}
 	// An event after its act (bestEffort's rule), logged as every failed
 	// audit write is.
@@ -136,36 +117,4 @@ func (m *Manager) taskOf(id string) string {
 		return ls.taskID
 	}
 	return ""
-}
-
-// DecisionPayload is a decision as the audit record shows it (the
-// rules that decided, the grant or break-glass, what was analysed).
-func DecisionPayload(d *policy.Decision) map[string]any {
-	if d == nil {
-		return nil
-	}
-	p := map[string]any{"action": d.Action, "reason": d.Reason, "policy": d.Policy, "classes": d.Analysis.Classes}
-	var rules []string
-	for _, mt := range d.Matches {
-		if mt.Action == d.Action || d.Grant != nil || d.BreakGlass != "" {
-			rules = appendUniq(rules, mt.Rule)
-		}
-	}
-	p["rules"] = rules
-	if len(d.Grant) > 0 {
-		p["grant"] = d.Grant
-	}
-	if d.BreakGlass != "" {
-		p["break_glass"] = d.BreakGlass
-	}
-	if len(d.Analysis.Writes) > 0 {
-		p["writes"] = d.Analysis.Writes
-	}
-	if len(d.Analysis.Hosts) > 0 {
-		p["hosts"] = d.Analysis.Hosts
-	}
-	if len(d.Analysis.Secrets) > 0 {
-		p["secrets"] = d.Analysis.Secrets
-	}
-	return p
 }

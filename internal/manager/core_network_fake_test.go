@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -106,7 +108,7 @@ func TestCoreNetworkModule(t *testing.T) {
 	if !c.HasEgress() {
 		t.Fatal("HasEgress with a network module: false")
 	}
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +116,14 @@ func TestCoreNetworkModule(t *testing.T) {
 		t.Errorf("calls at create: %q", got)
 	}
 	var out bytes.Buffer
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo $HTTPS_PROXY"}}, nil, &out, nil); err != nil || out.String() != "http://127.0.0.1:3128\n" {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo $HTTPS_PROXY"}}, nil, &out, nil); err != nil || out.String() != "http://127.0.0.1:3128\n" {
 		t.Errorf("the proxy env in a command: %q %v", out.String(), err)
 	}
 	if got, err := m.Get(ctx, sb.ID); err != nil || got.Egress == nil {
 		t.Errorf("a live sandbox's egress usage: %+v %v", got, err)
 	}
 	var pid int
-	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}, Background: true}, func(_ string, p int) { pid = p }, nil, nil)
+	execID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sleep", "30"}, Background: true}, func(_ string, p int) { pid = p }, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestCoreNetworkModule(t *testing.T) {
 	if err := m.Running(sb.ID, execID).Signal(ctx, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	other, err := m.Create(ctx, CreateRequest{})
+	other, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +156,11 @@ func TestCoreNetworkModule(t *testing.T) {
 		t.Errorf("calls %q: the destroyed sandbox was not removed", n.seen())
 	}
 	n.set(true)
-	if _, err := m.Create(ctx, CreateRequest{}); err == nil || !strings.Contains(err.Error(), "egress policy") {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{}); err == nil || !strings.Contains(err.Error(), "egress policy") {
 		t.Errorf("create whose egress policy fails: %v", err)
 	}
 	failed, err := m.List(ctx, "stopped")
-	if err != nil || len(failed) != 2 || failed[0].StopReason != StopFailed {
+	if err != nil || len(failed) != 2 || failed[0].StopReason != sandbox.StopFailed {
 		t.Fatalf("stopped sandboxes %+v %v, want the newest failed", failed, err)
 	}
 	if !slices.Contains(n.seen(), "remove "+failed[0].ID) {

@@ -15,23 +15,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lost"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
-)
-
-// Stop reasons recorded for a sandbox.
-const (
-	StopDestroyed = "destroyed"
-	StopExpired   = "expired"
-	StopLost      = lost.Reason // the daemon that owned it went away (internal/lost)
-	StopFailed    = "failed"    // its init died on its own
-	StopShutdown  = "daemon-stopped"
 )
 
 // DefaultStoredOutput caps what is kept of each stream of each exec.
@@ -68,7 +60,7 @@ type Config struct {
 	// (0: DefaultAuditRetry).
 	AuditRetry time.Duration
 	// Redactor hides secrets in stored output and records (nil: none).
-	Redactor Redactor
+	Redactor sandbox.Redactor
 	Logf     func(format string, args ...any)
 	// Modules are the features attached to the core, in the order their
 	// hooks run (see Module).
@@ -118,7 +110,7 @@ func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
 // live is the record of a sandbox while it lives (in Manager.live).
 type live struct {
 	// state is where it is in its life; changed only by transition (m.mu).
-	state State
+	state sandbox.State
 	sb    runtime.Sandbox
 	cost  runtime.HostCost // reserved of Caps.Host while it lives
 	rec   *store.Sandbox
@@ -127,7 +119,7 @@ type live struct {
 	seed  string       // snapshot seed restored at create (and reset)
 	// base is the template it started from: spec's binds less the
 	// network's (a snapshot must not keep this sandbox's trust bundle).
-	base Base
+	base sandbox.Base
 	// pol is the sandbox's effective policy; taskID its task, if any;
 	// scope the write scope applied inside it (again after a reset).
 	pol    *policy.Policy
@@ -165,34 +157,11 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err := m.attach(); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	if err := lost.End(WithActor(ctx, "airlock"), cfg.Store, m.record, cfg.Logf); err != nil {
+	if err := lost.End(sandbox.WithActor(ctx, "airlock"), cfg.Store, m.record, cfg.Logf); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
 	m.startAuditRetry()
 	return m, nil
-}
-
-// Sandbox is a sandbox as the API shows it.
-type Sandbox struct {
-	ID              string            `json:"id"`
-	State           string            `json:"state"`
-	Backend         string            `json:"backend"`
-	Template        string            `json:"template"`
-	TemplateVersion string            `json:"template_version"`
-	Labels          map[string]string `json:"labels,omitempty"`
-	Limits          runtime.Limits    `json:"limits"`
-	Isolation       runtime.Isolation `json:"isolation"`
-	Created         time.Time         `json:"created"`
-	Expires         *time.Time        `json:"expires,omitempty"`
-	Stopped         *time.Time        `json:"stopped,omitempty"`
-	StopReason      string            `json:"stop_reason,omitempty"`
-	// Policy is the version of the sandbox's effective policy, and the
-	// layers that made it.
-	Policy        string   `json:"policy,omitempty"`
-	PolicySources []string `json:"policy_sources,omitempty"`
-	// Egress is what a running sandbox's egress has recorded against its
-	// audit budget, and the cut if it used it up (GET of one sandbox).
-	Egress *egress.Usage `json:"egress,omitempty"`
 }
 
 // specRecord is what the store keeps of a sandbox's spec.
@@ -202,8 +171,8 @@ type specRecord struct {
 	Policy   *policy.Policy `json:"policy,omitempty"`
 }
 
-func view(rec *store.Sandbox) *Sandbox {
-	v := &Sandbox{
+func view(rec *store.Sandbox) *sandbox.Sandbox {
+	v := &sandbox.Sandbox{
 		ID: rec.ID, State: rec.State, Backend: rec.Backend, Template: rec.Template, TemplateVersion: rec.TemplateVersion,
 		Labels: rec.Labels, Created: rec.Created, Expires: rec.Expires, Stopped: rec.Stopped, StopReason: rec.StopReason,
 	}
@@ -219,7 +188,7 @@ func view(rec *store.Sandbox) *Sandbox {
 }
 
 // Get returns a sandbox's record.
-func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
+func (m *Manager) Get(ctx context.Context, id string) (*sandbox.Sandbox, error) {
 	rec, err := m.cfg.Store.GetSandbox(ctx, id)
 	if err != nil {
 		return nil, err
@@ -233,7 +202,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 }
 
 // List returns sandboxes, newest first; state "" means all.
-func (m *Manager) List(ctx context.Context, state string) ([]*Sandbox, error) {
+func (m *Manager) List(ctx context.Context, state string) ([]*sandbox.Sandbox, error) {
 	if state != "" && state != "running" && state != "paused" && state != "stopped" {
 		return nil, fmt.Errorf("state %q: use running, paused or stopped: %w", state, errdefs.ErrInvalid)
 	}
@@ -241,7 +210,7 @@ func (m *Manager) List(ctx context.Context, state string) ([]*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Sandbox, 0, len(recs))
+	out := make([]*sandbox.Sandbox, 0, len(recs))
 	for _, r := range recs {
 		v, err := m.shownSandbox(r)
 		if err != nil {
@@ -259,13 +228,13 @@ func (m *Manager) runtimeSandbox(ctx context.Context, id string) (runtime.Sandbo
 	m.mu.Lock()
 	ls, ok := m.live[id]
 	var sb runtime.Sandbox
-	var state State
+	var state sandbox.State
 	if ok {
 		sb, state = ls.sb, ls.state
 	}
 	m.mu.Unlock()
-	if ok && state != Running && state != Finishing {
-		return nil, fmt.Errorf("sandbox %s is %s: %w", id, stateWhy(state, Running), errdefs.ErrConflict)
+	if ok && state != sandbox.Running && state != sandbox.Finishing {
+		return nil, fmt.Errorf("sandbox %s is %s: %w", id, stateWhy(state, sandbox.Running), errdefs.ErrConflict)
 	}
 	if ok {
 		return sb, nil

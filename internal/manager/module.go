@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -69,9 +71,9 @@ type StopHook interface {
 type TemplateSource interface {
 	// Template returns the base of the template name, or an error (one
 	// wrapping ErrNotFound when it has none of that name).
-	Template(name string) (*Base, error)
+	Template(name string) (*sandbox.Base, error)
 	// Templates lists its templates, for Manager.Templates.
-	Templates(ctx context.Context) ([]*TemplateInfo, error)
+	Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error)
 }
 
 // SandboxRef names a live sandbox to a hook.
@@ -114,8 +116,8 @@ type ExecDone struct {
 // StopEvent is a sandbox stopping, as StopHooks see it.
 type StopEvent struct {
 	SandboxID, TaskID string
-	Reason            string // StopDestroyed, StopExpired, ...
-	Prev              State  // its state before it stopped
+	Reason            string        // StopDestroyed, StopExpired, ...
+	Prev              sandbox.State // its state before it stopped
 	Sandbox           runtime.Sandbox
 }
 
@@ -127,7 +129,7 @@ type Core struct{ m *Manager }
 func (c *Core) Store() *store.Store { return c.m.cfg.Store }
 
 // Redactor hides secrets in what is stored and shown.
-func (c *Core) Redactor() Redactor { return c.m.cfg.Redactor }
+func (c *Core) Redactor() sandbox.Redactor { return c.m.cfg.Redactor }
 
 // Logf logs for the daemon's operator.
 func (c *Core) Logf(format string, args ...any) { c.m.cfg.Logf(format, args...) }
@@ -138,10 +140,10 @@ func (c *Core) Record(ctx context.Context, e audit.Entry) error { return c.m.rec
 
 // State is a sandbox's state; a sandbox that is not live is Stopped (or
 // unknown: ErrNotFound).
-func (c *Core) State(ctx context.Context, id string) (State, error) {
+func (c *Core) State(ctx context.Context, id string) (sandbox.State, error) {
 	c.m.mu.Lock()
 	ls, ok := c.m.live[id]
-	var s State
+	var s sandbox.State
 	if ok {
 		s = ls.state
 	}
@@ -150,13 +152,15 @@ func (c *Core) State(ctx context.Context, id string) (State, error) {
 		return s, nil
 	}
 	if _, err := c.m.cfg.Store.GetSandbox(ctx, id); err != nil {
-		return Stopped, err
+		return sandbox.Stopped, err
 	}
-	return Stopped, nil
+	return sandbox.Stopped, nil
 }
 
 // Sandbox is a sandbox as the API shows it.
-func (c *Core) Sandbox(ctx context.Context, id string) (*Sandbox, error) { return c.m.Get(ctx, id) }
+func (c *Core) Sandbox(ctx context.Context, id string) (*sandbox.Sandbox, error) {
+	return c.m.Get(ctx, id)
+}
 
 // Runtime is the backend's sandbox while it may be used (running, or
 // finishing); else an ErrConflict saying why.
@@ -171,10 +175,10 @@ func (c *Core) Files(ctx context.Context, id string) (runtime.Files, error) {
 
 // LiveInfo is a live sandbox as a module sees it.
 type LiveInfo struct {
-	State  State
-	TaskID string   // "": not a task's
-	Base   Base     // what it started from (template root, binds, seed)
-	View   *Sandbox // as the API shows it (no egress usage)
+	State  sandbox.State
+	TaskID string           // "": not a task's
+	Base   sandbox.Base     // what it started from (template root, binds, seed)
+	View   *sandbox.Sandbox // as the API shows it (no egress usage)
 	// Policy is its effective policy, as made at create (not changed
 	// while it lives; not to be modified).
 	Policy *policy.Policy
@@ -195,7 +199,7 @@ func (c *Core) Live(id string) (*LiveInfo, bool) {
 
 // Exec runs a command through the whole exec pipeline, hooks included:
 // a module calling it from its own ExecHook must not recurse forever.
-func (c *Core) Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
+func (c *Core) Exec(ctx context.Context, id string, req sandbox.ExecRequest, stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
 	return c.m.Exec(ctx, id, req, nil, stdout, stderr)
 }
 
@@ -262,12 +266,11 @@ func (m *Manager) attach() error {
 // CreateForTask is Create for the sandbox of task taskID (not "" ): its
 // policy's source says task, its events and execs name the task, and it
 // may run ExecTaskTest. Only a module reaches it: no request sets it.
-func (c *Core) CreateForTask(ctx context.Context, req CreateRequest, taskID string) (*Sandbox, error) {
+func (c *Core) CreateForTask(ctx context.Context, req sandbox.CreateRequest, taskID string) (*sandbox.Sandbox, error) {
 	if taskID == "" {
 		return nil, fmt.Errorf("a task's sandbox needs its task: %w", errdefs.ErrInvalid)
 	}
-	req.taskID = taskID
-	return c.m.Create(ctx, req)
+	return c.m.create(ctx, req, taskID)
 }
 
 // ExecTaskTest runs req as the task's own test command in the task's
@@ -276,7 +279,7 @@ func (c *Core) CreateForTask(ctx context.Context, req CreateRequest, taskID stri
 // sandbox must be live and taskID's (ErrConflict otherwise). The caller
 // (the tasks module) runs only the test command its task was started
 // with; nothing an agent sends reaches this.
-func (c *Core) ExecTaskTest(ctx context.Context, id, taskID string, req ExecRequest, started func(string, int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
+func (c *Core) ExecTaskTest(ctx context.Context, id, taskID string, req sandbox.ExecRequest, started func(string, int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
 	c.m.mu.Lock()
 	ls := c.m.live[id]
 	c.m.mu.Unlock()
@@ -290,8 +293,7 @@ func (c *Core) ExecTaskTest(ctx context.Context, id, taskID string, req ExecRequ
 	if taskID == "" || ls.taskID != taskID {
 		return "", nil, fmt.Errorf("sandbox %s is not task %s's: %w", id, taskID, errdefs.ErrConflict)
 	}
-	req.taskTest = true
-	return c.m.Exec(ctx, id, req, started, stdout, stderr)
+	return c.m.exec(ctx, id, req, true, started, stdout, stderr)
 }
 
 // RestrictWrites confines writes in the live sandbox id to scope (path
@@ -325,13 +327,13 @@ func (c *Core) BeginFinishing(id string) (end func(), err error) {
 	if ls == nil {
 		return func() {}, nil
 	}
-	if err := ls.transition(Finishing); err != nil {
+	if err := ls.transition(sandbox.Finishing); err != nil {
 		return nil, err
 	}
 	return func() {
 		c.m.mu.Lock()
-		if ls.state == Finishing {
-			_ = ls.transition(Running)
+		if ls.state == sandbox.Finishing {
+			_ = ls.transition(sandbox.Running)
 		}
 		c.m.mu.Unlock()
 	}, nil
@@ -346,11 +348,13 @@ func (c *Core) Destroy(ctx context.Context, id string) error { return c.m.Destro
 
 // Execs lists a sandbox's exec records, oldest first, as the API shows
 // them (redacted again: a secret learned since is hidden too).
-func (c *Core) Execs(ctx context.Context, id string) ([]*Exec, error) { return c.m.execs(ctx, id) }
+func (c *Core) Execs(ctx context.Context, id string) ([]*sandbox.Exec, error) {
+	return c.m.execs(ctx, id)
+}
 
 // ExecRecord is exec execID of sandbox id as the API shows it (not
 // found: unknown, or another sandbox's).
-func (c *Core) ExecRecord(ctx context.Context, id, execID string) (*Exec, error) {
+func (c *Core) ExecRecord(ctx context.Context, id, execID string) (*sandbox.Exec, error) {
 	e, err := c.m.getExec(ctx, id, execID)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 )
@@ -61,7 +63,7 @@ type HeldExec struct {
 // exec.refused: what the core does with a denial, for a module that
 // refuses one.
 func (c *Core) RecordRefusal(ctx context.Context, x ExecCall, d *policy.Decision, msg string) {
-	c.m.recordRefusal(ctx, x.SandboxID, ExecRequest{Argv: x.Argv, Env: x.Env}, x.Cwd, d, msg)
+	c.m.recordRefusal(ctx, x.SandboxID, sandbox.ExecRequest{Argv: x.Argv, Env: x.Env}, x.Cwd, d, msg)
 }
 
 // Lift lets the PolicyLift modules relax d for sandbox id, in module
@@ -74,7 +76,7 @@ func (c *Core) Lift(ctx context.Context, id string, d *policy.Decision) error {
 
 // IsApprover says whether the caller of ctx may decide approvals
 // (AsApprover); others see held commands redacted.
-func (c *Core) IsApprover(ctx context.Context) bool { return isApprover(ctx) }
+func (c *Core) IsApprover(ctx context.Context) bool { return sandbox.IsApprover(ctx) }
 
 // attachApprovals takes mod's PolicyLift and Holder abilities.
 func (m *Manager) attachApprovals(name string, mod Module) error {
@@ -105,11 +107,11 @@ func (m *Manager) lift(ctx context.Context, id string, d *policy.Decision) error
 // ask is what becomes of a command the policy holds for a human: the
 // Holder's wait, then the policy's decision again; without a Holder, a
 // denial that says why.
-func (m *Manager) ask(ctx context.Context, id string, ls *live, req ExecRequest, cwd string, d *policy.Decision) (*policy.Decision, error) {
+func (m *Manager) ask(ctx context.Context, id string, ls *live, req sandbox.ExecRequest, cwd string, d *policy.Decision) (*policy.Decision, error) {
 	if m.holder == nil {
 		msg := d.Reason + " (held for approval, but this daemon has no approvals: nothing can approve it)"
 		m.recordRefusal(ctx, id, req, cwd, d, msg)
-		return nil, NewPolicyError("policy_denied", msg, d, "")
+		return nil, sandbox.NewPolicyError("policy_denied", msg, d, "")
 	}
 	x := HeldExec{ExecCall: ExecCall{SandboxID: id, TaskID: ls.taskID, Argv: slices.Clone(req.Argv), Cwd: cwd, Env: slices.Clone(req.Env)},
 		Decision: d, Wait: req.ApprovalWait, NoWait: req.NoWait}
@@ -126,7 +128,7 @@ func (m *Manager) ask(ctx context.Context, id string, ls *live, req ExecRequest,
 	if again.Action != policy.Allow {
 		msg := fmt.Sprintf("approval %s was given but does not cover the command: %s", apID, again.Reason)
 		m.recordRefusal(ctx, id, req, cwd, again, msg)
-		return nil, NewPolicyError("approval_denied", msg, again, apID)
+		return nil, sandbox.NewPolicyError("approval_denied", msg, again, apID)
 	}
 	return again, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -17,13 +19,13 @@ import (
 func TestAskWithoutApprovalsIsDenied(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, noWait := range []bool{false, true} {
-		_, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "touch ran; rm -rf x"}, NoWait: noWait}, nil, nil, nil)
-		var pe *PolicyError
+		_, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "touch ran; rm -rf x"}, NoWait: noWait}, nil, nil, nil)
+		var pe *sandbox.PolicyError
 		if !errors.As(err, &pe) || !errors.Is(err, errdefs.ErrDenied) || pe.Code != "policy_denied" || pe.Approval != "" ||
 			!strings.Contains(pe.Message, "no approvals") || len(pe.Rules) == 0 {
 			t.Fatalf("an ask without approvals (no wait %v): %v %+v", noWait, err, pe)
@@ -78,13 +80,13 @@ func TestHolderApprovalMustCover(t *testing.T) {
 		return nil
 	}}
 	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{h} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := ExecRequest{Argv: []string{"sh", "-c", "rm -rf x"}, Env: []string{"A=1"}, Cwd: "/workspace"}
+	req := sandbox.ExecRequest{Argv: []string{"sh", "-c", "rm -rf x"}, Env: []string{"A=1"}, Cwd: "/workspace"}
 	_, _, err = m.Exec(ctx, sb.ID, req, nil, nil, nil)
-	var pe *PolicyError
+	var pe *sandbox.PolicyError
 	if !errors.As(err, &pe) || pe.Code != "approval_denied" || pe.Approval != "ap-yes" || !strings.Contains(pe.Message, "does not cover") {
 		t.Fatalf("an approval that covers nothing: %v", err)
 	}
@@ -97,7 +99,7 @@ func TestHolderApprovalMustCover(t *testing.T) {
 	}
 	// A lift that fails fails the exec and the check closed.
 	h.lift = func(*policy.Decision) error { return errors.New("store down") }
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "store down") {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "store down") {
 		t.Fatalf("a failing lift: %v", err)
 	}
 	if err := (&Core{m: m}).Lift(ctx, sb.ID, &policy.Decision{Action: policy.Ask}); err == nil || !strings.Contains(err.Error(), "store down") {
@@ -110,14 +112,14 @@ func TestCoreRecordRefusal(t *testing.T) {
 	ctx := context.Background()
 	var core *Core
 	m, log := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{&coreTaker{&core}} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	core.RecordRefusal(ctx, ExecCall{SandboxID: sb.ID, Argv: []string{"x"}, Cwd: "/workspace"}, &policy.Decision{Action: policy.Deny, Analysis: policy.AnalyzeArgv([]string{"x"}, "/workspace")}, "no")
 	execs, _ := m.execs(ctx, sb.ID)
 	evs, _ := log.Query(ctx, store.AuditFilter{SandboxID: sb.ID, Kind: "exec.refused"})
-	if len(execs) != 1 || execs[0].Error != "no" || len(evs) != 1 || core.IsApprover(ctx) || !core.IsApprover(AsApprover(ctx)) {
+	if len(execs) != 1 || execs[0].Error != "no" || len(evs) != 1 || core.IsApprover(ctx) || !core.IsApprover(sandbox.AsApprover(ctx)) {
 		t.Fatalf("refusal: %+v %+v", execs, evs)
 	}
 }

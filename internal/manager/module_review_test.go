@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 )
 
@@ -84,18 +86,18 @@ func TestModuleKeepAndDaemonEnv(t *testing.T) {
 	ctx := context.Background()
 	a, b := &keeper{name: "a", env: "A_SETTING=1"}, &keeper{name: "b", env: "B_SETTING=2"}
 	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Background: true, Argv: []string{"sleep", "0.3"}}, nil, nil, nil)
+	execID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Background: true, Argv: []string{"sleep", "0.3"}}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.core.NoteEgress(execID, "registry.example.test")
 	a.core.NoteEgress("e-unknown", "x.example.test")
 	var out bytes.Buffer
-	fgID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo $A_SETTING$B_SETTING"}}, nil, &out, nil)
+	fgID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo $A_SETTING$B_SETTING"}}, nil, &out, nil)
 	if err != nil || out.String() != "12\n" {
 		t.Fatalf("daemon env: %q %v", out.String(), err)
 	}

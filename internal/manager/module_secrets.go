@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/egress"
 )
 
@@ -50,7 +52,7 @@ type TaskEndHook interface {
 func (c *Core) Now() time.Time { return c.m.now() }
 
 // Actor is who makes the requests of ctx (WithActor), "unknown" if unnamed.
-func (c *Core) Actor(ctx context.Context) string { return actorOf(ctx) }
+func (c *Core) Actor(ctx context.Context) string { return sandbox.ActorOf(ctx) }
 
 // HasEgress says whether the daemon runs the egress service (without it
 // sandboxes have no network, and nothing can broker a secret).

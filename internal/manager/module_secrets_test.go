@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -56,12 +58,12 @@ func TestSecretSourcesInThePipeline(t *testing.T) {
 	log := &hookLog{}
 	a, b := &source{name: "A", value: "va", log: log}, &source{name: "B", value: "vb", log: log}
 	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", `echo "$A_TOKEN $B_TOKEN"`}}, nil, &out, nil)
+	execID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", `echo "$A_TOKEN $B_TOKEN"`}}, nil, &out, nil)
 	if err != nil || out.String() != "va vb\n" {
 		t.Fatalf("the sources' env: %q %v", out.String(), err)
 	}
@@ -83,7 +85,7 @@ func TestSecretSourcesInThePipeline(t *testing.T) {
 	}
 	before, _ := m.execs(ctx, sb.ID)
 	b.failEnv = true
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil {
 		t.Error("a source's error did not end the exec")
 	}
 	if after, _ := m.execs(ctx, sb.ID); len(after) != len(before) {
@@ -102,7 +104,7 @@ func TestBrokerSourcesAndTaskEnded(t *testing.T) {
 	log := &hookLog{}
 	a, b := &source{name: "A", value: "va", log: log}, &source{name: "B", value: "vb", log: log}
 	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestBrokerSourcesAndTaskEnded(t *testing.T) {
 	if err := a.core.TaskEnded(ctx, ref); err == nil || !slices.Equal(log.take(), []string{"A.end:t-1"}) {
 		t.Errorf("a hook's error: %v, want it returned and the next hook not called", err)
 	}
-	if a.core.HasEgress() || a.core.Actor(WithActor(ctx, "operator:x")) != "operator:x" || a.core.Actor(ctx) != "unknown" {
+	if a.core.HasEgress() || a.core.Actor(sandbox.WithActor(ctx, "operator:x")) != "operator:x" || a.core.Actor(ctx) != "unknown" {
 		t.Error("core: egress or actor wrong")
 	}
 	if err := a.core.ApplyEgress(ctx, sb.ID); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -54,7 +56,7 @@ func (p *probe) OnCreate(ctx context.Context, sb SandboxRef) error {
 	if p.failCreate {
 		return errors.New("no sandbox today")
 	}
-	if s, err := p.core.State(ctx, sb.ID); err != nil || s != Running {
+	if s, err := p.core.State(ctx, sb.ID); err != nil || s != sandbox.Running {
 		return fmt.Errorf("state at create: %v %v", s, err)
 	}
 	return nil
@@ -90,7 +92,7 @@ func TestModuleHookOrder(t *testing.T) {
 	a := &probe{name: "a", log: log, env: "FROM_A=1"}
 	b := &probe{name: "b", log: log, env: "FROM_B=2"}
 	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func TestModuleHookOrder(t *testing.T) {
 		t.Errorf("create hooks: %q", got)
 	}
 	var out bytes.Buffer
-	if _, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo $FROM_A$FROM_B"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "12\n" {
+	if _, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo $FROM_A$FROM_B"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "12\n" {
 		t.Errorf("exec: %v %+v %q, want the modules' env", err, st, out.String())
 	}
 	if got := log.take(); !slices.Equal(got, []string{"a.exec", "b.exec", "a.after:0", "b.after:0"}) {
@@ -110,7 +112,7 @@ func TestModuleHookOrder(t *testing.T) {
 	if got := log.take(); !slices.Equal(got, []string{"a.stop:destroyed", "b.stop:destroyed"}) {
 		t.Errorf("stop hooks: %q", got)
 	}
-	if len(a.stops) != 1 || a.stops[0].Sandbox == nil || a.stops[0].Prev != Running || a.stops[0].SandboxID != sb.ID {
+	if len(a.stops) != 1 || a.stops[0].Sandbox == nil || a.stops[0].Prev != sandbox.Running || a.stops[0].SandboxID != sb.ID {
 		t.Errorf("stop event: %+v", a.stops)
 	}
 	evs, err := alog.Query(ctx, store.AuditFilter{SandboxID: sb.ID, Kind: "sandbox.stop"})
@@ -129,12 +131,12 @@ func TestModuleExecRefused(t *testing.T) {
 	guard := &probe{name: "guard", log: log, refuse: "marker"}
 	c := &probe{name: "c", log: log}
 	m, alog := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []Module{a, guard, c} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	log.take()
-	_, _, err = m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo x > marker"}}, nil, nil, nil)
+	_, _, err = m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo x > marker"}}, nil, nil, nil)
 	if !errors.Is(err, errdefs.ErrDenied) || !strings.Contains(err.Error(), "module guard") {
 		t.Fatalf("refused exec: %v, want denied by module guard", err)
 	}
@@ -183,7 +185,7 @@ func TestModuleCreateFails(t *testing.T) {
 	bad := &probe{name: "bad", log: log, failCreate: true}
 	c := &probe{name: "c", log: log}
 	m, _ := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []Module{a, bad, c} })
-	if _, err := m.Create(ctx, CreateRequest{}); err == nil || !strings.Contains(err.Error(), "module bad") {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{}); err == nil || !strings.Contains(err.Error(), "module bad") {
 		t.Fatalf("create: %v, want the module's error", err)
 	}
 	if n := m.LiveCount(); n != 0 {
@@ -193,7 +195,7 @@ func TestModuleCreateFails(t *testing.T) {
 		t.Errorf("hooks: %q", got)
 	}
 	all, err := m.List(ctx, "")
-	if err != nil || len(all) != 1 || all[0].State != "stopped" || all[0].StopReason != StopFailed {
+	if err != nil || len(all) != 1 || all[0].State != "stopped" || all[0].StopReason != sandbox.StopFailed {
 		t.Errorf("records after a failed create: %+v %v", all, err)
 	}
 }
@@ -231,13 +233,13 @@ func (failAttach) Attach(*Core) error { return errors.New("not today") }
 func TestFakeTierStateRefusals(t *testing.T) {
 	ctx := context.Background()
 	m, _ := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Core{m: m}
 	m.mu.Lock()
-	_ = m.live[sb.ID].transition(Finishing)
+	_ = m.live[sb.ID].transition(sandbox.Finishing)
 	m.mu.Unlock()
 	if _, err := m.Pause(ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "being finished") {
 		t.Errorf("pause while finishing: %v", err)
@@ -245,14 +247,14 @@ func TestFakeTierStateRefusals(t *testing.T) {
 	if _, err := m.Reset(ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "being finished") {
 		t.Errorf("reset while finishing: %v", err)
 	}
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("exec while finishing: %v", err)
 	}
-	if s, err := c.State(ctx, sb.ID); err != nil || s != Finishing {
+	if s, err := c.State(ctx, sb.ID); err != nil || s != sandbox.Finishing {
 		t.Errorf("state: %v %v", s, err)
 	}
 	m.mu.Lock()
-	_ = m.live[sb.ID].transition(Running)
+	_ = m.live[sb.ID].transition(sandbox.Running)
 	m.mu.Unlock()
 	if _, err := m.Pause(ctx, sb.ID); err != nil {
 		t.Fatal(err)
@@ -266,7 +268,7 @@ func TestFakeTierStateRefusals(t *testing.T) {
 	if err := m.Destroy(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := c.State(ctx, sb.ID); err != nil || s != Stopped {
+	if s, err := c.State(ctx, sb.ID); err != nil || s != sandbox.Stopped {
 		t.Errorf("state after destroy: %v %v", s, err)
 	}
 	if _, err := c.State(ctx, "sb-nope"); !errors.Is(err, errdefs.ErrNotFound) {

@@ -7,7 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -15,81 +16,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
-
-type actorKey struct{}
-
-// WithActor names who makes the requests of ctx ("operator:alice",
-// "apikey:k-...") for the record.
-func WithActor(ctx context.Context, actor string) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor)
-}
-
-type approverKey struct{}
-
-// AsApprover marks the caller of ctx as one who may decide approvals (the
-// operator, on the daemon's unix socket). The approvals module shows such
-// a caller a held command as it would run, credentials included (it asks
-// Core.IsApprover); any other caller (an API key: the agent) sees it
-// redacted (issue 17.8).
-func AsApprover(ctx context.Context) context.Context {
-	return context.WithValue(ctx, approverKey{}, true)
-}
-
-func isApprover(ctx context.Context) bool {
-	v, _ := ctx.Value(approverKey{}).(bool)
-	return v
-}
-
-// MaxApprovalWait bounds how long an exec may ask to wait for a human
-// (ExecRequest.ApprovalWait); a request that does not wait stays
-// approvable this long (the agent retries the command once approved).
-const MaxApprovalWait = time.Hour
-
-func actorOf(ctx context.Context) string {
-	if a, _ := ctx.Value(actorKey{}).(string); a != "" {
-		return a
-	}
-	return "unknown"
-}
-
-// PolicyError is a command the policy stopped: denied, held for approval
-// (not waited for), refused by a human, or not approved in time. Its
-// message is safe to show the agent.
-type PolicyError struct {
-	// Code: policy_denied, approval_pending, approval_denied, approval_timeout.
-	Code     string           `json:"code"`
-	Message  string           `json:"message"`
-	Rules    []string         `json:"rules,omitempty"`
-	Approval string           `json:"approval_id,omitempty"`
-	Decision *policy.Decision `json:"-"`
-}
-
-func (e *PolicyError) Error() string { return e.Message }
-
-// Unwrap gives the error kind: denied, pending or timeout.
-func (e *PolicyError) Unwrap() error {
-	switch e.Code {
-	case "approval_pending":
-		return errdefs.ErrPending
-	case "approval_timeout":
-		return errdefs.ErrTimeout
-	}
-	return errdefs.ErrDenied
-}
-
-// NewPolicyError is the error of a command stopped with code (see
-// PolicyError), its rules those of d that held or refused it.
-func NewPolicyError(code, msg string, d *policy.Decision, approval string) *PolicyError {
-	e := &PolicyError{Code: code, Message: msg, Decision: d, Approval: approval}
-	if d != nil {
-		for _, m := range d.Matches {
-			if m.Action == d.Action || (code != "policy_denied" && m.Action != policy.Allow) {
-				e.Rules = appendUniq(e.Rules, m.Rule)
-			}
-		}
-	}
-	return e
-}
 
 func appendUniq(l []string, s string) []string {
 	if slices.Contains(l, s) {
@@ -133,14 +59,14 @@ func (m *Manager) sandboxPolicy(template string, layer *policy.Layer, tightenOnl
 // gate decides an exec before anything reaches the sandbox. It returns
 // the decision to record when the command may run, or the error that
 // stopped it (the refusal is recorded here).
-func (m *Manager) gate(ctx context.Context, id string, ls *live, req ExecRequest, cwd string) (*policy.Decision, error) {
+func (m *Manager) gate(ctx context.Context, id string, ls *live, req sandbox.ExecRequest, taskTest bool, cwd string) (*policy.Decision, error) {
 	a := policy.AnalyzeArgv(req.Argv, cwd)
 	if len(a.Secrets) > 0 {
 		// Using a secret granted to this sandbox is not secret access.
 		a = a.WithGranted(m.grantedVars(ctx, id))
 	}
 	d := ls.pol.Decide(a)
-	if req.taskTest && d.Action != policy.Allow {
+	if taskTest && d.Action != policy.Allow {
 		// The task's own test command was set by whoever started the task.
 		d.Matches = append([]policy.Match{{Rule: "task:test", Action: policy.Allow, Command: -1, Reason: "the task's test command"}}, d.Matches...)
 		d.Action, d.Reason = policy.Allow, "allowed: the task's test command"
@@ -156,14 +82,14 @@ func (m *Manager) gate(ctx context.Context, id string, ls *live, req ExecRequest
 		return d, nil
 	case policy.Deny:
 		m.recordRefusal(ctx, id, req, cwd, d, d.Reason)
-		return nil, NewPolicyError("policy_denied", d.Reason, d, "")
+		return nil, sandbox.NewPolicyError("policy_denied", d.Reason, d, "")
 	}
 	return m.ask(ctx, id, ls, req, cwd, d)
 }
 
 // recordRefusal keeps a refused command in the exec record, with its
 // decision, as a command that never started.
-func (m *Manager) recordRefusal(ctx context.Context, id string, req ExecRequest, cwd string, d *policy.Decision, msg string) {
+func (m *Manager) recordRefusal(ctx context.Context, id string, req sandbox.ExecRequest, cwd string, d *policy.Decision, msg string) {
 	now := m.now()
 	dj := m.cfg.Redactor.JSON(mustJSON(d))
 	argv := make([]string, len(req.Argv))
@@ -177,7 +103,7 @@ func (m *Manager) recordRefusal(ctx context.Context, id string, req ExecRequest,
 		m.cfg.Logf("record refused exec in %s: %v", id, err)
 	}
 	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
-		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": DecisionPayload(d)}})
+		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": sandbox.DecisionPayload(d)}})
 }
 
 // restrictWrites applies a write scope inside the sandbox: each glob's

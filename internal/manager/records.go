@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -29,7 +31,7 @@ import (
 // that JSON does not carry (json:"-") are not copied: v's type must not
 // have any that matter. A record that cannot be redacted is an error (the
 // caller fails closed), never shown as it was.
-func scrubbed[T any](red Redactor, v *T) (*T, error) {
+func scrubbed[T any](red sandbox.Redactor, v *T) (*T, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -71,18 +73,18 @@ func (m *Manager) endExec(ctx context.Context, id string, ended time.Time, statu
 }
 
 // shownExec is an exec record as the API and the bundle show it.
-func (m *Manager) shownExec(rec *store.Exec) (*Exec, error) {
+func (m *Manager) shownExec(rec *store.Exec) (*sandbox.Exec, error) {
 	return scrubbed(m.cfg.Redactor, execView(rec))
 }
 
 // shownSandbox is a sandbox record as the API shows it.
-func (m *Manager) shownSandbox(rec *store.Sandbox) (*Sandbox, error) {
+func (m *Manager) shownSandbox(rec *store.Sandbox) (*sandbox.Sandbox, error) {
 	return scrubbed(m.cfg.Redactor, view(rec))
 }
 
-func execView(e *store.Exec) *Exec {
-	v := &Exec{ID: e.ID, SandboxID: e.SandboxID, Argv: e.Argv, Cwd: e.Cwd, EnvNames: e.EnvNames, Started: e.Started, Ended: e.Ended, Error: e.Error,
-		Policy: execPolicyOf(e.Decision)}
+func execView(e *store.Exec) *sandbox.Exec {
+	v := &sandbox.Exec{ID: e.ID, SandboxID: e.SandboxID, Argv: e.Argv, Cwd: e.Cwd, EnvNames: e.EnvNames, Started: e.Started, Ended: e.Ended, Error: e.Error,
+		Policy: sandbox.ExecPolicyOf(e.Decision)}
 	if len(e.Status) > 0 {
 		var st runtime.ExitStatus
 		if json.Unmarshal(e.Status, &st) == nil {
@@ -94,7 +96,7 @@ func execView(e *store.Exec) *Exec {
 
 // execs lists a sandbox's exec records, oldest first, as the API shows
 // them (Core.Execs).
-func (m *Manager) execs(ctx context.Context, id string) ([]*Exec, error) {
+func (m *Manager) execs(ctx context.Context, id string) ([]*sandbox.Exec, error) {
 	if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
 		return nil, err
 	}
@@ -102,7 +104,7 @@ func (m *Manager) execs(ctx context.Context, id string) ([]*Exec, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Exec, 0, len(recs))
+	out := make([]*sandbox.Exec, 0, len(recs))
 	for _, r := range recs {
 		v, err := m.shownExec(r)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -43,7 +45,7 @@ func TestExecRecordRedactedWhole(t *testing.T) {
 }
 
 // getExec is exec execID of sandbox id as the API shows it.
-func getExec(m *Manager, ctx context.Context, id, execID string) (*Exec, error) {
+func getExec(m *Manager, ctx context.Context, id, execID string) (*sandbox.Exec, error) {
 	return (&Core{m: m}).ExecRecord(ctx, id, execID)
 }
 

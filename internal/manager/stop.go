@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
@@ -56,7 +58,7 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 // state before, and release: its processes run until Destroy is done (a
 // task's diff comes first), so its share of the host stays reserved
 // until release.
-func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev State, release func()) {
+func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev sandbox.State, release func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ls, ok := m.live[id]
@@ -68,8 +70,8 @@ func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev State,
 		ls.ttl.Stop()
 	}
 	prev = ls.state
-	_ = ls.transition(Stopped) // legal from every live state
-	if prev != Resetting {
+	_ = ls.transition(sandbox.Stopped) // legal from every live state
+	if prev != sandbox.Resetting {
 		sb = ls.sb
 	}
 	m.reserved.Pids += ls.cost.Pids
@@ -84,7 +86,7 @@ func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev State,
 
 // Destroy stops a sandbox; its record stays.
 func (m *Manager) Destroy(ctx context.Context, id string) error {
-	return m.stop(ctx, id, StopDestroyed)
+	return m.stop(ctx, id, sandbox.StopDestroyed)
 }
 
 // Shutdown destroys every live sandbox (the daemon is stopping), a few
@@ -101,7 +103,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
 	}
 	m.stopAuditRetry()
-	err := m.stopAll(ctx, ids, StopShutdown)
+	err := m.stopAll(ctx, ids, sandbox.StopShutdown)
 	if m.egressSvc != nil {
 		m.egressSvc.Close(ctx) // the refusal counts still open
 	}

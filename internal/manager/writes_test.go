@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
 )
 
 func TestRecordFirst(t *testing.T) {
@@ -51,7 +53,7 @@ func TestFakeTierExpiryWithBrokenStoreIsCounted(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

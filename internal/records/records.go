@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 )
@@ -33,7 +35,7 @@ var errUnattached = fmt.Errorf("the exec records are not attached to a sandbox c
 
 // Execs lists sandbox id's exec records, oldest first (an unknown
 // sandbox: not found).
-func (r *Records) Execs(ctx context.Context, id string) ([]*manager.Exec, error) {
+func (r *Records) Execs(ctx context.Context, id string) ([]*sandbox.Exec, error) {
 	if r.c == nil {
 		return nil, errUnattached
 	}
@@ -42,7 +44,7 @@ func (r *Records) Execs(ctx context.Context, id string) ([]*manager.Exec, error)
 
 // GetExec is one exec record of sandbox id (not found: unknown, or
 // another sandbox's).
-func (r *Records) GetExec(ctx context.Context, id, execID string) (*manager.Exec, error) {
+func (r *Records) GetExec(ctx context.Context, id, execID string) (*sandbox.Exec, error) {
 	if r.c == nil {
 		return nil, errUnattached
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -47,16 +49,16 @@ func newRig(t *testing.T) (*manager.Manager, *Records, *redact.Redactor) {
 func TestRecords(t *testing.T) {
 	ctx := context.Background()
 	m, r, red := newRig(t)
-	sb, err := m.Create(ctx, manager.CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := m.Create(ctx, manager.CreateRequest{})
+	other, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	execID, st, err := m.Exec(ctx, sb.ID, manager.ExecRequest{Argv: []string{"echo", "later-secret-value"}}, nil, &out, nil)
+	execID, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"echo", "later-secret-value"}}, nil, &out, nil)
 	if err != nil || st.Code != 0 {
 		t.Fatalf("exec: %+v %v", st, err)
 	}

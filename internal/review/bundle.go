@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -116,7 +118,7 @@ func (r *Review) commands(ctx context.Context, sandboxID string, c *bundle.Conte
 }
 
 // command is an exec record as the bundle lists it.
-func command(red manager.Redactor, e *manager.Exec) bundle.Command {
+func command(red sandbox.Redactor, e *sandbox.Exec) bundle.Command {
 	cmd := bundle.Command{ExecID: e.ID, Argv: e.Argv, Cwd: e.Cwd, Started: e.Started, Error: e.Error}
 	if e.Ended != nil {
 		cmd.Ended = *e.Ended
@@ -152,7 +154,7 @@ var testRunnerRE = lazyre.New(`\b(?:(?:go|cargo|npm|pnpm|yarn|bun|deno|dotnet|mv
 // testRuns are the task's test runs and the agent's own verification
 // commands (go test, npm test, linters...), oldest first, each with the
 // summary of its output: the reviewer asks whether tests ran at all.
-func testRuns(red manager.Redactor, task []bundle.TestRun, cmds []bundle.Command, outputs map[string]string) []bundle.TestRun {
+func testRuns(red sandbox.Redactor, task []bundle.TestRun, cmds []bundle.Command, outputs map[string]string) []bundle.TestRun {
 	var runs []bundle.TestRun
 	for _, t := range task {
 		t.Command, t.Summary = red.String(t.Command), bundle.ParseTestOutput(outputs[t.ExecID])
@@ -214,7 +216,7 @@ func (r *Review) bundleApprovals(ctx context.Context, sandboxID string) ([]bundl
 // JSON round trip. The bulk (the patch, the outputs and the artifacts'
 // bytes) is redacted (or left out) on its own, once. A record that
 // cannot be redacted is an error: the bundle is not written.
-func scrubContents(red manager.Redactor, c *bundle.Contents) (*bundle.Contents, error) {
+func scrubContents(red sandbox.Redactor, c *bundle.Contents) (*bundle.Contents, error) {
 	patch, outputs, data := c.Patch, c.Outputs, c.ArtifactData
 	c.Patch, c.Outputs, c.ArtifactData = "", nil, nil
 	b, err := json.Marshal(c)

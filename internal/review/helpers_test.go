@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -76,7 +78,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 // sandbox creates a sandbox.
 func (r *rig) sandbox(t *testing.T) string {
 	t.Helper()
-	sb, err := r.m.Create(context.Background(), manager.CreateRequest{})
+	sb, err := r.m.Create(context.Background(), sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func (r *rig) sandbox(t *testing.T) string {
 func (r *rig) sh(t *testing.T, id, line string) (string, string) {
 	t.Helper()
 	var out bytes.Buffer
-	execID, st, err := r.m.Exec(context.Background(), id, manager.ExecRequest{Argv: []string{"sh", "-c", line}, NoWait: true}, nil, &out, nil)
+	execID, st, err := r.m.Exec(context.Background(), id, sandbox.ExecRequest{Argv: []string{"sh", "-c", line}, NoWait: true}, nil, &out, nil)
 	if err != nil || st.Code != 0 {
 		t.Fatalf("%q: %v %+v", line, err, st)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -22,7 +24,7 @@ func withSecret(t *testing.T, configure func(*manager.Config)) (*fixture, string
 	if _, err := f.s.Set(context.Background(), "DEPLOY_TOKEN", []byte(value)); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := f.m.Create(manager.WithActor(context.Background(), "operator:test"), manager.CreateRequest{})
+	sb, err := f.m.Create(sandbox.WithActor(context.Background(), "operator:test"), sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func withSecret(t *testing.T, configure func(*manager.Config)) (*fixture, string
 // the grant expires or is revoked, commands lose it and the policy
 // refuses to read it again.
 func TestEnvGrantReachesCommands(t *testing.T) {
-	ctx := manager.WithActor(context.Background(), "operator:test")
+	ctx := sandbox.WithActor(context.Background(), "operator:test")
 	f, id := withSecret(t, nil)
 	if _, _, err := f.sh(t, id, `echo "[$DEPLOY_TOKEN]"`); !errors.Is(err, errdefs.ErrDenied) {
 		t.Fatalf("reading the variable before the grant: %v, want denied", err)

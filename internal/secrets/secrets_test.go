@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -82,7 +84,7 @@ func onFake(t *testing.T, keyFile string, configure func(*manager.Config)) *fixt
 }
 
 // manager is a manager on f's store and audit log with mod attached.
-func (f *fixture) manager(t *testing.T, mod manager.Module, red manager.Redactor, configure func(*manager.Config)) *manager.Manager {
+func (f *fixture) manager(t *testing.T, mod manager.Module, red sandbox.Redactor, configure func(*manager.Config)) *manager.Manager {
 	t.Helper()
 	tpls, err := template.Open(filepath.Join(f.dir, "templates"))
 	if err != nil {
@@ -122,7 +124,7 @@ func (f *fixture) events(t *testing.T, kind string) []*audit.Event {
 func (f *fixture) sh(t *testing.T, id, line string) (string, string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	execID, _, err := f.m.Exec(context.Background(), id, manager.ExecRequest{Argv: []string{"sh", "-c", line}}, nil, &out, nil)
+	execID, _, err := f.m.Exec(context.Background(), id, sandbox.ExecRequest{Argv: []string{"sh", "-c", line}}, nil, &out, nil)
 	return out.String(), execID, err
 }
 
@@ -200,7 +202,7 @@ func TestNoKeyAndNotAttached(t *testing.T) {
 	if l, err := f.s.Grants(ctx, ""); err != nil || len(l) != 0 {
 		t.Errorf("grants without a key: %+v %v", l, err)
 	}
-	sb, err := f.m.Create(ctx, manager.CreateRequest{})
+	sb, err := f.m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -283,12 +285,12 @@ func (c *capWriter) Write(p []byte) (int, error) {
 
 // Template is the current version of the snapshot template name, as a
 // base to create a sandbox from (manager.TemplateSource), or ErrNotFound.
-func (s *Snapshots) Template(name string) (*manager.Base, error) {
+func (s *Snapshots) Template(name string) (*sandbox.Base, error) {
 	snap, seed, err := s.snapshot(name)
 	if err != nil {
 		return nil, err
 	}
-	return &manager.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
+	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
 }
 
 // snapshot returns the current version of a snapshot template and the
@@ -371,14 +373,14 @@ func (p *prefixTar) close() error { return p.tw.Close() }
 
 // Templates lists the snapshot templates as templates
 // (manager.TemplateSource).
-func (s *Snapshots) Templates(ctx context.Context) ([]*manager.TemplateInfo, error) {
+func (s *Snapshots) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error) {
 	snaps, err := s.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*manager.TemplateInfo, 0, len(snaps))
+	out := make([]*sandbox.TemplateInfo, 0, len(snaps))
 	for _, sn := range snaps {
-		out = append(out, &manager.TemplateInfo{Name: sn.Name, Version: sn.Version, Kind: "snapshot", Base: sn.Base + "@" + sn.BaseVersion, Created: sn.Created})
+		out = append(out, &sandbox.TemplateInfo{Name: sn.Name, Version: sn.Version, Kind: "snapshot", Base: sn.Base + "@" + sn.BaseVersion, Created: sn.Created})
 	}
 	return out, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -150,7 +152,7 @@ func (tk *Tasks) beginFinish(sandboxID, id string) (end func(), err error) {
 	if tk.finishing[id] {
 		return nil, fmt.Errorf("task %s is already being finished: %w", id, errdefs.ErrConflict)
 	}
-	if st, ok := tk.c.Live(sandboxID); ok && st.State == manager.Finishing {
+	if st, ok := tk.c.Live(sandboxID); ok && st.State == sandbox.Finishing {
 		return nil, fmt.Errorf("task %s is already being finished: %w", id, errdefs.ErrConflict)
 	}
 	endSandbox, err := tk.c.BeginFinishing(sandboxID)

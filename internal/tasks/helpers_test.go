@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -144,7 +146,7 @@ func gitRepo(t *testing.T, files map[string]string) string {
 // run runs argv in sandbox id as an agent would (no wait for approval).
 func (r *rig) run(id string, argv ...string) (string, *runtime.ExitStatus, error) {
 	var out bytes.Buffer
-	_, st, err := r.m.Exec(context.Background(), id, manager.ExecRequest{Argv: argv, NoWait: true}, nil, &out, &out)
+	_, st, err := r.m.Exec(context.Background(), id, sandbox.ExecRequest{Argv: argv, NoWait: true}, nil, &out, &out)
 	return out.String(), st, err
 }
 

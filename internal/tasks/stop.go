@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -74,7 +76,7 @@ func (tk *Tasks) keepDiff(ctx context.Context, ev manager.StopEvent) map[string]
 	ctx, cancel := context.WithTimeout(ctx, StopDiffTimeout)
 	defer cancel()
 	kd := &keptDiff{Reason: reason}
-	if p, ok := sb.(runtime.Pauser); ok && ev.Prev == manager.Paused {
+	if p, ok := sb.(runtime.Pauser); ok && ev.Prev == sandbox.Paused {
 		err = p.Resume(ctx)
 	}
 	if err == nil {
@@ -151,7 +153,7 @@ func (tk *Tasks) workspaceGone(ctx context.Context, rec *store.Task) (*Workspace
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		g.DiffError = "no diff was taken as the sandbox stopped"
-		if sbRec.StopReason == manager.StopLost {
+		if sbRec.StopReason == sandbox.StopLost {
 			g.DiffError = "the daemon that ran it went away"
 		}
 	case err != nil:

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -67,7 +69,7 @@ func (tk *Tasks) Attach(c *manager.Core) error {
 // expired, shut down; not failed: a sandbox whose init died has no files
 // to read). It runs before the files go.
 func (tk *Tasks) OnStop(ctx context.Context, ev manager.StopEvent) map[string]any {
-	if ev.Sandbox == nil || ev.TaskID == "" || ev.Reason == manager.StopFailed {
+	if ev.Sandbox == nil || ev.TaskID == "" || ev.Reason == sandbox.StopFailed {
 		return nil
 	}
 	return tk.keepDiff(ctx, ev)
@@ -76,10 +78,10 @@ func (tk *Tasks) OnStop(ctx context.Context, ev manager.StopEvent) map[string]an
 func (tk *Tasks) dir(id string) string     { return filepath.Join(tk.cfg.Dir, id) }
 func (tk *Tasks) baseDir(id string) string { return filepath.Join(tk.dir(id), "base") }
 
-// Check is manager.CheckCreate for the sandbox a task asks for: the API
+// Check is sandbox.CheckCreate for the sandbox a task asks for: the API
 // refuses a bad request with it before the task starts.
 func Check(req TaskRequest, maxLifetime time.Duration) (time.Duration, error) {
-	return manager.CheckCreate(manager.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds, Env: req.Env}, maxLifetime)
+	return sandbox.CheckCreate(sandbox.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds, Env: req.Env}, maxLifetime)
 }
 
 // shownTask is a task as the API shows it: every string redacted, and a

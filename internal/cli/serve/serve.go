@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/approvals"
@@ -106,8 +108,8 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock serve: --max-lifetime %s: must not be negative\n", *maxLife)
 		return 2
 	}
-	if *approvalWait <= 0 || *approvalWait > manager.MaxApprovalWait {
-		fmt.Fprintf(stderr, "airlock serve: --approval-wait %s: more than 0 and at most %s\n", *approvalWait, manager.MaxApprovalWait)
+	if *approvalWait <= 0 || *approvalWait > sandbox.MaxApprovalWait {
+		fmt.Fprintf(stderr, "airlock serve: --approval-wait %s: more than 0 and at most %s\n", *approvalWait, sandbox.MaxApprovalWait)
 		return 2
 	}
 	if cfg.CheckpointEvents < 1 || cfg.CheckpointEvents > audit.MaxCheckpointEvents || cfg.CheckpointInterval <= 0 || cfg.CheckpointInterval > audit.MaxCheckpointInterval {

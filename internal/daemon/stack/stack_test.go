@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -42,7 +44,7 @@ func TestNew(t *testing.T) {
 		t.Fatalf("a module is missing: %+v", s)
 	}
 	ctx := context.Background()
-	sb, err := s.Manager.Create(ctx, manager.CreateRequest{})
+	sb, err := s.Manager.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
