@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
@@ -401,7 +403,7 @@ func TestRecordsOfALostDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs2 := records.New()
-	m2, err := manager.New(context.Background(), manager.Config{Backend: be2, Templates: tpls, Store: st2, Modules: []manager.Module{recs2}})
+	m2, err := manager.New(context.Background(), manager.Config{Backend: be2, Templates: tpls, Store: st2, Modules: []hook.Module{recs2}})
 	if err != nil {
 		t.Fatal(err)
 	}

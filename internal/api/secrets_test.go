@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -212,16 +214,16 @@ func TestSecretWrongKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(other)}})
+	_, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []hook.Module{secrets.New(other)}})
 	if err == nil || !strings.Contains(err.Error(), "cannot be opened with this daemon's secret key") {
 		t.Fatalf("another key: %v", err)
 	}
 	// A key file of the wrong size is refused rather than used.
 	_ = os.WriteFile(other, []byte("short"), 0o600)
-	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(other)}}); err == nil || !strings.Contains(err.Error(), "want 32") {
+	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []hook.Module{secrets.New(other)}}); err == nil || !strings.Contains(err.Error(), "want 32") {
 		t.Fatalf("short key: %v", err)
 	}
-	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(keyFile)}}); err != nil {
+	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []hook.Module{secrets.New(keyFile)}}); err != nil {
 		t.Fatalf("the right key: %v", err)
 	}
 }

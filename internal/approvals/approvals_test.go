@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -286,7 +288,7 @@ func TestNotAttached(t *testing.T) {
 	_, err3 := a.Approve(ctx, "ap-1", ApproveRequest{})
 	_, err4 := a.Deny(ctx, "ap-1", "no")
 	_, err5 := a.BreakGlass(ctx, "sb-1", "x", 0)
-	_, err6 := a.Hold(ctx, manager.HeldExec{})
+	_, err6 := a.Hold(ctx, hook.HeldExec{})
 	err7 := a.Lift(ctx, "sb-1", &policy.Decision{})
 	for i, err := range []error{err1, err2, err3, err4, err5, err6, err7} {
 		if !errors.Is(err, errdefs.ErrUnsupported) {

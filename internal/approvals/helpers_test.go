@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -74,7 +76,7 @@ func newRig(t *testing.T, cfg Config, pol string) *rig {
 
 // newManager is a manager on the fake backend, a fresh store and audit
 // log, with mods attached.
-func newManager(t *testing.T, pol string, red *redact.Redactor, now func() time.Time, mods ...manager.Module) (*manager.Manager, *store.Store, *audit.Log) {
+func newManager(t *testing.T, pol string, red *redact.Redactor, now func() time.Time, mods ...hook.Module) (*manager.Manager, *store.Store, *audit.Log) {
 	t.Helper()
 	cfg := managerConfig(t, pol, red, now, mods...)
 	m, err := manager.New(context.Background(), cfg)
@@ -87,7 +89,7 @@ func newManager(t *testing.T, pol string, red *redact.Redactor, now func() time.
 
 // managerConfig is newManager's Config (red nil: a new redactor; now
 // nil: time.Now), its policy file pol ("": the built-in defaults).
-func managerConfig(t *testing.T, pol string, red *redact.Redactor, now func() time.Time, mods ...manager.Module) manager.Config {
+func managerConfig(t *testing.T, pol string, red *redact.Redactor, now func() time.Time, mods ...hook.Module) manager.Config {
 	t.Helper()
 	if red == nil {
 		red = redact.New()

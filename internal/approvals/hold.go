@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -32,7 +33,7 @@ type Prompt struct {
 	Policy      string         `json:"policy"`
 }
 
-func promptOf(x manager.HeldExec) *Prompt {
+func promptOf(x hook.HeldExec) *Prompt {
 	d := x.Decision
 	a := d.Analysis
 	p := &Prompt{Command: a.Line, Argv: x.Argv, Cwd: x.Cwd, Classes: a.Classes, Held: d.HeldClasses(), Writes: a.Writes,
@@ -62,10 +63,10 @@ func promptOf(x manager.HeldExec) *Prompt {
 }
 
 // Hold records a pending approval for x and waits (bounded) for a human
-// (manager.Holder). It returns the approval's id once a human approved
+// (hook.Holder). It returns the approval's id once a human approved
 // (the core then decides again); a denial or an expiry is recorded as
 // the exec's refusal and returned as a *sandbox.PolicyError.
-func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error) {
+func (a *Approvals) Hold(ctx context.Context, x hook.HeldExec) (string, error) {
 	if err := a.attached(); err != nil {
 		return "", err
 	}
@@ -125,7 +126,7 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 // the caller goes away). Undecided then, it expires, recorded as the
 // exec's refusal (an approval_timeout error); a decision that raced in
 // stands.
-func (a *Approvals) await(ctx context.Context, x manager.HeldExec, ap *store.Approval, wait time.Duration, ch <-chan string) (string, error) {
+func (a *Approvals) await(ctx context.Context, x hook.HeldExec, ap *store.Approval, wait time.Duration, ch <-chan string) (string, error) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -93,7 +95,7 @@ func TestApprovalsLeftByADeadDaemonEnd(t *testing.T) {
 	// same store and log.
 	next := New(Config{})
 	cfg2 := cfg
-	cfg2.Backend, cfg2.Modules = fakert.New(t.TempDir()), []manager.Module{next}
+	cfg2.Backend, cfg2.Modules = fakert.New(t.TempDir()), []hook.Module{next}
 	m2, err := manager.New(ctx, cfg2)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -48,7 +50,7 @@ func newRig(t *testing.T) (*manager.Manager, *audit.Log, *API) {
 	}
 	api := New()
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st,
-		Audit: log, Redactor: red, Logf: t.Logf, Modules: []manager.Module{api}})
+		Audit: log, Redactor: red, Logf: t.Logf, Modules: []hook.Module{api}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -453,7 +453,7 @@ func TestCoreExecRedaction(t *testing.T) {
 			t.Errorf("audit event %s holds the secret: %s", ev.Kind, ev.Payload)
 		}
 	}
-	j := (&Core{m: m}).Redactor().JSON([]byte(`{"note":"it was ` + secret + `"}`))
+	j := (&core{m: m}).Redactor().JSON([]byte(`{"note":"it was ` + secret + `"}`))
 	if bytes.Contains(j, []byte(secret)) || !bytes.Contains(j, []byte("it was ")) {
 		t.Errorf("the redactor's JSON: %s", j)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -25,16 +26,16 @@ import (
 // tasks and snapshots modules rely on, shown without them.
 
 // coreHandle is a module that only keeps its Core.
-type coreHandle struct{ c *Core }
+type coreHandle struct{ c hook.Core }
 
 func (*coreHandle) Name() string { return "core-handle" }
-func (h *coreHandle) Attach(c *Core) error {
+func (h *coreHandle) Attach(c hook.Core) error {
 	h.c = c
 	return nil
 }
 
 // withCore is a fake-tier manager with a coreHandle attached.
-func withCore(t *testing.T, configure func(*Config)) (*Manager, *audit.Log, *Core) {
+func withCore(t *testing.T, configure func(*Config)) (*Manager, *audit.Log, hook.Core) {
 	t.Helper()
 	h := &coreHandle{}
 	m, log := fakeTierManagerWith(t, func(c *Config) {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -41,9 +43,9 @@ func (n *recNet) seen() []string {
 	return slices.Clone(n.calls)
 }
 
-func (n *recNet) SandboxNetwork(id string) (SandboxNetwork, error) {
+func (n *recNet) SandboxNetwork(id string) (hook.SandboxNetwork, error) {
 	n.note("network " + id)
-	return SandboxNetwork{Env: []string{"HTTPS_PROXY=http://127.0.0.1:3128"}}, nil
+	return hook.SandboxNetwork{Env: []string{"HTTPS_PROXY=http://127.0.0.1:3128"}}, nil
 }
 
 func (n *recNet) Apply(_ context.Context, id string) error {
@@ -82,18 +84,18 @@ func (n *recNet) count(prefix string) int {
 // netModule is a NetworkModule with a recNet; otherNet a second one.
 type netModule struct {
 	n    *recNet
-	core **Core
+	core *hook.Core
 }
 
-func (netModule) Name() string           { return "net" }
-func (m netModule) Attach(c *Core) error { *m.core = c; return nil }
-func (m netModule) Network() Network     { return m.n }
+func (netModule) Name() string               { return "net" }
+func (m netModule) Attach(c hook.Core) error { *m.core = c; return nil }
+func (m netModule) Network() hook.Network    { return m.n }
 
 type otherNet struct{}
 
-func (otherNet) Name() string       { return "net2" }
-func (otherNet) Attach(*Core) error { return nil }
-func (otherNet) Network() Network   { return &recNet{} }
+func (otherNet) Name() string           { return "net2" }
+func (otherNet) Attach(hook.Core) error { return nil }
+func (otherNet) Network() hook.Network  { return &recNet{} }
 
 // The core calls the network module where its contract says: the
 // sandbox's network (and proxy env) before the backend creates it, its
@@ -103,8 +105,8 @@ func (otherNet) Network() Network   { return &recNet{} }
 func TestCoreNetworkModule(t *testing.T) {
 	ctx := context.Background()
 	n := &recNet{}
-	var c *Core
-	m, log := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []Module{netModule{n: n, core: &c}} })
+	var c hook.Core
+	m, log := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []hook.Module{netModule{n: n, core: &c}} })
 	if !c.HasEgress() {
 		t.Fatal("HasEgress with a network module: false")
 	}
@@ -198,9 +200,9 @@ func TestCoreSecondNetworkModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var c *Core
+	var c hook.Core
 	_, err = New(context.Background(), Config{Backend: fakert.New(t.TempDir()), Templates: testTemplates(t), Store: st,
-		Modules: []Module{netModule{n: &recNet{}, core: &c}, otherNet{}}})
+		Modules: []hook.Module{netModule{n: &recNet{}, core: &c}, otherNet{}}})
 	if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "second network module") {
 		t.Errorf("two network modules: %v", err)
 	}

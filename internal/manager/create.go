@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -145,8 +147,8 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 // p.spec is then as created (Reset starts over from it).
 func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sandbox, error) {
 	p.spec.ID = runtime.NewID()
-	if m.egressSvc != nil {
-		n, err := m.egressSvc.SandboxNetwork(p.spec.ID)
+	if m.hooks.Network != nil {
+		n, err := m.hooks.Network.SandboxNetwork(p.spec.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -170,8 +172,8 @@ func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sand
 // dropNetwork forgets the network of a sandbox that never went live (its
 // CA and trust bundle were made for it before the backend's create).
 func (m *Manager) dropNetwork(id string) {
-	if m.egressSvc != nil && id != "" {
-		m.egressSvc.RemoveSandbox(id)
+	if m.hooks.Network != nil && id != "" {
+		m.hooks.Network.RemoveSandbox(id)
 	}
 }
 
@@ -220,10 +222,10 @@ func (m *Manager) goLive(ctx context.Context, ls *live) error {
 		m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
 		return fmt.Errorf("egress policy: %w", err)
 	}
-	for _, h := range m.createHooks {
-		if err := h.hook.OnCreate(ctx, SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
+	for _, h := range m.hooks.Create {
+		if err := h.Hook.OnCreate(ctx, hook.SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
 			m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
-			return fmt.Errorf("module %s: %w", h.name, err)
+			return fmt.Errorf("module %s: %w", h.Name, err)
 		}
 	}
 	return nil

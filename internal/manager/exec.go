@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -122,14 +124,14 @@ func (m *Manager) execPolicy(ctx context.Context, x *execRun) error {
 }
 
 func (m *Manager) execModules(ctx context.Context, x *execRun) error {
-	if len(m.execHooks) == 0 {
+	if len(m.hooks.Exec) == 0 {
 		return nil
 	}
-	call := &ExecCall{SandboxID: x.id, TaskID: x.ls.taskID, Argv: slices.Clone(x.req.Argv), Cwd: x.cwd, Env: slices.Clone(x.req.Env), Analysis: x.d.Analysis}
-	for _, h := range m.execHooks {
+	call := &hook.ExecCall{SandboxID: x.id, TaskID: x.ls.taskID, Argv: slices.Clone(x.req.Argv), Cwd: x.cwd, Env: slices.Clone(x.req.Env), Analysis: x.d.Analysis}
+	for _, h := range m.hooks.Exec {
 		call.Keep = nil
-		if err := h.hook.BeforeExec(ctx, call); err != nil {
-			msg := fmt.Sprintf("refused by module %s: %v", h.name, err)
+		if err := h.Hook.BeforeExec(ctx, call); err != nil {
+			msg := fmt.Sprintf("refused by module %s: %v", h.Name, err)
 			m.recordRefusal(ctx, x.id, x.req, x.cwd, x.d, msg)
 			return fmt.Errorf("%s: %w", msg, errdefs.ErrDenied)
 		}
@@ -137,7 +139,7 @@ func (m *Manager) execModules(ctx context.Context, x *execRun) error {
 			if x.keep == nil {
 				x.keep = map[string]any{}
 			}
-			x.keep[h.name] = call.Keep
+			x.keep[h.Name] = call.Keep
 		}
 	}
 	for _, env := range [][]string{call.Env, call.DaemonEnv} {
@@ -156,7 +158,7 @@ func (m *Manager) execModules(ctx context.Context, x *execRun) error {
 // environment (SecretSource modules: values for env grants, placeholders
 // for brokered ones).
 func (m *Manager) execSecrets(ctx context.Context, x *execRun) error {
-	senv, uses, err := m.secretEnv(ctx, SandboxRef{ID: x.id, TaskID: x.ls.taskID})
+	senv, uses, err := m.hooks.SecretEnv(ctx, hook.SandboxRef{ID: x.id, TaskID: x.ls.taskID})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/execout"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -122,12 +124,12 @@ func (m *Manager) afterExec(ctx context.Context, rec *store.Exec, st runtime.Exi
 	if r != nil {
 		m.bestEffort("exec "+rec.ID+": record its typed input", m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r))
 	}
-	for _, h := range m.afterExecHooks {
-		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err, Keep: keep[h.name]}
+	for _, h := range m.hooks.AfterExec {
+		done := hook.ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err, Keep: keep[h.Name]}
 		if err == nil {
 			done.Status = &st
 		}
-		h.hook.AfterExec(context.WithoutCancel(ctx), done)
+		h.Hook.AfterExec(context.WithoutCancel(ctx), done)
 	}
 	return taskID
 }

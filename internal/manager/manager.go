@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -64,7 +66,7 @@ type Config struct {
 	Logf     func(format string, args ...any)
 	// Modules are the features attached to the core, in the order their
 	// hooks run (see Module).
-	Modules []Module
+	Modules []hook.Module
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -79,30 +81,12 @@ type Manager struct {
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
-	// egressSvc is the network module's egress service (NetworkModule);
-	// nil: no network.
-	egressSvc Network
-
 	auditRetry *audit.Retry // nil: no audit log
 	writes     writeLog     // bestEffort's count of failed writes
 
-	// The modules' hooks, in Config.Modules order (set by attach).
-	createHooks    []named[CreateHook]
-	execHooks      []named[ExecHook]
-	afterExecHooks []named[AfterExecHook]
-	stopHooks      []named[StopHook]
-	// templateSources resolve template names the built-ins do not have.
-	templateSources []named[TemplateSource]
-	// The secrets surface (module_secrets.go).
-	secretSources []named[SecretSource]
-	brokerSources []named[BrokerSource]
-	taskEndHooks  []named[TaskEndHook]
-	// The approvals surface (module_approvals.go); holder nil: an ask is
-	// denied.
-	lifts  []named[PolicyLift]
-	holder *named[Holder]
-	// bundler writes tasks' review bundles (module_review.go); nil: none.
-	bundler TaskBundler
+	// hooks are the modules' abilities, in Config.Modules order (their
+	// Network is the egress service; nil: no network).
+	hooks *hook.Set
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -154,7 +138,8 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Audit != nil {
 		m.auditRetry = audit.NewRetry(cfg.Audit, cfg.Logf)
 	}
-	if err := m.attach(); err != nil {
+	m.hooks = &hook.Set{}
+	if err := m.hooks.Attach(cfg.Modules, &core{m}); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	if err := lost.End(sandbox.WithActor(ctx, "airlock"), cfg.Store, m.record, cfg.Logf); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -56,13 +58,13 @@ func TestAskWithoutApprovalsIsDenied(t *testing.T) {
 
 // yesHolder approves every hold at once, and lifts with lift.
 type yesHolder struct {
-	held []HeldExec
+	held []hook.HeldExec
 	lift func(d *policy.Decision) error
 }
 
-func (*yesHolder) Name() string         { return "yes" }
-func (*yesHolder) Attach(c *Core) error { return nil }
-func (h *yesHolder) Hold(_ context.Context, x HeldExec) (string, error) {
+func (*yesHolder) Name() string             { return "yes" }
+func (*yesHolder) Attach(c hook.Core) error { return nil }
+func (h *yesHolder) Hold(_ context.Context, x hook.HeldExec) (string, error) {
 	h.held = append(h.held, x)
 	return "ap-yes", nil
 }
@@ -79,7 +81,7 @@ func TestHolderApprovalMustCover(t *testing.T) {
 		}
 		return nil
 	}}
-	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{h} })
+	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{h} })
 	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +104,7 @@ func TestHolderApprovalMustCover(t *testing.T) {
 	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "store down") {
 		t.Fatalf("a failing lift: %v", err)
 	}
-	if err := (&Core{m: m}).Lift(ctx, sb.ID, &policy.Decision{Action: policy.Ask}); err == nil || !strings.Contains(err.Error(), "store down") {
+	if err := (&core{m: m}).Lift(ctx, sb.ID, &policy.Decision{Action: policy.Ask}); err == nil || !strings.Contains(err.Error(), "store down") {
 		t.Fatalf("a module's lift (a check's, a file operation's) past a failing lift: %v", err)
 	}
 }
@@ -110,13 +112,13 @@ func TestHolderApprovalMustCover(t *testing.T) {
 // Core.RecordRefusal records a module's refusal like the core's own.
 func TestCoreRecordRefusal(t *testing.T) {
 	ctx := context.Background()
-	var core *Core
-	m, log := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{&coreTaker{&core}} })
+	var core hook.Core
+	m, log := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{&coreTaker{&core}} })
 	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	core.RecordRefusal(ctx, ExecCall{SandboxID: sb.ID, Argv: []string{"x"}, Cwd: "/workspace"}, &policy.Decision{Action: policy.Deny, Analysis: policy.AnalyzeArgv([]string{"x"}, "/workspace")}, "no")
+	core.RecordRefusal(ctx, hook.ExecCall{SandboxID: sb.ID, Argv: []string{"x"}, Cwd: "/workspace"}, &policy.Decision{Action: policy.Deny, Analysis: policy.AnalyzeArgv([]string{"x"}, "/workspace")}, "no")
 	execs, _ := m.execs(ctx, sb.ID)
 	evs, _ := log.Query(ctx, store.AuditFilter{SandboxID: sb.ID, Kind: "exec.refused"})
 	if len(execs) != 1 || execs[0].Error != "no" || len(evs) != 1 || core.IsApprover(ctx) || !core.IsApprover(sandbox.AsApprover(ctx)) {
@@ -125,10 +127,10 @@ func TestCoreRecordRefusal(t *testing.T) {
 }
 
 // coreTaker keeps its Core.
-type coreTaker struct{ c **Core }
+type coreTaker struct{ c *hook.Core }
 
 func (*coreTaker) Name() string { return "core-taker" }
-func (t *coreTaker) Attach(c *Core) error {
+func (t *coreTaker) Attach(c hook.Core) error {
 	*t.c = c
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/egress"
@@ -19,16 +21,16 @@ import (
 type source struct {
 	name, value string
 	log         *hookLog
-	core        *Core
+	core        hook.Core
 	failEnv     bool
 	failEnd     bool
 	brokerErr   error
 }
 
-func (s *source) Name() string         { return s.name }
-func (s *source) Attach(c *Core) error { s.core = c; return nil }
+func (s *source) Name() string             { return s.name }
+func (s *source) Attach(c hook.Core) error { s.core = c; return nil }
 
-func (s *source) SecretEnv(_ context.Context, sb SandboxRef) ([]string, []map[string]any, error) {
+func (s *source) SecretEnv(_ context.Context, sb hook.SandboxRef) ([]string, []map[string]any, error) {
 	if s.failEnv {
 		return nil, nil, errors.New("the vault is shut")
 	}
@@ -41,7 +43,7 @@ func (s *source) BrokeredSecrets(_ context.Context, id string) ([]egress.Secret,
 	return []egress.Secret{{ID: s.name + "-" + id, Placeholder: "ph-" + s.name, Hosts: []string{"a.test"}, Value: s.value}}, s.brokerErr
 }
 
-func (s *source) OnTaskEnd(_ context.Context, sb SandboxRef) error {
+func (s *source) OnTaskEnd(_ context.Context, sb hook.SandboxRef) error {
 	s.log.add(s.name + ".end:" + sb.TaskID)
 	if s.failEnd {
 		return errors.New("cannot end")
@@ -57,7 +59,7 @@ func TestSecretSourcesInThePipeline(t *testing.T) {
 	ctx := context.Background()
 	log := &hookLog{}
 	a, b := &source{name: "A", value: "va", log: log}, &source{name: "B", value: "vb", log: log}
-	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
+	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{a, b} })
 	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func TestSecretSourcesInThePipeline(t *testing.T) {
 	if after, _ := m.execs(ctx, sb.ID); len(after) != len(before) {
 		t.Errorf("the exec a source failed was recorded: %d execs, had %d", len(after), len(before))
 	}
-	if got := m.grantedVars(ctx, sb.ID); !slices.Equal(got, []string{"A_TOKEN", "B_TOKEN"}) {
+	if got := m.hooks.GrantedVars(ctx, sb.ID); !slices.Equal(got, []string{"A_TOKEN", "B_TOKEN"}) {
 		t.Errorf("granted vars: %v", got)
 	}
 }
@@ -103,7 +105,7 @@ func TestBrokerSourcesAndTaskEnded(t *testing.T) {
 	ctx := context.Background()
 	log := &hookLog{}
 	a, b := &source{name: "A", value: "va", log: log}, &source{name: "B", value: "vb", log: log}
-	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
+	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{a, b} })
 	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +121,7 @@ func TestBrokerSourcesAndTaskEnded(t *testing.T) {
 	if _, err := a.core.BrokeredSecrets(ctx, sb.ID); err == nil {
 		t.Error("a broker source's error did not fail the brokered secrets")
 	}
-	ref := SandboxRef{ID: sb.ID, TaskID: "t-1"}
+	ref := hook.SandboxRef{ID: sb.ID, TaskID: "t-1"}
 	if err := a.core.TaskEnded(ctx, ref); err != nil || !slices.Equal(log.take(), []string{"A.end:t-1", "B.end:t-1"}) {
 		t.Errorf("task ended: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -41,17 +43,17 @@ func (l *hookLog) take() []string {
 type probe struct {
 	name       string
 	log        *hookLog
-	core       *Core
+	core       hook.Core
 	refuse     string // refuse a command whose argv holds this
 	failCreate bool
 	env        string
-	stops      []StopEvent
+	stops      []hook.StopEvent
 }
 
-func (p *probe) Name() string         { return p.name }
-func (p *probe) Attach(c *Core) error { p.core = c; return nil }
+func (p *probe) Name() string             { return p.name }
+func (p *probe) Attach(c hook.Core) error { p.core = c; return nil }
 
-func (p *probe) OnCreate(ctx context.Context, sb SandboxRef) error {
+func (p *probe) OnCreate(ctx context.Context, sb hook.SandboxRef) error {
 	p.log.add(p.name + ".create")
 	if p.failCreate {
 		return errors.New("no sandbox today")
@@ -62,7 +64,7 @@ func (p *probe) OnCreate(ctx context.Context, sb SandboxRef) error {
 	return nil
 }
 
-func (p *probe) BeforeExec(_ context.Context, x *ExecCall) error {
+func (p *probe) BeforeExec(_ context.Context, x *hook.ExecCall) error {
 	p.log.add(p.name + ".exec")
 	if p.refuse != "" && slices.ContainsFunc(x.Argv, func(a string) bool { return strings.Contains(a, p.refuse) }) {
 		return errors.New("not this one")
@@ -73,11 +75,11 @@ func (p *probe) BeforeExec(_ context.Context, x *ExecCall) error {
 	return nil
 }
 
-func (p *probe) AfterExec(_ context.Context, x ExecDone) {
+func (p *probe) AfterExec(_ context.Context, x hook.ExecDone) {
 	p.log.add(fmt.Sprintf("%s.after:%d", p.name, x.Status.Code))
 }
 
-func (p *probe) OnStop(_ context.Context, ev StopEvent) map[string]any {
+func (p *probe) OnStop(_ context.Context, ev hook.StopEvent) map[string]any {
 	p.log.add(p.name + ".stop:" + ev.Reason)
 	p.stops = append(p.stops, ev)
 	return map[string]any{p.name + "_saw": ev.Reason}
@@ -91,7 +93,7 @@ func TestModuleHookOrder(t *testing.T) {
 	log := &hookLog{}
 	a := &probe{name: "a", log: log, env: "FROM_A=1"}
 	b := &probe{name: "b", log: log, env: "FROM_B=2"}
-	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
+	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{a, b} })
 	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +132,7 @@ func TestModuleExecRefused(t *testing.T) {
 	a := &probe{name: "a", log: log}
 	guard := &probe{name: "guard", log: log, refuse: "marker"}
 	c := &probe{name: "c", log: log}
-	m, alog := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []Module{a, guard, c} })
+	m, alog := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []hook.Module{a, guard, c} })
 	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +186,7 @@ func TestModuleCreateFails(t *testing.T) {
 	a := &probe{name: "a", log: log}
 	bad := &probe{name: "bad", log: log, failCreate: true}
 	c := &probe{name: "c", log: log}
-	m, _ := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []Module{a, bad, c} })
+	m, _ := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []hook.Module{a, bad, c} })
 	if _, err := m.Create(ctx, sandbox.CreateRequest{}); err == nil || !strings.Contains(err.Error(), "module bad") {
 		t.Fatalf("create: %v, want the module's error", err)
 	}
@@ -205,18 +207,18 @@ func TestModuleCreateFails(t *testing.T) {
 func TestModuleAttach(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		mods []Module
+		mods []hook.Module
 		want string
 	}{
-		{"duplicate", []Module{&probe{name: "x"}, &probe{name: "x"}}, `module "x"`},
-		{"empty", []Module{&probe{}}, `module ""`},
-		{"attach fails", []Module{failAttach{}}, "module broken: not today"},
+		{"duplicate", []hook.Module{&probe{name: "x"}, &probe{name: "x"}}, `module "x"`},
+		{"empty", []hook.Module{&probe{}}, `module ""`},
+		{"attach fails", []hook.Module{failAttach{}}, "module broken: not today"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{}
 			cfg.Modules = tc.mods
 			m := &Manager{cfg: cfg}
-			if err := m.attach(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err := (&hook.Set{}).Attach(cfg.Modules, &core{m: m}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("attach: %v, want %q", err, tc.want)
 			}
 		})
@@ -225,8 +227,8 @@ func TestModuleAttach(t *testing.T) {
 
 type failAttach struct{}
 
-func (failAttach) Name() string       { return "broken" }
-func (failAttach) Attach(*Core) error { return errors.New("not today") }
+func (failAttach) Name() string           { return "broken" }
+func (failAttach) Attach(hook.Core) error { return errors.New("not today") }
 
 // Pause, reset and finish go through the one transition table: each
 // refusal is a conflict that says why, and the sandbox keeps its state.
@@ -237,7 +239,7 @@ func TestFakeTierStateRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Core{m: m}
+	c := &core{m: m}
 	m.mu.Lock()
 	_ = m.live[sb.ID].transition(sandbox.Finishing)
 	m.mu.Unlock()

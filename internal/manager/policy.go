@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/hook"
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -16,13 +17,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
-
-func appendUniq(l []string, s string) []string {
-	if slices.Contains(l, s) {
-		return l
-	}
-	return append(l, s)
-}
 
 // LoadPolicyFile reads a policy file for Config.Policy.
 func LoadPolicyFile(path string) (*policy.File, error) {
@@ -63,7 +57,7 @@ func (m *Manager) gate(ctx context.Context, id string, ls *live, req sandbox.Exe
 	a := policy.AnalyzeArgv(req.Argv, cwd)
 	if len(a.Secrets) > 0 {
 		// Using a secret granted to this sandbox is not secret access.
-		a = a.WithGranted(m.grantedVars(ctx, id))
+		a = a.WithGranted(m.hooks.GrantedVars(ctx, id))
 	}
 	d := ls.pol.Decide(a)
 	if taskTest && d.Action != policy.Allow {
@@ -71,7 +65,7 @@ func (m *Manager) gate(ctx context.Context, id string, ls *live, req sandbox.Exe
 		d.Matches = append([]policy.Match{{Rule: "task:test", Action: policy.Allow, Command: -1, Reason: "the task's test command"}}, d.Matches...)
 		d.Action, d.Reason = policy.Allow, "allowed: the task's test command"
 	}
-	if err := m.lift(ctx, id, d); err != nil {
+	if err := m.hooks.Lift(ctx, id, d); err != nil {
 		return nil, err
 	}
 	if d.BreakGlass != "" {
@@ -143,4 +137,33 @@ func dirRoots(ctx context.Context, sb runtime.Sandbox, scope []string) []string 
 		}
 	}
 	return out
+}
+
+// ask is what becomes of a command the policy holds for a human: the
+// Holder's wait, then the policy's decision again; without a Holder, a
+// denial that says why.
+func (m *Manager) ask(ctx context.Context, id string, ls *live, req sandbox.ExecRequest, cwd string, d *policy.Decision) (*policy.Decision, error) {
+	if m.hooks.Holder == nil {
+		msg := d.Reason + " (held for approval, but this daemon has no approvals: nothing can approve it)"
+		m.recordRefusal(ctx, id, req, cwd, d, msg)
+		return nil, sandbox.NewPolicyError("policy_denied", msg, d, "")
+	}
+	x := hook.HeldExec{ExecCall: hook.ExecCall{SandboxID: id, TaskID: ls.taskID, Argv: slices.Clone(req.Argv), Cwd: cwd, Env: slices.Clone(req.Env)},
+		Decision: d, Wait: req.ApprovalWait, NoWait: req.NoWait}
+	apID, err := m.hooks.Holder.Hook.Hold(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	// Decide again: the grant just made must cover it, and nothing else
+	// (a newer deny) may have changed.
+	again := ls.pol.Decide(policy.AnalyzeArgv(req.Argv, cwd))
+	if err := m.hooks.Lift(ctx, id, again); err != nil {
+		return nil, err
+	}
+	if again.Action != policy.Allow {
+		msg := fmt.Sprintf("approval %s was given but does not cover the command: %s", apID, again.Reason)
+		m.recordRefusal(ctx, id, req, cwd, again, msg)
+		return nil, sandbox.NewPolicyError("approval_denied", msg, again, apID)
+	}
+	return again, nil
 }

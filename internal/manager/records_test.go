@@ -46,7 +46,7 @@ func TestExecRecordRedactedWhole(t *testing.T) {
 
 // getExec is exec execID of sandbox id as the API shows it.
 func getExec(m *Manager, ctx context.Context, id, execID string) (*sandbox.Exec, error) {
-	return (&Core{m: m}).ExecRecord(ctx, id, execID)
+	return (&core{m: m}).ExecRecord(ctx, id, execID)
 }
 
 // output is the stored output of one stream of exec execID of sandbox id.

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -24,12 +26,12 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		return nil // already stopped: deleting twice is fine
 	}
 	defer release()
-	if m.egressSvc != nil {
-		m.egressSvc.RemoveSandbox(id)
+	if m.hooks.Network != nil {
+		m.hooks.Network.RemoveSandbox(id)
 	}
 	payload := map[string]any{"reason": reason}
-	for _, h := range m.stopHooks {
-		for k, v := range h.hook.OnStop(context.WithoutCancel(ctx), StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
+	for _, h := range m.hooks.Stop {
+		for k, v := range h.Hook.OnStop(context.WithoutCancel(ctx), hook.StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
 			payload[k] = v
 		}
 	}
@@ -104,8 +106,8 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.stopAuditRetry()
 	err := m.stopAll(ctx, ids, sandbox.StopShutdown)
-	if m.egressSvc != nil {
-		m.egressSvc.Close(ctx) // the refusal counts still open
+	if m.hooks.Network != nil {
+		m.hooks.Network.Close(ctx) // the refusal counts still open
 	}
 	return err
 }

@@ -27,10 +27,8 @@ func (m *Manager) base(name string) (*sandbox.Base, error) {
 	if !errors.Is(err, template.ErrNotFound) {
 		return nil, err
 	}
-	for _, src := range m.templateSources {
-		if b, serr := src.hook.Template(name); serr == nil {
-			return b, nil
-		}
+	if b, ok := m.hooks.Template(name); ok {
+		return b, nil
 	}
 	return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)
 }
@@ -42,14 +40,11 @@ func (m *Manager) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error
 	if t, err := m.cfg.Templates.Get("host"); err == nil {
 		out = append(out, &sandbox.TemplateInfo{Name: t.Name, Version: t.Version, Kind: "builtin", Created: t.Created})
 	}
-	for _, src := range m.templateSources {
-		more, err := src.hook.Templates(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more...)
+	more, err := m.hooks.TemplateList(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return append(out, more...), nil
 }
 
 // seedSandbox restores a snapshot's files into a new sandbox.

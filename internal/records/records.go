@@ -9,15 +9,16 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 )
 
 // Records is the module. Attach it to the manager (Config.Modules)
 // before any call: unattached, every call is refused as unsupported.
-type Records struct{ c *manager.Core }
+type Records struct{ c hook.Core }
 
 // New returns the module, not yet attached.
 func New() *Records { return &Records{} }
@@ -26,7 +27,7 @@ func New() *Records { return &Records{} }
 func (*Records) Name() string { return "records" }
 
 // Attach keeps the core's handle.
-func (r *Records) Attach(c *manager.Core) error {
+func (r *Records) Attach(c hook.Core) error {
 	r.c = c
 	return nil
 }

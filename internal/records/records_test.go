@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -34,7 +36,7 @@ func newRig(t *testing.T) (*manager.Manager, *Records, *redact.Redactor) {
 	red := redact.New()
 	r := New()
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st,
-		Redactor: red, Logf: t.Logf, Modules: []manager.Module{r}})
+		Redactor: red, Logf: t.Logf, Modules: []hook.Module{r}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,20 +10,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lazyre"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
 // writeBundle writes tb's bundle: its contents, redacted, with the
 // sandbox's audit events, signed with the audit log's key at its head;
 // then records task.export (the head it was signed at).
-func (r *Review) writeBundle(ctx context.Context, tb *manager.TaskBundle, w io.Writer) error {
+func (r *Review) writeBundle(ctx context.Context, tb *hook.TaskBundle, w io.Writer) error {
 	log := r.c.AuditLog()
 	if log == nil {
 		// The core gives no bundler without an audit log (Core.Bundles).
@@ -47,7 +48,7 @@ func (r *Review) writeBundle(ctx context.Context, tb *manager.TaskBundle, w io.W
 
 // bundleContents gathers what the bundle holds of tb's task and sandbox;
 // every string of it is redacted (scrubContents).
-func (r *Review) bundleContents(ctx context.Context, tb *manager.TaskBundle) (*bundle.Contents, error) {
+func (r *Review) bundleContents(ctx context.Context, tb *hook.TaskBundle) (*bundle.Contents, error) {
 	red := r.c.Redactor()
 	rec := tb.Task
 	sb, err := r.c.Sandbox(ctx, rec.SandboxID)

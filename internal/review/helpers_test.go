@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -64,7 +66,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 	}
 	r := &rig{rv: New(Config{TaskDir: filepath.Join(root, "tasks")}), st: st, log: log, red: red, dir: filepath.Join(root, "tasks")}
 	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log, Redactor: red, Policy: pol, Logf: t.Logf,
-		Modules: []manager.Module{r.rv}}
+		Modules: []hook.Module{r.rv}}
 	if configure != nil {
 		configure(&cfg)
 	}

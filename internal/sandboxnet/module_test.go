@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -89,7 +91,7 @@ func onFake(t *testing.T, cfg Config, polFile string) *env {
 	be := &netBackend{Backend: fakert.New(t.TempDir()), nets: map[string]runtime.Network{}, specs: map[string]runtime.Spec{}}
 	n := New(cfg)
 	m, err := manager.New(context.Background(), manager.Config{Backend: be, Templates: tpls, Store: st, Audit: log, Policy: pf,
-		Redactor: red, Logf: t.Logf, Modules: []manager.Module{n}})
+		Redactor: red, Logf: t.Logf, Modules: []hook.Module{n}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,13 +293,13 @@ func TestOneNetworkModule(t *testing.T) {
 	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st}
 	a, b := New(Config{Egress: &egress.Config{}}), New(Config{Egress: &egress.Config{}})
 	b2 := &renamed{Net: b, name: "network-2"}
-	cfg.Modules = []manager.Module{a, b2}
+	cfg.Modules = []hook.Module{a, b2}
 	if _, err := manager.New(context.Background(), cfg); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "second network module") {
 		t.Fatalf("two network modules: %v", err)
 	}
 	be := &netBackend{Backend: fakert.New(t.TempDir()), nets: map[string]runtime.Network{}, specs: map[string]runtime.Spec{}}
 	cfg.Backend = be
-	cfg.Modules = []manager.Module{New(Config{}), &renamed{Net: New(Config{Egress: &egress.Config{}, MaxProxyConns: 3}), name: "network-2"}}
+	cfg.Modules = []hook.Module{New(Config{}), &renamed{Net: New(Config{Egress: &egress.Config{}, MaxProxyConns: 3}), name: "network-2"}}
 	m, err := manager.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("a module without a service and one with: %v", err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -86,7 +88,7 @@ func TestEnvGrantReachesCommands(t *testing.T) {
 	if out, _, err := f.sh(t, id, `echo "[$TOKEN_IN]"`); !errors.Is(err, errdefs.ErrDenied) {
 		t.Errorf("reading the variable after revoke: %q %v, want denied", out, err)
 	}
-	if env, uses, err := f.s.SecretEnv(ctx, manager.SandboxRef{ID: id}); len(env) != 0 || len(uses) != 0 || err != nil {
+	if env, uses, err := f.s.SecretEnv(ctx, hook.SandboxRef{ID: id}); len(env) != 0 || len(uses) != 0 || err != nil {
 		t.Errorf("secret env after revoke: %q %v %v", env, uses, err)
 	}
 	if err := f.s.Revoke(ctx, "sg-none"); !errors.Is(err, errdefs.ErrNotFound) {
@@ -115,7 +117,7 @@ func TestDeletedSecretLeavesCommands(t *testing.T) {
 	if err := f.s.Delete(ctx, "DEPLOY_TOKEN"); err != nil {
 		t.Fatal(err)
 	}
-	if env, _, err := f.s.SecretEnv(ctx, manager.SandboxRef{ID: id}); len(env) != 0 || err != nil {
+	if env, _, err := f.s.SecretEnv(ctx, hook.SandboxRef{ID: id}); len(env) != 0 || err != nil {
 		t.Errorf("secret env after delete: %q %v", env, err)
 	}
 	if vars := f.s.GrantedVars(ctx, id); len(vars) != 0 {
@@ -197,7 +199,7 @@ func TestTaskGrantsEndWithTheTask(t *testing.T) {
 	if vars := f.s.GrantedVars(ctx, id); !slices.Equal(vars, []string{"DEPLOY_TOKEN", "OWN"}) && !slices.Equal(vars, []string{"OWN", "DEPLOY_TOKEN"}) {
 		t.Errorf("granted vars: %v", vars)
 	}
-	if err := f.s.OnTaskEnd(ctx, manager.SandboxRef{ID: id, TaskID: "t-1"}); err != nil {
+	if err := f.s.OnTaskEnd(ctx, hook.SandboxRef{ID: id, TaskID: "t-1"}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := f.s.Grants(ctx, id)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -84,14 +86,14 @@ func onFake(t *testing.T, keyFile string, configure func(*manager.Config)) *fixt
 }
 
 // manager is a manager on f's store and audit log with mod attached.
-func (f *fixture) manager(t *testing.T, mod manager.Module, red sandbox.Redactor, configure func(*manager.Config)) *manager.Manager {
+func (f *fixture) manager(t *testing.T, mod hook.Module, red sandbox.Redactor, configure func(*manager.Config)) *manager.Manager {
 	t.Helper()
 	tpls, err := template.Open(filepath.Join(f.dir, "templates"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: f.st, Audit: f.log, Redactor: red,
-		Now: f.clk.Now, Logf: t.Logf, Modules: []manager.Module{mod, f.net}}
+		Now: f.clk.Now, Logf: t.Logf, Modules: []hook.Module{mod, f.net}}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -206,7 +208,7 @@ func TestNoKeyAndNotAttached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env, uses, err := f.s.SecretEnv(ctx, manager.SandboxRef{ID: sb.ID}); env != nil || uses != nil || err != nil {
+	if env, uses, err := f.s.SecretEnv(ctx, hook.SandboxRef{ID: sb.ID}); env != nil || uses != nil || err != nil {
 		t.Errorf("secret env without a key: %v %v %v", env, uses, err)
 	}
 	lone := New(filepath.Join(t.TempDir(), "k"))
@@ -249,16 +251,16 @@ func TestKeyAtAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: f.st, Modules: []manager.Module{New(other)}}
+	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: f.st, Modules: []hook.Module{New(other)}}
 	if _, err := manager.New(ctx, cfg); err == nil || !strings.Contains(err.Error(), "cannot be opened with this daemon's secret key") {
 		t.Errorf("another key: %v", err)
 	}
 	_ = os.WriteFile(other, []byte("short"), 0o600)
-	cfg.Modules = []manager.Module{New(other)}
+	cfg.Modules = []hook.Module{New(other)}
 	if _, err := manager.New(ctx, cfg); err == nil || !strings.Contains(err.Error(), "want 32") {
 		t.Errorf("a short key: %v", err)
 	}
-	cfg.Modules = []manager.Module{New(filepath.Join(t.TempDir(), "no-dir", "k"))}
+	cfg.Modules = []hook.Module{New(filepath.Join(t.TempDir(), "no-dir", "k"))}
 	if _, err := manager.New(ctx, cfg); err == nil || !strings.Contains(err.Error(), "secret key") {
 		t.Errorf("a key that cannot be made: %v", err)
 	}

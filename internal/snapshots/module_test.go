@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -40,7 +42,7 @@ func onFake(t *testing.T, dir string) (*Snapshots, *manager.Manager, *audit.Log)
 	}
 	s := New(dir, tpls)
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, Logf: t.Logf, Modules: []manager.Module{s}})
+		Redactor: red, Logf: t.Logf, Modules: []hook.Module{s}})
 	if err != nil {
 		t.Fatal(err)
 	}

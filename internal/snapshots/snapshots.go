@@ -1,6 +1,6 @@
 // Package snapshots is the snapshot templates module of the sandbox core
-// (manager.Module): it turns a running sandbox's files into a template new
-// sandboxes start from (manager.TemplateSource), and lists them.
+// (hook.Module): it turns a running sandbox's files into a template new
+// sandboxes start from (hook.TemplateSource), and lists them.
 package snapshots
 
 import (
@@ -20,11 +20,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/template"
 )
@@ -35,7 +36,7 @@ import (
 type Snapshots struct {
 	dir      string
 	builtins *template.Store
-	core     *manager.Core
+	core     hook.Core
 	mu       sync.Mutex // serializes moving a snapshot template's "current"
 }
 
@@ -49,7 +50,7 @@ func (s *Snapshots) Name() string { return "snapshots" }
 
 // Attach takes the core's handle and removes what snapshots of a killed
 // daemon left (no snapshot is under way before the manager is made).
-func (s *Snapshots) Attach(c *manager.Core) error {
+func (s *Snapshots) Attach(c hook.Core) error {
 	s.core = c
 	if s.dir != "" {
 		s.cleanSeeds()
@@ -284,7 +285,7 @@ func (c *capWriter) Write(p []byte) (int, error) {
 }
 
 // Template is the current version of the snapshot template name, as a
-// base to create a sandbox from (manager.TemplateSource), or ErrNotFound.
+// base to create a sandbox from (hook.TemplateSource), or ErrNotFound.
 func (s *Snapshots) Template(name string) (*sandbox.Base, error) {
 	snap, seed, err := s.snapshot(name)
 	if err != nil {
@@ -372,7 +373,7 @@ func (p *prefixTar) add(prefix string, r io.Reader) error {
 func (p *prefixTar) close() error { return p.tw.Close() }
 
 // Templates lists the snapshot templates as templates
-// (manager.TemplateSource).
+// (hook.TemplateSource).
 func (s *Snapshots) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error) {
 	snaps, err := s.List(ctx)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -104,7 +106,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 	r := &rig{st: st, log: log, dir: filepath.Join(root, "tasks"), be: &scoping{Backend: fakert.New(t.TempDir()), roots: map[string][][]string{}}}
 	r.tk = New(Config{Dir: r.dir})
 	cfg := manager.Config{Backend: r.be, Templates: tpls, Store: st, Audit: log, Redactor: red, Logf: t.Logf,
-		Modules: []manager.Module{r.tk, review.New(review.Config{TaskDir: r.dir})}}
+		Modules: []hook.Module{r.tk, review.New(review.Config{TaskDir: r.dir})}}
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -63,7 +64,7 @@ type keptDiff struct {
 // task's directory. A paused sandbox is thawed first: its files are read
 // through its agent, which is frozen with it. Returns what goes into the
 // sandbox.stop event.
-func (tk *Tasks) keepDiff(ctx context.Context, ev manager.StopEvent) map[string]any {
+func (tk *Tasks) keepDiff(ctx context.Context, ev hook.StopEvent) map[string]any {
 	sb, reason := ev.Sandbox, ev.Reason
 	rec, err := tk.c.Store().GetTask(ctx, ev.TaskID)
 	if err != nil || rec.State != "open" {

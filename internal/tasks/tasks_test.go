@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -366,7 +368,7 @@ func TestTaskWithoutAuditLogHasNoBundle(t *testing.T) {
 // its bundle. The task stays open, its sandbox running.
 func TestTaskWithoutBundlerFailsClosed(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, func(c *manager.Config) { c.Modules = []manager.Module{c.Modules[0]} })
+	r := newRig(t, func(c *manager.Config) { c.Modules = []hook.Module{c.Modules[0]} })
 	task, err := r.tk.Start(ctx, TaskRequest{Repo: gitRepo(t, map[string]string{"README": "base\n"})})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
@@ -63,7 +65,7 @@ func TestNew(t *testing.T) {
 // caller is an error, not an addition in some order.
 func TestNewRefusesModules(t *testing.T) {
 	cfg := config(t)
-	cfg.Modules = []manager.Module{apikeys.New()}
+	cfg.Modules = []hook.Module{apikeys.New()}
 	if _, err := New(context.Background(), cfg); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("err = %v, want invalid", err)
 	}
