@@ -7,7 +7,6 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
@@ -47,7 +46,7 @@ type Execs interface {
 	Exec(ctx context.Context, id string, req sandbox.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
 	// Running is the handle of exec execID of sandbox id, which may
 	// still run (each call finds it again: ended, a conflict).
-	Running(id, execID string) manager.RunningExec
+	Running(id, execID string) sandbox.RunningExec
 }
 
 // ExecRecords are a sandbox's commands once they ran: their records and

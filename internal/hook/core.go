@@ -65,7 +65,7 @@ type Core interface {
 	ExecTaskTest(ctx context.Context, id, taskID string, req sandbox.ExecRequest, started func(string, int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
 
 	// RestrictWrites confines writes in the live sandbox id to scope (path
-	// globs, see restrictWrites) now and again after every Reset, for the
+	// globs, see writescope.Apply) now and again after every Reset, for the
 	// rest of its life. A backend that cannot is an error.
 	RestrictWrites(ctx context.Context, id string, scope []string) error
 

@@ -3,46 +3,23 @@ package manager
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/policy"
-	"github.com/airlock-dev/airlock/internal/redact"
 )
 
-// nopRedactor is used when none is configured (tests of other things).
-type nopRedactor struct{}
-
-func (nopRedactor) Add(...string)                  {}
-func (nopRedactor) Redact(b []byte) ([]byte, bool) { return b, false }
-func (nopRedactor) Find([]byte) []redact.Finding   { return nil }
-func (nopRedactor) String(s string) string         { return s }
-func (nopRedactor) JSON(b []byte) []byte           { return b }
-func (nopRedactor) LongestMatch() int              { return 0 }
-
-// learnSecrets teaches the redactor the values of secret-named variables,
-// in one batch (the redactor's index is rebuilt once per batch: one call
-// per value made a request of thousands cost minutes of CPU). A longer
-// value is not learned (token shapes and private keys are still found by
-// their shape).
+// learnSecrets teaches the redactor the values of secret-named variables
+// (sandbox.SecretValues), in one batch: the redactor's index is rebuilt
+// once per batch (one call per value made a request of thousands cost
+// minutes of CPU).
 func (m *Manager) learnSecrets(env []string) error {
-	var vals []string
-	for _, kv := range env {
-		name, val, ok := strings.Cut(kv, "=")
-		if ok && policy.SecretName(name) && len(val) <= sandbox.MaxLearnedLen {
-			vals = append(vals, val)
-		}
-	}
-	if len(vals) > sandbox.MaxLearned {
-		return fmt.Errorf("%d secret-named variables: at most %d per request (grant secrets with airlock secret instead): %w", len(vals), sandbox.MaxLearned, errdefs.ErrInvalid)
-	}
-	if len(vals) > 0 {
+	vals, err := sandbox.SecretValues(env)
+	if err == nil && len(vals) > 0 {
 		m.cfg.Redactor.Add(vals...)
 	}
-	return nil
+	return err
 }
 
 // record writes an audit event (when the daemon keeps an audit log). The

@@ -7,6 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/writescope"
+
+	"github.com/airlock-dev/airlock/internal/redacted"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -61,7 +65,7 @@ func (c *core) Live(id string) (*hook.LiveInfo, bool) {
 	}
 	b := ls.base
 	b.Binds = slices.Clone(b.Binds)
-	return &hook.LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: view(ls.rec), Policy: ls.pol}, true
+	return &hook.LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: redacted.View(ls.rec), Policy: ls.pol}, true
 }
 func (c *core) Exec(ctx context.Context, id string, req sandbox.ExecRequest, stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
 	return c.m.Exec(ctx, id, req, nil, stdout, stderr)
@@ -93,7 +97,7 @@ func (c *core) RestrictWrites(ctx context.Context, id string, scope []string) er
 	if err != nil {
 		return err
 	}
-	if err := restrictWrites(ctx, sb, scope); err != nil {
+	if err := writescope.Apply(ctx, sb, scope); err != nil {
 		return err
 	}
 	c.m.mu.Lock()
@@ -124,14 +128,14 @@ func (c *core) BeginFinishing(id string) (end func(), err error) {
 func (c *core) MaxLifetime() time.Duration                   { return c.m.cfg.MaxLifetime }
 func (c *core) Destroy(ctx context.Context, id string) error { return c.m.Destroy(ctx, id) }
 func (c *core) Execs(ctx context.Context, id string) ([]*sandbox.Exec, error) {
-	return c.m.execs(ctx, id)
+	return c.m.recs.Execs(ctx, id)
 }
 func (c *core) ExecRecord(ctx context.Context, id, execID string) (*sandbox.Exec, error) {
-	e, err := c.m.getExec(ctx, id, execID)
+	e, err := c.m.recs.GetExec(ctx, id, execID)
 	if err != nil {
 		return nil, err
 	}
-	return c.m.shownExec(e)
+	return c.m.recs.ShownExec(e)
 }
 func (c *core) AuditHealthy() error { return c.m.auditHealthy() }
 func (c *core) FetchPolicy() (*egress.Policy, egress.Presets) {

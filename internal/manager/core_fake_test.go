@@ -168,7 +168,7 @@ func TestCoreListGet(t *testing.T) {
 		func(id string) error { _, err := m.SetTTL(ctx, id, time.Hour); return err },
 		func(id string) error { _, err := m.Pause(ctx, id); return err },
 		func(id string) error { _, err := m.Reset(ctx, id); return err },
-		func(id string) error { _, err := m.execs(ctx, id); return err },
+		func(id string) error { _, err := m.recs.Execs(ctx, id); return err },
 		func(id string) error { _, err := m.Files(ctx, id); return err },
 	} {
 		if err := call("sb-nope"); !errors.Is(err, errdefs.ErrNotFound) {
@@ -336,7 +336,7 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "exit 7"}, Env: []string{"A=1"}}, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	execs, err := m.execs(ctx, sb.ID)
+	execs, err := m.recs.Execs(ctx, sb.ID)
 	if err != nil || len(execs) != 2 {
 		t.Fatalf("execs: %d %v", len(execs), err)
 	}
@@ -346,7 +346,7 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	if e := execs[1]; e.Cwd != "/workspace" || e.Status == nil || e.Status.Code != 7 || !slices.Equal(e.EnvNames, []string{"A"}) {
 		t.Errorf("second exec record: %+v", e)
 	}
-	if o, err := m.execs(ctx, other.ID); err != nil || len(o) != 0 {
+	if o, err := m.recs.Execs(ctx, other.ID); err != nil || len(o) != 0 {
 		t.Errorf("the other sandbox's execs: %v %v", o, err)
 	}
 	if n := len(eventsOf(t, log, sb.ID, "exec.start")); n != 2 {
@@ -591,7 +591,7 @@ func TestCoreReset(t *testing.T) {
 	if err != nil || st.Code != 1 {
 		t.Errorf("the file after reset: %+v %v, want gone (exit 1)", st, err)
 	}
-	if execs, err := m.execs(ctx, sb.ID); err != nil || len(execs) != 2 {
+	if execs, err := m.recs.Execs(ctx, sb.ID); err != nil || len(execs) != 2 {
 		t.Errorf("exec records after reset: %d %v, want both kept", len(execs), err)
 	}
 	kinds := kindsOf(t, log, sb.ID)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/redacted"
+
 	"github.com/airlock-dev/airlock/internal/hook"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
@@ -80,7 +82,7 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
 	}
-	return m.shownSandbox(rec)
+	return m.recs.ShownSandbox(rec)
 }
 
 // admitCreate checks a request before anything is reserved for it.
@@ -126,7 +128,7 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 	if taskID != "" {
 		source = "task"
 	}
-	pol, err := m.sandboxPolicy(base.Name, req.Policy, req.TightenOnly, source)
+	pol, err := sandbox.Policy(m.cfg.Policy, base.Name, req.Policy, req.TightenOnly, source)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +184,7 @@ func (m *Manager) dropNetwork(id string) {
 // stopped as failed).
 func (m *Manager) recordCreate(ctx context.Context, req sandbox.CreateRequest, p *createPlan, sb runtime.Sandbox, ttl time.Duration) (*store.Sandbox, error) {
 	info, pol := sb.Info(), p.pol
-	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
+	specJSON, _ := json.Marshal(redacted.Spec{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
 	isoJSON, _ := json.Marshal(info.Isolation)
 	rec := &store.Sandbox{
 		ID: sb.ID(), State: "running", Backend: p.be.Name(), Template: p.base.Name, TemplateVersion: p.base.Version,
@@ -297,5 +299,5 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*sa
 		return nil, err
 	}
 	m.bestEffort("sandbox "+id+": record its timeout", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}}))
-	return m.shownSandbox(&rec)
+	return m.recs.ShownSandbox(&rec)
 }

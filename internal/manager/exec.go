@@ -234,7 +234,7 @@ func (m *Manager) recordStart(ctx context.Context, x *execRun) (*store.Exec, err
 		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": sandbox.DecisionPayload(x.d), "secrets": x.uses}})); err != nil {
 		return nil, err
 	}
-	if err := recordFirst("record exec", m.putExec(ctx, rec)); err != nil {
+	if err := recordFirst("record exec", m.recs.PutExec(ctx, rec)); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -249,7 +249,7 @@ func (m *Manager) recordNotStarted(ctx context.Context, x *execRun, err error) {
 	if errors.As(err, &coded) {
 		stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
 	}
-	m.bestEffort("exec "+x.execID+": record its end", m.endExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error()))
+	m.bestEffort("exec "+x.execID+": record its end", m.recs.EndExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error()))
 	m.bestEffort("exec "+x.execID+": record exec.end", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
 		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}}))
 }

@@ -74,12 +74,12 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 		}
 	}
 	if err != nil {
-		m.bestEffort("exec "+rec.ID+": record its end", m.endExec(context.Background(), rec.ID, ended, nil, err.Error()))
+		m.bestEffort("exec "+rec.ID+": record its end", m.recs.EndExec(context.Background(), rec.ID, ended, nil, err.Error()))
 		return rec.ID, nil, err
 	}
 	stJSON, _ := json.Marshal(st)
 	// (endExec redacts its file activity: paths may hold a secret.)
-	if ferr := m.endExec(context.Background(), rec.ID, ended, stJSON, ""); ferr != nil {
+	if ferr := m.recs.EndExec(context.Background(), rec.ID, ended, stJSON, ""); ferr != nil {
 		return rec.ID, &st, ferr
 	}
 	return rec.ID, &st, nil

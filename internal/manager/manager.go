@@ -10,10 +10,11 @@ package manager
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/redacted"
 
 	"github.com/airlock-dev/airlock/internal/hook"
 
@@ -81,8 +82,9 @@ type Manager struct {
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
-	auditRetry *audit.Retry // nil: no audit log
-	writes     writeLog     // bestEffort's count of failed writes
+	recs       redacted.Records // the store's records, redacted
+	auditRetry *audit.Retry     // nil: no audit log
+	writes     writeLog         // bestEffort's count of failed writes
 
 	// hooks are the modules' abilities, in Config.Modules order (their
 	// Network is the egress service; nil: no network).
@@ -132,9 +134,10 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Redactor == nil {
-		cfg.Redactor = nopRedactor{}
+		cfg.Redactor = sandbox.NopRedactor{}
 	}
-	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}}
+	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{},
+		recs: redacted.Records{Store: cfg.Store, Redactor: cfg.Redactor}}
 	if cfg.Audit != nil {
 		m.auditRetry = audit.NewRetry(cfg.Audit, cfg.Logf)
 	}
@@ -149,36 +152,13 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// specRecord is what the store keeps of a sandbox's spec.
-type specRecord struct {
-	Limits   runtime.Limits `json:"limits"`
-	EnvNames []string       `json:"env_names,omitempty"`
-	Policy   *policy.Policy `json:"policy,omitempty"`
-}
-
-func view(rec *store.Sandbox) *sandbox.Sandbox {
-	v := &sandbox.Sandbox{
-		ID: rec.ID, State: rec.State, Backend: rec.Backend, Template: rec.Template, TemplateVersion: rec.TemplateVersion,
-		Labels: rec.Labels, Created: rec.Created, Expires: rec.Expires, Stopped: rec.Stopped, StopReason: rec.StopReason,
-	}
-	var sp specRecord
-	if json.Unmarshal(rec.Spec, &sp) == nil {
-		v.Limits = sp.Limits
-		if sp.Policy != nil {
-			v.Policy, v.PolicySources = sp.Policy.Version(), sp.Policy.Sources
-		}
-	}
-	_ = json.Unmarshal(rec.Isolation, &v.Isolation)
-	return v
-}
-
 // Get returns a sandbox's record.
 func (m *Manager) Get(ctx context.Context, id string) (*sandbox.Sandbox, error) {
 	rec, err := m.cfg.Store.GetSandbox(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	v, err := m.shownSandbox(rec)
+	v, err := m.recs.ShownSandbox(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +177,7 @@ func (m *Manager) List(ctx context.Context, state string) ([]*sandbox.Sandbox, e
 	}
 	out := make([]*sandbox.Sandbox, 0, len(recs))
 	for _, r := range recs {
-		v, err := m.shownSandbox(r)
+		v, err := m.recs.ShownSandbox(r)
 		if err != nil {
 			return nil, err
 		}

@@ -37,7 +37,7 @@ func TestAskWithoutApprovalsIsDenied(t *testing.T) {
 	if _, err := fs.Stat(ctx, "/workspace/ran"); err == nil {
 		t.Fatal("a held command ran without approvals")
 	}
-	execs, _ := m.execs(ctx, sb.ID)
+	execs, _ := m.recs.Execs(ctx, sb.ID)
 	if len(execs) != 2 || execs[0].Status != nil || execs[0].Policy == nil || execs[0].Policy.Action != policy.Ask || !strings.Contains(execs[0].Error, "no approvals") {
 		t.Fatalf("the refusal's record: %+v", execs)
 	}
@@ -119,7 +119,7 @@ func TestCoreRecordRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	core.RecordRefusal(ctx, hook.ExecCall{SandboxID: sb.ID, Argv: []string{"x"}, Cwd: "/workspace"}, &policy.Decision{Action: policy.Deny, Analysis: policy.AnalyzeArgv([]string{"x"}, "/workspace")}, "no")
-	execs, _ := m.execs(ctx, sb.ID)
+	execs, _ := m.recs.Execs(ctx, sb.ID)
 	evs, _ := log.Query(ctx, store.AuditFilter{SandboxID: sb.ID, Kind: "exec.refused"})
 	if len(execs) != 1 || execs[0].Error != "no" || len(evs) != 1 || core.IsApprover(ctx) || !core.IsApprover(sandbox.AsApprover(ctx)) {
 		t.Fatalf("refusal: %+v %+v", execs, evs)

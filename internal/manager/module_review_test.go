@@ -121,7 +121,7 @@ func TestModuleKeepAndDaemonEnv(t *testing.T) {
 			t.Errorf("%s's other exec's hosts: %v", k.name, h.seen)
 		}
 	}
-	execs, err := m.execs(ctx, sb.ID)
+	execs, err := m.recs.Execs(ctx, sb.ID)
 	if err != nil || len(execs) != 2 {
 		t.Fatal(execs, err)
 	}

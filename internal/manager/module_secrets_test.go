@@ -85,12 +85,12 @@ func TestSecretSourcesInThePipeline(t *testing.T) {
 	if len(start.Secrets) != 2 || start.Secrets[0]["from"] != "A" || start.Secrets[1]["from"] != "B" || slices.Contains(start.EnvNames, "A_TOKEN") {
 		t.Errorf("exec.start: %+v", start)
 	}
-	before, _ := m.execs(ctx, sb.ID)
+	before, _ := m.recs.Execs(ctx, sb.ID)
 	b.failEnv = true
 	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil {
 		t.Error("a source's error did not end the exec")
 	}
-	if after, _ := m.execs(ctx, sb.ID); len(after) != len(before) {
+	if after, _ := m.recs.Execs(ctx, sb.ID); len(after) != len(before) {
 		t.Errorf("the exec a source failed was recorded: %d execs, had %d", len(after), len(before))
 	}
 	if got := m.hooks.GrantedVars(ctx, sb.ID); !slices.Equal(got, []string{"A_TOKEN", "B_TOKEN"}) {

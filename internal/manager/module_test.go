@@ -171,7 +171,7 @@ func TestModuleExecRefused(t *testing.T) {
 	if refused != 1 || started != 0 {
 		t.Errorf("audit: %d exec.refused, %d exec.start; want 1 and 0", refused, started)
 	}
-	execs, err := m.execs(ctx, sb.ID)
+	execs, err := m.recs.Execs(ctx, sb.ID)
 	if err != nil || len(execs) != 1 || !strings.Contains(execs[0].Error, "module guard") {
 		t.Errorf("exec records: %+v %v", execs, err)
 	}

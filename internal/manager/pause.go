@@ -69,5 +69,5 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*sandbo
 		kind = "sandbox.pause"
 	}
 	m.bestEffort("sandbox "+id+": record "+kind, m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}}))
-	return m.shownSandbox(&rec)
+	return m.recs.ShownSandbox(&rec)
 }

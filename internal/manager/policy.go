@@ -3,52 +3,15 @@ package manager
 import (
 	"context"
 	"fmt"
-	"os"
-	"path"
 	"slices"
-	"strings"
 
 	"github.com/airlock-dev/airlock/internal/hook"
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
-	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
-
-// LoadPolicyFile reads a policy file for Config.Policy.
-func LoadPolicyFile(path string) (*policy.File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("policy file: %w", err)
-	}
-	f, err := policy.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", path, err)
-	}
-	return f, nil
-}
-
-// sandboxPolicy is the effective policy of a new sandbox: the daemon's
-// file for its template, then the caller's layer (which, from a caller
-// that may only tighten, must not relax anything).
-func (m *Manager) sandboxPolicy(template string, layer *policy.Layer, tightenOnly bool, source string) (*policy.Policy, error) {
-	pol := m.cfg.Policy.ForTemplate(template)
-	if layer == nil {
-		return pol, nil
-	}
-	if err := layer.Check(); err != nil {
-		return nil, err
-	}
-	if tightenOnly {
-		if err := pol.Relaxes(*layer); err != nil {
-			return nil, err
-		}
-	}
-	return pol.With(*layer, source)
-}
 
 // gate decides an exec before anything reaches the sandbox. It returns
 // the decision to record when the command may run, or the error that
@@ -93,50 +56,11 @@ func (m *Manager) recordRefusal(ctx context.Context, id string, req sandbox.Exec
 	msg = m.cfg.Redactor.String(msg)
 	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: argv, Cwd: cwd, EnvNames: envNames(req.Env),
 		Started: now, Ended: &now, Error: msg, Decision: dj}
-	if err := m.putExec(context.WithoutCancel(ctx), rec); err != nil {
+	if err := m.recs.PutExec(context.WithoutCancel(ctx), rec); err != nil {
 		m.cfg.Logf("record refused exec in %s: %v", id, err)
 	}
 	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
 		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": sandbox.DecisionPayload(d)}})
-}
-
-// restrictWrites applies a write scope inside the sandbox: each glob's
-// directory part (src/** -> /workspace/src), Landlock's granularity. A
-// backend that cannot is an error: the scope never silently lapses.
-func restrictWrites(ctx context.Context, sb runtime.Sandbox, scope []string) error {
-	ws, ok := sb.(runtime.WriteScoper)
-	if !ok {
-		return fmt.Errorf("backend cannot confine writes to a scope: %w", errdefs.ErrUnsupported)
-	}
-	// The repository's own .git stays writable so the agent can commit;
-	// the host's diff reads the files alone and ignores it.
-	roots := append(dirRoots(ctx, sb, scope), policy.DefaultCwd+"/.git")
-	_, err := ws.RestrictWrites(ctx, roots)
-	return err
-}
-
-// dirRoots are the kernel's roots for a scope: each glob's directory
-// part (src/** -> /workspace/src, made if missing), and a literal path
-// as itself. A literal that is not there yet (go.sum before the first
-// go mod tidy) stands for its directory: the kernel holds only what
-// exists, and making it (as a directory, as for a glob's part) once
-// turned go.sum into a directory named go.sum. The policy and the
-// review still hold the exact scope.
-func dirRoots(ctx context.Context, sb runtime.Sandbox, scope []string) []string {
-	f, hasFiles := sb.(runtime.Files)
-	var out []string
-	for _, g := range scope {
-		r := policy.ScopeRoots([]string{g})[0]
-		if hasFiles && r != policy.DefaultCwd && !strings.ContainsAny(g, "*?[") {
-			if _, err := f.Stat(ctx, r); err != nil {
-				r = path.Dir(r)
-			}
-		}
-		if !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // ask is what becomes of a command the policy holds for a human: the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/writescope"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -36,7 +38,7 @@ func (m *Manager) Reset(ctx context.Context, id string) (*sandbox.Sandbox, error
 		return nil, err
 	}
 	m.bestEffort("sandbox "+id+": record its reset", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}}))
-	return m.shownSandbox(rec)
+	return m.recs.ShownSandbox(rec)
 }
 
 // beginReset moves a live sandbox to Resetting: nothing may use it
@@ -118,7 +120,7 @@ func (m *Manager) resumeReset(ctx context.Context, id string, ls *live, sb runti
 	_ = ls.transition(sandbox.Running)
 	if len(ls.scope) > 0 {
 		// The write scope holds for the sandbox's life, resets included.
-		if err := restrictWrites(ctx, sb, ls.scope); err != nil {
+		if err := writescope.Apply(ctx, sb, ls.scope); err != nil {
 			m.mu.Unlock()
 			m.bestEffort("sandbox "+id+": destroy it", m.Destroy(context.Background(), id))
 			return nil, fmt.Errorf("reset %s: %w", id, err)

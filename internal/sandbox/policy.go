@@ -112,3 +112,23 @@ func DecisionPayload(d *policy.Decision) map[string]any {
 	}
 	return p
 }
+
+// Policy is the effective policy of a new sandbox: the daemon's file f
+// (nil: the built-in defaults) for its template, then the caller's
+// layer (which, from a caller that may only tighten, must not relax
+// anything).
+func Policy(f *policy.File, template string, layer *policy.Layer, tightenOnly bool, source string) (*policy.Policy, error) {
+	pol := f.ForTemplate(template)
+	if layer == nil {
+		return pol, nil
+	}
+	if err := layer.Check(); err != nil {
+		return nil, err
+	}
+	if tightenOnly {
+		if err := pol.Relaxes(*layer); err != nil {
+			return nil, err
+		}
+	}
+	return pol.With(*layer, source)
+}

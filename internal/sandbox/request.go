@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/caps"
@@ -168,4 +170,22 @@ func appendUniq(l []string, s string) []string {
 		return l
 	}
 	return append(l, s)
+}
+
+// RunningExec is one command of a sandbox that may still be running,
+// named by its ids: each call finds it again, so a handle outlives its
+// command harmlessly (an exec that has ended is an ErrConflict, one the
+// sandbox never ran ErrNotFound). Arguments are checked first (an
+// ErrInvalid whatever the exec's state).
+type RunningExec interface {
+	// Signal sends sig to the command's process group (exec.signal).
+	Signal(ctx context.Context, sig syscall.Signal) error
+	// Input writes data to the command's open stdin, blocking while the
+	// command does not read (as a pipe would), up to ctx; what is typed
+	// is recorded a line at a time (exec.input).
+	Input(ctx context.Context, data []byte) error
+	// CloseStdin closes its open stdin (it reads end of file).
+	CloseStdin(ctx context.Context) error
+	// Resize sets the window of the command's terminal.
+	Resize(ctx context.Context, rows, cols uint16) error
 }

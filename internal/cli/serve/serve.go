@@ -122,7 +122,7 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	var pol *policy.File
 	if *policyFile != "" {
 		var err error
-		if pol, err = manager.LoadPolicyFile(*policyFile); err != nil {
+		if pol, err = loadPolicyFile(*policyFile); err != nil {
 			fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 			return 2
 		}
@@ -239,4 +239,17 @@ func defaultCaps() manager.Caps {
 		c.Limits.MemoryBytes, c.Limits.TmpBytes = half, half
 	}
 	return c
+}
+
+// loadPolicyFile reads a policy file for the manager's Config.Policy.
+func loadPolicyFile(path string) (*policy.File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	f, err := policy.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	return f, nil
 }
