@@ -30,7 +30,7 @@ var _ hook.Core = (*core)(nil)
 func (c *core) Store() *store.Store                             { return c.m.cfg.Store }
 func (c *core) Redactor() sandbox.Redactor                      { return c.m.cfg.Redactor }
 func (c *core) Logf(format string, args ...any)                 { c.m.cfg.Logf(format, args...) }
-func (c *core) Record(ctx context.Context, e audit.Entry) error { return c.m.record(ctx, e) }
+func (c *core) Record(ctx context.Context, e audit.Entry) error { return c.m.rec.Record(ctx, e) }
 func (c *core) State(ctx context.Context, id string) (sandbox.State, error) {
 	c.m.mu.Lock()
 	ls, ok := c.m.live[id]
@@ -137,7 +137,7 @@ func (c *core) ExecRecord(ctx context.Context, id, execID string) (*sandbox.Exec
 	}
 	return c.m.recs.ShownExec(e)
 }
-func (c *core) AuditHealthy() error { return c.m.auditHealthy() }
+func (c *core) AuditHealthy() error { return c.m.rec.Healthy() }
 func (c *core) FetchPolicy() (*egress.Policy, egress.Presets) {
 	var pol *egress.Policy
 	var presets egress.Presets
@@ -209,9 +209,9 @@ func (c *core) RecordAs(ctx context.Context, e audit.Entry, essential bool) erro
 	if c.m.cfg.Audit == nil {
 		return nil
 	}
-	return c.m.recordAs(ctx, e, essential)
+	return c.m.rec.RecordAs(ctx, e, essential)
 }
-func (c *core) RecordAsync(ctx context.Context, e audit.Entry) { c.m.recordAsync(ctx, e) }
+func (c *core) RecordAsync(ctx context.Context, e audit.Entry) { c.m.rec.RecordAsync(ctx, e) }
 func (c *core) NoteEgress(execID, host string)                 { c.m.noteEgress(execID, host) }
 func (c *core) BrokeredSecrets(ctx context.Context, id string) ([]egress.Secret, error) {
 	p, err := c.m.hooks.BrokeredSecrets(ctx, id, egress.Policy{})

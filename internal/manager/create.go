@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/recorder"
+
 	"github.com/airlock-dev/airlock/internal/redacted"
 
 	"github.com/airlock-dev/airlock/internal/hook"
@@ -97,7 +99,7 @@ func (m *Manager) admitCreate(req *sandbox.CreateRequest) (time.Duration, error)
 	if err != nil {
 		return 0, err
 	}
-	if err := m.auditHealthy(); err != nil {
+	if err := m.rec.Healthy(); err != nil {
 		return 0, err
 	}
 	if err := m.cfg.Caps.Check(req.Limits); err != nil {
@@ -194,17 +196,17 @@ func (m *Manager) recordCreate(ctx context.Context, req sandbox.CreateRequest, p
 		exp := rec.Created.Add(ttl)
 		rec.Expires = &exp
 	}
-	if err := recordFirst("record sandbox", m.cfg.Store.PutSandbox(ctx, rec)); err != nil {
+	if err := recorder.RecordFirst("record sandbox", m.cfg.Store.PutSandbox(ctx, rec)); err != nil {
 		_ = sb.Destroy(context.Background())
 		return nil, err
 	}
-	if err := m.record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: p.taskID, Kind: "sandbox.create", Payload: map[string]any{
+	if err := m.rec.Record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: p.taskID, Kind: "sandbox.create", Payload: map[string]any{
 		"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
 		"env_names": envNames(req.Env), "labels": req.Labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}}); err != nil {
 		_ = sb.Destroy(context.Background())
 		now := time.Now().UTC()
 		rec.State, rec.Stopped, rec.StopReason = "stopped", &now, sandbox.StopFailed
-		m.bestEffort("sandbox "+rec.ID+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), rec))
+		m.rec.BestEffort("sandbox "+rec.ID+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), rec))
 		return nil, err
 	}
 	return rec, nil
@@ -221,12 +223,12 @@ func (m *Manager) goLive(ctx context.Context, ls *live) error {
 	m.mu.Unlock()
 	go m.watch(ls, ls.sb)
 	if err := m.applyEgress(ctx, id); err != nil {
-		m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
+		m.rec.BestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
 		return fmt.Errorf("egress policy: %w", err)
 	}
 	for _, h := range m.hooks.Create {
 		if err := h.Hook.OnCreate(ctx, hook.SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
-			m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
+			m.rec.BestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
 			return fmt.Errorf("module %s: %w", h.Name, err)
 		}
 	}
@@ -245,7 +247,7 @@ func (m *Manager) armTTL(ls *live) {
 	id := ls.rec.ID
 	ls.ttl = time.AfterFunc(time.Until(*ls.rec.Expires), func() {
 		m.cfg.Logf("sandbox %s expired", id)
-		m.bestEffort("sandbox "+id+": stop it as expired", m.stop(context.Background(), id, sandbox.StopExpired))
+		m.rec.BestEffort("sandbox "+id+": stop it as expired", m.stop(context.Background(), id, sandbox.StopExpired))
 	})
 }
 
@@ -258,7 +260,7 @@ func (m *Manager) watch(ls *live, sb runtime.Sandbox) {
 	still = still && cur == ls && ls.state != sandbox.Resetting && ls.sb == sb
 	m.mu.Unlock()
 	if still {
-		m.bestEffort("sandbox "+ls.rec.ID+": stop it as failed", m.stop(context.Background(), ls.rec.ID, sandbox.StopFailed))
+		m.rec.BestEffort("sandbox "+ls.rec.ID+": stop it as failed", m.stop(context.Background(), ls.rec.ID, sandbox.StopFailed))
 	}
 }
 
@@ -298,6 +300,6 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*sa
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
 	}
-	m.bestEffort("sandbox "+id+": record its timeout", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}}))
+	m.rec.BestEffort("sandbox "+id+": record its timeout", m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}}))
 	return m.recs.ShownSandbox(&rec)
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/recorder"
+
 	"github.com/airlock-dev/airlock/internal/hook"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
@@ -105,7 +107,7 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 	if finishing && !x.taskTest {
 		return sandbox.FinishingError(ls.taskID)
 	}
-	if err := m.auditHealthy(); err != nil {
+	if err := m.rec.Healthy(); err != nil {
 		return err
 	}
 	return m.learnSecrets(x.req.Env)
@@ -230,11 +232,11 @@ func (m *Manager) recordStart(ctx context.Context, x *execRun) (*store.Exec, err
 		argv[i] = m.cfg.Redactor.String(a)
 	}
 	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
-	if err := recordFirst("", m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
+	if err := recorder.RecordFirst("", m.rec.Record(ctx, audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
 		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": sandbox.DecisionPayload(x.d), "secrets": x.uses}})); err != nil {
 		return nil, err
 	}
-	if err := recordFirst("record exec", m.recs.PutExec(ctx, rec)); err != nil {
+	if err := recorder.RecordFirst("record exec", m.recs.PutExec(ctx, rec)); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -249,8 +251,8 @@ func (m *Manager) recordNotStarted(ctx context.Context, x *execRun, err error) {
 	if errors.As(err, &coded) {
 		stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
 	}
-	m.bestEffort("exec "+x.execID+": record its end", m.recs.EndExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error()))
-	m.bestEffort("exec "+x.execID+": record exec.end", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
+	m.rec.BestEffort("exec "+x.execID+": record its end", m.recs.EndExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error()))
+	m.rec.BestEffort("exec "+x.execID+": record exec.end", m.rec.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
 		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}}))
 }
 

@@ -48,7 +48,7 @@ func (h runningHandle) Signal(ctx context.Context, sig syscall.Signal) error {
 	if err := r.p.Signal(sig); err != nil {
 		return err
 	}
-	return h.m.record(ctx, audit.Entry{SandboxID: h.id, TaskID: r.taskID, ExecID: h.execID, Kind: "exec.signal", Payload: map[string]any{"signal": sig.String()}})
+	return h.m.rec.Record(ctx, audit.Entry{SandboxID: h.id, TaskID: r.taskID, ExecID: h.execID, Kind: "exec.signal", Payload: map[string]any{"signal": sig.String()}})
 }
 
 func (m *Manager) runningStdin(ctx context.Context, id, execID string) (*runningExec, error) {
@@ -106,7 +106,7 @@ func (h runningHandle) Input(ctx context.Context, data []byte) error {
 const maxInputTail = 4 << 10
 
 func (m *Manager) recordInput(ctx context.Context, id, execID string, r *runningExec, data []byte) error {
-	return m.record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.input", Payload: map[string]any{"data": audit.Blob(data)}})
+	return m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.input", Payload: map[string]any{"data": audit.Blob(data)}})
 }
 
 // flushInput records the typed input still held without a line end. It

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/recorder"
+
 	"github.com/airlock-dev/airlock/internal/redacted"
 
 	"github.com/airlock-dev/airlock/internal/hook"
@@ -60,7 +62,7 @@ type Config struct {
 	// Audit is the tamper-evident record (nil: none is kept).
 	Audit *audit.Log
 	// AuditRetry is how often a stopped audit log is tried again
-	// (0: DefaultAuditRetry).
+	// (0: recorder.DefaultRetry).
 	AuditRetry time.Duration
 	// Redactor hides secrets in stored output and records (nil: none).
 	Redactor sandbox.Redactor
@@ -82,9 +84,8 @@ type Manager struct {
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
-	recs       redacted.Records // the store's records, redacted
-	auditRetry *audit.Retry     // nil: no audit log
-	writes     writeLog         // bestEffort's count of failed writes
+	recs redacted.Records   // the store's records, redacted
+	rec  *recorder.Recorder // the audit record and the failed writes
 
 	// hooks are the modules' abilities, in Config.Modules order (their
 	// Network is the egress service; nil: no network).
@@ -137,18 +138,15 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		cfg.Redactor = sandbox.NopRedactor{}
 	}
 	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{},
-		recs: redacted.Records{Store: cfg.Store, Redactor: cfg.Redactor}}
-	if cfg.Audit != nil {
-		m.auditRetry = audit.NewRetry(cfg.Audit, cfg.Logf)
-	}
+		recs: redacted.Records{Store: cfg.Store, Redactor: cfg.Redactor}, rec: recorder.New(cfg.Audit, cfg.Logf)}
 	m.hooks = &hook.Set{}
 	if err := m.hooks.Attach(cfg.Modules, &core{m}); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	if err := lost.End(sandbox.WithActor(ctx, "airlock"), cfg.Store, m.record, cfg.Logf); err != nil {
+	if err := lost.End(sandbox.WithActor(ctx, "airlock"), cfg.Store, m.rec.Record, cfg.Logf); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
-	m.startAuditRetry()
+	m.rec.Start(cfg.AuditRetry)
 	return m, nil
 }
 

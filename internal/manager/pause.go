@@ -68,6 +68,6 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*sandbo
 	if pause {
 		kind = "sandbox.pause"
 	}
-	m.bestEffort("sandbox "+id+": record "+kind, m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}}))
+	m.rec.BestEffort("sandbox "+id+": record "+kind, m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}}))
 	return m.recs.ShownSandbox(&rec)
 }

@@ -59,7 +59,7 @@ func (m *Manager) recordRefusal(ctx context.Context, id string, req sandbox.Exec
 	if err := m.recs.PutExec(context.WithoutCancel(ctx), rec); err != nil {
 		m.cfg.Logf("record refused exec in %s: %v", id, err)
 	}
-	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
+	_ = m.rec.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
 		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": sandbox.DecisionPayload(d)}})
 }
 

@@ -37,7 +37,7 @@ func (m *Manager) Reset(ctx context.Context, id string) (*sandbox.Sandbox, error
 	if err := m.cfg.Store.UpdateSandbox(ctx, rec); err != nil {
 		return nil, err
 	}
-	m.bestEffort("sandbox "+id+": record its reset", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}}))
+	m.rec.BestEffort("sandbox "+id+": record its reset", m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}}))
 	return m.recs.ShownSandbox(rec)
 }
 
@@ -101,7 +101,7 @@ func (m *Manager) failReset(id string, ls *live, err error) error {
 	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, sandbox.StopFailed
 	rec := *ls.rec
 	m.mu.Unlock()
-	m.bestEffort("sandbox "+id+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), &rec))
+	m.rec.BestEffort("sandbox "+id+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), &rec))
 	return fmt.Errorf("reset %s: %w", id, err)
 }
 
@@ -122,7 +122,7 @@ func (m *Manager) resumeReset(ctx context.Context, id string, ls *live, sb runti
 		// The write scope holds for the sandbox's life, resets included.
 		if err := writescope.Apply(ctx, sb, ls.scope); err != nil {
 			m.mu.Unlock()
-			m.bestEffort("sandbox "+id+": destroy it", m.Destroy(context.Background(), id))
+			m.rec.BestEffort("sandbox "+id+": destroy it", m.Destroy(context.Background(), id))
 			return nil, fmt.Errorf("reset %s: %w", id, err)
 		}
 	}

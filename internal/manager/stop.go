@@ -47,7 +47,7 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	if derr != nil {
 		payload["error"] = derr.Error()
 	}
-	m.bestEffort("sandbox "+id+": record its stop", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.stop", Payload: payload}))
+	m.rec.BestEffort("sandbox "+id+": record its stop", m.rec.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.stop", Payload: payload}))
 	if err := m.cfg.Store.UpdateSandbox(context.Background(), &rec); err != nil {
 		return errors.Join(derr, err)
 	}
@@ -104,7 +104,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	if m.cfg.Audit != nil {
 		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
 	}
-	m.stopAuditRetry()
+	m.rec.Stop()
 	err := m.stopAll(ctx, ids, sandbox.StopShutdown)
 	if m.hooks.Network != nil {
 		m.hooks.Network.Close(ctx) // the refusal counts still open
