@@ -1,7 +1,10 @@
-// Package manager is the daemon's sandbox manager: it creates sandboxes on
-// a runtime backend from templates, runs commands in them, enforces TTLs,
-// and keeps the record of every sandbox and exec in the store. It is the
-// only caller of the backend and the store; the API layer calls it.
+// Package manager is the daemon's sandbox core: it creates sandboxes on a
+// runtime backend from templates, runs commands in them (the exec
+// pipeline), enforces TTLs, pauses and resets them, and keeps the record
+// of every sandbox and exec in the store. It is the only caller of the
+// backend; the doors (api, e2b) call it through interfaces of their own,
+// and features attach as modules through internal/hook (the core knows
+// none of them by name).
 //
 // Invariants: a sandbox's record is written before Create returns and is
 // never deleted by the manager (records outlive sandboxes); every exec

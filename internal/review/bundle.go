@@ -211,8 +211,8 @@ func (r *Review) bundleApprovals(ctx context.Context, sandboxID string) ([]bundl
 	return out, nil
 }
 
-// scrubContents redacts every string of the bundle's contents (see the
-// core's records.go): the manifest, commands, approvals, network
+// scrubContents redacts every string of the bundle's contents (as
+// internal/redacted does): the manifest, commands, approvals, network
 // requests, tests, artifacts' names, whatever field they gain, in one
 // JSON round trip. The bulk (the patch, the outputs and the artifacts'
 // bytes) is redacted (or left out) on its own, once. A record that
