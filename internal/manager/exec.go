@@ -86,7 +86,7 @@ func (m *Manager) exec(ctx context.Context, id string, req sandbox.ExecRequest, 
 }
 
 func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
-	if err := checkExec(x.req); err != nil {
+	if err := sandbox.CheckExec(x.req); err != nil {
 		return err
 	}
 	if _, err := m.runtimeSandbox(ctx, x.id); err != nil {

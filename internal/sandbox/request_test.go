@@ -1,4 +1,4 @@
-package manager
+package sandbox
 
 import (
 	"errors"
@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
@@ -19,7 +17,7 @@ func TestCheckCreateNamesTheField(t *testing.T) {
 	for i := range reqcheck.MaxLabels + 1 {
 		many[strings.Repeat("k", i%50+1)+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
 	}
-	cases := map[string]sandbox.CreateRequest{
+	cases := map[string]CreateRequest{
 		"limits.memory_bytes": {Limits: runtime.Limits{MemoryBytes: -1}},
 		"limits.tmp_bytes":    {Limits: runtime.Limits{TmpBytes: -1}},
 		"limits.cpus":         {Limits: runtime.Limits{CPUs: math.Inf(1)}},
@@ -31,22 +29,22 @@ func TestCheckCreateNamesTheField(t *testing.T) {
 		"env[0]":              {Env: []string{"A=b\x00c"}},
 	}
 	for field, req := range cases {
-		if _, err := sandbox.CheckCreate(req, time.Hour); err == nil || !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), field) {
+		if _, err := CheckCreate(req, time.Hour); err == nil || !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: %v", field, err)
 		}
 	}
-	if _, err := sandbox.CheckCreate(sandbox.CreateRequest{Limits: runtime.Limits{Lifetime: 2 * time.Hour}}, time.Hour); err == nil {
+	if _, err := CheckCreate(CreateRequest{Limits: runtime.Limits{Lifetime: 2 * time.Hour}}, time.Hour); err == nil {
 		t.Error("limits.lifetime past the maximum lifetime was accepted")
 	}
 }
 
 func TestCheckExecNamesTheNUL(t *testing.T) {
-	for field, req := range map[string]sandbox.ExecRequest{
+	for field, req := range map[string]ExecRequest{
 		"argv[1]": {Argv: []string{"echo", "a\x00b"}},
 		"cwd":     {Argv: []string{"true"}, Cwd: "/work\x00space"},
 		"env[0]":  {Argv: []string{"true"}, Env: []string{"A=\x00"}},
 	} {
-		if err := checkExec(req); err == nil || !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), field) {
+		if err := CheckExec(req); err == nil || !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: %v", field, err)
 		}
 	}
