@@ -17,9 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/mcp"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
@@ -122,8 +123,8 @@ type noRecords struct{}
 
 var errNoRecords = fmt.Errorf("this daemon has no exec records: %w", errdefs.ErrUnsupported)
 
-func (noRecords) Execs(context.Context, string) ([]*manager.Exec, error) { return nil, errNoRecords }
-func (noRecords) GetExec(context.Context, string, string) (*manager.Exec, error) {
+func (noRecords) Execs(context.Context, string) ([]*sandbox.Exec, error) { return nil, errNoRecords }
+func (noRecords) GetExec(context.Context, string, string) (*sandbox.Exec, error) {
 	return nil, errNoRecords
 }
 func (noRecords) Output(context.Context, string, string, string) ([]byte, error) {
@@ -231,7 +232,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			who += ":" + u
 		}
 		// It may decide approvals, so it is shown them unredacted.
-		r = r.WithContext(manager.AsApprover(manager.WithActor(r.Context(), who)))
+		r = r.WithContext(sandbox.AsApprover(sandbox.WithActor(r.Context(), who)))
 	}
 	// Reads are not events; an exec records itself (exec.start, .end,
 	// .refused, with the actor), so its API call adds nothing but latency.
@@ -254,7 +255,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if errors.As(err, &mbe) {
 		kind, status = wire.CodeLimitExceeded, http.StatusRequestEntityTooLarge
 	}
-	var pe *manager.PolicyError
+	var pe *sandbox.PolicyError
 	if errors.As(err, &pe) {
 		writeJSON(w, status, wire.Error{Code: pe.Code, Message: oneLine(pe.Message), Rules: pe.Rules, ApprovalID: pe.Approval})
 		return
@@ -341,7 +342,7 @@ func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
-	var req manager.CreateRequest
+	var req sandbox.CreateRequest
 	if r.ContentLength != 0 {
 		var err error
 		if req, err = parseCreate(http.MaxBytesReader(w, r.Body, maxJSONBody), s.sbx.MaxLifetime()); err != nil {
@@ -360,17 +361,17 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 
 // parseCreate decodes a create body and refuses, before anything else
 // is done, a time to live, limits or labels out of bounds under the
-// daemon's maximum lifetime (manager.CheckCreate; Create checks again).
-func parseCreate(body io.Reader, maxLifetime time.Duration) (manager.CreateRequest, error) {
+// daemon's maximum lifetime (sandbox.CheckCreate; Create checks again).
+func parseCreate(body io.Reader, maxLifetime time.Duration) (sandbox.CreateRequest, error) {
 	var body1 wire.CreateSandboxRequest
 	if err := decodeJSON(body, &body1); err != nil {
-		return manager.CreateRequest{}, err
+		return sandbox.CreateRequest{}, err
 	}
 	req, err := createIn(body1)
 	if err != nil {
 		return req, err
 	}
-	_, err = manager.CheckCreate(req, maxLifetime)
+	_, err = sandbox.CheckCreate(req, maxLifetime)
 	return req, err
 }
 
@@ -444,7 +445,7 @@ func approvalWait(req *wire.ExecRequest) (time.Duration, bool, error) {
 	if req.ApprovalWaitSeconds == nil {
 		return 0, false, nil
 	}
-	d, err := reqcheck.Seconds("approval_wait_seconds", *req.ApprovalWaitSeconds, manager.MaxApprovalWait)
+	d, err := reqcheck.Seconds("approval_wait_seconds", *req.ApprovalWaitSeconds, sandbox.MaxApprovalWait)
 	return d, err == nil && d == 0, err
 }
 
@@ -521,33 +522,33 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 
 // execRequest checks an exec's wire body and makes the manager's request
 // of it (Background unset: the caller decides).
-func execRequest(req *wire.ExecRequest) (manager.ExecRequest, error) {
+func execRequest(req *wire.ExecRequest) (sandbox.ExecRequest, error) {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
-		return manager.ExecRequest{}, fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid)
+		return sandbox.ExecRequest{}, fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid)
 	}
 	timeout, err := reqcheck.Millis("timeout_ms", req.TimeoutMS, 0)
 	if err != nil {
-		return manager.ExecRequest{}, err
+		return sandbox.ExecRequest{}, err
 	}
 	if req.OutputLimit < 0 {
-		return manager.ExecRequest{}, fmt.Errorf("output_limit: %d must not be negative: %w", req.OutputLimit, errdefs.ErrInvalid)
+		return sandbox.ExecRequest{}, fmt.Errorf("output_limit: %d must not be negative: %w", req.OutputLimit, errdefs.ErrInvalid)
 	}
 	wait, noWait, err := approvalWait(req)
 	if err != nil {
-		return manager.ExecRequest{}, err
+		return sandbox.ExecRequest{}, err
 	}
 	var stdin io.Reader
 	if req.Stdin != "" {
 		b, err := base64.StdEncoding.DecodeString(req.Stdin)
 		if err != nil {
-			return manager.ExecRequest{}, fmt.Errorf("stdin is not base64: %w", errdefs.ErrInvalid)
+			return sandbox.ExecRequest{}, fmt.Errorf("stdin is not base64: %w", errdefs.ErrInvalid)
 		}
 		if len(b) > MaxStdin {
-			return manager.ExecRequest{}, fmt.Errorf("stdin is larger than %d bytes: %w", MaxStdin, errdefs.ErrLimitExceeded)
+			return sandbox.ExecRequest{}, fmt.Errorf("stdin is larger than %d bytes: %w", MaxStdin, errdefs.ErrLimitExceeded)
 		}
 		stdin = strings.NewReader(string(b))
 	}
-	return manager.ExecRequest{
+	return sandbox.ExecRequest{
 		OpenStdin: req.StdinOpen, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
 		Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Timeout: timeout,
 		Stdin: stdin, OutputLimit: req.OutputLimit, ApprovalWait: wait, NoWait: noWait,
@@ -555,7 +556,7 @@ func execRequest(req *wire.ExecRequest) (manager.ExecRequest, error) {
 }
 
 // execBackground starts a command that runs on: 202 with its id and pid.
-func (s *Server) execBackground(w http.ResponseWriter, r *http.Request, id string, req manager.ExecRequest) {
+func (s *Server) execBackground(w http.ResponseWriter, r *http.Request, id string, req sandbox.ExecRequest) {
 	req.Background = true
 	var pid int
 	execID, _, err := s.execs.Exec(r.Context(), id, req, func(_ string, p int) { pid = p }, nil, nil)
@@ -568,7 +569,7 @@ func (s *Server) execBackground(w http.ResponseWriter, r *http.Request, id strin
 
 // execStream runs a command with its events streamed: start, output,
 // then exit, or an error event once started (a plain error before).
-func (s *Server) execStream(w http.ResponseWriter, r *http.Request, id string, req manager.ExecRequest) {
+func (s *Server) execStream(w http.ResponseWriter, r *http.Request, id string, req sandbox.ExecRequest) {
 	fl, _ := w.(http.Flusher)
 	st := &stream{w: w, fl: fl}
 	_, status, err := s.execs.Exec(r.Context(), id, req, func(execID string, pid int) {
@@ -635,7 +636,7 @@ func (s *Server) pauseResume(w http.ResponseWriter, r *http.Request, pause bool)
 		writeError(w, err)
 		return
 	}
-	var sb *manager.Sandbox
+	var sb *sandbox.Sandbox
 	var err error
 	if pause {
 		sb, err = s.sbx.Pause(r.Context(), id)

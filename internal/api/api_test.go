@@ -20,6 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -234,14 +238,14 @@ func TestLifecycleOverSocket(t *testing.T) {
 	if code := d.do("GET", "/v1/health", nil, &h); code != 200 || !h.OK {
 		t.Fatalf("health: %d %+v", code, h)
 	}
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"labels": map[string]string{"task": "t1"}, "env": []string{"GREETING=hello"}}, &sb); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
 	if sb.ID == "" || sb.State != "running" || sb.Template != "host" || sb.TemplateVersion == "" || sb.Labels["task"] != "t1" || sb.Isolation.UIDBase == 0 {
 		t.Errorf("created sandbox: %+v", sb)
 	}
-	var got manager.Sandbox
+	var got sandbox.Sandbox
 	if code := d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got); code != 200 || got.ID != sb.ID {
 		t.Errorf("get: %d %+v", code, got)
 	}
@@ -257,7 +261,7 @@ func TestLifecycleOverSocket(t *testing.T) {
 	if events[len(events)-1].Type != "exit" {
 		t.Errorf("last event is %q, want exit", events[len(events)-1].Type)
 	}
-	var execs struct{ Execs []manager.Exec }
+	var execs struct{ Execs []sandbox.Exec }
 	if code := d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs", nil, &execs); code != 200 || len(execs.Execs) != 1 {
 		t.Fatalf("execs: %d %+v", code, execs)
 	}
@@ -274,7 +278,7 @@ func TestLifecycleOverSocket(t *testing.T) {
 	if string(b) != "oops\n" {
 		t.Errorf("stored stderr %q", b)
 	}
-	var list struct{ Sandboxes []manager.Sandbox }
+	var list struct{ Sandboxes []sandbox.Sandbox }
 	if code := d.do("GET", "/v1/sandboxes?state=running", nil, &list); code != 200 || len(list.Sandboxes) != 1 {
 		t.Errorf("list: %d %+v", code, list)
 	}
@@ -295,7 +299,7 @@ func TestLifecycleOverSocket(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
 		t.Fatalf("create with empty body: %d", code)
 	}
@@ -351,7 +355,7 @@ func TestBadRequests(t *testing.T) {
 
 func TestTTLExpiry(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"ttl_seconds": 1}, &sb); code != 201 || sb.Expires == nil {
 		t.Fatalf("create: %d %+v", code, sb)
 	}
@@ -360,7 +364,7 @@ func TestTTLExpiry(t *testing.T) {
 		t.Fatalf("set timeout: %d %+v", code, sb)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	var got manager.Sandbox
+	var got sandbox.Sandbox
 	d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got)
 	if got.State != "running" {
 		t.Fatalf("extended sandbox stopped early: %+v", got)
@@ -381,7 +385,7 @@ func TestTTLExpiry(t *testing.T) {
 
 func TestRecordsOfALostDaemon(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 		t.Fatal(code)
 	}
@@ -399,7 +403,7 @@ func TestRecordsOfALostDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs2 := records.New()
-	m2, err := manager.New(context.Background(), manager.Config{Backend: be2, Templates: tpls, Store: st2, Modules: []manager.Module{recs2}})
+	m2, err := manager.New(context.Background(), manager.Config{Backend: be2, Templates: tpls, Store: st2, Modules: []hook.Module{recs2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +420,7 @@ func TestRecordsOfALostDaemon(t *testing.T) {
 
 func TestFilesOverSocket(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 		t.Fatal(code)
 	}
@@ -515,7 +519,7 @@ func TestFilesOverSocket(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 		t.Fatal(code)
 	}
@@ -535,7 +539,7 @@ func TestPauseResume(t *testing.T) {
 		t.Fatal("counter did not start within 5s")
 	}
 	before := read()
-	var got manager.Sandbox
+	var got sandbox.Sandbox
 	t0 := time.Now()
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/pause", nil, &got); code != 200 || got.State != "paused" {
 		t.Fatalf("pause: %d %+v", code, got)
@@ -583,12 +587,12 @@ func TestPauseResume(t *testing.T) {
 
 func TestReset(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"env": []string{"KEEP=yes"}}, &sb); code != 201 {
 		t.Fatal(code)
 	}
 	d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo data > /workspace/f; echo t > /tmp/t; echo h > ~/.bash_history; setsid sleep 1000 >/dev/null 2>&1 &"}})
-	var got manager.Sandbox
+	var got sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/reset", nil, &got); code != 200 || got.ID != sb.ID || got.State != "running" {
 		t.Fatalf("reset: %d %+v", code, got)
 	}
@@ -597,7 +601,7 @@ func TestReset(t *testing.T) {
 	if strings.Contains(out, "f\n") || strings.Contains(out, "bash_history") || !strings.HasSuffix(out, "0\nyes\n") {
 		t.Errorf("after reset: %q", out)
 	}
-	var execs struct{ Execs []manager.Exec }
+	var execs struct{ Execs []sandbox.Exec }
 	if d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs", nil, &execs); len(execs.Execs) != 2 {
 		t.Errorf("exec records after reset: %d", len(execs.Execs))
 	}
@@ -612,7 +616,7 @@ func TestReset(t *testing.T) {
 
 func TestBackgroundExecAndSignal(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 		t.Fatal(code)
 	}
@@ -623,7 +627,7 @@ func TestBackgroundExecAndSignal(t *testing.T) {
 	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", map[string]any{"argv": []string{"/bin/sh", "-c", "echo begun; trap 'echo got-term; exit 7' TERM; while :; do sleep 0.05; done"}, "background": true}, &started); code != 202 || started.ExecID == "" || started.PID <= 0 {
 		t.Fatalf("background exec: %d %+v", code, started)
 	}
-	var e manager.Exec
+	var e sandbox.Exec
 	if code := d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID, nil, &e); code != 200 || e.Ended != nil {
 		t.Fatalf("running exec record: %d %+v", code, e)
 	}
@@ -663,7 +667,7 @@ func TestBackgroundExecAndSignal(t *testing.T) {
 	d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", map[string]any{"argv": []string{"sleep", "100"}, "background": true}, &started)
 	d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil)
 	deadline = time.Now().Add(10 * time.Second)
-	e = manager.Exec{}
+	e = sandbox.Exec{}
 	for e.Ended == nil && time.Now().Before(deadline) {
 		d.do("GET", "/v1/sandboxes/"+sb.ID+"/execs/"+started.ExecID, nil, &e)
 		time.Sleep(50 * time.Millisecond)
@@ -682,10 +686,10 @@ func TestMaxLifetime(t *testing.T) {
 	}
 	defer m.Shutdown(context.Background())
 	ctx := context.Background()
-	if _, err := m.Create(ctx, manager.CreateRequest{TTLSeconds: 7200}); err == nil {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{TTLSeconds: 7200}); err == nil {
 		t.Error("a TTL over the maximum lifetime was accepted")
 	}
-	sb, err := m.Create(ctx, manager.CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -712,7 +716,7 @@ func mustTemplates(t *testing.T, d *daemon) *template.Store {
 
 func TestSnapshot(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 		t.Fatal(code)
 	}
@@ -727,7 +731,7 @@ func TestSnapshot(t *testing.T) {
 			t.Errorf("snapshot named %q: %d", bad, code)
 		}
 	}
-	var sb2 manager.Sandbox
+	var sb2 sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]string{"template": "with-src"}, &sb2); code != 201 || sb2.Template != "with-src" || sb2.TemplateVersion != snap.Version {
 		t.Fatalf("create from the snapshot: %d %+v", code, sb2)
 	}
@@ -738,7 +742,7 @@ func TestSnapshot(t *testing.T) {
 	// the new sandbox owns its copy: writing there changes neither the
 	// snapshot nor the first sandbox
 	d.exec(sb2.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo changed > /workspace/src/a.txt"}})
-	var sb3 manager.Sandbox
+	var sb3 sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", map[string]string{"template": "with-src"}, &sb3)
 	_, events, _ = d.exec(sb3.ID, wire.ExecRequest{Argv: []string{"cat", "/workspace/src/a.txt"}})
 	if out, _, _ := collect(events); out != "kept\n" {
@@ -751,7 +755,7 @@ func TestSnapshot(t *testing.T) {
 		t.Errorf("after reset: %q", out)
 	}
 	var tpls struct {
-		Templates []manager.TemplateInfo
+		Templates []sandbox.TemplateInfo
 	}
 	if code := d.do("GET", "/v1/templates", nil, &tpls); code != 200 || len(tpls.Templates) != 2 || tpls.Templates[1].Name != "with-src" || tpls.Templates[1].Kind != "snapshot" {
 		t.Errorf("templates: %d %+v", code, tpls)
@@ -760,7 +764,7 @@ func TestSnapshot(t *testing.T) {
 
 func TestInteractiveStdin(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", nil, &sb)
 	var started struct {
 		ExecID string `json:"exec_id"`
@@ -777,7 +781,7 @@ func TestInteractiveStdin(t *testing.T) {
 	if code := d.do("POST", base+"/close-stdin", nil, nil); code != 204 {
 		t.Fatalf("close-stdin: %d", code)
 	}
-	var e manager.Exec
+	var e sandbox.Exec
 	deadline := time.Now().Add(10 * time.Second)
 	for e.Ended == nil && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -807,7 +811,7 @@ func TestInteractiveStdin(t *testing.T) {
 // input and resize go to the exec while it runs.
 func TestTerminalSession(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", nil, &sb)
 	j, _ := json.Marshal(wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo ready; read a; stty size; echo got:$a"}, TTY: true, Rows: 30, Cols: 90, StdinOpen: true})
 	resp, err := d.client.Post("http://airlock/v1/sandboxes/"+sb.ID+"/exec", "application/json", bytes.NewReader(j))
@@ -850,7 +854,7 @@ func TestTerminalSession(t *testing.T) {
 // lost: the sandbox keeps working once space is freed.
 func TestFullDiskOverAPI(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"limits": map[string]any{"disk_bytes": 8 << 20}}, &sb); code != 201 {
 		t.Fatal(code)
 	}
@@ -889,7 +893,7 @@ func TestCreateWithinTheDaemonsCaps(t *testing.T) {
 			t.Errorf("create with %v: %d %+v", l, code, e)
 		}
 	}
-	var a, b manager.Sandbox
+	var a, b sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"limits": map[string]any{"memory_bytes": 256 << 20}}, &a); code != 201 {
 		t.Fatalf("create at the cap: %d", code)
 	}
@@ -903,7 +907,7 @@ func TestCreateWithinTheDaemonsCaps(t *testing.T) {
 	if code := d.do("DELETE", "/v1/sandboxes/"+a.ID, nil, nil); code != 204 {
 		t.Fatalf("destroy: %d", code)
 	}
-	var c manager.Sandbox
+	var c sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", nil, &c); code != 201 {
 		t.Errorf("create after one was destroyed: %d", code)
 	}

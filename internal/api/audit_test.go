@@ -20,10 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/tasks"
@@ -404,7 +405,7 @@ func TestPurgeKeepsTheChain(t *testing.T) {
 // each is redacted from what is stored.
 func TestLearnedSecretsAreBatchedAndCapped(t *testing.T) {
 	d, _ := auditDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 		t.Fatal(code)
 	}
@@ -415,14 +416,14 @@ func TestLearnedSecretsAreBatchedAndCapped(t *testing.T) {
 		}
 		return e
 	}
-	code, _, e := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"true"}, Env: env(manager.MaxLearned + 1)})
+	code, _, e := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"true"}, Env: env(sandbox.MaxLearned + 1)})
 	if code != 400 || e.Code != "invalid" || !strings.Contains(e.Message, "secret-named variables") {
-		t.Fatalf("%d secret-named variables: %d %+v", manager.MaxLearned+1, code, e)
+		t.Fatalf("%d secret-named variables: %d %+v", sandbox.MaxLearned+1, code, e)
 	}
-	code, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "env | grep _TOKEN= | sort"}, Env: env(manager.MaxLearned)})
+	code, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "env | grep _TOKEN= | sort"}, Env: env(sandbox.MaxLearned)})
 	out, _, exit := collect(events)
-	if code != 200 || exit == nil || strings.Count(out, "learned-value-") != manager.MaxLearned {
-		t.Fatalf("exec with %d: %d %+v %q", manager.MaxLearned, code, exit, out)
+	if code != 200 || exit == nil || strings.Count(out, "learned-value-") != sandbox.MaxLearned {
+		t.Fatalf("exec with %d: %d %+v %q", sandbox.MaxLearned, code, exit, out)
 	}
 	execID := ""
 	for _, ev := range events {
@@ -436,7 +437,7 @@ func TestLearnedSecretsAreBatchedAndCapped(t *testing.T) {
 	}
 	stored, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if strings.Contains(string(stored), "learned-value-") || strings.Count(string(stored), "[REDACTED") != manager.MaxLearned {
+	if strings.Contains(string(stored), "learned-value-") || strings.Count(string(stored), "[REDACTED") != sandbox.MaxLearned {
 		t.Errorf("stored output keeps a learned value: %q", stored)
 	}
 }
@@ -448,7 +449,7 @@ func TestLearnedSecretsAreBatchedAndCapped(t *testing.T) {
 func TestTypedInputIsRecordedByLine(t *testing.T) {
 	d, _ := auditDaemon(t)
 	const secret = "s3cr3t-Pa55w0rd-for-the-test-77"
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"env": []string{"DB_PASSWORD=" + secret}}, &sb); code != 201 {
 		t.Fatal(code)
 	}

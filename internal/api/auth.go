@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) TCP() http.Handler {
 		}
 		ctx := context.WithValue(r.Context(), remoteKey{}, true)
 		// The record names the key (its id, never the key) that acted.
-		s.ServeHTTP(w, r.WithContext(manager.WithActor(ctx, "apikey:"+k.ID)))
+		s.ServeHTTP(w, r.WithContext(sandbox.WithActor(ctx, "apikey:"+k.ID)))
 	})
 }
 

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -31,7 +32,7 @@ func TestBenchAPI(t *testing.T) {
 	d := newDaemon(t)
 	var creates, execs []time.Duration
 	for i := 0; i < 50; i++ {
-		var sb manager.Sandbox
+		var sb sandbox.Sandbox
 		start := time.Now()
 		if code := d.do("POST", "/v1/sandboxes", nil, &sb); code != 201 {
 			t.Fatalf("create: %d", code)
@@ -39,7 +40,7 @@ func TestBenchAPI(t *testing.T) {
 		creates = append(creates, time.Since(start))
 		d.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil)
 	}
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", nil, &sb)
 	for i := 0; i < 300; i++ {
 		start := time.Now()
@@ -73,7 +74,7 @@ func TestConcurrentSandboxes(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			var raw json.RawMessage
-			var sb manager.Sandbox
+			var sb sandbox.Sandbox
 			if code := d.do("POST", "/v1/sandboxes", nil, &raw); code != 201 || json.Unmarshal(raw, &sb) != nil {
 				errs <- fmt.Errorf("create %d: status %d %s", i, code, raw)
 				return

@@ -5,7 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
@@ -21,15 +22,15 @@ import (
 type Sandboxes interface {
 	// Create starts a sandbox (req already passed parseCreate; Create
 	// checks it again).
-	Create(ctx context.Context, req manager.CreateRequest) (*manager.Sandbox, error)
-	Get(ctx context.Context, id string) (*manager.Sandbox, error)
+	Create(ctx context.Context, req sandbox.CreateRequest) (*sandbox.Sandbox, error)
+	Get(ctx context.Context, id string) (*sandbox.Sandbox, error)
 	// List lists the sandboxes in state ("": every state).
-	List(ctx context.Context, state string) ([]*manager.Sandbox, error)
+	List(ctx context.Context, state string) ([]*sandbox.Sandbox, error)
 	Destroy(ctx context.Context, id string) error
-	SetTTL(ctx context.Context, id string, ttl time.Duration) (*manager.Sandbox, error)
-	Pause(ctx context.Context, id string) (*manager.Sandbox, error)
-	Resume(ctx context.Context, id string) (*manager.Sandbox, error)
-	Reset(ctx context.Context, id string) (*manager.Sandbox, error)
+	SetTTL(ctx context.Context, id string, ttl time.Duration) (*sandbox.Sandbox, error)
+	Pause(ctx context.Context, id string) (*sandbox.Sandbox, error)
+	Resume(ctx context.Context, id string) (*sandbox.Sandbox, error)
+	Reset(ctx context.Context, id string) (*sandbox.Sandbox, error)
 	// MaxLifetime is the daemon's bound on a sandbox's life (0: none),
 	// which requests are checked against before anything is done.
 	MaxLifetime() time.Duration
@@ -42,10 +43,10 @@ type Execs interface {
 	// stdout and stderr (nil with req.Background) get its output as it
 	// comes. It returns the exec's id and, unless in the background, its
 	// exit status.
-	Exec(ctx context.Context, id string, req manager.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
+	Exec(ctx context.Context, id string, req sandbox.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
 	// Running is the handle of exec execID of sandbox id, which may
 	// still run (each call finds it again: ended, a conflict).
-	Running(id, execID string) manager.RunningExec
+	Running(id, execID string) sandbox.RunningExec
 }
 
 // ExecRecords are a sandbox's commands once they ran: their records and
@@ -53,8 +54,8 @@ type Execs interface {
 // Modules.Records).
 type ExecRecords interface {
 	// Execs lists a sandbox's exec records, oldest first.
-	Execs(ctx context.Context, id string) ([]*manager.Exec, error)
-	GetExec(ctx context.Context, id, execID string) (*manager.Exec, error)
+	Execs(ctx context.Context, id string) ([]*sandbox.Exec, error)
+	GetExec(ctx context.Context, id, execID string) (*sandbox.Exec, error)
 	// Output is the stored output of one stream ("stdout" or "stderr")
 	// of an exec.
 	Output(ctx context.Context, id, execID, stream string) ([]byte, error)
@@ -78,7 +79,7 @@ type Policies interface {
 // Templates lists the templates a sandbox can start from (the built-in
 // ones, then the modules').
 type Templates interface {
-	Templates(ctx context.Context) ([]*manager.TemplateInfo, error)
+	Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error)
 }
 
 // Records is the core's own side of the audit record: whether it can

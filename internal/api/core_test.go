@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/wire"
@@ -20,10 +22,10 @@ var _ Core = (*manager.Manager)(nil)
 // its embedded Core is nil, so a route reaching any other method panics.
 type oneSandbox struct {
 	Core
-	sb manager.Sandbox
+	sb sandbox.Sandbox
 }
 
-func (f oneSandbox) Get(_ context.Context, id string) (*manager.Sandbox, error) {
+func (f oneSandbox) Get(_ context.Context, id string) (*sandbox.Sandbox, error) {
 	if id != f.sb.ID {
 		return nil, fmt.Errorf("sandbox %s: %w", id, errdefs.ErrNotFound)
 	}
@@ -35,7 +37,7 @@ func (f oneSandbox) Get(_ context.Context, id string) (*manager.Sandbox, error) 
 // manager: over a fake core, GET /v1/sandboxes/{id} answers the fake's
 // sandbox as the wire's, and its error with the kind's status.
 func TestServesAnyCore(t *testing.T) {
-	srv := New(oneSandbox{sb: manager.Sandbox{ID: "sb-1", State: "running", Template: "host"}}, Modules{}, Health{OK: true})
+	srv := New(oneSandbox{sb: sandbox.Sandbox{ID: "sb-1", State: "running", Template: "host"}}, Modules{}, Health{OK: true})
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/sandboxes/sb-1", nil))
 	var got wire.Sandbox

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/wire"
@@ -17,7 +18,7 @@ import (
 // disk size + 64 MiB it fails with 429 and leaves nothing behind.
 func TestSnapshotOfSparseFilesIsCapped(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"limits": runtime.Limits{DiskBytes: 16 << 20}}, &sb); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
@@ -35,7 +36,7 @@ func TestSnapshotOfSparseFilesIsCapped(t *testing.T) {
 	if ents, err := os.ReadDir(filepath.Dir(snapDir)); err != nil || len(ents) != 0 {
 		t.Errorf("a failed snapshot left files behind: %v %v", ents, err)
 	}
-	var tpls struct{ Templates []manager.TemplateInfo }
+	var tpls struct{ Templates []sandbox.TemplateInfo }
 	if d.do("GET", "/v1/templates", nil, &tpls); len(tpls.Templates) != 1 {
 		t.Errorf("templates after a failed snapshot: %+v", tpls.Templates)
 	}

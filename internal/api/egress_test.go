@@ -28,11 +28,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/egress"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/secrets"
@@ -187,7 +188,7 @@ egress:
 `
 
 func (e *egressEnv) sandbox() string {
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := e.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
 		e.t.Fatalf("create: %d", code)
 	}

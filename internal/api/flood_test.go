@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/wire"
 	"golang.org/x/sys/unix"
@@ -224,7 +225,7 @@ func TestAuditBudgetExhaustionCutsOnlyThatSandbox(t *testing.T) {
 	if _, out, _ := e.sh(other, curl, nil); out != "200" {
 		t.Errorf("the other sandbox's egress after the first one's cut: %q", out)
 	}
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := e.do("GET", "/v1/sandboxes/"+attacker, nil, &sb); code != 200 || sb.Egress == nil || sb.Egress.Cut == nil || !strings.Contains(sb.Egress.Cut.Reason, "audit budget") {
 		t.Errorf("the cut sandbox's details: %d %+v", code, sb.Egress)
 	}
@@ -232,7 +233,7 @@ func TestAuditBudgetExhaustionCutsOnlyThatSandbox(t *testing.T) {
 	if code := e.do("GET", "/v1/sandboxes/"+attacker+"/egress", nil, &pol); code != 200 || pol.Usage == nil || pol.Usage.Cut == nil {
 		t.Errorf("the cut sandbox's egress: %d %+v", code, pol.Usage)
 	}
-	var osb manager.Sandbox
+	var osb sandbox.Sandbox
 	if code := e.do("GET", "/v1/sandboxes/"+other, nil, &osb); code != 200 || osb.Egress == nil || osb.Egress.Cut != nil {
 		t.Errorf("the other sandbox's details: %d %+v", code, osb.Egress)
 	}

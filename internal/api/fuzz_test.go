@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
@@ -15,9 +16,9 @@ var fuzzMaxLifetimes = []time.Duration{24 * time.Hour, 0}
 // boundedLifetime fails t unless a request the decoder accepted gets a
 // lifetime in (0, max] (or [0, MaxRequestDuration] with no max), as
 // Create computes it, and its count agrees, computed without overflow.
-func boundedLifetime(t *testing.T, body []byte, ttlSeconds int64, req manager.CreateRequest, max time.Duration) {
+func boundedLifetime(t *testing.T, body []byte, ttlSeconds int64, req sandbox.CreateRequest, max time.Duration) {
 	t.Helper()
-	ttl, err := manager.CheckCreate(req, max)
+	ttl, err := sandbox.CheckCreate(req, max)
 	if err != nil {
 		t.Fatalf("%q: the decoder accepted what Create refuses: %v", body, err)
 	}
@@ -63,7 +64,7 @@ func FuzzTaskRequest(f *testing.F) {
 				continue
 			}
 			// The sandbox StartTask asks Create for.
-			boundedLifetime(t, body, req.TTLSeconds, manager.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds}, max)
+			boundedLifetime(t, body, req.TTLSeconds, sandbox.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds}, max)
 		}
 	})
 }

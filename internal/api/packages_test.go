@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -41,7 +42,7 @@ npm install --offline --no-audit --no-fund --loglevel=error ../pkg >/tmp/npm.log
 		}
 		return out
 	}
-	var blocked, allowed manager.Sandbox
+	var blocked, allowed sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", "", &blocked)
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"policy": map[string]any{"install_scripts": "allow"}}, &allowed); code != 201 {
 		t.Fatalf("create with install_scripts allow: %d", code)
@@ -120,7 +121,7 @@ npm pack --loglevel=error >/dev/null && mv evil-hooks-1.0.0.tgz /workspace/ && c
 		}
 		return scripts, writes
 	}
-	var allowed, blocked, overridden manager.Sandbox
+	var allowed, blocked, overridden sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", map[string]any{"policy": map[string]any{"install_scripts": "allow"}}, &allowed)
 	d.do("POST", "/v1/sandboxes", "", &blocked)
 	d.do("POST", "/v1/sandboxes", "", &overridden)

@@ -18,9 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/tasks"
@@ -54,7 +55,7 @@ func policyDaemon(t *testing.T) (*daemon, *clock) {
 
 func (d *daemon) sandbox() string {
 	d.t.Helper()
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{}, &sb); code != 201 {
 		d.t.Fatalf("create: %d", code)
 	}
@@ -94,7 +95,7 @@ func TestPolicyDenialNeverReachesTheSandbox(t *testing.T) {
 	if d.fileExists(id, "/workspace/ran") {
 		t.Fatal("part of a denied command ran")
 	}
-	var list struct{ Execs []manager.Exec }
+	var list struct{ Execs []sandbox.Exec }
 	d.do("GET", "/v1/sandboxes/"+id+"/execs", nil, &list)
 	if len(list.Execs) != 1 || list.Execs[0].Policy == nil || list.Execs[0].Policy.Action != "deny" || list.Execs[0].Status != nil || list.Execs[0].Error == "" {
 		t.Fatalf("the refusal is not recorded: %+v", list.Execs)
@@ -185,7 +186,7 @@ func TestApprovalHeldThenApproved(t *testing.T) {
 	if !d.fileExists(id, "/workspace/keep") {
 		t.Fatal("a command outside the grant ran")
 	}
-	var list struct{ Execs []manager.Exec }
+	var list struct{ Execs []sandbox.Exec }
 	d.do("GET", "/v1/sandboxes/"+id+"/execs", nil, &list)
 	var granted int
 	for _, x := range list.Execs {
@@ -291,7 +292,7 @@ func TestBreakGlassIsLoud(t *testing.T) {
 	if code, _, _ := d.sh(id, "cat /workspace/.env 2>/dev/null; true", nil); code != 200 {
 		t.Fatalf("under break-glass: %d", code)
 	}
-	var list struct{ Execs []manager.Exec }
+	var list struct{ Execs []sandbox.Exec }
 	d.do("GET", "/v1/sandboxes/"+id+"/execs", nil, &list)
 	last := list.Execs[len(list.Execs)-1]
 	if last.Policy == nil || last.Policy.BreakGlass != bg.ID || !strings.Contains(last.Policy.Reason, "BREAK-GLASS") {
@@ -336,7 +337,7 @@ func TestAgentCannotApproveOrRelax(t *testing.T) {
 	if code, e := post("/v1/sandboxes", `{"policy":{"classes":{"secret":"allow"}}}`); code != 403 || !strings.Contains(e.Message, "secret deny->allow") {
 		t.Fatalf("relaxing over TCP: %d %+v", code, e)
 	}
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	code, _ := post("/v1/sandboxes", `{"policy":{"classes":{"network":"deny"}}}`)
 	if code != 201 {
 		t.Fatalf("tightening over TCP: %d", code)
@@ -437,7 +438,7 @@ func tarOf(t *testing.T, entries map[string]string) []byte {
 // by entry, both ways (found in review: each of these got past the policy).
 func TestFileAPIJudgesCleanPathsAndEveryTarEntry(t *testing.T) {
 	d, _ := policyDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"policy": map[string]any{"scope": []string{"src/**"}}}, &sb); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
@@ -574,7 +575,7 @@ func TestHeldCommandApprovedAsItRuns(t *testing.T) {
 		c.Redactor = redact.New()
 		c.Logf = func(f string, a ...any) { logMu.Lock(); fmt.Fprintf(&logs, f+"\n", a...); logMu.Unlock() }
 	})
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", map[string]any{"env": []string{"MIRROR_TOKEN=good-mirror.example.test"}}, &sb); code != 201 {
 		t.Fatal(code)
 	}

@@ -14,9 +14,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
@@ -66,7 +67,7 @@ func (d *daemon) everyOutput(taskID, sandboxID, otherSandbox string) map[string]
 		"/v1/tasks/" + taskID, "/v1/tasks", "/v1/audit?sandbox=" + sandboxID, "/v1/audit?sandbox=" + otherSandbox} {
 		out["GET "+p] = d.get(p)
 	}
-	var list struct{ Execs []manager.Exec }
+	var list struct{ Execs []sandbox.Exec }
 	d.do("GET", "/v1/sandboxes/"+sandboxID+"/execs", nil, &list)
 	for _, e := range list.Execs {
 		p := "/v1/sandboxes/" + sandboxID + "/execs/" + e.ID
@@ -104,7 +105,7 @@ func TestSecretPlantedInAnyRecordFieldIsRedacted(t *testing.T) {
 	if code, out, _ := d.sh(sb, `mkdir -p "/workspace/src/$API_TOKEN" && test "$API_TOKEN" = `+leakSecret+` && echo granted`, nil); code != 200 || !strings.Contains(out, "granted") {
 		t.Fatalf("the grant: %d %q", code, out)
 	}
-	var other manager.Sandbox
+	var other sandbox.Sandbox
 	exec := func(req wire.ExecRequest) func() {
 		return func() {
 			if code, _, e := d.exec(sb, req); code != 200 && code != 400 && code != 404 {

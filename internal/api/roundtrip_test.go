@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
@@ -394,7 +396,7 @@ func roundTripPolicy(t *testing.T, c *strictClient) {
 	c.do("GET", "/v1/approvals?sandbox="+sb.ID, nil, 200, &wire.ApprovalList{})
 	var got wire.Approval
 	c.do("GET", "/v1/approvals/"+first, nil, 200, &got)
-	daemon, err := c.aps.Get(manager.AsApprover(context.Background()), first)
+	daemon, err := c.aps.Get(sandbox.AsApprover(context.Background()), first)
 	c.sameAsDaemon("GET approval", daemon, err, got)
 	var a wire.Approval
 	c.do("POST", "/v1/approvals/"+first+"/approve", wire.ApproveRequest{Scope: "command", ForSeconds: 60, Reason: "ok"}, 200, &a)

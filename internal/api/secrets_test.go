@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -63,7 +67,7 @@ func TestSecrets(t *testing.T) {
 	if len(list.Secrets) != 1 || list.Secrets[0].Name != "DEPLOY_TOKEN" {
 		t.Fatalf("list: %+v", list)
 	}
-	var a, b manager.Sandbox
+	var a, b sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", "", &a)
 	d.do("POST", "/v1/sandboxes", "", &b)
 	// Before a grant, no command of the sandbox has it.
@@ -87,7 +91,7 @@ func TestSecrets(t *testing.T) {
 	if _, out, _ := d.sh(b.ID, `echo "[$DEPLOY_TOKEN]"; cat /proc/1/environ 2>/dev/null | tr '\0' '\n' | grep -c DEPLOY || true`, nil); !strings.HasPrefix(out, "[]\n") {
 		t.Fatalf("other sandbox: %q", out)
 	}
-	var execs struct{ Execs []manager.Exec }
+	var execs struct{ Execs []sandbox.Exec }
 	d.do("GET", "/v1/sandboxes/"+a.ID+"/execs", nil, &execs)
 	last := execs.Execs[len(execs.Execs)-1]
 	resp, err := d.client.Get("http://airlock/v1/sandboxes/" + a.ID + "/execs/" + last.ID + "/output?stream=stdout")
@@ -143,7 +147,7 @@ func TestSecrets(t *testing.T) {
 func TestSecretBadInput(t *testing.T) {
 	d, _, _ := secretDaemon(t)
 	d.do("PUT", "/v1/secrets/OK", map[string]string{"value": "v"}, nil)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	d.do("POST", "/v1/sandboxes", "", &sb)
 	for _, c := range []struct {
 		method, path string
@@ -210,16 +214,16 @@ func TestSecretWrongKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(other)}})
+	_, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []hook.Module{secrets.New(other)}})
 	if err == nil || !strings.Contains(err.Error(), "cannot be opened with this daemon's secret key") {
 		t.Fatalf("another key: %v", err)
 	}
 	// A key file of the wrong size is refused rather than used.
 	_ = os.WriteFile(other, []byte("short"), 0o600)
-	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(other)}}); err == nil || !strings.Contains(err.Error(), "want 32") {
+	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []hook.Module{secrets.New(other)}}); err == nil || !strings.Contains(err.Error(), "want 32") {
 		t.Fatalf("short key: %v", err)
 	}
-	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []manager.Module{secrets.New(keyFile)}}); err != nil {
+	if _, err = manager.New(context.Background(), manager.Config{Backend: d.be, Templates: tpls, Store: d.st, Modules: []hook.Module{secrets.New(keyFile)}}); err != nil {
 		t.Fatalf("the right key: %v", err)
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -136,7 +137,7 @@ func TestTaskWorkflow(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(res.OutputDir, "patch.diff")); string(b) != diff.Patch {
 		t.Error("patch.diff differs from the diff")
 	}
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	d.do("GET", "/v1/sandboxes/"+task.SandboxID, nil, &sb)
 	if sb.State != "stopped" {
 		t.Errorf("sandbox after finish: %s", sb.State)
@@ -186,7 +187,7 @@ func TestTaskBadInput(t *testing.T) {
 	if code := d.do("POST", "/v1/tasks/"+task.ID+"/finish?keep=true", nil, &res); code != 200 {
 		t.Fatalf("finish --keep: %d", code)
 	}
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if d.do("GET", "/v1/sandboxes/"+task.SandboxID, nil, &sb); sb.State != "running" {
 		t.Errorf("kept sandbox: %s", sb.State)
 	}

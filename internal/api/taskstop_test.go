@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/bundle"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/tasks"
 )
 
@@ -32,9 +33,9 @@ func startFixedTask(t *testing.T, d *daemon, ttl int) tasks.Task {
 	return task
 }
 
-func (d *daemon) waitStopped(id string, within time.Duration) manager.Sandbox {
+func (d *daemon) waitStopped(id string, within time.Duration) sandbox.Sandbox {
 	d.t.Helper()
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if d.do("GET", "/v1/sandboxes/"+id, nil, &sb); sb.State == "stopped" {
 			return sb

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -55,7 +56,7 @@ func (d *daemon) writeStates(id, p string) []string {
 // (or absent), and the record must say the upload was aborted.
 func TestAbortedUploadLeavesTheFileAsItWas(t *testing.T) {
 	d, _ := auditDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
@@ -94,7 +95,7 @@ func TestAbortedUploadLeavesTheFileAsItWas(t *testing.T) {
 // left, and the record says the upload was aborted.
 func TestAbortedTarUploadLeavesTheCutEntryAsItWas(t *testing.T) {
 	d, _ := auditDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
 		t.Fatalf("create: %d", code)
 	}

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -20,7 +21,7 @@ import (
 func TestLifetimeOverflowIsRefusedAtEveryDoor(t *testing.T) {
 	d := newDaemonWith(t, func(c *stack.Config) { c.Policy = allowAll; c.MaxLifetime = time.Hour })
 	repo, _ := sampleRepo(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", `{"ttl_seconds":60}`, &sb); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
@@ -41,7 +42,7 @@ func TestLifetimeOverflowIsRefusedAtEveryDoor(t *testing.T) {
 			}
 		}
 	}
-	var list struct{ Sandboxes []manager.Sandbox }
+	var list struct{ Sandboxes []sandbox.Sandbox }
 	d.do("GET", "/v1/sandboxes?state=running", nil, &list)
 	if len(list.Sandboxes) != 1 {
 		t.Errorf("%d sandboxes running, want only the first", len(list.Sandboxes))
@@ -57,7 +58,7 @@ func TestLifetimeOverflowIsRefusedAtEveryDoor(t *testing.T) {
 // for and recorded. It is a bad request naming the field, not a 500.
 func TestNULInExecIsABadRequest(t *testing.T) {
 	d := newDaemon(t)
-	var sb manager.Sandbox
+	var sb sandbox.Sandbox
 	if code := d.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
 		t.Fatalf("create: %d", code)
 	}

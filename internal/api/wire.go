@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -78,7 +79,7 @@ func usageOut(u *egress.Usage) *wire.EgressUsage {
 	return w
 }
 
-func sandboxOut(s *manager.Sandbox) wire.Sandbox {
+func sandboxOut(s *sandbox.Sandbox) wire.Sandbox {
 	return wire.Sandbox{ID: s.ID, State: s.State, Backend: s.Backend, Template: s.Template, TemplateVersion: s.TemplateVersion,
 		Labels: s.Labels, Limits: limitsOut(s.Limits), Isolation: isolationOut(s.Isolation), Created: s.Created,
 		Expires: timeOf(s.Expires), Stopped: timeOf(s.Stopped), StopReason: s.StopReason, Policy: s.Policy,
@@ -98,7 +99,7 @@ func exitOut(s *runtime.ExitStatus) *wire.ExitStatus {
 	return w
 }
 
-func execOut(e *manager.Exec) wire.Exec {
+func execOut(e *sandbox.Exec) wire.Exec {
 	w := wire.Exec{ID: e.ID, SandboxID: e.SandboxID, Argv: e.Argv, Cwd: e.Cwd, EnvNames: e.EnvNames, Started: e.Started,
 		Ended: timeOf(e.Ended), Status: exitOut(e.Status), Error: e.Error}
 	if p := e.Policy; p != nil {
@@ -117,7 +118,7 @@ func snapshotOut(s *snapshots.Snapshot) wire.Snapshot {
 		Created: s.Created, SeedBytes: s.SeedBytes}
 }
 
-func templateOut(t *manager.TemplateInfo) wire.Template {
+func templateOut(t *sandbox.TemplateInfo) wire.Template {
 	return wire.Template{Name: t.Name, Version: t.Version, Kind: t.Kind, Base: t.Base, Created: t.Created}
 }
 
@@ -234,8 +235,8 @@ func policyLayerIn(l *wire.PolicyLayer) (*policy.Layer, error) {
 	return &out, nil
 }
 
-func createIn(r wire.CreateSandboxRequest) (manager.CreateRequest, error) {
-	req := manager.CreateRequest{Template: r.Template, Backend: r.Backend, TTLSeconds: r.TTLSeconds, Labels: r.Labels, Env: r.Env}
+func createIn(r wire.CreateSandboxRequest) (sandbox.CreateRequest, error) {
+	req := sandbox.CreateRequest{Template: r.Template, Backend: r.Backend, TTLSeconds: r.TTLSeconds, Labels: r.Labels, Env: r.Env}
 	if r.Limits != nil {
 		req.Limits = limitsIn(*r.Limits)
 	}

@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -157,9 +158,9 @@ func sameJSON(t *testing.T, name string, from, to any) {
 }
 
 func TestWireCarriesEveryFieldTheDaemonSends(t *testing.T) {
-	sb := filled[manager.Sandbox]()
+	sb := filled[sandbox.Sandbox]()
 	sameJSON(t, "Sandbox", sb, sandboxOut(sb))
-	e := filled[manager.Exec]()
+	e := filled[sandbox.Exec]()
 	sameJSON(t, "Exec", e, execOut(e))
 	st := filled[runtime.ExitStatus]()
 	sameJSON(t, "ExitStatus", st, exitOut(st))
@@ -167,7 +168,7 @@ func TestWireCarriesEveryFieldTheDaemonSends(t *testing.T) {
 	sameJSON(t, "FileInfo", fi, fileInfoOut(*fi))
 	sn := filled[snapshots.Snapshot]()
 	sameJSON(t, "Snapshot", sn, snapshotOut(sn))
-	tpl := filled[manager.TemplateInfo]()
+	tpl := filled[sandbox.TemplateInfo]()
 	sameJSON(t, "Template", tpl, templateOut(tpl))
 	task := filled[tasks.Task]()
 	sameJSON(t, "Task", task, taskOut(task))
@@ -241,7 +242,7 @@ func TestWireRequestsReachTheDaemon(t *testing.T) {
 
 // The check itself: a field the conversion drops, or changes, is caught.
 func TestJSONDiffCatchesADroppedField(t *testing.T) {
-	sb := filled[manager.Sandbox]()
+	sb := filled[sandbox.Sandbox]()
 	w := sandboxOut(sb)
 	w.Isolation.WriteScope = nil
 	w.Labels = map[string]string{"s": "other"}

@@ -1,11 +1,11 @@
 // Package apikeys keeps the daemon's API keys, a module of the sandbox
-// core (manager.Module). A key is shown once, when it is made; only its
+// core (hook.Module). A key is shown once, when it is made; only its
 // SHA-256 is stored, and a key is checked by hash in constant time. Keys
 // are made and revoked on the daemon's unix socket only (the API's TCP
 // handler refuses it); every key made or revoked is on the audit record.
 //
 // It uses only the store, the redactor (a new key is a secret: it never
-// reaches a stored record) and the audit record of its manager.Core.
+// reaches a stored record) and the audit record of its hook.Core.
 package apikeys
 
 import (
@@ -18,9 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -53,7 +54,7 @@ func New() *Keys { return &Keys{} }
 func (k *Keys) Name() string { return "apikeys" }
 
 // Attach takes what the module uses of the core.
-func (k *Keys) Attach(c *manager.Core) error {
+func (k *Keys) Attach(c hook.Core) error {
 	k.st, k.learn, k.record = c.Store(), func(s string) { c.Redactor().Add(s) }, c.Record
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -39,7 +41,7 @@ func attached(t *testing.T) (*Keys, *audit.Log, *redact.Redactor) {
 	}
 	k := New()
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, Logf: t.Logf, Modules: []manager.Module{k}})
+		Redactor: red, Logf: t.Logf, Modules: []hook.Module{k}})
 	if err != nil {
 		t.Fatal(err)
 	}

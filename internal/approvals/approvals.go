@@ -1,13 +1,13 @@
 // Package approvals is the approvals module of the sandbox core
-// (manager.Module): commands the policy asks a human about, the human's
+// (hook.Module): commands the policy asks a human about, the human's
 // decision, the grants it makes, and the operator's break-glass override.
 //
-//   - Hold (manager.Holder): a command the policy decided "ask" is kept
+//   - Hold (hook.Holder): a command the policy decided "ask" is kept
 //     as a pending approval, with the prompt an approver sees, and waits
 //     (bounded) for a human; unanswered in time it expires. The core
 //     decides again once it is approved: the module never lets a command
 //     run, it only lifts.
-//   - Lift (manager.PolicyLift): an approval's grant lets the same
+//   - Lift (hook.PolicyLift): an approval's grant lets the same
 //     command line (or the same held classes) through for a while, in
 //     its sandbox only; a break-glass lets everything of one sandbox
 //     through, denials included, loudly, for a bounded time.
@@ -17,7 +17,7 @@
 //     redacted copy.
 //
 // Without this module the core denies every "ask" (a daemon without
-// approvals). It uses only its manager.Core (store, redactor, audit
+// approvals). It uses only its hook.Core (store, redactor, audit
 // record, clock, the sandbox's state) and the store.
 package approvals
 
@@ -30,13 +30,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
 // Bounds of the approval path (the wait a caller may ask for is bounded
-// by the core's manager.MaxApprovalWait).
+// by the core's sandbox.MaxApprovalWait).
 const (
 	// DefaultWait is how long an exec waits for a human when the caller
 	// does not say.
@@ -52,7 +55,7 @@ const (
 // Config configures the module.
 type Config struct {
 	// Wait is how long a held exec waits for a human by default (0:
-	// DefaultWait; at most manager.MaxApprovalWait).
+	// DefaultWait; at most sandbox.MaxApprovalWait).
 	Wait time.Duration
 }
 
@@ -60,7 +63,7 @@ type Config struct {
 // until manager.New has attached it.
 type Approvals struct {
 	wait time.Duration
-	c    *manager.Core
+	c    hook.Core
 	st   *store.Store
 
 	mu      sync.Mutex
@@ -68,8 +71,8 @@ type Approvals struct {
 }
 
 var (
-	_ manager.Holder     = (*Approvals)(nil)
-	_ manager.PolicyLift = (*Approvals)(nil)
+	_ hook.Holder     = (*Approvals)(nil)
+	_ hook.PolicyLift = (*Approvals)(nil)
 )
 
 // New makes the module; attach it through manager.Config.Modules.
@@ -77,7 +80,7 @@ func New(cfg Config) *Approvals {
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultWait
 	}
-	return &Approvals{wait: min(cfg.Wait, manager.MaxApprovalWait), waiters: map[string]chan string{}}
+	return &Approvals{wait: min(cfg.Wait, sandbox.MaxApprovalWait), waiters: map[string]chan string{}}
 }
 
 // Name is the module's name.
@@ -86,7 +89,7 @@ func (a *Approvals) Name() string { return "approvals" }
 // Attach takes the module's handle on the core, and ends the approvals a
 // previous daemon left pending: no sandbox is live yet, so none of them
 // can ever run its command.
-func (a *Approvals) Attach(c *manager.Core) error {
+func (a *Approvals) Attach(c hook.Core) error {
 	a.c, a.st = c, c.Store()
 	a.endLeftovers(context.Background())
 	return nil

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -138,13 +142,13 @@ func TestExpired(t *testing.T) {
 	if ev := r.events(t, "approval.expire"); len(ev) != 1 || ev[0].Actor != "airlock" {
 		t.Fatalf("expiry events: %+v", ev)
 	}
-	// Not waited for: open for manager.MaxApprovalWait, then expired.
+	// Not waited for: open for sandbox.MaxApprovalWait, then expired.
 	_, pe, _ = r.sh(t, id, "rm -rf w", -1)
 	ap, _ = r.a.Get(operator, pe.Approval)
-	if ap.Deadline.Sub(ap.Created) != manager.MaxApprovalWait {
+	if ap.Deadline.Sub(ap.Created) != sandbox.MaxApprovalWait {
 		t.Fatalf("a no-wait approval's deadline: %+v", ap)
 	}
-	r.clk.advance(manager.MaxApprovalWait)
+	r.clk.advance(sandbox.MaxApprovalWait)
 	if l, err := r.a.List(operator, id, store.ApprovalExpired); err != nil || len(l) != 2 {
 		t.Fatalf("expired: %+v %v", l, err)
 	}
@@ -284,14 +288,14 @@ func TestNotAttached(t *testing.T) {
 	_, err3 := a.Approve(ctx, "ap-1", ApproveRequest{})
 	_, err4 := a.Deny(ctx, "ap-1", "no")
 	_, err5 := a.BreakGlass(ctx, "sb-1", "x", 0)
-	_, err6 := a.Hold(ctx, manager.HeldExec{})
+	_, err6 := a.Hold(ctx, hook.HeldExec{})
 	err7 := a.Lift(ctx, "sb-1", &policy.Decision{})
 	for i, err := range []error{err1, err2, err3, err4, err5, err6, err7} {
 		if !errors.Is(err, errdefs.ErrUnsupported) {
 			t.Errorf("call %d: %v", i+1, err)
 		}
 	}
-	if a.Name() != "approvals" || a.wait != DefaultWait || New(Config{Wait: 2 * time.Hour}).wait != manager.MaxApprovalWait {
+	if a.Name() != "approvals" || a.wait != DefaultWait || New(Config{Wait: 2 * time.Hour}).wait != sandbox.MaxApprovalWait {
 		t.Errorf("defaults: %q %s", a.Name(), a.wait)
 	}
 }

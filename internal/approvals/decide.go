@@ -39,7 +39,7 @@ func approvalView(a *store.Approval, now time.Time) *Approval {
 	return v
 }
 
-// shown is v as ctx's caller may see it: an approver (manager.AsApprover,
+// shown is v as ctx's caller may see it: an approver (sandbox.AsApprover,
 // the operator) sees a held command as it would run, credentials
 // included; anyone else (an API key: the agent) a copy with every string
 // redacted (issue 17.8), or an error, never the original.

@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/explain"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -55,10 +59,10 @@ type rig struct {
 
 // operator is the context of the operator on the unix socket: it may
 // decide approvals and sees held commands as they would run.
-var operator = manager.AsApprover(manager.WithActor(context.Background(), "operator:alice"))
+var operator = sandbox.AsApprover(sandbox.WithActor(context.Background(), "operator:alice"))
 
 // agent is the context of an API key's caller.
-var agent = manager.WithActor(context.Background(), "apikey:k-1")
+var agent = sandbox.WithActor(context.Background(), "apikey:k-1")
 
 // newRig attaches New(cfg) to a manager whose policy file is pol ("": the
 // built-in defaults).
@@ -72,7 +76,7 @@ func newRig(t *testing.T, cfg Config, pol string) *rig {
 
 // newManager is a manager on the fake backend, a fresh store and audit
 // log, with mods attached.
-func newManager(t *testing.T, pol string, red *redact.Redactor, now func() time.Time, mods ...manager.Module) (*manager.Manager, *store.Store, *audit.Log) {
+func newManager(t *testing.T, pol string, red *redact.Redactor, now func() time.Time, mods ...hook.Module) (*manager.Manager, *store.Store, *audit.Log) {
 	t.Helper()
 	cfg := managerConfig(t, pol, red, now, mods...)
 	m, err := manager.New(context.Background(), cfg)
@@ -85,7 +89,7 @@ func newManager(t *testing.T, pol string, red *redact.Redactor, now func() time.
 
 // managerConfig is newManager's Config (red nil: a new redactor; now
 // nil: time.Now), its policy file pol ("": the built-in defaults).
-func managerConfig(t *testing.T, pol string, red *redact.Redactor, now func() time.Time, mods ...manager.Module) manager.Config {
+func managerConfig(t *testing.T, pol string, red *redact.Redactor, now func() time.Time, mods ...hook.Module) manager.Config {
 	t.Helper()
 	if red == nil {
 		red = redact.New()
@@ -116,7 +120,7 @@ func managerConfig(t *testing.T, pol string, red *redact.Redactor, now func() ti
 
 func (r *rig) sandbox(t *testing.T) string {
 	t.Helper()
-	sb, err := r.m.Create(context.Background(), manager.CreateRequest{})
+	sb, err := r.m.Create(context.Background(), sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +128,14 @@ func (r *rig) sandbox(t *testing.T) string {
 }
 
 // sh runs a shell line in sandbox id as the agent: its output, the
-// exec's id, and the error (a *manager.PolicyError when the policy
+// exec's id, and the error (a *sandbox.PolicyError when the policy
 // stopped it). wait < 0: the exec does not wait for a human.
-func (r *rig) sh(t *testing.T, id, line string, wait time.Duration, env ...string) (string, *manager.PolicyError, error) {
+func (r *rig) sh(t *testing.T, id, line string, wait time.Duration, env ...string) (string, *sandbox.PolicyError, error) {
 	t.Helper()
-	req := manager.ExecRequest{Argv: []string{"sh", "-c", line}, Env: env, ApprovalWait: max(wait, 0), NoWait: wait < 0}
+	req := sandbox.ExecRequest{Argv: []string{"sh", "-c", line}, Env: env, ApprovalWait: max(wait, 0), NoWait: wait < 0}
 	var out bytes.Buffer
 	_, _, err := r.m.Exec(agent, id, req, nil, &out, &out)
-	var pe *manager.PolicyError
+	var pe *sandbox.PolicyError
 	errors.As(err, &pe)
 	return out.String(), pe, err
 }
@@ -170,7 +174,7 @@ func (r *rig) events(t *testing.T, kind string) []*audit.Event {
 }
 
 // execs are sandbox id's exec records.
-func (r *rig) execs(t *testing.T, id string) []*manager.Exec {
+func (r *rig) execs(t *testing.T, id string) []*sandbox.Exec {
 	t.Helper()
 	l, err := r.a.c.Execs(context.Background(), id)
 	if err != nil {

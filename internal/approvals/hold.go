@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -30,7 +33,7 @@ type Prompt struct {
 	Policy      string         `json:"policy"`
 }
 
-func promptOf(x manager.HeldExec) *Prompt {
+func promptOf(x hook.HeldExec) *Prompt {
 	d := x.Decision
 	a := d.Analysis
 	p := &Prompt{Command: a.Line, Argv: x.Argv, Cwd: x.Cwd, Classes: a.Classes, Held: d.HeldClasses(), Writes: a.Writes,
@@ -60,10 +63,10 @@ func promptOf(x manager.HeldExec) *Prompt {
 }
 
 // Hold records a pending approval for x and waits (bounded) for a human
-// (manager.Holder). It returns the approval's id once a human approved
+// (hook.Holder). It returns the approval's id once a human approved
 // (the core then decides again); a denial or an expiry is recorded as
-// the exec's refusal and returned as a *manager.PolicyError.
-func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error) {
+// the exec's refusal and returned as a *sandbox.PolicyError.
+func (a *Approvals) Hold(ctx context.Context, x hook.HeldExec) (string, error) {
 	if err := a.attached(); err != nil {
 		return "", err
 	}
@@ -71,8 +74,8 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 	if wait == 0 {
 		wait = a.wait
 	}
-	if wait > manager.MaxApprovalWait || x.NoWait {
-		wait = manager.MaxApprovalWait
+	if wait > sandbox.MaxApprovalWait || x.NoWait {
+		wait = sandbox.MaxApprovalWait
 	}
 	d := x.Decision
 	now := a.c.Now()
@@ -96,7 +99,7 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 	}
 	a.c.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, x.SandboxID, red.String(ap.Line), red.String(d.Reason))
 	if x.NoWait {
-		return "", manager.NewPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
+		return "", sandbox.NewPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
 	}
 	state, err := a.await(ctx, x, ap, wait, ch)
 	if err != nil {
@@ -109,12 +112,12 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 	if state == store.ApprovalExpired { // ended by airlock (its sandbox stopped)
 		msg := fmt.Sprintf("approval %s ended: %s", ap.ID, cur.Reason)
 		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
-		return "", manager.NewPolicyError("approval_timeout", msg, d, ap.ID)
+		return "", sandbox.NewPolicyError("approval_timeout", msg, d, ap.ID)
 	}
 	if state != store.ApprovalApproved {
 		msg := fmt.Sprintf("approval %s was denied by %s: %s", ap.ID, cur.DecidedBy, cur.Reason)
 		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
-		return "", manager.NewPolicyError("approval_denied", msg, d, ap.ID)
+		return "", sandbox.NewPolicyError("approval_denied", msg, d, ap.ID)
 	}
 	return ap.ID, nil
 }
@@ -123,7 +126,7 @@ func (a *Approvals) Hold(ctx context.Context, x manager.HeldExec) (string, error
 // the caller goes away). Undecided then, it expires, recorded as the
 // exec's refusal (an approval_timeout error); a decision that raced in
 // stands.
-func (a *Approvals) await(ctx context.Context, x manager.HeldExec, ap *store.Approval, wait time.Duration, ch <-chan string) (string, error) {
+func (a *Approvals) await(ctx context.Context, x hook.HeldExec, ap *store.Approval, wait time.Duration, ch <-chan string) (string, error) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -144,5 +147,5 @@ func (a *Approvals) await(ctx context.Context, x manager.HeldExec, ap *store.App
 		Payload: map[string]any{"approval": ap.ID, "waited": wait.String()}})
 	msg := fmt.Sprintf("approval %s was not given within %s: %s", ap.ID, wait, x.Decision.Reason)
 	a.c.RecordRefusal(ctx, x.ExecCall, x.Decision, msg)
-	return "", manager.NewPolicyError("approval_timeout", msg, x.Decision, ap.ID)
+	return "", sandbox.NewPolicyError("approval_timeout", msg, x.Decision, ap.ID)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Lift applies the sandbox's grants to an ask, and an active break-glass
-// override to anything short of allow (manager.PolicyLift).
+// override to anything short of allow (hook.PolicyLift).
 func (a *Approvals) Lift(ctx context.Context, sandboxID string, d *policy.Decision) error {
 	if err := a.attached(); err != nil {
 		return err

@@ -3,18 +3,19 @@ package approvals
 import (
 	"context"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
-// OnStop ends the stopped sandbox's pending approvals (manager.StopHook):
+// OnStop ends the stopped sandbox's pending approvals (hook.StopHook):
 // an approval of a sandbox that is gone can never run its command, and
 // left pending it sat in the operator's queue until its deadline. Each is
 // expired, recorded (approval.expire, with why) and its waiting exec
 // told. A store error leaves that approval pending, where its deadline
 // still ends it; the payload counts what was ended.
-func (a *Approvals) OnStop(ctx context.Context, ev manager.StopEvent) map[string]any {
+func (a *Approvals) OnStop(ctx context.Context, ev hook.StopEvent) map[string]any {
 	if a.attached() != nil {
 		return nil
 	}

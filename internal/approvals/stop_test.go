@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
@@ -80,18 +84,18 @@ func TestApprovalsLeftByADeadDaemonEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m1.Shutdown(context.Background()) })
-	sb, err := m1.Create(ctx, manager.CreateRequest{})
+	sb, err := m1.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m1.Exec(agent, sb.ID, manager.ExecRequest{Argv: []string{"sh", "-c", "rm -rf x"}, NoWait: true}, nil, nil, nil); !errors.Is(err, errdefs.ErrPending) {
+	if _, _, err := m1.Exec(agent, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "rm -rf x"}, NoWait: true}, nil, nil, nil); !errors.Is(err, errdefs.ErrPending) {
 		t.Fatalf("not held: %v", err)
 	}
 	// m1 is not shut down: its daemon died. The next one starts on the
 	// same store and log.
 	next := New(Config{})
 	cfg2 := cfg
-	cfg2.Backend, cfg2.Modules = fakert.New(t.TempDir()), []manager.Module{next}
+	cfg2.Backend, cfg2.Modules = fakert.New(t.TempDir()), []hook.Module{next}
 	m2, err := manager.New(ctx, cfg2)
 	if err != nil {
 		t.Fatal(err)

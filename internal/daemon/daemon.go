@@ -25,6 +25,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 
@@ -351,7 +353,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
 		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
-	_ = d.m.Record(manager.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
+	_ = d.m.Record(sandbox.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()
 	d.logf("serving on unix:%s (state %s, database %s)", socket, d.cfg.StateDir, d.cfg.DB)
 	if tln != nil {
@@ -429,7 +431,7 @@ func (d *Daemon) shutdown() error {
 		_ = d.e2b.Close()
 	}
 	err := d.m.Shutdown(context.Background())
-	_ = d.m.Record(manager.WithActor(context.Background(), "airlock"), audit.Entry{Kind: "daemon.stop", Payload: map[string]any{"pid": os.Getpid()}}) // essential: written on a full disk too
+	_ = d.m.Record(sandbox.WithActor(context.Background(), "airlock"), audit.Entry{Kind: "daemon.stop", Payload: map[string]any{"pid": os.Getpid()}}) // essential: written on a full disk too
 	d.stopCheckpoints()
 	if _, cerr := d.alog.Checkpoint(d.checkpoint); cerr != nil {
 		d.logf("audit checkpoint: %v", cerr)

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
@@ -56,7 +57,7 @@ func TestConnectTimeoutOnlyExtends(t *testing.T) {
 		{in(time.Hour), 0, true}, // 0: no timeout (bounded by --max-lifetime)
 		{nil, 300 * time.Second, false},
 	} {
-		if got := extends(&manager.Sandbox{Expires: c.exp}, c.ttl); got != c.want {
+		if got := extends(&sandbox.Sandbox{Expires: c.exp}, c.ttl); got != c.want {
 			t.Errorf("expires %v, ttl %s: extends %v, want %v", c.exp, c.ttl, got, c.want)
 		}
 	}

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
@@ -57,7 +58,7 @@ type sandboxDetail struct {
 // clientID names airlock in E2B's clientID field.
 const clientID = "airlock"
 
-func (s *Server) detail(sb *manager.Sandbox, full bool) *sandboxDetail {
+func (s *Server) detail(sb *sandbox.Sandbox, full bool) *sandboxDetail {
 	d := &sandboxDetail{SandboxID: sb.ID, TemplateID: sb.Template, ClientID: clientID, EnvdVersion: EnvdVersion, EnvdAccessToken: s.token(sb.ID)}
 	if !full {
 		return d
@@ -140,19 +141,19 @@ func (c *createRequest) unsupported() string {
 // parseCreate decodes E2B's create body into airlock's request, refusing
 // options airlock does not have and a timeout that is negative or would
 // wrap (a bad request, never an unbounded sandbox).
-func parseCreate(body io.Reader, defaultTemplate string) (manager.CreateRequest, error) {
+func parseCreate(body io.Reader, defaultTemplate string) (sandbox.CreateRequest, error) {
 	var req createRequest
 	if err := decodeBody(body, &req); err != nil {
-		return manager.CreateRequest{}, err
+		return sandbox.CreateRequest{}, err
 	}
 	if u := req.unsupported(); u != "" {
-		return manager.CreateRequest{}, fmt.Errorf("unsupported by airlock: %s: %w", u, errdefs.ErrInvalid)
+		return sandbox.CreateRequest{}, fmt.Errorf("unsupported by airlock: %s: %w", u, errdefs.ErrInvalid)
 	}
 	tpl := req.TemplateID
 	if tpl == "" || tpl == "base" {
 		tpl = defaultTemplate
 	}
-	cr := manager.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
+	cr := sandbox.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
 	// allow_internet_access true is every SDK's default, not a request:
 	// the sandbox's egress is airlock's policy. false is stricter, and
 	// honoured by a layer that denies all egress.
@@ -161,12 +162,12 @@ func parseCreate(body io.Reader, defaultTemplate string) (manager.CreateRequest,
 	}
 	if req.Timeout != nil {
 		if _, err := reqcheck.Seconds("timeout", *req.Timeout, 0); err != nil {
-			return manager.CreateRequest{}, err
+			return sandbox.CreateRequest{}, err
 		}
 		cr.TTLSeconds = *req.Timeout
 	}
 	if err := reqcheck.Labels(req.Metadata); err != nil {
-		return manager.CreateRequest{}, fmt.Errorf("metadata: %w", err)
+		return sandbox.CreateRequest{}, fmt.Errorf("metadata: %w", err)
 	}
 	keys := make([]string, 0, len(req.EnvVars))
 	for k := range req.EnvVars {
@@ -208,7 +209,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 
 // live returns a sandbox that has not stopped; a stopped or unknown one
 // is E2B's 404.
-func (s *Server) live(w http.ResponseWriter, r *http.Request) (*manager.Sandbox, bool) {
+func (s *Server) live(w http.ResponseWriter, r *http.Request) (*sandbox.Sandbox, bool) {
 	id := r.PathValue("id")
 	sb, err := s.sbx.Get(r.Context(), id)
 	if err == nil && sb.State == "stopped" {
@@ -349,7 +350,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 // extends reports whether a timeout of ttl from now ends sandbox sb
 // later than it ends now (a sandbox without an end never shortens; a
 // ttl of 0, "no timeout", always extends one with an end).
-func extends(sb *manager.Sandbox, ttl time.Duration) bool {
+func extends(sb *sandbox.Sandbox, ttl time.Duration) bool {
 	if sb.Expires == nil {
 		return false
 	}
@@ -366,7 +367,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadRequest, msg)
 		return
 	}
-	var all []*manager.Sandbox
+	var all []*sandbox.Sandbox
 	for _, st := range []string{"running", "paused"} {
 		l, err := s.sbx.List(r.Context(), st)
 		if err != nil {
@@ -395,7 +396,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 
 // sortByStart orders sandboxes by start time (ties by id), oldest first
 // when asc, else newest first.
-func sortByStart(all []*manager.Sandbox, asc bool) {
+func sortByStart(all []*sandbox.Sandbox, asc bool) {
 	sort.SliceStable(all, func(i, j int) bool {
 		a, b := all[i], all[j]
 		if !asc {
@@ -497,7 +498,7 @@ func (lq *listQuery) parsePage(q url.Values) string {
 }
 
 // matches reports whether a listed sandbox is one the query asks for.
-func (lq listQuery) matches(sb *manager.Sandbox) bool {
+func (lq listQuery) matches(sb *sandbox.Sandbox) bool {
 	if sb.State == "stopped" || (len(lq.states) > 0 && !lq.states[sb.State]) {
 		return false
 	}

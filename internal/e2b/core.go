@@ -6,7 +6,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -18,14 +19,14 @@ import (
 
 // Sandboxes is the sandbox lifecycle the control plane serves.
 type Sandboxes interface {
-	Create(ctx context.Context, req manager.CreateRequest) (*manager.Sandbox, error)
-	Get(ctx context.Context, id string) (*manager.Sandbox, error)
+	Create(ctx context.Context, req sandbox.CreateRequest) (*sandbox.Sandbox, error)
+	Get(ctx context.Context, id string) (*sandbox.Sandbox, error)
 	// List lists the sandboxes in state ("": every state).
-	List(ctx context.Context, state string) ([]*manager.Sandbox, error)
+	List(ctx context.Context, state string) ([]*sandbox.Sandbox, error)
 	Destroy(ctx context.Context, id string) error
-	SetTTL(ctx context.Context, id string, ttl time.Duration) (*manager.Sandbox, error)
-	Pause(ctx context.Context, id string) (*manager.Sandbox, error)
-	Resume(ctx context.Context, id string) (*manager.Sandbox, error)
+	SetTTL(ctx context.Context, id string, ttl time.Duration) (*sandbox.Sandbox, error)
+	Pause(ctx context.Context, id string) (*sandbox.Sandbox, error)
+	Resume(ctx context.Context, id string) (*sandbox.Sandbox, error)
 }
 
 // Execs are the commands envd's process service starts and then drives.
@@ -33,10 +34,10 @@ type Execs interface {
 	// Exec runs req in sandbox id (policy first): started is called once
 	// it runs, stdout and stderr get its output as it comes; it returns
 	// the exec's id and its exit status.
-	Exec(ctx context.Context, id string, req manager.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
+	Exec(ctx context.Context, id string, req sandbox.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error)
 	// Running is the handle of exec execID of sandbox id, which may
 	// still run (each call finds it again: ended, a conflict).
-	Running(id, execID string) manager.RunningExec
+	Running(id, execID string) sandbox.RunningExec
 }
 
 // Files reaches a sandbox's files under its policy (the file API module,

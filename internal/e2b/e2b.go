@@ -41,9 +41,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -143,7 +144,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b NAME')")
 		return
 	}
-	ctx := manager.WithActor(r.Context(), "apikey:"+k.ID)
+	ctx := sandbox.WithActor(r.Context(), "apikey:"+k.ID)
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -175,7 +176,7 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 		writeEnvdError(w, r, http.StatusForbidden, codePermissionDenied, err.Error())
 		return
 	}
-	ctx := manager.WithActor(context.WithValue(r.Context(), sandboxKey{}, id), "apikey:e2b")
+	ctx := sandbox.WithActor(context.WithValue(r.Context(), sandboxKey{}, id), "apikey:e2b")
 	s.envd.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -252,7 +253,7 @@ func apiStatus(err error) int {
 
 // rpcCode maps a manager error to a Connect code.
 func rpcCode(err error) string {
-	var pe *manager.PolicyError
+	var pe *sandbox.PolicyError
 	if errors.As(err, &pe) {
 		return codePermissionDenied
 	}

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
@@ -24,7 +25,7 @@ func FuzzCreateRequest(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			ttl, err := manager.CheckCreate(req, max)
+			ttl, err := sandbox.CheckCreate(req, max)
 			if err != nil {
 				continue // Create refuses it: a 400, never a sandbox
 			}

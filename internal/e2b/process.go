@@ -13,9 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -286,7 +287,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 // arguments, its environment (sorted by name), its directory below Home,
 // its timeout and approval wait (at most the timeout), and a terminal if
 // asked for; it returns the streams its output is sent as.
-func (s *Server) startExec(req *startRequest, timeout time.Duration) (er manager.ExecRequest, outStream, errStream string) {
+func (s *Server) startExec(req *startRequest, timeout time.Duration) (er sandbox.ExecRequest, outStream, errStream string) {
 	cfg := *req.Process
 	cwd := Home
 	if cfg.Cwd != nil && *cfg.Cwd != "" {
@@ -301,7 +302,7 @@ func (s *Server) startExec(req *startRequest, timeout time.Duration) (er manager
 	for _, k := range keys {
 		env = append(env, k+"="+cfg.Envs[k])
 	}
-	er = manager.ExecRequest{
+	er = sandbox.ExecRequest{
 		Argv: append([]string{cfg.Cmd}, cfg.Args...), Env: env, Cwd: cwd, Timeout: timeout,
 		OpenStdin: req.Stdin != nil && *req.Stdin, ApprovalWait: s.cfg.ApprovalWait,
 	}
@@ -324,7 +325,7 @@ func (s *Server) startExec(req *startRequest, timeout time.Duration) (er manager
 // (a background command's caller may disconnect), but not before it has
 // started: a caller that goes away while its command waits for approval
 // takes the wait with it.
-func (s *Server) runStarted(r *http.Request, id string, er manager.ExecRequest, p *proc, outStream, errStream string) error {
+func (s *Server) runStarted(r *http.Request, id string, er sandbox.ExecRequest, p *proc, outStream, errStream string) error {
 	execCtx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	var startMu sync.Mutex
 	begun := false
@@ -376,7 +377,7 @@ func (s *Server) runStarted(r *http.Request, id string, er manager.ExecRequest, 
 
 // startError is the stream error for a command that did not start.
 func startError(err error) *rpcError {
-	var pe *manager.PolicyError
+	var pe *sandbox.PolicyError
 	if errors.As(err, &pe) {
 		msg := "airlock policy: " + pe.Message
 		if pe.Code == "approval_pending" {

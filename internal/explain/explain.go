@@ -8,14 +8,15 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 )
 
 // Explain is the module. Attach it to the manager (Config.Modules)
 // before any call: unattached, every call is refused as unsupported.
-type Explain struct{ c *manager.Core }
+type Explain struct{ c hook.Core }
 
 // New returns the module, not yet attached.
 func New() *Explain { return &Explain{} }
@@ -24,7 +25,7 @@ func New() *Explain { return &Explain{} }
 func (*Explain) Name() string { return "explain" }
 
 // Attach keeps the core's handle.
-func (e *Explain) Attach(c *manager.Core) error {
+func (e *Explain) Attach(c hook.Core) error {
 	e.c = c
 	return nil
 }

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -20,8 +24,8 @@ type lifter struct {
 	lift func(*policy.Decision) error
 }
 
-func (*lifter) Name() string               { return "lifter" }
-func (*lifter) Attach(*manager.Core) error { return nil }
+func (*lifter) Name() string           { return "lifter" }
+func (*lifter) Attach(hook.Core) error { return nil }
 func (l *lifter) Lift(_ context.Context, _ string, d *policy.Decision) error {
 	if l.lift == nil {
 		return nil
@@ -45,7 +49,7 @@ func newRig(t *testing.T) (*manager.Manager, *Explain, *lifter) {
 	}
 	e, l := New(), &lifter{}
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st,
-		Logf: t.Logf, Modules: []manager.Module{l, e}})
+		Logf: t.Logf, Modules: []hook.Module{l, e}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +63,7 @@ func newRig(t *testing.T) (*manager.Manager, *Explain, *lifter) {
 func TestExplain(t *testing.T) {
 	ctx := context.Background()
 	m, e, l := newRig(t)
-	sb, err := m.Create(ctx, manager.CreateRequest{Policy: &policy.Layer{Rules: []policy.Rule{{ID: "no-ls", Command: "ls *", Action: policy.Deny}}}})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{Policy: &policy.Layer{Rules: []policy.Rule{{ID: "no-ls", Command: "ls *", Action: policy.Deny}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

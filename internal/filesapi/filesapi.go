@@ -3,23 +3,26 @@
 // the E2B door's callers) under the same policy as its commands (write
 // scope, secrets), every write and refusal on the audit record. The
 // daemon's own uses (checkout, diff, snapshot) go around it, through
-// manager.Core.Files.
+// hook.Core.Files.
 package filesapi
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // API is the module. Attach it to the manager (Config.Modules) before
 // any call: unattached, every call is refused as unsupported.
-type API struct{ c *manager.Core }
+type API struct{ c hook.Core }
 
 // New returns the module, not yet attached.
 func New() *API { return &API{} }
@@ -28,7 +31,7 @@ func New() *API { return &API{} }
 func (*API) Name() string { return "files" }
 
 // Attach keeps the core's handle.
-func (a *API) Attach(c *manager.Core) error {
+func (a *API) Attach(c hook.Core) error {
 	a.c = c
 	return nil
 }
@@ -57,7 +60,7 @@ func (a *API) AgentFiles(ctx context.Context, id string) (runtime.Files, error) 
 // create: a live sandbox's policy does not change).
 type policedFiles struct {
 	runtime.Files
-	c      *manager.Core
+	c      hook.Core
 	id     string
 	taskID string
 	pol    *policy.Policy
@@ -74,8 +77,8 @@ func (f *policedFiles) check(ctx context.Context, op, p string, write bool) erro
 // asked: the task's files are being read for its result.
 func (f *policedFiles) decide(ctx context.Context, op, p string, write, record bool) (string, error) {
 	if write {
-		if s, _ := f.c.State(ctx, f.id); s == manager.Finishing {
-			return "", manager.FinishingError(f.taskID)
+		if s, _ := f.c.State(ctx, f.id); s == sandbox.Finishing {
+			return "", sandbox.FinishingError(f.taskID)
 		}
 	}
 	cmd := policy.Command{Argv: []string{"files:" + op, p}, Classes: []policy.Class{policy.Read}, Why: "file API " + op}
@@ -96,12 +99,12 @@ func (f *policedFiles) decide(ctx context.Context, op, p string, write, record b
 		}
 		return d.BreakGlass, nil
 	}
-	_ = f.record(ctx, "file.refused", map[string]any{"op": op, "path": p, "decision": manager.DecisionPayload(d)})
+	_ = f.record(ctx, "file.refused", map[string]any{"op": op, "path": p, "decision": sandbox.DecisionPayload(d)})
 	msg := d.Reason
 	if d.Action == policy.Ask {
 		msg += " (file operations are not held for approval: run the change as a command)"
 	}
-	return "", manager.NewPolicyError("policy_denied", msg, d, "")
+	return "", sandbox.NewPolicyError("policy_denied", msg, d, "")
 }
 
 // record appends one event of this sandbox (record before act: an

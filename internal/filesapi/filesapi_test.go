@@ -12,6 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -46,7 +50,7 @@ func newRig(t *testing.T) (*manager.Manager, *audit.Log, *API) {
 	}
 	api := New()
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st,
-		Audit: log, Redactor: red, Logf: t.Logf, Modules: []manager.Module{api}})
+		Audit: log, Redactor: red, Logf: t.Logf, Modules: []hook.Module{api}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,7 @@ func kindsOf(t *testing.T, log *audit.Log, id string) []string {
 func TestAgentFiles(t *testing.T) {
 	ctx := context.Background()
 	m, log, api := newRig(t)
-	sb, err := m.Create(ctx, manager.CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +163,7 @@ func TestAgentFiles(t *testing.T) {
 		t.Errorf("untar of an entry above its directory: %v, want invalid", err)
 	}
 	var out bytes.Buffer
-	if _, st, err := m.Exec(ctx, sb.ID, manager.ExecRequest{Argv: []string{"cat", "u/up.txt", "d/e/f.txt"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "up\ncontent\n" {
+	if _, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"cat", "u/up.txt", "d/e/f.txt"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "up\ncontent\n" {
 		t.Errorf("the files as a command sees them: %q %+v %v", out.String(), st, err)
 	}
 	if err := fs.Remove(ctx, "/workspace/d", true); err != nil {
@@ -196,7 +200,7 @@ func TestAgentFiles(t *testing.T) {
 func TestAgentFilesRefused(t *testing.T) {
 	ctx := context.Background()
 	m, log, api := newRig(t)
-	sb, err := m.Create(ctx, manager.CreateRequest{Policy: &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Write: policy.Deny}}})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{Policy: &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Write: policy.Deny}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +238,7 @@ func TestAgentFilesRefused(t *testing.T) {
 func TestAgentFilesNotRunning(t *testing.T) {
 	ctx := context.Background()
 	m, _, api := newRig(t)
-	sb, err := m.Create(ctx, manager.CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +261,7 @@ func TestAgentFilesNotRunning(t *testing.T) {
 func TestAgentFilesFinishing(t *testing.T) {
 	ctx := context.Background()
 	_, _, api := newRig(t)
-	sb, err := api.c.CreateForTask(ctx, manager.CreateRequest{}, "t-42")
+	sb, err := api.c.CreateForTask(ctx, sandbox.CreateRequest{}, "t-42")
 	if err != nil {
 		t.Fatal(err)
 	}

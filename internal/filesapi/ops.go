@@ -8,7 +8,8 @@ import (
 	"io"
 	"slices"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/tarfilter"
 )
@@ -136,7 +137,7 @@ func (f *policedFiles) Tar(ctx context.Context, dir string, w io.Writer) (int64,
 // refuses its read (any other error ends the download).
 func (f *policedFiles) omitted(ctx context.Context, p string) (bool, error) {
 	err := f.check(ctx, "read", p, false)
-	var pe *manager.PolicyError
+	var pe *sandbox.PolicyError
 	if err != nil && errors.As(err, &pe) {
 		return true, nil
 	}

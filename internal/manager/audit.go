@@ -2,132 +2,38 @@ package manager
 
 import (
 	"context"
-	"fmt"
-	"strings"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/policy"
-	"github.com/airlock-dev/airlock/internal/redact"
 )
 
-// Redactor hides secrets before anything is stored or shown
-// (internal/redact). It learns the values of secret-named variables
-// given to sandboxes and commands.
-type Redactor interface {
-	Add(secrets ...string)
-	Redact(b []byte) ([]byte, bool)
-	// Find locates what Redact would replace.
-	Find(b []byte) []redact.Finding
-	String(s string) string
-	JSON(doc []byte) []byte
-	// LongestMatch is the most bytes one finding of a known value covers.
-	LongestMatch() int
-}
-
-// nopRedactor is used when none is configured (tests of other things).
-type nopRedactor struct{}
-
-func (nopRedactor) Add(...string)                  {}
-func (nopRedactor) Redact(b []byte) ([]byte, bool) { return b, false }
-func (nopRedactor) Find([]byte) []redact.Finding   { return nil }
-func (nopRedactor) String(s string) string         { return s }
-func (nopRedactor) JSON(b []byte) []byte           { return b }
-func (nopRedactor) LongestMatch() int              { return 0 }
-
-// MaxLearned is how many secret-named variables one request may bring,
-// and MaxLearnedLen how long a value the redactor learns from one.
-const (
-	MaxLearned    = 64
-	MaxLearnedLen = 16 << 10
-)
-
-// learnSecrets teaches the redactor the values of secret-named variables,
-// in one batch (the redactor's index is rebuilt once per batch: one call
-// per value made a request of thousands cost minutes of CPU). A longer
-// value is not learned (token shapes and private keys are still found by
-// their shape).
+// learnSecrets teaches the redactor the values of secret-named variables
+// (sandbox.SecretValues), in one batch: the redactor's index is rebuilt
+// once per batch (one call per value made a request of thousands cost
+// minutes of CPU).
 func (m *Manager) learnSecrets(env []string) error {
-	var vals []string
-	for _, kv := range env {
-		name, val, ok := strings.Cut(kv, "=")
-		if ok && policy.SecretName(name) && len(val) <= MaxLearnedLen {
-			vals = append(vals, val)
-		}
-	}
-	if len(vals) > MaxLearned {
-		return fmt.Errorf("%d secret-named variables: at most %d per request (grant secrets with airlock secret instead): %w", len(vals), MaxLearned, errdefs.ErrInvalid)
-	}
-	if len(vals) > 0 {
+	vals, err := sandbox.SecretValues(env)
+	if err == nil && len(vals) > 0 {
 		m.cfg.Redactor.Add(vals...)
 	}
-	return nil
-}
-
-// record writes an audit event (when the daemon keeps an audit log). The
-// actor comes from ctx.
-func (m *Manager) record(ctx context.Context, e audit.Entry) error {
-	if m.cfg.Audit == nil {
-		return nil
-	}
-	if e.Actor == "" {
-		e.Actor = actorOf(ctx)
-	}
-	return m.recordAs(ctx, e, false)
-}
-
-// recordAs writes an event, into the log's reserve if essential.
-func (m *Manager) recordAs(ctx context.Context, e audit.Entry, essential bool) error {
-	if err := m.writeAudit(ctx, e, essential); err != nil {
-		m.cfg.Logf("AUDIT WRITE FAILED (%s): %v", e.Kind, err)
-		return fmt.Errorf("audit log: %v: %w", err, errdefs.ErrLimitExceeded)
-	}
-	return nil
-}
-
-func (m *Manager) recordAsync(ctx context.Context, e audit.Entry) {
-	if m.cfg.Audit == nil {
-		return
-	}
-	if e.Actor == "" {
-		e.Actor = actorOf(ctx)
-	}
-	// An event after its act (bestEffort's rule), logged as every failed
-	// audit write is.
-	m.cfg.Audit.RecordAsync(ctx, e, func(err error) {
-		if err != nil {
-			m.writes.lost.Add(1)
-			m.cfg.Logf("AUDIT WRITE FAILED (%s): %v", e.Kind, err)
-		}
-	})
-}
-
-// auditHealthy fails closed: with a broken audit log nothing new runs.
-func (m *Manager) auditHealthy() error {
-	if m.cfg.Audit == nil {
-		return nil
-	}
-	m.retryAudit()
-	if err := m.cfg.Audit.Err(); err != nil {
-		return fmt.Errorf("the audit log cannot be written (%v): nothing runs until it can: %w", err, errdefs.ErrLimitExceeded)
-	}
-	return nil
+	return err
 }
 
 // Healthy reports why the daemon cannot take work, or nil: today, an
 // audit log that can no longer be written (a full log disk). The health
 // endpoint shows it, so that the operator learns of it before a user does.
-func (m *Manager) Healthy() error { return m.auditHealthy() }
+func (m *Manager) Healthy() error { return m.rec.Healthy() }
 
 // RecordAPI records one API call (the API layer calls it for every
 // request that changes something).
 func (m *Manager) RecordAPI(ctx context.Context, method, path string, status int) {
-	m.bestEffort("record "+method+" "+path, m.record(ctx, audit.Entry{Kind: "api.request", Payload: map[string]any{"method": method, "path": path, "status": status}}))
+	m.rec.BestEffort("record "+method+" "+path, m.rec.Record(ctx, audit.Entry{Kind: "api.request", Payload: map[string]any{"method": method, "path": path, "status": status}}))
 }
 
 // Record lets the daemon's wiring add events of its own (daemon start
 // and stop, operator actions).
-func (m *Manager) Record(ctx context.Context, e audit.Entry) error { return m.record(ctx, e) }
+func (m *Manager) Record(ctx context.Context, e audit.Entry) error { return m.rec.Record(ctx, e) }
 
 func (m *Manager) taskOf(id string) string {
 	m.mu.Lock()
@@ -136,36 +42,4 @@ func (m *Manager) taskOf(id string) string {
 		return ls.taskID
 	}
 	return ""
-}
-
-// DecisionPayload is a decision as the audit record shows it (the
-// rules that decided, the grant or break-glass, what was analysed).
-func DecisionPayload(d *policy.Decision) map[string]any {
-	if d == nil {
-		return nil
-	}
-	p := map[string]any{"action": d.Action, "reason": d.Reason, "policy": d.Policy, "classes": d.Analysis.Classes}
-	var rules []string
-	for _, mt := range d.Matches {
-		if mt.Action == d.Action || d.Grant != nil || d.BreakGlass != "" {
-			rules = appendUniq(rules, mt.Rule)
-		}
-	}
-	p["rules"] = rules
-	if len(d.Grant) > 0 {
-		p["grant"] = d.Grant
-	}
-	if d.BreakGlass != "" {
-		p["break_glass"] = d.BreakGlass
-	}
-	if len(d.Analysis.Writes) > 0 {
-		p["writes"] = d.Analysis.Writes
-	}
-	if len(d.Analysis.Hosts) > 0 {
-		p["hosts"] = d.Analysis.Hosts
-	}
-	if len(d.Analysis.Secrets) > 0 {
-		p["secrets"] = d.Analysis.Secrets
-	}
-	return p
 }

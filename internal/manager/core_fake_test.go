@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -53,7 +55,7 @@ func eventsOf(t *testing.T, log *audit.Log, id, kind string) []*audit.Event {
 }
 
 // waitEnded waits for an exec's record to say it ended.
-func waitEnded(t *testing.T, m *Manager, id, execID string) *Exec {
+func waitEnded(t *testing.T, m *Manager, id, execID string) *sandbox.Exec {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -72,7 +74,7 @@ func waitEnded(t *testing.T, m *Manager, id, execID string) *Exec {
 }
 
 // waitStopped waits for a sandbox's record to say it stopped.
-func waitStopped(t *testing.T, m *Manager, id string) *Sandbox {
+func waitStopped(t *testing.T, m *Manager, id string) *sandbox.Sandbox {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -91,7 +93,7 @@ func waitStopped(t *testing.T, m *Manager, id string) *Sandbox {
 }
 
 // background starts argv in the background and returns its exec id.
-func background(t *testing.T, m *Manager, id string, req ExecRequest) string {
+func background(t *testing.T, m *Manager, id string, req sandbox.ExecRequest) string {
 	t.Helper()
 	req.Background = true
 	execID, st, err := m.Exec(context.Background(), id, req, nil, nil, nil)
@@ -109,12 +111,12 @@ func background(t *testing.T, m *Manager, id string, req ExecRequest) string {
 func TestCoreListGet(t *testing.T) {
 	ctx := context.Background()
 	m, _ := fakeTierManager(t)
-	a, err := m.Create(ctx, CreateRequest{Labels: map[string]string{"who": "a"}})
+	a, err := m.Create(ctx, sandbox.CreateRequest{Labels: map[string]string{"who": "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Millisecond) // distinct creation times for the order
-	b, err := m.Create(ctx, CreateRequest{Labels: map[string]string{"who": "b"}})
+	b, err := m.Create(ctx, sandbox.CreateRequest{Labels: map[string]string{"who": "b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestCoreListGet(t *testing.T) {
 		func(id string) error { _, err := m.SetTTL(ctx, id, time.Hour); return err },
 		func(id string) error { _, err := m.Pause(ctx, id); return err },
 		func(id string) error { _, err := m.Reset(ctx, id); return err },
-		func(id string) error { _, err := m.execs(ctx, id); return err },
+		func(id string) error { _, err := m.recs.Execs(ctx, id); return err },
 		func(id string) error { _, err := m.Files(ctx, id); return err },
 	} {
 		if err := call("sb-nope"); !errors.Is(err, errdefs.ErrNotFound) {
@@ -194,10 +196,10 @@ func TestCoreTTL(t *testing.T) {
 	if got := m.MaxLifetime(); got != time.Hour {
 		t.Errorf("MaxLifetime %v", got)
 	}
-	if _, err := m.Create(ctx, CreateRequest{TTLSeconds: 2 * 3600}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{TTLSeconds: 2 * 3600}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("create with a TTL over the maximum lifetime: %v, want invalid", err)
 	}
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,8 +223,8 @@ func TestCoreTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := waitStopped(t, m, sb.ID)
-	if stopped.StopReason != StopExpired || stopped.Stopped == nil {
-		t.Errorf("after its TTL: %+v, want stopped as %q", stopped, StopExpired)
+	if stopped.StopReason != sandbox.StopExpired || stopped.Stopped == nil {
+		t.Errorf("after its TTL: %+v, want stopped as %q", stopped, sandbox.StopExpired)
 	}
 	if n := m.LiveCount(); n != 0 {
 		t.Errorf("live count %d after expiry", n)
@@ -245,7 +247,7 @@ func TestCoreTTL(t *testing.T) {
 func TestCoreTTLCleared(t *testing.T) {
 	ctx := context.Background()
 	m, _ := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{TTLSeconds: 3600})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{TTLSeconds: 3600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,19 +274,19 @@ func TestCoreBackendChoice(t *testing.T) {
 	m, _ := fakeTierManagerWith(t, func(c *Config) {
 		c.Unavailable = map[string]string{"gvisor": "runsc is not installed"}
 	})
-	if _, err := m.Create(ctx, CreateRequest{Backend: "gvisor"}); !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "runsc is not installed") {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{Backend: "gvisor"}); !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "runsc is not installed") {
 		t.Errorf("unavailable backend: %v", err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{Backend: "vmware"}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{Backend: "vmware"}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("unknown backend: %v", err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{Template: "../etc"}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{Template: "../etc"}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("bad template name: %v", err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{Template: "nosuch"}); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{Template: "nosuch"}); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("unknown template: %v", err)
 	}
-	sb, err := m.Create(ctx, CreateRequest{Backend: fakert.Name})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{Backend: fakert.Name})
 	if err != nil || sb.Backend != fakert.Name {
 		t.Fatalf("the default backend by name: %+v %v", sb, err)
 	}
@@ -299,18 +301,18 @@ func TestCoreBackendChoice(t *testing.T) {
 func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManagerWith(t, func(c *Config) { c.StoredOutput = 1000 })
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := m.Create(ctx, CreateRequest{})
+	other, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	var startedID string
 	var pid int
-	execID, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x"}, Cwd: "/tmp"},
+	execID, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x"}, Cwd: "/tmp"},
 		func(id string, p int) { startedID, pid = id, p }, &out, nil)
 	if err != nil || st.Code != 0 {
 		t.Fatalf("exec: %+v %v", st, err)
@@ -331,10 +333,10 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	if _, err := getExec(m, ctx, other.ID, execID); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("exec through another sandbox: %v, want not found", err)
 	}
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "exit 7"}, Env: []string{"A=1"}}, nil, nil, nil); err != nil {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "exit 7"}, Env: []string{"A=1"}}, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	execs, err := m.execs(ctx, sb.ID)
+	execs, err := m.recs.Execs(ctx, sb.ID)
 	if err != nil || len(execs) != 2 {
 		t.Fatalf("execs: %d %v", len(execs), err)
 	}
@@ -344,7 +346,7 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 	if e := execs[1]; e.Cwd != "/workspace" || e.Status == nil || e.Status.Code != 7 || !slices.Equal(e.EnvNames, []string{"A"}) {
 		t.Errorf("second exec record: %+v", e)
 	}
-	if o, err := m.execs(ctx, other.ID); err != nil || len(o) != 0 {
+	if o, err := m.recs.Execs(ctx, other.ID); err != nil || len(o) != 0 {
 		t.Errorf("the other sandbox's execs: %v %v", o, err)
 	}
 	if n := len(eventsOf(t, log, sb.ID, "exec.start")); n != 2 {
@@ -361,11 +363,11 @@ func TestCoreExecRecordsAndOutputCap(t *testing.T) {
 func TestCoreExecFailures(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}, Cwd: "/workspace/no-such-dir"}, nil, nil, nil)
+	execID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}, Cwd: "/workspace/no-such-dir"}, nil, nil, nil)
 	if err == nil {
 		t.Fatal("a command that does not exist started")
 	}
@@ -378,7 +380,7 @@ func TestCoreExecFailures(t *testing.T) {
 		t.Errorf("exec.end events %v, want one that says it never started", ends)
 	}
 	start := time.Now()
-	_, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}, Timeout: 50 * time.Millisecond}, nil, nil, nil)
+	_, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sleep", "30"}, Timeout: 50 * time.Millisecond}, nil, nil, nil)
 	if err != nil || st.Limit != "timeout" {
 		t.Errorf("over its timeout: %+v %v, want the timeout limit", st, err)
 	}
@@ -388,7 +390,7 @@ func TestCoreExecFailures(t *testing.T) {
 	// the caller goes away: the command must not outlive the request
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	start = time.Now()
-	goneID, st, err := m.Exec(cctx, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}}, nil, nil, nil)
+	goneID, st, err := m.Exec(cctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sleep", "30"}}, nil, nil, nil)
 	cancel()
 	if err != nil || st.Signal != "SIGKILL" || time.Since(start) > 10*time.Second {
 		t.Errorf("an exec whose caller went away: %+v %v after %v, want killed at once", st, err, time.Since(start))
@@ -397,7 +399,7 @@ func TestCoreExecFailures(t *testing.T) {
 		t.Errorf("its record: %+v, want ended by the kill", e)
 	}
 	before := len(kindsOf(t, log, sb.ID))
-	for _, req := range []ExecRequest{
+	for _, req := range []sandbox.ExecRequest{
 		{},
 		{Argv: []string{"true"}, Env: []string{"NOEQUALS"}},
 		{Argv: []string{"tr\x00ue"}},
@@ -410,7 +412,7 @@ func TestCoreExecFailures(t *testing.T) {
 	if after := len(kindsOf(t, log, sb.ID)); after != before {
 		t.Errorf("refused requests wrote %d audit events", after-before)
 	}
-	if _, _, err := m.Exec(ctx, "sb-nope", ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, _, err := m.Exec(ctx, "sb-nope", sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("exec in an unknown sandbox: %v", err)
 	}
 }
@@ -421,13 +423,13 @@ func TestCoreExecFailures(t *testing.T) {
 func TestCoreExecRedaction(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const secret = "exec-secret-91c2d7e4"
 	var out bytes.Buffer
-	execID, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"echo", "value", secret}, Env: []string{"DB_PASSWORD=" + secret}}, nil, &out, nil)
+	execID, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"echo", "value", secret}, Env: []string{"DB_PASSWORD=" + secret}}, nil, &out, nil)
 	if err != nil || st.Code != 0 {
 		t.Fatalf("exec: %+v %v", st, err)
 	}
@@ -451,7 +453,7 @@ func TestCoreExecRedaction(t *testing.T) {
 			t.Errorf("audit event %s holds the secret: %s", ev.Kind, ev.Payload)
 		}
 	}
-	j := (&Core{m: m}).Redactor().JSON([]byte(`{"note":"it was ` + secret + `"}`))
+	j := (&core{m: m}).Redactor().JSON([]byte(`{"note":"it was ` + secret + `"}`))
 	if bytes.Contains(j, []byte(secret)) || !bytes.Contains(j, []byte("it was ")) {
 		t.Errorf("the redactor's JSON: %s", j)
 	}
@@ -464,11 +466,11 @@ func TestCoreExecRedaction(t *testing.T) {
 func TestCoreStdin(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	execID := background(t, m, sb.ID, ExecRequest{Argv: []string{"cat"}, OpenStdin: true})
+	execID := background(t, m, sb.ID, sandbox.ExecRequest{Argv: []string{"cat"}, OpenStdin: true})
 	for _, in := range []string{"hel", "lo\nwor", "ld"} {
 		if err := m.Running(sb.ID, execID).Input(ctx, []byte(in)); err != nil {
 			t.Fatalf("input %q: %v", in, err)
@@ -496,7 +498,7 @@ func TestCoreStdin(t *testing.T) {
 	if err := m.Running(sb.ID, execID).CloseStdin(ctx); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("close of an ended exec's stdin: %v, want a conflict", err)
 	}
-	closed := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}})
+	closed := background(t, m, sb.ID, sandbox.ExecRequest{Argv: []string{"sleep", "30"}})
 	if err := m.Running(sb.ID, closed).Input(ctx, []byte("x")); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "open stdin") {
 		t.Errorf("input without an open stdin: %v", err)
 	}
@@ -515,16 +517,16 @@ func TestCoreStdin(t *testing.T) {
 func TestCoreSignalResize(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := m.Create(ctx, CreateRequest{})
+	other, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}})
-	tty := background(t, m, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}, TTY: true, Rows: 24, Cols: 80})
+	plain := background(t, m, sb.ID, sandbox.ExecRequest{Argv: []string{"sleep", "30"}})
+	tty := background(t, m, sb.ID, sandbox.ExecRequest{Argv: []string{"sleep", "30"}, TTY: true, Rows: 24, Cols: 80})
 	for _, sig := range []syscall.Signal{0, 65, -1} {
 		if err := m.Running(sb.ID, plain).Signal(ctx, sig); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Errorf("signal %d: %v, want invalid", sig, err)
@@ -571,11 +573,11 @@ func TestCoreSignalResize(t *testing.T) {
 func TestCoreReset(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo kept > mark"}}, nil, nil, nil); err != nil || st.Code != 0 {
+	if _, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo kept > mark"}}, nil, nil, nil); err != nil || st.Code != 0 {
 		t.Fatalf("write a file: %+v %v", st, err)
 	}
 	if _, err := m.Pause(ctx, sb.ID); err != nil {
@@ -585,11 +587,11 @@ func TestCoreReset(t *testing.T) {
 	if err != nil || got.ID != sb.ID || got.State != "running" || !got.Created.Equal(sb.Created) {
 		t.Fatalf("reset: %+v %v", got, err)
 	}
-	_, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"test", "-e", "mark"}}, nil, nil, nil)
+	_, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"test", "-e", "mark"}}, nil, nil, nil)
 	if err != nil || st.Code != 1 {
 		t.Errorf("the file after reset: %+v %v, want gone (exit 1)", st, err)
 	}
-	if execs, err := m.execs(ctx, sb.ID); err != nil || len(execs) != 2 {
+	if execs, err := m.recs.Execs(ctx, sb.ID); err != nil || len(execs) != 2 {
 		t.Errorf("exec records after reset: %d %v, want both kept", len(execs), err)
 	}
 	kinds := kindsOf(t, log, sb.ID)
@@ -609,7 +611,7 @@ func TestCoreReset(t *testing.T) {
 func TestCorePauseRecord(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +630,7 @@ func TestCorePauseRecord(t *testing.T) {
 	if _, err := m.Files(ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "paused") {
 		t.Errorf("files of a paused sandbox: %v", err)
 	}
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("exec in a paused sandbox: %v, want a conflict", err)
 	}
 	if _, err := m.Resume(ctx, sb.ID); err != nil {
@@ -654,12 +656,12 @@ func TestCoreStoreFailureFailsClosed(t *testing.T) {
 		c.Backend = fakert.New(bdir)
 		st = c.Store
 	})
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
-	if _, err := m.Create(ctx, CreateRequest{}); err == nil {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{}); err == nil {
 		t.Error("create with a closed store succeeded")
 	}
 	if n := m.LiveCount(); n != 1 {
@@ -669,7 +671,7 @@ func TestCoreStoreFailureFailsClosed(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Errorf("backend sandboxes %q: the unrecorded create left its own", dirs)
 	}
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"touch", "ran"}}, nil, nil, nil); err == nil {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"touch", "ran"}}, nil, nil, nil); err == nil {
 		t.Error("exec with a closed store succeeded")
 	}
 	for _, d := range dirs {

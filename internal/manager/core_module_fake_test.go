@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -23,16 +26,16 @@ import (
 // tasks and snapshots modules rely on, shown without them.
 
 // coreHandle is a module that only keeps its Core.
-type coreHandle struct{ c *Core }
+type coreHandle struct{ c hook.Core }
 
 func (*coreHandle) Name() string { return "core-handle" }
-func (h *coreHandle) Attach(c *Core) error {
+func (h *coreHandle) Attach(c hook.Core) error {
 	h.c = c
 	return nil
 }
 
 // withCore is a fake-tier manager with a coreHandle attached.
-func withCore(t *testing.T, configure func(*Config)) (*Manager, *audit.Log, *Core) {
+func withCore(t *testing.T, configure func(*Config)) (*Manager, *audit.Log, hook.Core) {
 	t.Helper()
 	h := &coreHandle{}
 	m, log := fakeTierManagerWith(t, func(c *Config) {
@@ -50,19 +53,19 @@ func withCore(t *testing.T, configure func(*Config)) (*Manager, *audit.Log, *Cor
 func TestCoreTaskSandbox(t *testing.T) {
 	ctx := context.Background()
 	m, log, c := withCore(t, nil)
-	if _, err := c.CreateForTask(ctx, CreateRequest{}, ""); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := c.CreateForTask(ctx, sandbox.CreateRequest{}, ""); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("a task sandbox without a task: %v", err)
 	}
-	sb, err := c.CreateForTask(ctx, CreateRequest{Policy: &policy.Layer{Rules: []policy.Rule{{ID: "no-ls", Command: "ls *", Action: policy.Deny}}}}, "t-42")
+	sb, err := c.CreateForTask(ctx, sandbox.CreateRequest{Policy: &policy.Layer{Rules: []policy.Rule{{ID: "no-ls", Command: "ls *", Action: policy.Deny}}}}, "t-42")
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := m.Create(ctx, CreateRequest{})
+	plain, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	li, ok := c.Live(sb.ID)
-	if !ok || li.TaskID != "t-42" || li.State != Running || li.Base.Name != "host" || li.View.ID != sb.ID || li.Policy == nil {
+	if !ok || li.TaskID != "t-42" || li.State != sandbox.Running || li.Base.Name != "host" || li.View.ID != sb.ID || li.Policy == nil {
 		t.Fatalf("live info %+v %v", li, ok)
 	}
 	if !slices.Contains(li.Policy.Sources, "task") {
@@ -71,7 +74,7 @@ func TestCoreTaskSandbox(t *testing.T) {
 	if _, ok := c.Live("sb-nope"); ok {
 		t.Error("an unknown sandbox is live")
 	}
-	test := ExecRequest{Argv: []string{"ls", "-a"}}
+	test := sandbox.ExecRequest{Argv: []string{"ls", "-a"}}
 	if _, _, err := m.Exec(ctx, sb.ID, test, nil, nil, nil); !errors.Is(err, errdefs.ErrDenied) {
 		t.Fatalf("ls under its deny rule: %v", err)
 	}
@@ -82,10 +85,10 @@ func TestCoreTaskSandbox(t *testing.T) {
 	if _, err := c.BeginFinishing(sb.ID); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("finishing twice: %v", err)
 	}
-	if s, err := c.State(ctx, sb.ID); err != nil || s != Finishing {
+	if s, err := c.State(ctx, sb.ID); err != nil || s != sandbox.Finishing {
 		t.Errorf("state %v %v", s, err)
 	}
-	if _, _, err := c.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "t-42") {
+	if _, _, err := c.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "t-42") {
 		t.Errorf("exec while finishing: %v, want a conflict naming the task", err)
 	}
 	if _, _, err := c.ExecTaskTest(ctx, sb.ID, "t-other", test, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
@@ -105,10 +108,10 @@ func TestCoreTaskSandbox(t *testing.T) {
 	}
 	end()
 	end() // a second call does nothing
-	if s, _ := c.State(ctx, sb.ID); s != Running {
+	if s, _ := c.State(ctx, sb.ID); s != sandbox.Running {
 		t.Errorf("after end: %v", s)
 	}
-	if _, _, err := c.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil); err != nil {
+	if _, _, err := c.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil); err != nil {
 		t.Errorf("exec after finishing: %v", err)
 	}
 	evs, err := log.Query(ctx, store.AuditFilter{SandboxID: sb.ID})
@@ -144,7 +147,7 @@ func TestCoreHandle(t *testing.T) {
 		cfg.MaxLifetime = 2 * time.Hour
 		cfg.Logf = func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
 	})
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +190,7 @@ func TestCoreHandle(t *testing.T) {
 	if n := len(eventsOf(t, log, sb.ID, "file.write")); n != 0 {
 		t.Errorf("the daemon's own file access wrote %d file.write events (it is not policed)", n)
 	}
-	if _, _, err := c.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"cat", "own.txt"}}, nil, nil); err != nil {
+	if _, _, err := c.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"cat", "own.txt"}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if execs, err := c.Execs(ctx, sb.ID); err != nil || len(execs) != 1 {
@@ -231,12 +234,12 @@ func seedTar(t *testing.T, files map[string]string) string {
 // snapSource is a TemplateSource of seeded templates over the host one.
 type snapSource struct {
 	coreHandle
-	host  Base
+	host  sandbox.Base
 	seeds map[string]string
 }
 
 func (s *snapSource) Name() string { return "snaps" }
-func (s *snapSource) Template(name string) (*Base, error) {
+func (s *snapSource) Template(name string) (*sandbox.Base, error) {
 	seed, ok := s.seeds[name]
 	if !ok {
 		return nil, fmt.Errorf("no snapshot %s: %w", name, errdefs.ErrNotFound)
@@ -245,10 +248,10 @@ func (s *snapSource) Template(name string) (*Base, error) {
 	b.Name, b.Version, b.Seed = name, "v-"+name, seed
 	return &b, nil
 }
-func (s *snapSource) Templates(context.Context) ([]*TemplateInfo, error) {
-	var out []*TemplateInfo
+func (s *snapSource) Templates(context.Context) ([]*sandbox.TemplateInfo, error) {
+	var out []*sandbox.TemplateInfo
 	for name := range s.seeds {
-		out = append(out, &TemplateInfo{Name: name, Kind: "snapshot", Base: "host"})
+		out = append(out, &sandbox.TemplateInfo{Name: name, Kind: "snapshot", Base: "host"})
 	}
 	return out, nil
 }
@@ -263,7 +266,7 @@ func TestCoreSeededTemplate(t *testing.T) {
 		"broken": filepath.Join(t.TempDir(), "missing.tar"),
 	}}
 	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = append(c.Modules, src) })
-	host, err := m.Create(ctx, CreateRequest{})
+	host, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +287,7 @@ func TestCoreSeededTemplate(t *testing.T) {
 	if !slices.Equal(names, []string{"broken:snapshot", "host:builtin", "snap:snapshot"}) {
 		t.Errorf("templates %q", names)
 	}
-	sb, err := m.Create(ctx, CreateRequest{Template: "snap"})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{Template: "snap"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +296,7 @@ func TestCoreSeededTemplate(t *testing.T) {
 	}
 	cat := func() string {
 		var out bytes.Buffer
-		if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "cat seeded.txt; ls"}}, nil, &out, nil); err != nil {
+		if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "cat seeded.txt; ls"}}, nil, &out, nil); err != nil {
 			t.Fatal(err)
 		}
 		return out.String()
@@ -301,7 +304,7 @@ func TestCoreSeededTemplate(t *testing.T) {
 	if got := cat(); got != "from the seed\nseeded.txt\n" {
 		t.Errorf("after create: %q", got)
 	}
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo changed > seeded.txt; touch extra"}}, nil, nil, nil); err != nil {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo changed > seeded.txt; touch extra"}}, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Reset(ctx, sb.ID); err != nil {
@@ -317,10 +320,10 @@ func TestCoreSeededTemplate(t *testing.T) {
 	if _, err := m.Reset(ctx, sb.ID); err == nil {
 		t.Error("a reset whose seed is gone succeeded")
 	}
-	if got, err := m.Get(ctx, sb.ID); err != nil || got.State != "stopped" || got.StopReason != StopFailed {
+	if got, err := m.Get(ctx, sb.ID); err != nil || got.State != "stopped" || got.StopReason != sandbox.StopFailed {
 		t.Errorf("after the failed reset: %+v %v, want stopped as failed", got, err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{Template: "broken"}); err == nil || !strings.Contains(err.Error(), "restore snapshot broken") {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{Template: "broken"}); err == nil || !strings.Contains(err.Error(), "restore snapshot broken") {
 		t.Errorf("a seed that cannot be restored: %v", err)
 	}
 	if n := m.LiveCount(); n != 0 {

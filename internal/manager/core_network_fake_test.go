@@ -11,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -39,9 +43,9 @@ func (n *recNet) seen() []string {
 	return slices.Clone(n.calls)
 }
 
-func (n *recNet) SandboxNetwork(id string) (SandboxNetwork, error) {
+func (n *recNet) SandboxNetwork(id string) (hook.SandboxNetwork, error) {
 	n.note("network " + id)
-	return SandboxNetwork{Env: []string{"HTTPS_PROXY=http://127.0.0.1:3128"}}, nil
+	return hook.SandboxNetwork{Env: []string{"HTTPS_PROXY=http://127.0.0.1:3128"}}, nil
 }
 
 func (n *recNet) Apply(_ context.Context, id string) error {
@@ -80,18 +84,18 @@ func (n *recNet) count(prefix string) int {
 // netModule is a NetworkModule with a recNet; otherNet a second one.
 type netModule struct {
 	n    *recNet
-	core **Core
+	core *hook.Core
 }
 
-func (netModule) Name() string           { return "net" }
-func (m netModule) Attach(c *Core) error { *m.core = c; return nil }
-func (m netModule) Network() Network     { return m.n }
+func (netModule) Name() string               { return "net" }
+func (m netModule) Attach(c hook.Core) error { *m.core = c; return nil }
+func (m netModule) Network() hook.Network    { return m.n }
 
 type otherNet struct{}
 
-func (otherNet) Name() string       { return "net2" }
-func (otherNet) Attach(*Core) error { return nil }
-func (otherNet) Network() Network   { return &recNet{} }
+func (otherNet) Name() string           { return "net2" }
+func (otherNet) Attach(hook.Core) error { return nil }
+func (otherNet) Network() hook.Network  { return &recNet{} }
 
 // The core calls the network module where its contract says: the
 // sandbox's network (and proxy env) before the backend creates it, its
@@ -101,12 +105,12 @@ func (otherNet) Network() Network   { return &recNet{} }
 func TestCoreNetworkModule(t *testing.T) {
 	ctx := context.Background()
 	n := &recNet{}
-	var c *Core
-	m, log := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []Module{netModule{n: n, core: &c}} })
+	var c hook.Core
+	m, log := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []hook.Module{netModule{n: n, core: &c}} })
 	if !c.HasEgress() {
 		t.Fatal("HasEgress with a network module: false")
 	}
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +118,14 @@ func TestCoreNetworkModule(t *testing.T) {
 		t.Errorf("calls at create: %q", got)
 	}
 	var out bytes.Buffer
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo $HTTPS_PROXY"}}, nil, &out, nil); err != nil || out.String() != "http://127.0.0.1:3128\n" {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo $HTTPS_PROXY"}}, nil, &out, nil); err != nil || out.String() != "http://127.0.0.1:3128\n" {
 		t.Errorf("the proxy env in a command: %q %v", out.String(), err)
 	}
 	if got, err := m.Get(ctx, sb.ID); err != nil || got.Egress == nil {
 		t.Errorf("a live sandbox's egress usage: %+v %v", got, err)
 	}
 	var pid int
-	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sleep", "30"}, Background: true}, func(_ string, p int) { pid = p }, nil, nil)
+	execID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sleep", "30"}, Background: true}, func(_ string, p int) { pid = p }, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +138,7 @@ func TestCoreNetworkModule(t *testing.T) {
 	if err := m.Running(sb.ID, execID).Signal(ctx, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	other, err := m.Create(ctx, CreateRequest{})
+	other, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +158,11 @@ func TestCoreNetworkModule(t *testing.T) {
 		t.Errorf("calls %q: the destroyed sandbox was not removed", n.seen())
 	}
 	n.set(true)
-	if _, err := m.Create(ctx, CreateRequest{}); err == nil || !strings.Contains(err.Error(), "egress policy") {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{}); err == nil || !strings.Contains(err.Error(), "egress policy") {
 		t.Errorf("create whose egress policy fails: %v", err)
 	}
 	failed, err := m.List(ctx, "stopped")
-	if err != nil || len(failed) != 2 || failed[0].StopReason != StopFailed {
+	if err != nil || len(failed) != 2 || failed[0].StopReason != sandbox.StopFailed {
 		t.Fatalf("stopped sandboxes %+v %v, want the newest failed", failed, err)
 	}
 	if !slices.Contains(n.seen(), "remove "+failed[0].ID) {
@@ -196,9 +200,9 @@ func TestCoreSecondNetworkModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var c *Core
+	var c hook.Core
 	_, err = New(context.Background(), Config{Backend: fakert.New(t.TempDir()), Templates: testTemplates(t), Store: st,
-		Modules: []Module{netModule{n: &recNet{}, core: &c}, otherNet{}}})
+		Modules: []hook.Module{netModule{n: &recNet{}, core: &c}, otherNet{}}})
 	if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "second network module") {
 		t.Errorf("two network modules: %v", err)
 	}

@@ -7,6 +7,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/recorder"
+
+	"github.com/airlock-dev/airlock/internal/redacted"
+
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -15,25 +23,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 )
-
-// CreateRequest asks for a sandbox.
-type CreateRequest struct {
-	Template string `json:"template,omitempty"`
-	// Backend names the isolation backend ("native", "gvisor"); "": the
-	// daemon's default. One that is not available is an error, never a
-	// fallback to another boundary.
-	Backend    string            `json:"backend,omitempty"`
-	Limits     runtime.Limits    `json:"limits"`
-	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Env        []string          `json:"env,omitempty"`
-	// Policy is the sandbox's own policy layer, over the daemon's.
-	Policy *policy.Layer `json:"policy,omitempty"`
-	// TightenOnly refuses a Policy that relaxes the daemon's (set for
-	// callers that are agents, not operators).
-	TightenOnly bool `json:"-"`
-	taskID      string
-}
 
 // backend returns the named backend ("": the default).
 func (m *Manager) backend(name string) (runtime.Backend, error) {
@@ -53,7 +42,12 @@ func (m *Manager) backend(name string) (runtime.Backend, error) {
 // request, plan it (template, policy, backend), start it on the backend,
 // record it, then make it live (TTL, watch, network, module hooks). What
 // a step fails after is undone.
-func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, error) {
+func (m *Manager) Create(ctx context.Context, req sandbox.CreateRequest) (*sandbox.Sandbox, error) {
+	return m.create(ctx, req, "")
+}
+
+// create is Create, for the sandbox of task taskID ("": none).
+func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID string) (*sandbox.Sandbox, error) {
 	ttl, err := m.admitCreate(&req)
 	if err != nil {
 		return nil, err
@@ -63,7 +57,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		return nil, err
 	}
 	defer release()
-	p, err := m.planCreate(req)
+	p, err := m.planCreate(req, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -86,26 +80,26 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Sandbox, erro
 		m.dropNetwork(p.spec.ID)
 		return nil, err
 	}
-	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, taskID: req.taskID}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, taskID: taskID}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
 	}
-	return m.shownSandbox(rec)
+	return m.recs.ShownSandbox(rec)
 }
 
 // admitCreate checks a request before anything is reserved for it.
-func (m *Manager) admitCreate(req *CreateRequest) (time.Duration, error) {
+func (m *Manager) admitCreate(req *sandbox.CreateRequest) (time.Duration, error) {
 	if req.Template == "" {
 		req.Template = "host"
 	}
 	if err := template.ValidName(req.Template); err != nil {
 		return 0, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
 	}
-	ttl, err := CheckCreate(*req, m.cfg.MaxLifetime)
+	ttl, err := sandbox.CheckCreate(*req, m.cfg.MaxLifetime)
 	if err != nil {
 		return 0, err
 	}
-	if err := m.auditHealthy(); err != nil {
+	if err := m.rec.Healthy(); err != nil {
 		return 0, err
 	}
 	if err := m.cfg.Caps.Check(req.Limits); err != nil {
@@ -116,14 +110,15 @@ func (m *Manager) admitCreate(req *CreateRequest) (time.Duration, error) {
 
 // createPlan is what Create decided before the backend starts anything.
 type createPlan struct {
-	base *Base
-	pol  *policy.Policy
-	be   runtime.Backend
-	spec runtime.Spec // without its ID and network yet
+	base   *sandbox.Base
+	pol    *policy.Policy
+	be     runtime.Backend
+	spec   runtime.Spec // without its ID and network yet
+	taskID string       // "": not a task's sandbox
 }
 
 // planCreate resolves the request's template, policy and backend.
-func (m *Manager) planCreate(req CreateRequest) (*createPlan, error) {
+func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createPlan, error) {
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
 	}
@@ -132,10 +127,10 @@ func (m *Manager) planCreate(req CreateRequest) (*createPlan, error) {
 		return nil, err
 	}
 	source := "sandbox"
-	if req.taskID != "" {
+	if taskID != "" {
 		source = "task"
 	}
-	pol, err := m.sandboxPolicy(base.Name, req.Policy, req.TightenOnly, source)
+	pol, err := sandbox.Policy(m.cfg.Policy, base.Name, req.Policy, req.TightenOnly, source)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +143,7 @@ func (m *Manager) planCreate(req CreateRequest) (*createPlan, error) {
 		return nil, err
 	}
 	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds, Env: runtime.MergeEnv(base.Env, req.Env), Limits: req.Limits}
-	return &createPlan{base: base, pol: pol, be: be, spec: spec}, nil
+	return &createPlan{base: base, pol: pol, be: be, spec: spec, taskID: taskID}, nil
 }
 
 // startSandbox gives the plan's spec its ID and network (the network
@@ -156,8 +151,8 @@ func (m *Manager) planCreate(req CreateRequest) (*createPlan, error) {
 // p.spec is then as created (Reset starts over from it).
 func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sandbox, error) {
 	p.spec.ID = runtime.NewID()
-	if m.egressSvc != nil {
-		n, err := m.egressSvc.SandboxNetwork(p.spec.ID)
+	if m.hooks.Network != nil {
+		n, err := m.hooks.Network.SandboxNetwork(p.spec.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -181,17 +176,17 @@ func (m *Manager) startSandbox(ctx context.Context, p *createPlan) (runtime.Sand
 // dropNetwork forgets the network of a sandbox that never went live (its
 // CA and trust bundle were made for it before the backend's create).
 func (m *Manager) dropNetwork(id string) {
-	if m.egressSvc != nil && id != "" {
-		m.egressSvc.RemoveSandbox(id)
+	if m.hooks.Network != nil && id != "" {
+		m.hooks.Network.RemoveSandbox(id)
 	}
 }
 
 // recordCreate writes the new sandbox's record and its sandbox.create
 // event; either failing destroys it (a record that is written stays,
 // stopped as failed).
-func (m *Manager) recordCreate(ctx context.Context, req CreateRequest, p *createPlan, sb runtime.Sandbox, ttl time.Duration) (*store.Sandbox, error) {
+func (m *Manager) recordCreate(ctx context.Context, req sandbox.CreateRequest, p *createPlan, sb runtime.Sandbox, ttl time.Duration) (*store.Sandbox, error) {
 	info, pol := sb.Info(), p.pol
-	specJSON, _ := json.Marshal(specRecord{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
+	specJSON, _ := json.Marshal(redacted.Spec{Limits: info.Limits, EnvNames: envNames(req.Env), Policy: pol})
 	isoJSON, _ := json.Marshal(info.Isolation)
 	rec := &store.Sandbox{
 		ID: sb.ID(), State: "running", Backend: p.be.Name(), Template: p.base.Name, TemplateVersion: p.base.Version,
@@ -201,17 +196,17 @@ func (m *Manager) recordCreate(ctx context.Context, req CreateRequest, p *create
 		exp := rec.Created.Add(ttl)
 		rec.Expires = &exp
 	}
-	if err := recordFirst("record sandbox", m.cfg.Store.PutSandbox(ctx, rec)); err != nil {
+	if err := recorder.RecordFirst("record sandbox", m.cfg.Store.PutSandbox(ctx, rec)); err != nil {
 		_ = sb.Destroy(context.Background())
 		return nil, err
 	}
-	if err := m.record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: req.taskID, Kind: "sandbox.create", Payload: map[string]any{
+	if err := m.rec.Record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: p.taskID, Kind: "sandbox.create", Payload: map[string]any{
 		"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
 		"env_names": envNames(req.Env), "labels": req.Labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}}); err != nil {
 		_ = sb.Destroy(context.Background())
 		now := time.Now().UTC()
-		rec.State, rec.Stopped, rec.StopReason = "stopped", &now, StopFailed
-		m.bestEffort("sandbox "+rec.ID+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), rec))
+		rec.State, rec.Stopped, rec.StopReason = "stopped", &now, sandbox.StopFailed
+		m.rec.BestEffort("sandbox "+rec.ID+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), rec))
 		return nil, err
 	}
 	return rec, nil
@@ -228,13 +223,13 @@ func (m *Manager) goLive(ctx context.Context, ls *live) error {
 	m.mu.Unlock()
 	go m.watch(ls, ls.sb)
 	if err := m.applyEgress(ctx, id); err != nil {
-		m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, StopFailed))
+		m.rec.BestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
 		return fmt.Errorf("egress policy: %w", err)
 	}
-	for _, h := range m.createHooks {
-		if err := h.hook.OnCreate(ctx, SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
-			m.bestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, StopFailed))
-			return fmt.Errorf("module %s: %w", h.name, err)
+	for _, h := range m.hooks.Create {
+		if err := h.Hook.OnCreate(ctx, hook.SandboxRef{ID: id, TaskID: ls.taskID}); err != nil {
+			m.rec.BestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
+			return fmt.Errorf("module %s: %w", h.Name, err)
 		}
 	}
 	return nil
@@ -252,7 +247,7 @@ func (m *Manager) armTTL(ls *live) {
 	id := ls.rec.ID
 	ls.ttl = time.AfterFunc(time.Until(*ls.rec.Expires), func() {
 		m.cfg.Logf("sandbox %s expired", id)
-		m.bestEffort("sandbox "+id+": stop it as expired", m.stop(context.Background(), id, StopExpired))
+		m.rec.BestEffort("sandbox "+id+": stop it as expired", m.stop(context.Background(), id, sandbox.StopExpired))
 	})
 }
 
@@ -262,15 +257,15 @@ func (m *Manager) watch(ls *live, sb runtime.Sandbox) {
 	m.mu.Lock()
 	cur, still := m.live[ls.rec.ID]
 	// not destroyed, not being reset, not reset since
-	still = still && cur == ls && ls.state != Resetting && ls.sb == sb
+	still = still && cur == ls && ls.state != sandbox.Resetting && ls.sb == sb
 	m.mu.Unlock()
 	if still {
-		m.bestEffort("sandbox "+ls.rec.ID+": stop it as failed", m.stop(context.Background(), ls.rec.ID, StopFailed))
+		m.rec.BestEffort("sandbox "+ls.rec.ID+": stop it as failed", m.stop(context.Background(), ls.rec.ID, sandbox.StopFailed))
 	}
 }
 
 // SetTTL sets a running sandbox's time to live from now (0: none).
-func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sandbox, error) {
+func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*sandbox.Sandbox, error) {
 	if ttl < 0 || ttl > reqcheck.MaxDuration {
 		return nil, fmt.Errorf("ttl_seconds: want 0 to %d: %w", int64(reqcheck.MaxDuration/time.Second), errdefs.ErrInvalid)
 	}
@@ -305,6 +300,6 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*Sa
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
 	}
-	m.bestEffort("sandbox "+id+": record its timeout", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}}))
-	return m.shownSandbox(&rec)
+	m.rec.BestEffort("sandbox "+id+": record its timeout", m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}}))
+	return m.recs.ShownSandbox(&rec)
 }

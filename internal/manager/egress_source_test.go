@@ -23,7 +23,7 @@ func TestEgressSourceWaitsForAStartingExec(t *testing.T) {
 	m := &Manager{live: map[string]*live{}, running: map[string]*runningExec{}}
 	ls := &live{taskID: "t-1", starting: 1}
 	m.live["sb-1"] = ls
-	c := &Core{m: m}
+	c := &core{m: m}
 	got := make(chan string, 1)
 	go func() { _, execID := c.ExecOf("sb-1", 42); got <- execID }()
 	time.Sleep(50 * time.Millisecond)

@@ -11,6 +11,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/recorder"
+
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/execout"
@@ -39,12 +45,14 @@ type execStage struct {
 
 // execRun is one exec on its way through execPipeline.
 type execRun struct {
-	id      string
-	req     ExecRequest
-	cwd     string
-	started func(execID string, pid int)
-	stdout  io.Writer
-	stderr  io.Writer
+	id  string
+	req sandbox.ExecRequest
+	// taskTest: the task's own test command (Core.ExecTaskTest).
+	taskTest bool
+	cwd      string
+	started  func(execID string, pid int)
+	stdout   io.Writer
+	stderr   io.Writer
 
 	ls        *live
 	sb        runtime.Sandbox
@@ -61,8 +69,14 @@ type execRun struct {
 // Exec runs a command, streaming its output to stdout and stderr, and
 // records it. started is called with the exec id and pid before any
 // output is written.
-func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
-	x := &execRun{id: id, req: req, started: started, stdout: stdout, stderr: stderr}
+func (m *Manager) Exec(ctx context.Context, id string, req sandbox.ExecRequest, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
+	return m.exec(ctx, id, req, false, started, stdout, stderr)
+}
+
+// exec is Exec, of the task's own test command if taskTest (see
+// Core.ExecTaskTest).
+func (m *Manager) exec(ctx context.Context, id string, req sandbox.ExecRequest, taskTest bool, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
+	x := &execRun{id: id, req: req, taskTest: taskTest, started: started, stdout: stdout, stderr: stderr}
 	for _, s := range execPipeline {
 		if err := s.run(m, ctx, x); err != nil {
 			return x.execID, x.status, err
@@ -72,7 +86,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req ExecRequest, started 
 }
 
 func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
-	if err := checkExec(x.req); err != nil {
+	if err := sandbox.CheckExec(x.req); err != nil {
 		return err
 	}
 	if _, err := m.runtimeSandbox(ctx, x.id); err != nil {
@@ -84,16 +98,16 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 	}
 	m.mu.Lock()
 	ls := m.live[x.id]
-	finishing := ls != nil && ls.state == Finishing
+	finishing := ls != nil && ls.state == sandbox.Finishing
 	m.mu.Unlock()
 	if ls == nil {
 		return fmt.Errorf("sandbox %s is stopped: %w", x.id, errdefs.ErrConflict)
 	}
 	x.ls = ls
-	if finishing && !x.req.taskTest {
-		return FinishingError(ls.taskID)
+	if finishing && !x.taskTest {
+		return sandbox.FinishingError(ls.taskID)
 	}
-	if err := m.auditHealthy(); err != nil {
+	if err := m.rec.Healthy(); err != nil {
 		return err
 	}
 	return m.learnSecrets(x.req.Env)
@@ -102,7 +116,7 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 // execPolicy: policy first, nothing reaches the sandbox before it is
 // allowed.
 func (m *Manager) execPolicy(ctx context.Context, x *execRun) error {
-	d, err := m.gate(ctx, x.id, x.ls, x.req, x.cwd)
+	d, err := m.gate(ctx, x.id, x.ls, x.req, x.taskTest, x.cwd)
 	if err != nil {
 		return err
 	}
@@ -112,14 +126,14 @@ func (m *Manager) execPolicy(ctx context.Context, x *execRun) error {
 }
 
 func (m *Manager) execModules(ctx context.Context, x *execRun) error {
-	if len(m.execHooks) == 0 {
+	if len(m.hooks.Exec) == 0 {
 		return nil
 	}
-	call := &ExecCall{SandboxID: x.id, TaskID: x.ls.taskID, Argv: slices.Clone(x.req.Argv), Cwd: x.cwd, Env: slices.Clone(x.req.Env), Analysis: x.d.Analysis}
-	for _, h := range m.execHooks {
+	call := &hook.ExecCall{SandboxID: x.id, TaskID: x.ls.taskID, Argv: slices.Clone(x.req.Argv), Cwd: x.cwd, Env: slices.Clone(x.req.Env), Analysis: x.d.Analysis}
+	for _, h := range m.hooks.Exec {
 		call.Keep = nil
-		if err := h.hook.BeforeExec(ctx, call); err != nil {
-			msg := fmt.Sprintf("refused by module %s: %v", h.name, err)
+		if err := h.Hook.BeforeExec(ctx, call); err != nil {
+			msg := fmt.Sprintf("refused by module %s: %v", h.Name, err)
 			m.recordRefusal(ctx, x.id, x.req, x.cwd, x.d, msg)
 			return fmt.Errorf("%s: %w", msg, errdefs.ErrDenied)
 		}
@@ -127,7 +141,7 @@ func (m *Manager) execModules(ctx context.Context, x *execRun) error {
 			if x.keep == nil {
 				x.keep = map[string]any{}
 			}
-			x.keep[h.name] = call.Keep
+			x.keep[h.Name] = call.Keep
 		}
 	}
 	for _, env := range [][]string{call.Env, call.DaemonEnv} {
@@ -146,7 +160,7 @@ func (m *Manager) execModules(ctx context.Context, x *execRun) error {
 // environment (SecretSource modules: values for env grants, placeholders
 // for brokered ones).
 func (m *Manager) execSecrets(ctx context.Context, x *execRun) error {
-	senv, uses, err := m.secretEnv(ctx, SandboxRef{ID: x.id, TaskID: x.ls.taskID})
+	senv, uses, err := m.hooks.SecretEnv(ctx, hook.SandboxRef{ID: x.id, TaskID: x.ls.taskID})
 	if err != nil {
 		return err
 	}
@@ -218,11 +232,11 @@ func (m *Manager) recordStart(ctx context.Context, x *execRun) (*store.Exec, err
 		argv[i] = m.cfg.Redactor.String(a)
 	}
 	rec := &store.Exec{ID: newExecID(), SandboxID: x.id, Argv: argv, Cwd: x.cwd, EnvNames: envNames(req.Env), Started: time.Now().UTC(), Decision: dj}
-	if err := recordFirst("", m.record(ctx, audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
-		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": DecisionPayload(x.d), "secrets": x.uses}})); err != nil {
+	if err := recorder.RecordFirst("", m.rec.Record(ctx, audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: rec.ID, Kind: "exec.start", Payload: map[string]any{
+		"argv": argv, "cwd": x.cwd, "env_names": rec.EnvNames, "tty": req.TTY, "background": req.Background, "decision": sandbox.DecisionPayload(x.d), "secrets": x.uses}})); err != nil {
 		return nil, err
 	}
-	if err := recordFirst("record exec", m.putExec(ctx, rec)); err != nil {
+	if err := recorder.RecordFirst("record exec", m.recs.PutExec(ctx, rec)); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -237,76 +251,9 @@ func (m *Manager) recordNotStarted(ctx context.Context, x *execRun, err error) {
 	if errors.As(err, &coded) {
 		stJSON, _ = json.Marshal(runtime.ExitStatus{Code: coded.ExitCode()})
 	}
-	m.bestEffort("exec "+x.execID+": record its end", m.endExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error()))
-	m.bestEffort("exec "+x.execID+": record exec.end", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
+	m.rec.BestEffort("exec "+x.execID+": record its end", m.recs.EndExec(context.Background(), x.execID, time.Now().UTC(), stJSON, err.Error()))
+	m.rec.BestEffort("exec "+x.execID+": record exec.end", m.rec.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: x.id, TaskID: x.ls.taskID, ExecID: x.execID, Kind: "exec.end",
 		Payload: map[string]any{"error": err.Error(), "status": json.RawMessage(orNull(stJSON)), "started": false}}))
-}
-
-// ExecRequest is one command.
-type ExecRequest struct {
-	// Background returns as soon as the command started; it runs on, its
-	// output is kept (capped) and its end recorded.
-	Background bool
-	// OpenStdin keeps the command's stdin open for Input and CloseStdin
-	// (Stdin is then ignored).
-	OpenStdin bool
-	// TTY runs it on a terminal (Rows x Cols); see Resize.
-	TTY         bool
-	Rows, Cols  uint16
-	Argv        []string
-	Env         []string
-	Cwd         string
-	Timeout     time.Duration
-	Stdin       io.Reader
-	OutputLimit int64
-	// A command the policy holds for approval waits ApprovalWait (0:
-	// the approvals module's default), or with NoWait fails at once with
-	// an approval_pending error naming the approval (see Holder).
-	ApprovalWait time.Duration
-	NoWait       bool
-	taskTest     bool
-}
-
-// Exec is an exec record as the API shows it.
-type Exec struct {
-	ID        string              `json:"id"`
-	SandboxID string              `json:"sandbox_id"`
-	Argv      []string            `json:"argv"`
-	Cwd       string              `json:"cwd"`
-	EnvNames  []string            `json:"env_names,omitempty"`
-	Started   time.Time           `json:"started"`
-	Ended     *time.Time          `json:"ended,omitempty"`
-	Status    *runtime.ExitStatus `json:"status,omitempty"`
-	Error     string              `json:"error,omitempty"`
-	Policy    *ExecPolicy         `json:"policy,omitempty"`
-}
-
-// ExecPolicy is the policy's decision on an exec, in short.
-type ExecPolicy struct {
-	Action     policy.Action  `json:"action"`
-	Classes    []policy.Class `json:"classes"`
-	Rules      []string       `json:"rules,omitempty"`
-	Reason     string         `json:"reason"`
-	Grant      []string       `json:"grant,omitempty"`
-	BreakGlass string         `json:"break_glass,omitempty"`
-	Version    string         `json:"policy"`
-}
-
-func execPolicyOf(raw json.RawMessage) *ExecPolicy {
-	if raw == nil {
-		return nil
-	}
-	var d policy.Decision
-	if json.Unmarshal(raw, &d) != nil || d.Analysis == nil {
-		return nil
-	}
-	ep := &ExecPolicy{Action: d.Action, Classes: d.Analysis.Classes, Reason: d.Reason, Grant: d.Grant, BreakGlass: d.BreakGlass, Version: d.Policy}
-	for _, m := range d.Matches {
-		if m.Action == d.Action || d.Grant != nil || d.BreakGlass != "" {
-			ep.Rules = appendUniq(ep.Rules, m.Rule)
-		}
-	}
-	return ep
 }
 
 func newExecID() string {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/execout"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -24,7 +26,7 @@ var checkpointEvery = 2 * time.Second
 // store comes after.
 func (m *Manager) checkpointOutput(execID string, stdout, stderr *execout.Capped) (stop func()) {
 	put := func(stream string, b []byte) {
-		m.bestEffort("exec "+execID+": checkpoint of its "+stream, m.cfg.Store.PutOutput(context.Background(), execID, stream, b))
+		m.rec.BestEffort("exec "+execID+": checkpoint of its "+stream, m.cfg.Store.PutOutput(context.Background(), execID, stream, b))
 	}
 	return execout.Checkpoints(checkpointEvery, m.cfg.Redactor, put, execout.Stream{Name: "stdout", Out: stdout}, execout.Stream{Name: "stderr", Out: stderr})
 }
@@ -52,8 +54,8 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	ended := time.Now().UTC()
 	stdout := outKeep.Redacted(m.cfg.Redactor)
 	stderr := errKeep.Redacted(m.cfg.Redactor)
-	m.bestEffort("exec "+rec.ID+": store its stdout", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout))
-	m.bestEffort("exec "+rec.ID+": store its stderr", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr))
+	m.rec.BestEffort("exec "+rec.ID+": store its stdout", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout))
+	m.rec.BestEffort("exec "+rec.ID+": store its stderr", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr))
 	taskID := m.afterExec(ctx, rec, st, err)
 	endPayload := map[string]any{"stdout": audit.Blob(stdout), "stderr": audit.Blob(stderr), "ended": ended}
 	if err != nil {
@@ -63,21 +65,21 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	}
 	// The end is recorded off the exec's critical path (its start was
 	// recorded before it ran); readers of the log wait for it.
-	m.recordAsync(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Kind: "exec.end", Payload: endPayload})
+	m.rec.RecordAsync(ctx, audit.Entry{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Kind: "exec.end", Payload: endPayload})
 	if err == nil {
 		// The audit log broke while the command ran (its network was cut
 		// then): the caller is told, not shown a plain success.
-		if herr := m.auditHealthy(); herr != nil {
+		if herr := m.rec.Healthy(); herr != nil {
 			err = fmt.Errorf("the command ended (exit code %d), but its record is incomplete: %w", st.Code, herr)
 		}
 	}
 	if err != nil {
-		m.bestEffort("exec "+rec.ID+": record its end", m.endExec(context.Background(), rec.ID, ended, nil, err.Error()))
+		m.rec.BestEffort("exec "+rec.ID+": record its end", m.recs.EndExec(context.Background(), rec.ID, ended, nil, err.Error()))
 		return rec.ID, nil, err
 	}
 	stJSON, _ := json.Marshal(st)
 	// (endExec redacts its file activity: paths may hold a secret.)
-	if ferr := m.endExec(context.Background(), rec.ID, ended, stJSON, ""); ferr != nil {
+	if ferr := m.recs.EndExec(context.Background(), rec.ID, ended, stJSON, ""); ferr != nil {
 		return rec.ID, &st, ferr
 	}
 	return rec.ID, &st, nil
@@ -120,14 +122,14 @@ func (m *Manager) afterExec(ctx context.Context, rec *store.Exec, st runtime.Exi
 	}
 	m.mu.Unlock()
 	if r != nil {
-		m.bestEffort("exec "+rec.ID+": record its typed input", m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r))
+		m.rec.BestEffort("exec "+rec.ID+": record its typed input", m.flushInput(context.WithoutCancel(ctx), rec.SandboxID, rec.ID, r))
 	}
-	for _, h := range m.afterExecHooks {
-		done := ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err, Keep: keep[h.name]}
+	for _, h := range m.hooks.AfterExec {
+		done := hook.ExecDone{SandboxID: rec.SandboxID, TaskID: taskID, ExecID: rec.ID, Argv: rec.Argv, Err: err, Keep: keep[h.Name]}
 		if err == nil {
 			done.Status = &st
 		}
-		h.hook.AfterExec(context.WithoutCancel(ctx), done)
+		h.Hook.AfterExec(context.WithoutCancel(ctx), done)
 	}
 	return taskID
 }

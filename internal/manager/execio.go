@@ -6,31 +6,15 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
-// RunningExec is one command of a sandbox that may still be running,
-// named by its ids: each call finds it again, so a handle outlives its
-// command harmlessly (an exec that has ended is an ErrConflict, one the
-// sandbox never ran ErrNotFound). Arguments are checked first (an
-// ErrInvalid whatever the exec's state).
-type RunningExec interface {
-	// Signal sends sig to the command's process group (exec.signal).
-	Signal(ctx context.Context, sig syscall.Signal) error
-	// Input writes data to the command's open stdin, blocking while the
-	// command does not read (as a pipe would), up to ctx; what is typed
-	// is recorded a line at a time (exec.input).
-	Input(ctx context.Context, data []byte) error
-	// CloseStdin closes its open stdin (it reads end of file).
-	CloseStdin(ctx context.Context) error
-	// Resize sets the window of the command's terminal.
-	Resize(ctx context.Context, rows, cols uint16) error
-}
-
-// Running is the handle of exec execID of sandbox id (see RunningExec).
-func (m *Manager) Running(id, execID string) RunningExec {
+// Running is the handle of exec execID of sandbox id (see sandbox.RunningExec).
+func (m *Manager) Running(id, execID string) sandbox.RunningExec {
 	return runningHandle{m: m, id: id, execID: execID}
 }
 
@@ -47,7 +31,7 @@ func (m *Manager) runningOf(ctx context.Context, id, execID string) (*runningExe
 	if ok && r.sandboxID == id {
 		return r, nil
 	}
-	if _, err := m.getExec(ctx, id, execID); err != nil {
+	if _, err := m.recs.GetExec(ctx, id, execID); err != nil {
 		return nil, err
 	}
 	return nil, fmt.Errorf("exec %s has ended: %w", execID, errdefs.ErrConflict)
@@ -64,7 +48,7 @@ func (h runningHandle) Signal(ctx context.Context, sig syscall.Signal) error {
 	if err := r.p.Signal(sig); err != nil {
 		return err
 	}
-	return h.m.record(ctx, audit.Entry{SandboxID: h.id, TaskID: r.taskID, ExecID: h.execID, Kind: "exec.signal", Payload: map[string]any{"signal": sig.String()}})
+	return h.m.rec.Record(ctx, audit.Entry{SandboxID: h.id, TaskID: r.taskID, ExecID: h.execID, Kind: "exec.signal", Payload: map[string]any{"signal": sig.String()}})
 }
 
 func (m *Manager) runningStdin(ctx context.Context, id, execID string) (*runningExec, error) {
@@ -122,7 +106,7 @@ func (h runningHandle) Input(ctx context.Context, data []byte) error {
 const maxInputTail = 4 << 10
 
 func (m *Manager) recordInput(ctx context.Context, id, execID string, r *runningExec, data []byte) error {
-	return m.record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.input", Payload: map[string]any{"data": audit.Blob(data)}})
+	return m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: r.taskID, ExecID: execID, Kind: "exec.input", Payload: map[string]any{"data": audit.Blob(data)}})
 }
 
 // flushInput records the typed input still held without a line end. It

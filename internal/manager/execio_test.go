@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 )
 
@@ -16,11 +18,11 @@ import (
 func TestFakeTierExecIO(t *testing.T) {
 	m, _ := fakeTierManager(t)
 	ctx := context.Background()
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"cat"}, Background: true, OpenStdin: true}, nil, nil, nil)
+	execID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"cat"}, Background: true, OpenStdin: true}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -68,7 +70,7 @@ func TestFakeTierCreateExecDestroy(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
 	const secret = "tier-secret-value-7f3a"
-	sb, err := m.Create(ctx, CreateRequest{Env: []string{"API_TOKEN=" + secret}})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{Env: []string{"API_TOKEN=" + secret}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +78,11 @@ func TestFakeTierCreateExecDestroy(t *testing.T) {
 		t.Fatalf("created %+v", sb)
 	}
 	// the policy gate: reading a secret-named variable is secret access
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo $API_TOKEN"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrDenied) {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo $API_TOKEN"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrDenied) {
 		t.Errorf("exec that reads the token: %v, want denied by the policy", err)
 	}
 	var out, errOut bytes.Buffer
-	execID, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo hello " + secret + "; echo oops >&2; exit 3"}}, nil, &out, &errOut)
+	execID, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo hello " + secret + "; echo oops >&2; exit 3"}}, nil, &out, &errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,17 +104,17 @@ func TestFakeTierCreateExecDestroy(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if _, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"cat", "note.txt"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "from the API\n" {
+	if _, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"cat", "note.txt"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "from the API\n" {
 		t.Errorf("cat the API's file: %v %+v %q", err, st, out.String())
 	}
 	if err := m.Destroy(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
 	got, err := m.Get(ctx, sb.ID)
-	if err != nil || got.State != "stopped" || got.StopReason != StopDestroyed {
+	if err != nil || got.State != "stopped" || got.StopReason != sandbox.StopDestroyed {
 		t.Errorf("after destroy: %+v %v", got, err)
 	}
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("exec in a destroyed sandbox: %v, want a conflict", err)
 	}
 	var kinds []string
@@ -143,14 +145,14 @@ func TestFakeTierCreateExecDestroy(t *testing.T) {
 func TestFakeTierPauseResume(t *testing.T) {
 	ctx := context.Background()
 	m, _ := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p, err := m.Pause(ctx, sb.ID); err != nil || p.State != "paused" {
 		t.Fatalf("pause: %+v %v", p, err)
 	}
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil {
 		t.Error("exec in a paused sandbox succeeded")
 	}
 	if _, err := m.Pause(ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) {
@@ -160,7 +162,7 @@ func TestFakeTierPauseResume(t *testing.T) {
 		t.Fatalf("resume: %+v %v", r, err)
 	}
 	var out bytes.Buffer
-	if _, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"echo", "again"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "again\n" {
+	if _, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"echo", "again"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "again\n" {
 		t.Errorf("exec after resume: %v %+v %q", err, st, out.String())
 	}
 }

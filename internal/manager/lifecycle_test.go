@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/lost"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -96,7 +98,7 @@ func TestStartEndsWhatALostDaemonRan(t *testing.T) {
 	for _, sb := range []*store.Sandbox{
 		{ID: "sb-running", State: "running", Backend: "fake", Template: "host", Labels: map[string]string{"task": "t-000000000001"}, Created: created},
 		{ID: "sb-paused", State: "paused", Backend: "fake", Template: "host", Created: created},
-		{ID: "sb-stopped", State: "stopped", Backend: "fake", Template: "host", Created: created, Stopped: &created, StopReason: StopDestroyed},
+		{ID: "sb-stopped", State: "stopped", Backend: "fake", Template: "host", Created: created, Stopped: &created, StopReason: sandbox.StopDestroyed},
 	} {
 		if err := st.PutSandbox(ctx, sb); err != nil {
 			t.Fatal(err)
@@ -121,11 +123,11 @@ func TestStartEndsWhatALostDaemonRan(t *testing.T) {
 	m2, st2, log2 := testManager(t, dir)
 	for _, id := range []string{"sb-running", "sb-paused"} {
 		sb, err := m2.Get(ctx, id)
-		if err != nil || sb.State != "stopped" || sb.StopReason != StopLost {
+		if err != nil || sb.State != "stopped" || sb.StopReason != sandbox.StopLost {
 			t.Errorf("sandbox %s after the restart: %+v %v", id, sb, err)
 		}
 	}
-	if sb, _ := m2.Get(ctx, "sb-stopped"); sb.StopReason != StopDestroyed {
+	if sb, _ := m2.Get(ctx, "sb-stopped"); sb.StopReason != sandbox.StopDestroyed {
 		t.Errorf("a sandbox stopped before is changed: %+v", sb)
 	}
 	for _, id := range []string{"e-1", "e-2", "e-4"} {
@@ -154,7 +156,7 @@ func TestStartEndsWhatALostDaemonRan(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"exec.end sb-running e-1", "exec.end sb-paused e-2", "exec.end sb-stopped e-4", "sandbox.stop sb-running ", "sandbox.stop sb-paused "} {
-		if got[k] != StopLost {
+		if got[k] != sandbox.StopLost {
 			t.Errorf("%s: reason %q, want lost (events: %v)", k, got[k], got)
 		}
 	}
@@ -207,7 +209,7 @@ func TestShutdownStopsFourAtATime(t *testing.T) {
 		t.Errorf("%d of %d sandboxes recorded stopped", len(sbs), n)
 	}
 	for _, sb := range sbs {
-		if sb.StopReason != StopShutdown {
+		if sb.StopReason != sandbox.StopShutdown {
 			t.Errorf("%s: stop reason %q", sb.ID, sb.StopReason)
 		}
 	}

@@ -1,7 +1,10 @@
-// Package manager is the daemon's sandbox manager: it creates sandboxes on
-// a runtime backend from templates, runs commands in them, enforces TTLs,
-// and keeps the record of every sandbox and exec in the store. It is the
-// only caller of the backend and the store; the API layer calls it.
+// Package manager is the daemon's sandbox core: it creates sandboxes on a
+// runtime backend from templates, runs commands in them (the exec
+// pipeline), enforces TTLs, pauses and resets them, and keeps the record
+// of every sandbox and exec in the store. It is the only caller of the
+// backend; the doors (api, e2b) call it through interfaces of their own,
+// and features attach as modules through internal/hook (the core knows
+// none of them by name).
 //
 // Invariants: a sandbox's record is written before Create returns and is
 // never deleted by the manager (records outlive sandboxes); every exec
@@ -10,28 +13,25 @@ package manager
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/recorder"
+
+	"github.com/airlock-dev/airlock/internal/redacted"
+
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lost"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
-)
-
-// Stop reasons recorded for a sandbox.
-const (
-	StopDestroyed = "destroyed"
-	StopExpired   = "expired"
-	StopLost      = lost.Reason // the daemon that owned it went away (internal/lost)
-	StopFailed    = "failed"    // its init died on its own
-	StopShutdown  = "daemon-stopped"
 )
 
 // DefaultStoredOutput caps what is kept of each stream of each exec.
@@ -65,14 +65,14 @@ type Config struct {
 	// Audit is the tamper-evident record (nil: none is kept).
 	Audit *audit.Log
 	// AuditRetry is how often a stopped audit log is tried again
-	// (0: DefaultAuditRetry).
+	// (0: recorder.DefaultRetry).
 	AuditRetry time.Duration
 	// Redactor hides secrets in stored output and records (nil: none).
-	Redactor Redactor
+	Redactor sandbox.Redactor
 	Logf     func(format string, args ...any)
 	// Modules are the features attached to the core, in the order their
 	// hooks run (see Module).
-	Modules []Module
+	Modules []hook.Module
 }
 
 // Manager owns the live sandboxes of one daemon.
@@ -87,30 +87,12 @@ type Manager struct {
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
-	// egressSvc is the network module's egress service (NetworkModule);
-	// nil: no network.
-	egressSvc Network
+	recs redacted.Records   // the store's records, redacted
+	rec  *recorder.Recorder // the audit record and the failed writes
 
-	auditRetry *audit.Retry // nil: no audit log
-	writes     writeLog     // bestEffort's count of failed writes
-
-	// The modules' hooks, in Config.Modules order (set by attach).
-	createHooks    []named[CreateHook]
-	execHooks      []named[ExecHook]
-	afterExecHooks []named[AfterExecHook]
-	stopHooks      []named[StopHook]
-	// templateSources resolve template names the built-ins do not have.
-	templateSources []named[TemplateSource]
-	// The secrets surface (module_secrets.go).
-	secretSources []named[SecretSource]
-	brokerSources []named[BrokerSource]
-	taskEndHooks  []named[TaskEndHook]
-	// The approvals surface (module_approvals.go); holder nil: an ask is
-	// denied.
-	lifts  []named[PolicyLift]
-	holder *named[Holder]
-	// bundler writes tasks' review bundles (module_review.go); nil: none.
-	bundler TaskBundler
+	// hooks are the modules' abilities, in Config.Modules order (their
+	// Network is the egress service; nil: no network).
+	hooks *hook.Set
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
@@ -118,7 +100,7 @@ func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
 // live is the record of a sandbox while it lives (in Manager.live).
 type live struct {
 	// state is where it is in its life; changed only by transition (m.mu).
-	state State
+	state sandbox.State
 	sb    runtime.Sandbox
 	cost  runtime.HostCost // reserved of Caps.Host while it lives
 	rec   *store.Sandbox
@@ -127,7 +109,7 @@ type live struct {
 	seed  string       // snapshot seed restored at create (and reset)
 	// base is the template it started from: spec's binds less the
 	// network's (a snapshot must not keep this sandbox's trust bundle).
-	base Base
+	base sandbox.Base
 	// pol is the sandbox's effective policy; taskID its task, if any;
 	// scope the write scope applied inside it (again after a reset).
 	pol    *policy.Policy
@@ -156,75 +138,28 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Redactor == nil {
-		cfg.Redactor = nopRedactor{}
+		cfg.Redactor = sandbox.NopRedactor{}
 	}
-	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{}}
-	if cfg.Audit != nil {
-		m.auditRetry = audit.NewRetry(cfg.Audit, cfg.Logf)
-	}
-	if err := m.attach(); err != nil {
+	m := &Manager{cfg: cfg, live: map[string]*live{}, running: map[string]*runningExec{},
+		recs: redacted.Records{Store: cfg.Store, Redactor: cfg.Redactor}, rec: recorder.New(cfg.Audit, cfg.Logf)}
+	m.hooks = &hook.Set{}
+	if err := m.hooks.Attach(cfg.Modules, &core{m}); err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	if err := lost.End(WithActor(ctx, "airlock"), cfg.Store, m.record, cfg.Logf); err != nil {
+	if err := lost.End(sandbox.WithActor(ctx, "airlock"), cfg.Store, m.rec.Record, cfg.Logf); err != nil {
 		return nil, fmt.Errorf("manager: end what the previous daemon left running: %w", err)
 	}
-	m.startAuditRetry()
+	m.rec.Start(cfg.AuditRetry)
 	return m, nil
 }
 
-// Sandbox is a sandbox as the API shows it.
-type Sandbox struct {
-	ID              string            `json:"id"`
-	State           string            `json:"state"`
-	Backend         string            `json:"backend"`
-	Template        string            `json:"template"`
-	TemplateVersion string            `json:"template_version"`
-	Labels          map[string]string `json:"labels,omitempty"`
-	Limits          runtime.Limits    `json:"limits"`
-	Isolation       runtime.Isolation `json:"isolation"`
-	Created         time.Time         `json:"created"`
-	Expires         *time.Time        `json:"expires,omitempty"`
-	Stopped         *time.Time        `json:"stopped,omitempty"`
-	StopReason      string            `json:"stop_reason,omitempty"`
-	// Policy is the version of the sandbox's effective policy, and the
-	// layers that made it.
-	Policy        string   `json:"policy,omitempty"`
-	PolicySources []string `json:"policy_sources,omitempty"`
-	// Egress is what a running sandbox's egress has recorded against its
-	// audit budget, and the cut if it used it up (GET of one sandbox).
-	Egress *egress.Usage `json:"egress,omitempty"`
-}
-
-// specRecord is what the store keeps of a sandbox's spec.
-type specRecord struct {
-	Limits   runtime.Limits `json:"limits"`
-	EnvNames []string       `json:"env_names,omitempty"`
-	Policy   *policy.Policy `json:"policy,omitempty"`
-}
-
-func view(rec *store.Sandbox) *Sandbox {
-	v := &Sandbox{
-		ID: rec.ID, State: rec.State, Backend: rec.Backend, Template: rec.Template, TemplateVersion: rec.TemplateVersion,
-		Labels: rec.Labels, Created: rec.Created, Expires: rec.Expires, Stopped: rec.Stopped, StopReason: rec.StopReason,
-	}
-	var sp specRecord
-	if json.Unmarshal(rec.Spec, &sp) == nil {
-		v.Limits = sp.Limits
-		if sp.Policy != nil {
-			v.Policy, v.PolicySources = sp.Policy.Version(), sp.Policy.Sources
-		}
-	}
-	_ = json.Unmarshal(rec.Isolation, &v.Isolation)
-	return v
-}
-
 // Get returns a sandbox's record.
-func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
+func (m *Manager) Get(ctx context.Context, id string) (*sandbox.Sandbox, error) {
 	rec, err := m.cfg.Store.GetSandbox(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	v, err := m.shownSandbox(rec)
+	v, err := m.recs.ShownSandbox(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +168,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
 }
 
 // List returns sandboxes, newest first; state "" means all.
-func (m *Manager) List(ctx context.Context, state string) ([]*Sandbox, error) {
+func (m *Manager) List(ctx context.Context, state string) ([]*sandbox.Sandbox, error) {
 	if state != "" && state != "running" && state != "paused" && state != "stopped" {
 		return nil, fmt.Errorf("state %q: use running, paused or stopped: %w", state, errdefs.ErrInvalid)
 	}
@@ -241,9 +176,9 @@ func (m *Manager) List(ctx context.Context, state string) ([]*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Sandbox, 0, len(recs))
+	out := make([]*sandbox.Sandbox, 0, len(recs))
 	for _, r := range recs {
-		v, err := m.shownSandbox(r)
+		v, err := m.recs.ShownSandbox(r)
 		if err != nil {
 			return nil, err
 		}
@@ -259,13 +194,13 @@ func (m *Manager) runtimeSandbox(ctx context.Context, id string) (runtime.Sandbo
 	m.mu.Lock()
 	ls, ok := m.live[id]
 	var sb runtime.Sandbox
-	var state State
+	var state sandbox.State
 	if ok {
 		sb, state = ls.sb, ls.state
 	}
 	m.mu.Unlock()
-	if ok && state != Running && state != Finishing {
-		return nil, fmt.Errorf("sandbox %s is %s: %w", id, stateWhy(state, Running), errdefs.ErrConflict)
+	if ok && state != sandbox.Running && state != sandbox.Finishing {
+		return nil, fmt.Errorf("sandbox %s is %s: %w", id, stateWhy(state, sandbox.Running), errdefs.ErrConflict)
 	}
 	if ok {
 		return sb, nil

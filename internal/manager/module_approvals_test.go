@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -17,13 +21,13 @@ import (
 func TestAskWithoutApprovalsIsDenied(t *testing.T) {
 	ctx := context.Background()
 	m, log := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, noWait := range []bool{false, true} {
-		_, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "touch ran; rm -rf x"}, NoWait: noWait}, nil, nil, nil)
-		var pe *PolicyError
+		_, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "touch ran; rm -rf x"}, NoWait: noWait}, nil, nil, nil)
+		var pe *sandbox.PolicyError
 		if !errors.As(err, &pe) || !errors.Is(err, errdefs.ErrDenied) || pe.Code != "policy_denied" || pe.Approval != "" ||
 			!strings.Contains(pe.Message, "no approvals") || len(pe.Rules) == 0 {
 			t.Fatalf("an ask without approvals (no wait %v): %v %+v", noWait, err, pe)
@@ -33,7 +37,7 @@ func TestAskWithoutApprovalsIsDenied(t *testing.T) {
 	if _, err := fs.Stat(ctx, "/workspace/ran"); err == nil {
 		t.Fatal("a held command ran without approvals")
 	}
-	execs, _ := m.execs(ctx, sb.ID)
+	execs, _ := m.recs.Execs(ctx, sb.ID)
 	if len(execs) != 2 || execs[0].Status != nil || execs[0].Policy == nil || execs[0].Policy.Action != policy.Ask || !strings.Contains(execs[0].Error, "no approvals") {
 		t.Fatalf("the refusal's record: %+v", execs)
 	}
@@ -54,13 +58,13 @@ func TestAskWithoutApprovalsIsDenied(t *testing.T) {
 
 // yesHolder approves every hold at once, and lifts with lift.
 type yesHolder struct {
-	held []HeldExec
+	held []hook.HeldExec
 	lift func(d *policy.Decision) error
 }
 
-func (*yesHolder) Name() string         { return "yes" }
-func (*yesHolder) Attach(c *Core) error { return nil }
-func (h *yesHolder) Hold(_ context.Context, x HeldExec) (string, error) {
+func (*yesHolder) Name() string             { return "yes" }
+func (*yesHolder) Attach(c hook.Core) error { return nil }
+func (h *yesHolder) Hold(_ context.Context, x hook.HeldExec) (string, error) {
 	h.held = append(h.held, x)
 	return "ap-yes", nil
 }
@@ -77,14 +81,14 @@ func TestHolderApprovalMustCover(t *testing.T) {
 		}
 		return nil
 	}}
-	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{h} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{h} })
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := ExecRequest{Argv: []string{"sh", "-c", "rm -rf x"}, Env: []string{"A=1"}, Cwd: "/workspace"}
+	req := sandbox.ExecRequest{Argv: []string{"sh", "-c", "rm -rf x"}, Env: []string{"A=1"}, Cwd: "/workspace"}
 	_, _, err = m.Exec(ctx, sb.ID, req, nil, nil, nil)
-	var pe *PolicyError
+	var pe *sandbox.PolicyError
 	if !errors.As(err, &pe) || pe.Code != "approval_denied" || pe.Approval != "ap-yes" || !strings.Contains(pe.Message, "does not cover") {
 		t.Fatalf("an approval that covers nothing: %v", err)
 	}
@@ -97,10 +101,10 @@ func TestHolderApprovalMustCover(t *testing.T) {
 	}
 	// A lift that fails fails the exec and the check closed.
 	h.lift = func(*policy.Decision) error { return errors.New("store down") }
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "store down") {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "store down") {
 		t.Fatalf("a failing lift: %v", err)
 	}
-	if err := (&Core{m: m}).Lift(ctx, sb.ID, &policy.Decision{Action: policy.Ask}); err == nil || !strings.Contains(err.Error(), "store down") {
+	if err := (&core{m: m}).Lift(ctx, sb.ID, &policy.Decision{Action: policy.Ask}); err == nil || !strings.Contains(err.Error(), "store down") {
 		t.Fatalf("a module's lift (a check's, a file operation's) past a failing lift: %v", err)
 	}
 }
@@ -108,25 +112,25 @@ func TestHolderApprovalMustCover(t *testing.T) {
 // Core.RecordRefusal records a module's refusal like the core's own.
 func TestCoreRecordRefusal(t *testing.T) {
 	ctx := context.Background()
-	var core *Core
-	m, log := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{&coreTaker{&core}} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	var core hook.Core
+	m, log := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{&coreTaker{&core}} })
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	core.RecordRefusal(ctx, ExecCall{SandboxID: sb.ID, Argv: []string{"x"}, Cwd: "/workspace"}, &policy.Decision{Action: policy.Deny, Analysis: policy.AnalyzeArgv([]string{"x"}, "/workspace")}, "no")
-	execs, _ := m.execs(ctx, sb.ID)
+	core.RecordRefusal(ctx, hook.ExecCall{SandboxID: sb.ID, Argv: []string{"x"}, Cwd: "/workspace"}, &policy.Decision{Action: policy.Deny, Analysis: policy.AnalyzeArgv([]string{"x"}, "/workspace")}, "no")
+	execs, _ := m.recs.Execs(ctx, sb.ID)
 	evs, _ := log.Query(ctx, store.AuditFilter{SandboxID: sb.ID, Kind: "exec.refused"})
-	if len(execs) != 1 || execs[0].Error != "no" || len(evs) != 1 || core.IsApprover(ctx) || !core.IsApprover(AsApprover(ctx)) {
+	if len(execs) != 1 || execs[0].Error != "no" || len(evs) != 1 || core.IsApprover(ctx) || !core.IsApprover(sandbox.AsApprover(ctx)) {
 		t.Fatalf("refusal: %+v %+v", execs, evs)
 	}
 }
 
 // coreTaker keeps its Core.
-type coreTaker struct{ c **Core }
+type coreTaker struct{ c *hook.Core }
 
 func (*coreTaker) Name() string { return "core-taker" }
-func (t *coreTaker) Attach(c *Core) error {
+func (t *coreTaker) Attach(c hook.Core) error {
 	*t.c = c
 	return nil
 }

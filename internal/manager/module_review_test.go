@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 )
 
@@ -30,17 +34,17 @@ func (h *hosts) NoteEgress(host string) {
 // sees the policy's analysis and gets its state back after the command.
 type keeper struct {
 	name    string
-	core    *Core
+	core    hook.Core
 	env     string
 	mu      sync.Mutex
 	back    map[string]any // exec id -> its state, as AfterExec got it
 	classes [][]string
 }
 
-func (k *keeper) Name() string         { return k.name }
-func (k *keeper) Attach(c *Core) error { k.core = c; return nil }
+func (k *keeper) Name() string             { return k.name }
+func (k *keeper) Attach(c hook.Core) error { k.core = c; return nil }
 
-func (k *keeper) BeforeExec(_ context.Context, x *ExecCall) error {
+func (k *keeper) BeforeExec(_ context.Context, x *hook.ExecCall) error {
 	if x.Keep != nil {
 		return errors.New("another module's state")
 	}
@@ -60,7 +64,7 @@ func (k *keeper) BeforeExec(_ context.Context, x *ExecCall) error {
 	return nil
 }
 
-func (k *keeper) AfterExec(_ context.Context, x ExecDone) {
+func (k *keeper) AfterExec(_ context.Context, x hook.ExecDone) {
 	k.mu.Lock()
 	if k.back == nil {
 		k.back = map[string]any{}
@@ -72,9 +76,9 @@ func (k *keeper) AfterExec(_ context.Context, x ExecDone) {
 // bundler is a TaskBundler that writes nothing.
 type bundler struct{ name string }
 
-func (b bundler) Name() string                                              { return b.name }
-func (b bundler) Attach(*Core) error                                        { return nil }
-func (b bundler) WriteBundle(context.Context, *TaskBundle, io.Writer) error { return nil }
+func (b bundler) Name() string                                                   { return b.name }
+func (b bundler) Attach(hook.Core) error                                         { return nil }
+func (b bundler) WriteBundle(context.Context, *hook.TaskBundle, io.Writer) error { return nil }
 
 // Each module's ExecHook state is its own, held while the command runs
 // (an EgressNoter in it told of the exec's hosts) and given back to the
@@ -83,19 +87,19 @@ func (b bundler) WriteBundle(context.Context, *TaskBundle, io.Writer) error { re
 func TestModuleKeepAndDaemonEnv(t *testing.T) {
 	ctx := context.Background()
 	a, b := &keeper{name: "a", env: "A_SETTING=1"}, &keeper{name: "b", env: "B_SETTING=2"}
-	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{a, b} })
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Background: true, Argv: []string{"sleep", "0.3"}}, nil, nil, nil)
+	execID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Background: true, Argv: []string{"sleep", "0.3"}}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.core.NoteEgress(execID, "registry.example.test")
 	a.core.NoteEgress("e-unknown", "x.example.test")
 	var out bytes.Buffer
-	fgID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo $A_SETTING$B_SETTING"}}, nil, &out, nil)
+	fgID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo $A_SETTING$B_SETTING"}}, nil, &out, nil)
 	if err != nil || out.String() != "12\n" {
 		t.Fatalf("daemon env: %q %v", out.String(), err)
 	}
@@ -117,7 +121,7 @@ func TestModuleKeepAndDaemonEnv(t *testing.T) {
 			t.Errorf("%s's other exec's hosts: %v", k.name, h.seen)
 		}
 	}
-	execs, err := m.execs(ctx, sb.ID)
+	execs, err := m.recs.Execs(ctx, sb.ID)
 	if err != nil || len(execs) != 2 {
 		t.Fatal(execs, err)
 	}
@@ -133,7 +137,7 @@ func TestModuleKeepAndDaemonEnv(t *testing.T) {
 // most one writer.
 func TestModuleBundler(t *testing.T) {
 	k := &keeper{name: "k"}
-	fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{k} })
+	fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{k} })
 	if b, err := k.core.Bundles(); b != nil || !errors.Is(err, errdefs.ErrUnsupported) {
 		t.Errorf("no bundler: %v %v", b, err)
 	}
@@ -141,17 +145,17 @@ func TestModuleBundler(t *testing.T) {
 		t.Error("no audit log")
 	}
 	k.core.FlushRefusals(context.Background(), "sb-none") // no egress service: nothing
-	fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{k, bundler{"b"}} })
+	fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{k, bundler{"b"}} })
 	if b, err := k.core.Bundles(); err != nil || b == nil {
 		t.Errorf("a bundler: %v %v", b, err)
 	}
-	fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{k, bundler{"b"}}; c.Audit = nil })
+	fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{k, bundler{"b"}}; c.Audit = nil })
 	if b, err := k.core.Bundles(); err != nil || b != nil {
 		t.Errorf("without an audit log: %v %v", b, err)
 	}
-	cfg := Config{Modules: []Module{bundler{"b1"}, bundler{"b2"}}}
+	cfg := Config{Modules: []hook.Module{bundler{"b1"}, bundler{"b2"}}}
 	m := &Manager{cfg: cfg}
-	if err := m.attach(); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "second bundle writer") {
+	if err := (&hook.Set{}).Attach(cfg.Modules, &core{m: m}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "second bundle writer") {
 		t.Errorf("two bundlers: %v", err)
 	}
 }

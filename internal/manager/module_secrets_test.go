@@ -8,6 +8,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -17,16 +21,16 @@ import (
 type source struct {
 	name, value string
 	log         *hookLog
-	core        *Core
+	core        hook.Core
 	failEnv     bool
 	failEnd     bool
 	brokerErr   error
 }
 
-func (s *source) Name() string         { return s.name }
-func (s *source) Attach(c *Core) error { s.core = c; return nil }
+func (s *source) Name() string             { return s.name }
+func (s *source) Attach(c hook.Core) error { s.core = c; return nil }
 
-func (s *source) SecretEnv(_ context.Context, sb SandboxRef) ([]string, []map[string]any, error) {
+func (s *source) SecretEnv(_ context.Context, sb hook.SandboxRef) ([]string, []map[string]any, error) {
 	if s.failEnv {
 		return nil, nil, errors.New("the vault is shut")
 	}
@@ -39,7 +43,7 @@ func (s *source) BrokeredSecrets(_ context.Context, id string) ([]egress.Secret,
 	return []egress.Secret{{ID: s.name + "-" + id, Placeholder: "ph-" + s.name, Hosts: []string{"a.test"}, Value: s.value}}, s.brokerErr
 }
 
-func (s *source) OnTaskEnd(_ context.Context, sb SandboxRef) error {
+func (s *source) OnTaskEnd(_ context.Context, sb hook.SandboxRef) error {
 	s.log.add(s.name + ".end:" + sb.TaskID)
 	if s.failEnd {
 		return errors.New("cannot end")
@@ -55,13 +59,13 @@ func TestSecretSourcesInThePipeline(t *testing.T) {
 	ctx := context.Background()
 	log := &hookLog{}
 	a, b := &source{name: "A", value: "va", log: log}, &source{name: "B", value: "vb", log: log}
-	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{a, b} })
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	execID, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", `echo "$A_TOKEN $B_TOKEN"`}}, nil, &out, nil)
+	execID, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", `echo "$A_TOKEN $B_TOKEN"`}}, nil, &out, nil)
 	if err != nil || out.String() != "va vb\n" {
 		t.Fatalf("the sources' env: %q %v", out.String(), err)
 	}
@@ -81,15 +85,15 @@ func TestSecretSourcesInThePipeline(t *testing.T) {
 	if len(start.Secrets) != 2 || start.Secrets[0]["from"] != "A" || start.Secrets[1]["from"] != "B" || slices.Contains(start.EnvNames, "A_TOKEN") {
 		t.Errorf("exec.start: %+v", start)
 	}
-	before, _ := m.execs(ctx, sb.ID)
+	before, _ := m.recs.Execs(ctx, sb.ID)
 	b.failEnv = true
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); err == nil {
 		t.Error("a source's error did not end the exec")
 	}
-	if after, _ := m.execs(ctx, sb.ID); len(after) != len(before) {
+	if after, _ := m.recs.Execs(ctx, sb.ID); len(after) != len(before) {
 		t.Errorf("the exec a source failed was recorded: %d execs, had %d", len(after), len(before))
 	}
-	if got := m.grantedVars(ctx, sb.ID); !slices.Equal(got, []string{"A_TOKEN", "B_TOKEN"}) {
+	if got := m.hooks.GrantedVars(ctx, sb.ID); !slices.Equal(got, []string{"A_TOKEN", "B_TOKEN"}) {
 		t.Errorf("granted vars: %v", got)
 	}
 }
@@ -101,8 +105,8 @@ func TestBrokerSourcesAndTaskEnded(t *testing.T) {
 	ctx := context.Background()
 	log := &hookLog{}
 	a, b := &source{name: "A", value: "va", log: log}, &source{name: "B", value: "vb", log: log}
-	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	m, _ := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{a, b} })
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +121,7 @@ func TestBrokerSourcesAndTaskEnded(t *testing.T) {
 	if _, err := a.core.BrokeredSecrets(ctx, sb.ID); err == nil {
 		t.Error("a broker source's error did not fail the brokered secrets")
 	}
-	ref := SandboxRef{ID: sb.ID, TaskID: "t-1"}
+	ref := hook.SandboxRef{ID: sb.ID, TaskID: "t-1"}
 	if err := a.core.TaskEnded(ctx, ref); err != nil || !slices.Equal(log.take(), []string{"A.end:t-1", "B.end:t-1"}) {
 		t.Errorf("task ended: %v", err)
 	}
@@ -125,7 +129,7 @@ func TestBrokerSourcesAndTaskEnded(t *testing.T) {
 	if err := a.core.TaskEnded(ctx, ref); err == nil || !slices.Equal(log.take(), []string{"A.end:t-1"}) {
 		t.Errorf("a hook's error: %v, want it returned and the next hook not called", err)
 	}
-	if a.core.HasEgress() || a.core.Actor(WithActor(ctx, "operator:x")) != "operator:x" || a.core.Actor(ctx) != "unknown" {
+	if a.core.HasEgress() || a.core.Actor(sandbox.WithActor(ctx, "operator:x")) != "operator:x" || a.core.Actor(ctx) != "unknown" {
 		t.Error("core: egress or actor wrong")
 	}
 	if err := a.core.ApplyEgress(ctx, sb.ID); err != nil {

@@ -10,6 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -39,28 +43,28 @@ func (l *hookLog) take() []string {
 type probe struct {
 	name       string
 	log        *hookLog
-	core       *Core
+	core       hook.Core
 	refuse     string // refuse a command whose argv holds this
 	failCreate bool
 	env        string
-	stops      []StopEvent
+	stops      []hook.StopEvent
 }
 
-func (p *probe) Name() string         { return p.name }
-func (p *probe) Attach(c *Core) error { p.core = c; return nil }
+func (p *probe) Name() string             { return p.name }
+func (p *probe) Attach(c hook.Core) error { p.core = c; return nil }
 
-func (p *probe) OnCreate(ctx context.Context, sb SandboxRef) error {
+func (p *probe) OnCreate(ctx context.Context, sb hook.SandboxRef) error {
 	p.log.add(p.name + ".create")
 	if p.failCreate {
 		return errors.New("no sandbox today")
 	}
-	if s, err := p.core.State(ctx, sb.ID); err != nil || s != Running {
+	if s, err := p.core.State(ctx, sb.ID); err != nil || s != sandbox.Running {
 		return fmt.Errorf("state at create: %v %v", s, err)
 	}
 	return nil
 }
 
-func (p *probe) BeforeExec(_ context.Context, x *ExecCall) error {
+func (p *probe) BeforeExec(_ context.Context, x *hook.ExecCall) error {
 	p.log.add(p.name + ".exec")
 	if p.refuse != "" && slices.ContainsFunc(x.Argv, func(a string) bool { return strings.Contains(a, p.refuse) }) {
 		return errors.New("not this one")
@@ -71,11 +75,11 @@ func (p *probe) BeforeExec(_ context.Context, x *ExecCall) error {
 	return nil
 }
 
-func (p *probe) AfterExec(_ context.Context, x ExecDone) {
+func (p *probe) AfterExec(_ context.Context, x hook.ExecDone) {
 	p.log.add(fmt.Sprintf("%s.after:%d", p.name, x.Status.Code))
 }
 
-func (p *probe) OnStop(_ context.Context, ev StopEvent) map[string]any {
+func (p *probe) OnStop(_ context.Context, ev hook.StopEvent) map[string]any {
 	p.log.add(p.name + ".stop:" + ev.Reason)
 	p.stops = append(p.stops, ev)
 	return map[string]any{p.name + "_saw": ev.Reason}
@@ -89,8 +93,8 @@ func TestModuleHookOrder(t *testing.T) {
 	log := &hookLog{}
 	a := &probe{name: "a", log: log, env: "FROM_A=1"}
 	b := &probe{name: "b", log: log, env: "FROM_B=2"}
-	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []Module{a, b} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	m, alog := fakeTierManagerWith(t, func(c *Config) { c.Modules = []hook.Module{a, b} })
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +102,7 @@ func TestModuleHookOrder(t *testing.T) {
 		t.Errorf("create hooks: %q", got)
 	}
 	var out bytes.Buffer
-	if _, st, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo $FROM_A$FROM_B"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "12\n" {
+	if _, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo $FROM_A$FROM_B"}}, nil, &out, nil); err != nil || st.Code != 0 || out.String() != "12\n" {
 		t.Errorf("exec: %v %+v %q, want the modules' env", err, st, out.String())
 	}
 	if got := log.take(); !slices.Equal(got, []string{"a.exec", "b.exec", "a.after:0", "b.after:0"}) {
@@ -110,7 +114,7 @@ func TestModuleHookOrder(t *testing.T) {
 	if got := log.take(); !slices.Equal(got, []string{"a.stop:destroyed", "b.stop:destroyed"}) {
 		t.Errorf("stop hooks: %q", got)
 	}
-	if len(a.stops) != 1 || a.stops[0].Sandbox == nil || a.stops[0].Prev != Running || a.stops[0].SandboxID != sb.ID {
+	if len(a.stops) != 1 || a.stops[0].Sandbox == nil || a.stops[0].Prev != sandbox.Running || a.stops[0].SandboxID != sb.ID {
 		t.Errorf("stop event: %+v", a.stops)
 	}
 	evs, err := alog.Query(ctx, store.AuditFilter{SandboxID: sb.ID, Kind: "sandbox.stop"})
@@ -128,13 +132,13 @@ func TestModuleExecRefused(t *testing.T) {
 	a := &probe{name: "a", log: log}
 	guard := &probe{name: "guard", log: log, refuse: "marker"}
 	c := &probe{name: "c", log: log}
-	m, alog := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []Module{a, guard, c} })
-	sb, err := m.Create(ctx, CreateRequest{})
+	m, alog := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []hook.Module{a, guard, c} })
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	log.take()
-	_, _, err = m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"sh", "-c", "echo x > marker"}}, nil, nil, nil)
+	_, _, err = m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo x > marker"}}, nil, nil, nil)
 	if !errors.Is(err, errdefs.ErrDenied) || !strings.Contains(err.Error(), "module guard") {
 		t.Fatalf("refused exec: %v, want denied by module guard", err)
 	}
@@ -167,7 +171,7 @@ func TestModuleExecRefused(t *testing.T) {
 	if refused != 1 || started != 0 {
 		t.Errorf("audit: %d exec.refused, %d exec.start; want 1 and 0", refused, started)
 	}
-	execs, err := m.execs(ctx, sb.ID)
+	execs, err := m.recs.Execs(ctx, sb.ID)
 	if err != nil || len(execs) != 1 || !strings.Contains(execs[0].Error, "module guard") {
 		t.Errorf("exec records: %+v %v", execs, err)
 	}
@@ -182,8 +186,8 @@ func TestModuleCreateFails(t *testing.T) {
 	a := &probe{name: "a", log: log}
 	bad := &probe{name: "bad", log: log, failCreate: true}
 	c := &probe{name: "c", log: log}
-	m, _ := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []Module{a, bad, c} })
-	if _, err := m.Create(ctx, CreateRequest{}); err == nil || !strings.Contains(err.Error(), "module bad") {
+	m, _ := fakeTierManagerWith(t, func(cfg *Config) { cfg.Modules = []hook.Module{a, bad, c} })
+	if _, err := m.Create(ctx, sandbox.CreateRequest{}); err == nil || !strings.Contains(err.Error(), "module bad") {
 		t.Fatalf("create: %v, want the module's error", err)
 	}
 	if n := m.LiveCount(); n != 0 {
@@ -193,7 +197,7 @@ func TestModuleCreateFails(t *testing.T) {
 		t.Errorf("hooks: %q", got)
 	}
 	all, err := m.List(ctx, "")
-	if err != nil || len(all) != 1 || all[0].State != "stopped" || all[0].StopReason != StopFailed {
+	if err != nil || len(all) != 1 || all[0].State != "stopped" || all[0].StopReason != sandbox.StopFailed {
 		t.Errorf("records after a failed create: %+v %v", all, err)
 	}
 }
@@ -203,18 +207,18 @@ func TestModuleCreateFails(t *testing.T) {
 func TestModuleAttach(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		mods []Module
+		mods []hook.Module
 		want string
 	}{
-		{"duplicate", []Module{&probe{name: "x"}, &probe{name: "x"}}, `module "x"`},
-		{"empty", []Module{&probe{}}, `module ""`},
-		{"attach fails", []Module{failAttach{}}, "module broken: not today"},
+		{"duplicate", []hook.Module{&probe{name: "x"}, &probe{name: "x"}}, `module "x"`},
+		{"empty", []hook.Module{&probe{}}, `module ""`},
+		{"attach fails", []hook.Module{failAttach{}}, "module broken: not today"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{}
 			cfg.Modules = tc.mods
 			m := &Manager{cfg: cfg}
-			if err := m.attach(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err := (&hook.Set{}).Attach(cfg.Modules, &core{m: m}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("attach: %v, want %q", err, tc.want)
 			}
 		})
@@ -223,21 +227,21 @@ func TestModuleAttach(t *testing.T) {
 
 type failAttach struct{}
 
-func (failAttach) Name() string       { return "broken" }
-func (failAttach) Attach(*Core) error { return errors.New("not today") }
+func (failAttach) Name() string           { return "broken" }
+func (failAttach) Attach(hook.Core) error { return errors.New("not today") }
 
 // Pause, reset and finish go through the one transition table: each
 // refusal is a conflict that says why, and the sandbox keeps its state.
 func TestFakeTierStateRefusals(t *testing.T) {
 	ctx := context.Background()
 	m, _ := fakeTierManager(t)
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Core{m: m}
+	c := &core{m: m}
 	m.mu.Lock()
-	_ = m.live[sb.ID].transition(Finishing)
+	_ = m.live[sb.ID].transition(sandbox.Finishing)
 	m.mu.Unlock()
 	if _, err := m.Pause(ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "being finished") {
 		t.Errorf("pause while finishing: %v", err)
@@ -245,14 +249,14 @@ func TestFakeTierStateRefusals(t *testing.T) {
 	if _, err := m.Reset(ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "being finished") {
 		t.Errorf("reset while finishing: %v", err)
 	}
-	if _, _, err := m.Exec(ctx, sb.ID, ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
+	if _, _, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("exec while finishing: %v", err)
 	}
-	if s, err := c.State(ctx, sb.ID); err != nil || s != Finishing {
+	if s, err := c.State(ctx, sb.ID); err != nil || s != sandbox.Finishing {
 		t.Errorf("state: %v %v", s, err)
 	}
 	m.mu.Lock()
-	_ = m.live[sb.ID].transition(Running)
+	_ = m.live[sb.ID].transition(sandbox.Running)
 	m.mu.Unlock()
 	if _, err := m.Pause(ctx, sb.ID); err != nil {
 		t.Fatal(err)
@@ -266,7 +270,7 @@ func TestFakeTierStateRefusals(t *testing.T) {
 	if err := m.Destroy(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := c.State(ctx, sb.ID); err != nil || s != Stopped {
+	if s, err := c.State(ctx, sb.ID); err != nil || s != sandbox.Stopped {
 		t.Errorf("state after destroy: %v %v", s, err)
 	}
 	if _, err := c.State(ctx, "sb-nope"); !errors.Is(err, errdefs.ErrNotFound) {

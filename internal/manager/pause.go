@@ -4,22 +4,24 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // Pause freezes a running sandbox (state "paused"); Resume thaws it.
-func (m *Manager) Pause(ctx context.Context, id string) (*Sandbox, error) {
+func (m *Manager) Pause(ctx context.Context, id string) (*sandbox.Sandbox, error) {
 	return m.setPaused(ctx, id, true)
 }
 
 // Resume thaws a paused sandbox.
-func (m *Manager) Resume(ctx context.Context, id string) (*Sandbox, error) {
+func (m *Manager) Resume(ctx context.Context, id string) (*sandbox.Sandbox, error) {
 	return m.setPaused(ctx, id, false)
 }
 
-func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbox, error) {
+func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*sandbox.Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ls, ok := m.live[id]
@@ -29,19 +31,19 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 		}
 		return nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
-	if ls.state == Resetting {
+	if ls.state == sandbox.Resetting {
 		return nil, fmt.Errorf("sandbox %s is being reset: %w", id, errdefs.ErrConflict)
 	}
 	p, ok := ls.sb.(runtime.Pauser)
 	if !ok {
 		return nil, fmt.Errorf("backend %s cannot pause: %w", m.cfg.Backend.Name(), errdefs.ErrUnsupported)
 	}
-	from, to := Paused, Running
+	from, to := sandbox.Paused, sandbox.Running
 	if pause {
-		from, to = Running, Paused
+		from, to = sandbox.Running, sandbox.Paused
 	}
 	want := to.String()
-	if ls.state == to || (!pause && ls.state == Finishing) {
+	if ls.state == to || (!pause && ls.state == sandbox.Finishing) {
 		return nil, fmt.Errorf("sandbox %s is already %s: %w", id, want, errdefs.ErrConflict)
 	}
 	if ls.state != from {
@@ -66,6 +68,6 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*Sandbo
 	if pause {
 		kind = "sandbox.pause"
 	}
-	m.bestEffort("sandbox "+id+": record "+kind, m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}}))
-	return m.shownSandbox(&rec)
+	m.rec.BestEffort("sandbox "+id+": record "+kind, m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}}))
+	return m.recs.ShownSandbox(&rec)
 }

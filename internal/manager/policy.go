@@ -3,149 +3,32 @@ package manager
 import (
 	"context"
 	"fmt"
-	"os"
-	"path"
 	"slices"
-	"strings"
-	"time"
+
+	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
-	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
-	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
-
-type actorKey struct{}
-
-// WithActor names who makes the requests of ctx ("operator:alice",
-// "apikey:k-...") for the record.
-func WithActor(ctx context.Context, actor string) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor)
-}
-
-type approverKey struct{}
-
-// AsApprover marks the caller of ctx as one who may decide approvals (the
-// operator, on the daemon's unix socket). The approvals module shows such
-// a caller a held command as it would run, credentials included (it asks
-// Core.IsApprover); any other caller (an API key: the agent) sees it
-// redacted (issue 17.8).
-func AsApprover(ctx context.Context) context.Context {
-	return context.WithValue(ctx, approverKey{}, true)
-}
-
-func isApprover(ctx context.Context) bool {
-	v, _ := ctx.Value(approverKey{}).(bool)
-	return v
-}
-
-// MaxApprovalWait bounds how long an exec may ask to wait for a human
-// (ExecRequest.ApprovalWait); a request that does not wait stays
-// approvable this long (the agent retries the command once approved).
-const MaxApprovalWait = time.Hour
-
-func actorOf(ctx context.Context) string {
-	if a, _ := ctx.Value(actorKey{}).(string); a != "" {
-		return a
-	}
-	return "unknown"
-}
-
-// PolicyError is a command the policy stopped: denied, held for approval
-// (not waited for), refused by a human, or not approved in time. Its
-// message is safe to show the agent.
-type PolicyError struct {
-	// Code: policy_denied, approval_pending, approval_denied, approval_timeout.
-	Code     string           `json:"code"`
-	Message  string           `json:"message"`
-	Rules    []string         `json:"rules,omitempty"`
-	Approval string           `json:"approval_id,omitempty"`
-	Decision *policy.Decision `json:"-"`
-}
-
-func (e *PolicyError) Error() string { return e.Message }
-
-// Unwrap gives the error kind: denied, pending or timeout.
-func (e *PolicyError) Unwrap() error {
-	switch e.Code {
-	case "approval_pending":
-		return errdefs.ErrPending
-	case "approval_timeout":
-		return errdefs.ErrTimeout
-	}
-	return errdefs.ErrDenied
-}
-
-// NewPolicyError is the error of a command stopped with code (see
-// PolicyError), its rules those of d that held or refused it.
-func NewPolicyError(code, msg string, d *policy.Decision, approval string) *PolicyError {
-	e := &PolicyError{Code: code, Message: msg, Decision: d, Approval: approval}
-	if d != nil {
-		for _, m := range d.Matches {
-			if m.Action == d.Action || (code != "policy_denied" && m.Action != policy.Allow) {
-				e.Rules = appendUniq(e.Rules, m.Rule)
-			}
-		}
-	}
-	return e
-}
-
-func appendUniq(l []string, s string) []string {
-	if slices.Contains(l, s) {
-		return l
-	}
-	return append(l, s)
-}
-
-// LoadPolicyFile reads a policy file for Config.Policy.
-func LoadPolicyFile(path string) (*policy.File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("policy file: %w", err)
-	}
-	f, err := policy.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", path, err)
-	}
-	return f, nil
-}
-
-// sandboxPolicy is the effective policy of a new sandbox: the daemon's
-// file for its template, then the caller's layer (which, from a caller
-// that may only tighten, must not relax anything).
-func (m *Manager) sandboxPolicy(template string, layer *policy.Layer, tightenOnly bool, source string) (*policy.Policy, error) {
-	pol := m.cfg.Policy.ForTemplate(template)
-	if layer == nil {
-		return pol, nil
-	}
-	if err := layer.Check(); err != nil {
-		return nil, err
-	}
-	if tightenOnly {
-		if err := pol.Relaxes(*layer); err != nil {
-			return nil, err
-		}
-	}
-	return pol.With(*layer, source)
-}
 
 // gate decides an exec before anything reaches the sandbox. It returns
 // the decision to record when the command may run, or the error that
 // stopped it (the refusal is recorded here).
-func (m *Manager) gate(ctx context.Context, id string, ls *live, req ExecRequest, cwd string) (*policy.Decision, error) {
+func (m *Manager) gate(ctx context.Context, id string, ls *live, req sandbox.ExecRequest, taskTest bool, cwd string) (*policy.Decision, error) {
 	a := policy.AnalyzeArgv(req.Argv, cwd)
 	if len(a.Secrets) > 0 {
 		// Using a secret granted to this sandbox is not secret access.
-		a = a.WithGranted(m.grantedVars(ctx, id))
+		a = a.WithGranted(m.hooks.GrantedVars(ctx, id))
 	}
 	d := ls.pol.Decide(a)
-	if req.taskTest && d.Action != policy.Allow {
+	if taskTest && d.Action != policy.Allow {
 		// The task's own test command was set by whoever started the task.
 		d.Matches = append([]policy.Match{{Rule: "task:test", Action: policy.Allow, Command: -1, Reason: "the task's test command"}}, d.Matches...)
 		d.Action, d.Reason = policy.Allow, "allowed: the task's test command"
 	}
-	if err := m.lift(ctx, id, d); err != nil {
+	if err := m.hooks.Lift(ctx, id, d); err != nil {
 		return nil, err
 	}
 	if d.BreakGlass != "" {
@@ -156,14 +39,14 @@ func (m *Manager) gate(ctx context.Context, id string, ls *live, req ExecRequest
 		return d, nil
 	case policy.Deny:
 		m.recordRefusal(ctx, id, req, cwd, d, d.Reason)
-		return nil, NewPolicyError("policy_denied", d.Reason, d, "")
+		return nil, sandbox.NewPolicyError("policy_denied", d.Reason, d, "")
 	}
 	return m.ask(ctx, id, ls, req, cwd, d)
 }
 
 // recordRefusal keeps a refused command in the exec record, with its
 // decision, as a command that never started.
-func (m *Manager) recordRefusal(ctx context.Context, id string, req ExecRequest, cwd string, d *policy.Decision, msg string) {
+func (m *Manager) recordRefusal(ctx context.Context, id string, req sandbox.ExecRequest, cwd string, d *policy.Decision, msg string) {
 	now := m.now()
 	dj := m.cfg.Redactor.JSON(mustJSON(d))
 	argv := make([]string, len(req.Argv))
@@ -173,48 +56,38 @@ func (m *Manager) recordRefusal(ctx context.Context, id string, req ExecRequest,
 	msg = m.cfg.Redactor.String(msg)
 	rec := &store.Exec{ID: newExecID(), SandboxID: id, Argv: argv, Cwd: cwd, EnvNames: envNames(req.Env),
 		Started: now, Ended: &now, Error: msg, Decision: dj}
-	if err := m.putExec(context.WithoutCancel(ctx), rec); err != nil {
+	if err := m.recs.PutExec(context.WithoutCancel(ctx), rec); err != nil {
 		m.cfg.Logf("record refused exec in %s: %v", id, err)
 	}
-	_ = m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
-		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": DecisionPayload(d)}})
+	_ = m.rec.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: m.taskOf(id), ExecID: rec.ID, Kind: "exec.refused",
+		Payload: map[string]any{"argv": argv, "cwd": cwd, "env_names": rec.EnvNames, "reason": msg, "decision": sandbox.DecisionPayload(d)}})
 }
 
-// restrictWrites applies a write scope inside the sandbox: each glob's
-// directory part (src/** -> /workspace/src), Landlock's granularity. A
-// backend that cannot is an error: the scope never silently lapses.
-func restrictWrites(ctx context.Context, sb runtime.Sandbox, scope []string) error {
-	ws, ok := sb.(runtime.WriteScoper)
-	if !ok {
-		return fmt.Errorf("backend cannot confine writes to a scope: %w", errdefs.ErrUnsupported)
+// ask is what becomes of a command the policy holds for a human: the
+// Holder's wait, then the policy's decision again; without a Holder, a
+// denial that says why.
+func (m *Manager) ask(ctx context.Context, id string, ls *live, req sandbox.ExecRequest, cwd string, d *policy.Decision) (*policy.Decision, error) {
+	if m.hooks.Holder == nil {
+		msg := d.Reason + " (held for approval, but this daemon has no approvals: nothing can approve it)"
+		m.recordRefusal(ctx, id, req, cwd, d, msg)
+		return nil, sandbox.NewPolicyError("policy_denied", msg, d, "")
 	}
-	// The repository's own .git stays writable so the agent can commit;
-	// the host's diff reads the files alone and ignores it.
-	roots := append(dirRoots(ctx, sb, scope), policy.DefaultCwd+"/.git")
-	_, err := ws.RestrictWrites(ctx, roots)
-	return err
-}
-
-// dirRoots are the kernel's roots for a scope: each glob's directory
-// part (src/** -> /workspace/src, made if missing), and a literal path
-// as itself. A literal that is not there yet (go.sum before the first
-// go mod tidy) stands for its directory: the kernel holds only what
-// exists, and making it (as a directory, as for a glob's part) once
-// turned go.sum into a directory named go.sum. The policy and the
-// review still hold the exact scope.
-func dirRoots(ctx context.Context, sb runtime.Sandbox, scope []string) []string {
-	f, hasFiles := sb.(runtime.Files)
-	var out []string
-	for _, g := range scope {
-		r := policy.ScopeRoots([]string{g})[0]
-		if hasFiles && r != policy.DefaultCwd && !strings.ContainsAny(g, "*?[") {
-			if _, err := f.Stat(ctx, r); err != nil {
-				r = path.Dir(r)
-			}
-		}
-		if !slices.Contains(out, r) {
-			out = append(out, r)
-		}
+	x := hook.HeldExec{ExecCall: hook.ExecCall{SandboxID: id, TaskID: ls.taskID, Argv: slices.Clone(req.Argv), Cwd: cwd, Env: slices.Clone(req.Env)},
+		Decision: d, Wait: req.ApprovalWait, NoWait: req.NoWait}
+	apID, err := m.hooks.Holder.Hook.Hold(ctx, x)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	// Decide again: the grant just made must cover it, and nothing else
+	// (a newer deny) may have changed.
+	again := ls.pol.Decide(policy.AnalyzeArgv(req.Argv, cwd))
+	if err := m.hooks.Lift(ctx, id, again); err != nil {
+		return nil, err
+	}
+	if again.Action != policy.Allow {
+		msg := fmt.Sprintf("approval %s was given but does not cover the command: %s", apID, again.Reason)
+		m.recordRefusal(ctx, id, req, cwd, again, msg)
+		return nil, sandbox.NewPolicyError("approval_denied", msg, again, apID)
+	}
+	return again, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -26,7 +28,7 @@ func TestExecRecordRedactedWhole(t *testing.T) {
 	leaky := &store.Exec{ID: "e-2", SandboxID: "sb-1", Argv: []string{"echo", secret}, Cwd: "/w/" + secret, EnvNames: []string{"V_" + secret},
 		Started: now, Ended: &now, Error: "chdir /w/" + secret, Decision: json.RawMessage(`{"reason":"` + secret + `"}`)}
 	for _, e := range []*store.Exec{plain, leaky} {
-		if err := m.putExec(ctx, e); err != nil {
+		if err := m.recs.PutExec(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,13 +45,13 @@ func TestExecRecordRedactedWhole(t *testing.T) {
 }
 
 // getExec is exec execID of sandbox id as the API shows it.
-func getExec(m *Manager, ctx context.Context, id, execID string) (*Exec, error) {
-	return (&Core{m: m}).ExecRecord(ctx, id, execID)
+func getExec(m *Manager, ctx context.Context, id, execID string) (*sandbox.Exec, error) {
+	return (&core{m: m}).ExecRecord(ctx, id, execID)
 }
 
 // output is the stored output of one stream of exec execID of sandbox id.
 func output(m *Manager, ctx context.Context, id, execID, stream string) ([]byte, error) {
-	if _, err := m.getExec(ctx, id, execID); err != nil {
+	if _, err := m.recs.GetExec(ctx, id, execID); err != nil {
 		return nil, err
 	}
 	return m.cfg.Store.GetOutput(ctx, execID, stream)

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/writescope"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -17,7 +21,7 @@ import (
 // is gone; its id, record, TTL and exec records stay. A task's checkout
 // is gone too. Steps: begin (state Resetting), recreate on the backend,
 // then resume it as running (or, failed, stop it as failed).
-func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
+func (m *Manager) Reset(ctx context.Context, id string) (*sandbox.Sandbox, error) {
 	ls, old, err := m.beginReset(ctx, id)
 	if err != nil {
 		return nil, err
@@ -33,8 +37,8 @@ func (m *Manager) Reset(ctx context.Context, id string) (*Sandbox, error) {
 	if err := m.cfg.Store.UpdateSandbox(ctx, rec); err != nil {
 		return nil, err
 	}
-	m.bestEffort("sandbox "+id+": record its reset", m.record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}}))
-	return m.shownSandbox(rec)
+	m.rec.BestEffort("sandbox "+id+": record its reset", m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.reset", Payload: map[string]any{"template_version": rec.TemplateVersion}}))
+	return m.recs.ShownSandbox(rec)
 }
 
 // beginReset moves a live sandbox to Resetting: nothing may use it
@@ -51,7 +55,7 @@ func (m *Manager) beginReset(ctx context.Context, id string) (*live, runtime.San
 		return nil, nil, fmt.Errorf("sandbox %s is stopped: %w", id, errdefs.ErrConflict)
 	}
 	defer m.mu.Unlock()
-	if err := ls.transition(Resetting); err != nil {
+	if err := ls.transition(sandbox.Resetting); err != nil {
 		return nil, nil, err
 	}
 	return ls, ls.sb, nil
@@ -90,14 +94,14 @@ func (m *Manager) failReset(id string, ls *live, err error) error {
 	if ls.ttl != nil {
 		ls.ttl.Stop()
 	}
-	if ls.state != Stopped {
-		_ = ls.transition(Stopped)
+	if ls.state != sandbox.Stopped {
+		_ = ls.transition(sandbox.Stopped)
 	}
 	now := time.Now().UTC()
-	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, StopFailed
+	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, sandbox.StopFailed
 	rec := *ls.rec
 	m.mu.Unlock()
-	m.bestEffort("sandbox "+id+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), &rec))
+	m.rec.BestEffort("sandbox "+id+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), &rec))
 	return fmt.Errorf("reset %s: %w", id, err)
 }
 
@@ -106,19 +110,19 @@ func (m *Manager) failReset(id string, ls *live, err error) error {
 // store; a sandbox stopped during its reset is not resumed.
 func (m *Manager) resumeReset(ctx context.Context, id string, ls *live, sb runtime.Sandbox) (*store.Sandbox, error) {
 	m.mu.Lock()
-	if cur, still := m.live[id]; !still || cur != ls || ls.state != Resetting {
+	if cur, still := m.live[id]; !still || cur != ls || ls.state != sandbox.Resetting {
 		// destroyed (or expired) while it was being reset
 		m.mu.Unlock()
 		_ = sb.Destroy(context.Background())
 		return nil, fmt.Errorf("sandbox %s was stopped during its reset: %w", id, errdefs.ErrConflict)
 	}
 	ls.sb = sb
-	_ = ls.transition(Running)
+	_ = ls.transition(sandbox.Running)
 	if len(ls.scope) > 0 {
 		// The write scope holds for the sandbox's life, resets included.
-		if err := restrictWrites(ctx, sb, ls.scope); err != nil {
+		if err := writescope.Apply(ctx, sb, ls.scope); err != nil {
 			m.mu.Unlock()
-			m.bestEffort("sandbox "+id+": destroy it", m.Destroy(context.Background(), id))
+			m.rec.BestEffort("sandbox "+id+": destroy it", m.Destroy(context.Background(), id))
 			return nil, fmt.Errorf("reset %s: %w", id, err)
 		}
 	}

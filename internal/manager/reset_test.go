@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
@@ -34,7 +36,7 @@ func TestFakeTierResetSteps(t *testing.T) {
 		c.Backend = be
 	})
 	ctx := context.Background()
-	sb, err := m.Create(ctx, CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestFakeTierResetSteps(t *testing.T) {
 		t.Errorf("%d live after a failed reset", m.LiveCount())
 	}
 	got, err := m.Get(ctx, sb.ID)
-	if err != nil || got.State != "stopped" || got.StopReason != StopFailed {
+	if err != nil || got.State != "stopped" || got.StopReason != sandbox.StopFailed {
 		t.Errorf("after a failed reset: %+v, %v", got, err)
 	}
 	if _, err := m.Reset(ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) {

@@ -6,6 +6,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
@@ -22,12 +26,12 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		return nil // already stopped: deleting twice is fine
 	}
 	defer release()
-	if m.egressSvc != nil {
-		m.egressSvc.RemoveSandbox(id)
+	if m.hooks.Network != nil {
+		m.hooks.Network.RemoveSandbox(id)
 	}
 	payload := map[string]any{"reason": reason}
-	for _, h := range m.stopHooks {
-		for k, v := range h.hook.OnStop(context.WithoutCancel(ctx), StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
+	for _, h := range m.hooks.Stop {
+		for k, v := range h.Hook.OnStop(context.WithoutCancel(ctx), hook.StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
 			payload[k] = v
 		}
 	}
@@ -43,7 +47,7 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	if derr != nil {
 		payload["error"] = derr.Error()
 	}
-	m.bestEffort("sandbox "+id+": record its stop", m.record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.stop", Payload: payload}))
+	m.rec.BestEffort("sandbox "+id+": record its stop", m.rec.Record(context.WithoutCancel(ctx), audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.stop", Payload: payload}))
 	if err := m.cfg.Store.UpdateSandbox(context.Background(), &rec); err != nil {
 		return errors.Join(derr, err)
 	}
@@ -56,7 +60,7 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 // state before, and release: its processes run until Destroy is done (a
 // task's diff comes first), so its share of the host stays reserved
 // until release.
-func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev State, release func()) {
+func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev sandbox.State, release func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ls, ok := m.live[id]
@@ -68,8 +72,8 @@ func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev State,
 		ls.ttl.Stop()
 	}
 	prev = ls.state
-	_ = ls.transition(Stopped) // legal from every live state
-	if prev != Resetting {
+	_ = ls.transition(sandbox.Stopped) // legal from every live state
+	if prev != sandbox.Resetting {
 		sb = ls.sb
 	}
 	m.reserved.Pids += ls.cost.Pids
@@ -84,7 +88,7 @@ func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev State,
 
 // Destroy stops a sandbox; its record stays.
 func (m *Manager) Destroy(ctx context.Context, id string) error {
-	return m.stop(ctx, id, StopDestroyed)
+	return m.stop(ctx, id, sandbox.StopDestroyed)
 }
 
 // Shutdown destroys every live sandbox (the daemon is stopping), a few
@@ -100,10 +104,10 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	if m.cfg.Audit != nil {
 		defer m.cfg.Audit.Flush() // nothing recorded is lost at shutdown
 	}
-	m.stopAuditRetry()
-	err := m.stopAll(ctx, ids, StopShutdown)
-	if m.egressSvc != nil {
-		m.egressSvc.Close(ctx) // the refusal counts still open
+	m.rec.Stop()
+	err := m.stopAll(ctx, ids, sandbox.StopShutdown)
+	if m.hooks.Network != nil {
+		m.hooks.Network.Close(ctx) // the refusal counts still open
 	}
 	return err
 }

@@ -5,32 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/template"
 )
 
-// Base is what a sandbox starts from: a template's root and binds, and a
-// seed (a tar restored at "/" through runtime.Files at create and at
-// every reset; "": none).
-type Base struct {
-	Name, Version string
-	RootFS        string
-	Binds         []runtime.Bind
-	// Env is what its commands start with, before the caller's (the
-	// template's PATH).
-	Env  []string
-	Seed string
-}
-
 // base resolves a template name: the built-in templates first, then each
 // TemplateSource module in order.
-func (m *Manager) base(name string) (*Base, error) {
+func (m *Manager) base(name string) (*sandbox.Base, error) {
 	tpl, err := m.cfg.Templates.Get(name)
 	if err == nil {
-		b := &Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Env: tpl.Env}
+		b := &sandbox.Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Env: tpl.Env}
 		for _, bd := range tpl.Binds {
 			b.Binds = append(b.Binds, runtime.Bind{Source: bd.Source, Target: bd.Target})
 		}
@@ -39,38 +27,24 @@ func (m *Manager) base(name string) (*Base, error) {
 	if !errors.Is(err, template.ErrNotFound) {
 		return nil, err
 	}
-	for _, src := range m.templateSources {
-		if b, serr := src.hook.Template(name); serr == nil {
-			return b, nil
-		}
+	if b, ok := m.hooks.Template(name); ok {
+		return b, nil
 	}
 	return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)
 }
 
-// TemplateInfo is a template a sandbox can be created from.
-type TemplateInfo struct {
-	Name    string    `json:"name"`
-	Version string    `json:"version"`
-	Kind    string    `json:"kind"` // "builtin" or "snapshot"
-	Base    string    `json:"base,omitempty"`
-	Created time.Time `json:"created"`
-}
-
 // Templates lists the built-in templates and those of the TemplateSource
 // modules.
-func (m *Manager) Templates(ctx context.Context) ([]*TemplateInfo, error) {
-	var out []*TemplateInfo
+func (m *Manager) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error) {
+	var out []*sandbox.TemplateInfo
 	if t, err := m.cfg.Templates.Get("host"); err == nil {
-		out = append(out, &TemplateInfo{Name: t.Name, Version: t.Version, Kind: "builtin", Created: t.Created})
+		out = append(out, &sandbox.TemplateInfo{Name: t.Name, Version: t.Version, Kind: "builtin", Created: t.Created})
 	}
-	for _, src := range m.templateSources {
-		more, err := src.hook.Templates(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more...)
+	more, err := m.hooks.TemplateList(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return append(out, more...), nil
 }
 
 // seedSandbox restores a snapshot's files into a new sandbox.

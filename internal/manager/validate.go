@@ -1,65 +1,9 @@
 package manager
 
 import (
-	"fmt"
 	"strings"
 	"time"
-
-	"github.com/airlock-dev/airlock/internal/caps"
-	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
-
-// CheckCreate validates what a create request carries that needs no
-// state (time to live, limits, labels, environment) and returns the
-// sandbox's time to live under maxLifetime (see reqcheck.Lifetime). Create calls
-// it; every door's decoder is fuzzed through it.
-func CheckCreate(req CreateRequest, maxLifetime time.Duration) (time.Duration, error) {
-	ttl, err := reqcheck.Lifetime(req.TTLSeconds, maxLifetime)
-	if err != nil {
-		return 0, err
-	}
-	if err := caps.CheckLimits(req.Limits, maxLifetime); err != nil {
-		return 0, err
-	}
-	if err := reqcheck.Labels(req.Labels); err != nil {
-		return 0, err
-	}
-	if err := reqcheck.Env(req.Env); err != nil {
-		return 0, err
-	}
-	return ttl, nil
-}
-
-// checkExec validates an exec request before anything is recorded or
-// asked of the policy: strings the kernel would cut at a NUL, and
-// durations and sizes in range (callers converting a request's counts
-// use reqcheck.Seconds and Millis first, so a wrapped value never arrives here).
-func checkExec(req ExecRequest) error {
-	if len(req.Argv) == 0 || req.Argv[0] == "" {
-		return fmt.Errorf("argv must name a command: %w", errdefs.ErrInvalid)
-	}
-	for i, a := range req.Argv {
-		if err := reqcheck.NoNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
-			return err
-		}
-	}
-	if err := reqcheck.NoNUL("cwd", req.Cwd); err != nil {
-		return err
-	}
-	if err := reqcheck.Env(req.Env); err != nil {
-		return err
-	}
-	switch {
-	case req.Timeout < 0 || req.Timeout > reqcheck.MaxDuration:
-		return fmt.Errorf("timeout_ms: want 0 to %d: %w", int64(reqcheck.MaxDuration/time.Millisecond), errdefs.ErrInvalid)
-	case req.OutputLimit < 0:
-		return fmt.Errorf("output_limit: %d must not be negative: %w", req.OutputLimit, errdefs.ErrInvalid)
-	case req.ApprovalWait < 0 || req.ApprovalWait > MaxApprovalWait:
-		return fmt.Errorf("approval_wait_seconds: want 0 to %d: %w", int64(MaxApprovalWait/time.Second), errdefs.ErrInvalid)
-	}
-	return nil
-}
 
 // MaxLifetime is the daemon's bound on a sandbox's life (0: none), for
 // the doors that check a request before they hand it over.

@@ -9,13 +9,16 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 )
 
 // Records is the module. Attach it to the manager (Config.Modules)
 // before any call: unattached, every call is refused as unsupported.
-type Records struct{ c *manager.Core }
+type Records struct{ c hook.Core }
 
 // New returns the module, not yet attached.
 func New() *Records { return &Records{} }
@@ -24,7 +27,7 @@ func New() *Records { return &Records{} }
 func (*Records) Name() string { return "records" }
 
 // Attach keeps the core's handle.
-func (r *Records) Attach(c *manager.Core) error {
+func (r *Records) Attach(c hook.Core) error {
 	r.c = c
 	return nil
 }
@@ -33,7 +36,7 @@ var errUnattached = fmt.Errorf("the exec records are not attached to a sandbox c
 
 // Execs lists sandbox id's exec records, oldest first (an unknown
 // sandbox: not found).
-func (r *Records) Execs(ctx context.Context, id string) ([]*manager.Exec, error) {
+func (r *Records) Execs(ctx context.Context, id string) ([]*sandbox.Exec, error) {
 	if r.c == nil {
 		return nil, errUnattached
 	}
@@ -42,7 +45,7 @@ func (r *Records) Execs(ctx context.Context, id string) ([]*manager.Exec, error)
 
 // GetExec is one exec record of sandbox id (not found: unknown, or
 // another sandbox's).
-func (r *Records) GetExec(ctx context.Context, id, execID string) (*manager.Exec, error) {
+func (r *Records) GetExec(ctx context.Context, id, execID string) (*sandbox.Exec, error) {
 	if r.c == nil {
 		return nil, errUnattached
 	}

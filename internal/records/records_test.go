@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -32,7 +36,7 @@ func newRig(t *testing.T) (*manager.Manager, *Records, *redact.Redactor) {
 	red := redact.New()
 	r := New()
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st,
-		Redactor: red, Logf: t.Logf, Modules: []manager.Module{r}})
+		Redactor: red, Logf: t.Logf, Modules: []hook.Module{r}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,16 +51,16 @@ func newRig(t *testing.T) (*manager.Manager, *Records, *redact.Redactor) {
 func TestRecords(t *testing.T) {
 	ctx := context.Background()
 	m, r, red := newRig(t)
-	sb, err := m.Create(ctx, manager.CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := m.Create(ctx, manager.CreateRequest{})
+	other, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	execID, st, err := m.Exec(ctx, sb.ID, manager.ExecRequest{Argv: []string{"echo", "later-secret-value"}}, nil, &out, nil)
+	execID, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"echo", "later-secret-value"}}, nil, &out, nil)
 	if err != nil || st.Code != 0 {
 		t.Fatalf("exec: %+v %v", st, err)
 	}

@@ -10,18 +10,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lazyre"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
 // writeBundle writes tb's bundle: its contents, redacted, with the
 // sandbox's audit events, signed with the audit log's key at its head;
 // then records task.export (the head it was signed at).
-func (r *Review) writeBundle(ctx context.Context, tb *manager.TaskBundle, w io.Writer) error {
+func (r *Review) writeBundle(ctx context.Context, tb *hook.TaskBundle, w io.Writer) error {
 	log := r.c.AuditLog()
 	if log == nil {
 		// The core gives no bundler without an audit log (Core.Bundles).
@@ -45,7 +48,7 @@ func (r *Review) writeBundle(ctx context.Context, tb *manager.TaskBundle, w io.W
 
 // bundleContents gathers what the bundle holds of tb's task and sandbox;
 // every string of it is redacted (scrubContents).
-func (r *Review) bundleContents(ctx context.Context, tb *manager.TaskBundle) (*bundle.Contents, error) {
+func (r *Review) bundleContents(ctx context.Context, tb *hook.TaskBundle) (*bundle.Contents, error) {
 	red := r.c.Redactor()
 	rec := tb.Task
 	sb, err := r.c.Sandbox(ctx, rec.SandboxID)
@@ -116,7 +119,7 @@ func (r *Review) commands(ctx context.Context, sandboxID string, c *bundle.Conte
 }
 
 // command is an exec record as the bundle lists it.
-func command(red manager.Redactor, e *manager.Exec) bundle.Command {
+func command(red sandbox.Redactor, e *sandbox.Exec) bundle.Command {
 	cmd := bundle.Command{ExecID: e.ID, Argv: e.Argv, Cwd: e.Cwd, Started: e.Started, Error: e.Error}
 	if e.Ended != nil {
 		cmd.Ended = *e.Ended
@@ -152,7 +155,7 @@ var testRunnerRE = lazyre.New(`\b(?:(?:go|cargo|npm|pnpm|yarn|bun|deno|dotnet|mv
 // testRuns are the task's test runs and the agent's own verification
 // commands (go test, npm test, linters...), oldest first, each with the
 // summary of its output: the reviewer asks whether tests ran at all.
-func testRuns(red manager.Redactor, task []bundle.TestRun, cmds []bundle.Command, outputs map[string]string) []bundle.TestRun {
+func testRuns(red sandbox.Redactor, task []bundle.TestRun, cmds []bundle.Command, outputs map[string]string) []bundle.TestRun {
 	var runs []bundle.TestRun
 	for _, t := range task {
 		t.Command, t.Summary = red.String(t.Command), bundle.ParseTestOutput(outputs[t.ExecID])
@@ -208,13 +211,13 @@ func (r *Review) bundleApprovals(ctx context.Context, sandboxID string) ([]bundl
 	return out, nil
 }
 
-// scrubContents redacts every string of the bundle's contents (see the
-// core's records.go): the manifest, commands, approvals, network
+// scrubContents redacts every string of the bundle's contents (as
+// internal/redacted does): the manifest, commands, approvals, network
 // requests, tests, artifacts' names, whatever field they gain, in one
 // JSON round trip. The bulk (the patch, the outputs and the artifacts'
 // bytes) is redacted (or left out) on its own, once. A record that
 // cannot be redacted is an error: the bundle is not written.
-func scrubContents(red manager.Redactor, c *bundle.Contents) (*bundle.Contents, error) {
+func scrubContents(red sandbox.Redactor, c *bundle.Contents) (*bundle.Contents, error) {
 	patch, outputs, data := c.Patch, c.Outputs, c.ArtifactData
 	c.Patch, c.Outputs, c.ArtifactData = "", nil, nil
 	b, err := json.Marshal(c)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -16,9 +18,9 @@ import (
 )
 
 // taskBundle is a task of sandbox id as the tasks module would give it.
-func taskBundle(id string, files []bundle.File, tests []bundle.TestRun, patch string) *manager.TaskBundle {
+func taskBundle(id string, files []bundle.File, tests []bundle.TestRun, patch string) *hook.TaskBundle {
 	now := time.Now().UTC()
-	return &manager.TaskBundle{Task: &store.Task{ID: "t-0123456789ab", SandboxID: id, State: "open", Created: now},
+	return &hook.TaskBundle{Task: &store.Task{ID: "t-0123456789ab", SandboxID: id, State: "open", Created: now},
 		Manifest: bundle.Manifest{Task: "t-0123456789ab", Sandbox: id, Repo: "/src/repo", Commit: "abc", Prompt: "do it", Test: "make test", Created: now},
 		Patch:    patch, Files: files, Tests: tests}
 }

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -62,7 +66,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 	}
 	r := &rig{rv: New(Config{TaskDir: filepath.Join(root, "tasks")}), st: st, log: log, red: red, dir: filepath.Join(root, "tasks")}
 	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log, Redactor: red, Policy: pol, Logf: t.Logf,
-		Modules: []manager.Module{r.rv}}
+		Modules: []hook.Module{r.rv}}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -76,7 +80,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 // sandbox creates a sandbox.
 func (r *rig) sandbox(t *testing.T) string {
 	t.Helper()
-	sb, err := r.m.Create(context.Background(), manager.CreateRequest{})
+	sb, err := r.m.Create(context.Background(), sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +92,7 @@ func (r *rig) sandbox(t *testing.T) string {
 func (r *rig) sh(t *testing.T, id, line string) (string, string) {
 	t.Helper()
 	var out bytes.Buffer
-	execID, st, err := r.m.Exec(context.Background(), id, manager.ExecRequest{Argv: []string{"sh", "-c", line}, NoWait: true}, nil, &out, nil)
+	execID, st, err := r.m.Exec(context.Background(), id, sandbox.ExecRequest{Argv: []string{"sh", "-c", line}, NoWait: true}, nil, &out, nil)
 	if err != nil || st.Code != 0 {
 		t.Fatalf("%q: %v %+v", line, err, st)
 	}

@@ -116,7 +116,7 @@ func (r *Review) snapLockfiles(ctx context.Context, id, cwd string, a *policy.An
 }
 
 // NoteEgress remembers a registry host the exec reached
-// (manager.EgressNoter).
+// (hook.EgressNoter).
 func (s *lockSnapshot) NoteEgress(host string) {
 	s.mu.Lock()
 	s.hosts[host] = true

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/policy"
 )
 
@@ -34,7 +35,7 @@ func TestPackageEvidenceRecordsLockfileChanges(t *testing.T) {
 	}
 	// In the background: its exec id is known while it runs, for the
 	// egress note the network module would make.
-	execID, _, err := r.m.Exec(ctx, id, manager.ExecRequest{Background: true, NoWait: true,
+	execID, _, err := r.m.Exec(ctx, id, sandbox.ExecRequest{Background: true, NoWait: true,
 		Argv: []string{"sh", "-c", install + "sleep 0.3; printf '%s' '" + lockV3("1.3.0") + "' > package-lock.json"}}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +101,12 @@ func TestInstallScriptEnv(t *testing.T) {
 			t.Errorf("exec.start: %v", e)
 		}
 	}
-	allowed, err := r.m.Create(ctx, manager.CreateRequest{Policy: &policy.Layer{InstallScripts: policy.Allow}})
+	allowed, err := r.m.Create(ctx, sandbox.CreateRequest{Policy: &policy.Layer{InstallScripts: policy.Allow}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, _, err := r.m.Exec(ctx, allowed.ID, manager.ExecRequest{Argv: []string{"sh", "-c", `echo "[$npm_config_ignore_scripts]"`}}, nil, &buf, nil); err != nil || buf.String() != "[]\n" {
+	if _, _, err := r.m.Exec(ctx, allowed.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", `echo "[$npm_config_ignore_scripts]"`}}, nil, &buf, nil); err != nil || buf.String() != "[]\n" {
 		t.Errorf("allowed: %q %v", buf.String(), err)
 	}
 	if installScriptEnv(nil) != nil {

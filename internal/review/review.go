@@ -16,7 +16,7 @@
 //     policy denies them.
 //   - Purge: results, stored output and audit blobs older than an age.
 //
-// The module reaches the core only through its *manager.Core.
+// The module reaches the core only through its hook.Core.
 package review
 
 import (
@@ -26,9 +26,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 )
 
@@ -42,7 +43,7 @@ type Config struct {
 // Review is the review module.
 type Review struct {
 	cfg Config
-	c   *manager.Core
+	c   hook.Core
 }
 
 // New makes the module; attach it through manager.Config.Modules.
@@ -52,7 +53,7 @@ func New(cfg Config) *Review { return &Review{cfg: cfg} }
 func (r *Review) Name() string { return "review" }
 
 // Attach takes the core's handle.
-func (r *Review) Attach(c *manager.Core) error {
+func (r *Review) Attach(c hook.Core) error {
 	if r.c != nil {
 		return fmt.Errorf("review: attached twice: %w", errdefs.ErrInvalid)
 	}
@@ -63,7 +64,7 @@ func (r *Review) Attach(c *manager.Core) error {
 // BeforeExec sets the no-install-scripts env a sandbox's policy asks
 // for, and keeps the lockfiles of a dependency command as they are
 // before it runs. It refuses nothing.
-func (r *Review) BeforeExec(ctx context.Context, x *manager.ExecCall) error {
+func (r *Review) BeforeExec(ctx context.Context, x *hook.ExecCall) error {
 	if info, ok := r.c.Live(x.SandboxID); ok {
 		x.DaemonEnv = append(x.DaemonEnv, installScriptEnv(info.Policy)...)
 	}
@@ -81,7 +82,7 @@ func (r *Review) BeforeExec(ctx context.Context, x *manager.ExecCall) error {
 }
 
 // AfterExec records what a dependency command did to its lockfiles.
-func (r *Review) AfterExec(ctx context.Context, x manager.ExecDone) {
+func (r *Review) AfterExec(ctx context.Context, x hook.ExecDone) {
 	if snap, ok := x.Keep.(*lockSnapshot); ok {
 		r.packageEvidence(ctx, x.SandboxID, x.TaskID, x.ExecID, x.Argv, snap)
 		if x.Status != nil {
@@ -90,22 +91,22 @@ func (r *Review) AfterExec(ctx context.Context, x manager.ExecDone) {
 	}
 }
 
-// WriteBundle writes tb's signed review bundle to w (manager.TaskBundler).
-func (r *Review) WriteBundle(ctx context.Context, tb *manager.TaskBundle, w io.Writer) error {
+// WriteBundle writes tb's signed review bundle to w (hook.TaskBundler).
+func (r *Review) WriteBundle(ctx context.Context, tb *hook.TaskBundle, w io.Writer) error {
 	return r.writeBundle(ctx, tb, w)
 }
 
 // The module's abilities, checked where the compiler can.
 var (
-	_ manager.ExecHook      = (*Review)(nil)
-	_ manager.AfterExecHook = (*Review)(nil)
-	_ manager.TaskBundler   = (*Review)(nil)
-	_ manager.EgressNoter   = (*lockSnapshot)(nil)
+	_ hook.ExecHook      = (*Review)(nil)
+	_ hook.AfterExecHook = (*Review)(nil)
+	_ hook.TaskBundler   = (*Review)(nil)
+	_ hook.EgressNoter   = (*lockSnapshot)(nil)
 )
 
 // flagWrites records a dependency command's flagged writes
 // (package.writes), for the review.
-func (r *Review) flagWrites(ctx context.Context, x manager.ExecDone, writes []string) {
+func (r *Review) flagWrites(ctx context.Context, x hook.ExecDone, writes []string) {
 	if len(writes) == 0 {
 		return
 	}

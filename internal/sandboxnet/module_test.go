@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -87,7 +91,7 @@ func onFake(t *testing.T, cfg Config, polFile string) *env {
 	be := &netBackend{Backend: fakert.New(t.TempDir()), nets: map[string]runtime.Network{}, specs: map[string]runtime.Spec{}}
 	n := New(cfg)
 	m, err := manager.New(context.Background(), manager.Config{Backend: be, Templates: tpls, Store: st, Audit: log, Policy: pf,
-		Redactor: red, Logf: t.Logf, Modules: []manager.Module{n}})
+		Redactor: red, Logf: t.Logf, Modules: []hook.Module{n}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +122,7 @@ func TestWithoutProxy(t *testing.T) {
 	if e.n.Network() != nil {
 		t.Fatal("a module without an egress service gave the core a network")
 	}
-	sb, err := e.m.Create(ctx, manager.CreateRequest{Env: []string{"A=b"}})
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{Env: []string{"A=b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +160,7 @@ func TestWithoutProxy(t *testing.T) {
 func TestSandboxPolicyAndLayer(t *testing.T) {
 	ctx := context.Background()
 	e := onFake(t, Config{Egress: &egress.Config{Presets: egress.Presets{"npm": {"registry.example.test"}}}, MaxProxyConns: 7}, allowPlain)
-	sb, err := e.m.Create(ctx, manager.CreateRequest{Env: []string{"HTTP_PROXY=mine"}})
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{Env: []string{"HTTP_PROXY=mine"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +244,7 @@ func TestCutIsRecorded(t *testing.T) {
 func TestDNSRecordedWithItsExec(t *testing.T) {
 	ctx := context.Background()
 	e := onFake(t, Config{Egress: &egress.Config{Limits: egress.Limits{DNSRate: -1}}}, "")
-	sb, err := e.m.Create(ctx, manager.CreateRequest{})
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +254,7 @@ func TestDNSRecordedWithItsExec(t *testing.T) {
 	}
 	starts := make(chan started, 1)
 	go func() {
-		_, _, _ = e.m.Exec(ctx, sb.ID, manager.ExecRequest{Argv: []string{"sleep", "30"}}, func(id string, pid int) { starts <- started{id, pid} }, nil, nil)
+		_, _, _ = e.m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sleep", "30"}}, func(id string, pid int) { starts <- started{id, pid} }, nil, nil)
 	}()
 	var x started
 	select {
@@ -289,19 +293,19 @@ func TestOneNetworkModule(t *testing.T) {
 	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st}
 	a, b := New(Config{Egress: &egress.Config{}}), New(Config{Egress: &egress.Config{}})
 	b2 := &renamed{Net: b, name: "network-2"}
-	cfg.Modules = []manager.Module{a, b2}
+	cfg.Modules = []hook.Module{a, b2}
 	if _, err := manager.New(context.Background(), cfg); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "second network module") {
 		t.Fatalf("two network modules: %v", err)
 	}
 	be := &netBackend{Backend: fakert.New(t.TempDir()), nets: map[string]runtime.Network{}, specs: map[string]runtime.Spec{}}
 	cfg.Backend = be
-	cfg.Modules = []manager.Module{New(Config{}), &renamed{Net: New(Config{Egress: &egress.Config{}, MaxProxyConns: 3}), name: "network-2"}}
+	cfg.Modules = []hook.Module{New(Config{}), &renamed{Net: New(Config{Egress: &egress.Config{}, MaxProxyConns: 3}), name: "network-2"}}
 	m, err := manager.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("a module without a service and one with: %v", err)
 	}
 	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
-	sb, err := m.Create(context.Background(), manager.CreateRequest{})
+	sb, err := m.Create(context.Background(), sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +340,7 @@ func TestBrokeredSecrets(t *testing.T) {
 	ctx := context.Background()
 	br := &broker{secs: []egress.Secret{{ID: "g-1", Placeholder: "AIRLOCK_SECRET_X", Hosts: []string{"api.example.test"}, Value: "s3cret-value"}}}
 	e := onFake(t, Config{Egress: &egress.Config{}, Broker: br}, "")
-	sb, err := e.m.Create(ctx, manager.CreateRequest{})
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,11 +349,11 @@ func TestBrokeredSecrets(t *testing.T) {
 		t.Fatalf("policy with a brokered secret: %+v %v", p, err)
 	}
 	br.secs, br.err = nil, errors.New("sealed with another key")
-	if _, err := e.m.Create(ctx, manager.CreateRequest{}); err == nil || !strings.HasPrefix(err.Error(), "egress policy: ") {
+	if _, err := e.m.Create(ctx, sandbox.CreateRequest{}); err == nil || !strings.HasPrefix(err.Error(), "egress policy: ") {
 		t.Fatalf("create with a failing broker: %v", err)
 	}
 	stopped, err := e.m.List(ctx, "stopped")
-	if err != nil || len(stopped) != 1 || stopped[0].StopReason != manager.StopFailed {
+	if err != nil || len(stopped) != 1 || stopped[0].StopReason != sandbox.StopFailed {
 		t.Fatalf("the sandbox of the refused create: %+v %v", stopped, err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -71,7 +73,7 @@ func TestReviewFinalSummariesDrainTheReserve(t *testing.T) {
 	}
 	n := New(Config{Egress: &egress.Config{Limits: egress.Limits{DNSRate: -1, RefusalWindow: time.Hour}}})
 	_, err = manager.New(ctx, manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log, Redactor: red,
-		AuditRetry: time.Hour, Modules: []manager.Module{n}})
+		AuditRetry: time.Hour, Modules: []hook.Module{n}})
 	if err != nil {
 		t.Fatal(err)
 	}

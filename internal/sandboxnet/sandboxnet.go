@@ -25,10 +25,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
@@ -61,7 +62,7 @@ type Config struct {
 // attached.
 type Net struct {
 	cfg    Config
-	core   *manager.Core
+	core   hook.Core
 	broker Broker
 	svc    *egress.Service // nil: no network
 
@@ -79,11 +80,11 @@ func New(cfg Config) *Net {
 	return &Net{cfg: cfg, broker: cfg.Broker, layers: map[string]*egress.Policy{}}
 }
 
-// Name implements manager.Module.
+// Name implements hook.Module.
 func (n *Net) Name() string { return "network" }
 
-// Attach implements manager.Module: it starts the egress service.
-func (n *Net) Attach(c *manager.Core) error {
+// Attach implements hook.Module: it starts the egress service.
+func (n *Net) Attach(c hook.Core) error {
 	n.core = c
 	if n.broker == nil {
 		n.broker = c
@@ -101,8 +102,8 @@ func (n *Net) Attach(c *manager.Core) error {
 	return n.openTrust()
 }
 
-// Network implements manager.NetworkModule: nil without a service.
-func (n *Net) Network() manager.Network {
+// Network implements hook.NetworkModule: nil without a service.
+func (n *Net) Network() hook.Network {
 	if n.svc == nil {
 		return nil
 	}
@@ -111,13 +112,13 @@ func (n *Net) Network() manager.Network {
 
 var errNoProxy = fmt.Errorf("this daemon runs no egress proxy: sandboxes have no network at all: %w", errdefs.ErrUnsupported)
 
-// SandboxNetwork implements manager.Network.
-func (n *Net) SandboxNetwork(id string) (manager.SandboxNetwork, error) {
+// SandboxNetwork implements hook.Network.
+func (n *Net) SandboxNetwork(id string) (hook.SandboxNetwork, error) {
 	binds, env, err := n.trust(id)
 	if err != nil {
-		return manager.SandboxNetwork{}, err
+		return hook.SandboxNetwork{}, err
 	}
-	return manager.SandboxNetwork{Network: &sandboxNetwork{n: n, id: id}, Env: append(proxyEnv(), env...), Binds: binds,
+	return hook.SandboxNetwork{Network: &sandboxNetwork{n: n, id: id}, Env: append(proxyEnv(), env...), Binds: binds,
 		MaxProxyConns: n.cfg.MaxProxyConns}, nil
 }
 
@@ -133,7 +134,7 @@ func proxyEnv() []string {
 	}
 }
 
-// Apply implements manager.Network.
+// Apply implements hook.Network.
 func (n *Net) Apply(ctx context.Context, id string) error {
 	if n.svc == nil {
 		return nil
@@ -150,7 +151,7 @@ func (n *Net) Apply(ctx context.Context, id string) error {
 	return n.svc.SetPolicy(id, p)
 }
 
-// RemoveSandbox implements manager.Network: its layer goes with it.
+// RemoveSandbox implements hook.Network: its layer goes with it.
 func (n *Net) RemoveSandbox(id string) {
 	n.mu.Lock()
 	delete(n.layers, id)
@@ -161,17 +162,17 @@ func (n *Net) RemoveSandbox(id string) {
 	n.dropTrust(id)
 }
 
-// Usage implements manager.Network.
+// Usage implements hook.Network.
 func (n *Net) Usage(id string) *egress.Usage { return n.EgressUsage(id) }
 
-// FlushRefusals implements manager.Network.
+// FlushRefusals implements hook.Network.
 func (n *Net) FlushRefusals(ctx context.Context, id string) {
 	if n.svc != nil {
 		n.svc.FlushRefusals(ctx, id)
 	}
 }
 
-// Presets implements manager.Network.
+// Presets implements hook.Network.
 func (n *Net) Presets() egress.Presets {
 	if n.cfg.Egress == nil {
 		return nil
@@ -179,7 +180,7 @@ func (n *Net) Presets() egress.Presets {
 	return n.cfg.Egress.Presets
 }
 
-// Close implements manager.Network: the refusal counts still open.
+// Close implements hook.Network: the refusal counts still open.
 func (n *Net) Close(ctx context.Context) {
 	if n.svc != nil {
 		n.svc.Close(ctx)
@@ -194,7 +195,7 @@ func (n *Net) layer(id string) *egress.Policy {
 
 // effective is a live sandbox's egress policy: its policy's, the runtime
 // layer, and its brokered secrets with their values.
-func (n *Net) effective(ctx context.Context, id string, li *manager.LiveInfo) (egress.Policy, error) {
+func (n *Net) effective(ctx context.Context, id string, li *hook.LiveInfo) (egress.Policy, error) {
 	p := li.Policy.Egress
 	if l := n.layer(id); l != nil {
 		p = p.Merge(*l)
@@ -211,7 +212,7 @@ func (n *Net) effective(ctx context.Context, id string, li *manager.LiveInfo) (e
 
 // live is sandbox id while it lives; else the store's error, or a
 // conflict for a stopped one.
-func (n *Net) live(ctx context.Context, id string) (*manager.LiveInfo, error) {
+func (n *Net) live(ctx context.Context, id string) (*hook.LiveInfo, error) {
 	if li, ok := n.core.Live(id); ok {
 		return li, nil
 	}

@@ -8,8 +8,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/egress"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -38,7 +39,7 @@ func TestTrustBundleFollowsTheSandbox(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("a bundle left by an earlier daemon: %v", err)
 	}
-	sb, err := e.m.Create(ctx, manager.CreateRequest{})
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestFailedCreateLeavesNoBundle(t *testing.T) {
 	trust := filepath.Join(dir, "trust")
 	e := onFake(t, Config{Egress: &egress.Config{}, TrustDir: trust}, allowPlain)
 	// The fake refuses a memory limit: the backend's create fails.
-	if _, err := e.m.Create(context.Background(), manager.CreateRequest{Limits: runtime.Limits{MemoryBytes: 1 << 30}}); err == nil {
+	if _, err := e.m.Create(context.Background(), sandbox.CreateRequest{Limits: runtime.Limits{MemoryBytes: 1 << 30}}); err == nil {
 		t.Fatal("the fake took a memory limit")
 	}
 	if ents, _ := os.ReadDir(trust); len(ents) != 0 {

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lazyre"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -253,8 +254,8 @@ func (s *Secrets) Revoke(ctx context.Context, id string) error {
 	return s.c.Record(ctx, audit.Entry{SandboxID: g.SandboxID, TaskID: g.TaskID, Kind: "secret.revoke", Payload: map[string]any{"grant": id, "secret": g.Secret}})
 }
 
-// OnTaskEnd (manager.TaskEndHook) ends the task's grants.
-func (s *Secrets) OnTaskEnd(ctx context.Context, sb manager.SandboxRef) error {
+// OnTaskEnd (hook.TaskEndHook) ends the task's grants.
+func (s *Secrets) OnTaskEnd(ctx context.Context, sb hook.SandboxRef) error {
 	return s.EndTaskGrants(ctx, sb.ID, sb.TaskID)
 }
 

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -22,7 +26,7 @@ func withSecret(t *testing.T, configure func(*manager.Config)) (*fixture, string
 	if _, err := f.s.Set(context.Background(), "DEPLOY_TOKEN", []byte(value)); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := f.m.Create(manager.WithActor(context.Background(), "operator:test"), manager.CreateRequest{})
+	sb, err := f.m.Create(sandbox.WithActor(context.Background(), "operator:test"), sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +40,7 @@ func withSecret(t *testing.T, configure func(*manager.Config)) (*fixture, string
 // the grant expires or is revoked, commands lose it and the policy
 // refuses to read it again.
 func TestEnvGrantReachesCommands(t *testing.T) {
-	ctx := manager.WithActor(context.Background(), "operator:test")
+	ctx := sandbox.WithActor(context.Background(), "operator:test")
 	f, id := withSecret(t, nil)
 	if _, _, err := f.sh(t, id, `echo "[$DEPLOY_TOKEN]"`); !errors.Is(err, errdefs.ErrDenied) {
 		t.Fatalf("reading the variable before the grant: %v, want denied", err)
@@ -84,7 +88,7 @@ func TestEnvGrantReachesCommands(t *testing.T) {
 	if out, _, err := f.sh(t, id, `echo "[$TOKEN_IN]"`); !errors.Is(err, errdefs.ErrDenied) {
 		t.Errorf("reading the variable after revoke: %q %v, want denied", out, err)
 	}
-	if env, uses, err := f.s.SecretEnv(ctx, manager.SandboxRef{ID: id}); len(env) != 0 || len(uses) != 0 || err != nil {
+	if env, uses, err := f.s.SecretEnv(ctx, hook.SandboxRef{ID: id}); len(env) != 0 || len(uses) != 0 || err != nil {
 		t.Errorf("secret env after revoke: %q %v %v", env, uses, err)
 	}
 	if err := f.s.Revoke(ctx, "sg-none"); !errors.Is(err, errdefs.ErrNotFound) {
@@ -113,7 +117,7 @@ func TestDeletedSecretLeavesCommands(t *testing.T) {
 	if err := f.s.Delete(ctx, "DEPLOY_TOKEN"); err != nil {
 		t.Fatal(err)
 	}
-	if env, _, err := f.s.SecretEnv(ctx, manager.SandboxRef{ID: id}); len(env) != 0 || err != nil {
+	if env, _, err := f.s.SecretEnv(ctx, hook.SandboxRef{ID: id}); len(env) != 0 || err != nil {
 		t.Errorf("secret env after delete: %q %v", env, err)
 	}
 	if vars := f.s.GrantedVars(ctx, id); len(vars) != 0 {
@@ -195,7 +199,7 @@ func TestTaskGrantsEndWithTheTask(t *testing.T) {
 	if vars := f.s.GrantedVars(ctx, id); !slices.Equal(vars, []string{"DEPLOY_TOKEN", "OWN"}) && !slices.Equal(vars, []string{"OWN", "DEPLOY_TOKEN"}) {
 		t.Errorf("granted vars: %v", vars)
 	}
-	if err := f.s.OnTaskEnd(ctx, manager.SandboxRef{ID: id, TaskID: "t-1"}); err != nil {
+	if err := f.s.OnTaskEnd(ctx, hook.SandboxRef{ID: id, TaskID: "t-1"}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := f.s.Grants(ctx, id)

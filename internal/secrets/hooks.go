@@ -3,25 +3,26 @@ package secrets
 import (
 	"context"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/egress"
-	"github.com/airlock-dev/airlock/internal/manager"
 )
 
-// The module's part in the core: manager.SecretSource (the exec
+// The module's part in the core: hook.SecretSource (the exec
 // pipeline's "secrets" stage and the policy's granted variables) and
-// manager.BrokerSource (the egress broker's values).
+// hook.BrokerSource (the egress broker's values).
 
 var (
-	_ manager.SecretSource = (*Secrets)(nil)
-	_ manager.BrokerSource = (*Secrets)(nil)
-	_ manager.TaskEndHook  = (*Secrets)(nil)
+	_ hook.SecretSource = (*Secrets)(nil)
+	_ hook.BrokerSource = (*Secrets)(nil)
+	_ hook.TaskEndHook  = (*Secrets)(nil)
 )
 
 // SecretEnv is what a command of sb gets from its grants in force:
 // values (env) and placeholders (broker), each use for the record of the
 // exec's start. Every value is one the redactor learned when it was set
 // or when the module was attached.
-func (s *Secrets) SecretEnv(ctx context.Context, sb manager.SandboxRef) ([]string, []map[string]any, error) {
+func (s *Secrets) SecretEnv(ctx context.Context, sb hook.SandboxRef) ([]string, []map[string]any, error) {
 	if s.key == nil {
 		return nil, nil, nil
 	}

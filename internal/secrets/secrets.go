@@ -1,17 +1,17 @@
 // Package secrets keeps the daemon's secrets, a module of the sandbox
-// core (manager.Module). Secrets are kept sealed (AES-256-GCM under the
+// core (hook.Module). Secrets are kept sealed (AES-256-GCM under the
 // daemon's secret key, the name as associated data) and granted to one
 // sandbox or task at a time, for a while, for named hosts. Two modes:
 //
 //   - env: the value is put into the environment of every command the
 //     sandbox runs while the grant lasts, for tools that read it there
 //     (execPipeline's "secrets" stage: the module is a
-//     manager.SecretSource). The sandbox then holds it; the egress policy
+//     hook.SecretSource). The sandbox then holds it; the egress policy
 //     decides where it can be sent.
 //   - broker: the sandbox holds only a placeholder; the egress proxy puts
 //     the value into request headers to the grant's hosts (which the
 //     egress policy must also allow; the module is a
-//     manager.BrokerSource). A daemon without an egress proxy refuses
+//     hook.BrokerSource). A daemon without an egress proxy refuses
 //     such grants (unsupported), never hands out a placeholder that
 //     nothing replaces.
 //
@@ -19,9 +19,9 @@
 // the redactor before anything could show them: every stored value when
 // the module is attached (in manager.New, before the core does anything
 // else), a new one before it is stored. A task's grants end with the task
-// (manager.TaskEndHook).
+// (hook.TaskEndHook).
 //
-// It uses only its manager.Core (store, redactor, audit record, clock,
+// It uses only its hook.Core (store, redactor, audit record, clock,
 // live state, egress) and the store.
 package secrets
 
@@ -37,10 +37,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lazyre"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -65,7 +66,7 @@ type Info struct {
 // Grants and Revoke) when it has none.
 type Secrets struct {
 	keyFile string
-	c       *manager.Core
+	c       hook.Core
 	st      *store.Store
 	key     cipher.AEAD // nil: no secrets
 }
@@ -80,7 +81,7 @@ func (s *Secrets) Name() string { return "secrets" }
 
 // Attach loads the key and teaches the redactor every stored value: a
 // key that cannot open them fails manager.New.
-func (s *Secrets) Attach(c *manager.Core) error {
+func (s *Secrets) Attach(c hook.Core) error {
 	s.c, s.st = c, c.Store()
 	if s.keyFile == "" {
 		return nil

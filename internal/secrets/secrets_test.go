@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -82,14 +86,14 @@ func onFake(t *testing.T, keyFile string, configure func(*manager.Config)) *fixt
 }
 
 // manager is a manager on f's store and audit log with mod attached.
-func (f *fixture) manager(t *testing.T, mod manager.Module, red manager.Redactor, configure func(*manager.Config)) *manager.Manager {
+func (f *fixture) manager(t *testing.T, mod hook.Module, red sandbox.Redactor, configure func(*manager.Config)) *manager.Manager {
 	t.Helper()
 	tpls, err := template.Open(filepath.Join(f.dir, "templates"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: f.st, Audit: f.log, Redactor: red,
-		Now: f.clk.Now, Logf: t.Logf, Modules: []manager.Module{mod, f.net}}
+		Now: f.clk.Now, Logf: t.Logf, Modules: []hook.Module{mod, f.net}}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -122,7 +126,7 @@ func (f *fixture) events(t *testing.T, kind string) []*audit.Event {
 func (f *fixture) sh(t *testing.T, id, line string) (string, string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	execID, _, err := f.m.Exec(context.Background(), id, manager.ExecRequest{Argv: []string{"sh", "-c", line}}, nil, &out, nil)
+	execID, _, err := f.m.Exec(context.Background(), id, sandbox.ExecRequest{Argv: []string{"sh", "-c", line}}, nil, &out, nil)
 	return out.String(), execID, err
 }
 
@@ -200,11 +204,11 @@ func TestNoKeyAndNotAttached(t *testing.T) {
 	if l, err := f.s.Grants(ctx, ""); err != nil || len(l) != 0 {
 		t.Errorf("grants without a key: %+v %v", l, err)
 	}
-	sb, err := f.m.Create(ctx, manager.CreateRequest{})
+	sb, err := f.m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env, uses, err := f.s.SecretEnv(ctx, manager.SandboxRef{ID: sb.ID}); env != nil || uses != nil || err != nil {
+	if env, uses, err := f.s.SecretEnv(ctx, hook.SandboxRef{ID: sb.ID}); env != nil || uses != nil || err != nil {
 		t.Errorf("secret env without a key: %v %v %v", env, uses, err)
 	}
 	lone := New(filepath.Join(t.TempDir(), "k"))
@@ -247,16 +251,16 @@ func TestKeyAtAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: f.st, Modules: []manager.Module{New(other)}}
+	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: f.st, Modules: []hook.Module{New(other)}}
 	if _, err := manager.New(ctx, cfg); err == nil || !strings.Contains(err.Error(), "cannot be opened with this daemon's secret key") {
 		t.Errorf("another key: %v", err)
 	}
 	_ = os.WriteFile(other, []byte("short"), 0o600)
-	cfg.Modules = []manager.Module{New(other)}
+	cfg.Modules = []hook.Module{New(other)}
 	if _, err := manager.New(ctx, cfg); err == nil || !strings.Contains(err.Error(), "want 32") {
 		t.Errorf("a short key: %v", err)
 	}
-	cfg.Modules = []manager.Module{New(filepath.Join(t.TempDir(), "no-dir", "k"))}
+	cfg.Modules = []hook.Module{New(filepath.Join(t.TempDir(), "no-dir", "k"))}
 	if _, err := manager.New(ctx, cfg); err == nil || !strings.Contains(err.Error(), "secret key") {
 		t.Errorf("a key that cannot be made: %v", err)
 	}

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -38,7 +42,7 @@ func onFake(t *testing.T, dir string) (*Snapshots, *manager.Manager, *audit.Log)
 	}
 	s := New(dir, tpls)
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, Logf: t.Logf, Modules: []manager.Module{s}})
+		Redactor: red, Logf: t.Logf, Modules: []hook.Module{s}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +53,7 @@ func onFake(t *testing.T, dir string) (*Snapshots, *manager.Manager, *audit.Log)
 func run(t *testing.T, m *manager.Manager, id string, argv ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	if _, st, err := m.Exec(context.Background(), id, manager.ExecRequest{Argv: argv, NoWait: true}, nil, &out, nil); err != nil || st.Code != 0 {
+	if _, st, err := m.Exec(context.Background(), id, sandbox.ExecRequest{Argv: argv, NoWait: true}, nil, &out, nil); err != nil || st.Code != 0 {
 		t.Fatalf("%q: %v %+v", argv, err, st)
 	}
 	return out.String()
@@ -73,7 +77,7 @@ func write(t *testing.T, m *manager.Manager, id, data string) {
 func TestSnapshotLife(t *testing.T) {
 	ctx := context.Background()
 	s, m, log := onFake(t, t.TempDir())
-	sb, err := m.Create(ctx, manager.CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +89,7 @@ func TestSnapshotLife(t *testing.T) {
 	if snap.Name != "mine" || snap.Base != sb.Template || snap.BaseVersion != sb.TemplateVersion || snap.FromSandbox != sb.ID || snap.SeedBytes == 0 {
 		t.Errorf("snapshot %+v", snap)
 	}
-	from, err := m.Create(ctx, manager.CreateRequest{Template: "mine"})
+	from, err := m.Create(ctx, sandbox.CreateRequest{Template: "mine"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +148,7 @@ func TestSnapshotLife(t *testing.T) {
 func TestSnapshotRefusals(t *testing.T) {
 	ctx := context.Background()
 	s, m, _ := onFake(t, t.TempDir())
-	sb, err := m.Create(ctx, manager.CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +170,7 @@ func TestSnapshotRefusals(t *testing.T) {
 	if _, err := s.Snapshot(ctx, sb.ID, "gone", false); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("a stopped sandbox: %v", err)
 	}
-	if _, err := m.Create(ctx, manager.CreateRequest{Template: "never-made"}); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := m.Create(ctx, sandbox.CreateRequest{Template: "never-made"}); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("create from an unknown template: %v", err)
 	}
 	if list, err := s.List(ctx); err != nil || len(list) != 0 {
@@ -179,7 +183,7 @@ func TestSnapshotRefusals(t *testing.T) {
 func TestSnapshotsNotConfigured(t *testing.T) {
 	ctx := context.Background()
 	s, m, _ := onFake(t, "")
-	sb, err := m.Create(ctx, manager.CreateRequest{})
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

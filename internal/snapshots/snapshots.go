@@ -1,6 +1,6 @@
 // Package snapshots is the snapshot templates module of the sandbox core
-// (manager.Module): it turns a running sandbox's files into a template new
-// sandboxes start from (manager.TemplateSource), and lists them.
+// (hook.Module): it turns a running sandbox's files into a template new
+// sandboxes start from (hook.TemplateSource), and lists them.
 package snapshots
 
 import (
@@ -20,9 +20,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/template"
 )
@@ -33,7 +36,7 @@ import (
 type Snapshots struct {
 	dir      string
 	builtins *template.Store
-	core     *manager.Core
+	core     hook.Core
 	mu       sync.Mutex // serializes moving a snapshot template's "current"
 }
 
@@ -47,7 +50,7 @@ func (s *Snapshots) Name() string { return "snapshots" }
 
 // Attach takes the core's handle and removes what snapshots of a killed
 // daemon left (no snapshot is under way before the manager is made).
-func (s *Snapshots) Attach(c *manager.Core) error {
+func (s *Snapshots) Attach(c hook.Core) error {
 	s.core = c
 	if s.dir != "" {
 		s.cleanSeeds()
@@ -282,13 +285,13 @@ func (c *capWriter) Write(p []byte) (int, error) {
 }
 
 // Template is the current version of the snapshot template name, as a
-// base to create a sandbox from (manager.TemplateSource), or ErrNotFound.
-func (s *Snapshots) Template(name string) (*manager.Base, error) {
+// base to create a sandbox from (hook.TemplateSource), or ErrNotFound.
+func (s *Snapshots) Template(name string) (*sandbox.Base, error) {
 	snap, seed, err := s.snapshot(name)
 	if err != nil {
 		return nil, err
 	}
-	return &manager.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
+	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
 }
 
 // snapshot returns the current version of a snapshot template and the
@@ -370,15 +373,15 @@ func (p *prefixTar) add(prefix string, r io.Reader) error {
 func (p *prefixTar) close() error { return p.tw.Close() }
 
 // Templates lists the snapshot templates as templates
-// (manager.TemplateSource).
-func (s *Snapshots) Templates(ctx context.Context) ([]*manager.TemplateInfo, error) {
+// (hook.TemplateSource).
+func (s *Snapshots) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error) {
 	snaps, err := s.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*manager.TemplateInfo, 0, len(snaps))
+	out := make([]*sandbox.TemplateInfo, 0, len(snaps))
 	for _, sn := range snaps {
-		out = append(out, &manager.TemplateInfo{Name: sn.Name, Version: sn.Version, Kind: "snapshot", Base: sn.Base + "@" + sn.BaseVersion, Created: sn.Created})
+		out = append(out, &sandbox.TemplateInfo{Name: sn.Name, Version: sn.Version, Kind: "snapshot", Base: sn.Base + "@" + sn.BaseVersion, Created: sn.Created})
 	}
 	return out, nil
 }

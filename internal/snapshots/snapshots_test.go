@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -56,7 +58,7 @@ func TestNewRemovesSeedsOfAKilledDaemon(t *testing.T) {
 		}
 	}
 	if _, err := manager.New(context.Background(), manager.Config{Backend: noBackend{}, Templates: tpls, Store: st,
-		Modules: []manager.Module{New(snaps, tpls)}}); err != nil {
+		Modules: []hook.Module{New(snaps, tpls)}}); err != nil {
 		t.Fatal(err)
 	}
 	for f, kept := range files {

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -54,7 +55,7 @@ func (tk *Tasks) taskDiff(ctx context.Context, rec *store.Task, sp *taskSpec) (*
 	return d, gone, nil
 }
 
-func redactAll(red manager.Redactor, l []string) []string {
+func redactAll(red sandbox.Redactor, l []string) []string {
 	var out []string
 	for _, s := range l {
 		out = append(out, red.String(s))
@@ -64,7 +65,7 @@ func redactAll(red manager.Redactor, l []string) []string {
 
 // redacted is d as it may be shown or stored: the patch and every path
 // redacted (a file may be named after a secret).
-func (d *Diff) redacted(red manager.Redactor) *Diff {
+func (d *Diff) redacted(red sandbox.Redactor) *Diff {
 	out := &Diff{Base: d.Base, Patch: red.String(d.Patch)}
 	for _, f := range d.Files {
 		f.Path = red.String(f.Path)

@@ -11,10 +11,13 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -93,7 +96,7 @@ func (tk *Tasks) Finish(ctx context.Context, id string, keep bool) (*FinishResul
 	}
 	// The task's secret grants end with it (a kept sandbox outlives
 	// them): first, so that a failure leaves the task open to finish again.
-	if err := tk.c.TaskEnded(ctx, manager.SandboxRef{ID: rec.SandboxID, TaskID: id}); err != nil {
+	if err := tk.c.TaskEnded(ctx, hook.SandboxRef{ID: rec.SandboxID, TaskID: id}); err != nil {
 		return nil, fmt.Errorf("end the task's secret grants: %w", err)
 	}
 	now := time.Now().UTC()
@@ -128,7 +131,7 @@ func (tk *Tasks) Finish(ctx context.Context, id string, keep bool) (*FinishResul
 // gap: with a broken audit log it stays open (its sandbox kept) until
 // the log works again; nor without the bundle it must have (no bundle
 // writer).
-func (tk *Tasks) bundler(id string) (manager.TaskBundler, error) {
+func (tk *Tasks) bundler(id string) (hook.TaskBundler, error) {
 	if err := tk.c.AuditHealthy(); err != nil {
 		return nil, fmt.Errorf("task %s cannot be finished: %w", id, err)
 	}
@@ -150,7 +153,7 @@ func (tk *Tasks) beginFinish(sandboxID, id string) (end func(), err error) {
 	if tk.finishing[id] {
 		return nil, fmt.Errorf("task %s is already being finished: %w", id, errdefs.ErrConflict)
 	}
-	if st, ok := tk.c.Live(sandboxID); ok && st.State == manager.Finishing {
+	if st, ok := tk.c.Live(sandboxID); ok && st.State == sandbox.Finishing {
 		return nil, fmt.Errorf("task %s is already being finished: %w", id, errdefs.ErrConflict)
 	}
 	endSandbox, err := tk.c.BeginFinishing(sandboxID)
@@ -209,8 +212,8 @@ func (tk *Tasks) Export(ctx context.Context, id string, w io.Writer) error {
 
 // taskBundle is what the bundle is given of an open task (gone: its
 // workspace is, see workspaceGone); the bundle redacts it.
-func taskBundle(rec *store.Task, sp *taskSpec, d *Diff, gone *WorkspaceGone) *manager.TaskBundle {
-	tb := &manager.TaskBundle{Task: rec, Patch: d.Patch, OutOfScope: d.OutOfScope,
+func taskBundle(rec *store.Task, sp *taskSpec, d *Diff, gone *WorkspaceGone) *hook.TaskBundle {
+	tb := &hook.TaskBundle{Task: rec, Patch: d.Patch, OutOfScope: d.OutOfScope,
 		Manifest: bundle.Manifest{Task: rec.ID, Sandbox: rec.SandboxID, Repo: sp.Repo, Ref: sp.Ref, Commit: sp.Commit,
 			Prompt: sp.Prompt, Scope: sp.Scope, Test: sp.Test, Created: rec.Created, WorkspaceGone: gone}}
 	for _, f := range d.Files {
@@ -269,7 +272,7 @@ func (tk *Tasks) finalState(ctx context.Context, rec *store.Task, sp *taskSpec, 
 // writeResult writes the task's result files (and its bundle, with
 // bundles unless nil) to its result directory: what is written is
 // redacted (rd, the diff as it may be shown). names are the files written.
-func (tk *Tasks) writeResult(ctx context.Context, bundles manager.TaskBundler, rec *store.Task, sp *taskSpec, d *Diff, gone *WorkspaceGone) (out string, names []string, res taskResult, rd *Diff, err error) {
+func (tk *Tasks) writeResult(ctx context.Context, bundles hook.TaskBundler, rec *store.Task, sp *taskSpec, d *Diff, gone *WorkspaceGone) (out string, names []string, res taskResult, rd *Diff, err error) {
 	out = filepath.Join(tk.dir(rec.ID), "result")
 	if err := os.MkdirAll(out, 0o700); err != nil {
 		return "", nil, res, nil, err

@@ -11,6 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -102,7 +106,7 @@ func newRig(t *testing.T, configure func(*manager.Config)) *rig {
 	r := &rig{st: st, log: log, dir: filepath.Join(root, "tasks"), be: &scoping{Backend: fakert.New(t.TempDir()), roots: map[string][][]string{}}}
 	r.tk = New(Config{Dir: r.dir})
 	cfg := manager.Config{Backend: r.be, Templates: tpls, Store: st, Audit: log, Redactor: red, Logf: t.Logf,
-		Modules: []manager.Module{r.tk, review.New(review.Config{TaskDir: r.dir})}}
+		Modules: []hook.Module{r.tk, review.New(review.Config{TaskDir: r.dir})}}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -144,7 +148,7 @@ func gitRepo(t *testing.T, files map[string]string) string {
 // run runs argv in sandbox id as an agent would (no wait for approval).
 func (r *rig) run(id string, argv ...string) (string, *runtime.ExitStatus, error) {
 	var out bytes.Buffer
-	_, st, err := r.m.Exec(context.Background(), id, manager.ExecRequest{Argv: argv, NoWait: true}, nil, &out, &out)
+	_, st, err := r.m.Exec(context.Background(), id, sandbox.ExecRequest{Argv: argv, NoWait: true}, nil, &out, &out)
 	return out.String(), st, err
 }
 

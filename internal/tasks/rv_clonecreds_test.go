@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/redact"
@@ -90,7 +92,7 @@ func TestReviewCloneURLCredentialsStayOutOfTheCheckout(t *testing.T) {
 		}
 	}
 	tk := New(Config{Dir: filepath.Join(dir, "tasks")})
-	_, err = manager.New(context.Background(), manager.Config{Modules: []manager.Module{tk}, Backend: peekBackend{peek: peek}, Templates: tpls, Store: st, Audit: log, Redactor: red})
+	_, err = manager.New(context.Background(), manager.Config{Modules: []hook.Module{tk}, Backend: peekBackend{peek: peek}, Templates: tpls, Store: st, Audit: log, Redactor: red})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -54,7 +56,7 @@ func TestReviewFailedCloneLogsNoURLCredentials(t *testing.T) {
 	var logs []string
 	pf := &policy.File{Fetch: &egress.Policy{Rules: []egress.Rule{{ID: "local-git", Action: egress.Allow, CIDRs: []string{"127.0.0.1/32"}, Ports: []int{port}}}}}
 	tk := New(Config{Dir: filepath.Join(dir, "tasks")})
-	_, err = manager.New(context.Background(), manager.Config{Modules: []manager.Module{tk}, Backend: fakeBackend{}, Templates: tpls, Store: st, Audit: log, Redactor: red,
+	_, err = manager.New(context.Background(), manager.Config{Modules: []hook.Module{tk}, Backend: fakeBackend{}, Templates: tpls, Store: st, Audit: log, Redactor: red,
 		Policy: pf, Logf: func(f string, a ...any) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/tarball"
@@ -70,7 +71,7 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := tk.c.CreateForTask(ctx, manager.CreateRequest{Template: req.Template, Backend: req.Backend, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id},
+	sb, err := tk.c.CreateForTask(ctx, sandbox.CreateRequest{Template: req.Template, Backend: req.Backend, Limits: req.Limits, TTLSeconds: req.TTLSeconds, Labels: map[string]string{"task": id},
 		Policy: &layer, TightenOnly: req.TightenOnly, Env: req.Env}, id)
 	if err != nil {
 		return nil, err

@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/bundle"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 )
@@ -61,7 +64,7 @@ type keptDiff struct {
 // task's directory. A paused sandbox is thawed first: its files are read
 // through its agent, which is frozen with it. Returns what goes into the
 // sandbox.stop event.
-func (tk *Tasks) keepDiff(ctx context.Context, ev manager.StopEvent) map[string]any {
+func (tk *Tasks) keepDiff(ctx context.Context, ev hook.StopEvent) map[string]any {
 	sb, reason := ev.Sandbox, ev.Reason
 	rec, err := tk.c.Store().GetTask(ctx, ev.TaskID)
 	if err != nil || rec.State != "open" {
@@ -74,7 +77,7 @@ func (tk *Tasks) keepDiff(ctx context.Context, ev manager.StopEvent) map[string]
 	ctx, cancel := context.WithTimeout(ctx, StopDiffTimeout)
 	defer cancel()
 	kd := &keptDiff{Reason: reason}
-	if p, ok := sb.(runtime.Pauser); ok && ev.Prev == manager.Paused {
+	if p, ok := sb.(runtime.Pauser); ok && ev.Prev == sandbox.Paused {
 		err = p.Resume(ctx)
 	}
 	if err == nil {
@@ -151,7 +154,7 @@ func (tk *Tasks) workspaceGone(ctx context.Context, rec *store.Task) (*Workspace
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		g.DiffError = "no diff was taken as the sandbox stopped"
-		if sbRec.StopReason == manager.StopLost {
+		if sbRec.StopReason == sandbox.StopLost {
 			g.DiffError = "the daemon that ran it went away"
 		}
 	case err != nil:

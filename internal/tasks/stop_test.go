@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -37,7 +39,7 @@ func TestStartRemovesAKilledDaemonsDiffCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := manager.New(context.Background(), manager.Config{Backend: fakeBackend{}, Templates: tpls, Store: st,
-		Modules: []manager.Module{New(Config{Dir: filepath.Join(dir, "tasks")})}}); err != nil {
+		Modules: []hook.Module{New(Config{Dir: filepath.Join(dir, "tasks")})}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{filepath.Join(task, "work-123"), left[1]} {

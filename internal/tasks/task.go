@@ -8,9 +8,10 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -177,7 +178,7 @@ func (tk *Tasks) Test(ctx context.Context, id string, timeout time.Duration, sta
 		return nil, fmt.Errorf("task %s has no test command: %w", id, errdefs.ErrInvalid)
 	}
 	run := &TestRun{Started: time.Now().UTC()}
-	execID, st, err := tk.c.ExecTaskTest(ctx, rec.SandboxID, id, manager.ExecRequest{Argv: []string{"/bin/sh", "-c", sp.Test}, Cwd: "/workspace", Timeout: timeout}, started, stdout, stderr)
+	execID, st, err := tk.c.ExecTaskTest(ctx, rec.SandboxID, id, sandbox.ExecRequest{Argv: []string{"/bin/sh", "-c", sp.Test}, Cwd: "/workspace", Timeout: timeout}, started, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@
 // change the host computes from the files alone and whose result (patch,
 // changed files, test runs, exec log, review bundle) it keeps.
 //
-// The module reaches the core only through its *manager.Core: the
+// The module reaches the core only through its hook.Core: the
 // task's sandbox is made by Core.CreateForTask, its write scope held by
 // Core.RestrictWrites (again after every reset), its finish by
 // Core.BeginFinishing, its tests run by Core.ExecTaskTest (the one policy
@@ -22,8 +22,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
@@ -38,7 +41,7 @@ type Config struct {
 // Tasks is the tasks module.
 type Tasks struct {
 	cfg Config
-	c   *manager.Core
+	c   hook.Core
 
 	mu sync.Mutex
 	// finishing: tasks a Finish is under way for (by task id), also of
@@ -54,7 +57,7 @@ func (tk *Tasks) Name() string { return "tasks" }
 
 // Attach takes the core's handle and removes what a killed daemon left in
 // the task directories.
-func (tk *Tasks) Attach(c *manager.Core) error {
+func (tk *Tasks) Attach(c hook.Core) error {
 	if tk.c != nil {
 		return fmt.Errorf("tasks: attached twice: %w", errdefs.ErrInvalid)
 	}
@@ -66,8 +69,8 @@ func (tk *Tasks) Attach(c *manager.Core) error {
 // OnStop keeps the diff of an open task whose sandbox stops (destroyed,
 // expired, shut down; not failed: a sandbox whose init died has no files
 // to read). It runs before the files go.
-func (tk *Tasks) OnStop(ctx context.Context, ev manager.StopEvent) map[string]any {
-	if ev.Sandbox == nil || ev.TaskID == "" || ev.Reason == manager.StopFailed {
+func (tk *Tasks) OnStop(ctx context.Context, ev hook.StopEvent) map[string]any {
+	if ev.Sandbox == nil || ev.TaskID == "" || ev.Reason == sandbox.StopFailed {
 		return nil
 	}
 	return tk.keepDiff(ctx, ev)
@@ -76,10 +79,10 @@ func (tk *Tasks) OnStop(ctx context.Context, ev manager.StopEvent) map[string]an
 func (tk *Tasks) dir(id string) string     { return filepath.Join(tk.cfg.Dir, id) }
 func (tk *Tasks) baseDir(id string) string { return filepath.Join(tk.dir(id), "base") }
 
-// Check is manager.CheckCreate for the sandbox a task asks for: the API
+// Check is sandbox.CheckCreate for the sandbox a task asks for: the API
 // refuses a bad request with it before the task starts.
 func Check(req TaskRequest, maxLifetime time.Duration) (time.Duration, error) {
-	return manager.CheckCreate(manager.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds, Env: req.Env}, maxLifetime)
+	return sandbox.CheckCreate(sandbox.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds, Env: req.Env}, maxLifetime)
 }
 
 // shownTask is a task as the API shows it: every string redacted, and a

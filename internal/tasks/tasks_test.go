@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -151,7 +155,7 @@ func TestTaskTestExceptionIsNarrow(t *testing.T) {
 	if _, _, err := r.run(task.SandboxID, "/bin/sh", "-c", "grep -q base README"); err == nil || !strings.Contains(err.Error(), "no grep") {
 		t.Fatalf("the agent's grep: %v", err)
 	}
-	var req manager.ExecRequest
+	var req sandbox.ExecRequest
 	if err := json.Unmarshal([]byte(`{"Argv":["/bin/sh","-c","grep -q base README"],"taskTest":true,"task_test":true}`), &req); err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +170,11 @@ func TestTaskTestExceptionIsNarrow(t *testing.T) {
 	if err != nil || e.Policy == nil || e.Policy.Action != policy.Allow || !slices.Contains(e.Policy.Rules, "task:test") {
 		t.Fatalf("the test's exec record: %+v %v", e, err)
 	}
-	other, err := r.m.Create(ctx, manager.CreateRequest{})
+	other, err := r.m.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	test := manager.ExecRequest{Argv: []string{"/bin/sh", "-c", "grep -q base README"}}
+	test := sandbox.ExecRequest{Argv: []string{"/bin/sh", "-c", "grep -q base README"}}
 	if _, _, err := r.tk.c.ExecTaskTest(ctx, other.ID, task.ID, test, nil, nil, nil); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("the exception in a sandbox not the task's: %v", err)
 	}
@@ -189,7 +193,7 @@ func TestTaskTestExceptionIsNarrow(t *testing.T) {
 	if _, _, err := r.tk.c.ExecTaskTest(ctx, "sb-nope", task.ID, test, nil, nil, nil); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("the exception in no sandbox: %v", err)
 	}
-	if _, err := r.tk.c.CreateForTask(ctx, manager.CreateRequest{}, ""); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := r.tk.c.CreateForTask(ctx, sandbox.CreateRequest{}, ""); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("a task's sandbox without its task: %v", err)
 	}
 }
@@ -213,7 +217,7 @@ func TestTaskFinishingHoldsItsSandbox(t *testing.T) {
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if li, ok := r.tk.c.Live(task.SandboxID); ok && li.State == manager.Finishing {
+		if li, ok := r.tk.c.Live(task.SandboxID); ok && li.State == sandbox.Finishing {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -231,7 +235,7 @@ func TestTaskFinishingHoldsItsSandbox(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if li, ok := r.tk.c.Live(task.SandboxID); !ok || li.State != manager.Running {
+	if li, ok := r.tk.c.Live(task.SandboxID); !ok || li.State != sandbox.Running {
 		t.Fatalf("the kept sandbox after the finish: %+v %v", li, ok)
 	}
 	if _, st, err := r.run(task.SandboxID, "true"); err != nil || st.Code != 0 {
@@ -275,7 +279,7 @@ func TestTaskDiffKeptWhenItsSandboxStops(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g := res.Task.WorkspaceGone; g == nil || !g.DiffKept || g.Reason != manager.StopDestroyed || res.Test != nil || len(res.Diff.Files) != 1 {
+		if g := res.Task.WorkspaceGone; g == nil || !g.DiffKept || g.Reason != sandbox.StopDestroyed || res.Test != nil || len(res.Diff.Files) != 1 {
 			t.Errorf("paused %v: finish %+v gone %+v", paused, res, g)
 		}
 		if fin := r.events(t, "task.finish"); len(fin) != 1 || !strings.Contains(string(fin[0].Payload), `"workspace_gone":"destroyed"`) {
@@ -364,7 +368,7 @@ func TestTaskWithoutAuditLogHasNoBundle(t *testing.T) {
 // its bundle. The task stays open, its sandbox running.
 func TestTaskWithoutBundlerFailsClosed(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, func(c *manager.Config) { c.Modules = []manager.Module{c.Modules[0]} })
+	r := newRig(t, func(c *manager.Config) { c.Modules = []hook.Module{c.Modules[0]} })
 	task, err := r.tk.Start(ctx, TaskRequest{Repo: gitRepo(t, map[string]string{"README": "base\n"})})
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +383,7 @@ func TestTaskWithoutBundlerFailsClosed(t *testing.T) {
 	if err != nil || got.State != "open" {
 		t.Errorf("the task after a refused finish: %+v %v", got, err)
 	}
-	if st, ok := r.tk.c.Live(task.SandboxID); !ok || st.State != manager.Running {
+	if st, ok := r.tk.c.Live(task.SandboxID); !ok || st.State != sandbox.Running {
 		t.Errorf("its sandbox: %+v %v", st, ok)
 	}
 	if left, _ := filepath.Glob(filepath.Join(r.dir, task.ID, "result", "*")); len(left) != 0 {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/approvals"
@@ -106,8 +108,8 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock serve: --max-lifetime %s: must not be negative\n", *maxLife)
 		return 2
 	}
-	if *approvalWait <= 0 || *approvalWait > manager.MaxApprovalWait {
-		fmt.Fprintf(stderr, "airlock serve: --approval-wait %s: more than 0 and at most %s\n", *approvalWait, manager.MaxApprovalWait)
+	if *approvalWait <= 0 || *approvalWait > sandbox.MaxApprovalWait {
+		fmt.Fprintf(stderr, "airlock serve: --approval-wait %s: more than 0 and at most %s\n", *approvalWait, sandbox.MaxApprovalWait)
 		return 2
 	}
 	if cfg.CheckpointEvents < 1 || cfg.CheckpointEvents > audit.MaxCheckpointEvents || cfg.CheckpointInterval <= 0 || cfg.CheckpointInterval > audit.MaxCheckpointInterval {
@@ -120,7 +122,7 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	var pol *policy.File
 	if *policyFile != "" {
 		var err error
-		if pol, err = manager.LoadPolicyFile(*policyFile); err != nil {
+		if pol, err = loadPolicyFile(*policyFile); err != nil {
 			fmt.Fprintf(stderr, "airlock serve: %v\n", err)
 			return 2
 		}
@@ -237,4 +239,17 @@ func defaultCaps() manager.Caps {
 		c.Limits.MemoryBytes, c.Limits.TmpBytes = half, half
 	}
 	return c
+}
+
+// loadPolicyFile reads a policy file for the manager's Config.Policy.
+func loadPolicyFile(path string) (*policy.File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	f, err := policy.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	return f, nil
 }

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/egress"
@@ -92,7 +94,7 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Explain:   explain.New(),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
+	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/hook"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
+
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
@@ -42,7 +46,7 @@ func TestNew(t *testing.T) {
 		t.Fatalf("a module is missing: %+v", s)
 	}
 	ctx := context.Background()
-	sb, err := s.Manager.Create(ctx, manager.CreateRequest{})
+	sb, err := s.Manager.Create(ctx, sandbox.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +65,7 @@ func TestNew(t *testing.T) {
 // caller is an error, not an addition in some order.
 func TestNewRefusesModules(t *testing.T) {
 	cfg := config(t)
-	cfg.Modules = []manager.Module{apikeys.New()}
+	cfg.Modules = []hook.Module{apikeys.New()}
 	if _, err := New(context.Background(), cfg); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("err = %v, want invalid", err)
 	}

@@ -1,4 +1,4 @@
-package manager
+package sandbox
 
 import (
 	"errors"
@@ -44,7 +44,7 @@ func TestCheckExecNamesTheNUL(t *testing.T) {
 		"cwd":     {Argv: []string{"true"}, Cwd: "/work\x00space"},
 		"env[0]":  {Argv: []string{"true"}, Env: []string{"A=\x00"}},
 	} {
-		if err := checkExec(req); err == nil || !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), field) {
+		if err := CheckExec(req); err == nil || !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: %v", field, err)
 		}
 	}
