@@ -75,6 +75,12 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tk.cfg.Caches != nil {
+		if err := tk.cfg.Caches.Seed(ctx, sb.ID, id, redactURL(req.Repo)); err != nil {
+			_ = tk.c.Destroy(context.Background(), sb.ID)
+			return nil, fmt.Errorf("seed the dependency caches (airlock cache clear starts them over): %w", err)
+		}
+	}
 	if err := tk.checkout(ctx, sb.ID, base, scope); err != nil {
 		_ = tk.c.Destroy(context.Background(), sb.ID)
 		return nil, err
