@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,7 @@ type depcacheProject struct {
 	install      []string
 	cacheDir     string // in the sandbox
 	need         string // a program the test needs on the host
+	backend      string // "": the daemon's (native)
 }
 
 // goDepsProject is a real Go module with real dependencies: airlock's
@@ -53,6 +55,7 @@ var npmMochaProject = map[string]string{
 var depcacheProjects = []depcacheProject{
 	{name: "go", preset: "go", filesOf: goDepsProject, install: []string{"go", "mod", "download"}, cacheDir: "/home/sandbox/go/pkg/mod/cache/download", need: "/usr/local/go/bin/go"},
 	{name: "npm", preset: "npm", files: npmMochaProject, lock: "package-lock.json", install: []string{"npm", "ci", "--no-audit", "--no-fund", "--no-update-notifier"}, cacheDir: "/home/sandbox/.npm/_cacache", need: "npm"},
+	{name: "go", preset: "go", files: warmProject, install: []string{"go", "mod", "download"}, cacheDir: "/home/sandbox/go/pkg/mod/cache/download", need: "/usr/local/go/bin/go", backend: "gvisor"},
 }
 
 // TestDepCache: with serve --dep-cache, a first task of a project
@@ -66,9 +69,15 @@ var depcacheProjects = []depcacheProject{
 // another project gets nothing of it.
 func TestDepCache(t *testing.T) {
 	for _, p := range depcacheProjects {
-		t.Run(p.name, func(t *testing.T) {
+		t.Run(p.name+"/"+cmp.Or(p.backend, "native"), func(t *testing.T) {
 			if _, err := exec.LookPath(p.need); err != nil {
 				t.Skipf("no %s", p.need)
+			}
+			if _, err := exec.LookPath("runsc"); p.backend == "gvisor" && err != nil {
+				if os.Getenv("CI") != "" || os.Getenv("AIRLOCK_REQUIRE_GVISOR") != "" {
+					t.Fatal("no runsc")
+				}
+				t.Skip("no runsc")
 			}
 			runDepCache(t, p)
 		})
@@ -85,7 +94,11 @@ func runDepCache(t *testing.T, p depcacheProject) {
 		t.Fatal(err)
 	}
 	start := func(repo string) string {
-		out, errOut, code := e.run("", "task", "start", sock, "--repo", repo, "--egress", layer)
+		args := []string{"task", "start", sock, "--repo", repo, "--egress", layer}
+		if p.backend != "" {
+			args = append(args, "--backend", p.backend)
+		}
+		out, errOut, code := e.run("", args...)
 		if code != 0 {
 			t.Fatalf("task start: %d %q", code, errOut)
 		}
