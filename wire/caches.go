@@ -9,13 +9,15 @@ type CacheEntry struct {
 	Project string `json:"project"`
 	// Ecosystem is "go" or "npm".
 	Ecosystem string `json:"ecosystem"`
-	// Files and Bytes are what the cache holds.
-	Files int   `json:"files"`
+	// Files is how many files the cache holds.
+	Files int `json:"files"`
+	// Bytes is their total size.
 	Bytes int64 `json:"bytes"`
 }
 
 // CacheList is the answer of GET /v1/caches.
 type CacheList struct {
+	// Caches are every project's caches, by project then ecosystem.
 	Caches []CacheEntry `json:"caches"`
 }
 
