@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
-	"github.com/airlock-dev/airlock/internal/depcache"
 	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/internal/depcache"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/explain"
