@@ -129,7 +129,8 @@ func runDepCache(t *testing.T, p depcacheProject) {
 	finish(first)
 	store := filepath.Join(e.data, "depcache")
 	before := treeHashes(t, store)
-	if n := cacheFiles(t, e, sock, p.name); n == 0 {
+	stored := cacheFiles(t, e, sock, p.name)
+	if stored == 0 {
 		t.Fatalf("after the first task the %s cache is empty (store %v)", p.name, mapKeys(before))
 	}
 
@@ -157,6 +158,7 @@ func runDepCache(t *testing.T, p depcacheProject) {
 	if after := treeHashes(t, store); !sameFiles(before, after, p) {
 		t.Errorf("the first project's store changed after the attacks")
 	}
+	t.Logf("%s: the store holds %d files after the first task", p.name, stored)
 	t.Logf("%s: %v with the project's cache: %s (egress requests %v; task start %s, the seed in it); without: %s (egress requests %v; task start %s)", p.name, p.install,
 		medianOf(cached), cachedReqs, medianOf(cachedStart), medianOf(cold), coldReqs, medianOf(coldStart))
 	for i := range cachedReqs {
