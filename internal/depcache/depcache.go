@@ -194,6 +194,9 @@ func (d *Caches) Clear(ctx context.Context, project, eco string) ([]Entry, error
 	if err := d.enabled(); err != nil {
 		return nil, err
 	}
+	if project != "" {
+		project = Project(project) // as tasks name it: a URL without credentials, a clean path
+	}
 	if eco != "" && !knownEcosystem(eco) {
 		return nil, fmt.Errorf("ecosystem %q: not one of go, npm: %w", eco, errdefs.ErrInvalid)
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/airlock-dev/airlock/internal/cli"
@@ -45,7 +48,11 @@ func CmdCache(args []string, stdout, stderr io.Writer) int {
 		project := c.FS.String("project", "", "the project whose caches go, as 'airlock cache ls' names it")
 		eco := c.FS.String("ecosystem", "", "go or npm")
 		list = func(cl *sdk.Client) ([]sdk.CacheEntry, error) {
-			return cl.ClearCaches(context.Background(), *project, *eco)
+			p := *project
+			if st, err := os.Stat(p); err == nil && st.IsDir() && !strings.Contains(p, "://") {
+				p, _ = filepath.Abs(p) // a local repository, as its tasks name it
+			}
+			return cl.ClearCaches(context.Background(), p, *eco)
 		}
 	default:
 		fmt.Fprintf(stderr, "airlock cache: unknown command %q; run 'airlock cache --help'\n", verb)
