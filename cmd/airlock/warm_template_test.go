@@ -171,6 +171,11 @@ func TestWarmTemplateNPM(t *testing.T) {
 	if n := networkRequests(t, e, sock, warm); n == 0 {
 		t.Error("the warming task's record holds no network request: where did npm ci get is-number?")
 	}
+	// What the warming task leaves in /workspace (its node_modules, a
+	// file of its own) is not the next task's checkout.
+	if _, errOut, code := e.run("", "task", "exec", sock, warm, "--", "/bin/sh", "-c", "echo warm > /workspace/warm-only.txt"); code != 0 {
+		t.Fatalf("write warm-only.txt: %d %q", code, errOut)
+	}
 	snapshotTask(t, e, sock, warm, "npm-warm")
 	if _, errOut, code := e.run("", "task", "finish", sock, warm); code != 0 {
 		t.Fatalf("finish the warming task: %d %q", code, errOut)
@@ -181,6 +186,12 @@ func TestWarmTemplateNPM(t *testing.T) {
 		t.Fatalf("task start from the template: %d %q", code, errOut)
 	}
 	id := strings.TrimSpace(out)
+	if out, errOut, code := e.run("", "task", "exec", sock, id, "--", "/bin/sh", "-c", "ls -A /workspace"); code != 0 || strings.Contains(out, "warm-only.txt") || strings.Contains(out, "node_modules") {
+		t.Errorf("the task from the template finds the warming task's files in /workspace: %d %q %q", code, out, errOut)
+	}
+	if diff, _, _ := e.run("", "task", "diff", sock, "--stat", id); strings.Contains(diff, "warm-only") {
+		t.Errorf("the warming task's file is in the new task's diff: %q", diff)
+	}
 	t0 := time.Now()
 	if out, errOut, code := e.run("", "task", "test", sock, id); code != 0 {
 		t.Fatalf("task test: %d\n%s\n%s", code, out, errOut)

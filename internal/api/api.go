@@ -59,6 +59,7 @@ type Server struct {
 	net    Network
 	audit  AuditLog
 	review Review
+	caches Caches
 	health Health
 	mux    *http.ServeMux
 }
@@ -91,6 +92,8 @@ type Modules struct {
 	Approvals Approvals
 	// Review nil: nothing is purged (noReview).
 	Review Review
+	// Caches nil: no dependency caches are kept (noCaches).
+	Caches Caches
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -185,7 +188,10 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
+	if mods.Caches == nil {
+		mods.Caches = noCaches{}
+	}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -212,6 +218,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.auditRoutes()
 	s.secretRoutes()
 	s.egressRoutes()
+	s.cacheRoutes()
 	// MCP over streamable HTTP: its tools call this same API in process,
 	// with the caller's context, so nothing is different for them.
 	s.mux.Handle("/mcp", mcp.HTTP(h.Version, func(r *http.Request) *sdk.Client {

@@ -160,6 +160,9 @@ func modulesOf(stk *stack.Stack, log *audit.Log) Modules {
 	if log != nil {
 		mods.Audit = log
 	}
+	if stk.Caches != nil {
+		mods.Caches = stk.Caches
+	}
 	return mods
 }
 

@@ -55,6 +55,10 @@ func (s *Server) TCP() http.Handler {
 			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "the egress kill switch is the operator's: use the daemon's unix socket"})
 			return
 		}
+		if cachesOnly(r) {
+			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "the dependency caches are the operator's: use the daemon's unix socket"})
+			return
+		}
 		if secretsOnly(r) {
 			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "secrets are managed and granted on the daemon's unix socket only"})
 			return

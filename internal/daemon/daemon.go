@@ -82,6 +82,10 @@ type Config struct {
 	ApprovalWait time.Duration
 	// NoEgress runs no egress proxy: sandboxes get no network at all.
 	NoEgress bool
+	// DepCache keeps per-project dependency caches in DataDir/depcache
+	// (internal/depcache); false: none, tasks start with their
+	// template's caches.
+	DepCache bool
 	// MaxProxyConns caps each sandbox's open proxy connections (0:
 	// runtime.DefaultMaxProxyConns).
 	MaxProxyConns int
@@ -202,7 +206,8 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Templates: tpls, Store: st, MaxLifetime: cfg.MaxLifetime, Caps: cfg.Caps,
 		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf},
 		TaskDir: filepath.Join(cfg.DataDir, "tasks"), SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
-		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait})
+		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait,
+		DepCacheDir: depCacheDir(cfg)})
 	if err != nil {
 		return nil, err
 	}
@@ -213,10 +218,27 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	return d, nil
 }
 
+// depCacheDir is where the dependency caches are kept ("": none).
+func depCacheDir(cfg Config) string {
+	if !cfg.DepCache {
+		return ""
+	}
+	return filepath.Join(cfg.DataDir, "depcache")
+}
+
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
 func apiModules(s *stack.Stack, alog *audit.Log) api.Modules {
-	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review}
+	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s)}
+}
+
+// caches is the stack's dependency caches as the API takes them (nil:
+// none, never a nil *depcache.Caches in the interface).
+func caches(s *stack.Stack) api.Caches {
+	if s.Caches == nil {
+		return nil
+	}
+	return s.Caches
 }
 
 // lock takes the state dir's daemon lock: one daemon per state dir.

@@ -40,8 +40,9 @@ func (h Hashes) add(name, version string, hashes ...string) {
 
 // Integrity reads the content hashes of the lockfile named name (only
 // its base name matters), a parallel to Parse: the same packages, keyed
-// by name and version. requirements*.txt gives none (ok false): its
-// --hash options are rare and span continued lines.
+// by name and version. requirements*.txt gives the --hash options of
+// its pinned lines (pip's hash-checking mode); a file with none gives
+// ok false (pip checks nothing then either).
 func Integrity(name string, data []byte) (h Hashes, ok bool, err error) {
 	h = Hashes{}
 	switch Manager(name) {
@@ -58,7 +59,9 @@ func Integrity(name string, data []byte) (h Hashes, ok bool, err error) {
 	case "pipenv":
 		err = pipfileIntegrity(data, h)
 	case "pip":
-		return nil, false, nil
+		if !requirementsIntegrity(data, h) {
+			return nil, false, nil
+		}
 	default:
 		return nil, false, fmt.Errorf("lockfile %s: not a lockfile this reads", name)
 	}
@@ -213,6 +216,27 @@ func pnpmKey(line string) (name, version string) {
 }
 
 // go.sum: the module's own h1: hash (not its go.mod's).
+var requirementHashRE = regexp.MustCompile(`--hash[= ]\s*([A-Za-z0-9]+:[0-9a-fA-F]+)`)
+
+// requirementsIntegrity adds each pinned line's --hash values (as
+// "sha256:HEX", the form Pipfile.lock's and poetry.lock's take); false
+// when the file has no --hash at all.
+func requirementsIntegrity(data []byte, h Hashes) bool {
+	any := false
+	for _, line := range requirementLines(data) {
+		ms := requirementHashRE.FindAllStringSubmatch(line, -1)
+		name, version, ok := requirementPin(line)
+		if !ok || len(ms) == 0 {
+			continue
+		}
+		for _, m := range ms {
+			h.add(name, version, m[1])
+		}
+		any = true
+	}
+	return any
+}
+
 func goSumIntegrity(data []byte, h Hashes) error {
 	for n, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)

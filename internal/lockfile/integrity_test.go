@@ -100,8 +100,17 @@ func or(s, d string) string {
 }
 
 func TestIntegrityEdges(t *testing.T) {
-	if h, ok, err := Integrity("requirements.txt", []byte("a==1 --hash=sha256:x\n")); h != nil || ok || err != nil {
+	// requirements: no --hash, nothing (ok false); --hash on the line,
+	// continued, after markers, several; comments and "#" in a URL.
+	if h, ok, err := Integrity("requirements.txt", []byte("a==1\nb>=2\n")); h != nil || ok || err != nil {
+		t.Errorf("requirements without hashes: %v %v %v", h, ok, err)
+	}
+	req := "A[x]==1.0 --hash=sha256:aa\nb==2 ; python_version < \"3.9\" \\\n  --hash=sha256:bb \\\n  --hash sha256:cc # why\n# c==3 --hash=sha256:dd\nd>=4 --hash=sha256:ee\n"
+	if h, ok, err := Integrity("requirements-dev.txt", []byte(req)); !ok || err != nil || fmt.Sprint(map[string]string(h)) != "map[a@1.0:sha256:aa b@2:sha256:bb sha256:cc]" {
 		t.Errorf("requirements: %v %v %v", h, ok, err)
+	}
+	if p, err := Parse("requirements.txt", []byte(req)); err != nil || fmt.Sprint(map[string][]string(p)) != "map[a:[1.0] b:[2]]" {
+		t.Errorf("requirements' versions: %v %v", p, err)
 	}
 	for _, c := range [][2]string{{"package-lock.json", "{"}, {"go.sum", "a b\n"}, {"Pipfile.lock", "["}, {"README.md", ""}, {"Cargo.lock", "[[ not"}} {
 		if _, _, err := Integrity(c[0], []byte(c[1])); err == nil {

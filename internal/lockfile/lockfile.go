@@ -286,20 +286,64 @@ func parsePipfileLock(data []byte, p Packages) error {
 	return nil
 }
 
-// requirements: pinned lines "name==version" (others name no version).
+// requirements: pinned lines "name==version" (others name no version),
+// a line continued with a backslash read as one (pip-compile's
+// --generate-hashes writes each --hash on a line of its own).
 func parseRequirements(data []byte, p Packages) {
+	for _, line := range requirementLines(data) {
+		if name, version, ok := requirementPin(line); ok {
+			p.add(name, version)
+		}
+	}
+}
+
+// requirementLines are the logical lines of a requirements file:
+// continuations joined, comments ("#" at the start or after a space)
+// cut.
+func requirementLines(data []byte) []string {
+	var out []string
+	var cur strings.Builder
 	for _, line := range strings.Split(string(data), "\n") {
-		line, _, _ = strings.Cut(line, "#")
-		line, _, _ = strings.Cut(line, ";")
-		name, version, ok := strings.Cut(strings.TrimSpace(line), "==")
-		if !ok {
+		line = strings.TrimRight(line, "\r")
+		if i := strings.Index(line, " #"); i >= 0 {
+			line = line[:i]
+		}
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			line = ""
+		}
+		if t := strings.TrimRight(line, " \t"); strings.HasSuffix(t, "\\") {
+			cur.WriteString(strings.TrimSuffix(t, "\\") + " ")
 			continue
 		}
-		if i := strings.Index(name, "["); i > 0 {
-			name = name[:i]
-		}
-		p.add(strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(version))
+		cur.WriteString(line)
+		out = append(out, cur.String())
+		cur.Reset()
 	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// requirementPin is a logical line's "name==version" (name lower case,
+// extras dropped), before its markers (";") and options ("--hash=...").
+func requirementPin(line string) (name, version string, ok bool) {
+	line, _, _ = strings.Cut(line, ";")
+	if i := strings.Index(line, " --"); i >= 0 {
+		line = line[:i]
+	}
+	name, version, ok = strings.Cut(strings.TrimSpace(line), "==")
+	if !ok {
+		return "", "", false
+	}
+	if i := strings.Index(name, "["); i > 0 {
+		name = name[:i]
+	}
+	version = strings.TrimSpace(version)
+	if f := strings.Fields(version); len(f) > 0 {
+		version = f[0]
+	}
+	return strings.ToLower(strings.TrimSpace(name)), version, version != ""
 }
 
 // Change is one package's difference between two lockfiles.

@@ -94,6 +94,9 @@ func (tk *Tasks) Finish(ctx context.Context, id string, keep bool) (*FinishResul
 	if err != nil {
 		return nil, err
 	}
+	if tk.cfg.Caches != nil && gone == nil {
+		tk.collectCaches(ctx, rec, sp)
+	}
 	// The task's secret grants end with it (a kept sandbox outlives
 	// them): first, so that a failure leaves the task open to finish again.
 	if err := tk.c.TaskEnded(ctx, hook.SandboxRef{ID: rec.SandboxID, TaskID: id}); err != nil {
@@ -325,4 +328,20 @@ func (tk *Tasks) writeResult(ctx context.Context, bundles hook.TaskBundler, rec 
 		names = append(names, bp)
 	}
 	return out, names, res, rd, nil
+}
+
+// collectCaches offers the task's dependency caches to its project's
+// store; a failure there leaves the finish as it is (logged: the cache
+// only misses what it did not get).
+func (tk *Tasks) collectCaches(ctx context.Context, rec *store.Task, sp *taskSpec) {
+	lock := func(name string) ([]byte, error) {
+		out, err := git(ctx, tk.baseDir(rec.ID), nil, "cat-file", "blob", sp.Commit+":"+name)
+		if err != nil {
+			return nil, os.ErrNotExist
+		}
+		return out, nil
+	}
+	if err := tk.cfg.Caches.Collect(ctx, rec.SandboxID, rec.ID, sp.Repo, lock); err != nil {
+		tk.c.Logf("task %s: dependency caches not collected: %v", rec.ID, err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/tarball"
 )
@@ -75,6 +77,12 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 		Policy: &layer, TightenOnly: req.TightenOnly, Env: req.Env}, id)
 	if err != nil {
 		return nil, err
+	}
+	if tk.cfg.Caches != nil {
+		if err := tk.cfg.Caches.Seed(ctx, sb.ID, id, redactURL(req.Repo)); err != nil {
+			_ = tk.c.Destroy(context.Background(), sb.ID)
+			return nil, fmt.Errorf("seed the dependency caches (airlock cache clear starts them over): %w", err)
+		}
 	}
 	if err := tk.checkout(ctx, sb.ID, base, scope); err != nil {
 		_ = tk.c.Destroy(context.Background(), sb.ID)
@@ -175,9 +183,13 @@ func (tk *Tasks) clone(ctx context.Context, id string, req *TaskRequest, src str
 }
 
 // checkout puts the base clone (with its .git) in the sandbox's
-// /workspace, then confines its writes to scope (none: anywhere).
+// /workspace, emptied first, then confines its writes to scope (none:
+// anywhere).
 func (tk *Tasks) checkout(ctx context.Context, id, base string, scope []string) error {
 	f, err := tk.c.Files(ctx, id)
+	if err == nil {
+		err = emptyWorkspace(ctx, f)
+	}
 	if err == nil {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(tarball.WriteDir(pw, base)) }()
@@ -193,6 +205,23 @@ func (tk *Tasks) checkout(ctx context.Context, id, base string, scope []string) 
 		// (The core applies it again after every reset.)
 		if err := tk.c.RestrictWrites(ctx, id, scope); err != nil {
 			return fmt.Errorf("write scope: %w", err)
+		}
+	}
+	return nil
+}
+
+// emptyWorkspace removes what a snapshot template's /workspace holds (a
+// warming task's checkout and what it installed there): the task's
+// checkout is the base commit's files alone, else the template's files
+// would show in its diff as the task's (the caches in home stay).
+func emptyWorkspace(ctx context.Context, f runtime.Files) error {
+	l, err := f.List(ctx, "/workspace")
+	if err != nil {
+		return fmt.Errorf("empty /workspace: %w", err)
+	}
+	for _, fi := range l {
+		if err := f.Remove(ctx, path.Join("/workspace", fi.Name), true); err != nil {
+			return fmt.Errorf("empty /workspace: %w", err)
 		}
 	}
 	return nil

@@ -36,6 +36,21 @@ type Config struct {
 	// directory per task id); "": tasks are not configured (Start fails
 	// with ErrUnsupported).
 	Dir string
+	// Caches are the per-project dependency caches (internal/depcache);
+	// nil: none, every task starts with its template's caches.
+	Caches Caches
+}
+
+// Caches is what the tasks module asks of the dependency caches. repo
+// is the repository as the task's record names it (a local path made
+// absolute; a URL without its credentials).
+type Caches interface {
+	// Seed puts repo's caches into the sandbox, before its checkout.
+	Seed(ctx context.Context, sandboxID, taskID, repo string) error
+	// Collect adds what the sandbox's caches hold that the base commit's
+	// lockfiles pin (lockfile reads one at that commit, by its path in
+	// the repository), as the task is finished.
+	Collect(ctx context.Context, sandboxID, taskID, repo string, lockfile func(name string) ([]byte, error)) error
 }
 
 // Tasks is the tasks module.

@@ -1,5 +1,5 @@
 // Package admin is the CLI's operator verbs of the daemon's settings:
-// 'airlock apikey', 'airlock secret' and 'airlock egress'.
+// 'airlock apikey', 'airlock secret', 'airlock egress' and 'airlock cache'.
 package admin
 
 import (

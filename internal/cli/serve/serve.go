@@ -94,6 +94,7 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	reserve := int64(audit.DefaultReserve)
 	fs.Var(cli.SizeFlag{V: &reserve}, "audit-reserve", "disk space (`SIZE`) kept next to the database for what must be recorded on a full disk: destroys and the daemon's stop (0: none)")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
+	depCache := fs.Bool("dep-cache", false, "keep per-project dependency caches in DATA-DIR/depcache: a task gets its project's Go modules and npm tarballs that earlier tasks downloaded through the egress proxy and that the base commit's go.sum or package-lock.json pins (airlock cache ls|clear)")
 	if code, done := cli.ParseFlags(fs, serveUsage, args, stdout); done {
 		return code
 	}
@@ -188,6 +189,7 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	slog.New(slog.NewTextHandler(stderr, nil)).Info(msg)
 	cfg.Socket, cfg.Listen, cfg.E2BListen, cfg.StateDir, cfg.DataDir, cfg.DB = *socket, *listen, *e2bListen, *stateDir, *dataDir, *db
 	cfg.MaxLifetime, cfg.Caps, cfg.Policy, cfg.ApprovalWait, cfg.NoEgress = *maxLife, caps, pol, *approvalWait, *noEgress
+	cfg.DepCache = *depCache
 	cfg.MaxProxyConns, cfg.NAT64Prefixes, cfg.TemplateBackends, cfg.AcceptAuditGap = *maxProxyConns, nat64, byTemplate, *acceptGap
 	cfg.EgressLimits, cfg.AuditReserve = lim, reserve
 	cfg.Runsc, cfg.GVisorPlatform = cli.EnvOr("AIRLOCK_RUNSC", "runsc"), os.Getenv("AIRLOCK_GVISOR_PLATFORM")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/internal/depcache"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/explain"
@@ -55,6 +56,9 @@ type Config struct {
 	// ApprovalWait is how long a held command waits by default (0:
 	// approvals.DefaultWait).
 	ApprovalWait time.Duration
+	// DepCacheDir holds the per-project dependency caches ("": none; the
+	// module is not attached and Stack.Caches is nil).
+	DepCacheDir string
 }
 
 // Stack is the manager and its feature modules.
@@ -70,6 +74,7 @@ type Stack struct {
 	Files     *filesapi.API
 	Records   *records.Records
 	Explain   *explain.Explain
+	Caches    *depcache.Caches // nil: no dependency caches
 }
 
 // New makes the modules and the manager with them attached, in the order
@@ -81,8 +86,18 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Modules) != 0 {
 		return nil, fmt.Errorf("stack: the modules are the stack's own, not the caller's: %w", errdefs.ErrInvalid)
 	}
+	tcfg := tasks.Config{Dir: cfg.TaskDir}
+	var caches *depcache.Caches
+	if cfg.DepCacheDir != "" {
+		var presets map[string][]string
+		if cfg.Egress != nil {
+			presets = cfg.Egress.Presets
+		}
+		caches = depcache.New(depcache.Config{Dir: cfg.DepCacheDir, Presets: presets})
+		tcfg.Caches = caches
+	}
 	s := &Stack{
-		Tasks:     tasks.New(tasks.Config{Dir: cfg.TaskDir}),
+		Tasks:     tasks.New(tcfg),
 		Network:   sandboxnet.New(sandboxnet.Config{Egress: cfg.Egress, MaxProxyConns: cfg.MaxProxyConns, TrustDir: cfg.TrustDir}),
 		Keys:      apikeys.New(),
 		Snapshots: snapshots.New(cfg.SnapshotDir, cfg.Templates),
@@ -92,9 +107,13 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Files:     filesapi.New(),
 		Records:   records.New(),
 		Explain:   explain.New(),
+		Caches:    caches,
 	}
 	mcfg := cfg.Config
 	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
+	if caches != nil {
+		mcfg.Modules = append(mcfg.Modules, caches) // no hooks: the tasks module calls it
+	}
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err
