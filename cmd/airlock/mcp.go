@@ -12,7 +12,7 @@ import (
 
 func cmdMCP(args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCmd("mcp", "airlock mcp [--socket PATH]",
-		"Serves airlock's tools to an MCP client over stdio (newline-delimited JSON-RPC):\ncreate_sandbox, start_task, exec, read_file, write_file, list_files, diff,\nrun_tests, export_bundle, destroy. Every call goes through the daemon, its\npolicy, approvals and audit log. The daemon also serves MCP over streamable\nHTTP at /mcp.\n", stdout, stderr)
+		"Serves airlock's tools to an MCP client over stdio (newline-delimited JSON-RPC):\nsandboxes, tasks, commands, approvals, files, search, diff, tests and the\nreview bundle (docs/mcp.md). Every call goes through the daemon, its policy,\napprovals and audit log. The daemon also serves MCP over streamable HTTP at\n/mcp.\n", stdout, stderr)
 	c.Group = "mcp"
 	pos, code, done := c.Parse(args)
 	if done {

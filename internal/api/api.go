@@ -6,7 +6,9 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -213,14 +215,26 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.egressRoutes()
 	// MCP over streamable HTTP: its tools call this same API in process,
 	// with the caller's context, so nothing is different for them.
-	s.mux.Handle("/mcp", mcp.HTTP(h.Version, func(r *http.Request) *sdk.Client {
-		c, _ := sdk.New(sdk.WithBaseURL("http://airlock"), sdk.WithHTTPClient(&http.Client{Transport: mcp.InProcess{Handler: s}}))
-		return c
-	}))
+	s.mux.Handle("/mcp", mcp.HTTP(h.Version, s.mcpCaller))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
 	})
 	return s
+}
+
+// mcpCaller names an MCP request's sender: the operator on the socket
+// (as the CLI names the person), or the API key over TCP (a digest of
+// it: the key itself is never kept), and gives a client acting as them.
+func (s *Server) mcpCaller(r *http.Request) (string, func() *sdk.Client) {
+	id := "socket:" + r.Header.Get("X-Airlock-Actor")
+	if isRemote(r) {
+		sum := sha256.Sum256([]byte(r.Header.Get("Authorization") + "\x00" + r.Header.Get("X-API-KEY")))
+		id = "tcp:" + hex.EncodeToString(sum[:])
+	}
+	return id, func() *sdk.Client {
+		c, _ := sdk.New(sdk.WithBaseURL("http://airlock"), sdk.WithHTTPClient(&http.Client{Transport: mcp.InProcess{Handler: s, Values: r.Context()}}))
+		return c
+	}
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

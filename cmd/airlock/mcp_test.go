@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpEnv is a real daemon (default policy, a TCP listener with an API
+// key) and the Go SDK's client connected to `airlock mcp` over stdio.
+type mcpEnv struct {
+	e    *env
+	d    *daemonProc
+	addr string
+	key  string
+	cs   *mcpsdk.ClientSession
+}
+
+func newMCPEnv(t *testing.T) *mcpEnv {
+	t.Helper()
+	e := newEnv(t)
+	pf := filepath.Join(filepath.Dir(e.state), "default.yaml")
+	out, _, _ := e.run("", "policy", "default")
+	if err := os.WriteFile(pf, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	d := e.startDaemon(t, "--policy", pf, "--listen", addr)
+	key, _, code := e.run("", "apikey", "create", "--socket", d.sock, "--name", "mcp")
+	if code != 0 {
+		t.Fatal("apikey create")
+	}
+	m := &mcpEnv{e: e, d: d, addr: addr, key: strings.TrimSpace(key)}
+	m.cs = m.stdio(t, nil)
+	return m
+}
+
+// stdio connects a Go SDK client to `airlock mcp`; opts may be nil.
+func (m *mcpEnv) stdio(t *testing.T, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+	t.Helper()
+	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "airlock-go-test", Version: "1.0"}, opts)
+	cs, err := c.Connect(context.Background(), &mcpsdk.CommandTransport{Command: m.e.cmd("mcp", "--socket", m.d.sock)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func callTool(t *testing.T, cs *mcpsdk.ClientSession, name string, args any) (*mcpsdk.CallToolResult, string) {
+	t.Helper()
+	r, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r, resultText(r)
+}
+
+func resultText(r *mcpsdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcpsdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func structured(t *testing.T, r *mcpsdk.CallToolResult) map[string]any {
+	t.Helper()
+	b, _ := json.Marshal(r.StructuredContent)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func (m *mcpEnv) sandbox(t *testing.T, cs *mcpsdk.ClientSession) string {
+	t.Helper()
+	r, text := callTool(t, cs, "create_sandbox", map[string]any{})
+	if r.IsError {
+		t.Fatal(text)
+	}
+	id, _ := structured(t, r)["sandbox_id"].(string)
+	if id == "" {
+		t.Fatalf("no sandbox id: %s", text)
+	}
+	return id
+}
+
+// A long test run's verdict survives truncation: exec shows the head and
+// the tail, cut at lines, says what it left out, carries the output once
+// (text, not again in structured content), and the stored whole is
+// readable page by page over MCP.
+func TestMCPOutputHeadTailAndPaging(t *testing.T) {
+	m := newMCPEnv(t)
+	sb := m.sandbox(t, m.cs)
+	r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb,
+		"command": "i=0; while [ $i -lt 20000 ]; do echo \"line $i of the test log\"; i=$((i+1)); done; echo 'VERDICT: 3 failed'"})
+	if r.IsError {
+		t.Fatal(text)
+	}
+	if !strings.Contains(text, "line 0 of the test log\n") || !strings.HasSuffix(text, "VERDICT: 3 failed\n") {
+		t.Fatalf("head or tail lost: %.300q ... %.300q", text, text[max(0, len(text)-300):])
+	}
+	mark := regexp.MustCompile(`\n\[\.\.\. (\d+) bytes \((\d+) lines\) left out at offset (\d+); read them with exec_output \.\.\.\]\n`)
+	sm := mark.FindStringSubmatch(text)
+	if sm == nil {
+		t.Fatalf("no marker of what was left out: %.500q", text)
+	}
+	before, after, _ := strings.Cut(text, sm[0])
+	if !strings.HasSuffix(before, " of the test log") || !strings.HasPrefix(after, "line ") {
+		t.Errorf("a cut falls mid-line: %q | %q", before[max(0, len(before)-40):], after[:40])
+	}
+	if len(text) > 20<<10 {
+		t.Errorf("exec result is %d bytes", len(text))
+	}
+	st := structured(t, r)
+	if _, has := st["stdout"]; has {
+		t.Errorf("the output is carried twice: %v", st)
+	}
+	var omitted, lines, offset int
+	fmt.Sscan(sm[1], &omitted)
+	fmt.Sscan(sm[2], &lines)
+	fmt.Sscan(sm[3], &offset)
+	total := int(st["stdout_bytes"].(float64))
+	head := strings.TrimPrefix(before, "exit code 0\nstdout:\n") + "\n" // the marker's leading newline ends the head
+	if want := total - len(head) - len(after); omitted != want || offset != len(head) {
+		t.Errorf("omitted %d, want about %d (total %d)", omitted, want, total)
+	}
+	if lines < 18000 || float64(st["omitted_bytes"].(float64)) != float64(omitted) {
+		t.Errorf("omitted lines %d, structured %v", lines, st["omitted_bytes"])
+	}
+	// The whole output, page by page from where the text left off.
+	execID := st["exec_id"].(string)
+	var got strings.Builder
+	got.WriteString(head)
+	for off, pages := offset, 0; ; pages++ {
+		r, text := callTool(t, m.cs, "exec_output", map[string]any{"sandbox_id": sb, "exec_id": execID, "offset": off, "limit": 65536})
+		if r.IsError || pages > 20 {
+			t.Fatalf("page at %d: %s", off, text)
+		}
+		ps := structured(t, r)
+		_, body, _ := strings.Cut(text, "]\n")
+		got.WriteString(body)
+		next := int(ps["next_offset"].(float64))
+		if next >= total {
+			break
+		}
+		if !strings.HasSuffix(body, "\n") {
+			t.Fatalf("a page ends mid-line at %d", next)
+		}
+		off = next
+	}
+	want := ""
+	for i := 0; i < 20000; i++ {
+		want += fmt.Sprintf("line %d of the test log\n", i)
+	}
+	want += "VERDICT: 3 failed\n"
+	if got.String() != want {
+		t.Fatalf("paged output differs: %d bytes, want %d", got.Len(), len(want))
+	}
+	// The tail alone.
+	r, text = callTool(t, m.cs, "exec_output", map[string]any{"sandbox_id": sb, "exec_id": execID, "tail": 100})
+	if r.IsError || !strings.HasSuffix(text, "line 19999 of the test log\nVERDICT: 3 failed\n") || strings.Contains(text, "]\nne ") {
+		t.Fatalf("tail: %q", text)
+	}
+}

@@ -1,0 +1,310 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-dev/airlock/sdk"
+)
+
+// Hints of a tool (MCP tool annotations): whether it only reads, whether
+// what it changes can be lost, whether calling it twice is calling it
+// once, whether it reaches beyond the daemon's own world.
+type hints struct{ readOnly, destructive, idempotent, openWorld bool }
+
+func tool(name, title, desc string, h hints) *mcpsdk.Tool {
+	a := &mcpsdk.ToolAnnotations{ReadOnlyHint: h.readOnly, IdempotentHint: h.idempotent, OpenWorldHint: &h.openWorld}
+	if !h.readOnly {
+		a.DestructiveHint = &h.destructive
+	}
+	return &mcpsdk.Tool{Name: name, Title: title, Description: desc, Annotations: a}
+}
+
+var (
+	reads   = hints{readOnly: true, idempotent: true}
+	creates = hints{}
+	writes  = hints{destructive: true, idempotent: true}
+	// exec runs what the agent says, network included where the policy
+	// lets it: destructive and open-world.
+	runs = hints{destructive: true, openWorld: true}
+)
+
+func (s *Server) addTools(srv *mcpsdk.Server) {
+	mcpsdk.AddTool(srv, tool("create_sandbox", "Create sandbox", "Create an isolated Linux sandbox (workspace /workspace).", creates), s.createSandbox)
+	mcpsdk.AddTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one with its details.", reads), s.listSandboxes)
+	mcpsdk.AddTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox: its processes and files are gone. A task's sandbox: use finish_task.", writes), s.destroy)
+	mcpsdk.AddTool(srv, tool("start_task", "Start task", "A repository at an exact commit in a new sandbox, with a write scope and a test command.", hints{openWorld: true}), s.startTask)
+	mcpsdk.AddTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one with its scope, test command and state.", reads), s.listTasks)
+	mcpsdk.AddTool(srv, tool("finish_task", "Finish task", "Run the tests, write the task's results and destroy its sandbox (keep: leave it).", writes), s.finishTask)
+	mcpsdk.AddTool(srv, tool("exec", "Run command", "Run a shell command in a sandbox; output shows head and tail. The policy may deny it or hold it for a human.", runs), s.exec)
+	mcpsdk.AddTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), s.execOutput)
+	mcpsdk.AddTool(srv, tool("exec_input", "Send input", "Write to a background command's stdin, or close it.", hints{}), s.execInput)
+	mcpsdk.AddTool(srv, tool("exec_kill", "Stop command", "Send a signal (default KILL) to a running command's processes.", writes), s.execKill)
+	mcpsdk.AddTool(srv, tool("list_execs", "List commands", "The commands run in a sandbox, newest last.", reads), s.listExecs)
+	mcpsdk.AddTool(srv, tool("get_approval", "Get approval", "An approval's state, and the decider's reason.", reads), s.getApproval)
+	mcpsdk.AddTool(srv, tool("read_file", "Read file", "Read a text file, with line numbers; line ranges for big files.", reads), s.readFile)
+	mcpsdk.AddTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), s.writeFile)
+	mcpsdk.AddTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), s.editFile)
+	mcpsdk.AddTool(srv, tool("list_files", "List directory", "List a directory of a sandbox.", reads), s.listFiles)
+	mcpsdk.AddTool(srv, tool("search", "Search files", "Find lines matching a regex (grep -E), or files by name glob, under a directory.", reads), s.search)
+	mcpsdk.AddTool(srv, tool("diff", "Task diff", "The task's patch against its base commit, paged, and the files changed.", reads), s.diff)
+	mcpsdk.AddTool(srv, tool("run_tests", "Run tests", "Run the task's test command and record the result.", hints{destructive: true, openWorld: true}), s.runTests)
+	mcpsdk.AddTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle, as a resource link.", reads), s.exportBundle)
+	s.addResources(srv)
+}
+
+type sandboxIn struct {
+	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+}
+
+type taskIn struct {
+	TaskID string `json:"task_id" jsonschema:"the task"`
+}
+
+type idOut struct {
+	SandboxID string `json:"sandbox_id,omitempty"`
+	TaskID    string `json:"task_id,omitempty"`
+}
+
+type createIn struct {
+	Template   string            `json:"template,omitempty" jsonschema:"template (default: host)"`
+	Backend    string            `json:"backend,omitempty" jsonschema:"native or gvisor (default: the daemon's)"`
+	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"destroy it after this long"`
+	Env        []string          `json:"env,omitempty" jsonschema:"base environment, K=V"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Limits     *sdk.Limits       `json:"limits,omitempty"`
+}
+
+func (s *Server) createSandbox(ctx context.Context, _ *mcpsdk.CallToolRequest, in createIn) (*mcpsdk.CallToolResult, idOut, error) {
+	ttl, err := seconds("ttl_seconds", in.TTLSeconds)
+	if err != nil {
+		return nil, idOut{}, err
+	}
+	r := sdk.CreateRequest{Template: in.Template, Backend: in.Backend, TTL: ttl, Env: in.Env, Labels: in.Labels}
+	if in.Limits != nil {
+		r.Limits = *in.Limits
+	}
+	sb, err := s.Client.CreateSandbox(ctx, r)
+	if err != nil {
+		return nil, idOut{}, err
+	}
+	return textResult("sandbox " + sb.ID + " is ready; its workspace is /workspace"), idOut{SandboxID: sb.ID}, nil
+}
+
+type listIn struct {
+	ID string `json:"id,omitempty" jsonschema:"one to show in full"`
+}
+
+func (s *Server) listSandboxes(ctx context.Context, _ *mcpsdk.CallToolRequest, in listIn) (*mcpsdk.CallToolResult, any, error) {
+	if in.ID != "" {
+		sb, err := s.Client.GetSandbox(ctx, in.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		return jsonResult(sb)
+	}
+	list, err := s.Client.ListSandboxes(ctx, sdk.StateRunning)
+	if err != nil {
+		return nil, nil, err
+	}
+	type row struct {
+		ID       string            `json:"id"`
+		Template string            `json:"template"`
+		State    string            `json:"state"`
+		Labels   map[string]string `json:"labels,omitempty"`
+	}
+	rows := []row{}
+	for _, sb := range list {
+		rows = append(rows, row{sb.ID, sb.Template, sb.State, sb.Labels})
+	}
+	return jsonResult(map[string]any{"sandboxes": rows})
+}
+
+func (s *Server) destroy(ctx context.Context, _ *mcpsdk.CallToolRequest, in sandboxIn) (*mcpsdk.CallToolResult, idOut, error) {
+	if err := need("sandbox_id", in.SandboxID); err != nil {
+		return nil, idOut{}, err
+	}
+	// A task's sandbox is its workspace: destroying it would lose the
+	// task's work unrecorded. finish_task records it first.
+	tasks, err := s.Client.ListTasks(ctx)
+	if err != nil {
+		return nil, idOut{}, err
+	}
+	for _, t := range tasks {
+		if t.SandboxID == in.SandboxID && t.Finished == nil {
+			return nil, idOut{}, fmt.Errorf("sandbox %s is task %s's workspace: use finish_task (keep: false destroys it)", in.SandboxID, t.ID)
+		}
+	}
+	if err := s.Client.DestroySandbox(ctx, in.SandboxID); err != nil {
+		return nil, idOut{}, err
+	}
+	return textResult("sandbox " + in.SandboxID + " destroyed"), idOut{SandboxID: in.SandboxID}, nil
+}
+
+type startIn struct {
+	Repo     string   `json:"repo" jsonschema:"a path on the daemon's host or a URL"`
+	Ref      string   `json:"ref,omitempty" jsonschema:"branch, tag or commit (default HEAD)"`
+	Scope    []string `json:"scope,omitempty" jsonschema:"path globs the task may change, e.g. src/**"`
+	Test     string   `json:"test,omitempty" jsonschema:"shell command that runs the tests"`
+	Prompt   string   `json:"prompt,omitempty" jsonschema:"the task, recorded for review"`
+	Template string   `json:"template,omitempty"`
+}
+
+type startOut struct {
+	TaskID    string `json:"task_id"`
+	SandboxID string `json:"sandbox_id"`
+	Commit    string `json:"commit"`
+}
+
+func (s *Server) startTask(ctx context.Context, _ *mcpsdk.CallToolRequest, in startIn) (*mcpsdk.CallToolResult, startOut, error) {
+	if err := need("repo", in.Repo); err != nil {
+		return nil, startOut{}, err
+	}
+	t, err := s.Client.StartTask(ctx, sdk.TaskRequest{Repo: in.Repo, Ref: in.Ref, Scope: in.Scope, Test: in.Test, Prompt: in.Prompt, Template: in.Template})
+	if err != nil {
+		return nil, startOut{}, err
+	}
+	return textResult(fmt.Sprintf("task %s: %s at %.12s checked out in sandbox %s (/workspace)", t.ID, t.Repo, t.Commit, t.SandboxID)),
+		startOut{t.ID, t.SandboxID, t.Commit}, nil
+}
+
+func (s *Server) listTasks(ctx context.Context, _ *mcpsdk.CallToolRequest, in listIn) (*mcpsdk.CallToolResult, any, error) {
+	if in.ID != "" {
+		t, err := s.Client.GetTask(ctx, in.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		return jsonResult(t)
+	}
+	list, err := s.Client.ListTasks(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	type row struct {
+		ID        string `json:"id"`
+		SandboxID string `json:"sandbox_id"`
+		State     string `json:"state"`
+		Repo      string `json:"repo"`
+		Test      string `json:"test,omitempty"`
+	}
+	rows := []row{}
+	for _, t := range list {
+		rows = append(rows, row{t.ID, t.SandboxID, t.State, t.Repo, t.Test})
+	}
+	return jsonResult(map[string]any{"tasks": rows})
+}
+
+type finishIn struct {
+	TaskID string `json:"task_id" jsonschema:"the task"`
+	Keep   bool   `json:"keep,omitempty" jsonschema:"leave its sandbox running"`
+}
+
+func (s *Server) finishTask(ctx context.Context, _ *mcpsdk.CallToolRequest, in finishIn) (*mcpsdk.CallToolResult, any, error) {
+	if err := need("task_id", in.TaskID); err != nil {
+		return nil, nil, err
+	}
+	r, err := s.Client.FinishTask(ctx, in.TaskID, in.Keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jsonResult(r)
+}
+
+type inputIn struct {
+	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+	ExecID    string `json:"exec_id" jsonschema:"a command started with background and stdin_open"`
+	Data      string `json:"data,omitempty" jsonschema:"text to write"`
+	Close     bool   `json:"close,omitempty" jsonschema:"then close stdin"`
+}
+
+func (s *Server) execInput(ctx context.Context, _ *mcpsdk.CallToolRequest, in inputIn) (*mcpsdk.CallToolResult, any, error) {
+	if err := errors.Join(need("sandbox_id", in.SandboxID), need("exec_id", in.ExecID)); err != nil {
+		return nil, nil, err
+	}
+	if in.Data == "" && !in.Close {
+		return nil, nil, errors.New("nothing to do: give data or close")
+	}
+	if in.Data != "" {
+		if err := s.Client.Input(ctx, in.SandboxID, in.ExecID, []byte(in.Data)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if in.Close {
+		if err := s.Client.CloseStdin(ctx, in.SandboxID, in.ExecID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return textResult(fmt.Sprintf("wrote %d bytes to exec %s (closed: %v)", len(in.Data), in.ExecID, in.Close)), nil, nil
+}
+
+type killIn struct {
+	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+	ExecID    string `json:"exec_id" jsonschema:"the command"`
+	Signal    string `json:"signal,omitempty" jsonschema:"e.g. TERM, INT (default KILL)"`
+}
+
+func (s *Server) execKill(ctx context.Context, _ *mcpsdk.CallToolRequest, in killIn) (*mcpsdk.CallToolResult, any, error) {
+	if err := errors.Join(need("sandbox_id", in.SandboxID), need("exec_id", in.ExecID)); err != nil {
+		return nil, nil, err
+	}
+	if in.Signal == "" {
+		in.Signal = "KILL"
+	}
+	if err := s.Client.Signal(ctx, in.SandboxID, in.ExecID, in.Signal); err != nil {
+		return nil, nil, err
+	}
+	return textResult("sent SIG" + in.Signal + " to exec " + in.ExecID), nil, nil
+}
+
+func (s *Server) listExecs(ctx context.Context, _ *mcpsdk.CallToolRequest, in sandboxIn) (*mcpsdk.CallToolResult, any, error) {
+	if err := need("sandbox_id", in.SandboxID); err != nil {
+		return nil, nil, err
+	}
+	list, err := s.Client.ListExecs(ctx, in.SandboxID)
+	if err != nil {
+		return nil, nil, err
+	}
+	type row struct {
+		ID       string   `json:"id"`
+		Argv     []string `json:"argv"`
+		Running  bool     `json:"running"`
+		ExitCode *int     `json:"exit_code,omitempty"`
+	}
+	rows := []row{}
+	for _, e := range list[max(0, len(list)-50):] {
+		r := row{ID: e.ID, Argv: e.Argv, Running: e.Ended.IsZero()}
+		if e.Status != nil {
+			r.ExitCode = &e.Status.Code
+		}
+		rows = append(rows, r)
+	}
+	return jsonResult(map[string]any{"execs": rows, "total": len(list)})
+}
+
+type approvalIn struct {
+	ApprovalID string `json:"approval_id" jsonschema:"the approval"`
+}
+
+func (s *Server) getApproval(ctx context.Context, _ *mcpsdk.CallToolRequest, in approvalIn) (*mcpsdk.CallToolResult, any, error) {
+	if err := need("approval_id", in.ApprovalID); err != nil {
+		return nil, nil, err
+	}
+	a, err := s.Client.GetApproval(ctx, in.ApprovalID)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]any{"approval_id": a.ID, "state": a.State, "sandbox_id": a.SandboxID, "deadline": a.Deadline}
+	if a.Reason != "" {
+		out["reason"] = a.Reason
+	}
+	if a.DecidedBy != "" {
+		out["decided_by"] = a.DecidedBy
+	}
+	if a.Prompt != nil {
+		out["command"] = a.Prompt.Command
+	}
+	return jsonResult(out)
+}
