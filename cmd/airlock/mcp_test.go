@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -176,5 +177,89 @@ func TestMCPOutputHeadTailAndPaging(t *testing.T) {
 	r, text = callTool(t, m.cs, "exec_output", map[string]any{"sandbox_id": sb, "exec_id": execID, "tail": 100})
 	if r.IsError || !strings.HasSuffix(text, "line 19999 of the test log\nVERDICT: 3 failed\n") || strings.Contains(text, "]\nne ") {
 		t.Fatalf("tail: %q", text)
+	}
+}
+
+// notifications/cancelled kills the command's whole process tree, and
+// the cancelled request gets no response (raw JSON-RPC over stdio, to see
+// every line the server writes).
+func TestMCPCancelKillsTheCommand(t *testing.T) {
+	m := newMCPEnv(t)
+	sb := m.sandbox(t, m.cs)
+	c := m.e.cmd("mcp", "--socket", m.d.sock)
+	in, _ := c.StdinPipe()
+	outPipe, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); _ = c.Wait() }()
+	lines := make(chan map[string]any, 16)
+	go func() {
+		dec := json.NewDecoder(outPipe)
+		for {
+			var msg map[string]any
+			if dec.Decode(&msg) != nil {
+				close(lines)
+				return
+			}
+			lines <- msg
+		}
+	}()
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		_, _ = in.Write(append(b, '\n'))
+	}
+	next := func() map[string]any {
+		select {
+		case msg := <-lines:
+			return msg
+		case <-time.After(20 * time.Second):
+			t.Fatal("no message from the server")
+			return nil
+		}
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw", "version": "0"}}})
+	next()
+	send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": "exec",
+		"arguments": map[string]any{"sandbox_id": sb, "command": "sleep 300 & sleep 301 & echo started; wait"}}})
+	time.Sleep(1500 * time.Millisecond) // started and running
+	send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 2, "reason": "test"}})
+	time.Sleep(1500 * time.Millisecond)
+	send(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "ping"})
+	for {
+		msg := next()
+		if id, _ := msg["id"].(float64); id == 2 {
+			t.Fatalf("the cancelled request was answered: %v", msg)
+		} else if id == 3 {
+			break
+		}
+	}
+	r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "ps -eo args | grep -c '^sleep 30[01]' || true"})
+	if r.IsError || !strings.HasPrefix(strings.TrimPrefix(text, "exit code 0\nstdout:\n"), "0\n") {
+		t.Fatalf("the cancelled command's processes live on: %q", text)
+	}
+}
+
+// A command over MCP that names no timeout gets the default one
+// (`airlock mcp --exec-timeout`, 10 minutes unless set); one that names
+// a timeout is killed at it.
+func TestMCPExecTimeout(t *testing.T) {
+	m := newMCPEnv(t)
+	sb := m.sandbox(t, m.cs)
+	r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "sleep 30", "timeout_seconds": 1})
+	if st := structured(t, r); !r.IsError || st["limit"] != "timeout" || st["exit_code"].(float64) != 124 {
+		t.Fatalf("timeout: %s %v", text, st)
+	}
+	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcpsdk.CommandTransport{Command: m.e.cmd("mcp", "--socket", m.d.sock, "--exec-timeout", "1s")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	start := time.Now()
+	r, text = callTool(t, cs, "exec", map[string]any{"sandbox_id": sb, "command": "sleep 30"})
+	if st := structured(t, r); st["limit"] != "timeout" || time.Since(start) > 10*time.Second {
+		t.Fatalf("default timeout: %s %v after %s", text, st, time.Since(start))
 	}
 }

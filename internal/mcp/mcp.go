@@ -61,17 +61,12 @@ func (s *Server) server() *mcpsdk.Server {
 // ServeStdio serves one MCP session of newline-delimited JSON-RPC over r
 // and w until r ends.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	t := &mcpsdk.IOTransport{Reader: io.NopCloser(r), Writer: nopCloser{w}, MaxLineLength: 64 << 20}
-	err := s.server().Run(ctx, t)
+	err := s.server().Run(ctx, stdioTransport{r, w})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcpsdk.ErrConnectionClosed) {
 		return nil
 	}
 	return err
 }
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
 
 func (s *Server) execTimeout() time.Duration {
 	if s.ExecTimeout > 0 {
