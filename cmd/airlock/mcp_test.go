@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-dev/airlock/sdk"
 )
 
 // mcpEnv is a real daemon (default policy, a TCP listener with an API
@@ -261,5 +264,159 @@ func TestMCPExecTimeout(t *testing.T) {
 	r, text = callTool(t, cs, "exec", map[string]any{"sandbox_id": sb, "command": "sleep 30"})
 	if st := structured(t, r); st["limit"] != "timeout" || time.Since(start) > 10*time.Second {
 		t.Fatalf("default timeout: %s %v after %s", text, st, time.Since(start))
+	}
+}
+
+// A command that outlives its call: progress notifications (with the
+// last output line) while it runs, then its exec id past the soft
+// deadline, and exec_output polls it to its end.
+func TestMCPProgressAndSoftDeadline(t *testing.T) {
+	m := newMCPEnv(t)
+	sb := m.sandbox(t, m.cs)
+	got := make(chan string, 32)
+	cs := m.stdio(t, &mcpsdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcpsdk.ProgressNotificationClientRequest) {
+		if req.Params.ProgressToken == "tok" {
+			got <- req.Params.Message
+		}
+	}})
+	params := &mcpsdk.CallToolParams{Name: "exec", Arguments: map[string]any{"sandbox_id": sb,
+		"command": "for i in 1 2 3 4 5; do echo step $i; sleep 1; done; echo done", "wait_seconds": 3}}
+	params.SetProgressToken("tok")
+	start := time.Now()
+	r, err := cs.CallTool(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := structured(t, r)
+	if st["running"] != true || st["exec_id"] == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("no hand-off at the soft deadline: %s %v", resultText(r), st)
+	}
+	var msgs []string
+	for len(got) > 0 {
+		msgs = append(msgs, <-got)
+	}
+	if len(msgs) < 2 || !strings.HasPrefix(msgs[len(msgs)-1], "step ") {
+		t.Fatalf("progress: %q", msgs)
+	}
+	r, text := callTool(t, cs, "exec_output", map[string]any{"sandbox_id": sb, "exec_id": st["exec_id"], "wait_seconds": 20})
+	ps := structured(t, r)
+	if r.IsError || ps["running"] != false || ps["exit_code"].(float64) != 0 || !strings.HasSuffix(text, "step 5\ndone\n") {
+		t.Fatalf("poll: %s %v", text, ps)
+	}
+}
+
+// The approval loop closes: a retry joins the open approval rather than
+// asking again, a denial answers with its reason (exec and get_approval),
+// exec can wait for the decision, and an approval ends with its sandbox.
+func TestMCPApprovalLoop(t *testing.T) {
+	m := newMCPEnv(t)
+	sb := m.sandbox(t, m.cs)
+	cmd := map[string]any{"sandbox_id": sb, "command": "rm -rf /workspace/old"}
+	r, text := callTool(t, m.cs, "exec", cmd)
+	st := structured(t, r)
+	ap, _ := st["approval_id"].(string)
+	if !r.IsError || st["approval_state"] != "pending" || !strings.HasPrefix(ap, "ap-") {
+		t.Fatalf("not held: %s %v", text, st)
+	}
+	r, text = callTool(t, m.cs, "exec", cmd)
+	if st := structured(t, r); st["approval_id"] != ap || !strings.Contains(text, "not asked again") {
+		t.Fatalf("a retry made a new approval: %s %v", text, st)
+	}
+	out, _, _ := m.e.run("", "approvals", "--socket", m.d.sock, "--state", "pending")
+	if n := strings.Count(out, "command:   /bin/sh -c 'rm -rf /workspace/old'"); n != 1 {
+		t.Fatalf("%d pending approvals for one command: %q", n, out)
+	}
+	if _, errOut, code := m.e.run("", "deny", "--socket", m.d.sock, "--reason", "keep old for now", ap); code != 0 {
+		t.Fatalf("deny: %s", errOut)
+	}
+	r, text = callTool(t, m.cs, "exec", cmd)
+	if st := structured(t, r); st["approval_state"] != "denied" || st["reason"] != "keep old for now" || !strings.Contains(text, "keep old for now") {
+		t.Fatalf("denial: %s %v", text, st)
+	}
+	r, text = callTool(t, m.cs, "get_approval", map[string]any{"approval_id": ap})
+	if st := structured(t, r); st["state"] != "denied" || st["reason"] != "keep old for now" {
+		t.Fatalf("get_approval: %s", text)
+	}
+	// exec waits for the decision, with progress.
+	go func() {
+		time.Sleep(2 * time.Second)
+		out, _, _ := m.e.run("", "approvals", "--socket", m.d.sock, "--state", "pending")
+		for _, f := range strings.Fields(out) {
+			if strings.HasPrefix(f, "ap-") && f != ap {
+				m.e.run("", "approve", "--socket", m.d.sock, f)
+			}
+		}
+	}()
+	r, text = callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "rm -rf /workspace/old2", "approval_wait_seconds": 30})
+	if st := structured(t, r); r.IsError || st["exit_code"].(float64) != 0 {
+		t.Fatalf("exec waiting for approval: %s %v", text, st)
+	}
+	// An approval of a destroyed sandbox is not left pending.
+	r, _ = callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "rm -rf /workspace/old3"})
+	held := structured(t, r)["approval_id"].(string)
+	if r, text := callTool(t, m.cs, "destroy", map[string]any{"sandbox_id": sb}); r.IsError {
+		t.Fatal(text)
+	}
+	r, text = callTool(t, m.cs, "get_approval", map[string]any{"approval_id": held})
+	if st := structured(t, r); st["state"] == "pending" {
+		t.Fatalf("approval of a destroyed sandbox still pending: %s", text)
+	}
+}
+
+// bearer adds an API key to every request of an HTTP client.
+type bearer struct{ key string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// httpSession connects the Go SDK's client to /mcp over TCP with the key.
+func (m *mcpEnv) httpSession(t *testing.T) *mcpsdk.ClientSession {
+	t.Helper()
+	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "airlock-go-test", Version: "1.0"}, nil)
+	cs, err := c.Connect(context.Background(), &mcpsdk.StreamableClientTransport{Endpoint: "http://" + m.addr + "/mcp", HTTPClient: &http.Client{Transport: bearer{m.key}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// A trivial exec over MCP (streamable HTTP, the SDK's client) against
+// the same exec on the HTTP API (the Go SDK of airlock), both over TCP
+// with the key, interleaved in one run. Target: within 2 ms.
+func TestBenchMCPExec(t *testing.T) {
+	if os.Getenv("AIRLOCK_BENCH") == "" {
+		t.Skip("AIRLOCK_BENCH=1 runs it")
+	}
+	m := newMCPEnv(t)
+	cs := m.httpSession(t)
+	sb := m.sandbox(t, cs)
+	api, err := sdk.New(sdk.WithBaseURL("http://"+m.addr), sdk.WithAPIKey(m.key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var viaAPI, viaMCP []time.Duration
+	for i := 0; i < 60; i++ {
+		start := time.Now()
+		st, err := api.Exec(ctx, sb, sdk.ExecRequest{Argv: []string{"/bin/sh", "-c", "true"}}, nil, nil)
+		if err != nil || st.Code != 0 {
+			t.Fatal(err)
+		}
+		viaAPI = append(viaAPI, time.Since(start))
+		start = time.Now()
+		r, text := callTool(t, cs, "exec", map[string]any{"sandbox_id": sb, "command": "true"})
+		if r.IsError {
+			t.Fatal(text)
+		}
+		viaMCP = append(viaMCP, time.Since(start))
+	}
+	a, b := median(viaAPI[10:]), median(viaMCP[10:])
+	t.Logf("BENCH exec true: HTTP API median %s, MCP (streamable HTTP) median %s, difference %s", a, b, b-a)
+	if b-a > 2*time.Millisecond {
+		t.Errorf("MCP exec is %s slower than the API's", b-a)
 	}
 }
