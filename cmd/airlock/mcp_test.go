@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -418,5 +420,183 @@ func TestBenchMCPExec(t *testing.T) {
 	t.Logf("BENCH exec true: HTTP API median %s, MCP (streamable HTTP) median %s, difference %s", a, b, b-a)
 	if b-a > 2*time.Millisecond {
 		t.Errorf("MCP exec is %s slower than the API's", b-a)
+	}
+}
+
+// Every call is checked against its tool's published schema: a missing
+// required property, a null, an unknown property and a wrong type are
+// refused, and nothing is written.
+func TestMCPSchemaValidation(t *testing.T) {
+	m := newMCPEnv(t)
+	sb := m.sandbox(t, m.cs)
+	p := "/workspace/keep.txt"
+	if r, text := callTool(t, m.cs, "write_file", map[string]any{"sandbox_id": sb, "path": p, "content": "precious\n"}); r.IsError {
+		t.Fatal(text)
+	}
+	for _, args := range []map[string]any{
+		{"sandbox_id": sb, "path": p},
+		{"sandbox_id": sb, "path": p, "content": nil},
+		{"sandbox_id": sb, "path": p, "content": "x", "append": true},
+		{"sandbox_id": sb, "path": p, "content": 7},
+	} {
+		r, text := callTool(t, m.cs, "write_file", args)
+		if !r.IsError || !strings.Contains(text, "validating") {
+			t.Errorf("%v accepted: %s", args, text)
+		}
+	}
+	if r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "true", "timeout": 5}); !r.IsError {
+		t.Errorf("unknown exec property accepted: %s", text)
+	}
+	if _, text := callTool(t, m.cs, "read_file", map[string]any{"sandbox_id": sb, "path": p}); text != "     1\tprecious\n" {
+		t.Fatalf("the file changed: %q", text)
+	}
+	tools, err := m.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		s, _ := json.Marshal(tl.InputSchema)
+		if !strings.Contains(string(s), `"additionalProperties":false`) {
+			t.Errorf("%s: schema allows unknown properties: %s", tl.Name, s)
+		}
+	}
+}
+
+// Reading and editing: line ranges with numbers, a binary file named
+// and never shown, an edit that must be unique (with the lines of each
+// occurrence, or the near miss), and grep and glob search.
+func TestMCPFileTools(t *testing.T) {
+	m := newMCPEnv(t)
+	sb := m.sandbox(t, m.cs)
+	var body strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&body, "row %d\n", i)
+	}
+	body.WriteString("  Needle here\nneedle twice\nneedle twice\n")
+	if r, text := callTool(t, m.cs, "write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/src/big.txt", "content": body.String()}); r.IsError {
+		t.Fatal(text)
+	}
+	r, text := callTool(t, m.cs, "read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/src/big.txt"})
+	if st := structured(t, r); st["end_line"].(float64) != 2000 || st["total_lines"].(float64) != 3003 || !strings.Contains(text, "start_line=2001") {
+		t.Fatalf("default range: %v %s", st, text[len(text)-100:])
+	}
+	_, text = callTool(t, m.cs, "read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/src/big.txt", "start_line": 10, "end_line": 11})
+	if !strings.HasPrefix(text, "    10\trow 10\n    11\trow 11\n[lines 10-11 of 3003") {
+		t.Fatalf("range: %q", text)
+	}
+	// A binary file (written from a program: bytes no shell line carries).
+	if r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "head -c 3000 /dev/urandom > /workspace/blob.bin; printf '\\000' >> /workspace/blob.bin"}); r.IsError {
+		t.Fatal(text)
+	}
+	r, text = callTool(t, m.cs, "read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/blob.bin"})
+	if st := structured(t, r); st["binary"] != true || !strings.Contains(text, "binary file (3001 bytes") || !utf8.ValidString(text) || len(text) > 300 {
+		t.Fatalf("binary: %v %q", st, text)
+	}
+	// Edits.
+	edit := func(old, new string, all bool) (*mcpsdk.CallToolResult, string) {
+		return callTool(t, m.cs, "edit_file", map[string]any{"sandbox_id": sb, "path": "/workspace/src/big.txt", "old": old, "new": new, "replace_all": all})
+	}
+	if r, text := edit("needle twice\n", "x\n", false); !r.IsError || !strings.Contains(text, "occurs 2 times") || !strings.Contains(text, "lines 3002, 3003") {
+		t.Fatalf("ambiguous edit: %s", text)
+	}
+	if r, text := edit("needle here", "y", false); !r.IsError || !strings.Contains(text, "line 3001 differs only in whitespace or case") {
+		t.Fatalf("near miss: %s", text)
+	}
+	if r, text := edit("row 2999\n", "row two-nine-nine-nine\n", false); r.IsError || structured(t, r)["replacements"].(float64) != 1 {
+		t.Fatalf("edit: %s", text)
+	}
+	if r, text := edit("needle twice", "found", true); r.IsError || structured(t, r)["replacements"].(float64) != 2 {
+		t.Fatalf("replace_all: %s", text)
+	}
+	_, text = callTool(t, m.cs, "read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/src/big.txt", "start_line": 2999, "end_line": 3003})
+	if !strings.Contains(text, "row two-nine-nine-nine\n") || strings.Count(text, "\tfound\n") != 2 {
+		t.Fatalf("after edits: %q", text)
+	}
+	// Search: a pattern with shell metacharacters is grep's, not a shell's.
+	r, text = callTool(t, m.cs, "search", map[string]any{"sandbox_id": sb, "pattern": "row 1[0-9]{3}$|$(touch /workspace/pwned)"})
+	if st := structured(t, r); r.IsError || st["results"].(float64) != 1000 || st["more"] != true || !strings.Contains(text, "big.txt:1000:row 1000") {
+		t.Fatalf("grep: %v %.300s", st, text)
+	}
+	r, text = callTool(t, m.cs, "search", map[string]any{"sandbox_id": sb, "glob": "*.bin"})
+	if strings.TrimSpace(text) != "/workspace/blob.bin" {
+		t.Fatalf("glob: %q", text)
+	}
+	if _, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "ls /workspace"}); strings.Contains(text, "pwned") {
+		t.Fatal("the search pattern ran in a shell")
+	}
+}
+
+// A task over MCP: the diff is paged and summarises binary files, the
+// bundle is a link read as a resource, destroy refuses the task's
+// sandbox, and finish_task ends the task.
+func TestMCPTaskTools(t *testing.T) {
+	m := newMCPEnv(t)
+	repo := t.TempDir()
+	_ = os.WriteFile(filepath.Join(repo, "README"), []byte("base\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git: %v %s", err, out)
+		}
+	}
+	r, text := callTool(t, m.cs, "start_task", map[string]any{"repo": repo, "scope": []string{"**"}, "test": "grep -q base README"})
+	if r.IsError {
+		t.Fatal(text)
+	}
+	st := structured(t, r)
+	task, sb := st["task_id"].(string), st["sandbox_id"].(string)
+	if r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb,
+		"command": "seq 1 40000 > /workspace/big.txt; head -c 20000 /dev/urandom > /workspace/blob.bin"}); r.IsError {
+		t.Fatal(text)
+	}
+	r, text = callTool(t, m.cs, "diff", map[string]any{"task_id": task})
+	st = structured(t, r)
+	next, _ := st["next_offset"].(float64)
+	if r.IsError || len(text) > 17<<10 || next == 0 || !strings.Contains(text, "more with offset=") {
+		t.Fatalf("diff not paged: %d bytes, %v", len(text), st)
+	}
+	if bin, _ := st["binary"].([]any); len(bin) != 1 || !strings.Contains(fmt.Sprint(bin[0]), "blob.bin") {
+		t.Fatalf("binary file not summarised: %v", st["binary"])
+	}
+	var all strings.Builder
+	all.WriteString(text[:strings.LastIndex(text, "\n[patch bytes")])
+	for pages := 0; next > 0; pages++ {
+		r, text = callTool(t, m.cs, "diff", map[string]any{"task_id": task, "offset": int(next)})
+		if r.IsError || pages > 100 {
+			t.Fatal(text)
+		}
+		n, _ := structured(t, r)["next_offset"].(float64)
+		if n > 0 {
+			text = text[:strings.LastIndex(text, "\n[patch bytes")]
+		}
+		all.WriteString(text)
+		next = n
+	}
+	if !strings.Contains(all.String(), "+40000\n") || !strings.Contains(all.String(), "[binary file changed") {
+		t.Fatalf("the pages do not add up to the patch (%d bytes)", all.Len())
+	}
+	r, text = callTool(t, m.cs, "export_bundle", map[string]any{"task_id": task})
+	var link *mcpsdk.ResourceLink
+	for _, c := range r.Content {
+		if l, ok := c.(*mcpsdk.ResourceLink); ok {
+			link = l
+		}
+	}
+	if r.IsError || link == nil || len(text) > 1000 {
+		t.Fatalf("bundle: %s", text)
+	}
+	rr, err := m.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: link.URI})
+	if err != nil || len(rr.Contents) != 1 || len(rr.Contents[0].Blob) < 100 || rr.Contents[0].Blob[0] != 0x1f {
+		t.Fatalf("bundle resource: %v", err)
+	}
+	if r, text := callTool(t, m.cs, "destroy", map[string]any{"sandbox_id": sb}); !r.IsError || !strings.Contains(text, "finish_task") {
+		t.Fatalf("destroy of a task's sandbox: %s", text)
+	}
+	r, text = callTool(t, m.cs, "finish_task", map[string]any{"task_id": task})
+	if r.IsError {
+		t.Fatal(text)
+	}
+	r, text = callTool(t, m.cs, "list_tasks", map[string]any{"id": task})
+	if st := structured(t, r); r.IsError || st["state"] == "running" || st["finished"] == nil {
+		t.Fatalf("after finish_task: %s", text)
 	}
 }

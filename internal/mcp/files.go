@@ -118,10 +118,10 @@ func isBinary(b []byte) bool {
 }
 
 type writeIn struct {
-	SandboxID string  `json:"sandbox_id" jsonschema:"the sandbox"`
-	Path      string  `json:"path" jsonschema:"absolute path"`
-	Content   *string `json:"content" jsonschema:"the whole new content"`
-	Mode      string  `json:"mode,omitempty" jsonschema:"octal permissions, e.g. 0755 (default 0644)"`
+	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+	Path      string `json:"path" jsonschema:"absolute path"`
+	Content   string `json:"content" jsonschema:"the whole new content"`
+	Mode      string `json:"mode,omitempty" jsonschema:"octal permissions, e.g. 0755 (default 0644)"`
 }
 
 type writeOut struct {
@@ -133,9 +133,6 @@ func (s *Server) writeFile(ctx context.Context, _ *mcpsdk.CallToolRequest, in wr
 	if err := errors.Join(need("sandbox_id", in.SandboxID), need("path", in.Path)); err != nil {
 		return nil, writeOut{}, err
 	}
-	if in.Content == nil {
-		return nil, writeOut{}, errors.New(`argument "content" is required (an empty file is "")`)
-	}
 	mode := uint64(0o644)
 	if in.Mode != "" {
 		m, err := strconv.ParseUint(in.Mode, 8, 32)
@@ -144,10 +141,10 @@ func (s *Server) writeFile(ctx context.Context, _ *mcpsdk.CallToolRequest, in wr
 		}
 		mode = m
 	}
-	if err := s.Client.WriteFile(ctx, in.SandboxID, in.Path, strings.NewReader(*in.Content), uint32(mode), true); err != nil {
+	if err := s.Client.WriteFile(ctx, in.SandboxID, in.Path, strings.NewReader(in.Content), uint32(mode), true); err != nil {
 		return nil, writeOut{}, err
 	}
-	return textResult(fmt.Sprintf("wrote %d bytes to %s", len(*in.Content), in.Path)), writeOut{in.Path, len(*in.Content)}, nil
+	return textResult(fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path)), writeOut{in.Path, len(in.Content)}, nil
 }
 
 type editIn struct {
@@ -300,7 +297,7 @@ func (s *Server) search(ctx context.Context, _ *mcpsdk.CallToolRequest, in searc
 	}
 	argv := []string{"find", in.Path, "-name", ".git", "-prune", "-o", "-type", "f", "-name", in.Glob, "-print"}
 	if in.Pattern != "" {
-		argv = []string{"grep", "-rnIE", "--exclude-dir=.git", "--max-count=100", "-e", in.Pattern}
+		argv = []string{"grep", "-rnIE", "--exclude-dir=.git", "-e", in.Pattern}
 		if in.Glob != "" {
 			argv = append(argv, "--include="+in.Glob)
 		}

@@ -210,7 +210,18 @@ func (s *Server) finishTask(ctx context.Context, _ *mcpsdk.CallToolRequest, in f
 	if err != nil {
 		return nil, nil, err
 	}
-	return jsonResult(r)
+	// The whole patch is the diff tool's (paged): here, what changed.
+	out := map[string]any{"output_dir": r.OutputDir, "files": r.Files}
+	if r.Task != nil {
+		out["state"] = r.Task.State
+	}
+	if r.Test != nil {
+		out["test"] = r.Test
+	}
+	if r.Diff != nil {
+		out["changed"], out["out_of_scope"] = r.Diff.Files, r.Diff.OutOfScope
+	}
+	return jsonResult(out)
 }
 
 type inputIn struct {
