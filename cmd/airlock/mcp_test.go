@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -598,5 +599,78 @@ func TestMCPTaskTools(t *testing.T) {
 	r, text = callTool(t, m.cs, "list_tasks", map[string]any{"id": task})
 	if st := structured(t, r); r.IsError || st["state"] == "running" || st["finished"] == nil {
 		t.Fatalf("after finish_task: %s", text)
+	}
+}
+
+// The streamable HTTP transport as the spec has it, tried with raw
+// requests: 202 for a posted response or notification, the protocol
+// version header and Origin checked, a session id checked (and worth
+// nothing to another key), and a client without a key told plainly that
+// there is no OAuth rather than sent into a discovery flow.
+func TestMCPHTTPTransport(t *testing.T) {
+	m := newMCPEnv(t)
+	other, _, code := m.e.run("", "apikey", "create", "--socket", m.d.sock, "--name", "other")
+	if code != 0 {
+		t.Fatal("apikey create")
+	}
+	url := "http://" + m.addr + "/mcp"
+	post := func(key, session, body string, hdr ...string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+	resp := post(m.key, "", init)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || session == "" {
+		t.Fatalf("initialize: %d session %q", resp.StatusCode, session)
+	}
+	pv := []string{"MCP-Protocol-Version", "2025-06-18"}
+	for _, tc := range []struct {
+		name, key, session, body string
+		hdr                      []string
+		want                     int
+	}{
+		{"notification", m.key, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, pv, 202},
+		{"posted response", m.key, session, `{"jsonrpc":"2.0","id":"s-1","result":{}}`, pv, 202},
+		{"unknown protocol version", m.key, session, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, []string{"MCP-Protocol-Version", "1999-01-01"}, 400},
+		{"another site's page", m.key, session, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, append([]string{"Origin", "http://evil.example.test", "Sec-Fetch-Site", "cross-site"}, pv...), 403},
+		{"made-up session", m.key, "0123456789abcdef", `{"jsonrpc":"2.0","id":4,"method":"ping"}`, pv, 404},
+		{"another key's session", strings.TrimSpace(other), session, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, pv, 404},
+		{"no session", m.key, "", `{"jsonrpc":"2.0","id":6,"method":"ping"}`, pv, 400},
+		{"ping", m.key, session, `{"jsonrpc":"2.0","id":7,"method":"ping"}`, pv, 200},
+		{"no key", "", session, `{"jsonrpc":"2.0","id":8,"method":"ping"}`, pv, 401},
+	} {
+		if resp := post(tc.key, tc.session, tc.body, tc.hdr...); resp.StatusCode != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+	// OAuth discovery, as a client sent a 401 tries it: no OAuth here.
+	for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server", "/register"} {
+		resp, err := http.Get("http://" + m.addr + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || !strings.Contains(string(b), "does not use OAuth") {
+			t.Errorf("%s: %d %s", p, resp.StatusCode, b)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"sync"
@@ -57,8 +59,36 @@ func HTTP(version string, caller Caller) http.Handler {
 			http.Error(w, "cross-origin request refused: "+err.Error(), http.StatusForbidden)
 			return
 		}
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r) {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			if err != nil {
+				http.Error(w, "message too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			if !isInitialize(body) {
+				// The SDK would serve it in a session of its own; the
+				// spec (2025-06-18) has a request outside a session 400.
+				http.Error(w, "Bad Request: no Mcp-Session-Id (initialize first)", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		handler(r).ServeHTTP(w, r)
 	})
+}
+
+// sessionless: a protocol revision without sessions (2026-07-28 and
+// later, which the SDK serves as such).
+func sessionless(r *http.Request) bool {
+	v := r.Header.Get("MCP-Protocol-Version")
+	return v >= "2026-07-28"
+}
+
+func isInitialize(body []byte) bool {
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == "initialize"
 }
 
 // InProcess is a RoundTripper that hands requests straight to an
