@@ -448,6 +448,17 @@ func TestMCPSchemaValidation(t *testing.T) {
 	if r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "true", "timeout": 5}); !r.IsError {
 		t.Errorf("unknown exec property accepted: %s", text)
 	}
+	if r, text := callTool(t, m.cs, "create_sandbox", map[string]any{"limits": map[string]any{"memory": 1}}); !r.IsError || !strings.Contains(text, "unknown field") {
+		t.Errorf("unknown limit accepted: %s", text)
+	}
+	if r, text := callTool(t, m.cs, "create_sandbox", map[string]any{"limits": map[string]any{"pids": 64}, "labels": map[string]any{"via": "mcp"}}); r.IsError {
+		t.Errorf("limits: %s", text)
+	} else if id := structured(t, r)["sandbox_id"].(string); id != "" {
+		r, text := callTool(t, m.cs, "list_sandboxes", map[string]any{"id": id})
+		if st := structured(t, r); !strings.Contains(text, `"pids":64`) || fmt.Sprint(st["labels"]) != "map[via:mcp]" {
+			t.Errorf("created with: %s", text)
+		}
+	}
 	if _, text := callTool(t, m.cs, "read_file", map[string]any{"sandbox_id": sb, "path": p}); text != "     1\tprecious\n" {
 		t.Fatalf("the file changed: %q", text)
 	}

@@ -14,30 +14,30 @@ import (
 )
 
 type execIn struct {
-	SandboxID           string  `json:"sandbox_id" jsonschema:"the sandbox"`
+	SandboxID           string  `json:"sandbox_id"`
 	Command             string  `json:"command" jsonschema:"shell command line (sh -c)"`
 	Cwd                 string  `json:"cwd,omitempty" jsonschema:"working directory (default /workspace)"`
-	TimeoutSeconds      float64 `json:"timeout_seconds,omitempty" jsonschema:"kill it after this long (default 600)"`
-	WaitSeconds         float64 `json:"wait_seconds,omitempty" jsonschema:"answer after this long with its exec_id while it runs on (default 45)"`
-	ApprovalWaitSeconds float64 `json:"approval_wait_seconds,omitempty" jsonschema:"if held for a human, wait this long for the decision (default 0: answer at once)"`
-	Background          bool    `json:"background,omitempty" jsonschema:"start it and answer at once with its exec_id"`
-	StdinOpen           bool    `json:"stdin_open,omitempty" jsonschema:"background only: keep stdin open for exec_input"`
+	TimeoutSeconds      float64 `json:"timeout_seconds,omitempty" jsonschema:"default 600"`
+	WaitSeconds         float64 `json:"wait_seconds,omitempty" jsonschema:"then answer with exec_id while it runs on (default 45)"`
+	ApprovalWaitSeconds float64 `json:"approval_wait_seconds,omitempty" jsonschema:"wait for a human's decision (default 0)"`
+	Background          bool    `json:"background,omitempty" jsonschema:"answer at once with exec_id"`
+	StdinOpen           bool    `json:"stdin_open,omitempty" jsonschema:"with background: stdin for exec_input"`
 }
 
 // execOut is an exec's structured result. The output itself is in the
 // text content only: a result carries it once.
 type execOut struct {
 	ExecID        string `json:"exec_id,omitempty"`
-	Running       bool   `json:"running,omitempty" jsonschema:"still running: poll with exec_output"`
+	Running       bool   `json:"running,omitempty"`
 	ExitCode      *int   `json:"exit_code,omitempty"`
-	Limit         string `json:"limit,omitempty" jsonschema:"the limit it hit (timeout, memory, pids, disk)"`
+	Limit         string `json:"limit,omitempty"`
 	StdoutBytes   int64  `json:"stdout_bytes,omitempty"`
 	StderrBytes   int64  `json:"stderr_bytes,omitempty"`
-	OmittedBytes  int64  `json:"omitted_bytes,omitempty" jsonschema:"output left out of the text (read it with exec_output)"`
+	OmittedBytes  int64  `json:"omitted_bytes,omitempty"`
 	ApprovalID    string `json:"approval_id,omitempty"`
-	ApprovalState string `json:"approval_state,omitempty" jsonschema:"pending, denied or expired"`
+	ApprovalState string `json:"approval_state,omitempty"`
 	Reason        string `json:"reason,omitempty"`
-	Code          string `json:"code,omitempty" jsonschema:"airlock's error code"`
+	Code          string `json:"code,omitempty"`
 }
 
 // seconds checks a duration argument: 0 to 86400 seconds.

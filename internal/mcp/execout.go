@@ -19,13 +19,13 @@ const (
 )
 
 type outputIn struct {
-	SandboxID   string  `json:"sandbox_id" jsonschema:"the sandbox"`
-	ExecID      string  `json:"exec_id" jsonschema:"the command (exec's exec_id)"`
+	SandboxID   string  `json:"sandbox_id"`
+	ExecID      string  `json:"exec_id"`
 	Stream      string  `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
-	Offset      int64   `json:"offset,omitempty" jsonschema:"byte offset to read from (default 0)"`
-	Limit       int     `json:"limit,omitempty" jsonschema:"bytes to read (default 16384, at most 65536)"`
-	Tail        int     `json:"tail,omitempty" jsonschema:"read the last this many bytes instead of from offset"`
-	WaitSeconds float64 `json:"wait_seconds,omitempty" jsonschema:"while it runs, wait up to this long for it to end"`
+	Offset      int64   `json:"offset,omitempty"`
+	Limit       int     `json:"limit,omitempty" jsonschema:"bytes (default 16384, at most 65536)"`
+	Tail        int     `json:"tail,omitempty" jsonschema:"the last this many bytes instead"`
+	WaitSeconds float64 `json:"wait_seconds,omitempty" jsonschema:"wait this long for its end"`
 }
 
 type outputOut struct {
@@ -33,9 +33,9 @@ type outputOut struct {
 	ExitCode    *int   `json:"exit_code,omitempty"`
 	Limit       string `json:"limit,omitempty"`
 	Offset      int64  `json:"offset"`
-	NextOffset  int64  `json:"next_offset" jsonschema:"offset of the next page (= total_bytes at the end)"`
-	TotalBytes  int64  `json:"total_bytes" jsonschema:"bytes of this stream stored so far"`
-	StoredAll   bool   `json:"stored_all" jsonschema:"false: the command wrote more than the daemon keeps"`
+	NextOffset  int64  `json:"next_offset"`
+	TotalBytes  int64  `json:"total_bytes"`
+	StoredAll   bool   `json:"stored_all"`
 	Description string `json:"error,omitempty"`
 }
 

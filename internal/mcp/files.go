@@ -24,7 +24,7 @@ const (
 )
 
 type readIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+	SandboxID string `json:"sandbox_id"`
 	Path      string `json:"path" jsonschema:"absolute path"`
 	StartLine int    `json:"start_line,omitempty" jsonschema:"first line, from 1"`
 	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line (default start_line+1999)"`
@@ -118,7 +118,7 @@ func isBinary(b []byte) bool {
 }
 
 type writeIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+	SandboxID string `json:"sandbox_id"`
 	Path      string `json:"path" jsonschema:"absolute path"`
 	Content   string `json:"content" jsonschema:"the whole new content"`
 	Mode      string `json:"mode,omitempty" jsonschema:"octal permissions, e.g. 0755 (default 0644)"`
@@ -148,7 +148,7 @@ func (s *Server) writeFile(ctx context.Context, _ *mcpsdk.CallToolRequest, in wr
 }
 
 type editIn struct {
-	SandboxID  string `json:"sandbox_id" jsonschema:"the sandbox"`
+	SandboxID  string `json:"sandbox_id"`
 	Path       string `json:"path" jsonschema:"absolute path"`
 	Old        string `json:"old" jsonschema:"exact text to replace"`
 	New        string `json:"new" jsonschema:"its replacement"`
@@ -225,7 +225,7 @@ func lineNumbers(text, old string, most int) string {
 }
 
 type listFilesIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+	SandboxID string `json:"sandbox_id"`
 	Path      string `json:"path,omitempty" jsonschema:"directory (default /workspace)"`
 }
 
@@ -261,7 +261,7 @@ func (s *Server) listFiles(ctx context.Context, _ *mcpsdk.CallToolRequest, in li
 }
 
 type searchIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+	SandboxID string `json:"sandbox_id"`
 	Pattern   string `json:"pattern,omitempty" jsonschema:"extended regex to find in files"`
 	Glob      string `json:"glob,omitempty" jsonschema:"file name glob, e.g. *.go (alone: list matching files)"`
 	Path      string `json:"path,omitempty" jsonschema:"directory (default /workspace)"`

@@ -13,16 +13,16 @@ import (
 )
 
 type diffIn struct {
-	TaskID string `json:"task_id" jsonschema:"the task"`
-	Offset int    `json:"offset,omitempty" jsonschema:"byte offset in the patch (default 0)"`
+	TaskID string `json:"task_id"`
+	Offset int    `json:"offset,omitempty"`
 }
 
 type diffOut struct {
 	Files      []sdk.ChangedFile `json:"files"`
 	OutOfScope []string          `json:"out_of_scope"`
 	PatchBytes int               `json:"patch_bytes"`
-	NextOffset int               `json:"next_offset,omitempty" jsonschema:"where the next page of the patch starts; absent at its end"`
-	Binary     []string          `json:"binary,omitempty" jsonschema:"binary files changed (summarised, not shown)"`
+	NextOffset int               `json:"next_offset,omitempty"`
+	Binary     []string          `json:"binary,omitempty"`
 }
 
 // diff pages the patch (defaultPage bytes, at file or line boundaries),
@@ -90,7 +90,7 @@ func summariseBinary(patch string) (string, []string) {
 }
 
 type testsIn struct {
-	TaskID         string  `json:"task_id" jsonschema:"the task"`
+	TaskID         string  `json:"task_id"`
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"kill the tests after this long (default 600)"`
 }
 

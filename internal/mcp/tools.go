@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -33,35 +35,49 @@ var (
 )
 
 func (s *Server) addTools(srv *mcpsdk.Server) {
-	mcpsdk.AddTool(srv, tool("create_sandbox", "Create sandbox", "Create an isolated Linux sandbox (workspace /workspace).", creates), s.createSandbox)
+	mcpsdk.AddTool(srv, tool("create_sandbox", "Create sandbox", "Create an isolated Linux sandbox (workspace /workspace).", creates), plain(s.createSandbox))
 	mcpsdk.AddTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one with its details.", reads), s.listSandboxes)
-	mcpsdk.AddTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox: its processes and files are gone. A task's sandbox: use finish_task.", writes), s.destroy)
-	mcpsdk.AddTool(srv, tool("start_task", "Start task", "A repository at an exact commit in a new sandbox, with a write scope and a test command.", hints{openWorld: true}), s.startTask)
+	mcpsdk.AddTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox: its processes and files are gone. A task's sandbox: use finish_task.", writes), plain(s.destroy))
+	mcpsdk.AddTool(srv, tool("start_task", "Start task", "A repository at an exact commit in a new sandbox, with a write scope and a test command.", hints{openWorld: true}), plain(s.startTask))
 	mcpsdk.AddTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one with its scope, test command and state.", reads), s.listTasks)
 	mcpsdk.AddTool(srv, tool("finish_task", "Finish task", "Run the tests, write the task's results and destroy its sandbox (keep: leave it).", writes), s.finishTask)
-	mcpsdk.AddTool(srv, tool("exec", "Run command", "Run a shell command in a sandbox; output shows head and tail. The policy may deny it or hold it for a human.", runs), s.exec)
+	mcpsdk.AddTool(srv, tool("exec", "Run command", "Run a shell command (sh -c) in a sandbox; output keeps head and tail. Policy may deny it or hold it for a human.", runs), s.exec)
 	mcpsdk.AddTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), s.execOutput)
 	mcpsdk.AddTool(srv, tool("exec_input", "Send input", "Write to a background command's stdin, or close it.", hints{}), s.execInput)
 	mcpsdk.AddTool(srv, tool("exec_kill", "Stop command", "Send a signal (default KILL) to a running command's processes.", writes), s.execKill)
 	mcpsdk.AddTool(srv, tool("list_execs", "List commands", "The commands run in a sandbox, newest last.", reads), s.listExecs)
 	mcpsdk.AddTool(srv, tool("get_approval", "Get approval", "An approval's state, and the decider's reason.", reads), s.getApproval)
-	mcpsdk.AddTool(srv, tool("read_file", "Read file", "Read a text file, with line numbers; line ranges for big files.", reads), s.readFile)
-	mcpsdk.AddTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), s.writeFile)
-	mcpsdk.AddTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), s.editFile)
-	mcpsdk.AddTool(srv, tool("list_files", "List directory", "List a directory of a sandbox.", reads), s.listFiles)
-	mcpsdk.AddTool(srv, tool("search", "Search files", "Find lines matching a regex (grep -E), or files by name glob, under a directory.", reads), s.search)
+	mcpsdk.AddTool(srv, tool("read_file", "Read file", "Read a text file, with line numbers; line ranges for big files.", reads), plain(s.readFile))
+	mcpsdk.AddTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), plain(s.writeFile))
+	mcpsdk.AddTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), plain(s.editFile))
+	mcpsdk.AddTool(srv, tool("list_files", "List directory", "List a directory of a sandbox.", reads), plain(s.listFiles))
+	mcpsdk.AddTool(srv, tool("search", "Search files", "Find lines matching a regex (grep -E), or files by name glob, under a directory.", reads), plain(s.search))
 	mcpsdk.AddTool(srv, tool("diff", "Task diff", "The task's patch against its base commit, paged, and the files changed.", reads), s.diff)
 	mcpsdk.AddTool(srv, tool("run_tests", "Run tests", "Run the task's test command and record the result.", hints{destructive: true, openWorld: true}), s.runTests)
 	mcpsdk.AddTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle, as a resource link.", reads), s.exportBundle)
 	s.addResources(srv)
 }
 
+// plain drops a tool's output schema (its structured result stays): the
+// schemas of every tool's result would take tools/list past its budget
+// (3k tokens), so only the results an agent branches on (exec, its
+// output, tests, diff, listings) publish theirs.
+func plain[In, Out any](h mcpsdk.ToolHandlerFor[In, Out]) mcpsdk.ToolHandlerFor[In, any] {
+	return func(ctx context.Context, req *mcpsdk.CallToolRequest, in In) (*mcpsdk.CallToolResult, any, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		return res, out, nil
+	}
+}
+
 type sandboxIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
+	SandboxID string `json:"sandbox_id"`
 }
 
 type taskIn struct {
-	TaskID string `json:"task_id" jsonschema:"the task"`
+	TaskID string `json:"task_id"`
 }
 
 type idOut struct {
@@ -75,7 +91,7 @@ type createIn struct {
 	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"destroy it after this long"`
 	Env        []string          `json:"env,omitempty" jsonschema:"base environment, K=V"`
 	Labels     map[string]string `json:"labels,omitempty"`
-	Limits     *sdk.Limits       `json:"limits,omitempty"`
+	Limits     map[string]any    `json:"limits,omitempty" jsonschema:"as POST /v1/sandboxes takes"`
 }
 
 func (s *Server) createSandbox(ctx context.Context, _ *mcpsdk.CallToolRequest, in createIn) (*mcpsdk.CallToolResult, idOut, error) {
@@ -85,7 +101,14 @@ func (s *Server) createSandbox(ctx context.Context, _ *mcpsdk.CallToolRequest, i
 	}
 	r := sdk.CreateRequest{Template: in.Template, Backend: in.Backend, TTL: ttl, Env: in.Env, Labels: in.Labels}
 	if in.Limits != nil {
-		r.Limits = *in.Limits
+		// Checked here, not in the schema (which would spell out every
+		// limit in tools/list): unknown limits are refused all the same.
+		b, _ := json.Marshal(in.Limits)
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r.Limits); err != nil {
+			return nil, idOut{}, fmt.Errorf("limits: %v", err)
+		}
 	}
 	sb, err := s.Client.CreateSandbox(ctx, r)
 	if err != nil {
@@ -198,7 +221,7 @@ func (s *Server) listTasks(ctx context.Context, _ *mcpsdk.CallToolRequest, in li
 }
 
 type finishIn struct {
-	TaskID string `json:"task_id" jsonschema:"the task"`
+	TaskID string `json:"task_id"`
 	Keep   bool   `json:"keep,omitempty" jsonschema:"leave its sandbox running"`
 }
 
@@ -225,9 +248,9 @@ func (s *Server) finishTask(ctx context.Context, _ *mcpsdk.CallToolRequest, in f
 }
 
 type inputIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
-	ExecID    string `json:"exec_id" jsonschema:"a command started with background and stdin_open"`
-	Data      string `json:"data,omitempty" jsonschema:"text to write"`
+	SandboxID string `json:"sandbox_id"`
+	ExecID    string `json:"exec_id"`
+	Data      string `json:"data,omitempty"`
 	Close     bool   `json:"close,omitempty" jsonschema:"then close stdin"`
 }
 
@@ -252,9 +275,9 @@ func (s *Server) execInput(ctx context.Context, _ *mcpsdk.CallToolRequest, in in
 }
 
 type killIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox"`
-	ExecID    string `json:"exec_id" jsonschema:"the command"`
-	Signal    string `json:"signal,omitempty" jsonschema:"e.g. TERM, INT (default KILL)"`
+	SandboxID string `json:"sandbox_id"`
+	ExecID    string `json:"exec_id"`
+	Signal    string `json:"signal,omitempty" jsonschema:"e.g. TERM (default KILL)"`
 }
 
 func (s *Server) execKill(ctx context.Context, _ *mcpsdk.CallToolRequest, in killIn) (*mcpsdk.CallToolResult, any, error) {
@@ -296,7 +319,7 @@ func (s *Server) listExecs(ctx context.Context, _ *mcpsdk.CallToolRequest, in sa
 }
 
 type approvalIn struct {
-	ApprovalID string `json:"approval_id" jsonschema:"the approval"`
+	ApprovalID string `json:"approval_id"`
 }
 
 func (s *Server) getApproval(ctx context.Context, _ *mcpsdk.CallToolRequest, in approvalIn) (*mcpsdk.CallToolResult, any, error) {
