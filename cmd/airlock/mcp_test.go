@@ -685,3 +685,41 @@ func TestMCPHTTPTransport(t *testing.T) {
 		}
 	}
 }
+
+// A background command: started at once, fed on stdin, listed, killed.
+// Its output is the daemon's: stored while it runs only up to 64 KiB
+// behind its end, whole once it ends. A command handed off at the soft
+// deadline is polled live (head and tail so far).
+func TestMCPBackgroundExec(t *testing.T) {
+	m := newMCPEnv(t)
+	sb := m.sandbox(t, m.cs)
+	r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "while read l; do echo got $l; done; echo eof; sleep 300", "background": true, "stdin_open": true})
+	st := structured(t, r)
+	id, _ := st["exec_id"].(string)
+	if r.IsError || st["running"] != true || id == "" {
+		t.Fatalf("background: %s", text)
+	}
+	if r, text := callTool(t, m.cs, "exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "data": "one\ntwo\n", "close": true}); r.IsError {
+		t.Fatal(text)
+	}
+	r, text = callTool(t, m.cs, "list_execs", map[string]any{"sandbox_id": sb})
+	if !strings.Contains(text, id) || !strings.Contains(text, `"running":true`) {
+		t.Fatalf("list_execs: %s", text)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if r, text := callTool(t, m.cs, "exec_kill", map[string]any{"sandbox_id": sb, "exec_id": id}); r.IsError {
+		t.Fatal(text)
+	}
+	r, text = callTool(t, m.cs, "exec_output", map[string]any{"sandbox_id": sb, "exec_id": id, "wait_seconds": 10})
+	if st := structured(t, r); st["running"] != false || st["exit_code"].(float64) != 137 || !strings.HasSuffix(text, "got one\ngot two\neof\n") {
+		t.Fatalf("after kill: %s %v", text, st)
+	}
+	// Handed off at the soft deadline: the poll shows what it wrote so far.
+	r, text = callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "echo first; sleep 300", "wait_seconds": 1})
+	id, _ = structured(t, r)["exec_id"].(string)
+	r, text = callTool(t, m.cs, "exec_output", map[string]any{"sandbox_id": sb, "exec_id": id})
+	if st := structured(t, r); st["running"] != true || !strings.HasSuffix(text, "first\n") {
+		t.Fatalf("live poll: %s %v", text, st)
+	}
+	callTool(t, m.cs, "exec_kill", map[string]any{"sandbox_id": sb, "exec_id": id})
+}

@@ -215,7 +215,12 @@ func (s *Server) runExec(ctx context.Context, req *mcpsdk.CallToolRequest, in ex
 	var mu sync.Mutex
 	stdout, stderr := newHeadTail(headBytes, tailBytes), newHeadTail(headBytes, tailBytes)
 	var execID string
-	ereq.Started = func(id string) { mu.Lock(); execID = id; mu.Unlock() }
+	ereq.Started = func(id string) {
+		mu.Lock()
+		execID = id
+		mu.Unlock()
+		s.live.Store(id, &liveExec{&mu, stdout, stderr})
+	}
 	// The command's own context: cancelled with the call's until the
 	// call hands it off, then left to end on its own (its timeout).
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -227,6 +232,11 @@ func (s *Server) runExec(ctx context.Context, req *mcpsdk.CallToolRequest, in ex
 	go func() {
 		defer cancel()
 		st, err := s.Client.Exec(runCtx, in.SandboxID, ereq, lockedWriter{&mu, stdout}, lockedWriter{&mu, stderr})
+		mu.Lock()
+		if execID != "" {
+			s.live.Delete(execID) // ended: the daemon has all of it now
+		}
+		mu.Unlock()
 		done <- ended{st, err}
 	}()
 	tick := time.NewTicker(time.Second)
@@ -266,6 +276,15 @@ func (s *Server) runExec(ctx context.Context, req *mcpsdk.CallToolRequest, in ex
 				id, wait.Round(time.Second), ereq.Timeout)), execOut{ExecID: id, Running: true}, nil
 		}
 	}
+}
+
+// liveExec is what this server has seen of a command it handed off
+// while it runs: the daemon stores a running command's output only up to
+// 64 KiB behind its end (redaction needs the lookahead), so a poll is
+// answered from here until the command ends.
+type liveExec struct {
+	mu             *sync.Mutex
+	stdout, stderr *headTail
 }
 
 type lockedWriter struct {

@@ -62,6 +62,9 @@ func (s *Server) execOutput(ctx context.Context, req *mcpsdk.CallToolRequest, in
 	if err != nil {
 		return nil, outputOut{}, err
 	}
+	if v, ok := s.live.Load(in.ExecID); ok && e.Ended.IsZero() {
+		return liveOutput(in, v.(*liveExec))
+	}
 	b, err := s.Client.ExecOutput(ctx, in.SandboxID, in.ExecID, in.Stream)
 	if err != nil {
 		return nil, outputOut{}, err
@@ -117,4 +120,19 @@ func (s *Server) awaitExec(ctx context.Context, sandbox, id string, wait time.Du
 		}
 		step = min(2*step, time.Second)
 	}
+}
+
+// liveOutput answers for a running command this server handed off: its
+// head and tail as seen so far (offsets are read once it has ended).
+func liveOutput(in outputIn, l *liveExec) (*mcpsdk.CallToolResult, outputOut, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.stdout
+	if in.Stream == sdk.Stderr {
+		h = l.stderr
+	}
+	c := h.Cut()
+	out := outputOut{Running: true, TotalBytes: h.total, NextOffset: h.total, StoredAll: true}
+	head := fmt.Sprintf("[exec %s running; %s so far: %d bytes, head and tail shown; read by offset once it ends]\n", in.ExecID, in.Stream, h.total)
+	return textResult(head + c.Text), out, nil
 }

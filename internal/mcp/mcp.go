@@ -29,7 +29,8 @@ type Server struct {
 	// must not leave it running for the sandbox's lifetime.
 	ExecTimeout time.Duration
 
-	held held // commands held for a human in this session
+	held held     // commands held for a human in this session
+	live sync.Map // exec id -> *liveExec, while a handed-off command runs
 }
 
 // Defaults of the exec tools.
