@@ -723,3 +723,44 @@ func TestMCPBackgroundExec(t *testing.T) {
 	}
 	callTool(t, m.cs, "exec_kill", map[string]any{"sandbox_id": sb, "exec_id": id})
 }
+
+// The MCP Inspector's CLI (test/node) in --strict mode finds no problem
+// in the tools' schemas (exit 6 if it finds an error, and it reports
+// warnings, which are failures here too), and drives a tool call over
+// stdio and over streamable HTTP with the key.
+func TestMCPInspectorStrict(t *testing.T) {
+	bin, _ := filepath.Abs("../../test/node/node_modules/.bin/mcp-inspector")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("test/node/node_modules is missing the Inspector: run scripts/setup.sh")
+		}
+		t.Skip("test/node/node_modules is missing the Inspector: run scripts/setup.sh")
+	}
+	m := newMCPEnv(t)
+	home := t.TempDir() // the Inspector keeps a catalog in ~/.mcp-inspector
+	inspect := func(args ...string) (string, string) {
+		t.Helper()
+		c := exec.Command(bin, append([]string{"--cli"}, args...)...)
+		c.Env = append(m.e.cmd().Env, "HOME="+home)
+		var o, er strings.Builder
+		c.Stdout, c.Stderr = &o, &er
+		if err := c.Run(); err != nil {
+			t.Fatalf("inspector %v: %v\n%s\n%s", args, err, o.String(), er.String())
+		}
+		return o.String(), er.String()
+	}
+	out, errOut := inspect("--strict", "--method", "tools/list", airlockBin, "mcp", "--socket", m.d.sock)
+	// --strict prints each problem (warnings too) on stderr, nothing when
+	// there is none.
+	if !strings.Contains(out, `"exec"`) || strings.TrimSpace(errOut) != "" {
+		t.Fatalf("strict tools/list: %s", errOut)
+	}
+	out, _ = inspect("--method", "tools/call", "--tool-name", "create_sandbox", airlockBin, "mcp", "--socket", m.d.sock)
+	if !strings.Contains(out, "sandbox_id") {
+		t.Fatalf("tools/call over stdio: %s", out)
+	}
+	out, errOut = inspect("http://"+m.addr+"/mcp", "--strict", "--method", "tools/list", "--transport", "http", "--header", "Authorization: Bearer "+m.key)
+	if !strings.Contains(out, `"exec"`) || strings.TrimSpace(errOut) != "" {
+		t.Fatalf("strict tools/list over HTTP: %s %s", out, errOut)
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -35,27 +38,74 @@ var (
 )
 
 func (s *Server) addTools(srv *mcpsdk.Server) {
-	mcpsdk.AddTool(srv, tool("create_sandbox", "Create sandbox", "Create an isolated Linux sandbox (workspace /workspace).", creates), plain(s.createSandbox))
-	mcpsdk.AddTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one with its details.", reads), s.listSandboxes)
-	mcpsdk.AddTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox: its processes and files are gone. A task's sandbox: use finish_task.", writes), plain(s.destroy))
-	mcpsdk.AddTool(srv, tool("start_task", "Start task", "A repository at an exact commit in a new sandbox, with a write scope and a test command.", hints{openWorld: true}), plain(s.startTask))
-	mcpsdk.AddTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one with its scope, test command and state.", reads), s.listTasks)
-	mcpsdk.AddTool(srv, tool("finish_task", "Finish task", "Run the tests, write the task's results and destroy its sandbox (keep: leave it).", writes), s.finishTask)
-	mcpsdk.AddTool(srv, tool("exec", "Run command", "Run a shell command (sh -c) in a sandbox; output keeps head and tail. Policy may deny it or hold it for a human.", runs), s.exec)
-	mcpsdk.AddTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), s.execOutput)
-	mcpsdk.AddTool(srv, tool("exec_input", "Send input", "Write to a background command's stdin, or close it.", hints{}), s.execInput)
-	mcpsdk.AddTool(srv, tool("exec_kill", "Stop command", "Send a signal (default KILL) to a running command's processes.", writes), s.execKill)
-	mcpsdk.AddTool(srv, tool("list_execs", "List commands", "The commands run in a sandbox, newest last.", reads), s.listExecs)
-	mcpsdk.AddTool(srv, tool("get_approval", "Get approval", "An approval's state, and the decider's reason.", reads), s.getApproval)
-	mcpsdk.AddTool(srv, tool("read_file", "Read file", "Read a text file, with line numbers; line ranges for big files.", reads), plain(s.readFile))
-	mcpsdk.AddTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), plain(s.writeFile))
-	mcpsdk.AddTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), plain(s.editFile))
-	mcpsdk.AddTool(srv, tool("list_files", "List directory", "List a directory of a sandbox.", reads), plain(s.listFiles))
-	mcpsdk.AddTool(srv, tool("search", "Search files", "Find lines matching a regex (grep -E), or files by name glob, under a directory.", reads), plain(s.search))
-	mcpsdk.AddTool(srv, tool("diff", "Task diff", "The task's patch against its base commit, paged, and the files changed.", reads), s.diff)
-	mcpsdk.AddTool(srv, tool("run_tests", "Run tests", "Run the task's test command and record the result.", hints{destructive: true, openWorld: true}), s.runTests)
-	mcpsdk.AddTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle, as a resource link.", reads), s.exportBundle)
+	addTool(srv, tool("create_sandbox", "Create sandbox", "Create an isolated Linux sandbox (workspace /workspace).", creates), plain(s.createSandbox))
+	addTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one with its details.", reads), s.listSandboxes)
+	addTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox: its processes and files are gone. A task's sandbox: use finish_task.", writes), plain(s.destroy))
+	addTool(srv, tool("start_task", "Start task", "A repository at an exact commit in a new sandbox, with a write scope and a test command.", hints{openWorld: true}), plain(s.startTask))
+	addTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one with its scope, test command and state.", reads), s.listTasks)
+	addTool(srv, tool("finish_task", "Finish task", "Run the tests, write the task's results and destroy its sandbox (keep: leave it).", writes), s.finishTask)
+	addTool(srv, tool("exec", "Run command", "Run a shell command (sh -c) in a sandbox; output keeps head and tail. Policy may deny it or hold it for a human.", runs), s.exec)
+	addTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), s.execOutput)
+	addTool(srv, tool("exec_input", "Send input", "Write to a background command's stdin, or close it.", hints{}), s.execInput)
+	addTool(srv, tool("exec_kill", "Stop command", "Send a signal (default KILL) to a running command's processes.", writes), s.execKill)
+	addTool(srv, tool("list_execs", "List commands", "The commands run in a sandbox, newest last.", reads), s.listExecs)
+	addTool(srv, tool("get_approval", "Get approval", "An approval's state, and the decider's reason.", reads), s.getApproval)
+	addTool(srv, tool("read_file", "Read file", "Read a text file, with line numbers; line ranges for big files.", reads), plain(s.readFile))
+	addTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), plain(s.writeFile))
+	addTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), plain(s.editFile))
+	addTool(srv, tool("list_files", "List directory", "List a directory of a sandbox.", reads), plain(s.listFiles))
+	addTool(srv, tool("search", "Search files", "Find lines matching a regex (grep -E), or files by name glob, under a directory.", reads), plain(s.search))
+	addTool(srv, tool("diff", "Task diff", "The task's patch against its base commit, paged, and the files changed.", reads), s.diff)
+	addTool(srv, tool("run_tests", "Run tests", "Run the task's test command and record the result.", hints{destructive: true, openWorld: true}), s.runTests)
+	addTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle, as a resource link.", reads), s.exportBundle)
 	s.addResources(srv)
+}
+
+// addTool adds a tool with its schemas inferred from In and Out (none
+// for an Out of any), each nullable type made plain: Go's nil slice or
+// pointer makes the inferred schema admit null (["null","array"]), which
+// lets null stand for absent and which single-type schema dialects
+// (OpenAPI's, Gemini's) refuse (the Inspector's --strict warns of it).
+func addTool[In, Out any](srv *mcpsdk.Server, t *mcpsdk.Tool, h mcpsdk.ToolHandlerFor[In, Out]) {
+	in, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: %s input schema: %v", t.Name, err))
+	}
+	t.InputSchema = notNull(in)
+	if reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		out, err := jsonschema.For[Out](nil)
+		if err != nil {
+			panic(fmt.Sprintf("mcp: %s output schema: %v", t.Name, err))
+		}
+		t.OutputSchema = notNull(out)
+	}
+	mcpsdk.AddTool(srv, t, h)
+}
+
+// notNull drops "null" from every type list in s.
+func notNull(s *jsonschema.Schema) *jsonschema.Schema {
+	if s == nil {
+		return nil
+	}
+	if len(s.Types) > 0 {
+		var keep []string
+		for _, t := range s.Types {
+			if t != "null" {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == 1 {
+			s.Type, s.Types = keep[0], nil
+		} else {
+			s.Types = keep
+		}
+	}
+	for _, p := range s.Properties {
+		notNull(p)
+	}
+	notNull(s.Items)
+	notNull(s.AdditionalProperties)
+	return s
 }
 
 // plain drops a tool's output schema (its structured result stays): the
