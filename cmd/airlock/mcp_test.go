@@ -536,6 +536,20 @@ func TestMCPFileTools(t *testing.T) {
 	if _, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "ls /workspace"}); strings.Contains(text, "pwned") {
 		t.Fatal("the search pattern ran in a shell")
 	}
+	// A sandbox's file as a resource, and the workflow prompt.
+	callTool(t, m.cs, "write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/src/small.txt", "content": "hello\n"})
+	rr, err := m.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: "airlock://sandboxes/" + sb + "/files/workspace/src/small.txt"})
+	if err != nil || rr.Contents[0].Text != "hello\n" {
+		t.Fatalf("file resource: %v %+v", err, rr)
+	}
+	callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "seq 1 100000 > /workspace/huge.txt"})
+	if _, err := m.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: "airlock://sandboxes/" + sb + "/files/workspace/huge.txt"}); err == nil {
+		t.Error("a file over the resource cap was served")
+	}
+	pr, err := m.cs.GetPrompt(context.Background(), &mcpsdk.GetPromptParams{Name: "task", Arguments: map[string]string{"repo": "/src/r", "goal": "fix it"}})
+	if err != nil || !strings.Contains(pr.Messages[0].Content.(*mcpsdk.TextContent).Text, "start_task with repo \"/src/r\"") {
+		t.Fatalf("prompt: %v %+v", err, pr)
+	}
 }
 
 // A task over MCP: the diff is paged and summarises binary files, the

@@ -159,8 +159,13 @@ func (s *Server) exportBundle(ctx context.Context, _ *mcpsdk.CallToolRequest, in
 }
 
 // addResources serves the bundle and diff of a task, and a sandbox's
-// files, as resource templates.
+// files, as resource templates, and the task workflow as a prompt.
 func (s *Server) addResources(srv *mcpsdk.Server) {
+	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{Name: "file", Title: "Sandbox file", URITemplate: "airlock://sandboxes/{sandbox}/files/{+path}"},
+		s.readFileResource)
+	srv.AddPrompt(&mcpsdk.Prompt{Name: "task", Title: "Work on a task in a sandbox", Description: "The airlock task workflow, for a repository and a goal.",
+		Arguments: []*mcpsdk.PromptArgument{{Name: "repo", Description: "repository path or URL", Required: true}, {Name: "goal", Description: "what to do", Required: true},
+			{Name: "test", Description: "shell command that runs the tests"}}}, taskPrompt)
 	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{Name: "bundle", Title: "Task review bundle", URITemplate: "airlock://tasks/{task}/bundle.tar.gz", MIMEType: "application/gzip"},
 		func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 			task, ok := strings.CutSuffix(strings.TrimPrefix(req.Params.URI, "airlock://tasks/"), "/bundle.tar.gz")
@@ -187,4 +192,57 @@ func (s *Server) addResources(srv *mcpsdk.Server) {
 			}
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/x-diff", Text: d.Patch}}}, nil
 		})
+}
+
+// readFileResource serves airlock://sandboxes/ID/files/PATH (PATH without
+// its leading slash): text up to maxRead bytes, else a blob.
+func (s *Server) readFileResource(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+	rest, ok := strings.CutPrefix(req.Params.URI, "airlock://sandboxes/")
+	sandbox, p, ok2 := strings.Cut(rest, "/files/")
+	if !ok || !ok2 || sandbox == "" || p == "" {
+		return nil, mcpsdk.ResourceNotFoundError(req.Params.URI)
+	}
+	p, err := url.PathUnescape(p)
+	if err != nil {
+		return nil, mcpsdk.ResourceNotFoundError(req.Params.URI)
+	}
+	p = "/" + p
+	st, err := s.Client.StatFile(ctx, sandbox, p)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size > maxRead {
+		return nil, fmt.Errorf("%s is %d bytes; a resource is at most %d (use read_file with a line range)", p, st.Size, maxRead)
+	}
+	var b bytes.Buffer
+	if _, err := s.Client.ReadFile(ctx, sandbox, p, &b); err != nil {
+		return nil, err
+	}
+	c := &mcpsdk.ResourceContents{URI: req.Params.URI}
+	if isBinary(b.Bytes()) {
+		c.MIMEType, c.Blob = "application/octet-stream", b.Bytes()
+	} else {
+		c.MIMEType, c.Text = "text/plain", b.String()
+	}
+	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{c}}, nil
+}
+
+func taskPrompt(_ context.Context, req *mcpsdk.GetPromptRequest) (*mcpsdk.GetPromptResult, error) {
+	a := req.Params.Arguments
+	if a["repo"] == "" || a["goal"] == "" {
+		return nil, fmt.Errorf("repo and goal are required")
+	}
+	test := a["test"]
+	if test == "" {
+		test = "the repository's test command"
+	}
+	text := fmt.Sprintf(`Work on this in an airlock sandbox.
+Goal: %s
+1. start_task with repo %q, a scope of the paths you expect to change, and test %q.
+2. Explore with list_files, search and read_file (line ranges); change files with edit_file (exact, unique text) or write_file.
+3. Run commands with exec; a long one answers with an exec_id: poll it with exec_output. If a command is held for approval, wait (approval_wait_seconds) or do something else; a denial's reason tells you why.
+4. run_tests until they pass; check diff (nothing out of scope).
+5. finish_task to record the result.`, a["goal"], a["repo"], test)
+	return &mcpsdk.GetPromptResult{Description: "airlock task workflow",
+		Messages: []*mcpsdk.PromptMessage{{Role: "user", Content: &mcpsdk.TextContent{Text: text}}}}, nil
 }
