@@ -455,8 +455,13 @@ func TestMCPSchemaValidation(t *testing.T) {
 		t.Errorf("limits: %s", text)
 	} else if id := structured(t, r)["sandbox_id"].(string); id != "" {
 		r, text := callTool(t, m.cs, "list_sandboxes", map[string]any{"id": id})
-		if st := structured(t, r); !strings.Contains(text, `"pids":64`) || fmt.Sprint(st["labels"]) != "map[via:mcp]" {
+		if st := structured(t, r); !strings.Contains(text, `"pids":64`) || fmt.Sprint(st["labels"]) != "map[mcp.client:airlock-go-test/1.0 via:mcp]" {
 			t.Errorf("created with: %s", text)
+		}
+		// The record names the client next to the actor.
+		out, _, _ := m.e.run("", "audit", "query", "--socket", m.d.sock, "--kind", "sandbox.create", "--sandbox", id, "--json")
+		if !strings.Contains(out, `"mcp.client":"airlock-go-test/1.0"`) || !strings.Contains(out, `"actor":"operator`) {
+			t.Errorf("sandbox.create record: %s", out)
 		}
 	}
 	if _, text := callTool(t, m.cs, "read_file", map[string]any{"sandbox_id": sb, "path": p}); text != "     1\tprecious\n" {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -144,10 +146,43 @@ type createIn struct {
 	Limits     map[string]any    `json:"limits,omitempty" jsonschema:"as POST /v1/sandboxes takes"`
 }
 
-func (s *Server) createSandbox(ctx context.Context, _ *mcpsdk.CallToolRequest, in createIn) (*mcpsdk.CallToolResult, idOut, error) {
+// clientLabel is the label naming the MCP client (its name and version
+// as it announced them at initialize: asserted, not authenticated) on a
+// sandbox it creates, so that the sandbox.create record has it next to
+// the key.
+const clientLabel = "mcp.client"
+
+func clientOf(req *mcpsdk.CallToolRequest) string {
+	if req == nil || req.Session == nil {
+		return ""
+	}
+	p := req.Session.InitializeParams()
+	if p == nil || p.ClientInfo == nil {
+		return ""
+	}
+	c := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, p.ClientInfo.Name+"/"+p.ClientInfo.Version)
+	if len(c) > 200 {
+		c = strings.ToValidUTF8(c[:200], "")
+	}
+	return c
+}
+
+func (s *Server) createSandbox(ctx context.Context, req *mcpsdk.CallToolRequest, in createIn) (*mcpsdk.CallToolResult, idOut, error) {
 	ttl, err := seconds("ttl_seconds", in.TTLSeconds)
 	if err != nil {
 		return nil, idOut{}, err
+	}
+	if c := clientOf(req); c != "" {
+		in.Labels = maps.Clone(in.Labels)
+		if in.Labels == nil {
+			in.Labels = map[string]string{}
+		}
+		in.Labels[clientLabel] = c
 	}
 	r := sdk.CreateRequest{Template: in.Template, Backend: in.Backend, TTL: ttl, Env: in.Env, Labels: in.Labels}
 	if in.Limits != nil {
