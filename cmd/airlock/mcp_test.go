@@ -534,7 +534,7 @@ func TestMCPFileTools(t *testing.T) {
 	if st := structured(t, r); r.IsError || st["results"].(float64) != 1000 || st["more"] != true || !strings.Contains(text, "big.txt:1000:row 1000") {
 		t.Fatalf("grep: %v %.300s", st, text)
 	}
-	r, text = callTool(t, m.cs, "search", map[string]any{"sandbox_id": sb, "glob": "*.bin"})
+	_, text = callTool(t, m.cs, "search", map[string]any{"sandbox_id": sb, "glob": "*.bin"})
 	if strings.TrimSpace(text) != "/workspace/blob.bin" {
 		t.Fatalf("glob: %q", text)
 	}
@@ -721,7 +721,7 @@ func TestMCPBackgroundExec(t *testing.T) {
 	if r, text := callTool(t, m.cs, "exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "data": "one\ntwo\n", "close": true}); r.IsError {
 		t.Fatal(text)
 	}
-	r, text = callTool(t, m.cs, "list_execs", map[string]any{"sandbox_id": sb})
+	_, text = callTool(t, m.cs, "list_execs", map[string]any{"sandbox_id": sb})
 	if !strings.Contains(text, id) || !strings.Contains(text, `"running":true`) {
 		t.Fatalf("list_execs: %s", text)
 	}
@@ -734,7 +734,7 @@ func TestMCPBackgroundExec(t *testing.T) {
 		t.Fatalf("after kill: %s %v", text, st)
 	}
 	// Handed off at the soft deadline: the poll shows what it wrote so far.
-	r, text = callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "echo first; sleep 300", "wait_seconds": 1})
+	r, _ = callTool(t, m.cs, "exec", map[string]any{"sandbox_id": sb, "command": "echo first; sleep 300", "wait_seconds": 1})
 	id, _ = structured(t, r)["exec_id"].(string)
 	r, text = callTool(t, m.cs, "exec_output", map[string]any{"sandbox_id": sb, "exec_id": id})
 	if st := structured(t, r); st["running"] != true || !strings.HasSuffix(text, "first\n") {
