@@ -451,6 +451,17 @@ func TestMCPSchemaValidation(t *testing.T) {
 	if r, text := callTool(t, m.cs, "create_sandbox", map[string]any{"limits": map[string]any{"memory": 1}}); !r.IsError || !strings.Contains(text, "unknown field") {
 		t.Errorf("unknown limit accepted: %s", text)
 	}
+	if r, text := callTool(t, m.cs, "create_sandbox", map[string]any{"policy": map[string]any{"clases": map[string]any{}}}); !r.IsError || !strings.Contains(text, "unknown field") {
+		t.Errorf("unknown policy field accepted: %s", text)
+	}
+	r, text := callTool(t, m.cs, "create_sandbox", map[string]any{"policy": map[string]any{"classes": map[string]any{"read": "deny"}}})
+	if r.IsError {
+		t.Fatal(text)
+	}
+	tight := structured(t, r)["sandbox_id"].(string)
+	if r, text := callTool(t, m.cs, "exec", map[string]any{"sandbox_id": tight, "command": "cat /workspace/x"}); !r.IsError || structured(t, r)["code"] != "policy_denied" {
+		t.Errorf("the sandbox's policy layer is not applied: %s", text)
+	}
 	if r, text := callTool(t, m.cs, "create_sandbox", map[string]any{"limits": map[string]any{"pids": 64}, "labels": map[string]any{"via": "mcp"}}); r.IsError {
 		t.Errorf("limits: %s", text)
 	} else if id := structured(t, r)["sandbox_id"].(string); id != "" {

@@ -138,12 +138,25 @@ type idOut struct {
 }
 
 type createIn struct {
-	Template   string            `json:"template,omitempty" jsonschema:"template (default: host)"`
-	Backend    string            `json:"backend,omitempty" jsonschema:"native or gvisor (default: the daemon's)"`
+	Template   string            `json:"template,omitempty" jsonschema:"default: host"`
+	Backend    string            `json:"backend,omitempty" jsonschema:"native or gvisor"`
 	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"destroy it after this long"`
 	Env        []string          `json:"env,omitempty" jsonschema:"base environment, K=V"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Limits     map[string]any    `json:"limits,omitempty" jsonschema:"as POST /v1/sandboxes takes"`
+	Policy     map[string]any    `json:"policy,omitempty" jsonschema:"policy layer (over TCP: tighten only)"`
+}
+
+// strictDecode decodes v (an argument object) into out, refusing fields
+// out does not have.
+func strictDecode(v any, out any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(out)
 }
 
 // clientLabel is the label naming the MCP client (its name and version
@@ -188,11 +201,14 @@ func (s *Server) createSandbox(ctx context.Context, req *mcpsdk.CallToolRequest,
 	if in.Limits != nil {
 		// Checked here, not in the schema (which would spell out every
 		// limit in tools/list): unknown limits are refused all the same.
-		b, _ := json.Marshal(in.Limits)
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r.Limits); err != nil {
+		if err := strictDecode(in.Limits, &r.Limits); err != nil {
 			return nil, idOut{}, fmt.Errorf("limits: %v", err)
+		}
+	}
+	if in.Policy != nil {
+		r.Policy = &sdk.PolicyLayer{}
+		if err := strictDecode(in.Policy, r.Policy); err != nil {
+			return nil, idOut{}, fmt.Errorf("policy: %v", err)
 		}
 	}
 	sb, err := s.Client.CreateSandbox(ctx, r)
