@@ -694,6 +694,9 @@ func TestMCPHTTPTransport(t *testing.T) {
 		{"another site's page", m.key, session, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, append([]string{"Origin", "http://evil.example.test", "Sec-Fetch-Site", "cross-site"}, pv...), 403},
 		{"made-up session", m.key, "0123456789abcdef", `{"jsonrpc":"2.0","id":4,"method":"ping"}`, pv, 404},
 		{"another key's session", strings.TrimSpace(other), session, `{"jsonrpc":"2.0","id":5,"method":"ping"}`, pv, 404},
+		// The identity is the key that authenticated, not the headers:
+		// an unused header neither moves the session nor makes another.
+		{"same key, another X-API-KEY", m.key, session, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, append([]string{"X-API-KEY", "junk"}, pv...), 200},
 		{"no session", m.key, "", `{"jsonrpc":"2.0","id":6,"method":"ping"}`, pv, 400},
 		{"ping", m.key, session, `{"jsonrpc":"2.0","id":7,"method":"ping"}`, pv, 200},
 		{"no key", "", session, `{"jsonrpc":"2.0","id":8,"method":"ping"}`, pv, 401},

@@ -228,7 +228,14 @@ func New(core Core, mods Modules, h Health) *Server {
 func (s *Server) mcpCaller(r *http.Request) (string, func() *sdk.Client) {
 	id := "socket:" + r.Header.Get("X-Airlock-Actor")
 	if isRemote(r) {
-		sum := sha256.Sum256([]byte(r.Header.Get("Authorization") + "\x00" + r.Header.Get("X-API-KEY")))
+		// The key TCP() authenticated, picked as it picks it: another
+		// header's value must not make another identity (each one holds
+		// sessions, and their number is bounded).
+		key := r.Header.Get("X-API-KEY")
+		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			key = v
+		}
+		sum := sha256.Sum256([]byte(key))
 		id = "tcp:" + hex.EncodeToString(sum[:])
 	}
 	return id, func() *sdk.Client {
