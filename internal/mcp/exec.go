@@ -76,7 +76,7 @@ func (h *held) get(k string) string {
 func (h *held) set(k, id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.m == nil {
+	if h.m == nil || len(h.m) >= 4096 { // forgetting only costs a second request to the human
 		h.m = map[string]string{}
 	}
 	if id == "" {
