@@ -569,13 +569,13 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest, stdout, s
 	if err != nil {
 		return nil, err
 	}
-	st, _, err := c.execStream(ctx, p, nil, w, stdout, stderr)
+	st, _, err := c.execStream(ctx, p, nil, w, stdout, stderr, req.Started)
 	return st, err
 }
 
 // execStream posts body to p and reads the NDJSON exec stream that
 // answers; passed is set when the exit event says whether tests passed.
-func (c *Client) execStream(ctx context.Context, p string, query url.Values, body any, stdout, stderr io.Writer) (_ *ExitStatus, passed *bool, _ error) {
+func (c *Client) execStream(ctx context.Context, p string, query url.Values, body any, stdout, stderr io.Writer, started func(string)) (_ *ExitStatus, passed *bool, _ error) {
 	if stdout == nil {
 		stdout = io.Discard
 	}
@@ -611,6 +611,9 @@ func (c *Client) execStream(ctx context.Context, p string, query url.Values, bod
 				return nil, nil, malformed(err)
 			}
 			execID = start.ExecID
+			if started != nil {
+				started(execID)
+			}
 		case "stdout", "stderr":
 			var chunk wire.Event
 			if err := json.Unmarshal(line, &chunk); err != nil {

@@ -110,7 +110,7 @@ func (c *Client) TestTask(ctx context.Context, id string, timeout time.Duration,
 	if timeout > 0 {
 		q = url.Values{"timeout_ms": {strconv.FormatInt(ceilDiv(timeout, time.Millisecond), 10)}}
 	}
-	st, passed, err := c.execStream(ctx, p, q, struct{}{}, stdout, stderr)
+	st, passed, err := c.execStream(ctx, p, q, struct{}{}, stdout, stderr, nil)
 	if err != nil {
 		return nil, false, err
 	}

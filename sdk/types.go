@@ -128,6 +128,10 @@ type ExecRequest struct {
 	// can be sent again once approved.
 	ApprovalWait   time.Duration
 	NoApprovalWait bool
+	// Started, when set, is called by Client.Exec with the exec's id as
+	// soon as the daemon has started the command (before its output): a
+	// caller can then name the command while it runs.
+	Started func(execID string)
 }
 
 func (r *ExecRequest) approvalWire() *int64 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/sdk"
 )
@@ -81,20 +82,16 @@ func TestServeFetchPolicy(t *testing.T) {
 		t.Errorf("a remote task from loopback with no fetch policy: %v", err)
 	}
 	// The MCP tool over TCP is the same door.
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"start_task","arguments":{"repo":"` + base + `/ok/repo.git?via=mcp"}}}`
-	req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(call))
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(key))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if resp, err := http.DefaultClient.Do(req); err != nil {
-		t.Error(err)
-	} else {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(b), "fetch policy") || !strings.Contains(string(b), `"isError":true`) {
-			t.Errorf("start_task over MCP on TCP with no fetch policy: %s", b)
-		}
+	mc := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "fetch-test", Version: "1"}, nil)
+	cs, err := mc.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: &http.Client{Transport: bearer{strings.TrimSpace(key)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "start_task", Arguments: map[string]any{"repo": base + "/ok/repo.git?via=mcp"}})
+	if err != nil || !r.IsError || !strings.Contains(resultText(r), "fetch policy") {
+		t.Errorf("start_task over MCP on TCP with no fetch policy: %v %+v", err, r)
+	}
+	cs.Close()
 	out, _, _ := e.run("", "audit", "query", sock, "--kind", "fetch", "--json")
 	if strings.Count(out, `"door":"tcp"`) != 2 {
 		t.Errorf("want both remote fetches on record: %s", out)

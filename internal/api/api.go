@@ -6,7 +6,9 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -221,14 +223,33 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.cacheRoutes()
 	// MCP over streamable HTTP: its tools call this same API in process,
 	// with the caller's context, so nothing is different for them.
-	s.mux.Handle("/mcp", mcp.HTTP(h.Version, func(r *http.Request) *sdk.Client {
-		c, _ := sdk.New(sdk.WithBaseURL("http://airlock"), sdk.WithHTTPClient(&http.Client{Transport: mcp.InProcess{Handler: s}}))
-		return c
-	}))
+	s.mux.Handle("/mcp", mcp.HTTP(h.Version, s.mcpCaller))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, errdefs.ErrNotFound))
 	})
 	return s
+}
+
+// mcpCaller names an MCP request's sender: the operator on the socket
+// (as the CLI names the person), or the API key over TCP (a digest of
+// it: the key itself is never kept), and gives a client acting as them.
+func (s *Server) mcpCaller(r *http.Request) (string, func() *sdk.Client) {
+	id := "socket:" + r.Header.Get("X-Airlock-Actor")
+	if isRemote(r) {
+		// The key TCP() authenticated, picked as it picks it: another
+		// header's value must not make another identity (each one holds
+		// sessions, and their number is bounded).
+		key := r.Header.Get("X-API-KEY")
+		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			key = v
+		}
+		sum := sha256.Sum256([]byte(key))
+		id = "tcp:" + hex.EncodeToString(sum[:])
+	}
+	return id, func() *sdk.Client {
+		c, _ := sdk.New(sdk.WithBaseURL("http://airlock"), sdk.WithHTTPClient(&http.Client{Transport: mcp.InProcess{Handler: s, Values: r.Context()}}))
+		return c
+	}
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

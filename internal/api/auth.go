@@ -33,6 +33,12 @@ func (s *Server) keyRoutes() {
 // management refused.
 func (s *Server) TCP() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if oauthDiscovery(r.URL.Path) {
+			// An MCP client answered 401 looks for OAuth here; airlock
+			// has none, and says so rather than 401 again (issue 23).
+			writeJSON(w, http.StatusNotFound, wire.Error{Code: wire.CodeNotFound, Message: "airlock does not use OAuth: send an API key (Authorization: Bearer KEY)"})
+			return
+		}
 		key := r.Header.Get("X-API-KEY")
 		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 			key = v
@@ -71,6 +77,14 @@ func (s *Server) TCP() http.Handler {
 		// The record names the key (its id, never the key) that acted.
 		s.ServeHTTP(w, r.WithContext(sandbox.WithActor(ctx, "apikey:"+k.ID)))
 	})
+}
+
+// oauthDiscovery: the paths where an OAuth client looks for metadata
+// (RFC 9728, RFC 8414, OpenID) and the default endpoints the MCP spec of
+// 2025-03-26 fell back to.
+func oauthDiscovery(p string) bool {
+	return strings.HasPrefix(p, "/.well-known/oauth-") || strings.HasPrefix(p, "/.well-known/openid-configuration") ||
+		p == "/register" || p == "/authorize" || p == "/token"
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {

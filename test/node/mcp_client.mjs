@@ -29,7 +29,11 @@ const call = (name, args) => client.callTool({ name, arguments: args });
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
-assert.deepEqual(names, ["create_sandbox", "destroy", "diff", "exec", "export_bundle", "list_files", "read_file", "run_tests", "start_task", "write_file"]);
+assert.deepEqual(names, ["create_sandbox", "destroy", "diff", "edit_file", "exec", "exec_input", "exec_kill", "exec_output", "export_bundle",
+  "finish_task", "get_approval", "list_execs", "list_files", "list_sandboxes", "list_tasks", "read_file", "run_tests", "search", "start_task", "write_file"]);
+for (const t of tools) {
+  assert.ok(t.title && t.annotations && typeof t.annotations.readOnlyHint === "boolean", t.name + " has no title or annotations");
+}
 
 // A sandbox, a command, its output.
 let r = await call("create_sandbox", {});
@@ -50,14 +54,15 @@ assert.equal(r.structuredContent.code, "policy_denied");
 r = await call("exec", { sandbox_id: sb, command: "rm -rf /workspace/old" });
 assert.ok(r.isError);
 assert.match(text(r), /^pending approval ap-/);
-const approval = r.structuredContent.pending_approval;
+const approval = r.structuredContent.approval_id;
+assert.equal(r.structuredContent.approval_state, "pending");
 assert.match(approval, /^ap-/);
 
 // Files.
 r = await call("write_file", { sandbox_id: sb, path: "/workspace/notes/a.txt", content: "one\ntwo\n" });
 assert.ok(!r.isError, text(r));
 r = await call("read_file", { sandbox_id: sb, path: "/workspace/notes/a.txt" });
-assert.equal(text(r), "one\ntwo\n");
+assert.equal(text(r), "     1\tone\n     2\ttwo\n");
 r = await call("list_files", { sandbox_id: sb, path: "/workspace/notes" });
 assert.deepEqual(r.structuredContent.entries.map((e) => e.name), ["a.txt"]);
 r = await call("read_file", { sandbox_id: sb, path: "/workspace/missing" });
@@ -88,8 +93,10 @@ if (mode === "http") {
   r = await call("diff", { task_id: task });
   assert.match(text(r), /\+fixed/);
   r = await call("export_bundle", { task_id: task });
-  const res = r.content.find((c) => c.type === "resource");
-  blob = Buffer.from(res.resource.blob, "base64");
+  const link = r.content.find((c) => c.type === "resource_link");
+  assert.ok(link, JSON.stringify(r.content));
+  const rr = await client.readResource({ uri: link.uri });
+  blob = Buffer.from(rr.contents[0].blob, "base64");
   assert.equal(blob[0], 0x1f);
   assert.equal(blob[1], 0x8b);
 }
@@ -97,7 +104,7 @@ if (mode === "http") {
 // Bad input is a tool error, not a crash.
 r = await call("exec", { sandbox_id: tsb || "nope" });
 assert.ok(r.isError);
-assert.match(text(r), /"command" is required/);
+assert.match(text(r), /command/);
 
 await client.close();
 console.log(JSON.stringify({ ok: true, mode, approval, bundle_bytes: blob.length }));
