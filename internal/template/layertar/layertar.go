@@ -175,7 +175,7 @@ func (u *unpacker) entry(h *tar.Header, r io.Reader) error {
 	switch h.Typeflag {
 	case tar.TypeDir:
 		return u.dir(h, pfd, rel, base)
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg:
 		return u.file(h, r, pfd, rel, base)
 	case tar.TypeSymlink:
 		return u.symlink(h, pfd, rel, base)
@@ -403,7 +403,7 @@ func (u *unpacker) whiteout(h *tar.Header, parent, base string) error {
 		return err
 	}
 	defer unix.Close(pfd)
-	if err := unix.Mknodat(pfd, name, unix.S_IFCHR|0o000, 0); err != nil {
+	if err := unix.Mknodat(pfd, name, unix.S_IFCHR, 0); err != nil {
 		return fmt.Errorf("layer whiteout %q: %w", h.Name, err)
 	}
 	u.made[target] = 'w'
