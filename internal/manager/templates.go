@@ -18,6 +18,7 @@ import (
 type Base struct {
 	Name, Version string
 	RootFS        string
+	Lowers        []string // more layers below RootFS, top first (an image's)
 	Binds         []runtime.Bind
 	// Env is what its commands start with, before the caller's (the
 	// template's PATH).
@@ -30,7 +31,7 @@ type Base struct {
 func (m *Manager) base(name string) (*Base, error) {
 	tpl, err := m.cfg.Templates.Get(name)
 	if err == nil {
-		b := &Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Env: tpl.Env}
+		b := &Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Lowers: tpl.Lowers, Env: tpl.Env}
 		for _, bd := range tpl.Binds {
 			b.Binds = append(b.Binds, runtime.Bind{Source: bd.Source, Target: bd.Target})
 		}
@@ -51,7 +52,7 @@ func (m *Manager) base(name string) (*Base, error) {
 type TemplateInfo struct {
 	Name    string    `json:"name"`
 	Version string    `json:"version"`
-	Kind    string    `json:"kind"` // "builtin" or "snapshot"
+	Kind    string    `json:"kind"` // "builtin", "snapshot", "image" or "debian"
 	Base    string    `json:"base,omitempty"`
 	Created time.Time `json:"created"`
 }
@@ -62,6 +63,13 @@ func (m *Manager) Templates(ctx context.Context) ([]*TemplateInfo, error) {
 	var out []*TemplateInfo
 	if t, err := m.cfg.Templates.Get("host"); err == nil {
 		out = append(out, &TemplateInfo{Name: t.Name, Version: t.Version, Kind: "builtin", Created: t.Created})
+	}
+	imgs, err := m.cfg.Templates.Images()
+	if err != nil {
+		return nil, err
+	}
+	for _, img := range imgs {
+		out = append(out, &TemplateInfo{Name: img.Name, Version: img.Version, Kind: img.Kind, Base: img.Source, Created: img.Created})
 	}
 	for _, src := range m.templateSources {
 		more, err := src.hook.Templates(ctx)

@@ -83,6 +83,7 @@ type Snapshot struct {
 type snapshotFile struct {
 	Snapshot
 	BaseDir string         `json:"base_dir"`
+	Lowers  []string       `json:"lowers,omitempty"` // an image template's layers below BaseDir
 	Binds   []runtime.Bind `json:"binds"`
 	Env     []string       `json:"env,omitempty"` // the base's (its PATH)
 }
@@ -162,7 +163,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	sum := hex.EncodeToString(h.Sum(nil))
 	tplVersion := rec.TemplateVersion
 	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
-		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Binds: base.Binds, Env: base.Env}
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env}
 	vdir := filepath.Join(dir, snap.Version)
 	if err := os.MkdirAll(vdir, 0o700); err != nil {
 		return nil, err
@@ -288,7 +289,7 @@ func (s *Snapshots) Template(name string) (*manager.Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &manager.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
+	return &manager.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
 }
 
 // snapshot returns the current version of a snapshot template and the
