@@ -161,13 +161,32 @@ func TestTemplateImportDebianImage(t *testing.T) {
 		t.Errorf("deb-team: %d %q %q", code, out, errOut)
 	}
 
-	// rm + gc: the shared base stays while another template uses it
+	// a daemon's sandbox on deb-team (by name, as tasks and the E2B
+	// door name it); rm + gc while it runs: its layer is held, and the
+	// shared base stays while another template uses it
+	d := e.startDaemon(t)
+	sock := "--socket=" + d.sock
+	out, errOut, code = e.run("", "sandbox", "create", sock, "--template", "deb-team")
+	id := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("sandbox create: %d %q", code, errOut)
+	}
 	if _, errOut, code := e.run("", "template", "rm", "deb-team"); code != 0 {
 		t.Fatalf("rm: %q", errOut)
 	}
 	out, _, code = e.run("", "template", "gc")
+	if code != 0 || !strings.HasPrefix(out, "removed 0 layers") || !strings.Contains(out, "kept 1 in use") {
+		t.Errorf("gc with the sandbox running: %d %q", code, out)
+	}
+	if out, errOut, code := e.run("", "sandbox", "exec", sock, id, "--", "team-tool"); code != 0 || out != "team tool\n" {
+		t.Errorf("exec after gc: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := e.run("", "sandbox", "rm", sock, id); code != 0 {
+		t.Fatalf("sandbox rm: %q", errOut)
+	}
+	out, _, code = e.run("", "template", "gc")
 	if code != 0 || !strings.HasPrefix(out, "removed 1 layers") {
-		t.Errorf("gc: %d %q", code, out)
+		t.Errorf("gc after the sandbox stopped: %d %q", code, out)
 	}
 	if _, _, code := e.run("", "run", "--template", "deb-oci", "--", "/bin/true"); code != 0 {
 		t.Errorf("deb-oci after gc: %d", code)

@@ -523,20 +523,30 @@ func treeBytes(dir string) int64 {
 // holds it, so a crashed daemon holds nothing). A template with no layers
 // of the store (a built-in one) needs no hold.
 func (s *Store) Hold(t *Template) (release func(), err error) {
+	release, err = s.HoldDirs(append([]string{t.Dir}, t.Lowers...))
+	if err != nil {
+		return nil, fmt.Errorf("template %q: %w", t.Name, err)
+	}
+	return release, nil
+}
+
+// HoldDirs is Hold for a sandbox's root dirs (a template's Dir and
+// Lowers); those not of the store's layers are skipped.
+func (s *Store) HoldDirs(dirs []string) (release func(), err error) {
 	var held []*os.File
 	release = func() {
 		for _, f := range held {
 			f.Close()
 		}
 	}
-	for _, d := range append([]string{t.Dir}, t.Lowers...) {
+	for _, d := range dirs {
 		if filepath.Dir(filepath.Dir(d)) != filepath.Join(s.Root, layersDir) {
 			continue
 		}
 		f, err := lockDir(filepath.Dir(d), syscall.LOCK_SH)
 		if err != nil {
 			release()
-			return nil, fmt.Errorf("template %q: hold layer: %w", t.Name, err)
+			return nil, fmt.Errorf("hold layer: %w", err)
 		}
 		held = append(held, f)
 	}

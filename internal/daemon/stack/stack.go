@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/tasks"
+	"github.com/airlock-dev/airlock/internal/templatehold"
 )
 
 // Config is the manager's configuration, but its modules, which are the
@@ -93,6 +94,10 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	mcfg := cfg.Config
 	mcfg.Modules = []manager.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
+	if cfg.Templates != nil {
+		// an image template's layers stay out of GC while a sandbox runs on them
+		mcfg.Modules = append(mcfg.Modules, templatehold.New(cfg.Templates))
+	}
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err
