@@ -235,3 +235,34 @@ func TestTemplateImportBenchVsSkopeoUmoci(t *testing.T) {
 		t.Errorf("import %s is over 1.3x the peer's %s", o, p)
 	}
 }
+
+// airlock template debian: a real minbase root from the host's apt
+// sources with a package added, its packages recorded with versions, a
+// sandbox started from it; a package or suite that could be an option
+// to mmdebstrap is refused before anything runs.
+func TestTemplateDebianBuild(t *testing.T) {
+	e := newEnv(t)
+	needTools(t, "mmdebstrap")
+	for _, bad := range [][]string{{"--packages", "--hook-dir=/x"}, {"--suite", "../x"}, {"--packages", "a b"}} {
+		if _, errOut, code := e.run("", append([]string{"template", "debian", "bad"}, bad...)...); code != 1 || !strings.Contains(errOut, "invalid") {
+			t.Errorf("%v: %d %q", bad, code, errOut)
+		}
+	}
+	out, errOut, code := e.run("", "template", "debian", "deb", "--suite", "bookworm", "--packages", "ca-certificates")
+	if code != 0 || !strings.HasPrefix(out, "deb@") {
+		t.Fatalf("template debian: %d %q %q", code, out, errOut)
+	}
+	out, _, _ = e.run("", "template", "inspect", "deb")
+	for _, want := range []string{`"kind": "debian"`, `"suite": "bookworm"`, `"ca-certificates=`, `"dpkg=`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect lacks %s: %s", want, out[:min(len(out), 2000)])
+		}
+	}
+	out, errOut, code = e.run("", "run", "--template", "deb", "--", "/bin/sh", "-c", "dpkg-query -W -f='${Status}\\n' ca-certificates; id -un")
+	if code != 0 || out != "install ok installed\nsandbox\n" {
+		t.Errorf("run: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := e.run("", "template", "debian", "deb"); code != 1 || !strings.Contains(errOut, "exists") {
+		t.Errorf("second build of a name: %d %q", code, errOut)
+	}
+}
