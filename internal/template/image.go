@@ -344,6 +344,9 @@ func (s *Store) Image(name string) (*Image, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}
+	if s == nil || s.Root == "" {
+		return nil, fmt.Errorf("template %q: %w", name, ErrNotFound)
+	}
 	data, err := os.ReadFile(filepath.Join(s.Root, imagesDir, name+".json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("template %q: %w", name, ErrNotFound)
@@ -365,6 +368,9 @@ func (s *Store) Image(name string) (*Image, error) {
 
 // Images lists the imported templates, sorted by name.
 func (s *Store) Images() ([]*Image, error) {
+	if s == nil || s.Root == "" {
+		return nil, nil
+	}
 	ents, err := os.ReadDir(filepath.Join(s.Root, imagesDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
