@@ -870,6 +870,17 @@ func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
 	return w.Templates, nil
 }
 
+// ImportTemplate imports an image (an OCI layout directory or an OCI or
+// docker archive on the daemon's host, or a registry reference) as the
+// template name. Only over the local socket.
+func (c *Client) ImportTemplate(ctx context.Context, name, source string) (*Template, error) {
+	var t Template
+	if err := c.call(ctx, http.MethodPost, "/v1/templates", nil, wire.TemplateImportRequest{Name: name, Source: source}, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 // Input writes data to the open stdin of a command started with
 // ExecBackground(..., true).
 func (c *Client) Input(ctx context.Context, id, execID string, data []byte) error {

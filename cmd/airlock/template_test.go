@@ -166,6 +166,13 @@ func TestTemplateImportDebianImage(t *testing.T) {
 	// shared base stays while another template uses it
 	d := e.startDaemon(t)
 	sock := "--socket=" + d.sock
+	// the same import over the API (the local socket)
+	if code, body := d.post(t, "/v1/templates", `{"name":"deb-api","source":"`+lay+`"}`); code != 201 || !strings.Contains(string(body), `"digest":"sha256:`) {
+		t.Errorf("POST /v1/templates: %d %s", code, body)
+	}
+	if out, _, code := e.run("", "sandbox", "templates", sock); code != 0 || !strings.Contains(out, "deb-api") || !strings.Contains(out, "deb-oci") {
+		t.Errorf("sandbox templates: %d %q", code, out)
+	}
 	out, errOut, code = e.run("", "sandbox", "create", sock, "--template", "deb-team")
 	id := strings.TrimSpace(out)
 	if code != 0 {

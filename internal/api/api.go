@@ -52,6 +52,7 @@ type Server struct {
 	rec    Records
 	keys   Keys
 	snaps  Snapshots
+	images Images
 	secs   Secrets
 	tasks  Tasks
 	appr   Approvals
@@ -90,6 +91,16 @@ type Modules struct {
 	Approvals Approvals
 	// Review nil: nothing is purged (noReview).
 	Review Review
+	// Images nil: no template is imported (unsupported).
+	Images Images
+}
+
+// Images imports image templates (POST /v1/templates; the daemon's
+// template/oci import into its store).
+type Images interface {
+	// Import imports source as the template name; it returns the new
+	// template and its pinned digest.
+	Import(ctx context.Context, name, source string) (*manager.TemplateInfo, string, error)
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -184,7 +195,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Audit == nil {
 		mods.Audit = noAudit{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -202,6 +213,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/reset", s.reset)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/snapshot", s.snapshot)
 	s.mux.HandleFunc("GET /v1/templates", s.templates)
+	s.mux.HandleFunc("POST /v1/templates", s.importTemplate)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
 	s.filesRoutes()
@@ -746,6 +758,32 @@ func (s *Server) templates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.TemplateList{Templates: mapAll(list, templateOut)})
+}
+
+// importTemplate imports an image as a template. Only over the local
+// socket: its source may be any path on the daemon's host, read as root.
+func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request) {
+	if isRemote(r) {
+		writeError(w, fmt.Errorf("a template import reads the daemon's host paths: the local socket only: %w", errdefs.ErrDenied))
+		return
+	}
+	if s.images == nil {
+		writeError(w, fmt.Errorf("this daemon imports no templates: %w", errdefs.ErrUnsupported))
+		return
+	}
+	var req wire.TemplateImportRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := templateOut(info)
+	out.Digest = digest
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) input(w http.ResponseWriter, r *http.Request) {
