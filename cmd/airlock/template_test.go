@@ -188,12 +188,31 @@ func TestTemplateImportDebianImage(t *testing.T) {
 	if out, errOut, code := e.run("", "sandbox", "exec", sock, id, "--", "team-tool"); code != 0 || out != "team tool\n" {
 		t.Errorf("exec after gc: %d %q %q", code, out, errOut)
 	}
+	// a snapshot of it keeps the image's layers after the sandbox ends
+	if out, errOut, code := e.run("", "sandbox", "snapshot", sock, id, "team-snap"); code != 0 {
+		t.Fatalf("snapshot: %d %q %q", code, out, errOut)
+	}
 	if _, errOut, code := e.run("", "sandbox", "rm", sock, id); code != 0 {
 		t.Fatalf("sandbox rm: %q", errOut)
 	}
+	if out, _, code = e.run("", "template", "gc"); code != 0 || !strings.HasPrefix(out, "removed 0 layers") {
+		t.Errorf("gc with a snapshot on the layers: %d %q", code, out)
+	}
+	out, errOut, code = e.run("", "sandbox", "create", sock, "--template", "team-snap")
+	id2 := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("create from the snapshot: %d %q", code, errOut)
+	}
+	if out, errOut, code := e.run("", "sandbox", "exec", sock, id2, "--", "team-tool"); code != 0 || out != "team tool\n" {
+		t.Errorf("exec on the snapshot: %d %q %q", code, out, errOut)
+	}
+	e.run("", "sandbox", "rm", sock, id2)
+	if err := os.RemoveAll(filepath.Join(e.data, "snapshots", "team-snap")); err != nil {
+		t.Fatal(err)
+	}
 	out, _, code = e.run("", "template", "gc")
 	if code != 0 || !strings.HasPrefix(out, "removed 1 layers") {
-		t.Errorf("gc after the sandbox stopped: %d %q", code, out)
+		t.Errorf("gc after the sandbox and its snapshot went: %d %q", code, out)
 	}
 	if _, _, code := e.run("", "run", "--template", "deb-oci", "--", "/bin/true"); code != 0 {
 		t.Errorf("deb-oci after gc: %d", code)

@@ -383,3 +383,26 @@ func (s *Snapshots) Templates(ctx context.Context) ([]*manager.TemplateInfo, err
 	}
 	return out, nil
 }
+
+// RootDirs lists the template directories (base dir and lowers) that the
+// snapshot versions kept under dir start from, for the template GC: a
+// snapshot of a sandbox on an image template keeps that image's layers.
+func RootDirs(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*", "snapshot.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var sf snapshotFile
+		if err := json.Unmarshal(b, &sf); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = append(append(out, sf.BaseDir), sf.Lowers...)
+	}
+	return out, nil
+}

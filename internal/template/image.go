@@ -455,11 +455,12 @@ type GCResult struct {
 	Bytes   int64    `json:"bytes"`   // of the removed layers' files
 }
 
-// GC removes the layers no imported template names, except those a
-// running sandbox holds (Hold), and interrupted unpacks. It runs with
+// GC removes the layers no imported template names and none of keep
+// (layer root dirs something else starts from: snapshots), except those
+// a running sandbox holds (Hold), and interrupted unpacks. It runs with
 // imports held off (the images lock), so no import can pick up a layer
 // while it goes.
-func (s *Store) GC() (*GCResult, error) {
+func (s *Store) GC(keep ...string) (*GCResult, error) {
 	lock, err := s.imagesLock(syscall.LOCK_EX)
 	if err != nil {
 		return nil, err
@@ -474,6 +475,11 @@ func (s *Store) GC() (*GCResult, error) {
 		used[img.AirlockLayer] = true
 		for _, l := range img.Layers {
 			used[l.DiffID] = true
+		}
+	}
+	for _, d := range keep {
+		if filepath.Dir(filepath.Dir(d)) == filepath.Join(s.Root, layersDir) {
+			used["sha256:"+filepath.Base(filepath.Dir(d))] = true
 		}
 	}
 	res := &GCResult{Partial: s.removePartialLayers()}

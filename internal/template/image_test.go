@@ -105,6 +105,10 @@ func TestImageGC(t *testing.T) {
 		}
 	}
 	release()
+	// a snapshot that starts from app-a's layers keeps them
+	if res, err = s.GC(ta.Lowers[0]); err != nil || len(res.Removed) != 0 {
+		t.Errorf("GC with a snapshot's reference: %+v %v", res, err)
+	}
 	if res, err = s.GC(); err != nil || len(res.Removed) != 1 || res.Removed[0] != a.Layers[1].DiffID {
 		t.Errorf("GC after release: %+v %v", res, err)
 	}

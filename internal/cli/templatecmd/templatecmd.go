@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/template"
 	"github.com/airlock-dev/airlock/internal/template/debian"
 	"github.com/airlock-dev/airlock/internal/template/layertar"
@@ -285,7 +286,7 @@ func cmdRm(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdGC(args []string, stdout, stderr io.Writer) int {
-	const usage = "usage: airlock template gc [flags]\n\nRemoves the layers no template uses, except those a running sandbox uses,\nand the remains of interrupted unpacks.\n\nflags:\n"
+	const usage = "usage: airlock template gc [flags]\n\nRemoves the layers no template uses, except those a running sandbox or a\nsnapshot uses, and the remains of interrupted unpacks.\n\nflags:\n"
 	fs, c := flags("gc", usage, stderr)
 	if _, code, done := fs.parse(usage, args, stdout); done {
 		return code
@@ -294,7 +295,12 @@ func cmdGC(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "gc", err)
 	}
-	res, err := s.GC()
+	// a snapshot of a sandbox on an image template keeps its layers
+	keep, err := snapshots.RootDirs(filepath.Join(*c.dataDir, "snapshots"))
+	if err != nil {
+		return fail(stderr, "gc", err)
+	}
+	res, err := s.GC(keep...)
 	if err != nil {
 		return fail(stderr, "gc", err)
 	}
