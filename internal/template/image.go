@@ -233,6 +233,26 @@ func lockDir(dir string, how int) (*os.File, error) {
 	return f, nil
 }
 
+// ScratchDir makes a flocked scratch directory among the unpacks (an
+// importer's copy of an archive's blobs): if its process dies, the next
+// unpack or GC removes it. release unlocks and removes it.
+func (s *Store) ScratchDir() (dir string, release func(), err error) {
+	base := filepath.Join(s.Root, layersDir)
+	if err := os.MkdirAll(base, 0o711); err != nil {
+		return "", nil, err
+	}
+	dir, err = os.MkdirTemp(base, unpackPrefix+"scratch-")
+	if err != nil {
+		return "", nil, err
+	}
+	lock, err := lockDir(dir, syscall.LOCK_EX)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir); lock.Close() }, nil
+}
+
 // removePartialLayers removes the unpacks nobody holds any more (their
 // process died: a kill -9 in the middle of an unpack).
 func (s *Store) removePartialLayers() int {

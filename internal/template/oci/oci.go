@@ -184,6 +184,7 @@ func importLayer(s *template.Store, l v1.Layer, diffID string, docker bool, opt 
 		opt.progress("layer %d/%d %s: shared, already stored", n, of, short(diffID))
 		return il, nil
 	}
+	opt.progress("layer %d/%d %s: pulling and unpacking %d bytes (%s)", n, of, short(diffID), il.Size, mt)
 	t0 := time.Now()
 	var r io.Reader
 	var verify func() error

@@ -332,7 +332,7 @@ func assertEmpty(t *testing.T, s *template.Store) {
 	}
 	ents, _ = os.ReadDir(s.Root)
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".oci-archive-") {
+		if strings.HasPrefix(e.Name(), ".unpack-") {
 			t.Errorf("left: %s", e.Name())
 		}
 	}
@@ -424,4 +424,24 @@ func TestImportBadRegistry(t *testing.T) {
 		t.Error("garbage registry: no error")
 	}
 	assertEmpty(t, s)
+}
+
+// An OCI archive that carries anything but a layout's files (a path that
+// climbs out, a symlink, an odd blob name) is refused, leaving nothing.
+func TestImportOCIArchiveRefused(t *testing.T) {
+	for _, ents := range [][]tarEnt{
+		{{name: "oci-layout", body: `{"imageLayoutVersion":"1.0.0"}`}, {name: "../../escape", body: "x"}},
+		{{name: "oci-layout", body: `{"imageLayoutVersion":"1.0.0"}`}, {name: "index.json", link: "/etc/passwd", typ: tar.TypeSymlink}},
+		{{name: "oci-layout", body: `{"imageLayoutVersion":"1.0.0"}`}, {name: "blobs/sha256/../../x", body: "x"}},
+	} {
+		s := openStore(t)
+		p := filepath.Join(t.TempDir(), "a.tar")
+		if err := os.WriteFile(p, rawTar(t, ents...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Import(context.Background(), s, "arch", p, Options{}); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("%v: %v", ents[1].name, err)
+		}
+		assertEmpty(t, s)
+	}
 }

@@ -135,11 +135,11 @@ func openArchive(s *template.Store, file string, opt *Options) (*source, error) 
 		}
 		return &source{img: img, docker: true, cleanup: noCleanup}, nil
 	}
-	dir, err := os.MkdirTemp(s.Root, ".oci-archive-")
+	// flocked among the unpacks: a killed import's copy goes at the next
+	dir, cleanup, err := s.ScratchDir()
 	if err != nil {
 		return nil, err
 	}
-	cleanup := func() { os.RemoveAll(dir) }
 	if err := extractLayout(file, dir, opt.Limits.StreamCap()*int64(max(opt.MaxLayers, 64))); err != nil {
 		cleanup()
 		return nil, err
