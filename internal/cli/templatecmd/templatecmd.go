@@ -127,8 +127,11 @@ func progress(stderr io.Writer) func(string, ...any) {
 func cmdImport(args []string, stdout, stderr io.Writer) int {
 	const usage = "usage: airlock template import [flags] NAME SOURCE\n\nImports an image as the template NAME. SOURCE is an OCI image layout\ndirectory, an OCI archive, a 'docker save' archive or a registry reference;\nthe linux/amd64 image of an index is taken, its digest pinned. Registry\ncredentials come from the docker-style config file ($DOCKER_CONFIG or\n~/.docker/config.json).\n\nflags:\n"
 	fs, c := flags("import", usage, stderr)
-	maxBytes := fs.Int64("max-layer-bytes", layertar.DefaultMaxBytes, "cap on one layer's unpacked file bytes")
+	maxBytes := new(int64)
+	*maxBytes = layertar.DefaultMaxBytes
+	fs.Var(cli.SizeFlag{V: maxBytes}, "max-layer-bytes", "cap on one layer's unpacked file bytes, e.g. 4G (a layer over it is refused)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	timeout := cli.Duration(fs.FlagSet, "timeout", 30*time.Minute, "give up after this long (a registry that answers too slowly)")
 	pos, code, done := fs.parse(usage, args, stdout)
 	if done {
 		return code
@@ -143,6 +146,8 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, *timeout)
+	defer cancelT()
 	opt := oci.Options{Limits: layertar.Limits{MaxBytes: *maxBytes}}
 	if !*quiet {
 		opt.Progress = progress(stderr)
