@@ -225,6 +225,18 @@ type TemplateImportRequest struct {
 	Source string `json:"source"`
 }
 
+// TemplateImportEvent is one line of the answer of POST
+// /v1/templates?progress=1 (newline-delimited JSON): progress lines, then
+// the template or an error, last.
+type TemplateImportEvent struct {
+	// Progress is one step of the import (a layer pulled and unpacked).
+	Progress string `json:"progress,omitempty"`
+	// Template is the imported template (the last line).
+	Template *Template `json:"template,omitempty"`
+	// Error ends a failed import (the last line).
+	Error *Error `json:"error,omitempty"`
+}
+
 // Template is a template sandboxes can start from.
 type Template struct {
 	// Name is the template's.

@@ -99,8 +99,9 @@ type Modules struct {
 // template/oci import into its store).
 type Images interface {
 	// Import imports source as the template name; it returns the new
-	// template and its pinned digest.
-	Import(ctx context.Context, name, source string) (*manager.TemplateInfo, string, error)
+	// template and its pinned digest. progress (may be nil) hears of
+	// each step, one line each.
+	Import(ctx context.Context, name, source string, progress func(string)) (*manager.TemplateInfo, string, error)
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -776,7 +777,11 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source)
+	if r.URL.Query().Get("progress") == "1" {
+		s.importStreamed(w, r, req)
+		return
+	}
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, nil)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -784,6 +789,32 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request) {
 	out := templateOut(info)
 	out.Digest = digest
 	writeJSON(w, http.StatusCreated, out)
+}
+
+// importStreamed answers an import as newline-delimited JSON events: a
+// line per step as it happens, then the template or the error.
+func (s *Server) importStreamed(w http.ResponseWriter, r *http.Request, req wire.TemplateImportRequest) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var mu sync.Mutex
+	send := func(ev wire.TemplateImportEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, _ := json.Marshal(ev)
+		_, _ = w.Write(append(b, '\n'))
+		_ = rc.Flush()
+	}
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, func(line string) {
+		send(wire.TemplateImportEvent{Progress: oneLine(line)})
+	})
+	if err != nil {
+		send(wire.TemplateImportEvent{Error: &wire.Error{Code: errdefs.Kind(err), Message: oneLine(message(err))}})
+		return
+	}
+	out := templateOut(info)
+	out.Digest = digest
+	send(wire.TemplateImportEvent{Template: &out})
 }
 
 func (s *Server) input(w http.ResponseWriter, r *http.Request) {

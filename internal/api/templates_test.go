@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,14 +12,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
 )
 
 type fakeImages struct{ calls []string }
 
-func (f *fakeImages) Import(_ context.Context, name, source string) (*manager.TemplateInfo, string, error) {
+func (f *fakeImages) Import(_ context.Context, name, source string, progress func(string)) (*manager.TemplateInfo, string, error) {
 	f.calls = append(f.calls, name+" "+source)
+	if name == "fails" {
+		return nil, "", fmt.Errorf("layer 1 of 1: layer entry %q: device node: %w", "dev/sda", errdefs.ErrInvalid)
+	}
+	if progress != nil {
+		progress("layer 1/2: unpacked")
+		progress("layer 2/2: unpacked\x1b[2J") // one line, escapes kept out of the terminal by the CLI
+	}
 	return &manager.TemplateInfo{Name: name, Version: "0123456789ab", Kind: "image", Base: source, Created: time.Now()}, "sha256:" + strings.Repeat("b", 64), nil
 }
 
@@ -58,5 +69,32 @@ func TestTemplateImportRoute(t *testing.T) {
 	var out wire.Template
 	if code != http.StatusCreated || json.Unmarshal([]byte(body), &out) != nil || out.Name != "img" || out.Digest == "" || len(f.calls) != 1 {
 		t.Errorf("local: %d %s %v", code, body, f.calls)
+	}
+}
+
+// The SDK's ImportTemplate with progress: the steps arrive as lines,
+// then the template; a failed import ends with its error (kind kept).
+func TestTemplateImportStreamed(t *testing.T) {
+	d := newDaemon(t)
+	mods := d.mods
+	mods.Images = &fakeImages{}
+	srv := httptest.NewServer(New(d.m, mods, Health{OK: true}))
+	defer srv.Close()
+	c, err := sdk.New(sdk.WithBaseURL(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	tpl, err := c.ImportTemplate(context.Background(), "img", "/srv/layout", func(l string) { lines = append(lines, l) })
+	if err != nil || tpl.Name != "img" || tpl.Digest == "" || len(lines) != 2 || lines[0] != "layer 1/2: unpacked" {
+		t.Errorf("streamed import: %+v %v %q", tpl, err, lines)
+	}
+	_, err = c.ImportTemplate(context.Background(), "fails", "/srv/layout", func(string) {})
+	var se *sdk.Error
+	if !errors.As(err, &se) || se.Code != sdk.CodeInvalid || !strings.Contains(se.Message, "device node") {
+		t.Errorf("streamed failure: %v", err)
+	}
+	if tpl, err := c.ImportTemplate(context.Background(), "plain", "/srv/layout", nil); err != nil || tpl.Name != "plain" {
+		t.Errorf("plain import: %+v %v", tpl, err)
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -12,8 +13,12 @@ import (
 // daemon's template store, with the default layer limits.
 type images struct{ store *template.Store }
 
-func (i images) Import(ctx context.Context, name, source string) (*manager.TemplateInfo, string, error) {
-	img, err := oci.Import(ctx, i.store, name, source, oci.Options{})
+func (i images) Import(ctx context.Context, name, source string, progress func(string)) (*manager.TemplateInfo, string, error) {
+	opt := oci.Options{}
+	if progress != nil {
+		opt.Progress = func(f string, a ...any) { progress(fmt.Sprintf(f, a...)) }
+	}
+	img, err := oci.Import(ctx, i.store, name, source, opt)
 	if err != nil {
 		return nil, "", err
 	}
