@@ -166,6 +166,26 @@ func TestTemplateImportDebianImage(t *testing.T) {
 	// shared base stays while another template uses it
 	d := e.startDaemon(t)
 	sock := "--socket=" + d.sock
+	// a task on the imported template, by name: its repository in
+	// /workspace, its tests with Debian's perl, its diff
+	repo := gitRepoOf(t, map[string]string{"sum.pl": "print 1+1, \"\\n\";\n"})
+	out, errOut, code = e.run("", "task", "start", sock, "--repo", repo, "--template", "deb-oci", "--test", "perl sum.pl | grep -x 3")
+	taskID := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("task start on deb-oci: %d %q", code, errOut)
+	}
+	if _, errOut, code := e.run("print 1+2, \"\\n\";\n", "task", "exec", sock, "--stdin", taskID, "--", "/bin/sh", "-c", "cat > sum.pl; . /etc/os-release; test $VERSION_CODENAME = bookworm"); code != 0 {
+		t.Fatalf("task exec: %d %q", code, errOut)
+	}
+	if out, errOut, code := e.run("", "task", "test", sock, taskID); code != 0 {
+		t.Errorf("task test: %d %q %q", code, out, errOut)
+	}
+	if diff, _, code := e.run("", "task", "diff", sock, taskID); code != 0 || !strings.Contains(diff, "+print 1+2") {
+		t.Errorf("task diff: %d %q", code, diff)
+	}
+	if _, errOut, code := e.run("", "task", "finish", sock, taskID); code != 0 {
+		t.Errorf("task finish: %d %q", code, errOut)
+	}
 	// the same import over the API (the local socket)
 	if code, body := d.post(t, "/v1/templates", `{"name":"deb-api","source":"`+lay+`"}`); code != 201 || !strings.Contains(string(body), `"digest":"sha256:`) {
 		t.Errorf("POST /v1/templates: %d %s", code, body)
