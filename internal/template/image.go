@@ -28,7 +28,7 @@ import (
 //
 //	Root/layers/<hex>/root        an unpacked layer (hex: its diffID, the sha256 of its tar)
 //	Root/layers/<hex>/layer.json  what the unpack saw (layerInfo)
-//	Root/layers/.unpack-*         unpacks under way (flocked) or interrupted (removed at the next unpack or GC)
+//	Root/layers/.unpack-*         unpacks under way (flocked) or interrupted (removed at the next Open, unpack or GC)
 //	Root/images/<name>.json       an image template (Image), immutable once written
 //	Root/images/.lock             shared by imports, exclusive for rm and gc
 const (
@@ -141,13 +141,8 @@ func (s *Store) UnpackLayer(want string, r io.Reader, lim layertar.Limits, verif
 		return "", err
 	}
 	s.removePartialLayers()
-	tmp, err := os.MkdirTemp(base, unpackPrefix)
+	tmp, lock, err := s.newPartial(unpackPrefix)
 	if err != nil {
-		return "", err
-	}
-	lock, err := lockDir(tmp, syscall.LOCK_EX)
-	if err != nil {
-		os.RemoveAll(tmp)
 		return "", err
 	}
 	defer lock.Close()
@@ -241,7 +236,24 @@ func (s *Store) ScratchDir() (dir string, release func(), err error) {
 	if err := os.MkdirAll(base, 0o711); err != nil {
 		return "", nil, err
 	}
-	dir, err = os.MkdirTemp(base, unpackPrefix+"scratch-")
+	dir, lock, err := s.newPartial(unpackPrefix + "scratch-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir); lock.Close() }, nil
+}
+
+// newPartial makes a flocked directory among the unpacks. It is made and
+// locked under a shared lock of Root/.layers.lock, which the cleanup takes
+// exclusively: the cleanup never sees one made but not yet locked.
+func (s *Store) newPartial(prefix string) (string, *os.File, error) {
+	base := filepath.Join(s.Root, layersDir)
+	guard, err := lockFile(filepath.Join(s.Root, ".layers.lock"), syscall.LOCK_SH)
+	if err != nil {
+		return "", nil, err
+	}
+	defer guard.Close()
+	dir, err := os.MkdirTemp(base, prefix)
 	if err != nil {
 		return "", nil, err
 	}
@@ -250,7 +262,19 @@ func (s *Store) ScratchDir() (dir string, release func(), err error) {
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	return dir, func() { os.RemoveAll(dir); lock.Close() }, nil
+	return dir, lock, nil
+}
+
+func lockFile(p string, how int) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // removePartialLayers removes the unpacks nobody holds any more (their
@@ -261,6 +285,11 @@ func (s *Store) removePartialLayers() int {
 	if err != nil {
 		return 0
 	}
+	guard, err := lockFile(filepath.Join(s.Root, ".layers.lock"), syscall.LOCK_EX)
+	if err != nil {
+		return 0
+	}
+	defer guard.Close()
 	n := 0
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), unpackPrefix) && !strings.HasPrefix(e.Name(), ".gc-") {

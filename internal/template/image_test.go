@@ -162,6 +162,9 @@ func TestUnpackKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(partial); !os.IsNotExist(err) {
+		t.Errorf("partial unpack still there after the next start: %v", err)
+	}
 	if _, err := s2.UnpackLayer("", bytes.NewReader(layerTar(t, map[string]string{"x": "y"})), layertar.Limits{}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,11 @@ func Open(root string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("template store: %s is not a directory: %w", abs, ErrInvalid)
 	}
-	return &Store{Root: abs, host: "/"}, nil
+	s := &Store{Root: abs, host: "/"}
+	// what an import killed midway left (no process holds it) goes at
+	// the next start
+	s.removePartialLayers()
+	return s, nil
 }
 
 func (s *Store) hostRoot() string {
