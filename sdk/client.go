@@ -873,6 +873,42 @@ func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
 	return w.Templates, nil
 }
 
+// ImportTemplate imports an image (an OCI layout directory or an OCI or
+// docker archive on the daemon's host, or a registry reference) as the
+// template name. Only over the local socket. progress, when set, hears
+// of each step as it happens (the answer is then streamed, and the
+// client's timeout does not cut a long import short).
+func (c *Client) ImportTemplate(ctx context.Context, name, source string, progress func(line string)) (*Template, error) {
+	req := wire.TemplateImportRequest{Name: name, Source: source}
+	if progress == nil {
+		var t Template
+		if err := c.call(ctx, http.MethodPost, "/v1/templates", nil, req, &t); err != nil {
+			return nil, err
+		}
+		return &t, nil
+	}
+	a, err := c.request(ctx, http.MethodPost, "/v1/templates", url.Values{"progress": {"1"}}, req, "application/x-ndjson", true)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	dec := json.NewDecoder(io.LimitReader(a.Body, 64<<20))
+	for {
+		var ev wire.TemplateImportEvent
+		if err := dec.Decode(&ev); err != nil {
+			return nil, a.readErr("POST /v1/templates", err)
+		}
+		switch {
+		case ev.Error != nil:
+			return nil, &Error{Status: wire.Status(ev.Error.Code), Code: ev.Error.Code, Message: oneLine(ev.Error.Message)}
+		case ev.Template != nil:
+			return ev.Template, nil
+		case ev.Progress != "":
+			progress(oneLine(ev.Progress))
+		}
+	}
+}
+
 // Input writes data to the open stdin of a command started with
 // ExecBackground(..., true).
 func (c *Client) Input(ctx context.Context, id, execID string, data []byte) error {

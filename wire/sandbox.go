@@ -216,16 +216,39 @@ type Snapshot struct {
 	SeedBytes int64 `json:"seed_bytes"`
 }
 
-// Template is a template sandboxes can be created from.
+// TemplateImportRequest is POST /v1/templates: import an image.
+type TemplateImportRequest struct {
+	// Name is the new template's.
+	Name string `json:"name"`
+	// Source is an OCI layout directory, an OCI or docker archive (paths
+	// on the daemon's host) or a registry reference.
+	Source string `json:"source"`
+}
+
+// TemplateImportEvent is one line of the answer of POST
+// /v1/templates?progress=1 (newline-delimited JSON): progress lines, then
+// the template or an error, last.
+type TemplateImportEvent struct {
+	// Progress is one step of the import (a layer pulled and unpacked).
+	Progress string `json:"progress,omitempty"`
+	// Template is the imported template (the last line).
+	Template *Template `json:"template,omitempty"`
+	// Error ends a failed import (the last line).
+	Error *Error `json:"error,omitempty"`
+}
+
+// Template is a template sandboxes can start from.
 type Template struct {
 	// Name is the template's.
 	Name string `json:"name"`
 	// Version is its current version.
 	Version string `json:"version"`
-	// Kind is "builtin" or "snapshot".
+	// Kind is "builtin", "snapshot", "image" or "debian".
 	Kind string `json:"kind"`
-	// Base is a snapshot's base template.
+	// Base is a snapshot's base template (an image's source).
 	Base string `json:"base,omitempty"`
+	// Digest pins an imported image (its manifest's digest).
+	Digest string `json:"digest,omitempty"`
 	// Created is when it was made.
 	Created time.Time `json:"created"`
 }

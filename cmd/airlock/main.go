@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/cli/sandbox"
 	"github.com/airlock-dev/airlock/internal/cli/serve"
 	"github.com/airlock-dev/airlock/internal/cli/task"
+	"github.com/airlock-dev/airlock/internal/cli/templatecmd"
 
 	"github.com/airlock-dev/airlock/internal/runtime/gvisor"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
@@ -53,6 +54,7 @@ func verbs() []verb {
 		{"bundle", "verify a review bundle (signature, checksums, paths, audit excerpt)", record.CmdBundle},
 		{"purge", "remove task results, stored output and audit blobs older than a duration", record.CmdPurge},
 		{"mcp", "serve airlock's tools to an MCP client over stdio", cmdMCP},
+		{"template", "templates from container images and Debian: import, debian, ls, inspect, rm, gc", templatecmd.CmdTemplate},
 		{"task", "the review workflow: a repository at a commit in a sandbox, tests, patch", task.CmdTask},
 		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", run.CmdReap},
 		{"version", "print the version", cmdVersion},

@@ -55,6 +55,7 @@ type Server struct {
 	rec    Records
 	keys   Keys
 	snaps  Snapshots
+	images Images
 	secs   Secrets
 	tasks  Tasks
 	appr   Approvals
@@ -96,6 +97,16 @@ type Modules struct {
 	Review Review
 	// Caches nil: no dependency caches are kept (noCaches).
 	Caches Caches
+	Images Images
+}
+
+// Images imports image templates (POST /v1/templates; the daemon's
+// template/oci import into its store).
+type Images interface {
+	// Import imports source as the template name; it returns the new
+	// template and its pinned digest. progress (may be nil) hears of
+	// each step, one line each.
+	Import(ctx context.Context, name, source string, progress func(string)) (*sandbox.TemplateInfo, string, error)
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -193,7 +204,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Caches == nil {
 		mods.Caches = noCaches{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -211,6 +222,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/reset", s.reset)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/snapshot", s.snapshot)
 	s.mux.HandleFunc("GET /v1/templates", s.templates)
+	s.mux.HandleFunc("POST /v1/templates", s.importTemplate)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
 	s.filesRoutes()
@@ -775,6 +787,62 @@ func (s *Server) templates(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.TemplateList{Templates: mapAll(list, templateOut)})
+}
+
+// importTemplate imports an image as a template. Only over the local
+// socket: its source may be any path on the daemon's host, read as root.
+func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request) {
+	if isRemote(r) {
+		writeError(w, fmt.Errorf("a template import reads the daemon's host paths: the local socket only: %w", errdefs.ErrDenied))
+		return
+	}
+	if s.images == nil {
+		writeError(w, fmt.Errorf("this daemon imports no templates: %w", errdefs.ErrUnsupported))
+		return
+	}
+	var req wire.TemplateImportRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if r.URL.Query().Get("progress") == "1" {
+		s.importStreamed(w, r, req)
+		return
+	}
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, nil)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := templateOut(info)
+	out.Digest = digest
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// importStreamed answers an import as newline-delimited JSON events: a
+// line per step as it happens, then the template or the error.
+func (s *Server) importStreamed(w http.ResponseWriter, r *http.Request, req wire.TemplateImportRequest) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var mu sync.Mutex
+	send := func(ev wire.TemplateImportEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, _ := json.Marshal(ev)
+		_, _ = w.Write(append(b, '\n'))
+		_ = rc.Flush()
+	}
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, func(line string) {
+		send(wire.TemplateImportEvent{Progress: oneLine(line)})
+	})
+	if err != nil {
+		send(wire.TemplateImportEvent{Error: &wire.Error{Code: errdefs.Kind(err), Message: oneLine(message(err))}})
+		return
+	}
+	out := templateOut(info)
+	out.Digest = digest
+	send(wire.TemplateImportEvent{Template: &out})
 }
 
 func (s *Server) input(w http.ResponseWriter, r *http.Request) {

@@ -212,7 +212,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.m, d.keys, d.files, d.records = stk.Manager, stk.Keys, stk.Files, stk.Records
-	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -228,8 +228,8 @@ func depCacheDir(cfg Config) string {
 
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
-func apiModules(s *stack.Stack, alog *audit.Log) api.Modules {
-	return api.Modules{Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s)}
+func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store) api.Modules {
+	return api.Modules{Images: images{tpls}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s)}
 }
 
 // caches is the stack's dependency caches as the API takes them (nil:

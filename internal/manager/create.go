@@ -142,7 +142,7 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 	if err != nil {
 		return nil, err
 	}
-	spec := runtime.Spec{RootFS: base.RootFS, Binds: base.Binds, Env: runtime.MergeEnv(base.Env, req.Env), Limits: req.Limits}
+	spec := runtime.Spec{RootFS: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: runtime.MergeEnv(base.Env, req.Env), Limits: req.Limits}
 	return &createPlan{base: base, pol: pol, be: be, spec: spec, taskID: taskID}, nil
 }
 

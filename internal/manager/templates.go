@@ -18,7 +18,7 @@ import (
 func (m *Manager) base(name string) (*sandbox.Base, error) {
 	tpl, err := m.cfg.Templates.Get(name)
 	if err == nil {
-		b := &sandbox.Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Env: tpl.Env}
+		b := &sandbox.Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Lowers: tpl.Lowers, Env: tpl.Env}
 		for _, bd := range tpl.Binds {
 			b.Binds = append(b.Binds, runtime.Bind{Source: bd.Source, Target: bd.Target})
 		}
@@ -39,6 +39,13 @@ func (m *Manager) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error
 	var out []*sandbox.TemplateInfo
 	if t, err := m.cfg.Templates.Get("host"); err == nil {
 		out = append(out, &sandbox.TemplateInfo{Name: t.Name, Version: t.Version, Kind: "builtin", Created: t.Created})
+	}
+	imgs, err := m.cfg.Templates.Images()
+	if err != nil {
+		return nil, err
+	}
+	for _, img := range imgs {
+		out = append(out, &sandbox.TemplateInfo{Name: img.Name, Version: img.Version, Kind: img.Kind, Base: img.Source, Created: img.Created})
 	}
 	more, err := m.hooks.TemplateList(ctx)
 	if err != nil {

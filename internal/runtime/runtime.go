@@ -82,6 +82,9 @@ type Spec struct {
 	ID string
 	// RootFS is the read-only lower layer (a template directory).
 	RootFS string
+	// Lowers are more read-only layers below RootFS, top first (an
+	// imported image's layers); each is checked as RootFS is.
+	Lowers []string
 	// Binds are read-only host paths mounted into the sandbox.
 	Binds []Bind
 	// Workspace, when set, is a host directory whose contents are copied

@@ -90,6 +90,7 @@ func FinishingError(taskID string) error {
 type Base struct {
 	Name, Version string
 	RootFS        string
+	Lowers        []string // more layers below RootFS, top first (an image's)
 	Binds         []runtime.Bind
 	// Env is what its commands start with, before the caller's (the
 	// template's PATH).
@@ -101,7 +102,7 @@ type Base struct {
 type TemplateInfo struct {
 	Name    string    `json:"name"`
 	Version string    `json:"version"`
-	Kind    string    `json:"kind"` // "builtin" or "snapshot"
+	Kind    string    `json:"kind"` // "builtin", "snapshot", "image" or "debian"
 	Base    string    `json:"base,omitempty"`
 	Created time.Time `json:"created"`
 }

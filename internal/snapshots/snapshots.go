@@ -86,6 +86,7 @@ type Snapshot struct {
 type snapshotFile struct {
 	Snapshot
 	BaseDir string         `json:"base_dir"`
+	Lowers  []string       `json:"lowers,omitempty"` // an image template's layers below BaseDir
 	Binds   []runtime.Bind `json:"binds"`
 	Env     []string       `json:"env,omitempty"` // the base's (its PATH)
 }
@@ -165,7 +166,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	sum := hex.EncodeToString(h.Sum(nil))
 	tplVersion := rec.TemplateVersion
 	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
-		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Binds: base.Binds, Env: base.Env}
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env}
 	vdir := filepath.Join(dir, snap.Version)
 	if err := os.MkdirAll(vdir, 0o700); err != nil {
 		return nil, err
@@ -291,7 +292,7 @@ func (s *Snapshots) Template(name string) (*sandbox.Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
+	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
 }
 
 // snapshot returns the current version of a snapshot template and the
@@ -382,6 +383,29 @@ func (s *Snapshots) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, err
 	out := make([]*sandbox.TemplateInfo, 0, len(snaps))
 	for _, sn := range snaps {
 		out = append(out, &sandbox.TemplateInfo{Name: sn.Name, Version: sn.Version, Kind: "snapshot", Base: sn.Base + "@" + sn.BaseVersion, Created: sn.Created})
+	}
+	return out, nil
+}
+
+// RootDirs lists the template directories (base dir and lowers) that the
+// snapshot versions kept under dir start from, for the template GC: a
+// snapshot of a sandbox on an image template keeps that image's layers.
+func RootDirs(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*", "snapshot.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var sf snapshotFile
+		if err := json.Unmarshal(b, &sf); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = append(append(out, sf.BaseDir), sf.Lowers...)
 	}
 	return out, nil
 }

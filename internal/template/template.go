@@ -45,13 +45,22 @@ type Template struct {
 	// Env is what commands in its sandboxes start with ("K=V"): a PATH
 	// that finds the toolchains it holds (issue 19: go was not on the
 	// sandbox's PATH). Read from the host at every Get: /usr is bound.
+	// An image's is its config's Env (with a PATH).
 	Env []string
+	// Lowers are more read-only layers below Dir, top first: an image's
+	// layers (Dir is then the thin airlock layer on top of them).
+	Lowers []string
+	// Kind is "builtin", or for an imported template its Image.Kind.
+	Kind string
+	// WorkDir is the image's working directory ("": none).
+	WorkDir string
 }
 
 func (t *Template) clone() *Template {
 	c := *t
 	c.Binds = slices.Clone(t.Binds)
 	c.Env = slices.Clone(t.Env)
+	c.Lowers = slices.Clone(t.Lowers)
 	return &c
 }
 
@@ -181,7 +190,11 @@ func Open(root string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("template store: %s is not a directory: %w", abs, ErrInvalid)
 	}
-	return &Store{Root: abs, host: "/"}, nil
+	s := &Store{Root: abs, host: "/"}
+	// what an import killed midway left (no process holds it) goes at
+	// the next start
+	s.removePartialLayers()
+	return s, nil
 }
 
 func (s *Store) hostRoot() string {
@@ -191,10 +204,15 @@ func (s *Store) hostRoot() string {
 	return s.host
 }
 
-func knownNames() []string {
+func (s *Store) knownNames() []string {
 	names := make([]string, 0, len(builtins))
 	for n := range builtins {
 		names = append(names, n)
+	}
+	if imgs, err := s.Images(); err == nil {
+		for _, img := range imgs {
+			names = append(names, img.Name)
+		}
 	}
 	slices.Sort(names)
 	return names
@@ -221,12 +239,19 @@ func (s *Store) get(name string) (*Template, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}
-	b, ok := builtins[name]
-	if !ok {
-		return nil, fmt.Errorf("template %q: %w (known templates: %s)", name, ErrNotFound, strings.Join(knownNames(), ", "))
-	}
 	if s == nil || s.Root == "" {
 		return nil, fmt.Errorf("template store not opened: %w", ErrInvalid)
+	}
+	b, ok := builtins[name]
+	if !ok {
+		img, err := s.Image(name)
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("template %q: %w (known templates: %s)", name, ErrNotFound, strings.Join(s.knownNames(), ", "))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s.imageTemplate(img)
 	}
 	host := s.hostRoot()
 	fp, err := b.fingerprint(host)

@@ -185,8 +185,15 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 		return 125, err
 	}
 	tracef("template ready")
+	// An image template's layers stay out of GC while this run uses them.
+	release, err := store.Hold(tpl)
+	if err != nil {
+		return 125, err
+	}
+	defer release()
 	spec := runtime.Spec{
 		RootFS:    tpl.Dir,
+		Lowers:    tpl.Lowers,
 		Workspace: o.workspace,
 		Env:       runtime.MergeEnv(tpl.Env, o.env),
 		Limits: runtime.Limits{

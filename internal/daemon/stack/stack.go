@@ -30,6 +30,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/tasks"
+	"github.com/airlock-dev/airlock/internal/templatehold"
 )
 
 // Config is the manager's configuration, but its modules, which are the
@@ -111,6 +112,10 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	mcfg := cfg.Config
 	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
+	if cfg.Templates != nil {
+		// an image template's layers stay out of GC while a sandbox runs on them
+		mcfg.Modules = append(mcfg.Modules, templatehold.New(cfg.Templates))
+	}
 	if caches != nil {
 		mcfg.Modules = append(mcfg.Modules, caches) // no hooks: the tasks module calls it
 	}

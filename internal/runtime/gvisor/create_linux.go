@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -165,7 +166,8 @@ func (c *creation) startRunsc(context.Context, *hostside.Rollback) error {
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
 	}
 	trace(c.t0, "disk")
-	err = s.launch(cmd, disk, c.spec.RootFS, c.binds)
+	// An image's layers below its top (top first), as overlayfs lists them.
+	err = s.launch(cmd, disk, strings.Join(append([]string{c.spec.RootFS}, c.spec.Lowers...), ":"), c.binds)
 	disk.Close()
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w%s", s.id, err, s.initLog())

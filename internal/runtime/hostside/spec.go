@@ -22,7 +22,15 @@ func CheckSpec(spec *runtime.Spec, overlay ...string) error {
 	if spec.RootFS == "" || !filepath.IsAbs(spec.RootFS) {
 		return fmt.Errorf("root filesystem must be an absolute path: %w", errdefs.ErrInvalid)
 	}
-	for _, p := range append([]string{spec.RootFS}, overlay...) {
+	for _, l := range spec.Lowers {
+		if !filepath.IsAbs(l) {
+			return fmt.Errorf("lower layer %q must be an absolute path: %w", l, errdefs.ErrInvalid)
+		}
+		if st, err := os.Stat(l); err != nil || !st.IsDir() {
+			return fmt.Errorf("lower layer %s is not a directory: %w", l, errdefs.ErrNotFound)
+		}
+	}
+	for _, p := range append(append([]string{spec.RootFS}, spec.Lowers...), overlay...) {
 		if strings.ContainsAny(p, ",:\\") {
 			return fmt.Errorf("path %q has a comma, colon or backslash, which an overlay mount cannot take: %w", p, errdefs.ErrInvalid)
 		}

@@ -40,8 +40,10 @@ func (b *Backend) plan(spec runtime.Spec) (*creation, error) {
 	if err := hostside.CheckSpec(&spec, b.cfg.StateDir); err != nil {
 		return nil, err
 	}
-	if err := hostside.CheckTraversable(spec.RootFS); err != nil {
-		return nil, fmt.Errorf("root filesystem: %w", err)
+	for _, l := range append([]string{spec.RootFS}, spec.Lowers...) {
+		if err := hostside.CheckTraversable(l); err != nil {
+			return nil, fmt.Errorf("root filesystem: %w", err)
+		}
 	}
 	s := &sandbox{b: b, id: spec.ID, lim: lim, dir: filepath.Join(b.lay.SandboxesDir(), spec.ID),
 		host: hostside.NewBase(spec.ID, b.cfg.Logf, trace)}
@@ -260,7 +262,7 @@ func (c *creation) initConfig() *proto.InitConfig {
 		binds[i] = proto.Bind(bd)
 	}
 	return &proto.InitConfig{
-		MountDir: filepath.Join(c.s.dir, "disk"), DiskMounted: true, Lower: spec.RootFS, Binds: binds,
+		MountDir: filepath.Join(c.s.dir, "disk"), DiskMounted: true, Lower: spec.RootFS, Lowers: spec.Lowers, Binds: binds,
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: spec.Hostname,
 		// RLIMIT_NPROC is a backstop above the commands' pids group (pidsSub).
 		NoFile: lim.NoFile, NProc: uint64(lim.Pids + agentPidsReserve), FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)), Ptys: lim.Ptys,

@@ -116,10 +116,22 @@ func hostTemplate(t testing.TB) *template.Template {
 	return tpl
 }
 
-// hostSpec is a spec on the host template.
+// hostSpec is a spec on the host template, or, with
+// AIRLOCK_TEST_IMAGE_TEMPLATE=DATADIR:NAME, on that imported image
+// template (the escape tests on a real distribution's root, issue 21).
 func hostSpec(t testing.TB) runtime.Spec {
 	tpl := hostTemplate(t)
-	spec := runtime.Spec{RootFS: tpl.Dir}
+	if v := os.Getenv("AIRLOCK_TEST_IMAGE_TEMPLATE"); v != "" {
+		dir, name, _ := strings.Cut(v, ":")
+		st, err := template.Open(filepath.Join(dir, "templates"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tpl, err = st.Get(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := runtime.Spec{RootFS: tpl.Dir, Lowers: tpl.Lowers}
 	for _, b := range tpl.Binds {
 		spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -217,7 +218,7 @@ func setupRoot(cfg *proto.InitConfig, disk *os.File) error {
 	if err := makeWritable(cfg, upper); err != nil {
 		return err
 	}
-	if err := mountOverlay(root, cfg.Lower, upper, work); err != nil {
+	if err := mountOverlay(root, append([]string{cfg.Lower}, cfg.Lowers...), upper, work); err != nil {
 		return err
 	}
 	if err := bindTemplate(root, cfg.Binds); err != nil {
@@ -305,17 +306,18 @@ func bindTemplate(root string, binds []proto.Bind) error {
 // descriptor: the kernel shows the option string in the sandbox's
 // /proc/self/mountinfo, which then holds no host path (the template's,
 // the sandbox's state directory).
-func mountOverlay(root, lower, upper, work string) error {
-	var fds [3]int
-	for i, d := range []string{lower, upper, work} {
+func mountOverlay(root string, lowers []string, upper, work string) error {
+	var fds []string
+	for _, d := range append(slices.Clone(lowers), upper, work) {
 		fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("overlay layer %s: %w", d, err)
 		}
 		defer unix.Close(fd)
-		fds[i] = fd
+		fds = append(fds, fmt.Sprintf("/proc/self/fd/%d", fd))
 	}
-	ovl := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,userxattr", fds[0], fds[1], fds[2])
+	n := len(fds)
+	ovl := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", strings.Join(fds[:n-2], ":"), fds[n-2], fds[n-1])
 	if err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl); err != nil {
 		return mountErr("overlay", root, err)
 	}

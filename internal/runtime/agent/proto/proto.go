@@ -147,21 +147,23 @@ type InitConfig struct {
 	// (one descriptor) to attach on MountDir, with upper, work and root
 	// directories owned by the sandbox's root; otherwise init mounts a
 	// tmpfs there.
-	DiskMounted bool     `json:"disk_mounted"`
-	Lower       string   `json:"lower"` // template dir
-	Binds       []Bind   `json:"binds"`
-	DiskBytes   int64    `json:"disk_bytes"`
-	Inodes      int64    `json:"inodes"`
-	TmpBytes    int64    `json:"tmp_bytes"`
-	Hostname    string   `json:"hostname"`
-	NoFile      uint64   `json:"nofile"`
-	NProc       uint64   `json:"nproc"`
-	FSizeBytes  uint64   `json:"fsize_bytes"`
-	Ptys        int64    `json:"ptys"` // devpts max
-	UID         int      `json:"uid"`
-	GID         int      `json:"gid"`
-	Home        string   `json:"home"`
-	Writable    []string `json:"writable"` // paths the command user may write (Landlock)
+	DiskMounted bool   `json:"disk_mounted"`
+	Lower       string `json:"lower"` // template dir
+	// Lowers are more layers below Lower, top first (an image's).
+	Lowers     []string `json:"lowers,omitempty"`
+	Binds      []Bind   `json:"binds"`
+	DiskBytes  int64    `json:"disk_bytes"`
+	Inodes     int64    `json:"inodes"`
+	TmpBytes   int64    `json:"tmp_bytes"`
+	Hostname   string   `json:"hostname"`
+	NoFile     uint64   `json:"nofile"`
+	NProc      uint64   `json:"nproc"`
+	FSizeBytes uint64   `json:"fsize_bytes"`
+	Ptys       int64    `json:"ptys"` // devpts max
+	UID        int      `json:"uid"`
+	GID        int      `json:"gid"`
+	Home       string   `json:"home"`
+	Writable   []string `json:"writable"` // paths the command user may write (Landlock)
 	// Scratch are the Writable paths that stay writable under a write
 	// scope; ScopeRoots the directories a scope's paths must lie in.
 	Scratch     []string `json:"scratch"`

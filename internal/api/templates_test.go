@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/sandbox"
+	"github.com/airlock-dev/airlock/sdk"
+	"github.com/airlock-dev/airlock/wire"
+)
+
+type fakeImages struct{ calls []string }
+
+func (f *fakeImages) Import(_ context.Context, name, source string, progress func(string)) (*sandbox.TemplateInfo, string, error) {
+	f.calls = append(f.calls, name+" "+source)
+	if name == "fails" {
+		return nil, "", fmt.Errorf("layer 1 of 1: layer entry %q: device node: %w", "dev/sda", errdefs.ErrInvalid)
+	}
+	if progress != nil {
+		progress("layer 1/2: unpacked")
+		progress("layer 2/2: unpacked\x1b[2J") // one line, escapes kept out of the terminal by the CLI
+	}
+	return &sandbox.TemplateInfo{Name: name, Version: "0123456789ab", Kind: "image", Base: source, Created: time.Now()}, "sha256:" + strings.Repeat("b", 64), nil
+}
+
+// POST /v1/templates: the import over the local socket; over TCP it is
+// refused before the importer hears of it (a source is a host path read
+// as root); a daemon with no importer says unsupported.
+func TestTemplateImportRoute(t *testing.T) {
+	d := newDaemon(t)
+	post := func(h http.Handler, key string) (int, string) {
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/templates", strings.NewReader(`{"name":"img","source":"/srv/layout"}`))
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(New(d.m, d.mods, Health{OK: true}), ""); code != http.StatusNotImplemented || !strings.Contains(body, "imports no templates") {
+		t.Errorf("no importer: %d %s", code, body)
+	}
+	f := &fakeImages{}
+	mods := d.mods
+	mods.Images = f
+	_, key, err := d.keys.Create(context.Background(), "agent", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := post(New(d.m, mods, Health{OK: true}).TCP(), key); code != http.StatusForbidden || len(f.calls) != 0 {
+		t.Errorf("over TCP: %d %s, importer called %v", code, body, f.calls)
+	}
+	code, body := post(New(d.m, mods, Health{OK: true}), "")
+	var out wire.Template
+	if code != http.StatusCreated || json.Unmarshal([]byte(body), &out) != nil || out.Name != "img" || out.Digest == "" || len(f.calls) != 1 {
+		t.Errorf("local: %d %s %v", code, body, f.calls)
+	}
+}
+
+// The SDK's ImportTemplate with progress: the steps arrive as lines,
+// then the template; a failed import ends with its error (kind kept).
+func TestTemplateImportStreamed(t *testing.T) {
+	d := newDaemon(t)
+	mods := d.mods
+	mods.Images = &fakeImages{}
+	srv := httptest.NewServer(New(d.m, mods, Health{OK: true}))
+	defer srv.Close()
+	c, err := sdk.New(sdk.WithBaseURL(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	tpl, err := c.ImportTemplate(context.Background(), "img", "/srv/layout", func(l string) { lines = append(lines, l) })
+	if err != nil || tpl.Name != "img" || tpl.Digest == "" || len(lines) != 2 || lines[0] != "layer 1/2: unpacked" {
+		t.Errorf("streamed import: %+v %v %q", tpl, err, lines)
+	}
+	_, err = c.ImportTemplate(context.Background(), "fails", "/srv/layout", func(string) {})
+	var se *sdk.Error
+	if !errors.As(err, &se) || se.Code != sdk.CodeInvalid || !strings.Contains(se.Message, "device node") {
+		t.Errorf("streamed failure: %v", err)
+	}
+	if tpl, err := c.ImportTemplate(context.Background(), "plain", "/srv/layout", nil); err != nil || tpl.Name != "plain" {
+		t.Errorf("plain import: %+v %v", tpl, err)
+	}
+}
