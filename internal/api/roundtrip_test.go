@@ -54,6 +54,7 @@ var notRoundTripped = map[string]string{
 	"EgressTest":   "as EgressUsage (the request is sent here and refused as unsupported)",
 	"AuditProblem": "only a tampered log has problems (audit_test.go tampers, as root)",
 	"FileActivity": "the fake backend does not track file activity",
+	"CacheEntry":   "a cache has entries only after a task's finish adds files it verified against the lockfile and the egress record; TestDepCache does it through the proxy, as root",
 }
 
 // wireTypes lists the exported struct types of package wire, from its
@@ -246,7 +247,8 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	}
 	stk, err := stack.New(context.Background(), stack.Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
 		Redactor: red, Policy: pol, Logf: t.Logf},
-		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key")})
+		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key"),
+		DepCacheDir: filepath.Join(dir, "depcache")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,9 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(m, modulesOf(stk, log), Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
+	mods := modulesOf(stk, log)
+	mods.Images = &fakeImages{} // the import's own tests are template/oci's; here its bodies
+	srv := &http.Server{Handler: New(m, mods, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
@@ -297,6 +301,7 @@ func TestEveryWireTypeRoundTrips(t *testing.T) {
 	roundTripPolicy(t, c)
 	roundTripOperator(t, c)
 	roundTripTasks(t, c)
+	roundTripAdmin(t, c)
 	for _, name := range wireTypes(t) {
 		why, declared := notRoundTripped[name]
 		switch {
@@ -442,6 +447,35 @@ func roundTripOperator(t *testing.T, c *strictClient) {
 	}
 	c.do("POST", "/v1/purge", wire.PurgeRequest{OlderThanSeconds: 3600}, 200, &wire.PurgeResult{})
 	c.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, 204, nil)
+}
+
+// roundTripAdmin covers the operator's stores: dependency caches and
+// template imports (plain and streamed).
+func roundTripAdmin(t *testing.T, c *strictClient) {
+	c.do("GET", "/v1/caches", nil, 200, &wire.CacheList{})
+	c.do("POST", "/v1/caches/clear", wire.CacheClearRequest{Project: "/srv/repo", Ecosystem: "go"}, 200, &wire.CacheClearResult{})
+	var tpl wire.Template
+	c.do("POST", "/v1/templates", wire.TemplateImportRequest{Name: "img", Source: "/srv/layout"}, 201, &tpl)
+	if tpl.Name != "img" || tpl.Digest == "" {
+		t.Errorf("import: %+v", tpl)
+	}
+	body := wire.TemplateImportRequest{Name: "img2", Source: "/srv/layout"}
+	c.mark(c.sent, reflect.ValueOf(body))
+	j, _ := json.Marshal(body)
+	resp, err := c.hc.Post("http://airlock/v1/templates?progress=1", "application/json", bytes.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var last wire.TemplateImportEvent
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		last = wire.TemplateImportEvent{}
+		c.strict("POST /v1/templates?progress=1", sc.Bytes(), &last)
+	}
+	if last.Template == nil || last.Template.Name != "img2" {
+		t.Errorf("streamed import ended with %+v", last)
+	}
 }
 
 func roundTripTasks(t *testing.T, c *strictClient) {
