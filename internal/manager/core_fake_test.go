@@ -254,14 +254,17 @@ func TestCoreTTLCleared(t *testing.T) {
 	if sb.Expires == nil {
 		t.Fatal("created with a TTL: no expiry")
 	}
-	if _, err := m.SetTTL(ctx, sb.ID, 30*time.Millisecond); err != nil {
+	// Long enough that the clearing call below comes first even on a
+	// loaded machine (30 ms once expired the sandbox before it).
+	const short = 250 * time.Millisecond
+	if _, err := m.SetTTL(ctx, sb.ID, short); err != nil {
 		t.Fatal(err)
 	}
 	got, err := m.SetTTL(ctx, sb.ID, 0)
 	if err != nil || got.Expires != nil {
 		t.Fatalf("TTL 0: %+v %v, want no expiry", got, err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(short + 150*time.Millisecond)
 	if got, err := m.Get(ctx, sb.ID); err != nil || got.State != "running" {
 		t.Errorf("after a cleared TTL's time: %+v %v, want running", got, err)
 	}
