@@ -105,6 +105,8 @@ type Analysis struct {
 	// Error is set when the line could not be parsed; the line is then
 	// classified Unknown.
 	Error string `json:"error,omitempty"`
+	// cat is the catalogue it was made with, for WithGranted.
+	cat *Catalog
 }
 
 // Has reports whether the analysis found class c.
@@ -124,13 +126,13 @@ const maxLine = 64 << 10
 
 var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
 
-// Analyze classifies a shell command line run in cwd ("" means
-// DefaultCwd).
-func Analyze(line, cwd string) *Analysis {
+// analyzeWith classifies a shell command line run in cwd ("" means
+// DefaultCwd) with what cat knows of programs.
+func analyzeWith(line, cwd string, cat *Catalog) *Analysis {
 	if cwd == "" {
 		cwd = DefaultCwd
 	}
-	a := &analyzer{out: &Analysis{Line: line, Cwd: cwd}, cwd: cwd}
+	a := &analyzer{out: &Analysis{Line: line, Cwd: cwd, cat: cat}, cwd: cwd, cat: cat}
 	if len(line) > maxLine {
 		a.out.Error = "command line too long to analyse"
 		a.unknown(nil, "the command line is longer than the analyser reads")
@@ -143,13 +145,14 @@ func Analyze(line, cwd string) *Analysis {
 	return a.out
 }
 
-// AnalyzeArgv classifies an argv as the sandbox would run it (no shell
-// around it, unless argv itself is one).
-func AnalyzeArgv(argv []string, cwd string) *Analysis {
+// analyzeArgvWith classifies an argv as the sandbox would run it (no
+// shell around it, unless argv itself is one) with what cat knows of
+// programs.
+func analyzeArgvWith(argv []string, cwd string, cat *Catalog) *Analysis {
 	if cwd == "" {
 		cwd = DefaultCwd
 	}
-	a := &analyzer{out: &Analysis{Line: JoinArgv(argv), Cwd: cwd}, cwd: cwd}
+	a := &analyzer{out: &Analysis{Line: JoinArgv(argv), Cwd: cwd, cat: cat}, cwd: cwd, cat: cat}
 	if len(argv) == 0 {
 		a.unknown(nil, "empty command")
 	} else {
@@ -189,7 +192,8 @@ func quote(s string) string {
 
 type analyzer struct {
 	out *Analysis
-	cwd string // best knowledge of the current directory ("" when computed)
+	cat *Catalog // what is known of programs
+	cwd string   // best knowledge of the current directory ("" when computed)
 	// funcs are the functions the line defines: calling one runs its body,
 	// which is classified where it is defined.
 	funcs map[string]bool
@@ -880,12 +884,18 @@ func joinWhy(a, b string) string {
 // granted the secrets given to its commands as the variables vars: a
 // reference to one of them ("$NAME") is not secret access there. A
 // command that touches anything else secret (a credential file, an
-// environment dump, another variable) keeps its secret class.
+// environment dump, another variable) keeps its secret class. An analysis
+// not made by the analyser (decoded, a literal) is read again with no
+// knowledge of programs.
 func (a *Analysis) WithGranted(vars []string) *Analysis {
 	if len(vars) == 0 || len(a.Secrets) == 0 {
 		return a
 	}
-	out := &analyzer{out: &Analysis{Line: a.Line, Cwd: a.Cwd, Error: a.Error}}
+	cat := a.cat
+	if cat == nil {
+		cat = noPrograms
+	}
+	out := &analyzer{out: &Analysis{Line: a.Line, Cwd: a.Cwd, Error: a.Error, cat: cat}, cat: cat}
 	for _, c := range a.Commands {
 		c.Classes = slices.Clone(c.Classes)
 		var kept []string
@@ -912,10 +922,10 @@ func (a *Analysis) WithGranted(vars []string) *Analysis {
 // a credential.
 func SecretName(name string) bool { return secretParam(name) }
 
-// FileAnalysis wraps one file operation (the daemon's file API) as an
-// analysis, so the same policy decides it: a credential file is secret
+// fileAnalysisWith wraps one file operation (the daemon's file API) as
+// an analysis, so the same policy decides it: a credential file is secret
 // access, a write is checked against the scope.
-func FileAnalysis(cmd Command) *Analysis {
+func fileAnalysisWith(cmd Command, cat *Catalog) *Analysis {
 	for _, p := range cmd.Argv[1:] {
 		if isSecretPath(p) {
 			cmd.Classes = addClass(cmd.Classes, Secret)
@@ -923,7 +933,7 @@ func FileAnalysis(cmd Command) *Analysis {
 			cmd.Why = joinWhy(cmd.Why, "touches "+p)
 		}
 	}
-	a := &analyzer{out: &Analysis{Line: JoinArgv(cmd.Argv), Cwd: DefaultCwd}}
+	a := &analyzer{out: &Analysis{Line: JoinArgv(cmd.Argv), Cwd: DefaultCwd, cat: cat}, cat: cat}
 	a.add(cmd)
 	a.finish()
 	return a.out

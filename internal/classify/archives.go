@@ -117,12 +117,12 @@ func tarTool(c *call) {
 		case "--to-command", "--use-compress-program", "-I", "--rsh-command":
 			c.cmd.Why = joinWhy(c.cmd.Why, "tar "+o.name+" runs a command")
 			c.shell(*o.val)
-			c.delegated = false
+			c.Keep()
 		case "--checkpoint-action":
 			if cmd, ok := strings.CutPrefix(o.val.s, "exec="); ok {
 				c.cmd.Why = joinWhy(c.cmd.Why, "tar --checkpoint-action=exec runs a command")
 				c.shell(word{s: cmd, static: o.val.static, params: o.val.params})
-				c.delegated = false
+				c.Keep()
 			}
 		case "-F", "--info-script", "--new-volume-script":
 			c.class(Unknown, "tar runs the script "+o.val.s+" at the end of each volume")
@@ -175,7 +175,7 @@ func zipTool(c *call) {
 	if p := optValue(c.args, "-TT", "--unzip-command"); p != nil {
 		c.cmd.Why = joinWhy(c.cmd.Why, "zip -TT runs a command")
 		c.shell(*p)
-		c.delegated = false
+		c.Keep()
 	}
 	c.class(Write, "zip writes an archive")
 	if _, pos := opts(c.args, "-TT", "--unzip-command", "-b", "-n", "-t", "-tt", "-x", "-i", "-O", "--out"); len(pos) > 0 {

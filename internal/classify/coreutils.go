@@ -13,7 +13,7 @@ func rmTool(c *call) {
 	recursive := hasFlag(flags, "-r", "-R", "--recursive")
 	allTmp := len(pos) > 0
 	for _, w := range pos {
-		if p := c.a.resolve(w); !w.static || !strings.HasPrefix(p, "/tmp/") {
+		if p := c.Resolve(w); !w.static || !strings.HasPrefix(p, "/tmp/") {
 			allTmp = false
 		}
 	}
@@ -40,7 +40,7 @@ func copyTool(c *call) {
 		c.write(pos[len(pos)-1])
 	}
 	_ = flags
-	if len(pos) == 2 && pos[0].s == "/dev/null" && !regenerable(c.a.resolve(pos[1])) && !Scratch(c.a.resolve(pos[1])) {
+	if len(pos) == 2 && pos[0].s == "/dev/null" && !regenerable(c.Resolve(pos[1])) && !Scratch(c.Resolve(pos[1])) {
 		c.class(Destructive, c.name+" /dev/null empties "+pos[1].s)
 		return
 	}
@@ -58,9 +58,9 @@ func moveTool(c *call) {
 		return
 	}
 	if len(pos) > 1 {
-		dst := c.a.resolve(pos[len(pos)-1])
+		dst := c.Resolve(pos[len(pos)-1])
 		for _, w := range pos[:len(pos)-1] {
-			if src := c.a.resolve(w); path.IsAbs(src) && inWorkspace(src) && path.IsAbs(dst) && !inWorkspace(dst) {
+			if src := c.Resolve(w); path.IsAbs(src) && inWorkspace(src) && path.IsAbs(dst) && !inWorkspace(dst) {
 				c.class(Destructive, "mv moves "+w.s+" out of the workspace (to "+dst+")")
 				return
 			}
@@ -80,7 +80,7 @@ func rsyncTool(c *call) {
 	if e := flagValue(c.args, "-e", "--rsh"); e != nil {
 		c.cmd.Why = joinWhy(c.cmd.Why, "rsync runs "+e.s+" as its remote shell")
 		c.shell(*e)
-		c.delegated = false
+		c.Keep()
 		remote = true
 	}
 	if remote {
@@ -225,13 +225,12 @@ func findTool(c *call) {
 			}
 			if j > i+1 {
 				inner := args[i+1 : j]
-				first := len(c.a.out.Commands)
-				c.a.simple(inner, c.viaMe(), c.depth+1)
+				added := c.Nested(inner)
 				// The command runs on every file found: a credential
 				// file found by name is read by it.
 				if secretNames && !metaOnly[inner[0].s] {
-					for k := first; k < len(c.a.out.Commands); k++ {
-						cmd := &c.a.out.Commands[k]
+					for k := range added {
+						cmd := &added[k]
 						cmd.Classes = addClass(cmd.Classes, Secret)
 						cmd.Secrets = appendUniq(cmd.Secrets, "files find matches by a credential name")
 					}
@@ -249,7 +248,7 @@ func findTool(c *call) {
 	if !acted {
 		c.class(Read, "find only lists")
 	} else if len(c.cmd.Classes) == 0 {
-		c.delegated = true // find only hands files to its -exec command
+		c.Delegate() // find only hands files to its -exec command
 	}
 }
 
@@ -290,7 +289,7 @@ func manTool(c *call) {
 		if p := optValue(c.args, o[0], o[1]); p != nil {
 			c.cmd.Why = joinWhy(c.cmd.Why, "man "+o[0]+" runs a command")
 			c.shell(*p)
-			c.delegated = false
+			c.Keep()
 		}
 	}
 	c.class(Read, "man only reads")
@@ -300,7 +299,7 @@ func sortTool(c *call) {
 	if p := optValue(c.args, "", "--compress-program"); p != nil {
 		c.cmd.Why = joinWhy(c.cmd.Why, "sort --compress-program runs a command")
 		c.shell(*p)
-		c.delegated = false
+		c.Keep()
 	}
 	c.class(Read, "sort reads")
 	outFlag(c, Read, "sort", "-o", "--output")
@@ -311,7 +310,7 @@ func sortTool(c *call) {
 func lddTool(c *call) {
 	_, pos := opts(c.args)
 	for _, w := range pos {
-		p := c.a.resolve(w)
+		p := c.Resolve(w)
 		if !w.static || !(strings.HasPrefix(p, "/usr/") || strings.HasPrefix(p, "/lib") || strings.HasPrefix(p, "/bin/") || strings.HasPrefix(p, "/sbin/")) {
 			c.class(Unknown, "ldd runs the loader "+w.s+" names, which may be its own")
 			return
@@ -368,7 +367,7 @@ func splitTool(c *call) {
 	if f := optValue(c.args, "", "--filter"); f != nil {
 		c.cmd.Why = joinWhy(c.cmd.Why, "split --filter runs a command")
 		c.shell(*f)
-		c.delegated = false
+		c.Keep()
 		return
 	}
 	prefix := word{s: "x", static: true}
@@ -392,3 +391,43 @@ func sshKeygenTool(c *call) {
 }
 
 var setuidRE = lazyre.New(`^(?:[ugoa]*[+=][rwxXt]*s|[4-7][0-7]{3})`)
+
+// killTool: kill -1 (every process the user may signal), a negative pid
+// (a whole process group) and pid 1 (the sandbox's init) are
+// destructive; signalling one process is a local write.
+func killTool(c *call) {
+	args := strs(c.args)
+	if len(args) > 0 && (args[0] == "-s" || args[0] == "-n") {
+		args = skipStr(args, 2)
+	} else if len(args) > 1 && strings.HasPrefix(args[0], "-") || len(args) == 1 && args[0] != "-1" && strings.HasPrefix(args[0], "-") {
+		args = args[1:] // the signal (alone: the pids come from xargs)
+	}
+	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
+		c.class(Read, "kill lists signals")
+		return
+	}
+	for _, a := range args {
+		if a == "1" || a == "-1" || strings.HasPrefix(a, "-") && len(a) > 1 && a[1] >= '0' && a[1] <= '9' {
+			c.class(Destructive, "kill "+a+" signals every process or a whole process group")
+			return
+		}
+	}
+	c.class(Write, "kill signals a process")
+}
+
+// lessTool: less +cmd runs less's command cmd at start; "!" in it runs
+// a shell command.
+func lessTool(c *call) {
+	for _, w := range c.args {
+		if rest, ok := strings.CutPrefix(w.s, "+"); ok {
+			if i := strings.IndexByte(rest, '!'); i >= 0 {
+				c.cmd.Why = joinWhy(c.cmd.Why, c.name+" +! runs a shell command")
+				c.shell(word{s: rest[i+1:], static: w.static, params: w.params})
+				c.Keep()
+				c.class(Read, "")
+				return
+			}
+		}
+	}
+	c.class(Read, c.name+" only reads")
+}

@@ -214,3 +214,22 @@ func startupFile(p string) bool {
 	}
 	return strings.Contains(p, "-packages/") && (strings.HasSuffix(base, ".pth") || base == "sitecustomize.py" || base == "usercustomize.py")
 }
+
+// extLinker finds -extld in linker flags: the external linker the go
+// linker runs.
+func extLinker(ldflags string) string {
+	f := strings.Fields(ldflags)
+	for i, s := range f {
+		s = strings.Trim(s, `'"`)
+		if v, ok := strings.CutPrefix(strings.TrimPrefix(s, "-"), "-extld="); ok {
+			return v
+		}
+		if v, ok := strings.CutPrefix(s, "-extld="); ok {
+			return v
+		}
+		if (s == "-extld" || s == "--extld") && i+1 < len(f) {
+			return strings.Trim(f[i+1], `'"`)
+		}
+	}
+	return ""
+}

@@ -79,14 +79,6 @@ func templateCopy(c *call) bool {
 	return false
 }
 
-// printenvTool: printenv of named harmless variables only reads; a dump
-// or a credential's name is Secret (added by scan's checkEnvDump).
-func printenvTool(c *call) {
-	if _, dump := envDump(c); !dump {
-		c.class(Read, "printenv prints harmless variables")
-	}
-}
-
 var recursiveReaders = setOf("grep egrep fgrep rg ag ack ripgrep cp rsync scp zip tar bsdtar")
 
 // recursiveRoots: a recursive read rooted at the home directory or the
@@ -119,7 +111,7 @@ func (c *call) recursiveRoots() {
 		return
 	}
 	for _, w := range pos {
-		switch p := c.a.resolve(w); p {
+		switch p := c.Resolve(w); p {
 		case Home, "/":
 			c.cmd.Secrets = appendUniq(c.cmd.Secrets, p+" (recursively)")
 			c.class(Secret, c.name+" reads everything under "+w.s+", credential directories included")

@@ -10,7 +10,7 @@ func gitTool(c *call) {
 	why := "git " + sub
 	switch sub {
 	case "clean", "check-ignore", "ls-files":
-		c.namesOnly = true
+		c.NamesOnly()
 	}
 	switch sub {
 	case "", "status", "diff", "log", "show", "blame", "rev-parse", "ls-files", "ls-tree", "cat-file",
@@ -66,11 +66,11 @@ func gitTool(c *call) {
 		if sub == "bisect" && firstPos(rest) == "run" {
 			_, cmd := leadingCommand(skipN(rest, 1))
 			c.exec(cmd)
-			c.delegated = false
+			c.Keep()
 		}
 		if x := flagValue(rest, "-x", "--exec"); x != nil && sub == "rebase" {
 			c.shell(*x)
-			c.delegated = false
+			c.Keep()
 		}
 		if sub == "apply" || sub == "am" {
 			if d := flagValue(rest, "--directory"); d != nil {

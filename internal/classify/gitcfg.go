@@ -1,8 +1,6 @@
 package classify
 
 import (
-	"path"
-	"slices"
 	"strings"
 )
 
@@ -138,7 +136,7 @@ func gitSetting(c *call, key string, val word) {
 	}
 	c.cmd.Why = joinWhy(c.cmd.Why, "git config "+key+" runs a command")
 	c.shell(word{s: v, static: val.static, params: val.params})
-	c.delegated = false
+	c.Keep()
 }
 
 // gitGlobal reads git's options before the subcommand: -c and
@@ -199,7 +197,7 @@ func gitGrepPager(c *call, rest []word) {
 		}
 		if v, ok := strings.CutPrefix(s, "--open-files-in-pager="); ok {
 			c.shell(word{s: v, static: w.static, params: w.params})
-			c.delegated = false
+			c.Keep()
 			continue
 		}
 		if !strings.HasPrefix(s, "-") || strings.HasPrefix(s, "--") {
@@ -212,7 +210,7 @@ func gitGrepPager(c *call, rest []word) {
 			if s[j] == 'O' {
 				if v := s[j+1:]; v != "" {
 					c.shell(word{s: v, static: w.static, params: w.params})
-					c.delegated = false
+					c.Keep()
 				}
 				break
 			}
@@ -236,7 +234,7 @@ func gitNewRepo(c *call, rest []word, isClone bool) {
 	}
 	if u := flagValue(rest, "-u", "--upload-pack"); u != nil {
 		c.shell(*u)
-		c.delegated = false
+		c.Keep()
 	}
 	for i, w := range rest {
 		v, ok := strings.CutPrefix(w.s, "--config=")
@@ -257,28 +255,19 @@ func gitNewRepo(c *call, rest []word, isClone bool) {
 	}
 }
 
-// gitControlPath reports whether writing p changes what later git
-// commands run: a repository's hooks and configuration (a worktree's and
-// a submodule's too), the user's git configuration, a .git pointer file
-// or directory. Such a write is unknown: a git commit after it runs
-// whatever it names.
-func gitControlPath(p string) bool {
-	p = "/" + strings.TrimSuffix(p, "/")
-	switch path.Base(p) {
-	case ".git", ".gitconfig":
+// persistKey reports whether git config key redirects where git fetches
+// or pushes, or what it runs (besides the command keys gitKey knows).
+func persistKey(key string) bool {
+	k := strings.ToLower(key)
+	sec, _, _ := strings.Cut(k, ".")
+	last := k[strings.LastIndexByte(k, '.')+1:]
+	switch {
+	case sec == "url" && (last == "insteadof" || last == "pushinsteadof"):
+		return true
+	case sec == "remote" && (last == "url" || last == "pushurl" || last == "proxy"):
+		return true
+	case sec == "http" && (last == "proxy" || last == "sslverify" || last == "sslcainfo"):
 		return true
 	}
-	if strings.HasSuffix(p, "/.config/git") || strings.HasSuffix(p, "/.config/git/config") {
-		return true
-	}
-	i := strings.LastIndex(p, "/.git/")
-	if i < 0 {
-		return false
-	}
-	parts := strings.Split(p[i+len("/.git/"):], "/")
-	switch parts[len(parts)-1] {
-	case "config", "config.worktree", "commondir", "gitdir":
-		return true
-	}
-	return slices.Contains(parts, "hooks")
+	return gitKey(key) != gitInert
 }

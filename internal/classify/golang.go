@@ -135,33 +135,14 @@ func goRunsCommands(c *call, flags map[string]word) {
 		if w, ok := flags[f]; ok && (w.s != "" || !w.static) {
 			c.cmd.Why = joinWhy(c.cmd.Why, "go "+f+" runs "+w.s)
 			c.shell(w)
-			c.delegated = false
+			c.Keep()
 		}
 	}
 	if w, ok := flags["-ldflags"]; ok {
 		if ld := extLinker(w.s); ld != "" {
 			c.cmd.Why = joinWhy(c.cmd.Why, "go -ldflags -extld runs "+ld)
 			c.shell(word{s: ld, static: w.static, params: w.params})
-			c.delegated = false
+			c.Keep()
 		}
 	}
-}
-
-// extLinker finds -extld in linker flags: the external linker the go
-// linker runs.
-func extLinker(ldflags string) string {
-	f := strings.Fields(ldflags)
-	for i, s := range f {
-		s = strings.Trim(s, `'"`)
-		if v, ok := strings.CutPrefix(strings.TrimPrefix(s, "-"), "-extld="); ok {
-			return v
-		}
-		if v, ok := strings.CutPrefix(s, "-extld="); ok {
-			return v
-		}
-		if (s == "-extld" || s == "--extld") && i+1 < len(f) {
-			return strings.Trim(f[i+1], `'"`)
-		}
-	}
-	return ""
 }

@@ -62,17 +62,3 @@ func (c *call) keepLoopbackLocal() {
 	c.class(Read, c.name+" only reaches the sandbox's own loopback")
 	c.cmd.Hosts = nil
 }
-
-// getentTool: a lookup of a host name computed on the line goes to the
-// resolver: DNS carries the name (and whatever was put in it) out.
-func getentTool(c *call) {
-	if db := firstPos(c.args); db == "hosts" || db == "ahosts" || db == "ahostsv4" || db == "ahostsv6" {
-		for _, w := range c.args[1:] {
-			if !w.static {
-				c.class(Network, "getent resolves a name computed at run time (DNS carries it out)")
-				return
-			}
-		}
-	}
-	c.class(Read, "getent only reads")
-}

@@ -18,7 +18,7 @@ func makeTool(c *call) {
 		}
 	}
 	if f := flagValue(c.args, "-f", "--file", "--makefile"); f != nil {
-		if p := c.a.resolve(*f); !f.static || !path.IsAbs(p) || !inWorkspace(p) {
+		if p := c.Resolve(*f); !f.static || !path.IsAbs(p) || !inWorkspace(p) {
 			c.class(Unknown, c.name+" runs the recipes of "+f.s+", outside the workspace")
 		}
 	}
@@ -30,7 +30,7 @@ func makeTool(c *call) {
 			if v, ok := strings.CutPrefix(w.s, "SHELL="); ok && (c.name == "make" || c.name == "gmake") {
 				c.cmd.Why = joinWhy(c.cmd.Why, "make SHELL= runs every recipe with "+v)
 				c.shell(word{s: v, static: w.static, params: w.params})
-				c.delegated = false
+				c.Keep()
 			} else {
 				c.assignArg(w)
 			}

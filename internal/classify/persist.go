@@ -58,23 +58,6 @@ func persistPath(p string) bool {
 // persist marks c as changing what runs later.
 func (c *call) persist(why string) { c.class(Persist, why) }
 
-// persistKey reports whether git config key redirects where git fetches
-// or pushes, or what it runs (besides the command keys gitKey knows).
-func persistKey(key string) bool {
-	k := strings.ToLower(key)
-	sec, _, _ := strings.Cut(k, ".")
-	last := k[strings.LastIndexByte(k, '.')+1:]
-	switch {
-	case sec == "url" && (last == "insteadof" || last == "pushinsteadof"):
-		return true
-	case sec == "remote" && (last == "url" || last == "pushurl" || last == "proxy"):
-		return true
-	case sec == "http" && (last == "proxy" || last == "sslverify" || last == "sslcainfo"):
-		return true
-	}
-	return gitKey(key) != gitInert
-}
-
 // Files whose content a later command runs: make's recipes, package
 // scripts, CI workflows, container builds, hook and shell scripts. What a
 // command line writes into one (echo and printf arguments, a heredoc, a
@@ -169,7 +152,7 @@ func (a *analyzer) contentRunsLater(i int) {
 			continue
 		}
 		for _, l := range lines {
-			sub := &analyzer{out: &Analysis{}, cwd: a.cwd}
+			sub := &analyzer{out: &Analysis{}, cwd: a.cwd, cat: a.cat}
 			if l = strings.TrimSpace(l); l == "" || sub.script(l, nil, 1) != nil {
 				continue
 			}
@@ -207,32 +190,28 @@ func (a *analyzer) writtenText(i int) string {
 	return strings.Join(parts, "\n")
 }
 
-// systemctlTool: enabling or starting a unit makes it run (now, at the
-// next login or boot); status and list only read.
-func systemctlTool(c *call) {
-	_, pos := opts(c.args, "-t", "--type", "-p", "--property", "-H", "--host", "-M", "--machine")
-	verb := ""
-	if len(pos) > 0 {
-		verb = pos[0].s
+// gitControlPath reports whether writing p changes what later git
+// commands run: a repository's hooks and configuration (a worktree's and
+// a submodule's too), the user's git configuration, a .git pointer file
+// or directory. Such a write is unknown: a git commit after it runs
+// whatever it names.
+func gitControlPath(p string) bool {
+	p = "/" + strings.TrimSuffix(p, "/")
+	switch path.Base(p) {
+	case ".git", ".gitconfig":
+		return true
 	}
-	switch verb {
-	case "", "status", "show", "cat", "list-units", "list-unit-files", "list-timers", "is-active", "is-enabled", "is-failed", "list-dependencies":
-		c.class(Read, "systemctl "+verb+" only reads")
-	case "enable", "reenable", "link", "edit", "add-wants", "add-requires", "set-property", "daemon-reload", "preset", "unmask":
-		c.persist("systemctl " + verb + " installs a service that runs later")
-	case "start", "restart", "reload", "try-restart", "reload-or-restart":
-		c.class(Unknown, "systemctl "+verb+" runs a service")
-	default:
-		c.class(Destructive, "systemctl "+verb+" stops or removes services")
+	if strings.HasSuffix(p, "/.config/git") || strings.HasSuffix(p, "/.config/git/config") {
+		return true
 	}
-}
-
-// atTool: at and batch queue commands (from their input) to run later.
-func atTool(c *call) {
-	if f, _ := opts(c.args); hasFlag(f, "-l", "-c") {
-		c.class(Read, c.name+" lists queued jobs")
-		return
+	i := strings.LastIndex(p, "/.git/")
+	if i < 0 {
+		return false
 	}
-	c.persist(c.name + " queues commands from its input to run later")
-	c.cmd.Why = joinWhy(c.cmd.Why, "reads commands from its input")
+	parts := strings.Split(p[i+len("/.git/"):], "/")
+	switch parts[len(parts)-1] {
+	case "config", "config.worktree", "commondir", "gitdir":
+		return true
+	}
+	return slices.Contains(parts, "hooks")
 }

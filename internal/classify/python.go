@@ -290,3 +290,12 @@ func ruffTool(c *call) {
 		c.class(Verify, "ruff checks the code")
 	}
 }
+
+// pythonFamily returns the handler of Python interpreters of any version
+// (python3.12, pypy3), which no table names.
+func pythonFamily(name string) handler {
+	if IsPython(name) {
+		return python
+	}
+	return nil
+}

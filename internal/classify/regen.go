@@ -54,7 +54,7 @@ func regenerable(p string) bool {
 // allRegenerable: every word names regenerable output.
 func (c *call) allRegenerable(ws []word) bool {
 	for _, w := range ws {
-		if !w.static || !regenerable(c.a.resolve(w)) {
+		if !w.static || !regenerable(c.Resolve(w)) {
 			return false
 		}
 	}

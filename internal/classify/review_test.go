@@ -282,7 +282,7 @@ func TestDeepGlobsAreBounded(t *testing.T) {
 	for len(line) < 61<<10 {
 		line += " .q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*"
 	}
-	a := &analyzer{out: &Analysis{Line: line, Cwd: DefaultCwd}, cwd: DefaultCwd}
+	a := &analyzer{out: &Analysis{Line: line, Cwd: DefaultCwd}, cwd: DefaultCwd, cat: catalog()}
 	if err := a.script(line, nil, 0); err != nil {
 		t.Fatal(err)
 	}

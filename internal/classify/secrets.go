@@ -277,3 +277,23 @@ func extglobAlternatives(pat string, max int) []string {
 	}
 	return out
 }
+
+var secretWords = setOf("TOKEN SECRET SECRETS PASSWORD PASSWD PASSPHRASE APIKEY CREDENTIAL CREDENTIALS PAT DSN PRIVATEKEY ACCESSKEY")
+
+var secretPairs = setOf("API_KEY PRIVATE_KEY ACCESS_KEY SESSION_KEY SECRET_KEY AUTH_TOKEN SIGNING_KEY ENCRYPTION_KEY CLIENT_SECRET")
+
+// secretParam reports whether a variable's name says it holds a
+// credential: a whole word of it is TOKEN, SECRET, PASSWORD... (MAX_TOKENS
+// and TOKENIZER_PATH are not).
+func secretParam(name string) bool {
+	parts := strings.Split(strings.ToUpper(name), "_")
+	for i, p := range parts {
+		if secretWords[p] {
+			return true
+		}
+		if i > 0 && secretPairs[parts[i-1]+"_"+p] {
+			return true
+		}
+	}
+	return false
+}

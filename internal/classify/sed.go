@@ -164,7 +164,7 @@ func checkSedScript(c *call, script string, static bool) {
 		w := hole(cmd)
 		w.static = w.static && static
 		c.shell(w)
-		c.delegated = false
+		c.Keep()
 	}
 	for _, f := range r.writes {
 		if harmlessSink(f) {

@@ -56,7 +56,7 @@ func sourceTool(c *call) {
 		return
 	}
 	f := c.args[0]
-	if name, secret, _ := c.a.secretWord(f); secret {
+	if name, secret, _ := c.SecretWord(f); secret {
 		c.class(Secret, c.name+" loads "+name+" into the shell")
 		c.cmd.Secrets = appendUniq(c.cmd.Secrets, name)
 		return
@@ -294,14 +294,14 @@ func cdTool(c *call) {
 	_, pos := opts(c.args)
 	switch {
 	case len(pos) == 0:
-		c.a.cwd = Home
+		c.SetCwd(Home)
 	case !pos[0].static && !strings.HasPrefix(pos[0].s, "$HOME") && !strings.HasPrefix(pos[0].s, "${HOME}") || pos[0].s == "-":
-		c.a.cwd = ""
+		c.SetCwd("")
 	default:
-		if p := c.a.resolve(pos[0]); strings.HasPrefix(p, "/") {
-			c.a.cwd = p
+		if p := c.Resolve(pos[0]); strings.HasPrefix(p, "/") {
+			c.SetCwd(p)
 		} else {
-			c.a.cwd = ""
+			c.SetCwd("")
 		}
 	}
 }
@@ -341,7 +341,7 @@ func callbackTool(c *call) {
 	if cb := optValue(c.args, "-C", ""); cb != nil {
 		c.cmd.Why = joinWhy(c.cmd.Why, c.name+" -C runs a command")
 		c.shell(*cb)
-		c.delegated = false
+		c.Keep()
 	}
 	c.class(Read, c.name+" only reads")
 }
@@ -352,4 +352,48 @@ func enableTool(c *call) {
 		return
 	}
 	c.class(Read, "enable lists or switches builtins")
+}
+
+// argsOr gives one class with no arguments, another with.
+func argsOr(c *call, bare, withArgs Class, why string) {
+	if len(c.args) == 0 {
+		if bare == Secret {
+			c.cmd.Secrets = appendUniq(c.cmd.Secrets, "environment")
+			c.class(Secret, c.name+" without arguments prints the environment")
+			return
+		}
+		c.class(bare, c.name+" only reads")
+		return
+	}
+	if why == "" {
+		why = c.name + " sets shell state"
+	}
+	c.class(withArgs, why)
+}
+
+func outFlag(c *call, cl Class, name string, flagNames ...string) {
+	if f := flagValue(c.args, flagNames...); f != nil {
+		c.class(Write, name+" writes its output file")
+		c.write(*f)
+		return
+	}
+	c.class(cl, name+" only reads")
+}
+
+func inPlace(c *call, name string, flagNames ...string) {
+	flags, pos := opts(c.args)
+	if hasFlag(flags, flagNames...) {
+		c.class(Write, name+" edits files in place")
+		c.write(skipN(pos, 1)...)
+		return
+	}
+	c.class(Read, name+" only reads")
+}
+
+// printenvTool: printenv of named harmless variables only reads; a dump
+// or a credential's name is Secret (added by scan's checkEnvDump).
+func printenvTool(c *call) {
+	if _, dump := envDump(c); !dump {
+		c.class(Read, "printenv prints harmless variables")
+	}
 }

@@ -171,7 +171,8 @@ func launcher(p string) string {
 }
 
 func (c *call) dispatch() {
-	if h, ok := tools()[c.name]; ok {
+	cat := c.a.cat
+	if h, ok := cat.Handlers[c.name]; ok {
 		h(c)
 		return
 	}
@@ -179,11 +180,11 @@ func (c *call) dispatch() {
 		c.class(Read, c.name+" prints its version or help")
 		return
 	}
-	if readOnly[c.name] {
+	if cat.ReadOnly[c.name] {
 		c.class(Read, c.name+" only reads")
 		return
 	}
-	if cl, ok := simpleTools[c.name]; ok {
+	if cl, ok := cat.Simple[c.name]; ok {
 		c.class(cl, c.name+" is "+cl.Describe())
 		// What these write is named by their arguments: the scope check
 		// needs it.
@@ -206,14 +207,20 @@ func (c *call) dispatch() {
 		c.class(Destructive, c.name+" formats a filesystem")
 		return
 	}
-	if pythonRE().MatchString(c.name) {
-		python(c)
-		return
+	if cat.Family != nil {
+		if h := cat.Family(c.name); h != nil {
+			h(c)
+			return
+		}
 	}
 	c.class(Unknown, "unknown program "+c.name)
 }
 
 var pythonRE = lazyre.New(`^(python|pypy)[0-9.]*$`)
+
+// IsPython reports whether a program name is a Python interpreter of any
+// version (python3.12, pypy3).
+func IsPython(name string) bool { return pythonRE().MatchString(name) }
 
 func onlyAsksVersion(args []word) bool {
 	if len(args) != 1 {
@@ -222,25 +229,6 @@ func onlyAsksVersion(args []word) bool {
 	switch args[0].s {
 	case "--version", "-v", "-V", "version", "--help", "-h", "help", "-version":
 		return true
-	}
-	return false
-}
-
-var secretWords = setOf("TOKEN SECRET SECRETS PASSWORD PASSWD PASSPHRASE APIKEY CREDENTIAL CREDENTIALS PAT DSN PRIVATEKEY ACCESSKEY")
-var secretPairs = setOf("API_KEY PRIVATE_KEY ACCESS_KEY SESSION_KEY SECRET_KEY AUTH_TOKEN SIGNING_KEY ENCRYPTION_KEY CLIENT_SECRET")
-
-// secretParam reports whether a variable's name says it holds a
-// credential: a whole word of it is TOKEN, SECRET, PASSWORD... (MAX_TOKENS
-// and TOKENIZER_PATH are not).
-func secretParam(name string) bool {
-	parts := strings.Split(strings.ToUpper(name), "_")
-	for i, p := range parts {
-		if secretWords[p] {
-			return true
-		}
-		if i > 0 && secretPairs[parts[i-1]+"_"+p] {
-			return true
-		}
 	}
 	return false
 }
@@ -421,3 +409,44 @@ func underTmp(p string) bool {
 // metaOnly tools name files without reading them: naming a credential
 // file there (ls ~/.ssh, test -f .env, find -name '*.pem') is not a read.
 var metaOnly = setOf("ls ll la dir vdir test [ [[ find fd fdfind stat du realpath dirname basename readlink which type")
+
+// Keep keeps the command's own entry although it handed work on (Exec,
+// Shell): what it runs is classified, and so is what it does itself.
+func (c *call) Keep() { c.delegated = false }
+
+// Delegate marks the command as only handing work on (find -exec): its
+// entry is kept only if it has classes of its own.
+func (c *call) Delegate() { c.delegated = true }
+
+// NamesOnly says its arguments name files (patterns, excludes) without
+// reading them, so a credential file named there is not a read.
+func (c *call) NamesOnly() { c.namesOnly = true }
+
+// Resolve makes a word's path absolute against what is known of the
+// directory the command runs in; a path with run-time parts is returned
+// as written.
+func (c *call) Resolve(w word) string { return c.a.resolve(w) }
+
+// SecretWord reports whether an argument names a credential file, as
+// written or by the names its wildcards expand to; deep: a glob too deep
+// to judge.
+func (c *call) SecretWord(w word) (name string, secret, deep bool) { return c.a.secretWord(w) }
+
+// SetCwd sets the directory later commands of the line run in (cd); ""
+// means it is known only at run time.
+func (c *call) SetCwd(dir string) { c.a.cwd = dir }
+
+// Nested classifies argv as a command of its own that this one runs
+// (find -exec), without handing the rest over as Exec does, and returns
+// the entries it added; the caller may amend them before it returns.
+func (c *call) Nested(argv []word) []Command {
+	first := len(c.a.out.Commands)
+	c.a.simple(argv, c.viaMe(), c.depth+1)
+	return c.a.out.Commands[first:]
+}
+
+// Known reports whether the catalogue has a handler or a single class
+// for the program name.
+func (c *call) Known(name string) bool {
+	return c.a.cat.Handlers[name] != nil || c.a.cat.Simple[name] != ""
+}
