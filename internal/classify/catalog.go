@@ -2,11 +2,19 @@ package classify
 
 import (
 	"sync"
+
+	"github.com/airlock-dev/airlock/internal/classify/devtools"
+	"github.com/airlock-dev/airlock/internal/classify/engine"
+	"github.com/airlock-dev/airlock/internal/classify/git"
+	"github.com/airlock-dev/airlock/internal/classify/inline"
+	"github.com/airlock-dev/airlock/internal/classify/node"
+	"github.com/airlock-dev/airlock/internal/classify/python"
+	"github.com/airlock-dev/airlock/internal/classify/shelltools"
 )
 
 // readOnly tools only inspect (whatever their arguments, unless a handler
 // in tools says otherwise).
-var readOnly = setOf(`ls ll la dir vdir cat tac nl head tail less more most bat batcat grep egrep fgrep
+var readOnly = engine.SetOf(`ls ll la dir vdir cat tac nl head tail less more most bat batcat grep egrep fgrep
 rg ag ack fd fdfind locate wc diff colordiff cmp comm stat file tree pwd cd pushd popd dirs echo
 printf which type whereis hash jq gron cut tr basename dirname realpath readlink du df ps pgrep
 pstree top htop date cal whoami id groups uname hostname true false test [ sleep seq nproc free
@@ -64,20 +72,20 @@ var simpleTools = map[string]Class{
 // table, merged, and the tables above. Built on first use rather than at
 // package init: every airlock process, a sandbox's init too, would pay
 // for it at start.
-var catalog = sync.OnceValue(func() *Catalog {
-	return &Catalog{
-		Handlers: mergeHandlers(shelltoolsHandlers(), inlineHandlers(), gitHandlers(), nodeHandlers(), pythonHandlers(), devtoolsHandlers()),
+var catalog = sync.OnceValue(func() *engine.Catalog {
+	return &engine.Catalog{
+		Handlers: mergeHandlers(shelltools.Handlers(), inline.Handlers(), git.Handlers(), node.Handlers(), python.Handlers(), devtools.Handlers()),
 		ReadOnly: readOnly,
 		Simple:   simpleTools,
-		Family:   pythonFamily,
+		Family:   python.Family,
 	}
 })
 
 // mergeHandlers merges the groups' tables; a program named by two groups
 // is a mistake in the tables, and panics on first use (every test that
 // classifies a line finds it).
-func mergeHandlers(tables ...map[string]handler) map[string]handler {
-	out := map[string]handler{}
+func mergeHandlers(tables ...map[string]engine.Handler) map[string]engine.Handler {
+	out := map[string]engine.Handler{}
 	for _, t := range tables {
 		for name, h := range t {
 			if _, dup := out[name]; dup {
