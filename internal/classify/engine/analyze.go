@@ -756,6 +756,8 @@ func Scratch(abs string) bool {
 	return underTmp(abs) || abs == Home || strings.HasPrefix(abs, Home+"/") || HarmlessSink(abs)
 }
 
+// HarmlessSink reports whether writing p loses nothing: /dev/null, the
+// standard streams, the terminal, /dev/fd/N.
 func HarmlessSink(p string) bool {
 	switch p {
 	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
@@ -864,6 +866,7 @@ func SortClasses(cs []Class) []Class {
 	return out
 }
 
+// AddClass returns cs with c added once.
 func AddClass(cs []Class, c Class) []Class {
 	if slices.Contains(cs, c) {
 		return cs
@@ -871,6 +874,7 @@ func AddClass(cs []Class, c Class) []Class {
 	return append(cs, c)
 }
 
+// AppendUniq returns list with s added once ("" is not added).
 func AppendUniq(list []string, s string) []string {
 	if s == "" || slices.Contains(list, s) {
 		return list
@@ -878,6 +882,7 @@ func AppendUniq(list []string, s string) []string {
 	return append(list, s)
 }
 
+// JoinWhy joins two reasons with "; " (either may be "").
 func JoinWhy(a, b string) string {
 	if a == "" {
 		return b

@@ -2,6 +2,8 @@ package engine
 
 import "strings"
 
+// SetOf is the set of the space-separated words of s, for tables of
+// program names.
 func SetOf(s string) map[string]bool {
 	m := map[string]bool{}
 	for _, f := range strings.Fields(s) {
@@ -10,6 +12,7 @@ func SetOf(s string) map[string]bool {
 	return m
 }
 
+// SkipN returns ws without its first n words (nil if it has fewer).
 func SkipN(ws []Word, n int) []Word {
 	if len(ws) < n {
 		return nil
@@ -17,6 +20,7 @@ func SkipN(ws []Word, n int) []Word {
 	return ws[n:]
 }
 
+// FirstPos returns the first word that is not a flag ("" if none).
 func FirstPos(args []Word) string {
 	for _, a := range args {
 		if !strings.HasPrefix(a.Text, "-") {
@@ -26,6 +30,8 @@ func FirstPos(args []Word) string {
 	return ""
 }
 
+// FlagValue returns the value of the first of the flags names that is
+// given (-f VALUE, --flag VALUE or --flag=VALUE), or nil.
 func FlagValue(args []Word, names ...string) *Word {
 	for i, w := range args {
 		for _, n := range names {
@@ -94,6 +100,7 @@ func Subcommand(args []Word, withArg ...string) (string, []Word, []string) {
 	return "", nil, flags
 }
 
+// Contains reports whether list holds s.
 func Contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

@@ -235,6 +235,8 @@ var pythonRE = lazyre.New(`^(python|pypy)[0-9.]*$`)
 // version (python3.12, pypy3).
 func IsPython(name string) bool { return pythonRE().MatchString(name) }
 
+// OnlyAsksVersion reports whether the only argument asks for a version
+// or help (--version, -h, help...).
 func OnlyAsksVersion(args []Word) bool {
 	if len(args) != 1 {
 		return false
@@ -410,6 +412,7 @@ func LeadingCommand(args []Word, withArg ...string) (flags []string, rest []Word
 	return flags, nil
 }
 
+// Strs returns the words' texts.
 func Strs(ws []Word) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {

@@ -154,6 +154,7 @@ func containsWord(ws []string, s string) bool {
 	return false
 }
 
+// SkipStr returns ws without its first n strings (nil if it has fewer).
 func SkipStr(ws []string, n int) []string {
 	if len(ws) < n {
 		return nil

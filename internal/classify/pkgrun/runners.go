@@ -46,6 +46,10 @@ func PackageFlags(c *engine.Call, args []engine.Word) {
 	}
 }
 
+// RunPackage classifies a runner running rest: a tool the catalogue
+// knows (or a well-known one) is classified as that tool, anything else
+// is a package downloaded and run (Dependency); a version pinned on the
+// package fetches it too.
 func RunPackage(c *engine.Call, rest []engine.Word) {
 	if len(rest) == 0 {
 		c.Class(engine.Unknown, c.Name+" without a package")

@@ -51,6 +51,9 @@ func ExtraFix(c *engine.Call, rest []engine.Word) {
 	}
 }
 
+// RunScript classifies tool running the package script named script,
+// by its name (ScriptClass): a name it does not know is Unknown, "" lists
+// the scripts.
 func RunScript(c *engine.Call, tool, script string) {
 	cl, ok := ScriptClass(script)
 	if !ok {
