@@ -2,6 +2,7 @@ package devtools
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/classify/engine"
@@ -15,7 +16,7 @@ var makeVarRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*=`)
 func makeTool(c *engine.Call) {
 	flags, pos := engine.Opts(c.Args, "-C", "-f", "--file", "--directory", "-j", "--jobs", "-l", "-o", "-W", "-I", "-t", "--taskfile", "-d", "--dir", "-E")
 	if c.Name == "make" || c.Name == "gmake" {
-		if engine.HasFlag(flags, "--eval") || engine.Contains(flags, "-E") {
+		if engine.HasFlag(flags, "--eval") || slices.Contains(flags, "-E") {
 			c.Class(engine.Unknown, c.Name+" --eval evaluates makefile text given on the line")
 		}
 	}

@@ -89,7 +89,7 @@ func Subcommand(args []Word, withArg ...string) (string, []Word, []string) {
 		}
 		if strings.HasPrefix(s, "-") && len(s) > 1 {
 			flags = append(flags, s)
-			if !strings.Contains(s, "=") && Contains(withArg, s) && i+1 < len(args) {
+			if !strings.Contains(s, "=") && contains(withArg, s) && i+1 < len(args) {
 				flags = append(flags, args[i+1].Text)
 				i++
 			}
@@ -100,8 +100,8 @@ func Subcommand(args []Word, withArg ...string) (string, []Word, []string) {
 	return "", nil, flags
 }
 
-// Contains reports whether list holds s.
-func Contains(list []string, s string) bool {
+// contains reports whether list holds s.
+func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
 			return true

@@ -49,7 +49,7 @@ func tarOptions(args []engine.Word) (opts []tarOpt, pos []engine.Word) {
 		case strings.HasPrefix(s, "--"):
 			name, v, hasVal := strings.Cut(s, "=")
 			full := name
-			if !engine.Contains(tarLongArg, name) && name != "--checkpoint" { // --checkpoint[=N] is an option of its own
+			if !slices.Contains(tarLongArg, name) && name != "--checkpoint" { // --checkpoint[=N] is an option of its own
 				for _, l := range tarLongArg {
 					if len(name) >= 4 && strings.HasPrefix(l, name) {
 						full = l
@@ -60,7 +60,7 @@ func tarOptions(args []engine.Word) (opts []tarOpt, pos []engine.Word) {
 			o := tarOpt{name: full}
 			if hasVal {
 				o.val = &engine.Word{Text: v, Static: w.Static, Params: w.Params}
-			} else if full != name || engine.Contains(tarLongArg, name) {
+			} else if full != name || slices.Contains(tarLongArg, name) {
 				if i+1 < len(args) {
 					i++
 					o.val = &args[i]
@@ -97,7 +97,7 @@ func tarTool(c *engine.Call) {
 	opts, _ := tarOptions(c.Args)
 	has := func(names ...string) bool {
 		for _, o := range opts {
-			if engine.Contains(names, o.name) {
+			if slices.Contains(names, o.name) {
 				return true
 			}
 		}
@@ -105,7 +105,7 @@ func tarTool(c *engine.Call) {
 	}
 	value := func(names ...string) *engine.Word {
 		for _, o := range opts {
-			if engine.Contains(names, o.name) && o.val != nil {
+			if slices.Contains(names, o.name) && o.val != nil {
 				return o.val
 			}
 		}
