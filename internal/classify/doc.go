@@ -10,17 +10,16 @@
 // or builds code at run time, a command name computed at run time) is
 // Unknown, never guessed safe.
 //
-// The knowledge of programs is one file per ecosystem: git.go and
-// gitcfg.go, node.go (npm, yarn, pnpm, bun, npx, deno), golang.go,
-// cargo.go, python.go (pip, uv, poetry, pipenv, conda), java.go, dotnet.go,
-// ruby.go, php.go, make.go, shell.go (shells, builtins and wrappers),
-// coreutils.go, archives.go, sed.go, perl.go, network.go, containers.go,
-// cloud.go, syspkg.go; tools.go is the table from program name to handler.
-// Across programs: run.go (the workspace's own code, inline code read),
-// persist.go (what changes what runs later, and written content that
-// runs later), decode.go (payloads decoded on the line, variables set on
-// it), envdump.go (environment dumps, recursive reads of ~ and /),
-// loopback.go, regen.go (build output), tags.go.
+// This package is the entry the rest of airlock imports. The work is done
+// below it: internal/classify/engine walks the line and holds what is true
+// whatever the program; the knowledge of programs is one package per
+// group of ecosystems, one file per ecosystem in it: shelltools (shells,
+// builtins and wrappers, coreutils, archives, network clients, services,
+// system packages), inline (sed, perl, ruby -e...), git, node, python and
+// devtools (go, cargo, java, dotnet, ruby, php, make, containers, cloud),
+// with pkgrun (package runners and scripts) and secretnames (credential
+// files and variables) shared. catalog.go wires them: the one table from
+// program name to handler, and the programs of one class.
 //
 // The package is pure: no I/O, no clock, no globals that change. It
 // decides nothing: internal/policy turns an Analysis into allow, ask or
