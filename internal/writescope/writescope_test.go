@@ -158,3 +158,30 @@ func TestApplyAbsoluteAndDottedNames(t *testing.T) {
 		t.Errorf("roots %q, want %q", sc.calls, want)
 	}
 }
+
+// An attack on the scope: globs that climb out of /workspace with ".."
+// must not become roots outside it (path cleaning made "../etc/**" the
+// root /etc, handed to the backend), and an empty scope, which the
+// policy reads as "anywhere", must not become "nowhere but .git" here
+// and "anywhere" again after a reset. Both are refused before the
+// backend is asked.
+func TestApplyRefusesScopesOutsideTheWorkspace(t *testing.T) {
+	sb := fakeSandbox(t, "")
+	for _, scope := range [][]string{
+		{"../etc/**"},
+		{"src/../../etc/passwd"},
+		{"src/**", "/workspace/../root/.ssh"},
+		{".."},
+		{"a/b/../../../home/sandbox/**"},
+		{"src/\x00/x"},
+		{""},
+		{},
+		nil,
+	} {
+		sc := &scoper{}
+		err := Apply(context.Background(), withFiles{sb, sc}, scope)
+		if !errors.Is(err, errdefs.ErrInvalid) || len(sc.calls) != 0 {
+			t.Errorf("scope %q: %v, backend asked for %q", scope, err, sc.calls)
+		}
+	}
+}
