@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -22,16 +24,38 @@ type core struct {
 	hook.Core
 	mu   sync.Mutex
 	live map[string]sandbox.Base
+	// asked, when set, is told the first time Live finds an id live.
+	asked chan string
+	told  map[string]bool
 }
 
 func (c *core) Live(id string) (*hook.LiveInfo, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	b, ok := c.live[id]
+	asked := c.asked
+	if ok && asked != nil && !c.told[id] {
+		c.told[id] = true
+	} else {
+		asked = nil
+	}
+	c.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
+	if asked != nil {
+		asked <- id
+		// Let the one told run first (its stop), as a busy machine may.
+		for range 10 {
+			goruntime.Gosched()
+		}
+	}
 	return &hook.LiveInfo{State: sandbox.Running, Base: b}, true
+}
+
+func (c *core) remove(id string) {
+	c.mu.Lock()
+	delete(c.live, id)
+	c.mu.Unlock()
 }
 
 func (c *core) add(id string, b sandbox.Base) {
@@ -240,5 +264,41 @@ func TestConcurrentCreatesAndStops(t *testing.T) {
 	m.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d holds left after every stop", left)
+	}
+}
+
+// A sandbox stopped while its create's hooks run (a destroy, its TTL,
+// its init dying): the core takes it out of the live set, then runs the
+// StopHooks, possibly right after this module saw it live and before
+// its hold is kept. Whatever the interleaving, once both hooks returned
+// nothing is held for it (a hold kept after its stop would never be let
+// go: the layers would stay until the daemon stopped).
+func TestStopDuringCreateLeavesNoHold(t *testing.T) {
+	m, s, c := setup(t)
+	shared, sharedRoot := layer(t, s, "shared")
+	const n = 100
+	c.asked, c.told = make(chan string), map[string]bool{}
+	ctx := context.Background()
+	for i := range n {
+		id := fmt.Sprintf("sb-%d", i)
+		c.add(id, sandbox.Base{RootFS: sharedRoot})
+		done := make(chan error, 1)
+		go func() { done <- m.OnCreate(ctx, hook.SandboxRef{ID: id}) }()
+		// The stop comes the moment the module has seen the sandbox live.
+		<-c.asked
+		c.remove(id)
+		m.OnStop(ctx, hook.StopEvent{SandboxID: id, Reason: sandbox.StopDestroyed})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.mu.Lock()
+	left := len(m.held)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d of %d sandboxes stopped during their create are still held", left, n)
+	}
+	if removed, held := gc(t, s); !slices.Equal(removed, []string{shared}) || len(held) != 0 {
+		t.Errorf("GC after all stopped: removed %q, held %q", removed, held)
 	}
 }
