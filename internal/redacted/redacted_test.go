@@ -206,7 +206,7 @@ func TestExecsAndGetExecKeepSandboxesApart(t *testing.T) {
 
 // A record that cannot be redacted is an error, never shown as it was:
 // a secret that is a field's whole number (the marker is a string) and a
-// value JSON cannot carry both fail; a nil record is nil.
+// kind the walk does not know (a channel) both fail; a nil record is nil.
 func TestScrubbedFailsClosed(t *testing.T) {
 	t.Parallel()
 	const num = "8675309123456789"
@@ -290,16 +290,57 @@ func fill(t *testing.T, v reflect.Value, path string) {
 	}
 }
 
-// Scrubbed copies a record through JSON: every field of every record
-// type it is given must survive that (a field JSON does not carry would
-// be dropped from what is shown and stored). Filled field by field, a
-// field added later is checked without anyone remembering it.
+// sharedMemory names a slice, map or pointer of a that is b's too ("":
+// none).
+func sharedMemory(a, b reflect.Value, path string) string {
+	switch a.Kind() {
+	case reflect.Pointer:
+		if a.IsNil() {
+			return ""
+		}
+		if a.Pointer() == b.Pointer() {
+			return path
+		}
+		return sharedMemory(a.Elem(), b.Elem(), path)
+	case reflect.Slice:
+		if a.Len() > 0 && a.Pointer() == b.Pointer() {
+			return path
+		}
+		for i := range a.Len() {
+			if s := sharedMemory(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i)); s != "" {
+				return s
+			}
+		}
+	case reflect.Map:
+		if !a.IsNil() && a.Pointer() == b.Pointer() {
+			return path
+		}
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if a.Type().Field(i).IsExported() {
+				if s := sharedMemory(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name); s != "" {
+					return s
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Scrubbed copies a record: every field of every record type it is
+// given must survive the copy, and the copy must share nothing with the
+// record (a field dropped would be lost from what is shown and stored).
+// Filled field by field, a field added later is checked without anyone
+// remembering it.
 func TestScrubbedKeepsEveryFieldOfTheRecords(t *testing.T) {
 	red := redact.New(secret)
 	check := func(name string, v any, scrub func() (any, error)) {
 		got, err := scrub()
 		if err != nil || !reflect.DeepEqual(got, v) {
 			t.Errorf("%s lost something in the copy (%v):\n got %+v\nwant %+v", name, err, got, v)
+		}
+		if shared := sharedMemory(reflect.ValueOf(got), reflect.ValueOf(v), name); shared != "" {
+			t.Errorf("the copy shares %s with the record", shared)
 		}
 	}
 	var e store.Exec
@@ -342,5 +383,49 @@ func TestViews(t *testing.T) {
 	}
 	if ev := ExecView(&store.Exec{ID: "e-2", Status: json.RawMessage(`"exited"`)}); ev.Status != nil || ev.Policy != nil {
 		t.Errorf("unreadable status: %+v", ev)
+	}
+}
+
+// An attack on every other sandbox's records: the redactor is the
+// daemon's, and any caller teaches it values (a secret-named variable's).
+// A value that is also a field's name ("SandboxID", "sandbox_id", "state"),
+// a piece of every timestamp or another sandbox's id must not change
+// what the daemon writes around agent text: the record keeps its fields,
+// times and ids (the JSON round trip redacted its keys too, so teaching
+// "SandboxID" emptied the field of every exec record and the store
+// refused them all: no command ran in any sandbox), while the value is
+// still hidden where it is agent text.
+func TestTaughtValuesDoNotBreakOtherRecords(t *testing.T) {
+	t.Parallel()
+	r, red := records(t)
+	ctx := context.Background()
+	taught := []string{"SandboxID", "sandbox_id", "Started", "started", "running", "2026-12-03T", "sb-2xyz", "Template", "labels"}
+	red.Add(taught...)
+	if err := r.Store.PutSandbox(ctx, &store.Sandbox{ID: "sb-2xyz", State: "running", Backend: "fake", Template: "host", Created: t0,
+		Labels: map[string]string{"team": "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	in := &store.Exec{ID: "e-1", SandboxID: "sb-2xyz", Argv: []string{"echo", "SandboxID"}, Cwd: "/workspace", Started: t0}
+	if err := r.PutExec(ctx, in); err != nil {
+		t.Fatalf("an exec record after values were taught: %v", err)
+	}
+	if err := r.EndExec(ctx, "e-1", t0.Add(time.Second), json.RawMessage(`{"code":0}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Store.GetExec(ctx, "e-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "e-1" || got.SandboxID != "sb-2xyz" || !got.Started.Equal(t0) || got.Cwd != "/workspace" || got.Argv[1] != marker {
+		t.Errorf("stored %+v", got)
+	}
+	shown, err := r.ShownExec(got)
+	if err != nil || shown.ID != "e-1" || shown.SandboxID != "sb-2xyz" || !shown.Started.Equal(t0) || shown.Argv[1] != marker {
+		t.Errorf("shown exec %+v: %v", shown, err)
+	}
+	srec, _ := r.Store.GetSandbox(ctx, "sb-2xyz")
+	sb, err := r.ShownSandbox(srec)
+	if err != nil || sb.ID != "sb-2xyz" || sb.State != "running" || sb.Template != "host" || !sb.Created.Equal(t0) || sb.Labels["team"] != "web" {
+		t.Errorf("shown sandbox %+v: %v", sb, err)
 	}
 }
