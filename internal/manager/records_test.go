@@ -56,3 +56,36 @@ func output(m *Manager, ctx context.Context, id, execID, stream string) ([]byte,
 	}
 	return m.cfg.Store.GetOutput(ctx, execID, stream)
 }
+
+// One caller's secret-named variable teaches the daemon's redactor its
+// value; a value that is also a record's field name or another
+// sandbox's id must not stop the commands of every other sandbox (it
+// did: the exec record lost its sandbox id to the redactor and the store
+// refused it, so no exec could start anywhere).
+func TestFakeTierTaughtValueStopsNoOtherSandbox(t *testing.T) {
+	m, _ := fakeTierManager(t)
+	ctx := context.Background()
+	victim, err := m.Create(ctx, sandbox.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacker, err := m.Create(ctx, sandbox.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"API_TOKEN=SandboxID", "GITHUB_TOKEN=" + victim.ID, "DB_PASSWORD=running"}
+	if _, _, err := m.Exec(ctx, attacker.ID, sandbox.ExecRequest{Argv: []string{"true"}, Env: env}, nil, nil, nil); err != nil {
+		t.Fatalf("the teaching exec: %v", err)
+	}
+	execID, st, err := m.Exec(ctx, victim.ID, sandbox.ExecRequest{Argv: []string{"true"}}, nil, nil, nil)
+	if err != nil || st.Code != 0 {
+		t.Fatalf("another sandbox's exec after the values were taught: %v", err)
+	}
+	e, err := getExec(m, ctx, victim.ID, execID)
+	if err != nil || e.SandboxID != victim.ID {
+		t.Errorf("its record: %+v, %v", e, err)
+	}
+	if sb, err := m.Get(ctx, victim.ID); err != nil || sb.ID != victim.ID || sb.State != "running" {
+		t.Errorf("the other sandbox shown: %+v, %v", sb, err)
+	}
+}

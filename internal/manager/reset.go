@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/airlock-dev/airlock/internal/writescope"
 
@@ -28,7 +27,7 @@ func (m *Manager) Reset(ctx context.Context, id string) (*sandbox.Sandbox, error
 	}
 	sb, err := m.recreate(ctx, id, ls, old)
 	if err != nil {
-		return nil, m.failReset(id, ls, err)
+		return nil, m.failReset(ctx, id, err)
 	}
 	rec, err := m.resumeReset(ctx, id, ls, sb)
 	if err != nil {
@@ -86,22 +85,12 @@ func (m *Manager) recreate(ctx context.Context, id string, ls *live, old runtime
 	return sb, nil
 }
 
-// failReset takes a sandbox whose reset failed out of the live set,
-// stopped as failed, and returns the reset's error.
-func (m *Manager) failReset(id string, ls *live, err error) error {
-	m.mu.Lock()
-	delete(m.live, id)
-	if ls.ttl != nil {
-		ls.ttl.Stop()
-	}
-	if ls.state != sandbox.Stopped {
-		_ = ls.transition(sandbox.Stopped)
-	}
-	now := time.Now().UTC()
-	ls.rec.State, ls.rec.Stopped, ls.rec.StopReason = "stopped", &now, sandbox.StopFailed
-	rec := *ls.rec
-	m.mu.Unlock()
-	m.rec.BestEffort("sandbox "+id+": record it stopped", m.cfg.Store.UpdateSandbox(context.Background(), &rec))
+// failReset stops a sandbox whose reset failed as failed, the way every
+// stop goes (its StopHooks, its sandbox.stop event, its record: a module
+// holding something for it lets go), and returns the reset's error. A
+// resetting sandbox has no backend sandbox left to destroy.
+func (m *Manager) failReset(ctx context.Context, id string, err error) error {
+	m.rec.BestEffort("sandbox "+id+": stop it as failed", m.stop(context.WithoutCancel(ctx), id, sandbox.StopFailed))
 	return fmt.Errorf("reset %s: %w", id, err)
 }
 

@@ -29,49 +29,24 @@ type Records struct {
 // a task's prompt, repository and test command; an approval's prompt; a
 // review bundle's contents) is redacted as a whole, not field by field: a
 // secret put in a field nobody thought of (the cwd, issue 17.2) is hidden
-// like one in argv. Exec records are redacted before they are stored;
+// like one in argv. Only the daemon's own words are kept (field names,
+// times, ids and states: Scrubbed), since any caller can teach the
+// redactor a value. Exec records are redacted before they are stored;
 // every record is redacted again when it is shown (a secret learned after
 // the record was written is hidden too), and the bundle before it is
 // written. Records the daemon must act on as they were asked (a task's
 // test command, an approval's line) are stored as they are, and shown
 // redacted.
 
-// Scrubbed returns a copy of v with every string in it, map keys
-// included, passed through the redactor: one JSON round trip, so that a
-// field added later is covered without anyone remembering it. Fields
-// that JSON does not carry (json:"-") are not copied: v's type must not
-// have any that matter. A record that cannot be redacted is an error (the
-// caller fails closed), never shown as it was.
-func Scrubbed[T any](red sandbox.Redactor, v *T) (*T, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("redact record: %w", err)
-	}
-	out := new(T)
-	if err := json.Unmarshal(red.JSON(b), out); err != nil {
-		// A secret in a number became a string marker: a field of the
-		// record is the secret itself.
-		return nil, fmt.Errorf("redact record: a secret in a field that cannot hold a marker: %w", errdefs.ErrInvalid)
-	}
-	return out, nil
-}
-
-// PutExec stores a new exec record, redacted.
+// PutExec stores a new exec record, redacted but for its ids (the
+// daemon's: a value taught as a secret that is a sandbox's id must not
+// lose that sandbox its records).
 func (r Records) PutExec(ctx context.Context, rec *store.Exec) error {
 	out, err := Scrubbed(r.Redactor, rec)
 	if err != nil {
 		return err
 	}
-	// JSON gives a nil raw message back as "null": keep it absent.
-	if rec.Status == nil {
-		out.Status = nil
-	}
-	if rec.Decision == nil {
-		out.Decision = nil
-	}
+	out.ID, out.SandboxID = rec.ID, rec.SandboxID
 	return r.Store.PutExec(ctx, out)
 }
 

@@ -58,10 +58,11 @@ type ExecRequest struct {
 	NoWait       bool
 }
 
-// Exec is an exec record as the API shows it.
+// Exec is an exec record as the API shows it, redacted but its ids
+// (redact:"keep", see Sandbox).
 type Exec struct {
-	ID        string              `json:"id"`
-	SandboxID string              `json:"sandbox_id"`
+	ID        string              `json:"id" redact:"keep"`
+	SandboxID string              `json:"sandbox_id" redact:"keep"`
 	Argv      []string            `json:"argv"`
 	Cwd       string              `json:"cwd"`
 	EnvNames  []string            `json:"env_names,omitempty"`
@@ -74,13 +75,13 @@ type Exec struct {
 
 // ExecPolicy is the policy's decision on an exec, in short.
 type ExecPolicy struct {
-	Action     policy.Action  `json:"action"`
-	Classes    []policy.Class `json:"classes"`
+	Action     policy.Action  `json:"action" redact:"keep"`
+	Classes    []policy.Class `json:"classes" redact:"keep"`
 	Rules      []string       `json:"rules,omitempty"`
 	Reason     string         `json:"reason"`
 	Grant      []string       `json:"grant,omitempty"`
 	BreakGlass string         `json:"break_glass,omitempty"`
-	Version    string         `json:"policy"`
+	Version    string         `json:"policy" redact:"keep"`
 }
 
 // ExecPolicyOf is a stored decision (JSON of a policy.Decision) in short;

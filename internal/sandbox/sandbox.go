@@ -24,23 +24,26 @@ const (
 	StopShutdown  = "daemon-stopped"
 )
 
-// Sandbox is a sandbox as the API shows it.
+// Sandbox is a sandbox as the API shows it. What is shown is redacted
+// (internal/redacted) but the fields tagged redact:"keep": the daemon's
+// own words, never agent text, that a value any caller teaches the
+// redactor must not change in every record.
 type Sandbox struct {
-	ID              string            `json:"id"`
-	State           string            `json:"state"`
-	Backend         string            `json:"backend"`
+	ID              string            `json:"id" redact:"keep"`
+	State           string            `json:"state" redact:"keep"`
+	Backend         string            `json:"backend" redact:"keep"`
 	Template        string            `json:"template"`
-	TemplateVersion string            `json:"template_version"`
+	TemplateVersion string            `json:"template_version" redact:"keep"`
 	Labels          map[string]string `json:"labels,omitempty"`
 	Limits          runtime.Limits    `json:"limits"`
 	Isolation       runtime.Isolation `json:"isolation"`
 	Created         time.Time         `json:"created"`
 	Expires         *time.Time        `json:"expires,omitempty"`
 	Stopped         *time.Time        `json:"stopped,omitempty"`
-	StopReason      string            `json:"stop_reason,omitempty"`
+	StopReason      string            `json:"stop_reason,omitempty" redact:"keep"`
 	// Policy is the version of the sandbox's effective policy, and the
 	// layers that made it.
-	Policy        string   `json:"policy,omitempty"`
+	Policy        string   `json:"policy,omitempty" redact:"keep"`
 	PolicySources []string `json:"policy_sources,omitempty"`
 	// Egress is what a running sandbox's egress has recorded against its
 	// audit budget, and the cut if it used it up (GET of one sandbox).

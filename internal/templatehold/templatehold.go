@@ -39,6 +39,11 @@ func (m *Module) Attach(c hook.Core) error {
 }
 
 // OnCreate holds the new sandbox's layers (none for a built-in template).
+// The sandbox may stop meanwhile (a destroy, its TTL): the core takes it
+// out of the live set before its StopHooks run, so once the hold is kept
+// it is looked up again, and a sandbox no longer live has its hold let
+// go here or by OnStop, whichever takes it first (else it would be kept
+// until the daemon stopped).
 func (m *Module) OnCreate(_ context.Context, sb hook.SandboxRef) error {
 	info, ok := m.core.Live(sb.ID)
 	if !ok {
@@ -51,17 +56,25 @@ func (m *Module) OnCreate(_ context.Context, sb hook.SandboxRef) error {
 	m.mu.Lock()
 	m.held[sb.ID] = release
 	m.mu.Unlock()
+	if _, ok := m.core.Live(sb.ID); !ok {
+		m.let(sb.ID) // stopped: nothing to hold, and nothing failed here
+	}
 	return nil
 }
 
-// OnStop lets the stopped sandbox's layers go.
-func (m *Module) OnStop(_ context.Context, ev hook.StopEvent) map[string]any {
+// let lets go of the hold of sandbox id, if it is still kept.
+func (m *Module) let(id string) {
 	m.mu.Lock()
-	release := m.held[ev.SandboxID]
-	delete(m.held, ev.SandboxID)
+	release := m.held[id]
+	delete(m.held, id)
 	m.mu.Unlock()
 	if release != nil {
 		release()
 	}
+}
+
+// OnStop lets the stopped sandbox's layers go.
+func (m *Module) OnStop(_ context.Context, ev hook.StopEvent) map[string]any {
+	m.let(ev.SandboxID)
 	return nil
 }

@@ -20,7 +20,19 @@ import (
 // Apply applies a write scope inside the sandbox sb: each glob's
 // directory part (src/** -> /workspace/src), Landlock's granularity. A
 // backend that cannot is an error: the scope never silently lapses.
+// The scope is checked first, as the policy checks it (an ErrInvalid):
+// cleaned, a ".." would make a root outside /workspace ("../etc/**" is
+// /etc), and an empty scope, which the policy reads as anywhere, would
+// confine writes to .git alone.
 func Apply(ctx context.Context, sb runtime.Sandbox, scope []string) error {
+	if len(scope) == 0 {
+		return fmt.Errorf("an empty write scope (anywhere in %s) has nothing to confine: %w", policy.DefaultCwd, errdefs.ErrInvalid)
+	}
+	for _, g := range scope {
+		if _, err := policy.CompileGlob(g); err != nil {
+			return err
+		}
+	}
 	ws, ok := sb.(runtime.WriteScoper)
 	if !ok {
 		return fmt.Errorf("backend cannot confine writes to a scope: %w", errdefs.ErrUnsupported)
