@@ -124,8 +124,6 @@ func isSet(raw json.RawMessage) bool {
 // unsupported names an option of the request airlock cannot honour.
 func (c *createRequest) unsupported() string {
 	switch {
-	case isSet(c.Network):
-		return "network: egress rules are set in airlock's policy, not in the request"
 	case c.AutoPause != nil && *c.AutoPause, c.AutoPauseMemory != nil, isSet(c.AutoResume):
 		return "lifecycle onTimeout pause / autoResume: an airlock sandbox is destroyed when its timeout ends"
 	case isSet(c.VolumeMounts):
@@ -156,8 +154,18 @@ func parseCreate(body io.Reader, defaultTemplate string) (sandbox.CreateRequest,
 	cr := sandbox.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
 	// allow_internet_access true is every SDK's default, not a request:
 	// the sandbox's egress is airlock's policy. false is stricter, and
-	// honoured by a layer that denies all egress.
-	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
+	// honoured by a layer that denies all egress; network rules are a
+	// layer that only tightens (network.go).
+	noInternet := req.AllowInternetAccess != nil && !*req.AllowInternetAccess
+	if isSet(req.Network) {
+		n, err := parseNetwork(req.Network)
+		if err != nil {
+			return sandbox.CreateRequest{}, err
+		}
+		if cr.Policy, err = networkLayer(n, noInternet); err != nil {
+			return sandbox.CreateRequest{}, err
+		}
+	} else if noInternet {
 		cr.Policy = noEgress()
 	}
 	if req.Timeout != nil {
