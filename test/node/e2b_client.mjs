@@ -84,6 +84,9 @@ assert.equal(r.stdout, "hi e2b from /home/sandbox\n");
 assert.equal(r.stderr, "oops\n");
 r = await sbx.commands.run("pwd", { cwd: "/workspace" });
 assert.equal(r.stdout, "/workspace\n");
+// E2B's base has python as well as python3 (where the host has python3).
+r = await sbx.commands.run("if command -v python3 >/dev/null; then python -c 'print(6*7)'; else echo 42; fi");
+assert.equal(r.stdout, "42\n");
 
 // Output is streamed as it comes, not at the end.
 const seen = [];
