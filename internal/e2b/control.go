@@ -33,6 +33,10 @@ func (s *Server) controlRoutes() {
 	s.mux.HandleFunc("POST /sandboxes/{id}/connect", s.connect)
 	s.mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.connect)
 	s.mux.HandleFunc("POST /sandboxes/{id}/resume", s.connect)
+	s.mux.HandleFunc("PUT /sandboxes/{id}/network", func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, http.StatusNotImplemented, "unsupported by airlock: updateNetwork (PUT /sandboxes/{id}/network): a sandbox's network is set at create "+
+			"(network allowOut/denyOut, a layer that only narrows the daemon's policy); an operator narrows a running sandbox's egress with 'airlock egress set'")
+	})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotImplemented, fmt.Sprintf("unsupported: airlock's E2B-compatible API does not serve %s %s", r.Method, r.URL.Path))
 	})

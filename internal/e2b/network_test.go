@@ -239,4 +239,10 @@ func TestE2BNetworkThroughTheDoor(t *testing.T) {
 	if m, _ := d.m.List(ctx, ""); len(m) != len(n) {
 		t.Errorf("a refused create made a sandbox")
 	}
+	// updateNetwork replaces E2B's rules; airlock's create-time layer
+	// cannot be replaced, so the update is refused, saying so.
+	resp, b = d.call("PUT", "/sandboxes/"+c.SandboxID+"/network", []byte(`{"denyOut":[]}`), key)
+	if resp.StatusCode != 501 || !strings.Contains(string(b), "unsupported by airlock: updateNetwork") {
+		t.Errorf("updateNetwork: %d %s", resp.StatusCode, b)
+	}
 }
