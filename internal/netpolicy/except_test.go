@@ -3,10 +3,12 @@ package netpolicy
 import (
 	"errors"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestExceptionsParse(t *testing.T) {
@@ -74,5 +76,40 @@ func TestExceptionsCannotWidenADeny(t *testing.T) {
 	merged := prev.Merge(widened)
 	if _, err := Compile(&merged, nil); err == nil || !strings.Contains(err.Error(), "used twice") {
 		t.Errorf("a layer restating op-deny with exceptions compiled: %v", err)
+	}
+}
+
+// The README's egress example, exceptions included, is a policy that
+// checks, and its exception means what the README says.
+func TestREADMEEgressExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```yaml\negress:\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("README has no ```yaml egress: block")
+	}
+	var doc struct {
+		Egress Policy `yaml:"egress"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader("egress:\n" + block))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(&doc.Egress, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lan *CompiledRule
+	for _, r := range c.Deny {
+		if len(r.exceptNames) > 0 {
+			lan = r
+		}
+	}
+	if lan == nil || !lan.MatchAddr(netip.MustParseAddr("10.1.2.3")) || !lan.ExceptsName("mirror.corp.example.com") || lan.ExceptsName("corp.example.com") {
+		t.Errorf("the README's deny rule with an exception: %+v", lan)
 	}
 }
