@@ -180,6 +180,7 @@ func testE2BWithSDK(t *testing.T, sdk string) {
 	}
 	sandboxID := ids["create"]
 	checkNoInternet(t, d, ids["closed"], ids["open"])
+	checkFenced(t, d, ids["fenced"])
 
 	// The approvals: asked for by the E2B door's key, decided by a human,
 	// and the one nobody decided expired.
@@ -270,25 +271,49 @@ func testE2BWithSDK(t *testing.T, sdk string) {
 // sandbox created with the SDK's default (open) keeps it.
 func checkNoInternet(t *testing.T, d *daemonProc, closed, open string) {
 	t.Helper()
-	decide := func(id string) string {
-		resp, err := d.client.Post("http://airlock/v1/sandboxes/"+id+"/egress/test", "application/json", strings.NewReader(`{"destination":"https://1.2.3.4/"}`))
-		if err != nil {
-			t.Fatalf("egress test: %v", err)
-		}
-		defer resp.Body.Close()
-		var x struct{ Decision, Rule string }
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 || json.Unmarshal(b, &x) != nil {
-			t.Fatalf("egress test of %s: %d %s", id, resp.StatusCode, b)
-		}
-		return x.Decision + " " + x.Rule
-	}
-	if got := decide(closed); got != "deny e2b-no-internet-access" {
+	if got := egressDecision(t, d, closed, "https://1.2.3.4/"); got != "deny e2b-no-internet-access" {
 		t.Errorf("allowInternetAccess false: %s, want deny by e2b-no-internet-access", got)
 	}
-	if got := decide(open); got != "allow public-web" {
+	if got := egressDecision(t, d, open, "https://1.2.3.4/"); got != "allow public-web" {
 		t.Errorf("allowInternetAccess true (the SDKs' default): %s, want the daemon's public_web", got)
 	}
+}
+
+// checkFenced checks the sandbox created with network {denyOut:
+// [ALL_TRAFFIC], allowOut: ["1.2.3.4"]}: its exception is what the
+// daemon's policy allows (public web), everything else is denied by the
+// door's layer.
+func checkFenced(t *testing.T, d *daemonProc, id string) {
+	t.Helper()
+	for dest, want := range map[string]string{
+		"https://1.2.3.4/":    "allow public-web",
+		"https://1.2.3.5/":    "deny e2b-deny-out",
+		"https://[::1:2]/":    "deny e2b-deny-out",
+		"https://127.0.0.1/":  "deny e2b-deny-out",
+		"http://1.2.3.4:8080": "deny port",
+	} {
+		if got := egressDecision(t, d, id, dest); got != want {
+			t.Errorf("network allowOut 1.2.3.4: %s: %s, want %s", dest, got, want)
+		}
+	}
+}
+
+// egressDecision asks a sandbox's proxy what it would decide for dest
+// (connecting to nothing).
+func egressDecision(t *testing.T, d *daemonProc, id, dest string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"destination": dest})
+	resp, err := d.client.Post("http://airlock/v1/sandboxes/"+id+"/egress/test", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("egress test: %v", err)
+	}
+	defer resp.Body.Close()
+	var x struct{ Decision, Rule string }
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || json.Unmarshal(b, &x) != nil {
+		t.Fatalf("egress test of %s: %d %s", id, resp.StatusCode, b)
+	}
+	return x.Decision + " " + x.Rule
 }
 
 // TestBenchE2B (AIRLOCK_BENCH=1, 'make bench') measures commands.run('true')

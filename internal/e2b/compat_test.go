@@ -35,9 +35,9 @@ func TestParseCreateInternetAccess(t *testing.T) {
 		t.Errorf("no-egress layer does not check: %v", err)
 	}
 	for body, want := range map[string]string{
-		`{"allow_internet_access":true,"network":{"denyOut":["0.0.0.0/0"]}}`: "network",
-		`{"allow_internet_access":true,"autoPause":true}`:                    "lifecycle",
-		`{"allow_internet_access":false,"mcp":{"x":{}}}`:                     "mcp",
+		`{"allow_internet_access":true,"network":{"egressProxy":{"address":"p.example.test:1080"}}}`: "network.egressProxy",
+		`{"allow_internet_access":true,"autoPause":true}`:                                            "lifecycle",
+		`{"allow_internet_access":false,"mcp":{"x":{}}}`:                                             "mcp",
 	} {
 		if _, err := parseCreate(strings.NewReader(body), "host"); err == nil || !strings.Contains(err.Error(), "unsupported by airlock: "+want) {
 			t.Errorf("%s: %v, want unsupported %s", body, err, want)

@@ -33,6 +33,10 @@ func (s *Server) controlRoutes() {
 	s.mux.HandleFunc("POST /sandboxes/{id}/connect", s.connect)
 	s.mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.connect)
 	s.mux.HandleFunc("POST /sandboxes/{id}/resume", s.connect)
+	s.mux.HandleFunc("PUT /sandboxes/{id}/network", func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, http.StatusNotImplemented, "unsupported by airlock: updateNetwork (PUT /sandboxes/{id}/network): a sandbox's network is set at create "+
+			"(network allowOut/denyOut, a layer that only narrows the daemon's policy); an operator narrows a running sandbox's egress with 'airlock egress set'")
+	})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotImplemented, fmt.Sprintf("unsupported: airlock's E2B-compatible API does not serve %s %s", r.Method, r.URL.Path))
 	})
@@ -124,8 +128,6 @@ func isSet(raw json.RawMessage) bool {
 // unsupported names an option of the request airlock cannot honour.
 func (c *createRequest) unsupported() string {
 	switch {
-	case isSet(c.Network):
-		return "network: egress rules are set in airlock's policy, not in the request"
 	case c.AutoPause != nil && *c.AutoPause, c.AutoPauseMemory != nil, isSet(c.AutoResume):
 		return "lifecycle onTimeout pause / autoResume: an airlock sandbox is destroyed when its timeout ends"
 	case isSet(c.VolumeMounts):
@@ -156,8 +158,18 @@ func parseCreate(body io.Reader, defaultTemplate string) (sandbox.CreateRequest,
 	cr := sandbox.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
 	// allow_internet_access true is every SDK's default, not a request:
 	// the sandbox's egress is airlock's policy. false is stricter, and
-	// honoured by a layer that denies all egress.
-	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
+	// honoured by a layer that denies all egress; network rules are a
+	// layer that only tightens (network.go).
+	noInternet := req.AllowInternetAccess != nil && !*req.AllowInternetAccess
+	if isSet(req.Network) {
+		n, err := parseNetwork(req.Network)
+		if err != nil {
+			return sandbox.CreateRequest{}, err
+		}
+		if cr.Policy, err = networkLayer(n, noInternet); err != nil {
+			return sandbox.CreateRequest{}, err
+		}
+	} else if noInternet {
 		cr.Policy = noEgress()
 	}
 	if req.Timeout != nil {

@@ -307,7 +307,8 @@ func TestControlPlane(t *testing.T) {
 	d := newDoor(t)
 	key := map[string]string{"X-API-KEY": d.key, "Content-Type": "application/json"}
 	for body, want := range map[string]string{
-		`{"templateID":"base","network":{"allowOut":["1.2.3.4"]}}`:        "unsupported by airlock: network",
+		`{"templateID":"base","network":{"allowPublicTraffic":true}}`:     "unsupported by airlock: network.allowPublicTraffic",
+		`{"templateID":"base","network":{"denyOut":["0.0.0.0/0:1-99"]}}`:  "a port range",
 		`{"templateID":"base","autoPause":true}`:                          "unsupported by airlock: lifecycle",
 		`{"templateID":"base","volumeMounts":[{"name":"v","path":"/v"}]}`: "unsupported by airlock: volumeMounts",
 		`{"templateID":"nosuch"}`:                                         "nosuch",

@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
@@ -16,7 +17,9 @@ import (
 // computed without overflow.
 func FuzzCreateRequest(f *testing.F) {
 	for _, s := range []string{`{}`, `{"templateID":"base","timeout":300}`, `{"timeout":9223372037}`, `{"timeout":18446744074}`, `{"timeout":-1}`,
-		`{"metadata":{"k":"v"},"envVars":{"A":"B"}}`} {
+		`{"metadata":{"k":"v"},"envVars":{"A":"B"}}`,
+		`{"network":{"denyOut":["0.0.0.0/0","198.51.100.7:25"],"allowOut":["api.example.test","[2001:db8::1]"]}}`,
+		`{"allow_internet_access":false,"network":{"allowOut":["*.example.test"]}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -25,6 +28,7 @@ func FuzzCreateRequest(f *testing.F) {
 			if err != nil {
 				continue
 			}
+			tightensOnly(t, body, req)
 			ttl, err := sandbox.CheckCreate(req, max)
 			if err != nil {
 				continue // Create refuses it: a 400, never a sandbox
@@ -38,4 +42,25 @@ func FuzzCreateRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// tightensOnly fails unless an accepted body's egress layer can only
+// narrow the daemon's policy: deny rules alone, no grant, preset or
+// secret.
+func tightensOnly(t *testing.T, body []byte, req sandbox.CreateRequest) {
+	if req.Policy == nil || req.Policy.Egress == nil {
+		return
+	}
+	eg := req.Policy.Egress
+	if len(eg.Grant) > 0 || len(eg.Presets) > 0 || len(eg.Secrets) > 0 {
+		t.Fatalf("%q: a layer that grants: %+v", body, eg)
+	}
+	for _, r := range eg.Rules {
+		if r.Action != netpolicy.Deny {
+			t.Fatalf("%q: a layer with allow rule %+v", body, r)
+		}
+	}
+	if err := eg.Check(); err != nil {
+		t.Fatalf("%q: accepted a layer that does not check: %v", body, err)
+	}
 }

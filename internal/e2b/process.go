@@ -379,11 +379,7 @@ func (s *Server) runStarted(r *http.Request, id string, er sandbox.ExecRequest, 
 func startError(err error) *rpcError {
 	var pe *sandbox.PolicyError
 	if errors.As(err, &pe) {
-		msg := "airlock policy: " + pe.Message
-		if pe.Code == "approval_pending" {
-			msg += fmt.Sprintf(" (approval %s; an operator decides with 'airlock approve %s' or 'airlock deny %s')", pe.Approval, pe.Approval, pe.Approval)
-		}
-		return &rpcError{Code: codePermissionDenied, Message: oneLine(msg)}
+		return &rpcError{Code: codePermissionDenied, Message: oneLine(policyMessage(pe))}
 	}
 	var coded interface{ ExitCode() int }
 	if errors.As(err, &coded) {
@@ -391,6 +387,25 @@ func startError(err error) *rpcError {
 	}
 	return rpcErr(err)
 }
+
+// policyMessage is a refusal as the agent's error shows it: the policy's
+// message, the approval and how an operator decides one, and where a
+// policy that suits E2B agents is (a first run under the defaults meets
+// holds at once: PTYs, git reset --hard, python3 -c).
+func policyMessage(pe *sandbox.PolicyError) string {
+	msg := "airlock policy: " + pe.Message
+	switch {
+	case pe.Code == "approval_pending":
+		msg += fmt.Sprintf(" (approval %s; an operator decides with 'airlock approve %s' or 'airlock deny %s')", pe.Approval, pe.Approval, pe.Approval)
+	case pe.Approval != "":
+		msg += fmt.Sprintf(" (approval %s; an operator decides a held command while it waits: 'airlock approvals', then 'airlock approve ID' or 'airlock deny ID')", pe.Approval)
+	}
+	return msg + "; " + policyDocHint
+}
+
+// policyDocHint points a refused agent's operator at the policy to give
+// E2B agents.
+const policyDocHint = "a policy for E2B agents: docs/e2b.md, \"A policy for E2B agents\""
 
 // finish publishes a command's end to its subscribers and forgets it.
 func (s *Server) finish(p *proc, st *runtime.ExitStatus, err error) {

@@ -57,7 +57,8 @@ func (c *compiled) decideName(t Target, m mode) (decision, bool) {
 		if !r.Denies(m, t.Port) {
 			continue
 		}
-		if (!t.IsIP() && r.MatchName(t.Host)) || (t.IsIP() && matchDenied(r, t.Addr, c.nat64)) {
+		if (!t.IsIP() && r.MatchName(t.Host) && !r.ExceptsName(t.Host)) ||
+			(t.IsIP() && matchDenied(r, t.Addr, c.nat64) && !spares(r, t, t.Addr, c.nat64)) {
 			return deny(r.ID, "%s is denied by rule %s", t.Host, r.ID), false
 		}
 	}
@@ -102,14 +103,14 @@ func portList(ports []int) string {
 }
 
 // checkAddr decides whether address a may be used for t: deny CIDRs
-// refuse it, and an address in a guarded range needs an allow CIDR inside
+// refuse it (unless the rule's exceptions spare t at a), and an address in a guarded range needs an allow CIDR inside
 // that very range (from a rule that is active and allows the port).
 func (c *compiled) checkAddr(t Target, m mode, a netip.Addr) (rule, reason string, ok bool) {
 	for _, r := range c.Deny {
 		if !r.Denies(m, t.Port) {
 			continue
 		}
-		if matchDenied(r, a, c.nat64) {
+		if matchDenied(r, a, c.nat64) && !spares(r, t, a, c.nat64) {
 			return r.ID, fmt.Sprintf("%s resolves to an address denied by rule %s", t.Host, r.ID), false
 		}
 	}
@@ -174,7 +175,7 @@ func (s *Service) decide(ctx context.Context, c *compiled, t Target, m mode, net
 		}
 		rule, reason, ok := c.checkAddr(t, m, a)
 		if ok && d.rule == RulePublicWeb {
-			if r, n, denied := s.deniedByAddr(ctx, c, m, t.Port, a, false); denied {
+			if r, n, denied := s.deniedByAddr(ctx, c, m, t, a, false); denied {
 				rule, reason, ok = r, fmt.Sprintf("%s shares address %s with %s, which rule %s denies", t.Host, a, n, r), false
 			}
 		}
@@ -209,7 +210,7 @@ func (s *Service) stillAllowed(c *compiled, t Target, m mode, a netip.Addr) bool
 		return false
 	}
 	if d.rule == RulePublicWeb {
-		if _, _, denied := s.deniedByAddr(context.Background(), c, m, t.Port, a, true); denied {
+		if _, _, denied := s.deniedByAddr(context.Background(), c, m, t, a, true); denied {
 			return false
 		}
 	}

@@ -78,12 +78,12 @@ func (s *Service) deniedAddrs(ctx context.Context, dc *deniedCache, name string,
 }
 
 // deniedByAddr reports the deny rule and name whose address a is, among
-// the rules that apply to this mode and port.
-func (s *Service) deniedByAddr(ctx context.Context, c *compiled, m mode, port int, a netip.Addr, cachedOnly bool) (rule, name string, ok bool) {
+// the rules that apply to this mode and t's port and do not spare t at a.
+func (s *Service) deniedByAddr(ctx context.Context, c *compiled, m mode, t Target, a netip.Addr, cachedOnly bool) (rule, name string, ok bool) {
 	a = a.WithZone("").Unmap()
 	forms := append([]netip.Addr{a}, guard.Embedded(a, c.nat64)...)
 	for _, r := range c.Deny {
-		if !r.Denies(m, port) {
+		if !r.Denies(m, t.Port) || spares(r, t, a, c.nat64) {
 			continue
 		}
 		for _, n := range r.DenyNames() {

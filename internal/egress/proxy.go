@@ -274,7 +274,7 @@ func (pc *proxyConn) connect(t Target) {
 			return
 		}
 		if sni != "" {
-			if reason := sniRefusal(pol, t, sni); reason != "" {
+			if reason := sniRefusal(pol, t, sni, addr); reason != "" {
 				end.Decision, end.Rule, end.Reason = "deny", RuleSNI, reason
 				return
 			}
@@ -309,9 +309,11 @@ func (pc *proxyConn) setLive(pol *compiled, t Target, m mode, addr netip.Addr) b
 }
 
 // sniRefusal returns why a ClientHello's server name may not go through a
-// tunnel to t, or "" when it may: it names t, or another host that the
-// policy allows on this port.
-func sniRefusal(pol *compiled, t Target, sni string) string {
+// tunnel to t at addr, or "" when it may: it names t, or another host that
+// the policy allows on this port at addr (a deny rule's exceptions spare
+// the name reached, so a name they spare cannot front for one they do
+// not).
+func sniRefusal(pol *compiled, t Target, sni string, addr netip.Addr) string {
 	st, err := ParseTarget(sni, t.Port)
 	if err != nil {
 		return fmt.Sprintf("TLS server name %q: %v", sni, err)
@@ -322,6 +324,9 @@ func sniRefusal(pol *compiled, t Target, sni string) string {
 	st.Port = t.Port
 	if _, ok := pol.decideName(st, modeConnect); !ok {
 		return fmt.Sprintf("the TLS server name %s differs from the CONNECT target %s and is not allowed", st.Host, t.Host)
+	}
+	if _, reason, ok := pol.checkAddr(st, modeConnect, addr); !ok {
+		return fmt.Sprintf("the TLS server name %s differs from the CONNECT target %s and is not allowed at %s: %s", st.Host, t.Host, addr, reason)
 	}
 	return ""
 }

@@ -99,6 +99,26 @@ func matchDenied(r *crule, a netip.Addr, nat64 []netip.Prefix) bool {
 	return false
 }
 
+// spares reports whether deny rule r's exceptions spare target t at
+// address a (invalid when the name is not resolved yet): t's name is in
+// its except_hosts, or a is in its except_cidrs and so is every IPv4
+// address a embeds, so that an IPv6 exception never spares a translated
+// form of a denied IPv4 host.
+func spares(r *crule, t Target, a netip.Addr, nat64 []netip.Prefix) bool {
+	if !t.IsIP() && r.ExceptsName(t.Host) {
+		return true
+	}
+	if !a.IsValid() || !r.ExceptsAddr(a) {
+		return false
+	}
+	for _, v4 := range guard.Embedded(a.WithZone("").Unmap(), nat64) {
+		if !r.ExceptsAddr(v4) {
+			return false
+		}
+	}
+	return true
+}
+
 // DiscoverEnv is presets.Env (where DiscoverPresets looks).
 type DiscoverEnv = presets.Env
 

@@ -33,6 +33,10 @@ type CompiledRule struct {
 	suffixes []string // ".example.test" for "*.example.test"
 	cidrs    []netip.Prefix
 	ports    []int
+	// except* are a deny rule's exceptions (Rule.ExceptHosts, ExceptCIDRs).
+	exceptNames    map[string]bool
+	exceptSuffixes []string
+	exceptCIDRs    []netip.Prefix
 }
 
 // CompiledSecret is one brokered secret as a matcher of its hosts.
@@ -158,22 +162,12 @@ func compileRule(r *Rule) (*CompiledRule, error) {
 			return nil, invalid("rule %s: %v", r.ID, err)
 		}
 	}
-	for _, s := range r.CIDRs {
-		pfx, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, aerr := netip.ParseAddr(s)
-			if aerr != nil || a.Zone() != "" {
-				return nil, invalid("rule %s: cidr %q: %v", r.ID, s, err)
-			}
-			pfx = netip.PrefixFrom(a, a.BitLen())
-		}
-		if pfx != pfx.Masked() {
-			return nil, invalid("rule %s: cidr %q has host bits set (did you mean %s?)", r.ID, s, pfx.Masked())
-		}
-		if pfx.Addr().Is4In6() {
-			return nil, invalid("rule %s: cidr %q: write IPv4-mapped ranges as IPv4", r.ID, s)
-		}
-		cr.cidrs = append(cr.cidrs, pfx)
+	var err error
+	if cr.cidrs, err = parseCIDRs(r.ID, r.CIDRs); err != nil {
+		return nil, err
+	}
+	if err := compileExceptions(r, cr); err != nil {
+		return nil, err
 	}
 	for _, p := range r.Ports {
 		if p < 1 || p > 65535 {
@@ -184,6 +178,51 @@ func compileRule(r *Rule) (*CompiledRule, error) {
 		}
 	}
 	return cr, nil
+}
+
+// parseCIDRs parses a rule's ranges: a CIDR or one address, no zone, no
+// host bits, IPv4-mapped ranges written as IPv4.
+func parseCIDRs(id string, list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil || a.Zone() != "" {
+				return nil, invalid("rule %s: cidr %q: %v", id, s, err)
+			}
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		if pfx != pfx.Masked() {
+			return nil, invalid("rule %s: cidr %q has host bits set (did you mean %s?)", id, s, pfx.Masked())
+		}
+		if pfx.Addr().Is4In6() {
+			return nil, invalid("rule %s: cidr %q: write IPv4-mapped ranges as IPv4", id, s)
+		}
+		out = append(out, pfx)
+	}
+	return out, nil
+}
+
+// compileExceptions checks and adds a deny rule's exceptions. An allow
+// rule has none: an exception to an allow would be a deny, which is what
+// deny rules are for.
+func compileExceptions(r *Rule, cr *CompiledRule) error {
+	if len(r.ExceptHosts) == 0 && len(r.ExceptCIDRs) == 0 {
+		return nil
+	}
+	if r.Action != Deny {
+		return invalid("rule %s: except_hosts and except_cidrs are for deny rules (deny what an allow rule must not reach)", r.ID)
+	}
+	cr.exceptNames = map[string]bool{}
+	for _, h := range r.ExceptHosts {
+		if err := addPattern(h, cr.exceptNames, &cr.exceptSuffixes); err != nil {
+			return invalid("rule %s: except_hosts: %v", r.ID, err)
+		}
+	}
+	var err error
+	cr.exceptCIDRs, err = parseCIDRs(r.ID, r.ExceptCIDRs)
+	return err
 }
 
 func addPattern(h string, names map[string]bool, suffixes *[]string) error {
@@ -253,6 +292,25 @@ func (r *CompiledRule) MatchName(name string) bool { return matchName(name, r.na
 
 // MatchName reports whether the secret is bound to a (normalized) name.
 func (s *CompiledSecret) MatchName(name string) bool { return matchName(name, s.names, s.suffixes) }
+
+// ExceptsName reports whether a deny rule's except_hosts name a
+// (normalized) name.
+func (r *CompiledRule) ExceptsName(name string) bool {
+	return matchName(name, r.exceptNames, r.exceptSuffixes)
+}
+
+// ExceptsAddr reports whether a is in a deny rule's except_cidrs (a zone
+// and an IPv4-mapped form do not matter). Callers that judge an address
+// by the IPv4 address it embeds must ask about that one too.
+func (r *CompiledRule) ExceptsAddr(a netip.Addr) bool {
+	a = a.WithZone("").Unmap()
+	for _, p := range r.exceptCIDRs {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
 
 // CIDRs are the rule's address ranges; callers must not change them.
 func (r *CompiledRule) CIDRs() []netip.Prefix { return r.cidrs }

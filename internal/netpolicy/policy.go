@@ -80,6 +80,15 @@ type Rule struct {
 	// say); otherwise a tunnel must start with a TLS ClientHello whose SNI
 	// is allowed too.
 	Opaque bool `yaml:"opaque,omitempty" json:"opaque,omitempty"`
+	// ExceptHosts and ExceptCIDRs (deny rules only) are destinations this
+	// rule does not deny: a name its hosts match is spared only by
+	// ExceptHosts; an address its CIDRs match (or one of its names
+	// resolves to) is spared by ExceptCIDRs, or by ExceptHosts matching
+	// the name being reached. An exception only narrows this one rule:
+	// other deny rules, the guards and the need for an allow rule still
+	// apply, so it never opens anything (E2B's allowOut, issue 25).
+	ExceptHosts []string `yaml:"except_hosts,omitempty" json:"except_hosts,omitempty"`
+	ExceptCIDRs []string `yaml:"except_cidrs,omitempty" json:"except_cidrs,omitempty"`
 }
 
 // Secret is a brokered credential: the sandbox holds only Placeholder, and

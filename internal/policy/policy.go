@@ -182,7 +182,8 @@ func DefaultFile() string {
 # grant: categories (registries, git, public_web, internal, webhooks); presets: package
 # registries read from this machine's package manager configuration (npm, go, pypi, debian,
 # crates), each allowed by naming it; rules: allow or deny by hosts ("*.example.com"), cidrs
-# and ports (a rule with a category applies once that category is granted).
+# and ports (a rule with a category applies once that category is granted); a deny rule's
+# except_hosts and except_cidrs spare what they name from that rule alone (they open nothing).
 egress:
   grant: []
   presets: []

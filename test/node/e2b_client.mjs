@@ -38,6 +38,15 @@ const closed = await Sandbox.create({ metadata: { suite: "closed" }, allowIntern
 log("closed", { id: closed.sandboxId });
 const open = await Sandbox.create({ metadata: { suite: "open" }, timeoutMs: 60_000 });
 log("open", { id: open.sandboxId });
+// network: denyOut ALL_TRAFFIC with an allowOut exception narrows the
+// daemon's policy (the Go test asks the sandbox's proxy); what airlock
+// cannot honour is refused.
+const fenced = await Sandbox.create({ metadata: { suite: "fenced" }, network: { denyOut: ["0.0.0.0/0"], allowOut: ["1.2.3.4"] }, timeoutMs: 60_000 });
+log("fenced", { id: fenced.sandboxId });
+e = await rejects(Sandbox.create({ metadata: { suite: "refused" }, network: { denyOut: ["0.0.0.0/0"], allowOut: ["1.2.3.4:443"] } }));
+assert.match(e.message, /unsupported by airlock: network\.allowOut\[0\]/);
+e = await rejects(Sandbox.create({ metadata: { suite: "refused" }, network: { egressProxy: { address: "proxy.example.test:1080" } } }));
+assert.match(e.message, /unsupported by airlock: network\.egressProxy/);
 
 // Create, with metadata and environment.
 const sbx = await Sandbox.create({ metadata: { suite: "e2b", run: "1" }, envs: { GREETING: "hi" }, timeoutMs: 300_000, allowInternetAccess: true });
@@ -75,6 +84,9 @@ assert.equal(r.stdout, "hi e2b from /home/sandbox\n");
 assert.equal(r.stderr, "oops\n");
 r = await sbx.commands.run("pwd", { cwd: "/workspace" });
 assert.equal(r.stdout, "/workspace\n");
+// E2B's base has python as well as python3 (where the host has python3).
+r = await sbx.commands.run("if command -v python3 >/dev/null; then python -c 'print(6*7)'; else echo 42; fi");
+assert.equal(r.stdout, "42\n");
 
 // Output is streamed as it comes, not at the end.
 const seen = [];

@@ -28,8 +28,9 @@ const (
 var taggedTools = SetOf("rm find dd wipefs mke2fs chmod chown chgrp gh git")
 
 // catastrophicRoots are the directories whose recursive removal or
-// mode change is catastrophic.
-var catastrophicRoots = SetOf(`/ /workspace /home /home/sandbox /root /usr /etc /bin /sbin /lib /lib64
+// mode change is catastrophic: /home/user is E2B's home, which code
+// written for E2B names outright.
+var catastrophicRoots = SetOf(`/ /workspace /home /home/sandbox /home/user /root /usr /etc /bin /sbin /lib /lib64
 /var /boot /opt /srv /run /sys /proc /dev`)
 
 func catastrophicPath(p string) bool {
