@@ -8,7 +8,8 @@ import (
 
 // e2bListener opens the E2B door's listener on addr, TLS when cert and
 // key are given: the key pair is loaded here, so that a bad one stops
-// the start rather than every handshake.
+// the start rather than every handshake. HTTP/1.1 only: the door's
+// streams are the SDKs' Connect over HTTP/1.1, as on plain TCP.
 func e2bListener(addr, cert, key string) (net.Listener, error) {
 	var cfg *tls.Config
 	if cert != "" || key != "" {
@@ -16,7 +17,7 @@ func e2bListener(addr, cert, key string) (net.Listener, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--e2b-tls-cert %s, --e2b-tls-key %s: %w", cert, key, err)
 		}
-		cfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+		cfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
