@@ -132,8 +132,8 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// ServeHTTP routes a request to the control plane (API key) or to a
-// sandbox's in-sandbox API (E2b-Sandbox-Id and its access token).
+// ServeHTTP routes a request to a sandbox's in-sandbox API (by header,
+// host or signature: route.go) or else to the control plane (API key).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.route(w, r) {
 		return
