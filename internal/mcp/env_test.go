@@ -32,11 +32,22 @@ import (
 // manager and its modules on the fake backend. cmd/airlock's MCP tests
 // are the end-to-end tier (a daemon, stdio and streamable HTTP clients).
 
+// templateDir is the template store every test's daemon shares: the
+// first sandbox of a new store prepares its template (a third of a
+// second), once per package rather than once per test.
+var templateDir string
+
 func TestMain(m *testing.M) {
 	// Progress and approval polls every 20 ms, not every second.
 	undo := mcp.SetPollEvery(20 * time.Millisecond)
+	dir, err := os.MkdirTemp("", "airlock-mcp-test-")
+	if err != nil {
+		panic(err)
+	}
+	templateDir = filepath.Join(dir, "templates")
 	code := m.Run()
 	undo()
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -63,7 +74,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	tpls, err := template.Open(filepath.Join(dir, "templates"))
+	tpls, err := template.Open(templateDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-dev/airlock/internal/mcp"
 	"github.com/airlock-dev/airlock/sdk"
 )
 
@@ -245,8 +246,14 @@ func TestExecWaitsForApproval(t *testing.T) {
 // connectWith is another client session with the same server.
 func (e *env) connectWith(opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	e.t.Helper()
+	return e.connectServer(e.srv, opts)
+}
+
+// connectServer is a client session with s; opts may be nil.
+func (e *env) connectServer(s *mcp.Server, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+	e.t.Helper()
 	ct, st := mcpsdk.NewInMemoryTransports()
-	ss, err := e.srv.SDKServer().Connect(context.Background(), st, nil)
+	ss, err := s.SDKServer().Connect(context.Background(), st, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -257,4 +264,162 @@ func (e *env) connectWith(opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	}
 	e.t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// Past wait_seconds exec answers with the exec id while the command runs
+// on; exec_output shows the head and tail seen so far while it runs, and
+// waits for its end (wait_seconds), then reads it by offset.
+func TestExecSoftDeadlineAndLiveOutput(t *testing.T) {
+	e := newEnv(t)
+	sb := e.sandbox()
+	r := e.ok("exec", map[string]any{"sandbox_id": sb, "command": "echo started; sleep 0.4; echo done", "wait_seconds": 0.15, "timeout_seconds": 30})
+	id, _ := r.st["exec_id"].(string)
+	if r.st["running"] != true || id == "" || !strings.Contains(r.text, "still running after") || !strings.Contains(r.text, "timeout 30s") || !strings.Contains(r.text, "exec_output") {
+		t.Fatalf("soft deadline: %q %v", r.text, r.st)
+	}
+	live := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": id})
+	if live.st["running"] != true || !strings.Contains(live.text, "running; stdout so far: 8 bytes") || !strings.HasSuffix(live.text, "\nstarted\n") {
+		t.Errorf("live output: %q %v", live.text, live.st)
+	}
+	if se := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": id, "stream": "stderr"}); !strings.Contains(se.text, "stderr so far: 0 bytes") {
+		t.Errorf("live stderr: %q", se.text)
+	}
+	done := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": id, "wait_seconds": 5})
+	if done.st["running"] != false || num(t, done.st, "exit_code") != 0 || !strings.HasSuffix(done.text, "of 13]\nstarted\ndone\n") {
+		t.Errorf("after its end: %q %v", done.text, done.st)
+	}
+}
+
+// An exec that runs past a second sends progress with its last output
+// line to a client that asked for progress.
+func TestExecProgress(t *testing.T) {
+	e := newEnv(t)
+	sb := e.sandbox()
+	got := make(chan string, 100)
+	cs := e.connectWith(&mcpsdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
+		got <- r.Params.Message
+	}})
+	res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "exec", Meta: mcpsdk.Meta{"progressToken": 7},
+		Arguments: map[string]any{"sandbox_id": sb, "command": "echo compiling; sleep 0.2; echo linking >&2; sleep 0.2"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %v", err, res)
+	}
+	close(got)
+	var msgs []string
+	for m := range got {
+		msgs = append(msgs, m)
+	}
+	if j := strings.Join(msgs, "|"); !strings.Contains(j, "compiling") || len(msgs) < 3 {
+		t.Errorf("progress: %q", j)
+	}
+}
+
+// A background command answers at once; exec_input writes its stdin and
+// closes it; exec_kill signals it; list_execs shows both; bad calls are
+// tool errors.
+func TestExecBackgroundInputKill(t *testing.T) {
+	e := newEnv(t)
+	sb := e.sandbox()
+	r := e.ok("exec", map[string]any{"sandbox_id": sb, "command": "cat", "background": true, "stdin_open": true})
+	id, _ := r.st["exec_id"].(string)
+	if r.st["running"] != true || !strings.HasPrefix(r.text, "started exec "+id+" (pid ") {
+		t.Fatalf("background: %q %v", r.text, r.st)
+	}
+	if in := e.ok("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "data": "hello\n", "close": true}); in.text != "wrote 6 bytes to exec "+id+" (closed: true)" {
+		t.Errorf("input: %q", in.text)
+	}
+	out := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": id, "wait_seconds": 5})
+	if out.st["running"] != false || !strings.HasSuffix(out.text, "]\nhello\n") {
+		t.Errorf("cat's output: %q %v", out.text, out.st)
+	}
+	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id}, "nothing to do: give data or close")
+	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": "", "data": "x"}, `argument "exec_id" must not be empty`)
+	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "data": "late"}, "")
+	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "close": true}, "")
+
+	r = e.ok("exec", map[string]any{"sandbox_id": sb, "command": "sleep 30", "background": true})
+	sleeper, _ := r.st["exec_id"].(string)
+	if k := e.ok("exec_kill", map[string]any{"sandbox_id": sb, "exec_id": sleeper, "signal": "TERM"}); k.text != "sent SIGTERM to exec "+sleeper {
+		t.Errorf("kill: %q", k.text)
+	}
+	if o := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": sleeper, "wait_seconds": 5}); o.st["running"] != false || num(t, o.st, "exit_code") != 143 {
+		t.Errorf("after TERM: %q %v", o.text, o.st)
+	}
+	e.fails("exec_kill", map[string]any{"sandbox_id": sb, "exec_id": sleeper, "signal": "NOPE"}, "")
+	e.fails("exec_kill", map[string]any{"sandbox_id": "", "exec_id": sleeper}, `argument "sandbox_id" must not be empty`)
+	// The default signal is KILL.
+	r = e.ok("exec", map[string]any{"sandbox_id": sb, "command": "trap '' TERM; sleep 30", "background": true})
+	if k := e.ok("exec_kill", map[string]any{"sandbox_id": sb, "exec_id": r.st["exec_id"]}); !strings.HasPrefix(k.text, "sent SIGKILL") {
+		t.Errorf("default signal: %q", k.text)
+	}
+	if o := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": r.st["exec_id"], "wait_seconds": 5}); num(t, o.st, "exit_code") != 137 {
+		t.Errorf("after KILL: %v", o.st)
+	}
+	l := e.ok("list_execs", map[string]any{"sandbox_id": sb})
+	execs, _ := l.st["execs"].([]any)
+	if num(t, l.st, "total") != 3 || len(execs) != 3 || execs[0].(map[string]any)["id"] != id || execs[0].(map[string]any)["running"] != false {
+		t.Errorf("list_execs: %v", l.st)
+	}
+	e.fails("list_execs", map[string]any{"sandbox_id": ""}, `argument "sandbox_id" must not be empty`)
+	e.fails("list_execs", map[string]any{"sandbox_id": "0123456789ab"}, "not_found")
+	e.fails("exec", map[string]any{"sandbox_id": "0123456789ab", "command": "true", "background": true}, "not_found")
+}
+
+// list_execs shows the last 50 commands, and how many there were.
+func TestListExecsLast50(t *testing.T) {
+	e := newEnv(t)
+	sb := e.sandbox()
+	for i := range 52 {
+		if _, err := e.agent.Exec(context.Background(), sb, sdk.ExecRequest{Argv: []string{"true", strconv.Itoa(i)}}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := e.ok("list_execs", map[string]any{"sandbox_id": sb})
+	execs, _ := l.st["execs"].([]any)
+	if num(t, l.st, "total") != 52 || len(execs) != 50 || fmt.Sprint(execs[49].(map[string]any)["argv"]) != "[true 51]" {
+		t.Errorf("list_execs: %d of %v", len(execs), l.st["total"])
+	}
+}
+
+// Cancelling the call before the soft deadline kills the command; the
+// timeout (timeout_seconds, else the server's) bounds one that runs on.
+func TestExecCancelAndTimeout(t *testing.T) {
+	e := newEnv(t)
+	sb := e.sandbox()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		cancel()
+	}()
+	if _, err := e.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "exec", Arguments: map[string]any{"sandbox_id": sb, "command": "sleep 30"}}); err == nil {
+		t.Fatal("a cancelled call answered")
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		list, err := e.op.ListExecs(context.Background(), sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 1 && !list[0].Ended.IsZero() {
+			if list[0].Status == nil || list[0].Status.Code != 137 {
+				t.Errorf("cancelled command ended with %+v", list[0].Status)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled command still runs: %+v", list)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := e.fails("exec", map[string]any{"sandbox_id": sb, "command": "sleep 30", "timeout_seconds": 0.2}, "exit code 124 (limit hit: timeout)")
+	if r.st["limit"] != "timeout" {
+		t.Errorf("timeout: %v", r.st)
+	}
+	// The server's own timeout, for a call that names none.
+	srv := &mcp.Server{Client: e.agent, Version: "test", ExecTimeout: 200 * time.Millisecond}
+	cs := e.connectServer(srv, nil)
+	res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "exec", Arguments: map[string]any{"sandbox_id": sb, "command": "sleep 30"}})
+	if err != nil || !res.IsError || resultOf(res).st["limit"] != "timeout" {
+		t.Errorf("server timeout: %v %+v", err, res)
+	}
 }
