@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -330,5 +331,76 @@ func TestEveryToolValidates(t *testing.T) {
 	}
 	if list, err := e.op.ListSandboxes(context.Background(), ""); err != nil || len(list) != 0 {
 		t.Errorf("refused calls made sandboxes: %d %v", len(list), err)
+	}
+}
+
+// Over streamable HTTP a request the client cancels (notifications/
+// cancelled, posted in the same session) gets no response, as over
+// stdio, and its command is killed; a cancel posted by another identity
+// with that session id drops nothing; another call's answer still comes.
+func TestHTTPCancelledRequestGetsNoResponse(t *testing.T) {
+	e := newEnv(t)
+	sb := e.sandbox()
+	tcp := e.handler.TCP()
+	post := func(h http.Handler, body, session string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest("POST", "http://airlock/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+e.key)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	w := post(tcp, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`, "")
+	session := w.Header().Get("Mcp-Session-Id")
+	if w.Code != 200 || session == "" {
+		t.Fatalf("initialize: %d %s", w.Code, w.Body)
+	}
+	post(tcp, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session)
+	call := func(id int, command string) chan *httptest.ResponseRecorder {
+		done := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			done <- post(tcp, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"exec","arguments":{"sandbox_id":%q,"command":%q}}}`, id, sb, command), session)
+		}()
+		return done
+	}
+	cancel := func(h http.Handler, id int) {
+		t.Helper()
+		post(h, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"user"}}`, id), session)
+	}
+	wait := func(done chan *httptest.ResponseRecorder) *httptest.ResponseRecorder {
+		t.Helper()
+		select {
+		case w := <-done:
+			return w
+		case <-time.After(5 * time.Second):
+			t.Fatal("the call's POST did not end")
+			return nil
+		}
+	}
+	done := call(2, "sleep 30")
+	waitExecs(t, e, sb, func(n, ended int) bool { return n == 1 })
+	cancel(tcp, 2)
+	if w := wait(done); strings.Contains(w.Body.String(), `"id":2`) {
+		t.Errorf("the cancelled request was answered: %d %s", w.Code, w.Body)
+	}
+	waitExecs(t, e, sb, func(n, ended int) bool { return ended == 1 })
+	// The operator (another identity) cannot cancel the key's call.
+	done = call(3, "sleep 0.3; echo finished")
+	waitExecs(t, e, sb, func(n, ended int) bool { return n == 2 })
+	cancel(e.handler, 3)
+	if w := wait(done); !strings.Contains(w.Body.String(), `"id":3`) || !strings.Contains(w.Body.String(), "finished") {
+		t.Errorf("another identity's cancel dropped the answer: %s", w.Body)
+	}
+	// A cancel of a call already answered drops no later answer to that
+	// id (the SDK may apply the cancel to it: the answer is an error).
+	cancel(tcp, 3)
+	if w := wait(call(3, "echo again")); !strings.Contains(w.Body.String(), `"id":3`) {
+		t.Errorf("a late cancel dropped a later answer: %s", w.Body)
 	}
 }
