@@ -423,3 +423,46 @@ func TestExecCancelAndTimeout(t *testing.T) {
 		t.Errorf("server timeout: %v %+v", err, res)
 	}
 }
+
+// leak is a secret-named variable's value: the daemon learns it at
+// create and redacts it from what it stores and shows over TCP.
+const leak = "Zq7vK2pXw9LmN4tR8sYb3HcJ6dFg"
+
+// What the MCP tools read back from the daemon (stored output, the
+// command records, a held command's approval) never shows a secret,
+// whether it was printed, put in the command line or held for a human.
+func TestRedactedReadBacks(t *testing.T) {
+	e := newEnv(t)
+	sb, _ := e.ok("create_sandbox", map[string]any{"env": []string{"API_TOKEN=" + leak}}).st["sandbox_id"].(string)
+	r := e.ok("exec", map[string]any{"sandbox_id": sb, "command": "echo token=$API_TOKEN; echo " + leak + " >&2"})
+	id := r.st["exec_id"]
+	for _, stream := range []string{"stdout", "stderr"} {
+		o := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": id, "stream": stream})
+		if strings.Contains(o.text, leak) || !strings.Contains(o.text, "[REDACTED") {
+			t.Errorf("stored %s: %q", stream, o.text)
+		}
+		if o := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": id, "stream": stream, "tail": 100}); strings.Contains(o.text, leak) {
+			t.Errorf("stored %s, tail: %q", stream, o.text)
+		}
+	}
+	held := e.call("exec", map[string]any{"sandbox_id": sb, "command": "rm -rf /workspace/" + leak})
+	ap, _ := held.st["approval_id"].(string)
+	if ap == "" {
+		t.Fatalf("not held: %q", held.text)
+	}
+	for name, res := range map[string]result{
+		"list_execs":     e.ok("list_execs", map[string]any{"sandbox_id": sb}),
+		"get_approval":   e.ok("get_approval", map[string]any{"approval_id": ap}),
+		"held exec":      held,
+		"joined exec":    e.call("exec", map[string]any{"sandbox_id": sb, "command": "rm -rf /workspace/" + leak}),
+		"list_sandboxes": e.ok("list_sandboxes", map[string]any{"id": sb}),
+	} {
+		if strings.Contains(res.text, leak) || strings.Contains(toJSON(res.st), leak) {
+			t.Errorf("%s shows the secret: %q", name, res.text)
+		}
+	}
+	// The operator, who decides, sees the command as it would run.
+	if a, err := e.op.GetApproval(context.Background(), ap); err != nil || !strings.Contains(a.Prompt.Command, leak) {
+		t.Errorf("the approver's view: %+v %v", a, err)
+	}
+}
