@@ -272,7 +272,7 @@ func (e *env) connectServer(s *mcp.Server, opts *mcpsdk.ClientOptions) *mcpsdk.C
 func TestExecSoftDeadlineAndLiveOutput(t *testing.T) {
 	e := newEnv(t)
 	sb := e.sandbox()
-	r := e.ok("exec", map[string]any{"sandbox_id": sb, "command": "echo started; sleep 0.4; echo done", "wait_seconds": 0.15, "timeout_seconds": 30})
+	r := e.ok("exec", map[string]any{"sandbox_id": sb, "command": "echo started; sleep 0.3; echo done", "wait_seconds": 0.1, "timeout_seconds": 30})
 	id, _ := r.st["exec_id"].(string)
 	if r.st["running"] != true || id == "" || !strings.Contains(r.text, "still running after") || !strings.Contains(r.text, "timeout 30s") || !strings.Contains(r.text, "exec_output") {
 		t.Fatalf("soft deadline: %q %v", r.text, r.st)
@@ -300,7 +300,7 @@ func TestExecProgress(t *testing.T) {
 		got <- r.Params.Message
 	}})
 	res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "exec", Meta: mcpsdk.Meta{"progressToken": 7},
-		Arguments: map[string]any{"sandbox_id": sb, "command": "echo compiling; sleep 0.2; echo linking >&2; sleep 0.2"}})
+		Arguments: map[string]any{"sandbox_id": sb, "command": "echo compiling; sleep 0.15; echo linking >&2; sleep 0.1"}})
 	if err != nil || res.IsError {
 		t.Fatalf("%v %v", err, res)
 	}
