@@ -397,6 +397,23 @@ func TestHTTPCancelledRequestGetsNoResponse(t *testing.T) {
 	if w := wait(done); !strings.Contains(w.Body.String(), `"id":3`) || !strings.Contains(w.Body.String(), "finished") {
 		t.Errorf("another identity's cancel dropped the answer: %s", w.Body)
 	}
+	// A cancel in one session drops nothing of another session's call
+	// with the same id, the same key's.
+	w = post(tcp, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`, "")
+	second := w.Header().Get("Mcp-Session-Id")
+	if second == "" || second == session {
+		t.Fatalf("second session: %q", second)
+	}
+	post(tcp, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, second)
+	done = make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		done <- post(tcp, fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"exec","arguments":{"sandbox_id":%q,"command":"sleep 0.3; echo other session"}}}`, sb), second)
+	}()
+	waitExecs(t, e, sb, func(n, ended int) bool { return n == 3 })
+	cancel(tcp, 4) // in the first session
+	if w := wait(done); !strings.Contains(w.Body.String(), "other session") {
+		t.Errorf("a cancel in another session dropped the answer: %s", w.Body)
+	}
 	// A cancel of a call already answered drops no later answer to that
 	// id (the SDK may apply the cancel to it: the answer is an error).
 	cancel(tcp, 3)
