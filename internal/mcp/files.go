@@ -74,6 +74,10 @@ func (s *Server) readFile(ctx context.Context, _ *mcpsdk.CallToolRequest, in rea
 		lines = lines[:len(lines)-1]
 	}
 	out.TotalLines = len(lines)
+	if in.StartLine > len(lines) && len(lines) > 0 {
+		// An empty answer would read as an empty file.
+		return nil, readOut{}, fmt.Errorf("start_line %d is past the end of %s (%d lines)", in.StartLine, in.Path, len(lines))
+	}
 	start := max(in.StartLine, 1)
 	end := in.EndLine
 	if end == 0 {

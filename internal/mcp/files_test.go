@@ -30,13 +30,17 @@ func TestReadFile(t *testing.T) {
 	if r.text != "  2499\tline 2499\n  2500\tline 2500\n" || num(t, r.st, "start_line") != 2499 || num(t, r.st, "end_line") != 2500 {
 		t.Errorf("last lines: %q %v", r.text, r.st)
 	}
-	// A last line without a newline gets one; past the end shows nothing.
+	// A last line without a newline gets one.
 	e.ok("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/a.txt", "content": "one\ntwo"})
 	if r := e.ok("read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/a.txt"}); r.text != "     1\tone\n     2\ttwo\n" {
 		t.Errorf("no final newline: %q", r.text)
 	}
-	if r := e.ok("read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/a.txt", "start_line": 5}); r.text != "" || r.st["start_line"] != nil {
-		t.Errorf("past the end: %q %v", r.text, r.st)
+	// Past the end is an error saying how long the file is (it once was
+	// an empty answer, as from an empty file); an empty file is empty.
+	e.fails("read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/a.txt", "start_line": 5}, "start_line 5 is past the end of /workspace/a.txt (2 lines)")
+	e.ok("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/empty", "content": ""})
+	if r := e.ok("read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/empty"}); r.text != "" || num(t, r.st, "bytes") != 0 {
+		t.Errorf("empty file: %q %v", r.text, r.st)
 	}
 	// At most 256 KiB shown: long lines stop the range early.
 	long := strings.Repeat(strings.Repeat("x", 1000)+"\n", 400)
