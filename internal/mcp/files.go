@@ -83,25 +83,42 @@ func (s *Server) readFile(ctx context.Context, _ *mcpsdk.CallToolRequest, in rea
 	if end == 0 {
 		end = start + defaultLines - 1
 	}
-	end = min(end, len(lines))
-	var t strings.Builder
-	for i := start; i <= end; i++ {
-		if t.Len()+len(lines[i-1]) > maxRead {
-			end = i - 1
-			break
-		}
-		fmt.Fprintf(&t, "%6d\t%s", i, lines[i-1])
-	}
-	if end >= start && !strings.HasSuffix(lines[end-1], "\n") {
-		t.WriteByte('\n')
-	}
+	text, end := numberLines(lines, start, min(end, len(lines)))
 	if start <= end {
 		out.StartLine, out.EndLine = start, end
 	}
 	if end < len(lines) {
-		fmt.Fprintf(&t, "[lines %d-%d of %d shown; read more with start_line=%d]\n", start, end, len(lines), end+1)
+		text += fmt.Sprintf("[lines %d-%d of %d shown; read more with start_line=%d]\n", start, end, len(lines), end+1)
 	}
-	return textResult(t.String()), out, nil
+	return textResult(text), out, nil
+}
+
+// numberLines shows lines start to end (from 1) numbered, up to maxRead
+// bytes of them, and returns the last line shown. A first line over
+// maxRead by itself is shown cut, with a note, so that the answer moves
+// on: a "read more with start_line" naming the same line would loop.
+func numberLines(lines []string, start, end int) (string, int) {
+	var t strings.Builder
+	for i := start; i <= end; i++ {
+		l := lines[i-1]
+		if t.Len()+len(l) <= maxRead {
+			fmt.Fprintf(&t, "%6d\t%s", i, l)
+			continue
+		}
+		if i > start {
+			return t.String(), i - 1
+		}
+		n := maxRead
+		for n > 0 && !utf8.RuneStart(l[n]) {
+			n--
+		}
+		fmt.Fprintf(&t, "%6d\t%s\n[line %d is %d bytes: its first %d shown; read the rest with exec]\n", i, l[:n], i, len(strings.TrimSuffix(l, "\n")), n)
+		return t.String(), i
+	}
+	if end >= start && !strings.HasSuffix(lines[end-1], "\n") {
+		t.WriteByte('\n')
+	}
+	return t.String(), end
 }
 
 // isBinary: NUL bytes, or text that is not UTF-8, in the first 8 KiB (a

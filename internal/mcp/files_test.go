@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -232,5 +233,24 @@ func TestFileResource(t *testing.T) {
 		if _, err := e.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(strings.ToLower(err.Error()), want) {
 			t.Errorf("%s: %v, want %q", uri, err, want)
 		}
+	}
+}
+
+// A line longer than what read_file shows (minified code) is shown cut,
+// saying so, and the answer moves on: it once answered "lines 1-0 shown;
+// read more with start_line=1", the same call again, for ever.
+func TestReadFileLongLine(t *testing.T) {
+	e := newEnv(t)
+	sb := e.sandbox()
+	long := strings.Repeat("é", 200<<10) // 400 KiB on one line
+	e.ok("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/min.js", "content": long + "\nsecond\n"})
+	r := e.ok("read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/min.js"})
+	if num(t, r.st, "start_line") != 1 || num(t, r.st, "end_line") != 1 || len(r.text) > 256<<10+300 || !strings.HasPrefix(r.text, "     1\téé") ||
+		!strings.Contains(r.text, "line 1 is 409600 bytes: its first 262144 shown") || !strings.Contains(r.text, "read more with start_line=2") || !utf8.ValidString(r.text) {
+		t.Errorf("long line: %d bytes, %q ... %q %v", len(r.text), r.text[:20], r.text[len(r.text)-200:], r.st)
+	}
+	r = e.ok("read_file", map[string]any{"sandbox_id": sb, "path": "/workspace/min.js", "start_line": 2})
+	if r.text != "     2\tsecond\n" {
+		t.Errorf("after it: %q", r.text)
 	}
 }
