@@ -293,9 +293,15 @@ type searchOut struct {
 	Results    int  `json:"results"`
 	NextOffset int  `json:"next_offset,omitempty"`
 	More       bool `json:"more"`
+	Truncated  bool `json:"truncated,omitempty"` // more results than were read
 }
 
-const searchPage = 200
+// A search shows 200 results a page, of the first 4 MiB grep or find
+// wrote.
+const (
+	searchPage  = 200
+	searchBytes = 4 << 20
+)
 
 // search runs grep or find in the sandbox, through exec (so through the
 // policy and the record), with argv, never a shell line: the pattern is
@@ -324,7 +330,7 @@ func (s *Server) search(ctx context.Context, _ *mcpsdk.CallToolRequest, in searc
 		}
 		argv = append(argv, "--", in.Path)
 	}
-	out := newHeadTail(4<<20, 0)
+	out := newHeadTail(searchBytes, 0)
 	st, err := s.Client.Exec(ctx, in.SandboxID, sdk.ExecRequest{Argv: argv, Timeout: s.execTimeout(), NoApprovalWait: true}, out, nil)
 	if err != nil {
 		return nil, searchOut{}, err
@@ -332,11 +338,8 @@ func (s *Server) search(ctx context.Context, _ *mcpsdk.CallToolRequest, in searc
 	if st.Code > 1 && argv[0] == "grep" || st.Code != 0 && argv[0] == "find" {
 		return nil, searchOut{}, fmt.Errorf("%s failed (exit code %d); check the pattern and path", argv[0], st.Code)
 	}
-	lines := strings.Split(strings.TrimRight(validText(out.first), "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		lines = nil
-	}
-	res := searchOut{Results: len(lines)}
+	lines, truncated := searchLines(out)
+	res := searchOut{Results: len(lines), Truncated: truncated}
 	shown := lines[min(in.Offset, len(lines)):]
 	if len(shown) > searchPage {
 		shown, res.More, res.NextOffset = shown[:searchPage], true, in.Offset+searchPage
@@ -352,7 +355,25 @@ func (s *Server) search(ctx context.Context, _ *mcpsdk.CallToolRequest, in searc
 	} else if len(lines) == 0 {
 		text = "no matches"
 	}
+	if truncated {
+		text += fmt.Sprintf("\n[grep's output past %d MiB was not read: these %d results are not all; narrow the pattern, glob or path]", searchBytes>>20, len(lines))
+	}
 	return textResult(text), res, nil
+}
+
+// searchLines are the results read, one a line; truncated when the
+// command wrote more than was kept (the last, cut line then dropped).
+func searchLines(out *headTail) ([]string, bool) {
+	text := validText(out.first)
+	truncated := out.total > int64(len(out.first))
+	if truncated {
+		text = text[:strings.LastIndexByte(text, '\n')+1]
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		lines = nil
+	}
+	return lines, truncated
 }
 
 func jsonResult(v any) (*mcpsdk.CallToolResult, any, error) {

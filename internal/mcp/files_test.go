@@ -254,3 +254,28 @@ func TestReadFileLongLine(t *testing.T) {
 		t.Errorf("after it: %q", r.text)
 	}
 }
+
+// search reads grep's first 4 MiB of output: past that it says so,
+// rather than count and page what it read as all there is (and show a
+// last result cut in the middle).
+func TestSearchOverItsBound(t *testing.T) {
+	e := newEnv(t)
+	sb := e.sandbox()
+	ws := strings.TrimSpace(strings.TrimPrefix(e.ok("exec", map[string]any{"sandbox_id": sb, "command": "pwd"}).text, "exit code 0\nstdout:\n"))
+	// 60000 results of len(ws)+12 bytes or more: over 4 MiB with any ws
+	// of 60 bytes or more (the test's temporary directory is longer).
+	e.ok("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/many.txt", "content": strings.Repeat("hit\n", 60000)})
+	if len(ws)+len("/many.txt:60000:hit\n") < 80 {
+		t.Skipf("workspace path %q too short for 4 MiB of results", ws)
+	}
+	r := e.ok("search", map[string]any{"sandbox_id": sb, "path": ws, "pattern": "^hit$"})
+	if r.st["truncated"] != true || !strings.Contains(r.text, "grep's output past 4 MiB was not read") || num(t, r.st, "results") >= 60000 {
+		t.Fatalf("over the bound: %v %q", r.st, r.text[len(r.text)-200:])
+	}
+	last := num(t, r.st, "results") / 200 * 200
+	p := e.ok("search", map[string]any{"sandbox_id": sb, "path": ws, "pattern": "^hit$", "offset": last})
+	lines := strings.Split(p.text, "\n")
+	if l := lines[len(lines)-3]; !strings.HasSuffix(l, ":hit") {
+		t.Errorf("last result read: %q", l)
+	}
+}
