@@ -262,14 +262,11 @@ func TestSearchOverItsBound(t *testing.T) {
 	e := newEnv(t)
 	sb := e.sandbox()
 	ws := strings.TrimSpace(strings.TrimPrefix(e.ok("exec", map[string]any{"sandbox_id": sb, "command": "pwd"}).text, "exit code 0\nstdout:\n"))
-	// 60000 results of len(ws)+12 bytes or more: over 4 MiB with any ws
-	// of 60 bytes or more (the test's temporary directory is longer).
-	e.ok("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/many.txt", "content": strings.Repeat("hit\n", 60000)})
-	if len(ws)+len("/many.txt:60000:hit\n") < 80 {
-		t.Skipf("workspace path %q too short for 4 MiB of results", ws)
-	}
+	// Just over 4 MiB of results (each line names the file).
+	n := 4<<20/(len(ws)+len("/many.txt:10000:hit\n")) + 1000
+	e.ok("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/many.txt", "content": strings.Repeat("hit\n", n)})
 	r := e.ok("search", map[string]any{"sandbox_id": sb, "path": ws, "pattern": "^hit$"})
-	if r.st["truncated"] != true || !strings.Contains(r.text, "grep's output past 4 MiB was not read") || num(t, r.st, "results") >= 60000 {
+	if r.st["truncated"] != true || !strings.Contains(r.text, "grep's output past 4 MiB was not read") || num(t, r.st, "results") >= n {
 		t.Fatalf("over the bound: %v %q", r.st, r.text[len(r.text)-200:])
 	}
 	last := num(t, r.st, "results") / 200 * 200
