@@ -166,6 +166,9 @@ func (e *env) ok(name string, args any) result {
 // fails calls a tool that must answer a tool error containing want.
 func (e *env) fails(name string, args any, want string) result {
 	e.t.Helper()
+	if want == "" {
+		e.t.Fatal("fails: name the error expected")
+	}
 	r := e.call(name, args)
 	if !r.IsError || !strings.Contains(r.text, want) {
 		e.t.Errorf("%s %v: want a tool error with %q, got (error %v) %q", name, args, want, r.IsError, r.text)

@@ -334,8 +334,8 @@ func TestExecBackgroundInputKill(t *testing.T) {
 	}
 	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id}, "nothing to do: give data or close")
 	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": "", "data": "x"}, `argument "exec_id" must not be empty`)
-	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "data": "late"}, "")
-	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "close": true}, "")
+	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "data": "late"}, "has ended")
+	e.fails("exec_input", map[string]any{"sandbox_id": sb, "exec_id": id, "close": true}, "has ended")
 
 	r = e.ok("exec", map[string]any{"sandbox_id": sb, "command": "sleep 30", "background": true})
 	sleeper, _ := r.st["exec_id"].(string)
@@ -345,7 +345,7 @@ func TestExecBackgroundInputKill(t *testing.T) {
 	if o := e.ok("exec_output", map[string]any{"sandbox_id": sb, "exec_id": sleeper, "wait_seconds": 5}); o.st["running"] != false || num(t, o.st, "exit_code") != 143 {
 		t.Errorf("after TERM: %q %v", o.text, o.st)
 	}
-	e.fails("exec_kill", map[string]any{"sandbox_id": sb, "exec_id": sleeper, "signal": "NOPE"}, "")
+	e.fails("exec_kill", map[string]any{"sandbox_id": sb, "exec_id": sleeper, "signal": "NOPE"}, `signal "SIGNOPE": use a number or one of SIGKILL`)
 	e.fails("exec_kill", map[string]any{"sandbox_id": "", "exec_id": sleeper}, `argument "sandbox_id" must not be empty`)
 	// The default signal is KILL.
 	r = e.ok("exec", map[string]any{"sandbox_id": sb, "command": "trap '' TERM; sleep 30", "background": true})

@@ -101,7 +101,7 @@ func TestWriteFile(t *testing.T) {
 	e.fails("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/x", "content": nil}, `validating "arguments"`)
 	e.fails("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/x", "content": "a", "mode": "rwx"}, `mode "rwx": want octal permissions`)
 	e.fails("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/x", "content": "a", "mode": "17777"}, `mode "17777"`)
-	e.fails("write_file", map[string]any{"sandbox_id": sb, "path": "relative", "content": "a"}, "")
+	e.fails("write_file", map[string]any{"sandbox_id": sb, "path": "relative", "content": "a"}, "path must be an absolute path")
 	e.fails("write_file", map[string]any{"sandbox_id": "", "path": "/workspace/x", "content": "a"}, `argument "sandbox_id" must not be empty`)
 }
 

@@ -89,7 +89,7 @@ func TestTaskTools(t *testing.T) {
 		t.Fatalf("start_task: %q %v", r.text, r.st)
 	}
 	e.fails("start_task", map[string]any{"repo": ""}, `argument "repo" must not be empty`)
-	e.fails("start_task", map[string]any{"repo": repo + "/nope"}, "")
+	e.fails("start_task", map[string]any{"repo": repo + "/nope"}, "no such directory")
 	e.fails("destroy", map[string]any{"sandbox_id": sb}, "is task "+task+"'s workspace: use finish_task")
 
 	l := e.ok("list_tasks", map[string]any{})
@@ -99,7 +99,7 @@ func TestTaskTools(t *testing.T) {
 	if one := e.ok("list_tasks", map[string]any{"id": task}); one.st["id"] != task || one.st["sandbox_id"] != sb {
 		t.Errorf("one task: %v", one.st)
 	}
-	e.fails("list_tasks", map[string]any{"id": "t-nope"}, "")
+	e.fails("list_tasks", map[string]any{"id": "t-nope"}, `not_found: store: task "t-nope"`)
 
 	if d := e.ok("diff", map[string]any{"task_id": task}); d.text != "no changes" || num(t, d.st, "patch_bytes") != 0 {
 		t.Errorf("no diff yet: %q %v", d.text, d.st)
@@ -178,7 +178,7 @@ func TestTaskTools(t *testing.T) {
 			t.Errorf("%s: read", uri)
 		}
 	}
-	e.fails("export_bundle", map[string]any{"task_id": "t-nope"}, "")
+	e.fails("export_bundle", map[string]any{"task_id": "t-nope"}, `not_found: store: task "t-nope"`)
 	e.fails("export_bundle", map[string]any{"task_id": ""}, `argument "task_id" must not be empty`)
 
 	f := e.ok("finish_task", map[string]any{"task_id": task})
@@ -189,7 +189,7 @@ func TestTaskTools(t *testing.T) {
 		t.Errorf("sandbox after finish_task: %+v %v", got, err)
 	}
 	e.fails("finish_task", map[string]any{"task_id": ""}, `argument "task_id" must not be empty`)
-	e.fails("finish_task", map[string]any{"task_id": "t-nope"}, "")
+	e.fails("finish_task", map[string]any{"task_id": "t-nope"}, `not_found: store: task "t-nope"`)
 }
 
 func tarNames(t *testing.T, b []byte) string {
