@@ -71,23 +71,11 @@ func TestSandboxTools(t *testing.T) {
 	e.fails("destroy", map[string]any{}, `missing properties: ["sandbox_id"]`)
 }
 
-// A task (no write scope: the fake backend has none): start it, list it, page its diff (binary files summarised),
-// run its tests, export its bundle (a resource link the client reads),
-// read its patch as a resource, and finish it; its sandbox cannot be
-// destroyed while it runs.
-func TestTaskTools(t *testing.T) {
-	e := newEnv(t)
-	// A local repository is the socket's (the operator's, as airlock mcp
-	// over stdio is): over TCP a task's repo must be a URL.
-	e.srv = &mcp.Server{Client: e.op, Version: "test"}
-	e.cs = e.connectWith(nil)
-	repo := gitRepo(t, map[string]string{"src/a.txt": "a\n", "logo.png": "\x89PNG\x00\x01", "README": "r\n"})
-	r := e.ok("start_task", map[string]any{"repo": repo, "test": "grep -q fixed src/a.txt", "prompt": "fix a"})
-	task, _ := r.st["task_id"].(string)
-	sb, _ := r.st["sandbox_id"].(string)
-	if task == "" || sb == "" || len(fmt.Sprint(r.st["commit"])) != 40 || !strings.Contains(r.text, "checked out in sandbox "+sb) {
-		t.Fatalf("start_task: %q %v", r.text, r.st)
-	}
+// A task (no write scope: the fake backend has none): start it, list it,
+// run its failing tests, fix it and run them again, finish it; its
+// sandbox cannot be destroyed while it runs.
+func TestTaskLifecycle(t *testing.T) {
+	e, repo, task, sb := startTask(t)
 	e.fails("start_task", map[string]any{"repo": ""}, `argument "repo" must not be empty`)
 	e.fails("start_task", map[string]any{"repo": repo + "/nope"}, "no such directory")
 	e.fails("destroy", map[string]any{"sandbox_id": sb}, "is task "+task+"'s workspace: use finish_task")
@@ -109,6 +97,48 @@ func TestTaskTools(t *testing.T) {
 		t.Errorf("failing tests: %v", tr.st)
 	}
 
+	e.ok("write_file", map[string]any{"sandbox_id": sb, "path": "/workspace/src/a.txt", "content": "fixed\n"})
+	tr = e.ok("run_tests", map[string]any{"task_id": task, "timeout_seconds": 60})
+	if tr.st["passed"] != true || !strings.HasPrefix(tr.text, "tests passed (exit code 0)") {
+		t.Errorf("passing tests: %q %v", tr.text, tr.st)
+	}
+	e.fails("run_tests", map[string]any{"task_id": task, "timeout_seconds": 1e6}, "timeout_seconds must be 0 to 86400")
+	e.fails("run_tests", map[string]any{"task_id": ""}, `argument "task_id" must not be empty`)
+
+	f := e.ok("finish_task", map[string]any{"task_id": task})
+	if f.st["state"] == nil || !strings.Contains(fmt.Sprint(f.st["changed"]), "src/a.txt") || f.st["test"] == nil {
+		t.Errorf("finish_task: %v", f.st)
+	}
+	if got, err := e.op.GetSandbox(context.Background(), sb); err != nil || got.State != "stopped" {
+		t.Errorf("sandbox after finish_task: %+v %v", got, err)
+	}
+	e.fails("finish_task", map[string]any{"task_id": ""}, `argument "task_id" must not be empty`)
+	e.fails("finish_task", map[string]any{"task_id": "t-nope"}, `not_found: store: task "t-nope"`)
+}
+
+// startTask starts a task on a repository of three files (one binary),
+// its test passing once src/a.txt says "fixed".
+func startTask(t *testing.T) (e *env, repo, task, sb string) {
+	t.Helper()
+	e = newEnv(t)
+	// A local repository is the socket's (the operator's, as airlock mcp
+	// over stdio is): over TCP a task's repo must be a URL.
+	e.srv = &mcp.Server{Client: e.op, Version: "test"}
+	e.cs = e.connectWith(nil)
+	repo = gitRepo(t, map[string]string{"src/a.txt": "a\n", "logo.png": "\x89PNG\x00\x01", "README": "r\n"})
+	r := e.ok("start_task", map[string]any{"repo": repo, "test": "grep -q fixed src/a.txt", "prompt": "fix a"})
+	task, _ = r.st["task_id"].(string)
+	sb, _ = r.st["sandbox_id"].(string)
+	if task == "" || sb == "" || len(fmt.Sprint(r.st["commit"])) != 40 || !strings.Contains(r.text, "checked out in sandbox "+sb) {
+		t.Fatalf("start_task: %q %v", r.text, r.st)
+	}
+	return e, repo, task, sb
+}
+
+// A task's diff is paged (binary files summarised), its bundle is a
+// resource link the client reads, its whole patch a resource.
+func TestTaskDiffAndBundle(t *testing.T) {
+	e, _, task, sb := startTask(t)
 	// A patch over a page: 16 KiB at a time, cut at lines.
 	var big strings.Builder
 	for i := range 2000 {
@@ -144,13 +174,6 @@ func TestTaskTools(t *testing.T) {
 	e.fails("diff", map[string]any{"task_id": task, "offset": -1}, "offset must not be negative")
 	e.fails("diff", map[string]any{"task_id": ""}, `argument "task_id" must not be empty`)
 
-	tr = e.ok("run_tests", map[string]any{"task_id": task, "timeout_seconds": 60})
-	if tr.st["passed"] != true || !strings.HasPrefix(tr.text, "tests passed (exit code 0)") {
-		t.Errorf("passing tests: %q %v", tr.text, tr.st)
-	}
-	e.fails("run_tests", map[string]any{"task_id": task, "timeout_seconds": 1e6}, "timeout_seconds must be 0 to 86400")
-	e.fails("run_tests", map[string]any{"task_id": ""}, `argument "task_id" must not be empty`)
-
 	// The bundle is a link; the client reads it as a resource.
 	b := e.ok("export_bundle", map[string]any{"task_id": task})
 	var link *mcpsdk.ResourceLink
@@ -181,15 +204,6 @@ func TestTaskTools(t *testing.T) {
 	e.fails("export_bundle", map[string]any{"task_id": "t-nope"}, `not_found: store: task "t-nope"`)
 	e.fails("export_bundle", map[string]any{"task_id": ""}, `argument "task_id" must not be empty`)
 
-	f := e.ok("finish_task", map[string]any{"task_id": task})
-	if f.st["state"] == nil || !strings.Contains(fmt.Sprint(f.st["changed"]), "src/a.txt") || f.st["test"] == nil {
-		t.Errorf("finish_task: %v", f.st)
-	}
-	if got, err := e.op.GetSandbox(context.Background(), sb); err != nil || got.State != "stopped" {
-		t.Errorf("sandbox after finish_task: %+v %v", got, err)
-	}
-	e.fails("finish_task", map[string]any{"task_id": ""}, `argument "task_id" must not be empty`)
-	e.fails("finish_task", map[string]any{"task_id": "t-nope"}, `not_found: store: task "t-nope"`)
 }
 
 func tarNames(t *testing.T, b []byte) string {
