@@ -175,7 +175,7 @@ func TestCollectNeedsTheRegistryInTheEgressRecord(t *testing.T) {
 	if l, _ := r.caches.List(ctx); len(l) != 0 {
 		t.Errorf("after clear: %v", l)
 	}
-	if _, err := r.caches.Clear(ctx, "", "pip"); err == nil {
+	if _, err := r.caches.Clear(ctx, "", "cargo"); err == nil {
 		t.Error("clear of an unknown ecosystem: no error")
 	}
 }
