@@ -2,6 +2,7 @@ package depcache
 
 import (
 	"archive/tar"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -133,18 +134,18 @@ func (j *pipJudge) Judge(rel, f string) (map[string][]byte, string, bool) {
 		return nil, err.Error(), false
 	}
 	if !j.pins[hex.EncodeToString(h.Sum(nil))] {
-		return nil, "its sha256 is not a --hash of the base commit's requirements.txt", false
+		return nil, "its sha256 is not a --hash of the base commit's requirements.txt (an index page, or a file it does not pin)", false
 	}
 	return nil, "", true
 }
 
 // pipEntryBody is the "body" of a legacy entry's "response" map.
 func pipEntryBody(entry []byte) ([]byte, error) {
-	data, ok := strings.CutPrefix(string(entry), "cc=4,")
+	data, ok := bytes.CutPrefix(entry, []byte("cc=4,"))
 	if !ok {
 		return nil, errors.New("not a version 4 entry")
 	}
-	m, err := (&msgReader{b: []byte(data)}).value(0)
+	m, err := (&msgReader{b: data}).value(0)
 	if err != nil {
 		return nil, err
 	}

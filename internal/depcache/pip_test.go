@@ -295,8 +295,8 @@ func pipInstall(t *testing.T, py, home, req string, ix *pipIndex) ([]byte, error
 // (what a task can claim) makes pip refuse that install by its hash; it
 // installs nothing that is not pinned.
 func TestPipUsesTheSeededCache(t *testing.T) {
-	for _, py := range pythons(t) {
-		t.Run(filepath.Base(py), func(t *testing.T) { runPipSeed(t, py) })
+	for i, py := range pythons(t) {
+		t.Run(fmt.Sprint(i, "-", filepath.Base(py)), func(t *testing.T) { runPipSeed(t, py) })
 	}
 }
 
