@@ -162,8 +162,8 @@ func legacyEntry(body []byte) []byte {
 // Attack: a task's pip cache holds, beside a pinned wheel in each
 // layout, a backdoored copy of that wheel, a wheel the base commit's
 // requirements.txt does not pin, a pinned body under names that climb
-// out of the cache or whose directories do not match their key, and an
-// entry that is not msgpack. Only the pinned bodies reach the store,
+// out of the cache or whose directories do not match their key, a
+// symlink at an entry's name, and an entry that is not msgpack. Only the pinned bodies reach the store,
 // under their keys, as bare bodies (never the task's entry).
 func TestCollectPipRefusesPoisonedWheels(t *testing.T) {
 	_, good := pipWheel(t, "demo", "1.0", "X = 'index'\n")
@@ -194,7 +194,8 @@ func TestCollectPipRefusesPoisonedWheels(t *testing.T) {
 	d := &Caches{cfg: Config{Dir: t.TempDir()}}
 	dir := d.storeDir("/src/p", "pip")
 	r := &collectReport{Why: map[string]string{}}
-	if err := d.addFrom(tarOf(t, files, nil), dir, "/src/p", j, r); err != nil {
+	links := map[string]string{pipRel("http-v2", pipKeyOf("link")) + ".body": "/etc/passwd"}
+	if err := d.addFrom(tarOf(t, files, links), dir, "/src/p", j, r); err != nil {
 		t.Fatal(err)
 	}
 	got := storeFiles(t, dir)
