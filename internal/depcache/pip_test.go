@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -246,6 +248,35 @@ func TestPipEntryRoundTrip(t *testing.T) {
 	}
 }
 
+// pipSdist is a source distribution made with archive/tar: a setup.py
+// (built with the interpreter's own setuptools: --no-build-isolation,
+// no index), PKG-INFO and the module.
+func pipSdist(t testing.TB, name, version string) (string, []byte) {
+	t.Helper()
+	dir := name + "-" + version + "/"
+	files := [][2]string{
+		{dir + "PKG-INFO", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"},
+		{dir + "setup.py", "from setuptools import setup\nsetup(name=" + strconv.Quote(name) + ", version=" + strconv.Quote(version) + ", packages=[" + strconv.Quote(name) + "])\n"},
+		{dir + name + "/__init__.py", "SDIST = True\n"},
+	}
+	var b bytes.Buffer
+	gz := gzip.NewWriter(&b)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(f[1]))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return name + "-" + version + ".tar.gz", b.Bytes()
+}
+
 // pythons are the interpreters with pip to try: the base template's
 // (python3 on PATH) and AIRLOCK_TEST_PYTHONS (a colon-separated list,
 // say a newer pip's, whose cache layout is http-v2).
@@ -281,15 +312,15 @@ func pipInstall(t *testing.T, py, home, req string, ix *pipIndex) ([]byte, error
 	}
 	host := strings.TrimPrefix(ix.srv.URL, "http://")
 	c := exec.Command(py, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--require-hashes",
-		"-r", "requirements.txt", "--target", filepath.Join(dir, "site"))
+		"--no-build-isolation", "-r", "requirements.txt", "--target", filepath.Join(dir, "site"))
 	c.Dir = dir
 	c.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "PIP_INDEX_URL=" + ix.srv.URL + "/simple", "PIP_TRUSTED_HOST=" + host,
 		"PIP_CONFIG_FILE=" + os.DevNull, "PYTHONNOUSERSITE=1"}
 	return c.CombinedOutput()
 }
 
-// The real pip, against a loopback index: a cold install fills pip's
-// HTTP cache; the daemon's collect keeps the pinned wheels' bodies; a
+// The real pip, against a loopback index: a cold install of three
+// wheels and an sdist fills pip's HTTP cache; the daemon's collect keeps the pinned wheels' bodies; a
 // second HOME seeded from the store installs with no request for any
 // file (the pages are still asked for: pip revalidates them always).
 // Attack: the store's body of one wheel under the key of another's URL
@@ -311,13 +342,21 @@ func runPipSeed(t *testing.T, py string) {
 		wheels[file] = data
 		fmt.Fprintf(&req, "%s==1.0 --hash=sha256:%s\n", name, sha256Hex(data))
 	}
+	if exec.Command(py, "-c", "import setuptools, wheel").Run() == nil { // to build it
+		file, sdist := pipSdist(t, "delta", "1.0")
+		wheels[file] = sdist
+		fmt.Fprintf(&req, "delta==1.0 --hash=sha256:%s\n", sha256Hex(sdist))
+	} else {
+		t.Logf("%s has no setuptools and wheel: no sdist", py)
+	}
+	n := len(wheels)
 	ix := newPipIndex(t, "", wheels)
 	cold := t.TempDir()
 	if out, err := pipInstall(t, py, cold, req.String(), ix); err != nil {
 		t.Fatalf("cold install: %v\n%s", err, out)
 	}
-	if files, _ := ix.fileHits(); files != 3 {
-		t.Fatalf("the cold install fetched %d files, want 3", files)
+	if files, _ := ix.fileHits(); files != n {
+		t.Fatalf("the cold install fetched %d files, want %d", files, n)
 	}
 	var tb bytes.Buffer
 	if err := tarball.WriteDir(&tb, filepath.Join(cold, ".cache", "pip")); err != nil {
@@ -333,7 +372,7 @@ func runPipSeed(t *testing.T, py string) {
 	if err := d.addFrom(tar.NewReader(&tb), store, "/src/p", j, r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Added != 3 {
+	if r.Added != n {
 		t.Fatalf("collect from pip's own cache: %+v", r)
 	}
 	seeded := seedHome(t, store)
@@ -342,7 +381,7 @@ func runPipSeed(t *testing.T, py string) {
 		t.Fatalf("install from the seeded cache: %v\n%s", err, out)
 	}
 	files, all := ix.fileHits()
-	t.Logf("seeded install: %d file requests, %d in all (cold: 3 files, 6 in all)", files, all)
+	t.Logf("seeded install: %d file requests, %d in all (cold: %d files, %d in all)", files, all, n, 2*n)
 	if files != 0 {
 		t.Fatalf("pip fetched %d files with a seeded cache", files)
 	}
