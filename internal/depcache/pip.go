@@ -35,7 +35,8 @@ import (
 // itself: what pip reads back (status, headers, freshness) is the
 // daemon's, written at each seed in both layouts. The KEY is the task's
 // claim (the URL is not in the entry); a pinned body under another URL's
-// KEY can only make a later pip refuse that download by its hash.
+// KEY can only make a later pip refuse that download by its hash (the
+// requirement's, or the index link's #sha256= without --require-hashes).
 
 // pipCache is pip's cache directory in the sandbox (pip's default for
 // the sandbox user; PIP_CACHE_DIR or XDG_CACHE_HOME set elsewhere moves

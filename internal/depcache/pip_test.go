@@ -305,14 +305,20 @@ func pythons(t *testing.T) []string {
 // pipInstall runs pip install --require-hashes of req into a fresh
 // target with home as HOME, against ix, and returns its output.
 func pipInstall(t *testing.T, py, home, req string, ix *pipIndex) ([]byte, error) {
+	return pipRun(t, py, home, req, ix, "--require-hashes", "-r", "requirements.txt")
+}
+
+// pipRun runs pip install with args (and a requirements.txt of req)
+// into a fresh target, with home as HOME, against ix.
+func pipRun(t *testing.T, py, home, req string, ix *pipIndex, args ...string) ([]byte, error) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte(req), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	host := strings.TrimPrefix(ix.srv.URL, "http://")
-	c := exec.Command(py, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--require-hashes",
-		"--no-build-isolation", "-r", "requirements.txt", "--target", filepath.Join(dir, "site"))
+	c := exec.Command(py, append([]string{"-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+		"--no-build-isolation", "--target", filepath.Join(dir, "site")}, args...)...)
 	c.Dir = dir
 	c.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "PIP_INDEX_URL=" + ix.srv.URL + "/simple", "PIP_TRUSTED_HOST=" + host,
 		"PIP_CONFIG_FILE=" + os.DevNull, "PYTHONNOUSERSITE=1"}
@@ -324,8 +330,8 @@ func pipInstall(t *testing.T, py, home, req string, ix *pipIndex) ([]byte, error
 // second HOME seeded from the store installs with no request for any
 // file (the pages are still asked for: pip revalidates them always).
 // Attack: the store's body of one wheel under the key of another's URL
-// (what a task can claim) makes pip refuse that install by its hash; it
-// installs nothing that is not pinned.
+// (what a task can claim) makes pip refuse that install by its hash, in
+// hash-checking mode and (by the index link's #sha256=) without it.
 func TestPipUsesTheSeededCache(t *testing.T) {
 	for i, py := range pythons(t) {
 		t.Run(fmt.Sprint(i, "-", filepath.Base(py)), func(t *testing.T) { runPipSeed(t, py) })
@@ -392,9 +398,16 @@ func runPipSeed(t *testing.T, py string) {
 	if err := os.Rename(filepath.Join(store, alphaKey[:2], alphaKey), filepath.Join(store, betaKey[:2], betaKey)); err != nil {
 		t.Fatal(err)
 	}
-	out, err := pipInstall(t, py, seedHome(t, store), req.String(), ix)
+	poisoned := seedHome(t, store)
+	out, err := pipInstall(t, py, poisoned, req.String(), ix)
 	if err == nil || !strings.Contains(string(out), "DO NOT MATCH THE HASHES") {
 		t.Fatalf("pip with a body under another URL's key: %v\n%s", err, out)
+	}
+	// Without --require-hashes pip still refuses it: it checks the
+	// index link's #sha256= (which PEP 503 indexes give) all the same.
+	out, err = pipRun(t, py, poisoned, "", ix, "beta==1.0")
+	if err == nil || !strings.Contains(string(out), "DO NOT MATCH THE HASHES") {
+		t.Fatalf("pip install beta (no hashes) with alpha's body under beta's key: %v\n%s", err, out)
 	}
 }
 
