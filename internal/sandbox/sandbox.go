@@ -95,7 +95,10 @@ type Base struct {
 	// Env is what its commands start with, before the caller's (the
 	// template's PATH).
 	Env  []string
-	Seed string
+	// WorkDir is where its commands start when an exec names no cwd
+	// (an image's WorkingDir, a build's WORKDIR); "": /workspace.
+	WorkDir string
+	Seed    string
 }
 
 // TemplateInfo is a template a sandbox can be created from.
