@@ -94,7 +94,7 @@ type Base struct {
 	Binds         []runtime.Bind
 	// Env is what its commands start with, before the caller's (the
 	// template's PATH).
-	Env  []string
+	Env []string
 	// WorkDir is where its commands start when an exec names no cwd
 	// (an image's WorkingDir, a build's WORKDIR); "": /workspace.
 	WorkDir string
