@@ -245,11 +245,20 @@ func (b *Builder) remember(key string, e cacheEntry) error {
 	if err != nil {
 		return err
 	}
-	tmp := p + ".new"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	// a temporary name of its own: two builds may make the same step
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".new-*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, p)
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
 }
 
 // stack is the template of the layers so far, for a RUN's sandbox.

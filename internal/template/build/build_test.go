@@ -133,8 +133,8 @@ func (fx *fixture) exec(t *testing.T, name, script string) string {
 }
 
 const buildFile = `FROM base
-RUN echo made by run > /workspace/made.txt
 COPY a.txt /workspace/copied.txt
+RUN echo made by run > /workspace/made.txt; cat /workspace/copied.txt > /workspace/seen.txt
 ENV GREETING=hello
 WORKDIR /workspace/app
 USER builder
@@ -148,7 +148,8 @@ USER builder
 func TestBuildNative(t *testing.T) {
 	fx := newFixture(t)
 	ctxDir := t.TempDir()
-	os.WriteFile(filepath.Join(ctxDir, "a.txt"), []byte("copied\n"), 0o644)
+	// 0600: the layer's root must not make it unreadable to the RUN after
+	os.WriteFile(filepath.Join(ctxDir, "a.txt"), []byte("copied\n"), 0o600)
 	t0 := time.Now()
 	res, err := fx.build(t, "built", buildFile, ctxDir)
 	first := time.Since(t0)
@@ -158,8 +159,8 @@ func TestBuildNative(t *testing.T) {
 	if res.Done != 5 || res.Cached != 0 || res.Same {
 		t.Errorf("first build: %+v", res)
 	}
-	got := fx.exec(t, "built", `cat /workspace/made.txt /workspace/copied.txt; echo "$GREETING"; echo "$PWD"`)
-	if got != "made by run\ncopied\nhello\n/workspace/app\n" {
+	got := fx.exec(t, "built", `cat /workspace/made.txt /workspace/copied.txt /workspace/seen.txt; echo "$GREETING"; echo "$PWD"`)
+	if got != "made by run\ncopied\ncopied\nhello\n/workspace/app\n" {
 		t.Errorf("sandbox of the built template: %q", got)
 	}
 	img, err := fx.s.Image("built")
@@ -189,16 +190,28 @@ func TestBuildNative(t *testing.T) {
 		t.Errorf("cached rebuild took %v, over the 200ms target (first build %v)", again, first)
 	}
 
-	os.WriteFile(filepath.Join(ctxDir, "a.txt"), []byte("changed\n"), 0o644)
-	res, err = fx.build(t, "built2", buildFile, ctxDir)
+	// a changed ENV: the COPY and the RUN before it come from the cache
+	res, err = fx.build(t, "built2", strings.Replace(buildFile, "hello", "bye", 1), ctxDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Cached != 1 || res.Done != 4 {
-		t.Errorf("after a changed COPY source: %+v, want the RUN cached and the rest made again", res)
+	if res.Cached != 2 || res.Done != 3 {
+		t.Errorf("after a changed ENV: %+v, want COPY and RUN cached and the rest made again", res)
 	}
-	if got := fx.exec(t, "built2", "cat /workspace/copied.txt"); got != "changed\n" {
+	if got := fx.exec(t, "built2", `echo "$GREETING"; cat /workspace/made.txt`); got != "bye\nmade by run\n" {
 		t.Errorf("built2: %q", got)
+	}
+	// a changed COPY source: every step after the base is made again
+	os.WriteFile(filepath.Join(ctxDir, "a.txt"), []byte("changed\n"), 0o644)
+	res, err = fx.build(t, "built3", buildFile, ctxDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Cached != 0 || res.Done != 5 {
+		t.Errorf("after a changed COPY source: %+v, want every step made again", res)
+	}
+	if got := fx.exec(t, "built3", "cat /workspace/seen.txt"); got != "changed\n" {
+		t.Errorf("built3: %q", got)
 	}
 	if _, err := fx.build(t, "built", buildFile, ctxDir); !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("a different build under an existing name: %v, want a conflict", err)

@@ -24,7 +24,8 @@ import (
 // as that file; one to a directory, and anything but files and
 // directories, are refused. The layer tar is written in name order with
 // fixed times and root ownership, so its sha256, the step's content
-// hash, changes only when what is copied does.
+// hash, changes only when what is copied does. Every file is made
+// readable by all (see readable).
 
 var epoch = time.Unix(0, 0)
 
@@ -174,7 +175,7 @@ func (c *copier) file(src, dest string, fi fs.FileInfo) error {
 	if err != nil {
 		return copyErr(src, err)
 	}
-	h := &tar.Header{Name: strings.TrimPrefix(dest, "/"), Typeflag: tar.TypeReg, Mode: int64(st.Mode().Perm()), Size: st.Size(), ModTime: epoch}
+	h := &tar.Header{Name: strings.TrimPrefix(dest, "/"), Typeflag: tar.TypeReg, Mode: readable(int64(st.Mode().Perm()), false), Size: st.Size(), ModTime: epoch}
 	if err := c.tw.WriteHeader(h); err != nil {
 		return err
 	}

@@ -102,6 +102,17 @@ func changesTar(ctx context.Context, f runtime.Files, w io.Writer) error {
 	return tw.Close()
 }
 
+// readable is a layer file's mode: the layer makes it host root's, so
+// without read (and, for a directory, search) bits for all, the sandbox
+// user could not read it again, nor could the next step's capture of the
+// tree, which would then lose it.
+func readable(mode int64, dir bool) int64 {
+	if dir {
+		return mode | 0o555
+	}
+	return mode | 0o444
+}
+
 // retar copies a tree's tar entries below prefix.
 func retar(tw *tar.Writer, tr *tar.Reader, prefix string) error {
 	for {
@@ -112,7 +123,7 @@ func retar(tw *tar.Writer, tr *tar.Reader, prefix string) error {
 		if err != nil {
 			return err
 		}
-		n := &tar.Header{Name: prefix + "/" + strings.TrimPrefix(h.Name, "./"), Typeflag: h.Typeflag, Mode: h.Mode, Size: h.Size, Linkname: h.Linkname, ModTime: h.ModTime}
+		n := &tar.Header{Name: prefix + "/" + strings.TrimPrefix(h.Name, "./"), Typeflag: h.Typeflag, Mode: readable(h.Mode, h.Typeflag == tar.TypeDir), Size: h.Size, Linkname: h.Linkname, ModTime: h.ModTime}
 		if err := tw.WriteHeader(n); err != nil {
 			return err
 		}
