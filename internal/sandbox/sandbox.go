@@ -105,7 +105,7 @@ type Base struct {
 type TemplateInfo struct {
 	Name    string    `json:"name"`
 	Version string    `json:"version"`
-	Kind    string    `json:"kind"` // "builtin", "snapshot", "image" or "debian"
+	Kind    string    `json:"kind"` // "builtin", "snapshot", "image", "debian" or "build"
 	Base    string    `json:"base,omitempty"`
 	Created time.Time `json:"created"`
 }

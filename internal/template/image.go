@@ -66,7 +66,7 @@ type Image struct {
 	Name    string `json:"name"`
 	Hash    string `json:"hash"` // sha256 over everything below but Created
 	Version string `json:"version"`
-	Kind    string `json:"kind"`   // "image" or "debian"
+	Kind    string `json:"kind"`   // "image", "debian" or "build"
 	Source  string `json:"source"` // as given to the import
 	// Digest pins what was imported: the image manifest's digest (a
 	// docker archive has none: its config's).
