@@ -240,6 +240,7 @@ func TestBuildRefused(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "secret")
 	os.WriteFile(outside, []byte("host secret\n"), 0o644)
 	os.Symlink(outside, filepath.Join(ctxDir, "leak"))
+	os.Symlink(filepath.Dir(outside), filepath.Join(ctxDir, "dirlink"))
 	os.Mkdir(filepath.Join(ctxDir, "sub"), 0o755)
 	os.Symlink("../../"+filepath.Base(filepath.Dir(outside))+"/secret", filepath.Join(ctxDir, "sub", "up"))
 	for _, c := range []struct{ name, src, want string }{
@@ -248,6 +249,8 @@ func TestBuildRefused(t *testing.T) {
 		{"fail", "FROM base\nRUN exit 1\n", "exited 1"},
 		{"leak", "FROM base\nCOPY leak /workspace/x\n", "leads out of the context"},
 		{"leakdir", "FROM base\nCOPY sub /workspace/x\n", "leads out of the context"},
+		{"leakpath", "FROM base\nCOPY dirlink/secret /workspace/x\n", "a symlink on its path leads out of the context"},
+		{"leakdirlink", "FROM base\nCOPY dirlink /workspace/x\n", "leads out of the context"},
 		{"host", "FROM host\nENV A=1\n", "unsupported"},
 	} {
 		_, err := fx.build(t, c.name, c.src, ctxDir)

@@ -111,6 +111,11 @@ func copyErr(src string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return errdefs.Wrap(errdefs.ErrNotFound, "COPY %s: not in the context directory", src)
 	}
+	// os.Root's refusal has no exported sentinel: its message is the one
+	// way to tell it (any other error still fails the COPY)
+	if strings.Contains(err.Error(), "path escapes from parent") {
+		return errdefs.Wrap(errdefs.ErrInvalid, "COPY %s: a symlink on its path leads out of the context directory", src)
+	}
 	return errdefs.Wrap(errdefs.ErrInvalid, "COPY %s: %v", src, err)
 }
 
