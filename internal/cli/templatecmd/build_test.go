@@ -66,6 +66,17 @@ func TestCmdBuild(t *testing.T) {
 	if code, out, _ = run("ls", "--data-dir", data); code != 0 || !strings.Contains(out, "built") || !strings.Contains(out, "build") {
 		t.Errorf("ls: %q", out)
 	}
+	// rm and gc take its layers: the cache no longer has those steps
+	if code, _, errs = run("rm", "--data-dir", data, "built"); code != 0 {
+		t.Fatalf("rm: %q", errs)
+	}
+	if code, out, errs = run("gc", "--data-dir", data); code != 0 || !strings.HasPrefix(out, "removed 2 layers") /* COPY, WORKDIR: its airlock layer is the base's */ {
+		t.Fatalf("gc: %d %q %q", code, out, errs)
+	}
+	code, out, errs = run("build", "--data-dir", data, "-f", file, "--quiet", "built", ctxDir)
+	if code != 0 || !strings.Contains(out, "(3 steps: 1 cached, 2 built") {
+		t.Fatalf("build after gc: %d %q %q", code, out, errs)
+	}
 	os.WriteFile(file, []byte("FROM base\nCOPY ../x /y\n"), 0o644)
 	if code, _, errs = run("build", "--data-dir", data, "-f", file, "bad", ctxDir); code != 1 || !strings.Contains(errs, "airlock.template:2: COPY ../x: leads out of the context directory") {
 		t.Errorf("bad file: %d %q", code, errs)
