@@ -261,13 +261,17 @@ func (b *Builder) remember(key string, e cacheEntry) error {
 	return os.Rename(tmp.Name(), p)
 }
 
-// stack is the template of the layers so far, for a RUN's sandbox.
-func (b *Builder) stack(st *state) (*template.Template, error) {
-	ids := make([]string, len(st.layers))
-	for i, l := range st.layers {
+func layerIDs(ls []template.ImageLayer) []string {
+	ids := make([]string, len(ls))
+	for i, l := range ls {
 		ids[i] = l.DiffID
 	}
-	al, err := b.Store.AirlockLayer(ids)
+	return ids
+}
+
+// stack is the template of the layers so far, for a RUN's sandbox.
+func (b *Builder) stack(st *state) (*template.Template, error) {
+	al, err := b.Store.AirlockLayer(layerIDs(st.layers))
 	if err != nil {
 		return nil, err
 	}
@@ -304,17 +308,20 @@ func (b *Builder) run(ctx context.Context, st *state, s Step, egress []string) (
 
 // record writes the template (or finds it already there, the same).
 func (b *Builder) record(name string, base *template.Image, st *state, info *template.BuildInfo) (*template.Image, bool, error) {
-	ids := make([]string, len(st.layers))
-	for i, l := range st.layers {
-		ids[i] = l.DiffID
-	}
-	al, err := b.Store.AirlockLayer(ids)
-	if err != nil {
+	ids := layerIDs(st.layers)
+	var err error
+	old, oldErr := b.Store.Image(name)
+	var al string
+	if oldErr == nil && slices.Equal(layerIDs(old.Layers), ids) {
+		// the same stack: the same airlock layer (made again it would be
+		// unpacked and synced again, most of a cached rebuild's time)
+		al = old.AirlockLayer
+	} else if al, err = b.Store.AirlockLayer(ids); err != nil {
 		return nil, false, err
 	}
 	img := &template.Image{Name: name, Kind: "build", Source: info.File, Digest: st.digest, Platform: base.Platform,
 		Layers: st.layers, AirlockLayer: al, Config: st.cfg, Packages: base.Packages, Build: info}
-	if old, err := b.Store.Image(name); err == nil {
+	if oldErr == nil {
 		img.Format = old.Format
 		img.ComputeHash()
 		if img.Hash == old.Hash {
