@@ -7,7 +7,7 @@ type CacheEntry struct {
 	// Project is the repository the cache is kept for (a URL without its
 	// credentials, or an absolute local path).
 	Project string `json:"project"`
-	// Ecosystem is "go" or "npm".
+	// Ecosystem is "go", "npm" or "pip".
 	Ecosystem string `json:"ecosystem"`
 	// Files is how many files the cache holds.
 	Files int `json:"files"`

@@ -243,7 +243,7 @@ type Template struct {
 	Name string `json:"name"`
 	// Version is its current version.
 	Version string `json:"version"`
-	// Kind is "builtin", "snapshot", "image" or "debian".
+	// Kind is "builtin", "snapshot", "image", "debian" or "build".
 	Kind string `json:"kind"`
 	// Base is a snapshot's base template (an image's source).
 	Base string `json:"base,omitempty"`

@@ -28,8 +28,11 @@ func TestCacheRoutes(t *testing.T) {
 	if c := d.do("GET", "/v1/caches", nil, &l); c != 200 || l.Caches == nil || len(l.Caches) != 0 {
 		t.Errorf("GET /v1/caches: %d %+v", c, l)
 	}
-	if c := d.do("POST", "/v1/caches/clear", wire.CacheClearRequest{Ecosystem: "pip"}, nil); c != http.StatusBadRequest {
-		t.Errorf("clear of pip: %d, want 400", c)
+	if c := d.do("POST", "/v1/caches/clear", wire.CacheClearRequest{Ecosystem: "cargo"}, nil); c != http.StatusBadRequest {
+		t.Errorf("clear of cargo (no cache of it): %d, want 400", c)
+	}
+	if c := d.do("POST", "/v1/caches/clear", wire.CacheClearRequest{Ecosystem: "pip"}, nil); c != 200 {
+		t.Errorf("clear of pip: %d, want 200", c)
 	}
 	var res wire.CacheClearResult
 	if c := d.do("POST", "/v1/caches/clear", wire.CacheClearRequest{}, &res); c != 200 || res.Cleared == nil {

@@ -4,13 +4,15 @@
 //
 // A store per project (the task's repository, see Project) and
 // ecosystem holds only content-addressed downloads: Go's module zips and
-// go.mod files (cache/download), npm's tarballs (_cacache/content-v2).
+// go.mod files (cache/download), npm's tarballs (_cacache/content-v2),
+// pip's wheels and sdists (the bodies of its HTTP cache, see pip.go).
 // Build caches are never kept. A task's sandbox gets a copy of its
 // project's store in its home, as the package managers lay their caches
 // out (its own writable copy: the store itself is never mounted, so
 // nothing in the sandbox can reach it). Only the daemon adds to a store,
 // as a task is finished: files of the task's caches whose hashes the
-// base commit's lockfile holds (go.sum, package-lock.json; never the
+// base commit's lockfile holds (go.sum, package-lock.json, the --hash
+// options of requirements.txt; never the
 // task's own, which the agent wrote), hashed by the daemon, and only
 // for an ecosystem whose registry the task's egress record shows it
 // reached through the proxy. Every seed, addition and clear is recorded.
@@ -22,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,10 +50,13 @@ const home = "/home/sandbox"
 // An ecosystem is one package manager's content-addressed cache: where
 // it lives in the sandbox, the lockfiles that pin it (the first found
 // at the base commit is read), and the preset naming its registries.
+// seed, when set, writes the tar the sandbox's cache is seeded with from
+// the store (else the store's tree is that cache's).
 type ecosystem struct {
 	name, sandboxDir, preset string
 	lockfiles                []string
 	judge                    func(lock []byte) (judge, error)
+	seed                     func(w io.Writer, storeDir string) error
 }
 
 var ecosystems = []ecosystem{
@@ -58,6 +64,8 @@ var ecosystems = []ecosystem{
 		judge: func(b []byte) (judge, error) { return newGoJudge(b) }},
 	{name: "npm", sandboxDir: home + "/.npm/_cacache", preset: "npm", lockfiles: []string{"package-lock.json", "npm-shrinkwrap.json"},
 		judge: func(b []byte) (judge, error) { return newNPMJudge(b) }},
+	{name: "pip", sandboxDir: pipCache, preset: "pypi", lockfiles: []string{"requirements.txt"},
+		judge: func(b []byte) (judge, error) { return newPipJudge(b) }, seed: writePipSeed},
 }
 
 // Config configures the module.
@@ -198,7 +206,7 @@ func (d *Caches) Clear(ctx context.Context, project, eco string) ([]Entry, error
 		project = Project(project) // as tasks name it: a URL without credentials, a clean path
 	}
 	if eco != "" && !knownEcosystem(eco) {
-		return nil, fmt.Errorf("ecosystem %q: not one of go, npm: %w", eco, errdefs.ErrInvalid)
+		return nil, fmt.Errorf("ecosystem %q: not one of go, npm, pip: %w", eco, errdefs.ErrInvalid)
 	}
 	all, err := d.List(ctx)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{log: log}
-	r.caches = depcache.New(depcache.Config{Dir: filepath.Join(root, "depcache"), Presets: map[string][]string{"go": {"proxy.example.test"}}})
+	r.caches = depcache.New(depcache.Config{Dir: filepath.Join(root, "depcache"), Presets: map[string][]string{"go": {"proxy.example.test"}, "pypi": {"pypi.example.test:8080"}}})
 	dir := filepath.Join(root, "tasks")
 	r.tk = tasks.New(tasks.Config{Dir: dir, Caches: r.caches})
 	cfg := manager.Config{Backend: fakert.New(t.TempDir()), Templates: templatetest.Store(t), Store: st, Audit: log, Redactor: red, Logf: t.Logf,
@@ -175,7 +176,70 @@ func TestCollectNeedsTheRegistryInTheEgressRecord(t *testing.T) {
 	if l, _ := r.caches.List(ctx); len(l) != 0 {
 		t.Errorf("after clear: %v", l)
 	}
-	if _, err := r.caches.Clear(ctx, "", "pip"); err == nil {
+	if _, err := r.caches.Clear(ctx, "", "cargo"); err == nil {
 		t.Error("clear of an unknown ecosystem: no error")
+	}
+}
+
+// pipEntryPath is where pip (before 23.3) caches url's response in the
+// sandbox.
+func pipEntryPath(url string) string {
+	s := sha256.Sum224([]byte(url))
+	k := fmt.Sprintf("%x", s)
+	return "/home/sandbox/.cache/pip/http/" + k[0:1] + "/" + k[1:2] + "/" + k[2:3] + "/" + k[3:4] + "/" + k[4:5] + "/" + k
+}
+
+// The same for pip: a wheel the base commit's requirements.txt pins, in
+// the task's pip cache as pip 23.3 and later write it (a .body beside
+// the entry), is kept only when the task reached the index host through
+// the proxy (an attack: a wheel the agent brought in from its
+// repository or wrote itself is not the index's); another project's
+// task gets nothing of it.
+func TestCollectPipNeedsTheIndexInTheEgressRecord(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	wheel := []byte("PK\x03\x04 a wheel's bytes")
+	sum := sha256.Sum256(wheel)
+	repo := repoWith(t, map[string]string{"requirements.txt": fmt.Sprintf("demo==1.0 --hash=sha256:%x\n", sum)})
+	legacy := pipEntryPath("http://pypi.example.test:8080/files/demo-1.0-py3-none-any.whl")
+	v2 := strings.Replace(legacy, "/http/", "/http-v2/", 1) + ".body"
+	run := func(p string, egress bool) (cached bool) {
+		task, err := r.tk.Start(ctx, tasks.TaskRequest{Repo: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := r.m.Files(ctx, task.SandboxID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Stat(ctx, legacy)
+		cached = err == nil
+		if _, err := f.WriteFile(ctx, v2, bytes.NewReader(wheel), 0o644, true); err != nil {
+			t.Fatal(err)
+		}
+		if egress {
+			if _, err := r.log.Record(ctx, audit.Entry{SandboxID: task.SandboxID, Kind: "egress.request",
+				Payload: map[string]any{"time": time.Now(), "host": "pypi.example.test", "port": 8080, "decision": "allow"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.tk.Finish(ctx, task.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		return cached
+	}
+	run(repo, false)
+	if l, err := r.caches.List(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("a task with no index request added %v (%v)", l, err)
+	}
+	run(repo, true)
+	if l, err := r.caches.List(ctx); err != nil || len(l) != 1 || l[0].Ecosystem != "pip" || l[0].Files != 1 {
+		t.Fatalf("after a task that reached the index: %+v %v", l, err)
+	}
+	if !run(repo, false) {
+		t.Error("the next task of the project has no seeded pip entry")
+	}
+	if run(repoWith(t, map[string]string{"requirements.txt": fmt.Sprintf("demo==1.0 --hash=sha256:%x\n", sum)}), false) {
+		t.Error("a task of another project has the project's pip entry")
 	}
 }

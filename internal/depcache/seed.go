@@ -44,7 +44,11 @@ func (d *Caches) Seed(ctx context.Context, sandboxID, taskID, repo string) error
 			return fmt.Errorf("seed %s cache: %w", eco.name, err)
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(tarball.WriteDir(pw, dir)) }()
+		write := tarball.WriteDir
+		if eco.seed != nil {
+			write = eco.seed
+		}
+		go func() { pw.CloseWithError(write(pw, dir)) }()
 		err := f.Untar(ctx, eco.sandboxDir, pr)
 		pr.Close()
 		if err != nil {
@@ -210,18 +214,22 @@ func (d *Caches) addFrom(tr *tar.Reader, dir, project string, j judge, r *collec
 			r.refuse(rel, "too large")
 			continue
 		}
+		name := j.Name(rel)
+		if name == "" {
+			continue
+		}
 		total += h.Size
-		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name))); err == nil {
 			r.Known++
 			continue
 		}
-		if err := d.judgeOne(tr, tmp, dir, project, rel, j, r); err != nil {
+		if err := d.judgeOne(tr, tmp, dir, project, rel, name, j, r); err != nil {
 			return err
 		}
 	}
 }
 
-func (d *Caches) judgeOne(tr io.Reader, tmp, dir, project, rel string, j judge, r *collectReport) error {
+func (d *Caches) judgeOne(tr io.Reader, tmp, dir, project, rel, name string, j judge, r *collectReport) error {
 	t, err := os.CreateTemp(tmp, "file-")
 	if err != nil {
 		return err
@@ -249,7 +257,7 @@ func (d *Caches) judgeOne(tr io.Reader, tmp, dir, project, rel string, j judge, 
 			return err
 		}
 	}
-	dst := filepath.Join(dir, filepath.FromSlash(rel))
+	dst := filepath.Join(dir, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}

@@ -26,6 +26,8 @@ import (
 // the store writes beside it, made by the daemon from what it verified
 // (never copied from the sandbox).
 type judge interface {
+	// Name is where the store keeps rel ("": nowhere, not read at all).
+	Name(rel string) string
 	// Judge reads the file at host path f (a temporary copy of the
 	// sandbox's) named rel; ok false with the reason when it is refused,
 	// with none when it is not a file the store keeps at all.
@@ -59,6 +61,9 @@ func newGoJudge(gosum []byte) (*goJudge, error) {
 	}
 	return j, nil
 }
+
+// Name: the store's layout is the module cache's.
+func (j *goJudge) Name(rel string) string { return rel }
 
 // Judge: "ESCAPED/MODULE/@v/VERSION.zip" or ".mod"; the .ziphash and
 // .info beside a kept zip are the daemon's (the go command trusts a
@@ -197,6 +202,9 @@ func newNPMJudge(lock []byte) (*npmJudge, error) {
 	}
 	return j, nil
 }
+
+// Name: the store's layout is npm's.
+func (j *npmJudge) Name(rel string) string { return rel }
 
 // Judge: "content-v2/sha512/AB/CD/REST" whose content hashes to the
 // digest its path names, a digest the lockfile pins.

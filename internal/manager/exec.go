@@ -92,10 +92,6 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 	if _, err := m.runtimeSandbox(ctx, x.id); err != nil {
 		return err
 	}
-	x.cwd = x.req.Cwd
-	if x.cwd == "" {
-		x.cwd = "/workspace"
-	}
 	m.mu.Lock()
 	ls := m.live[x.id]
 	finishing := ls != nil && ls.state == sandbox.Finishing
@@ -103,6 +99,7 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 	if ls == nil {
 		return fmt.Errorf("sandbox %s is stopped: %w", x.id, errdefs.ErrConflict)
 	}
+	x.cwd = defaultCwd(x.req.Cwd, ls.base.WorkDir)
 	x.ls = ls
 	if finishing && !x.taskTest {
 		return sandbox.FinishingError(ls.taskID)
@@ -111,6 +108,19 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 		return err
 	}
 	return m.learnSecrets(x.req.Env)
+}
+
+// defaultCwd is where an exec starts: the cwd it names; else its
+// template's working directory (an image's WorkingDir, a build's
+// WORKDIR); else /workspace. The policy sees the same cwd as the command.
+func defaultCwd(cwd, templateDir string) string {
+	switch {
+	case cwd != "":
+		return cwd
+	case templateDir != "":
+		return templateDir
+	}
+	return "/workspace"
 }
 
 // execPolicy: policy first, nothing reaches the sandbox before it is

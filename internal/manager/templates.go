@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
@@ -18,7 +19,14 @@ import (
 func (m *Manager) base(name string) (*sandbox.Base, error) {
 	tpl, err := m.cfg.Templates.Get(name)
 	if err == nil {
-		b := &sandbox.Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Lowers: tpl.Lowers, Env: tpl.Env}
+		b := &sandbox.Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Lowers: tpl.Lowers, Env: tpl.Env, WorkDir: tpl.WorkDir}
+		if b.WorkDir != "" && !path.IsAbs(b.WorkDir) {
+			return nil, fmt.Errorf("template %q: working directory %q is not absolute: %w", name, b.WorkDir, errdefs.ErrInvalid)
+		}
+		b.WorkDir = path.Clean(b.WorkDir)
+		if b.WorkDir == "." {
+			b.WorkDir = ""
+		}
 		for _, bd := range tpl.Binds {
 			b.Binds = append(b.Binds, runtime.Bind{Source: bd.Source, Target: bd.Target})
 		}

@@ -164,7 +164,7 @@ func (s *Server) awaitApproval(ctx context.Context, id string, wait time.Duratio
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(min(time.Second, time.Until(deadline))):
+		case <-time.After(min(pollEvery, time.Until(deadline))):
 		}
 	}
 }
@@ -239,7 +239,7 @@ func (s *Server) runExec(ctx context.Context, req *mcpsdk.CallToolRequest, in ex
 		mu.Unlock()
 		done <- ended{st, err}
 	}()
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	soft := time.NewTimer(wait)
 	defer soft.Stop()

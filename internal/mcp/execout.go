@@ -77,8 +77,10 @@ func (s *Server) execOutput(ctx context.Context, req *mcpsdk.CallToolRequest, in
 	var chunk []byte
 	var next int
 	if in.Tail > 0 {
+		// Cut forward to a line's start, unless the tail already begins
+		// at one (a whole line is not dropped for being whole).
 		start := max(0, len(b)-in.Tail)
-		if i := bytes.IndexByte(b[start:], '\n'); start > 0 && i >= 0 && start+i+1 < len(b) {
+		if i := bytes.IndexByte(b[start:], '\n'); start > 0 && b[start-1] != '\n' && i >= 0 && start+i+1 < len(b) {
 			start += i + 1
 		}
 		chunk, next, out.Offset = b[start:], len(b), int64(start)

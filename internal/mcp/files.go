@@ -74,30 +74,51 @@ func (s *Server) readFile(ctx context.Context, _ *mcpsdk.CallToolRequest, in rea
 		lines = lines[:len(lines)-1]
 	}
 	out.TotalLines = len(lines)
+	if in.StartLine > len(lines) && len(lines) > 0 {
+		// An empty answer would read as an empty file.
+		return nil, readOut{}, fmt.Errorf("start_line %d is past the end of %s (%d lines)", in.StartLine, in.Path, len(lines))
+	}
 	start := max(in.StartLine, 1)
 	end := in.EndLine
 	if end == 0 {
 		end = start + defaultLines - 1
 	}
-	end = min(end, len(lines))
-	var t strings.Builder
-	for i := start; i <= end; i++ {
-		if t.Len()+len(lines[i-1]) > maxRead {
-			end = i - 1
-			break
-		}
-		fmt.Fprintf(&t, "%6d\t%s", i, lines[i-1])
-	}
-	if end >= start && !strings.HasSuffix(lines[end-1], "\n") {
-		t.WriteByte('\n')
-	}
+	text, end := numberLines(lines, start, min(end, len(lines)))
 	if start <= end {
 		out.StartLine, out.EndLine = start, end
 	}
 	if end < len(lines) {
-		fmt.Fprintf(&t, "[lines %d-%d of %d shown; read more with start_line=%d]\n", start, end, len(lines), end+1)
+		text += fmt.Sprintf("[lines %d-%d of %d shown; read more with start_line=%d]\n", start, end, len(lines), end+1)
 	}
-	return textResult(t.String()), out, nil
+	return textResult(text), out, nil
+}
+
+// numberLines shows lines start to end (from 1) numbered, up to maxRead
+// bytes of them, and returns the last line shown. A first line over
+// maxRead by itself is shown cut, with a note, so that the answer moves
+// on: a "read more with start_line" naming the same line would loop.
+func numberLines(lines []string, start, end int) (string, int) {
+	var t strings.Builder
+	for i := start; i <= end; i++ {
+		l := lines[i-1]
+		if t.Len()+len(l) <= maxRead {
+			fmt.Fprintf(&t, "%6d\t%s", i, l)
+			continue
+		}
+		if i > start {
+			return t.String(), i - 1
+		}
+		n := maxRead
+		for n > 0 && !utf8.RuneStart(l[n]) {
+			n--
+		}
+		fmt.Fprintf(&t, "%6d\t%s\n[line %d is %d bytes: its first %d shown; read the rest with exec]\n", i, l[:n], i, len(strings.TrimSuffix(l, "\n")), n)
+		return t.String(), i
+	}
+	if end >= start && !strings.HasSuffix(lines[end-1], "\n") {
+		t.WriteByte('\n')
+	}
+	return t.String(), end
 }
 
 // isBinary: NUL bytes, or text that is not UTF-8, in the first 8 KiB (a
@@ -272,9 +293,15 @@ type searchOut struct {
 	Results    int  `json:"results"`
 	NextOffset int  `json:"next_offset,omitempty"`
 	More       bool `json:"more"`
+	Truncated  bool `json:"truncated,omitempty"` // more results than were read
 }
 
-const searchPage = 200
+// A search shows 200 results a page, of the first 4 MiB grep or find
+// wrote.
+const (
+	searchPage  = 200
+	searchBytes = 4 << 20
+)
 
 // search runs grep or find in the sandbox, through exec (so through the
 // policy and the record), with argv, never a shell line: the pattern is
@@ -303,7 +330,7 @@ func (s *Server) search(ctx context.Context, _ *mcpsdk.CallToolRequest, in searc
 		}
 		argv = append(argv, "--", in.Path)
 	}
-	out := newHeadTail(4<<20, 0)
+	out := newHeadTail(searchBytes, 0)
 	st, err := s.Client.Exec(ctx, in.SandboxID, sdk.ExecRequest{Argv: argv, Timeout: s.execTimeout(), NoApprovalWait: true}, out, nil)
 	if err != nil {
 		return nil, searchOut{}, err
@@ -311,11 +338,8 @@ func (s *Server) search(ctx context.Context, _ *mcpsdk.CallToolRequest, in searc
 	if st.Code > 1 && argv[0] == "grep" || st.Code != 0 && argv[0] == "find" {
 		return nil, searchOut{}, fmt.Errorf("%s failed (exit code %d); check the pattern and path", argv[0], st.Code)
 	}
-	lines := strings.Split(strings.TrimRight(validText(out.first), "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		lines = nil
-	}
-	res := searchOut{Results: len(lines)}
+	lines, truncated := searchLines(out)
+	res := searchOut{Results: len(lines), Truncated: truncated}
 	shown := lines[min(in.Offset, len(lines)):]
 	if len(shown) > searchPage {
 		shown, res.More, res.NextOffset = shown[:searchPage], true, in.Offset+searchPage
@@ -331,7 +355,25 @@ func (s *Server) search(ctx context.Context, _ *mcpsdk.CallToolRequest, in searc
 	} else if len(lines) == 0 {
 		text = "no matches"
 	}
+	if truncated {
+		text += fmt.Sprintf("\n[grep's output past %d MiB was not read: these %d results are not all; narrow the pattern, glob or path]", searchBytes>>20, len(lines))
+	}
 	return textResult(text), res, nil
+}
+
+// searchLines are the results read, one a line; truncated when the
+// command wrote more than was kept (the last, cut line then dropped).
+func searchLines(out *headTail) ([]string, bool) {
+	text := validText(out.first)
+	truncated := out.total > int64(len(out.first))
+	if truncated {
+		text = text[:strings.LastIndexByte(text, '\n')+1]
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		lines = nil
+	}
+	return lines, truncated
 }
 
 func jsonResult(v any) (*mcpsdk.CallToolResult, any, error) {

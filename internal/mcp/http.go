@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/sdk"
@@ -36,8 +37,8 @@ type Caller func(r *http.Request) (id string, client func() *sdk.Client)
 // request naming another host (DNS rebinding; the SDK's check).
 func HTTP(version string, caller Caller) http.Handler {
 	var mu sync.Mutex
-	handlers := map[string]http.Handler{}
-	handler := func(r *http.Request) http.Handler {
+	handlers := map[string]*identity{}
+	handler := func(r *http.Request) *identity {
 		id, client := caller(r)
 		mu.Lock()
 		defer mu.Unlock()
@@ -48,8 +49,8 @@ func HTTP(version string, caller Caller) http.Handler {
 			clear(handlers)
 		}
 		srv := (&Server{Client: client(), Version: version}).server()
-		h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
-			&mcpsdk.StreamableHTTPOptions{SessionTimeout: sessionIdle, MaxRequestBodyBytes: maxBody})
+		h := &identity{Handler: mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
+			&mcpsdk.StreamableHTTPOptions{SessionTimeout: sessionIdle, MaxRequestBodyBytes: maxBody}), calls: map[callKey]*call{}}
 		handlers[id] = h
 		return h
 	}
@@ -59,22 +60,133 @@ func HTTP(version string, caller Caller) http.Handler {
 			http.Error(w, "cross-origin request refused: "+err.Error(), http.StatusForbidden)
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r) {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-			if err != nil {
-				http.Error(w, "message too large", http.StatusRequestEntityTooLarge)
-				return
-			}
-			if !isInitialize(body) {
-				// The SDK would serve it in a session of its own; the
-				// spec (2025-06-18) has a request outside a session 400.
-				http.Error(w, "Bad Request: no Mcp-Session-Id (initialize first)", http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Method != http.MethodPost {
+			handler(r).ServeHTTP(w, r)
+			return
 		}
-		handler(r).ServeHTTP(w, r)
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			http.Error(w, "message too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		session := r.Header.Get("Mcp-Session-Id")
+		if session == "" && !sessionless(r) && !isInitialize(body) {
+			// The SDK would serve it in a session of its own; the spec
+			// (2025-06-18) has a request outside a session 400.
+			http.Error(w, "Bad Request: no Mcp-Session-Id (initialize first)", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		handler(r).serve(w, r, session, body)
 	})
+}
+
+// identity is one caller's SDK handler and the calls of its sessions
+// still being answered. The SDK answers a call the client cancelled
+// (notifications/cancelled) all the same; the protocol wants no answer,
+// so this drops it, as the stdio transport does. Calls are kept per
+// identity: another key's cancel, naming this one's session, drops
+// nothing.
+type identity struct {
+	http.Handler
+	mu    sync.Mutex
+	calls map[callKey]*call
+}
+
+type callKey struct {
+	session string
+	id      jsonrpc.ID
+}
+
+// call is one call whose POST is being answered: cancelled once the
+// client said so.
+type call struct{ cancelled bool }
+
+// serve hands a POST of session to the SDK: a call is tracked while its
+// POST answers (and its answer dropped if cancelled meanwhile); a
+// cancellation marks the call it names, if that call is being answered.
+func (h *identity) serve(w http.ResponseWriter, r *http.Request, session string, body []byte) {
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, ok := msg.(*jsonrpc.Request)
+	if session == "" || err != nil || !ok {
+		h.ServeHTTP(w, r)
+		return
+	}
+	if req.Method == "notifications/cancelled" {
+		// Marked before the SDK sees the cancel (and so before it ends
+		// the call and writes its answer).
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				h.mu.Lock()
+				if c := h.calls[callKey{session, id}]; c != nil {
+					c.cancelled = true
+				}
+				h.mu.Unlock()
+			}
+		}
+	}
+	if !req.IsCall() {
+		h.ServeHTTP(w, r)
+		return
+	}
+	k, c := callKey{session, req.ID}, &call{}
+	h.mu.Lock()
+	h.calls[k] = c
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		if h.calls[k] == c { // a reused id's newer call stays
+			delete(h.calls, k)
+		}
+		h.mu.Unlock()
+	}()
+	h.ServeHTTP(&dropAnswer{ResponseWriter: w, id: req.ID, dropped: func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return c.cancelled
+	}}, r)
+}
+
+// dropAnswer passes a POST's answer stream on but for the response to
+// the call id once dropped() says it was cancelled. The SDK writes each
+// server-sent event in one Write.
+type dropAnswer struct {
+	http.ResponseWriter
+	id      jsonrpc.ID
+	dropped func() bool
+}
+
+func (d *dropAnswer) Write(p []byte) (int, error) {
+	if d.dropped() { // parsed only then: most answers are not cancelled
+		if id, ok := eventResponse(p); ok && id == d.id {
+			return len(p), nil
+		}
+	}
+	return d.ResponseWriter.Write(p)
+}
+
+func (d *dropAnswer) Flush() { _ = http.NewResponseController(d.ResponseWriter).Flush() }
+
+func (d *dropAnswer) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// eventResponse is the id of the JSON-RPC response a server-sent event
+// (or a JSON answer) carries.
+func eventResponse(p []byte) (jsonrpc.ID, bool) {
+	data := p
+	if i := bytes.Index(p, []byte("data: ")); i >= 0 && (i == 0 || p[i-1] == '\n') {
+		data = p[i+len("data: "):]
+		if j := bytes.IndexByte(data, '\n'); j >= 0 {
+			data = data[:j]
+		}
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
+		return resp.ID, true
+	}
+	return jsonrpc.ID{}, false
 }
 
 // sessionless: a protocol revision without sessions (2026-07-28 and

@@ -42,6 +42,10 @@ const (
 	defaultWait = 45 * time.Second
 )
 
+// pollEvery is how often a waiting call sends progress and polls an
+// approval (a variable: the tests make it milliseconds).
+var pollEvery = time.Second
+
 const instructions = "airlock runs your commands in an isolated sandbox (workspace /workspace). " +
 	"Commands are checked by policy: some are denied, some wait for a human's approval " +
 	"(exec answers with the approval id; call exec again with the same command, or get_approval, to learn the decision). " +

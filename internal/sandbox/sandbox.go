@@ -97,15 +97,18 @@ type Base struct {
 	Binds         []runtime.Bind
 	// Env is what its commands start with, before the caller's (the
 	// template's PATH).
-	Env  []string
-	Seed string
+	Env []string
+	// WorkDir is where its commands start when an exec names no cwd
+	// (an image's WorkingDir, a build's WORKDIR); "": /workspace.
+	WorkDir string
+	Seed    string
 }
 
 // TemplateInfo is a template a sandbox can be created from.
 type TemplateInfo struct {
 	Name    string    `json:"name"`
 	Version string    `json:"version"`
-	Kind    string    `json:"kind"` // "builtin", "snapshot", "image" or "debian"
+	Kind    string    `json:"kind"` // "builtin", "snapshot", "image", "debian" or "build"
 	Base    string    `json:"base,omitempty"`
 	Created time.Time `json:"created"`
 }

@@ -88,7 +88,8 @@ type snapshotFile struct {
 	BaseDir string         `json:"base_dir"`
 	Lowers  []string       `json:"lowers,omitempty"` // an image template's layers below BaseDir
 	Binds   []runtime.Bind `json:"binds"`
-	Env     []string       `json:"env,omitempty"` // the base's (its PATH)
+	Env     []string       `json:"env,omitempty"`      // the base's (its PATH)
+	WorkDir string         `json:"work_dir,omitempty"` // the base's default cwd
 }
 
 // SnapshotSandbox makes a new version of the snapshot template name from
@@ -166,7 +167,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	sum := hex.EncodeToString(h.Sum(nil))
 	tplVersion := rec.TemplateVersion
 	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
-		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env}
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env, WorkDir: base.WorkDir}
 	vdir := filepath.Join(dir, snap.Version)
 	if err := os.MkdirAll(vdir, 0o700); err != nil {
 		return nil, err
@@ -292,7 +293,7 @@ func (s *Snapshots) Template(name string) (*sandbox.Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, Seed: seed}, nil
+	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, WorkDir: snap.WorkDir, Seed: seed}, nil
 }
 
 // snapshot returns the current version of a snapshot template and the

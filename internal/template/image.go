@@ -66,7 +66,7 @@ type Image struct {
 	Name    string `json:"name"`
 	Hash    string `json:"hash"` // sha256 over everything below but Created
 	Version string `json:"version"`
-	Kind    string `json:"kind"`   // "image" or "debian"
+	Kind    string `json:"kind"`   // "image", "debian" or "build"
 	Source  string `json:"source"` // as given to the import
 	// Digest pins what was imported: the image manifest's digest (a
 	// docker archive has none: its config's).
@@ -78,7 +78,28 @@ type Image struct {
 	Config       ImageConfig       `json:"config"`
 	Provenance   map[string]string `json:"provenance,omitempty"`
 	Packages     []string          `json:"packages,omitempty"` // "name=version arch" from dpkg, when it has one
-	Created      time.Time         `json:"created"`
+	// Build is a built template's provenance (Kind "build").
+	Build   *BuildInfo `json:"build,omitempty"`
+	Created time.Time  `json:"created"`
+}
+
+// BuildInfo is what a template build (airlock template build) was made
+// of: its base, pinned by hash, and each step with the digest of its
+// inputs (the cache key) and the layer it added, if any.
+type BuildInfo struct {
+	File     string      `json:"file"`      // the build file, as given
+	Base     string      `json:"base"`      // FROM's template
+	BaseHash string      `json:"base_hash"` // its hash at the build
+	Egress   []string    `json:"egress"`    // presets RUN steps could reach
+	Steps    []BuildStep `json:"steps"`
+}
+
+// BuildStep is one step of a build.
+type BuildStep struct {
+	Line        int    `json:"line"`
+	Instruction string `json:"instruction"`
+	Digest      string `json:"digest"`          // of its inputs: the parent's digest, the instruction, COPY's content
+	Layer       string `json:"layer,omitempty"` // diffID of what it added
 }
 
 // layerInfo is Root/layers/<hex>/layer.json.
@@ -441,6 +462,10 @@ func (s *Store) Images() ([]*Image, error) {
 	}
 	return out, nil
 }
+
+// ImageTemplate is the Template of img, stored or not (a build's
+// intermediate stack: every layer it names must be stored).
+func (s *Store) ImageTemplate(img *Image) (*Template, error) { return s.imageTemplate(img) }
 
 // imageTemplate is the Template of an imported image: the airlock layer
 // as Dir, the image's layers below it (top first).

@@ -22,7 +22,7 @@ the base commit's go.sum or package-lock.json pins and only of a registry
 the task reached through the egress proxy. Unix socket only.
 
   ls [--json]         list the caches: project, ecosystem, files, bytes
-  clear [--project P] [--ecosystem go|npm]
+  clear [--project P] [--ecosystem go|npm|pip]
                       remove caches (none named: all of them); recorded
                       as cache.clear
 `
@@ -46,7 +46,7 @@ func CmdCache(args []string, stdout, stderr io.Writer) int {
 		list = func(cl *sdk.Client) ([]sdk.CacheEntry, error) { return cl.Caches(context.Background()) }
 	case "clear":
 		project := c.FS.String("project", "", "the project whose caches go, as 'airlock cache ls' names it")
-		eco := c.FS.String("ecosystem", "", "go or npm")
+		eco := c.FS.String("ecosystem", "", "go, npm or pip")
 		list = func(cl *sdk.Client) ([]sdk.CacheEntry, error) {
 			p := *project
 			if st, err := os.Stat(p); err == nil && st.IsDir() && !strings.Contains(p, "://") {

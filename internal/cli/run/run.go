@@ -80,7 +80,7 @@ func (o *runOpts) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.cpus, "cpus", 0, "CPU quota in CPUs, e.g. 1.5 (default: no quota)")
 	cli.DurationVar(fs, &o.timeout, "timeout", 0, "kill CMD after this long: a `DURATION` such as 30s, 5m (default: no timeout)")
 	fs.Var(&o.env, "env", "set `K=V` in CMD's environment (repeatable)")
-	fs.StringVar(&o.dir, "cwd", "/workspace", "working directory inside the sandbox")
+	fs.StringVar(&o.dir, "cwd", "", "working directory inside the sandbox (default: the template's working directory, else /workspace)")
 	fs.StringVar(&o.stateDir, "state-dir", cli.EnvOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory (env AIRLOCK_STATE_DIR)")
 	fs.StringVar(&o.dataDir, "data-dir", cli.EnvOr("AIRLOCK_DATA_DIR", "/var/lib/airlock"), "data directory holding templates and the sandboxes' disk images (env AIRLOCK_DATA_DIR)")
 	fs.Var(cli.SizeFlag{V: &o.output}, "output-limit", "cap on each of stdout and stderr: a `SIZE` (default 16M)")
@@ -141,7 +141,7 @@ func (o *runOpts) validate() error {
 	if o.memory != 0 && o.memory < 16<<20 {
 		return fmt.Errorf("--memory %d: must be at least 16M", o.memory)
 	}
-	if !filepath.IsAbs(o.dir) {
+	if o.dir != "" && !filepath.IsAbs(o.dir) {
 		return fmt.Errorf("--cwd %q: must be an absolute path inside the sandbox", o.dir)
 	}
 	if o.workspace != "" {
@@ -236,8 +236,12 @@ func runOnce(o *runOpts, argv []string, stdin io.Reader, stdout, stderr io.Write
 		tracef("destroyed")
 	}()
 
+	dir := o.dir
+	if dir == "" {
+		dir = tpl.WorkDir // "": the backend's /workspace
+	}
 	proc, err := sb.Exec(ctx, runtime.ExecRequest{
-		Argv: argv, Dir: o.dir, Timeout: o.timeout, Stdin: stdin, Stdout: stdout, Stderr: stderr, OutputLimit: o.output,
+		Argv: argv, Dir: dir, Timeout: o.timeout, Stdin: stdin, Stdout: stdout, Stderr: stderr, OutputLimit: o.output,
 	})
 	if err != nil {
 		var ee *native.ExecError

@@ -95,7 +95,7 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	reserve := int64(audit.DefaultReserve)
 	fs.Var(cli.SizeFlag{V: &reserve}, "audit-reserve", "disk space (`SIZE`) kept next to the database for what must be recorded on a full disk: destroys and the daemon's stop (0: none)")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
-	depCache := fs.Bool("dep-cache", false, "keep per-project dependency caches in DATA-DIR/depcache: a task gets its project's Go modules and npm tarballs that earlier tasks downloaded through the egress proxy and that the base commit's go.sum or package-lock.json pins (airlock cache ls|clear)")
+	depCache := fs.Bool("dep-cache", false, "keep per-project dependency caches in DATA-DIR/depcache: a task gets its project's Go modules, npm tarballs and pip wheels and sdists that earlier tasks downloaded through the egress proxy and that the base commit's go.sum, package-lock.json or requirements.txt --hash pins (airlock cache ls|clear)")
 	e2bf := addE2BFlags(fs)
 	if code, done := cli.ParseFlags(fs, serveUsage, args, stdout); done {
 		return code

@@ -39,6 +39,10 @@ commands:
                        (host/repo:tag or host/repo@sha256:...)
   debian NAME          build a minimal Debian root with mmdebstrap from the
                        host's apt sources (--suite, --packages)
+  build NAME [DIR]     build a template from an airlock.template file (-f):
+                       FROM a template, then RUN, COPY (from DIR, the context
+                       directory, default .), ENV, WORKDIR, USER; each RUN in
+                       a fresh sandbox, each step a cached layer
   ls                   list the templates
   inspect NAME         a template's record (JSON): digest, layers, config,
                        provenance, packages
@@ -55,6 +59,7 @@ and setgid bits and file capabilities of an image are dropped.
 var verbs = []cli.SubVerb{
 	{Name: "import", Run: cmdImport},
 	{Name: "debian", Run: cmdDebian},
+	{Name: "build", Run: cmdBuild},
 	{Name: "ls", Run: cmdLs},
 	{Name: "inspect", Run: cmdInspect},
 	{Name: "rm", Run: cmdRm},
@@ -157,7 +162,7 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "import", err)
 	}
 	if img.Config.WorkingDir != "" && !*quiet {
-		fmt.Fprintf(stderr, "note: the image's working directory %s is recorded; commands start in /workspace unless given a cwd\n", cli.Esc(img.Config.WorkingDir))
+		fmt.Fprintf(stderr, "note: commands that name no cwd start in the image's working directory %s\n", cli.Esc(img.Config.WorkingDir))
 	}
 	fmt.Fprintf(stdout, "%s@%s %s\n", img.Name, img.Version, img.Digest)
 	return 0

@@ -1,0 +1,98 @@
+package templatecmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/cli"
+	"github.com/airlock-dev/airlock/internal/daemon"
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/template/build"
+)
+
+const buildUsage = `usage: airlock template build [flags] NAME [CONTEXT_DIR]
+
+Builds the template NAME from a build file (-f, default ./airlock.template):
+
+  FROM NAME              an imported or built template (first, once)
+  egress: PRESET, ...    what RUN steps may reach (not yet: see below)
+  RUN CMD | RUN ["a"]    in a fresh sandbox of the stack so far
+  COPY SRC... DEST       from CONTEXT_DIR only (default .)
+  ENV K=V ...            WORKDIR DIR            USER NAME
+
+Each step is a layer of the template store on the base's, cached by the
+digest of its inputs: a rebuild in which nothing changed reuses every layer
+(and a NAME that exists is then left as it is; a build that differs from it
+is a conflict). The record (airlock template inspect) has the base's hash and
+each step with its digest and layer. A RUN runs as the sandbox user (uid
+1000) with no network, and can change only /workspace and /home/sandbox:
+those trees, as it left them, are its layer. Files a build adds are owned by
+root in the template (readable, not writable, for the sandbox user). Not
+yet: RUN steps on the daemon (its audit log, its egress proxy): a file with
+an egress: section is refused as unsupported. Needs root.
+
+flags:
+`
+
+func cmdBuild(args []string, stdout, stderr io.Writer) int {
+	fs, c := flags("build", buildUsage, stderr)
+	file := fs.String("f", "airlock.template", "the build `FILE`")
+	stateDir := fs.String("state-dir", cli.EnvOr("AIRLOCK_STATE_DIR", "/run/airlock"), "runtime state directory of the RUN steps' sandboxes (env AIRLOCK_STATE_DIR)")
+	quiet := fs.Bool("quiet", false, "no progress lines, no RUN output, on stderr")
+	var lim runtime.Limits
+	fs.Var(cli.SizeFlag{V: &lim.MemoryBytes}, "memory", "memory limit of each RUN: a `SIZE` (default 512M)")
+	fs.Var(cli.SizeFlag{V: &lim.DiskBytes}, "disk", "writable layer of each RUN: a `SIZE` (default 1G)")
+	pos, code, done := fs.parse(buildUsage, args, stdout)
+	if done {
+		return code
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		fmt.Fprintf(stderr, "airlock template build: want NAME [CONTEXT_DIR]; run 'airlock template build --help'\n")
+		return 2
+	}
+	ctxDir := "."
+	if len(pos) == 2 {
+		ctxDir = pos[1]
+	}
+	data, err := os.ReadFile(*file)
+	if err != nil {
+		return fail(stderr, "build", err)
+	}
+	f, err := build.Parse(filepath.Base(*file), data)
+	if err != nil {
+		return fail(stderr, "build", err)
+	}
+	s, err := c.store()
+	if err != nil {
+		return fail(stderr, "build", err)
+	}
+	b := &build.Builder{Store: s}
+	if !*quiet {
+		b.Logf = progress(stderr)
+	}
+	if slices.ContainsFunc(f.Steps, func(s build.Step) bool { return s.Op == "RUN" }) {
+		be, err := daemon.OpenNative(*stateDir, *c.dataDir, true, nil)
+		if err != nil {
+			return fail(stderr, "build", err)
+		}
+		r := &build.SandboxRunner{Backend: be, Limits: lim}
+		if !*quiet {
+			r.Stdout, r.Stderr = stderr, stderr
+		}
+		b.Runner = r
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	t0 := time.Now()
+	res, err := b.Build(ctx, pos[0], *file, f, ctxDir)
+	if err != nil {
+		return fail(stderr, "build", err)
+	}
+	img := res.Image
+	fmt.Fprintf(stdout, "%s@%s %s (%d steps: %d cached, %d built, %s)\n", cli.Esc(img.Name), img.Version, img.Digest, res.Cached+res.Done, res.Cached, res.Done, time.Since(t0).Round(time.Millisecond))
+	return 0
+}
