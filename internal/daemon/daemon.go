@@ -60,6 +60,12 @@ type Config struct {
 	Listen string
 	// E2BListen, if set, is a TCP host:port serving the E2B-compatible API.
 	E2BListen string
+	// E2BDomain, if set, routes sandbox hosts <port>-<id>.E2BDomain on
+	// E2BListen (e2b.Config.Domain).
+	E2BDomain string
+	// E2BTLSCert and E2BTLSKey, if set, are the PEM certificate and key
+	// E2BListen serves TLS with.
+	E2BTLSCert, E2BTLSKey string
 	// StateDir is the runtime state directory (made 0711); one daemon per
 	// state dir, held by a lock in it. Required.
 	StateDir string
@@ -373,7 +379,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	}
 	if eln != nil {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
 	_ = d.m.Record(sandbox.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()
@@ -398,11 +404,11 @@ func (d *Daemon) listenTCP() (tln, eln net.Listener, err error) {
 		}
 	}
 	if d.cfg.E2BListen != "" {
-		if eln, err = net.Listen("tcp", d.cfg.E2BListen); err != nil {
+		if eln, err = e2bListener(d.cfg.E2BListen, d.cfg.E2BTLSCert, d.cfg.E2BTLSKey); err != nil {
 			if tln != nil {
 				_ = tln.Close()
 			}
-			return nil, nil, fmt.Errorf("--e2b-listen %s: %w", d.cfg.E2BListen, err)
+			return nil, nil, err
 		}
 	}
 	return tln, eln, nil

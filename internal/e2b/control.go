@@ -57,13 +57,16 @@ type sandboxDetail struct {
 	DiskSizeMB      int64             `json:"diskSizeMB,omitempty"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
 	State           string            `json:"state,omitempty"`
+	// Domain is where the sandbox's hosts are (Config.Domain): the SDKs
+	// reach https://<port>-<id>.<domain> when no E2B_SANDBOX_URL is set.
+	Domain string `json:"domain,omitempty"`
 }
 
 // clientID names airlock in E2B's clientID field.
 const clientID = "airlock"
 
 func (s *Server) detail(sb *sandbox.Sandbox, full bool) *sandboxDetail {
-	d := &sandboxDetail{SandboxID: sb.ID, TemplateID: sb.Template, ClientID: clientID, EnvdVersion: EnvdVersion, EnvdAccessToken: s.token(sb.ID)}
+	d := &sandboxDetail{SandboxID: sb.ID, TemplateID: sb.Template, ClientID: clientID, EnvdVersion: EnvdVersion, EnvdAccessToken: s.token(sb.ID), Domain: s.cfg.Domain}
 	if !full {
 		return d
 	}

@@ -16,7 +16,9 @@
 // E2b-Sandbox-Id header of every in-sandbox request; that request must
 // carry the sandbox's access token (X-Access-Token), which create and
 // connect return as envdAccessToken. Tokens are an HMAC of the sandbox id
-// under a key made at daemon start.
+// under a key made at daemon start. With a domain configured, the host
+// <port>-<id>.<domain> names the sandbox too; signed file URLs need no
+// token (route.go, signed.go).
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
 // volumes, network rules in the request, auto-pause, directory watches,
@@ -31,7 +33,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -80,6 +81,10 @@ type Config struct {
 	// ApprovalWait bounds how long a held command waits for a human before
 	// its Start call fails (0: 50s, under the SDKs' 60s request timeout).
 	ApprovalWait time.Duration
+	// Domain, if set, is the E2B domain of sandbox hosts: a request for
+	// <port>-<id>.<Domain> is routed to sandbox id (route.go), and
+	// create and connect answer it as the sandbox's domain.
+	Domain string
 	// KeepaliveMax caps the interval of keepalive events in streams.
 	KeepaliveMax time.Duration
 	Logf         func(format string, args ...any)
@@ -127,11 +132,10 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// ServeHTTP routes a request to the control plane (API key) or to a
-// sandbox's in-sandbox API (E2b-Sandbox-Id and its access token).
+// ServeHTTP routes a request to a sandbox's in-sandbox API (by header,
+// host or signature: route.go) or else to the control plane (API key).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if id := r.Header.Get("E2b-Sandbox-Id"); id != "" {
-		s.serveEnvd(w, r, id)
+	if s.route(w, r) {
 		return
 	}
 	key := r.Header.Get("X-API-KEY")
@@ -167,9 +171,7 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served", p, id, EnvdPort))
 		return
 	}
-	tok := r.Header.Get("X-Access-Token")
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.token(id))) != 1 {
-		writeEnvdError(w, r, http.StatusUnauthorized, codeUnauthenticated, "a valid X-Access-Token for this sandbox is required (the envdAccessToken of create or connect)")
+	if !s.authEnvd(w, r, id) {
 		return
 	}
 	if err := checkUser(r); err != nil {

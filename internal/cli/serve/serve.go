@@ -35,7 +35,8 @@ const serveUsage = `usage: airlock serve [flags]
 
 Runs the airlock daemon: the HTTP+JSON API (docs/api.md) on a unix socket
 (mode 0600), optionally on TCP (--listen) and as the E2B SDKs' API
-(--e2b-listen); sandboxes on the native backend, or on gVisor when runsc is
+(--e2b-listen; sandbox hosts <port>-<id>.DOMAIN with --e2b-domain, TLS with
+--e2b-tls-cert/--e2b-tls-key); sandboxes on the native backend, or on gVisor when runsc is
 installed and a request (or --template-backend) asks for it; their network
 only through the egress proxy, as each sandbox's egress policy allows
 (default: nothing); state in SQLite. Over TCP, a task's repository is cloned
@@ -95,6 +96,7 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.Var(cli.SizeFlag{V: &reserve}, "audit-reserve", "disk space (`SIZE`) kept next to the database for what must be recorded on a full disk: destroys and the daemon's stop (0: none)")
 	noEgress := fs.Bool("no-egress", false, "run no egress proxy: sandboxes get no network at all (default: the proxy, which allows only what each sandbox's egress policy allows)")
 	depCache := fs.Bool("dep-cache", false, "keep per-project dependency caches in DATA-DIR/depcache: a task gets its project's Go modules, npm tarballs and pip wheels and sdists that earlier tasks downloaded through the egress proxy and that the base commit's go.sum, package-lock.json or requirements.txt --hash pins (airlock cache ls|clear)")
+	e2bf := addE2BFlags(fs)
 	if code, done := cli.ParseFlags(fs, serveUsage, args, stdout); done {
 		return code
 	}
@@ -188,6 +190,10 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	// usage and start errors are the CLI's own "airlock serve: ..." lines.
 	slog.New(slog.NewTextHandler(stderr, nil)).Info(msg)
 	cfg.Socket, cfg.Listen, cfg.E2BListen, cfg.StateDir, cfg.DataDir, cfg.DB = *socket, *listen, *e2bListen, *stateDir, *dataDir, *db
+	if err := e2bf.apply(&cfg); err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return 2
+	}
 	cfg.MaxLifetime, cfg.Caps, cfg.Policy, cfg.ApprovalWait, cfg.NoEgress = *maxLife, caps, pol, *approvalWait, *noEgress
 	cfg.DepCache = *depCache
 	cfg.MaxProxyConns, cfg.NAT64Prefixes, cfg.TemplateBackends, cfg.AcceptAuditGap = *maxProxyConns, nat64, byTemplate, *acceptGap
