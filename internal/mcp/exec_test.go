@@ -205,13 +205,21 @@ func TestExecWaitsForApproval(t *testing.T) {
 	human, stop := context.WithCancel(context.Background())
 	defer stop()
 	decided := make(chan struct{})
-	go func() { // the human approves what is pending
+	seen := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(strings.Join(msgs, "|"), "waiting for a human")
+	}
+	go func() { // the human approves what is pending, once the agent was told it waits
 		defer close(decided)
 		for {
 			select {
 			case <-human.Done():
 				return
 			case <-time.After(30 * time.Millisecond):
+			}
+			if !seen() {
+				continue
 			}
 			list, _ := e.op.Approvals(context.Background(), sb, "pending")
 			for _, a := range list {
