@@ -476,9 +476,9 @@ func TestRawJSON(t *testing.T) {
 	red := redact.New(secret, "8675309123456789")
 	for in, want := range map[string]string{
 		`{"n":8675309123456789,"m":1.5e3,"ok":true,"z":null}`: `{"m":1.5e3,"n":"` + marker + `","ok":true,"z":null}`,
-		`["a <b>", "` + secret + `"]`:                          `["a <b>","` + marker + `"]`,
-		`not json ` + secret:                                   `"not json ` + marker + `"`,
-		`{"password":"hunter2hunter2"}`:                        `{"password":"[REDACTED:generic-api-key]"}`,
+		`["a <b>", "` + secret + `"]`:                         `["a <b>","` + marker + `"]`,
+		`not json ` + secret:                                  `"not json ` + marker + `"`,
+		`{"password":"hunter2hunter2"}`:                       `{"password":"[REDACTED:generic-api-key]"}`,
 	} {
 		got, err := RawJSON(red, []byte(in))
 		if err != nil || string(got) != want {
