@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/sandbox"
 )
 
@@ -16,7 +16,7 @@ import (
 // every string value in the light of its key, and a number that is a
 // known secret as a string marker (a document has no type for it to
 // break). Object keys follow one rule: a key shaped like the daemon's
-// own field names (FieldName: lower-case ASCII letters, digits and
+// own field names (redact.FieldName: lower-case ASCII letters, digits and
 // underscores) is the daemon's word and kept as it is, so a value any
 // caller teaches the redactor ("analysis", "stdout_bytes") hides no
 // field of anyone's record; any other key is user data (a label, a
@@ -46,13 +46,6 @@ func RawJSON(red sandbox.Redactor, doc []byte) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
-
-// fieldNameRE is the shape of every JSON field name the daemon writes.
-var fieldNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-
-// FieldName reports whether key is shaped like the daemon's own JSON
-// field names (kept in a raw document, see RawJSON).
-func FieldName(key string) bool { return fieldNameRE.MatchString(key) }
 
 // scrubDoc redacts v, decoded with UseNumber, as the value of key.
 func scrubDoc(red sandbox.Redactor, v any, key string) (any, error) {
@@ -86,7 +79,7 @@ func scrubDoc(red sandbox.Redactor, v any, key string) (any, error) {
 				return nil, err
 			}
 			nk := k
-			if !FieldName(k) {
+			if !redact.FieldName(k) {
 				nk = red.String(k)
 			}
 			out[nk] = nv
