@@ -38,7 +38,7 @@ func TestTaughtValuesLeaveOtherTasksWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	taught := []string{taughtSecret, "sandbox_id", "output_dir", "finished", "exec_id", "stdout_bytes", "template_version",
-		"framework", "in_scope", "modified", "allowed", victim.ID, victim.SandboxID, victim.Commit, victim.Created.UTC().Format("2006-01-02T")}
+		"framework", "in_scope", "modified", "allowed", "signature", "public_key", "manifest.json", "audit.jsonl", "commands.jsonl", victim.ID, victim.SandboxID, victim.Commit, victim.Created.UTC().Format("2006-01-02T")}
 	var env []string
 	for i, v := range taught {
 		env = append(env, "TOKEN_"+string(rune('A'+i))+"_SECRET="+v)
