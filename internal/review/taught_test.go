@@ -24,8 +24,8 @@ func TestScrubContentsKeepsTheDaemonsWords(t *testing.T) {
 	c := &bundle.Contents{
 		Manifest: bundle.Manifest{Task: "t-victim1", Sandbox: "sb-victim1", Commit: "c0ffee", Prompt: "use " + secret, Created: t0, Finished: t0},
 		Patch:    "+" + secret, Files: []bundle.File{{Path: "a.go", Status: "added", InScope: true}},
-		Commands: []bundle.Command{{ExecID: "e-victim1", Argv: []string{"echo", secret}, Started: t0, Policy: &bundle.PolicySummary{Action: "allow", Classes: []string{"read"}}}},
-		Artifacts: []bundle.Artifact{{Path: "out/" + secret + ".txt", Type: "text", Included: true}, {Path: "ok.txt", Type: "text", Included: true}},
+		Commands:     []bundle.Command{{ExecID: "e-victim1", Argv: []string{"echo", secret}, Started: t0, Policy: &bundle.PolicySummary{Action: "allow", Classes: []string{"read"}}}},
+		Artifacts:    []bundle.Artifact{{Path: "out/" + secret + ".txt", Type: "text", Included: true}, {Path: "ok.txt", Type: "text", Included: true}},
 		ArtifactData: map[string][]byte{"out/" + secret + ".txt": []byte("x"), "ok.txt": []byte("fine")},
 	}
 	out, err := scrubContents(red, c)
