@@ -24,7 +24,9 @@ import (
 // "password=...". A record that cannot be redacted is an error (the
 // caller fails closed), never shown as it was: a known secret that is a
 // field's whole number (no marker fits there), or a kind the walk does
-// not know.
+// not know. A json.RawMessage in v is redacted as RawJSON does (its
+// keys shaped like field names kept); a map's keys are user data and
+// all redacted.
 func Scrubbed[T any](red sandbox.Redactor, v *T) (*T, error) {
 	if v == nil {
 		return nil, nil
