@@ -10,23 +10,24 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/redacted"
 	"github.com/airlock-dev/airlock/internal/store"
 )
 
 // Approval is an approval as the API shows it.
 type Approval struct {
-	ID          string     `json:"id"`
-	SandboxID   string     `json:"sandbox_id"`
-	TaskID      string     `json:"task_id,omitempty"`
-	State       string     `json:"state"`
+	ID          string     `json:"id" redact:"keep"`
+	SandboxID   string     `json:"sandbox_id" redact:"keep"`
+	TaskID      string     `json:"task_id,omitempty" redact:"keep"`
+	State       string     `json:"state" redact:"keep"`
 	Prompt      *Prompt    `json:"prompt"`
-	RequestedBy string     `json:"requested_by"`
+	RequestedBy string     `json:"requested_by" redact:"keep"`
 	Created     time.Time  `json:"created"`
 	Deadline    time.Time  `json:"deadline"`
 	Decided     *time.Time `json:"decided,omitempty"`
-	DecidedBy   string     `json:"decided_by,omitempty"`
+	DecidedBy   string     `json:"decided_by,omitempty" redact:"keep"`
 	Reason      string     `json:"reason,omitempty"`
-	GrantID     string     `json:"grant_id,omitempty"`
+	GrantID     string     `json:"grant_id,omitempty" redact:"keep"`
 }
 
 func approvalView(a *store.Approval, now time.Time) *Approval {
@@ -42,20 +43,14 @@ func approvalView(a *store.Approval, now time.Time) *Approval {
 // shown is v as ctx's caller may see it: an approver (sandbox.AsApprover,
 // the operator) sees a held command as it would run, credentials
 // included; anyone else (an API key: the agent) a copy with every string
-// redacted (issue 17.8), or an error, never the original.
+// redacted (issue 17.8) but its ids and states, or an error, never the original.
 func (a *Approvals) shown(ctx context.Context, v *Approval) (*Approval, error) {
 	if a.c.IsApprover(ctx) {
 		return v, nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("redact approval: %w", err)
-	}
-	out := new(Approval)
-	if err := json.Unmarshal(a.c.Redactor().JSON(b), out); err != nil {
-		return nil, fmt.Errorf("redact approval: a secret in a field that cannot hold a marker: %w", errdefs.ErrInvalid)
-	}
-	return out, nil
+	// The daemon's own words (ids, states, classes, field names) are
+	// kept: any caller can teach the redactor a value (internal/redacted).
+	return redacted.Scrubbed(a.c.Redactor(), v)
 }
 
 // List lists approvals, oldest first, by sandbox and state ("" for any).

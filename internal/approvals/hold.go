@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/redacted"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
@@ -22,15 +23,15 @@ type Prompt struct {
 	Command     string         `json:"command"`
 	Argv        []string       `json:"argv"`
 	Cwd         string         `json:"cwd"`
-	Classes     []policy.Class `json:"classes"`
-	Held        []policy.Class `json:"held_classes,omitempty"`
+	Classes     []policy.Class `json:"classes" redact:"keep"`
+	Held        []policy.Class `json:"held_classes,omitempty" redact:"keep"`
 	Writes      []string       `json:"writes,omitempty"`
 	Network     []string       `json:"network,omitempty"`
 	Credentials []string       `json:"credentials,omitempty"`
 	Effect      string         `json:"effect"`
 	Reason      string         `json:"reason"`
 	Rules       []string       `json:"rules"`
-	Policy      string         `json:"policy"`
+	Policy      string         `json:"policy" redact:"keep"`
 }
 
 func promptOf(x hook.HeldExec) *Prompt {
@@ -93,8 +94,12 @@ func (a *Approvals) Hold(ctx context.Context, x hook.HeldExec) (string, error) {
 		return "", err
 	}
 	red := a.c.Redactor()
+	shown, err := redacted.Scrubbed(red, promptOf(x))
+	if err != nil {
+		return "", err
+	}
 	if err := a.c.Record(ctx, audit.Entry{SandboxID: x.SandboxID, TaskID: x.TaskID, Kind: "approval.request", Payload: map[string]any{
-		"approval": ap.ID, "prompt": json.RawMessage(red.JSON(pj)), "deadline": ap.Deadline}}); err != nil {
+		"approval": ap.ID, "prompt": shown, "deadline": ap.Deadline}}); err != nil {
 		return "", err
 	}
 	a.c.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, x.SandboxID, red.String(ap.Line), red.String(d.Reason))

@@ -5,31 +5,31 @@ import "time"
 // Manifest says which run a bundle records: the task, where its code came
 // from, what it ran under, and the audit chain head that vouches for it.
 type Manifest struct {
-	Task            string    `json:"task"`
-	Sandbox         string    `json:"sandbox"`
+	Task            string    `json:"task" redact:"keep"`
+	Sandbox         string    `json:"sandbox" redact:"keep"`
 	Repo            string    `json:"repo"`
 	Ref             string    `json:"ref"`
-	Commit          string    `json:"commit"`
+	Commit          string    `json:"commit" redact:"keep"`
 	Prompt          string    `json:"prompt,omitempty"`
 	Scope           []string  `json:"scope,omitempty"`
 	Test            string    `json:"test,omitempty"`
 	Template        string    `json:"template"`
-	TemplateVersion string    `json:"template_version"`
-	Backend         string    `json:"backend"`
-	Policy          string    `json:"policy"` // policy version
+	TemplateVersion string    `json:"template_version" redact:"keep"`
+	Backend         string    `json:"backend" redact:"keep"`
+	Policy          string    `json:"policy" redact:"keep"` // policy version
 	Created         time.Time `json:"created"`
 	Finished        time.Time `json:"finished"`
 	// WorkspaceGone is set when the task's sandbox had stopped before the
 	// bundle was made: no tests ran then, and the patch is the one taken
 	// as the sandbox stopped (or none).
 	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
-	Chain         ChainHead      `json:"chain"`
+	Chain         ChainHead      `json:"chain" redact:"keep"` // the signer's, set as the bundle is written
 }
 
 // WorkspaceGone says why a task's workspace was gone when the task was
 // finished or exported, and what was kept of it.
 type WorkspaceGone struct {
-	Reason  string    `json:"reason"` // the sandbox's stop reason: expired, destroyed, lost, daemon-stopped, failed
+	Reason  string    `json:"reason" redact:"keep"` // the sandbox's stop reason: expired, destroyed, lost, daemon-stopped, failed
 	Stopped time.Time `json:"stopped"`
 	// DiffKept: the patch was taken as the sandbox stopped; otherwise the
 	// agent's changes went with it (DiffError says why, when known).
@@ -49,14 +49,14 @@ type ChainHead struct {
 // File is one path the patch touches.
 type File struct {
 	Path    string `json:"path"`
-	Status  string `json:"status"` // added, modified, deleted, renamed, type-changed
+	Status  string `json:"status" redact:"keep"` // added, modified, deleted, renamed, type-changed
 	InScope bool   `json:"in_scope"`
 }
 
 // PolicySummary is the policy decision a command ran (or was refused) under.
 type PolicySummary struct {
-	Action     string   `json:"action"`
-	Classes    []string `json:"classes"`
+	Action     string   `json:"action" redact:"keep"`
+	Classes    []string `json:"classes" redact:"keep"`
 	Rules      []string `json:"rules,omitempty"`
 	Grant      []string `json:"grant,omitempty"`
 	BreakGlass string   `json:"break_glass,omitempty"`
@@ -64,15 +64,15 @@ type PolicySummary struct {
 
 // Command is one command the agent asked the sandbox to run.
 type Command struct {
-	ExecID      string         `json:"exec_id"`
+	ExecID      string         `json:"exec_id" redact:"keep"`
 	Argv        []string       `json:"argv"`
 	Cwd         string         `json:"cwd"`
 	Started     time.Time      `json:"started"`
 	Ended       time.Time      `json:"ended,omitzero"`
 	ExitCode    *int           `json:"exit_code,omitempty"`
-	Signal      string         `json:"signal,omitempty"`
-	Limit       string         `json:"limit,omitempty"` // timeout, memory, pids, disk
-	Error       string         `json:"error,omitempty"` // why it did not run (policy refusal...)
+	Signal      string         `json:"signal,omitempty" redact:"keep"`
+	Limit       string         `json:"limit,omitempty" redact:"keep"` // timeout, memory, pids, disk
+	Error       string         `json:"error,omitempty"`               // why it did not run (policy refusal...)
 	Policy      *PolicySummary `json:"policy,omitempty"`
 	StdoutBytes int            `json:"stdout_bytes"`
 	StderrBytes int            `json:"stderr_bytes"`
@@ -81,7 +81,7 @@ type Command struct {
 
 // TestSummary is what ParseTestOutput recognised in a test command's output.
 type TestSummary struct {
-	Framework string   `json:"framework"` // go, pytest, jest, vitest, mocha, cargo, unknown
+	Framework string   `json:"framework" redact:"keep"` // go, pytest, jest, vitest, mocha, cargo, unknown
 	Passed    int      `json:"passed"`
 	Failed    int      `json:"failed"`
 	Skipped   int      `json:"skipped"`
@@ -97,7 +97,7 @@ type TestSummary struct {
 
 // TestRun is one run of the task's test command.
 type TestRun struct {
-	ExecID   string       `json:"exec_id"`
+	ExecID   string       `json:"exec_id" redact:"keep"`
 	Command  string       `json:"command"`
 	Passed   bool         `json:"passed"`
 	ExitCode int          `json:"exit_code"`
@@ -108,28 +108,28 @@ type TestRun struct {
 
 // Approval is one request for a human's approval and its outcome.
 type Approval struct {
-	ID          string     `json:"id"`
-	State       string     `json:"state"`
+	ID          string     `json:"id" redact:"keep"`
+	State       string     `json:"state" redact:"keep"`
 	Command     string     `json:"command"`
-	Classes     []string   `json:"classes"`
+	Classes     []string   `json:"classes" redact:"keep"`
 	Effect      string     `json:"effect,omitempty"`
-	RequestedBy string     `json:"requested_by"`
+	RequestedBy string     `json:"requested_by" redact:"keep"`
 	Created     time.Time  `json:"created"`
-	DecidedBy   string     `json:"decided_by,omitempty"`
+	DecidedBy   string     `json:"decided_by,omitempty" redact:"keep"`
 	Decided     *time.Time `json:"decided,omitempty"`
 	Reason      string     `json:"reason,omitempty"`
-	Grant       string     `json:"grant,omitempty"`
+	Grant       string     `json:"grant,omitempty" redact:"keep"`
 }
 
 // NetworkRequest is one connection the sandbox's egress proxy saw.
 type NetworkRequest struct {
 	Time     time.Time `json:"time"`
-	ExecID   string    `json:"exec_id,omitempty"`
+	ExecID   string    `json:"exec_id,omitempty" redact:"keep"`
 	Host     string    `json:"host"`
 	Port     int       `json:"port"`
 	Method   string    `json:"method,omitempty"`
 	Status   int       `json:"status,omitempty"`
-	Decision string    `json:"decision"`
+	Decision string    `json:"decision" redact:"keep"`
 	Rule     string    `json:"rule,omitempty"`
 	BytesOut int64     `json:"bytes_out"`
 	BytesIn  int64     `json:"bytes_in"`
@@ -143,11 +143,11 @@ func (r NetworkRequest) N() int64 { return max(r.Count, 1) }
 
 // DependencyChange is one package the patch adds, removes or moves to another version.
 type DependencyChange struct {
-	Manager string `json:"manager"` // npm, go, pip, cargo...
+	Manager string `json:"manager" redact:"keep"` // npm, go, pip, cargo...
 	Name    string `json:"name"`
 	From    string `json:"from,omitempty"`
 	To      string `json:"to,omitempty"`
-	Change  string `json:"change"` // added, removed, changed, rehashed
+	Change  string `json:"change" redact:"keep"` // added, removed, changed, rehashed
 	// Lockfile is the lockfile whose pins changed ("": read from a
 	// manifest in the patch).
 	Lockfile string `json:"lockfile,omitempty"`
@@ -175,7 +175,7 @@ type Dependencies struct {
 // InstallScript is one package whose install script a dependency
 // command ran or had blocked.
 type InstallScript struct {
-	ExecID  string `json:"exec_id"`
+	ExecID  string `json:"exec_id" redact:"keep"`
 	Command string `json:"command"`
 	Package string `json:"package"`
 	Ran     bool   `json:"ran"`
@@ -185,7 +185,7 @@ type InstallScript struct {
 
 // FlaggedWrite is a write dependency code should not make.
 type FlaggedWrite struct {
-	ExecID  string `json:"exec_id"`
+	ExecID  string `json:"exec_id" redact:"keep"`
 	Command string `json:"command"`
 	Path    string `json:"path"`
 }
@@ -194,10 +194,10 @@ type FlaggedWrite struct {
 type Artifact struct {
 	Path     string   `json:"path"` // relative to /workspace, clean, never absolute or ..
 	Size     int64    `json:"size"`
-	Type     string   `json:"type"` // text, binary, executable, archive, symlink
+	Type     string   `json:"type" redact:"keep"` // text, binary, executable, archive, symlink
 	Large    bool     `json:"large,omitempty"`
-	Findings []string `json:"findings,omitempty"` // secret kinds found (values never included)
-	Included bool     `json:"included"`           // copied into artifacts/ (not if large, secret, symlink or archive)
+	Findings []string `json:"findings,omitempty" redact:"keep"` // secret kinds found (values never included)
+	Included bool     `json:"included"`                         // copied into artifacts/ (not if large, secret, symlink or archive)
 }
 
 // Contents is everything a bundle holds.

@@ -200,9 +200,15 @@ func (m *Manager) recordCreate(ctx context.Context, req sandbox.CreateRequest, p
 		_ = sb.Destroy(context.Background())
 		return nil, err
 	}
-	if err := m.rec.Record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: p.taskID, Kind: "sandbox.create", Payload: map[string]any{
-		"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
-		"env_names": envNames(req.Env), "labels": req.Labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}}); err != nil {
+	// The labels' keys are user data the audit log's redaction keeps
+	// when shaped like a field's name (redact.JSON): redacted here.
+	labels, err := redacted.Scrubbed(m.cfg.Redactor, &req.Labels)
+	if err == nil {
+		err = m.rec.Record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: p.taskID, Kind: "sandbox.create", Payload: map[string]any{
+			"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
+			"env_names": envNames(req.Env), "labels": *labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}})
+	}
+	if err != nil {
 		_ = sb.Destroy(context.Background())
 		now := time.Now().UTC()
 		rec.State, rec.Stopped, rec.StopReason = "stopped", &now, sandbox.StopFailed

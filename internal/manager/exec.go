@@ -236,7 +236,7 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 // exec.start event, then its exec record, argv and decision redacted.
 func (m *Manager) recordStart(ctx context.Context, x *execRun) (*store.Exec, error) {
 	req := x.req
-	dj := m.cfg.Redactor.JSON(mustJSON(x.d))
+	dj := mustJSON(x.d) // PutExec redacts it (redacted.RawJSON: values, not the field names)
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
 		argv[i] = m.cfg.Redactor.String(a)

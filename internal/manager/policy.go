@@ -48,7 +48,7 @@ func (m *Manager) gate(ctx context.Context, id string, ls *live, req sandbox.Exe
 // decision, as a command that never started.
 func (m *Manager) recordRefusal(ctx context.Context, id string, req sandbox.ExecRequest, cwd string, d *policy.Decision, msg string) {
 	now := m.now()
-	dj := m.cfg.Redactor.JSON(mustJSON(d))
+	dj := mustJSON(d) // PutExec redacts it (redacted.RawJSON: values, not the field names)
 	argv := make([]string, len(req.Argv))
 	for i, a := range req.Argv {
 		argv[i] = m.cfg.Redactor.String(a)

@@ -89,3 +89,34 @@ func TestFakeTierTaughtValueStopsNoOtherSandbox(t *testing.T) {
 		t.Errorf("the other sandbox shown: %+v, %v", sb, err)
 	}
 }
+
+// A label's key is user data: a secret there is hidden in the
+// sandbox.create event too, though the audit log keeps keys shaped like
+// a field's name (a taught "labels" or "backend" hides no field), and
+// shown in the sandbox's record.
+func TestFakeTierSecretLabelKeyRedacted(t *testing.T) {
+	m, log := fakeTierManager(t)
+	ctx := context.Background()
+	const secret = "teamsecretvalue42"
+	sb, err := m.Create(ctx, sandbox.CreateRequest{Env: []string{"API_TOKEN=" + secret, "DB_PASSWORD=labels", "GH_TOKEN=backend"},
+		Labels: map[string]string{secret: "x", "team": "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := log.Query(ctx, store.AuditFilter{SandboxID: sb.ID, Kind: "sandbox.create"})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("%+v %v", evs, err)
+	}
+	var p struct {
+		Backend string            `json:"backend"`
+		Labels  map[string]string `json:"labels"`
+	}
+	if err := json.Unmarshal(evs[0].Payload, &p); err != nil || p.Backend != sb.Backend || p.Labels["team"] != "web" ||
+		p.Labels["[REDACTED:known-secret]"] != "x" || len(p.Labels) != 2 {
+		t.Errorf("the create event's payload %s: %+v %v", evs[0].Payload, p, err)
+	}
+	shown, err := m.Get(ctx, sb.ID)
+	if err != nil || shown.Labels["[REDACTED:known-secret]"] != "x" || shown.Labels["team"] != "web" {
+		t.Errorf("shown %+v %v", shown, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/redacted"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
@@ -70,9 +71,12 @@ func (r *Records) Output(ctx context.Context, id, execID, stream string) ([]byte
 	return st.GetOutput(ctx, execID, stream)
 }
 
-// RedactedJSON is v as JSON with every string in it redacted: for the
-// doors that answer with what a client once sent (the E2B process list's
-// commands, arguments, directories and environment).
+// RedactedJSON is v as JSON with every string value in it redacted: for
+// the doors that answer with what a client once sent (the E2B process
+// list's commands, arguments, directories and environment). Its keys
+// follow redacted.RawJSON's rule: one shaped like the daemon's field
+// names is kept (a value any caller teaches the redactor must not hide
+// a field of another sandbox's answer), any other redacted.
 func (r *Records) RedactedJSON(v any) (json.RawMessage, error) {
 	if r.c == nil {
 		return nil, errUnattached
@@ -81,5 +85,5 @@ func (r *Records) RedactedJSON(v any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redact: %w", err)
 	}
-	return r.c.Redactor().JSON(b), nil
+	return redacted.RawJSON(r.c.Redactor(), b)
 }

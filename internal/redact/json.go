@@ -3,10 +3,17 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 )
 
-// JSON redacts every string inside a JSON document (keys too), keeping it valid JSON; invalid
-// JSON is redacted as bytes and then returned as a JSON string.
+// JSON redacts every string inside a JSON document, keeping it valid JSON; invalid JSON is
+// redacted as bytes and then returned as a JSON string.
+//
+// A key is redacted too unless it is shaped like a field's name (FieldName): lower-case ASCII
+// letters, digits and underscores, as every field name airlock writes. Those are kept, since
+// any caller can teach the redactor a value (a secret-named variable's), and a value taught
+// that is a field's name ("sandbox_id") must not hide that field of every document. A secret
+// written as a key in that shape is not found there (it still is as a value).
 //
 // The document is rewritten token by token rather than decoded and re-encoded, so key order,
 // duplicate keys, numbers and layout survive, and two keys that redact to the same marker do
@@ -24,10 +31,15 @@ func (r *Redactor) JSON(doc []byte) []byte {
 		case c == '"':
 			j := stringEnd(doc, i)
 			s := unquoteJSON(doc[i:j])
-			out = appendRedacted(out, doc[i:j], s, r.String(s))
-			i = j
 			colon := skipSpace(doc, j)
-			if colon == len(doc) || doc[colon] != ':' {
+			isKey := colon < len(doc) && doc[colon] == ':'
+			if isKey && FieldName(s) {
+				out = append(out, doc[i:j]...) // a field's name, not data
+			} else {
+				out = appendRedacted(out, doc[i:j], s, r.String(s))
+			}
+			i = j
+			if !isKey {
 				continue
 			}
 			// s is a key: redact its value together with it.
@@ -142,3 +154,11 @@ func numberEnd(doc []byte, i int) int {
 	}
 	return i
 }
+
+// fieldNameRE is the shape of the field names airlock writes in JSON.
+var fieldNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// FieldName reports whether a JSON object's key is shaped like a field's name (lower-case
+// ASCII letters, digits and underscores, a letter first, at most 64 bytes): JSON keeps such a
+// key as it is (see JSON).
+func FieldName(key string) bool { return fieldNameRE.MatchString(key) }

@@ -48,3 +48,23 @@ func TestJSON(t *testing.T) {
 		})
 	}
 }
+
+// An attack: a value any caller can teach (a secret-named variable's)
+// that is a field's name must not hide that field of every document
+// (the key was redacted: "sandbox_id" became a marker in every audit
+// payload); the value is still redacted where it is a value, and a key
+// not shaped like a field's name still is.
+func TestJSONKeepsFieldNames(t *testing.T) {
+	r := New("sandbox_id", "stdout_bytes", "Team-Secret-Key")
+	in := `{"sandbox_id":"sandbox_id","stdout_bytes":3,"labels":{"Team-Secret-Key":"v"},"Sandbox_ID":1}`
+	want := `{"sandbox_id":"[REDACTED:known-secret]","stdout_bytes":3,"labels":{"[REDACTED:known-secret]":"v"},"Sandbox_ID":1}`
+	if got := string(r.JSON([]byte(in))); got != want {
+		t.Errorf("JSON(%s)\n got %s\nwant %s", in, got, want)
+	}
+	for key, want := range map[string]bool{"sandbox_id": true, "a": true, "x9_": true, "Sandbox": false, "9a": false, "a-b": false, "": false,
+		"a" + string(make([]byte, 64)): false} {
+		if FieldName(key) != want {
+			t.Errorf("FieldName(%q) = %v", key, !want)
+		}
+	}
+}

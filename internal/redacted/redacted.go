@@ -53,7 +53,10 @@ func (r Records) PutExec(ctx context.Context, rec *store.Exec) error {
 // EndExec stores how an exec ended, its status and error redacted.
 func (r Records) EndExec(ctx context.Context, id string, ended time.Time, status json.RawMessage, errMsg string) error {
 	if status != nil {
-		status = r.Redactor.JSON(status)
+		var err error
+		if status, err = RawJSON(r.Redactor, status); err != nil {
+			return err
+		}
 	}
 	return r.Store.FinishExec(ctx, id, ended, status, r.Redactor.String(errMsg))
 }

@@ -429,3 +429,60 @@ func TestTaughtValuesDoNotBreakOtherRecords(t *testing.T) {
 		t.Errorf("shown sandbox %+v: %v", sb, err)
 	}
 }
+
+// The raw JSON an exec record keeps (its status and decision) is the
+// daemon's: a taught value that is one of its field names must not hide
+// that field of every later record (a stored decision lost its action
+// and classes, a status its byte counts), while the secret itself,
+// where it is a value, is still hidden, and a key that is user data
+// (not shaped like the daemon's field names) is still redacted.
+func TestTaughtFieldNamesKeepRawRecords(t *testing.T) {
+	t.Parallel()
+	r, red := records(t)
+	ctx := context.Background()
+	red.Add("analysis", "classes", "stdout_bytes", "action", "reason")
+	dec := json.RawMessage(`{"action":"allow","reason":"ok ` + secret + `","matches":[],"analysis":{"line":"ls","classes":["read"]},"policy":"v1"}`)
+	in := &store.Exec{ID: "e-1", SandboxID: "sb-2", Argv: []string{"ls"}, Started: t0, Decision: dec}
+	if err := r.PutExec(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	st := json.RawMessage(`{"code":0,"stdout_bytes":12,"signal":"` + secret + `","files":{"written":["/workspace/a"]},"` + later + `":"k"}`)
+	red.Add(later)
+	if err := r.EndExec(ctx, "e-1", t0.Add(time.Second), st, ""); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := r.Store.GetExec(ctx, "e-1")
+	if l := leaks(append(append([]byte{}, got.Decision...), got.Status...)); l != nil {
+		t.Errorf("stored decision %s, status %s: leaks %q", got.Decision, got.Status, l)
+	}
+	shown, err := r.ShownExec(got)
+	if err != nil || shown.Policy == nil || shown.Policy.Action != policy.Allow || !reflect.DeepEqual(shown.Policy.Classes, []policy.Class{"read"}) ||
+		shown.Policy.Reason != "ok "+marker || shown.Policy.Version != "v1" {
+		t.Fatalf("shown policy %+v: %v (stored %s)", shown.Policy, err, got.Decision)
+	}
+	if shown.Status == nil || shown.Status.StdoutBytes != 12 || shown.Status.Signal != marker || shown.Status.Files == nil ||
+		shown.Status.Files.Written[0] != "/workspace/a" {
+		t.Errorf("shown status %+v (stored %s)", shown.Status, got.Status)
+	}
+	if !strings.Contains(string(got.Status), `"`+marker+`":"k"`) {
+		t.Errorf("a key that is user data: %s", got.Status)
+	}
+}
+
+// RawJSON walks a document: a secret number becomes a marker, invalid
+// JSON is redacted as bytes into a JSON string, nothing else changes.
+func TestRawJSON(t *testing.T) {
+	t.Parallel()
+	red := redact.New(secret, "8675309123456789")
+	for in, want := range map[string]string{
+		`{"n":8675309123456789,"m":1.5e3,"ok":true,"z":null}`: `{"m":1.5e3,"n":"` + marker + `","ok":true,"z":null}`,
+		`["a <b>", "` + secret + `"]`:                         `["a <b>","` + marker + `"]`,
+		`not json ` + secret:                                  `"not json ` + marker + `"`,
+		`{"password":"hunter2hunter2"}`:                       `{"password":"[REDACTED:generic-api-key]"}`,
+	} {
+		got, err := RawJSON(red, []byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("RawJSON(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package redacted
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -25,7 +24,9 @@ import (
 // "password=...". A record that cannot be redacted is an error (the
 // caller fails closed), never shown as it was: a known secret that is a
 // field's whole number (no marker fits there), or a kind the walk does
-// not know.
+// not know. A json.RawMessage in v is redacted as RawJSON does (its
+// keys shaped like field names kept); a map's keys are user data and
+// all redacted.
 func Scrubbed[T any](red sandbox.Redactor, v *T) (*T, error) {
 	if v == nil {
 		return nil, nil
@@ -38,8 +39,9 @@ func Scrubbed[T any](red sandbox.Redactor, v *T) (*T, error) {
 }
 
 var (
-	timeType = reflect.TypeFor[time.Time]()
-	rawType  = reflect.TypeFor[json.RawMessage]()
+	timeType   = reflect.TypeFor[time.Time]()
+	rawType    = reflect.TypeFor[json.RawMessage]()
+	numberType = reflect.TypeFor[json.Number]()
 )
 
 // scrub sets dst to src redacted; key is the JSON name src is under ("":
@@ -50,12 +52,16 @@ func scrub(red sandbox.Redactor, dst, src reflect.Value, key string) error {
 		dst.Set(src)
 		return nil
 	case rawType:
-		// A JSON document of the caller's: its keys cannot be told from
-		// a map's, so all of it is redacted.
 		if !src.IsNil() {
-			dst.SetBytes(red.JSON(bytes.Clone(src.Bytes())))
+			doc, err := RawJSON(red, src.Bytes())
+			if err != nil {
+				return err
+			}
+			dst.SetBytes(doc)
 		}
 		return nil
+	case numberType:
+		return scrubNumber(red, dst, src, key)
 	}
 	switch src.Kind() {
 	case reflect.String:
@@ -85,6 +91,17 @@ func scrub(red sandbox.Redactor, dst, src reflect.Value, key string) error {
 		}
 	case reflect.Map:
 		return scrubMap(red, dst, src)
+	case reflect.Interface:
+		// A value the record holds as any (a payload's map[string]any):
+		// walked as what it is.
+		if src.IsNil() {
+			return nil
+		}
+		nv := reflect.New(src.Elem().Type()).Elem()
+		if err := scrub(red, nv, src.Elem(), key); err != nil {
+			return err
+		}
+		dst.Set(nv)
 	case reflect.Struct:
 		return scrubStruct(red, dst, src)
 	default:
@@ -96,6 +113,9 @@ func scrub(red sandbox.Redactor, dst, src reflect.Value, key string) error {
 // scrubNumber copies a number unless it is a known secret, as its JSON
 // encoding shows it.
 func scrubNumber(red sandbox.Redactor, dst, src reflect.Value, key string) error {
+	if src.Type() == numberType && !json.Valid([]byte(src.String())) {
+		return fmt.Errorf("number %q: %w", src.String(), errdefs.ErrInvalid)
+	}
 	b, err := json.Marshal(src.Interface())
 	if err != nil {
 		return err

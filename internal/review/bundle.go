@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/redacted"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
@@ -211,26 +212,30 @@ func (r *Review) bundleApprovals(ctx context.Context, sandboxID string) ([]bundl
 	return out, nil
 }
 
-// scrubContents redacts every string of the bundle's contents (as
-// internal/redacted does): the manifest, commands, approvals, network
-// requests, tests, artifacts' names, whatever field they gain, in one
-// JSON round trip. The bulk (the patch, the outputs and the artifacts'
-// bytes) is redacted (or left out) on its own, once. A record that
-// cannot be redacted is an error: the bundle is not written.
+// scrubContents redacts every string of the bundle's contents
+// (internal/redacted's walk): the manifest, commands, approvals,
+// network requests, tests, artifacts' names, whatever field they gain,
+// but the daemon's own words (field names, times, the ids, states and
+// kinds internal/bundle tags redact:"keep"), since any caller can teach
+// the redactor a value. The bulk (the patch, the outputs and the
+// artifacts' bytes) is redacted (or left out) on its own, once; an
+// artifact whose name changes here is no longer included (its bytes
+// are filed under its name). A record that cannot be redacted is an
+// error: the bundle is not written.
 func scrubContents(red sandbox.Redactor, c *bundle.Contents) (*bundle.Contents, error) {
 	patch, outputs, data := c.Patch, c.Outputs, c.ArtifactData
 	c.Patch, c.Outputs, c.ArtifactData = "", nil, nil
-	b, err := json.Marshal(c)
+	out, err := redacted.Scrubbed(red, c)
+	c.Patch, c.Outputs, c.ArtifactData = patch, outputs, data
 	if err != nil {
-		return nil, fmt.Errorf("redact record: %w", err)
-	}
-	out := new(bundle.Contents)
-	if err := json.Unmarshal(red.JSON(b), out); err != nil {
-		// A secret in a number became a string marker: a field of the
-		// record is the secret itself.
-		return nil, fmt.Errorf("redact record: a secret in a field that cannot hold a marker: %w", errdefs.ErrInvalid)
+		return nil, err
 	}
 	out.Patch, out.Outputs, out.ArtifactData = patch, outputs, data
+	for i := range out.Artifacts {
+		if out.Artifacts[i].Path != c.Artifacts[i].Path {
+			out.Artifacts[i].Included = false
+		}
+	}
 	return out, nil
 }
 

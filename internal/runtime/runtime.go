@@ -237,9 +237,9 @@ const (
 type ExitStatus struct {
 	// Code is the exit code, or 128+signal when killed by a signal.
 	Code   int    `json:"code"`
-	Signal string `json:"signal,omitempty"`
+	Signal string `json:"signal,omitempty" redact:"keep"`
 	// Limit is set when a resource limit was hit during the command.
-	Limit           Limit         `json:"limit,omitempty"`
+	Limit           Limit         `json:"limit,omitempty" redact:"keep"`
 	StdoutBytes     int64         `json:"stdout_bytes"`
 	StderrBytes     int64         `json:"stderr_bytes"`
 	StdoutTruncated bool          `json:"stdout_truncated,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/redacted"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
@@ -288,22 +289,11 @@ func (tk *Tasks) writeResult(ctx context.Context, bundles hook.TaskBundler, rec 
 		_ = json.Unmarshal(rec.Result, &res)
 	}
 	// What is written here is shown to people: redacted, as the bundle is.
-	red := tk.c.Redactor()
-	rd = d.redacted(red)
-	var log bytes.Buffer
-	for _, e := range execs {
-		b, _ := json.Marshal(e)
-		log.Write(append(red.JSON(b), '\n'))
+	rd = d.redacted(tk.c.Redactor())
+	written, err := tk.resultFiles(rec, sp, rd, res.Tests, execs, gone)
+	if err != nil {
+		return "", nil, res, nil, err
 	}
-	filesJSON, _ := json.MarshalIndent(map[string]any{"base": rd.Base, "files": rd.Files, "out_of_scope": rd.OutOfScope}, "", "  ")
-	testsJSON, _ := json.MarshalIndent(res.Tests, "", "  ")
-	mf := map[string]any{"task": rec.ID, "sandbox": rec.SandboxID, "repo": red.String(sp.Repo), "ref": sp.Ref, "commit": sp.Commit,
-		"prompt": red.String(sp.Prompt), "scope": sp.Scope, "test": red.String(sp.Test), "created": rec.Created, "finished": time.Now().UTC()}
-	if gone != nil {
-		mf["workspace_gone"] = gone
-	}
-	manifest, _ := json.MarshalIndent(mf, "", "  ")
-	written := map[string][]byte{"patch.diff": []byte(rd.Patch), "files.json": red.JSON(filesJSON), "tests.json": red.JSON(testsJSON), "commands.jsonl": log.Bytes(), "manifest.json": red.JSON(manifest)}
 	for name, data := range written {
 		if err := os.WriteFile(filepath.Join(out, name), data, 0o600); err != nil {
 			return "", nil, res, nil, err
@@ -328,6 +318,68 @@ func (tk *Tasks) writeResult(ctx context.Context, bundles hook.TaskBundler, rec 
 		names = append(names, bp)
 	}
 	return out, names, res, rd, nil
+}
+
+// resultManifest is the result's manifest.json.
+type resultManifest struct {
+	Task          string         `json:"task" redact:"keep"`
+	Sandbox       string         `json:"sandbox" redact:"keep"`
+	Repo          string         `json:"repo"`
+	Ref           string         `json:"ref"`
+	Commit        string         `json:"commit" redact:"keep"`
+	Prompt        string         `json:"prompt"`
+	Scope         []string       `json:"scope"`
+	Test          string         `json:"test"`
+	Created       time.Time      `json:"created"`
+	Finished      time.Time      `json:"finished"`
+	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
+}
+
+// resultFiles are the result's files but the bundle, every string
+// redacted but the daemon's own words (internal/redacted), rd already
+// redacted: a value any caller teaches the redactor must not hide a
+// field of another task's result.
+func (tk *Tasks) resultFiles(rec *store.Task, sp *taskSpec, rd *Diff, tests []TestRun, execs []*sandbox.Exec, gone *WorkspaceGone) (map[string][]byte, error) {
+	red := tk.c.Redactor()
+	var log bytes.Buffer
+	for _, e := range execs {
+		b, err := scrubbedJSON(red, e, false)
+		if err != nil {
+			return nil, err
+		}
+		log.Write(append(b, '\n'))
+	}
+	files, err := scrubbedJSON(red, &struct {
+		Base       string        `json:"base" redact:"keep"`
+		Files      []ChangedFile `json:"files"`
+		OutOfScope []string      `json:"out_of_scope"`
+	}{rd.Base, rd.Files, rd.OutOfScope}, true)
+	if err != nil {
+		return nil, err
+	}
+	testsJSON, err := scrubbedJSON(red, &tests, true)
+	if err != nil {
+		return nil, err
+	}
+	manifest, err := scrubbedJSON(red, &resultManifest{Task: rec.ID, Sandbox: rec.SandboxID, Repo: sp.Repo, Ref: sp.Ref, Commit: sp.Commit,
+		Prompt: sp.Prompt, Scope: sp.Scope, Test: sp.Test, Created: rec.Created, Finished: time.Now().UTC(), WorkspaceGone: gone}, true)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{"patch.diff": []byte(rd.Patch), "files.json": files, "tests.json": testsJSON, "commands.jsonl": log.Bytes(), "manifest.json": manifest}, nil
+}
+
+// scrubbedJSON is v redacted (redacted.Scrubbed) as JSON, indented or
+// not.
+func scrubbedJSON[T any](red sandbox.Redactor, v *T, indent bool) ([]byte, error) {
+	out, err := redacted.Scrubbed(red, v)
+	if err != nil {
+		return nil, err
+	}
+	if indent {
+		return json.MarshalIndent(out, "", "  ")
+	}
+	return json.Marshal(out)
 }
 
 // collectCaches offers the task's dependency caches to its project's

@@ -54,7 +54,7 @@ type taskSpec struct {
 
 // TestRun is one run of the task's test command.
 type TestRun struct {
-	ExecID   string             `json:"exec_id"`
+	ExecID   string             `json:"exec_id" redact:"keep"`
 	Passed   bool               `json:"passed"`
 	Status   runtime.ExitStatus `json:"status"`
 	Started  time.Time          `json:"started"`
@@ -72,17 +72,17 @@ type taskResult struct {
 
 // Task is a task as the API shows it.
 type Task struct {
-	ID        string     `json:"id"`
-	SandboxID string     `json:"sandbox_id"`
-	State     string     `json:"state"` // "open" | "finished"
+	ID        string     `json:"id" redact:"keep"`
+	SandboxID string     `json:"sandbox_id" redact:"keep"`
+	State     string     `json:"state" redact:"keep"` // "open" | "finished"
 	Repo      string     `json:"repo"`
 	Ref       string     `json:"ref"`
-	Commit    string     `json:"commit"`
+	Commit    string     `json:"commit" redact:"keep"`
 	Scope     []string   `json:"scope,omitempty"`
 	Test      string     `json:"test,omitempty"`
 	Prompt    string     `json:"prompt,omitempty"`
 	Tests     []TestRun  `json:"tests,omitempty"`
-	OutputDir string     `json:"output_dir,omitempty"`
+	OutputDir string     `json:"output_dir,omitempty" redact:"keep"`
 	Created   time.Time  `json:"created"`
 	Finished  *time.Time `json:"finished,omitempty"`
 	// WorkspaceGone is set on a task finished after its sandbox had
@@ -93,13 +93,13 @@ type Task struct {
 // ChangedFile is one file the task changed against its base commit.
 type ChangedFile struct {
 	Path    string `json:"path"`
-	Status  string `json:"status"` // "added", "modified", "deleted", "type-changed"
+	Status  string `json:"status" redact:"keep"` // "added", "modified", "deleted", "type-changed"
 	InScope bool   `json:"in_scope"`
 }
 
 // Diff is the task's change against its base commit.
 type Diff struct {
-	Base       string        `json:"base"`
+	Base       string        `json:"base" redact:"keep"`
 	Patch      string        `json:"patch"`
 	Files      []ChangedFile `json:"files"`
 	OutOfScope []string      `json:"out_of_scope"`

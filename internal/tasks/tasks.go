@@ -16,13 +16,13 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/redacted"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
@@ -100,21 +100,15 @@ func Check(req TaskRequest, maxLifetime time.Duration) (time.Duration, error) {
 	return sandbox.CheckCreate(sandbox.CreateRequest{Limits: req.Limits, TTLSeconds: req.TTLSeconds, Env: req.Env}, maxLifetime)
 }
 
-// shownTask is a task as the API shows it: every string redacted, and a
-// record a secret would have to be shown in (a number that is a secret)
-// refused.
+// shownTask is a task as the API shows it: every string redacted but the
+// daemon's own words (field names, times, ids and states tagged
+// redact:"keep", internal/redacted), since any caller can teach the
+// redactor a value; a record a secret would have to be shown in (a
+// number that is a secret) refused.
 func (tk *Tasks) shownTask(rec *store.Task) (*Task, error) {
 	t, err := taskView(rec)
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil, fmt.Errorf("redact record: %w", err)
-	}
-	out := new(Task)
-	if err := json.Unmarshal(tk.c.Redactor().JSON(b), out); err != nil {
-		return nil, fmt.Errorf("redact record: a secret in a field that cannot hold a marker: %w", errdefs.ErrInvalid)
-	}
-	return out, nil
+	return redacted.Scrubbed(tk.c.Redactor(), t)
 }
