@@ -51,8 +51,11 @@ func TestPeriodicCheckpointCatchesATailCut(t *testing.T) {
 	head, _ := l.Head()
 	a := waitAnchor(t, l, path, head-49)
 	cps, err := st.AuditEvents(ctx, store.AuditFilter{Kind: CheckpointKind})
-	if err != nil || len(cps) < 4 {
-		t.Fatalf("want the start and 3 periodic checkpoints on record, got %d (%v)", len(cps), err)
+	// At least one periodic one: a checkpointer that lags under load
+	// covers more than 50 events at once, so 180 events may make as few
+	// as one (the anchor wait above is what bounds the unanchored tail).
+	if err != nil || len(cps) < 2 {
+		t.Fatalf("want the start and a periodic checkpoint on record, got %d (%v)", len(cps), err)
 	}
 	stop() // the daemon dies: no stop checkpoint
 	if r, err := VerifyCheckpointed(ctx, st, path, l.PublicKey()); err != nil || !r.OK() {
