@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -161,36 +160,16 @@ func strictDecode(v any, out any) error {
 
 // clientLabel is the label naming the MCP client (its name and version
 // as it announced them at initialize: asserted, not authenticated) on a
-// sandbox it creates, so that the sandbox.create record has it next to
-// the key.
+// sandbox it creates. Every event of every call also names it
+// (viaClient); the label keeps it on the sandbox itself.
 const clientLabel = "mcp.client"
 
-func clientOf(req *mcpsdk.CallToolRequest) string {
-	if req == nil || req.Session == nil {
-		return ""
-	}
-	p := req.Session.InitializeParams()
-	if p == nil || p.ClientInfo == nil {
-		return ""
-	}
-	c := strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, p.ClientInfo.Name+"/"+p.ClientInfo.Version)
-	if len(c) > 200 {
-		c = strings.ToValidUTF8(c[:200], "")
-	}
-	return c
-}
-
-func (s *Server) createSandbox(ctx context.Context, req *mcpsdk.CallToolRequest, in createIn) (*mcpsdk.CallToolResult, idOut, error) {
+func (s *Server) createSandbox(ctx context.Context, _ *mcpsdk.CallToolRequest, in createIn) (*mcpsdk.CallToolResult, idOut, error) {
 	ttl, err := seconds("ttl_seconds", in.TTLSeconds)
 	if err != nil {
 		return nil, idOut{}, err
 	}
-	if c := clientOf(req); c != "" {
+	if c := sdk.ClientName(ctx); c != "" {
 		in.Labels = maps.Clone(in.Labels)
 		if in.Labels == nil {
 			in.Labels = map[string]string{}
