@@ -24,8 +24,8 @@ type outputIn struct {
 	Stream      string  `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
 	Offset      int64   `json:"offset,omitempty"`
 	Limit       int     `json:"limit,omitempty" jsonschema:"bytes (default 16384, at most 65536)"`
-	Tail        int     `json:"tail,omitempty" jsonschema:"the last this many bytes instead"`
-	WaitSeconds float64 `json:"wait_seconds,omitempty" jsonschema:"wait this long for its end"`
+	Tail        int     `json:"tail,omitempty" jsonschema:"last N bytes instead"`
+	WaitSeconds float64 `json:"wait_seconds,omitempty" jsonschema:"wait for its end"`
 }
 
 type outputOut struct {

@@ -26,7 +26,7 @@ const (
 type readIn struct {
 	SandboxID string `json:"sandbox_id"`
 	Path      string `json:"path" jsonschema:"absolute path"`
-	StartLine int    `json:"start_line,omitempty" jsonschema:"first line, from 1"`
+	StartLine int    `json:"start_line,omitempty" jsonschema:"from 1"`
 	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line (default start_line+1999)"`
 }
 
@@ -141,8 +141,8 @@ func isBinary(b []byte) bool {
 type writeIn struct {
 	SandboxID string `json:"sandbox_id"`
 	Path      string `json:"path" jsonschema:"absolute path"`
-	Content   string `json:"content" jsonschema:"the whole new content"`
-	Mode      string `json:"mode,omitempty" jsonschema:"octal permissions, e.g. 0755 (default 0644)"`
+	Content   string `json:"content"`
+	Mode      string `json:"mode,omitempty" jsonschema:"octal, default 0644"`
 }
 
 type writeOut struct {
@@ -172,8 +172,8 @@ type editIn struct {
 	SandboxID  string `json:"sandbox_id"`
 	Path       string `json:"path" jsonschema:"absolute path"`
 	Old        string `json:"old" jsonschema:"exact text to replace"`
-	New        string `json:"new" jsonschema:"its replacement"`
-	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence"`
+	New        string `json:"new"`
+	ReplaceAll bool   `json:"replace_all,omitempty"`
 }
 
 type editOut struct {
@@ -283,10 +283,10 @@ func (s *Server) listFiles(ctx context.Context, _ *mcpsdk.CallToolRequest, in li
 
 type searchIn struct {
 	SandboxID string `json:"sandbox_id"`
-	Pattern   string `json:"pattern,omitempty" jsonschema:"extended regex to find in files"`
-	Glob      string `json:"glob,omitempty" jsonschema:"file name glob, e.g. *.go (alone: list matching files)"`
+	Pattern   string `json:"pattern,omitempty"`
+	Glob      string `json:"glob,omitempty" jsonschema:"e.g. *.go; alone: find files"`
 	Path      string `json:"path,omitempty" jsonschema:"directory (default /workspace)"`
-	Offset    int    `json:"offset,omitempty" jsonschema:"skip this many results"`
+	Offset    int    `json:"offset,omitempty" jsonschema:"skip N results"`
 }
 
 type searchOut struct {

@@ -91,7 +91,7 @@ func summariseBinary(patch string) (string, []string) {
 
 type testsIn struct {
 	TaskID         string  `json:"task_id"`
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"kill the tests after this long (default 600)"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"default 600"`
 }
 
 type testsOut struct {

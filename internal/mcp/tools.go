@@ -41,12 +41,14 @@ var (
 func (s *Server) addTools(srv *mcpsdk.Server) {
 	addTool(srv, tool("create_sandbox", "Create sandbox", "Create an isolated Linux sandbox (workspace /workspace).", creates), plain(s.createSandbox))
 	addTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one with its details.", reads), s.listSandboxes)
-	addTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox: its processes and files are gone. A task's sandbox: use finish_task.", writes), plain(s.destroy))
-	addTool(srv, tool("start_task", "Start task", "A repository at an exact commit in a new sandbox, with a write scope and a test command.", hints{openWorld: true}), plain(s.startTask))
+	addTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox and its files (a task's: finish_task).", writes), plain(s.destroy))
+	addTool(srv, tool("reset_sandbox", "Reset sandbox", "Start a sandbox over from its template (or snapshot): files and processes gone, id kept.", writes), s.resetSandbox)
+	addTool(srv, tool("snapshot_sandbox", "Snapshot sandbox", "Save /workspace and home as template name; create_sandbox from it restores them.", creates), s.snapshotSandbox)
+	addTool(srv, tool("start_task", "Start task", "Check out a repository at a commit in a new sandbox, with a write scope and tests.", hints{openWorld: true}), plain(s.startTask))
 	addTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one with its scope, test command and state.", reads), s.listTasks)
 	addTool(srv, tool("finish_task", "Finish task", "Run the tests, write the task's results and destroy its sandbox (keep: leave it).", writes), s.finishTask)
-	addTool(srv, tool("exec", "Run command", "Run a shell command (sh -c) in a sandbox; output keeps head and tail. Policy may deny it or hold it for a human.", runs), s.exec)
-	addTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), s.execOutput)
+	addTool(srv, tool("exec", "Run command", "Run sh -c COMMAND in a sandbox; output keeps head and tail. Policy may deny it or hold it for a human.", runs), s.exec)
+	addTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), plain(s.execOutput))
 	addTool(srv, tool("exec_input", "Send input", "Write to a background command's stdin, or close it.", hints{}), s.execInput)
 	addTool(srv, tool("exec_kill", "Stop command", "Send a signal (default KILL) to a running command's processes.", writes), s.execKill)
 	addTool(srv, tool("list_execs", "List commands", "The commands run in a sandbox, newest last.", reads), s.listExecs)
@@ -55,7 +57,7 @@ func (s *Server) addTools(srv *mcpsdk.Server) {
 	addTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), plain(s.writeFile))
 	addTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), plain(s.editFile))
 	addTool(srv, tool("list_files", "List directory", "List a directory of a sandbox.", reads), plain(s.listFiles))
-	addTool(srv, tool("search", "Search files", "Find lines matching a regex (grep -E), or files by name glob, under a directory.", reads), plain(s.search))
+	addTool(srv, tool("search", "Search files", "grep -E pattern and/or find files by glob under a directory, paged.", reads), plain(s.search))
 	addTool(srv, tool("diff", "Task diff", "The task's patch against its base commit, paged, and the files changed.", reads), s.diff)
 	addTool(srv, tool("run_tests", "Run tests", "Run the task's test command and record the result.", hints{destructive: true, openWorld: true}), s.runTests)
 	addTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle, as a resource link.", reads), s.exportBundle)
@@ -78,9 +80,24 @@ func addTool[In, Out any](srv *mcpsdk.Server, t *mcpsdk.Tool, h mcpsdk.ToolHandl
 		if err != nil {
 			panic(fmt.Sprintf("mcp: %s output schema: %v", t.Name, err))
 		}
-		t.OutputSchema = notNull(out)
+		t.OutputSchema = openSchema(notNull(out))
 	}
 	mcpsdk.AddTool(srv, t, h)
+}
+
+// openSchema drops additionalProperties: false from an output schema (what
+// the server sends needs no guard against unknown fields, and tools/list
+// has a budget).
+func openSchema(s *jsonschema.Schema) *jsonschema.Schema {
+	if s == nil {
+		return nil
+	}
+	s.AdditionalProperties = nil
+	for _, p := range s.Properties {
+		openSchema(p)
+	}
+	openSchema(s.Items)
+	return s
 }
 
 // notNull drops "null" from every type list in s.
@@ -137,9 +154,9 @@ type idOut struct {
 }
 
 type createIn struct {
-	Template   string            `json:"template,omitempty" jsonschema:"default: host"`
+	Template   string            `json:"template,omitempty" jsonschema:"or a snapshot; default host"`
 	Backend    string            `json:"backend,omitempty" jsonschema:"native or gvisor"`
-	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"destroy it after this long"`
+	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"seconds to live"`
 	Env        []string          `json:"env,omitempty" jsonschema:"base environment, K=V"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Limits     map[string]any    `json:"limits,omitempty" jsonschema:"as POST /v1/sandboxes takes"`
@@ -230,16 +247,8 @@ func (s *Server) destroy(ctx context.Context, _ *mcpsdk.CallToolRequest, in sand
 	if err := need("sandbox_id", in.SandboxID); err != nil {
 		return nil, idOut{}, err
 	}
-	// A task's sandbox is its workspace: destroying it would lose the
-	// task's work unrecorded. finish_task records it first.
-	tasks, err := s.Client.ListTasks(ctx)
-	if err != nil {
-		return nil, idOut{}, err
-	}
-	for _, t := range tasks {
-		if t.SandboxID == in.SandboxID && t.Finished == nil {
-			return nil, idOut{}, fmt.Errorf("sandbox %s is task %s's workspace: use finish_task (keep: false destroys it)", in.SandboxID, t.ID)
-		}
+	if t, err := s.taskOf(ctx, in.SandboxID); err != nil || t != "" {
+		return nil, idOut{}, errors.Join(err, taskSandbox(in.SandboxID, t, "destroy"))
 	}
 	if err := s.Client.DestroySandbox(ctx, in.SandboxID); err != nil {
 		return nil, idOut{}, err
@@ -250,8 +259,8 @@ func (s *Server) destroy(ctx context.Context, _ *mcpsdk.CallToolRequest, in sand
 type startIn struct {
 	Repo     string   `json:"repo" jsonschema:"a path on the daemon's host or a URL"`
 	Ref      string   `json:"ref,omitempty" jsonschema:"branch, tag or commit (default HEAD)"`
-	Scope    []string `json:"scope,omitempty" jsonschema:"path globs the task may change, e.g. src/**"`
-	Test     string   `json:"test,omitempty" jsonschema:"shell command that runs the tests"`
+	Scope    []string `json:"scope,omitempty" jsonschema:"globs it may change, e.g. src/**"`
+	Test     string   `json:"test,omitempty" jsonschema:"test command"`
 	Prompt   string   `json:"prompt,omitempty" jsonschema:"the task, recorded for review"`
 	Template string   `json:"template,omitempty"`
 }
@@ -302,7 +311,7 @@ func (s *Server) listTasks(ctx context.Context, _ *mcpsdk.CallToolRequest, in li
 
 type finishIn struct {
 	TaskID string `json:"task_id"`
-	Keep   bool   `json:"keep,omitempty" jsonschema:"leave its sandbox running"`
+	Keep   bool   `json:"keep,omitempty"`
 }
 
 func (s *Server) finishTask(ctx context.Context, _ *mcpsdk.CallToolRequest, in finishIn) (*mcpsdk.CallToolResult, any, error) {
