@@ -50,7 +50,7 @@ func taskSandbox(sb, task, verb string) error {
 
 type snapshotIn struct {
 	SandboxID string `json:"sandbox_id"`
-	Name      string `json:"name" jsonschema:"new template name"`
+	Name      string `json:"name"`
 }
 
 func (s *Server) snapshotSandbox(ctx context.Context, _ *mcpsdk.CallToolRequest, in snapshotIn) (*mcpsdk.CallToolResult, any, error) {

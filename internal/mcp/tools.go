@@ -39,28 +39,29 @@ var (
 )
 
 func (s *Server) addTools(srv *mcpsdk.Server) {
-	addTool(srv, tool("create_sandbox", "Create sandbox", "Create an isolated Linux sandbox (workspace /workspace).", creates), plain(s.createSandbox))
+	addTool(srv, tool("create_sandbox", "Create sandbox", "An isolated Linux sandbox; workspace /workspace.", creates), plain(s.createSandbox))
 	addTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one with its details.", reads), s.listSandboxes)
 	addTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox and its files (a task's: finish_task).", writes), plain(s.destroy))
-	addTool(srv, tool("reset_sandbox", "Reset sandbox", "Start a sandbox over from its template (or snapshot): files and processes gone, id kept.", writes), s.resetSandbox)
-	addTool(srv, tool("snapshot_sandbox", "Snapshot sandbox", "Save /workspace and home as template name; create_sandbox from it restores them.", creates), s.snapshotSandbox)
+	addTool(srv, tool("reset_sandbox", "Reset sandbox", "Start a sandbox over from its template or snapshot: files, processes gone; id kept.", writes), s.resetSandbox)
+	addTool(srv, tool("snapshot_sandbox", "Snapshot sandbox", "Save /workspace and home as template name; create_sandbox from it restores.", creates), s.snapshotSandbox)
 	addTool(srv, tool("start_task", "Start task", "Check out a repository at a commit in a new sandbox, with a write scope and tests.", hints{openWorld: true}), plain(s.startTask))
 	addTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one with its scope, test command and state.", reads), s.listTasks)
-	addTool(srv, tool("finish_task", "Finish task", "Run the tests, write the task's results and destroy its sandbox (keep: leave it).", writes), s.finishTask)
-	addTool(srv, tool("exec", "Run command", "Run sh -c COMMAND in a sandbox; output keeps head and tail. Policy may deny it or hold it for a human.", runs), s.exec)
+	addTool(srv, tool("finish_task", "Finish task", "Run the tests, record the results, destroy the sandbox (unless keep).", writes), s.finishTask)
+	addTool(srv, tool("exec", "Run command", "Run sh -c COMMAND in a sandbox; output keeps head and tail. Policy may deny or hold it for a human.", runs), s.exec)
 	addTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), plain(s.execOutput))
 	addTool(srv, tool("exec_input", "Send input", "Write to a background command's stdin, or close it.", hints{}), s.execInput)
-	addTool(srv, tool("exec_kill", "Stop command", "Send a signal (default KILL) to a running command's processes.", writes), s.execKill)
+	addTool(srv, tool("exec_kill", "Stop command", "Signal (default KILL) a running command's processes.", writes), s.execKill)
 	addTool(srv, tool("list_execs", "List commands", "The commands run in a sandbox, newest last.", reads), s.listExecs)
 	addTool(srv, tool("get_approval", "Get approval", "An approval's state, and the decider's reason.", reads), s.getApproval)
-	addTool(srv, tool("read_file", "Read file", "Read a text file, with line numbers; line ranges for big files.", reads), plain(s.readFile))
+	addTool(srv, tool("read_file", "Read file", "A text file with line numbers, by line range.", reads), plain(s.readFile))
 	addTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), plain(s.writeFile))
 	addTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), plain(s.editFile))
-	addTool(srv, tool("list_files", "List directory", "List a directory of a sandbox.", reads), plain(s.listFiles))
+	addTool(srv, tool("list_files", "List directory", "List a directory, or get its tree as a tar.", reads), plain(s.listFiles))
+	addTool(srv, tool("upload_tree", "Upload tree", "Unpack a base64 tar (at most 16 MiB) under a directory (made).", writes), s.uploadTree)
 	addTool(srv, tool("search", "Search files", "grep -E pattern and/or find files by glob under a directory, paged.", reads), plain(s.search))
-	addTool(srv, tool("diff", "Task diff", "The task's patch against its base commit, paged, and the files changed.", reads), s.diff)
+	addTool(srv, tool("diff", "Task diff", "The task's patch against its base commit (paged), files changed.", reads), s.diff)
 	addTool(srv, tool("run_tests", "Run tests", "Run the task's test command and record the result.", hints{destructive: true, openWorld: true}), s.runTests)
-	addTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle, as a resource link.", reads), s.exportBundle)
+	addTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle (resource link).", reads), s.exportBundle)
 	s.addResources(srv)
 }
 
@@ -157,10 +158,10 @@ type createIn struct {
 	Template   string            `json:"template,omitempty" jsonschema:"or a snapshot; default host"`
 	Backend    string            `json:"backend,omitempty" jsonschema:"native or gvisor"`
 	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"seconds to live"`
-	Env        []string          `json:"env,omitempty" jsonschema:"base environment, K=V"`
+	Env        []string          `json:"env,omitempty" jsonschema:"each K=V"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Limits     map[string]any    `json:"limits,omitempty" jsonschema:"as POST /v1/sandboxes takes"`
-	Policy     map[string]any    `json:"policy,omitempty" jsonschema:"policy layer (over TCP: tighten only)"`
+	Policy     map[string]any    `json:"policy,omitempty" jsonschema:"over TCP: only tighter"`
 }
 
 // strictDecode decodes v (an argument object) into out, refusing fields
@@ -215,7 +216,7 @@ func (s *Server) createSandbox(ctx context.Context, _ *mcpsdk.CallToolRequest, i
 }
 
 type listIn struct {
-	ID string `json:"id,omitempty" jsonschema:"one to show in full"`
+	ID string `json:"id,omitempty"`
 }
 
 func (s *Server) listSandboxes(ctx context.Context, _ *mcpsdk.CallToolRequest, in listIn) (*mcpsdk.CallToolResult, any, error) {
@@ -261,7 +262,7 @@ type startIn struct {
 	Ref      string   `json:"ref,omitempty" jsonschema:"branch, tag or commit (default HEAD)"`
 	Scope    []string `json:"scope,omitempty" jsonschema:"globs it may change, e.g. src/**"`
 	Test     string   `json:"test,omitempty" jsonschema:"test command"`
-	Prompt   string   `json:"prompt,omitempty" jsonschema:"the task, recorded for review"`
+	Prompt   string   `json:"prompt,omitempty" jsonschema:"recorded for review"`
 	Template string   `json:"template,omitempty"`
 }
 
@@ -366,7 +367,7 @@ func (s *Server) execInput(ctx context.Context, _ *mcpsdk.CallToolRequest, in in
 type killIn struct {
 	SandboxID string `json:"sandbox_id"`
 	ExecID    string `json:"exec_id"`
-	Signal    string `json:"signal,omitempty" jsonschema:"e.g. TERM (default KILL)"`
+	Signal    string `json:"signal,omitempty" jsonschema:"e.g. TERM"`
 }
 
 func (s *Server) execKill(ctx context.Context, _ *mcpsdk.CallToolRequest, in killIn) (*mcpsdk.CallToolResult, any, error) {
