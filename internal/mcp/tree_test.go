@@ -126,3 +126,26 @@ func TestTreeRefusals(t *testing.T) {
 		t.Errorf("tree resource past the bound: %v", err)
 	}
 }
+
+// A download leaves out what the policy does not let the agent read (a
+// .env, in a sandbox whose policy denies secret access, restored from a
+// snapshot of one where it was written) and says how many it left out.
+func TestTreeDownloadLeavesOutSecrets(t *testing.T) {
+	e := newEnv(t)
+	src := e.sandbox()
+	e.ok("upload_tree", map[string]any{"sandbox_id": src, "path": "/workspace/sec", "tar_base64": b64(tarOf(t, ".env", "TOKEN=s3cr3t-value\n", "ok.txt", "fine\n"))})
+	e.ok("snapshot_sandbox", map[string]any{"sandbox_id": src, "name": "with-env"})
+	sb, _ := e.ok("create_sandbox", map[string]any{"template": "with-env", "policy": map[string]any{"classes": map[string]any{"secret": "deny"}}}).st["sandbox_id"].(string)
+	d := e.ok("list_files", map[string]any{"sandbox_id": sb, "path": "/workspace/sec", "tar": true})
+	if num(t, d.st, "omitted") != 1 || !strings.Contains(d.text, "1 entries left out by policy") {
+		t.Fatalf("download: %q %v", d.text, d.st)
+	}
+	res, err := e.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: d.st["tar"].(string)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := string(res.Contents[0].Blob)
+	if strings.Contains(blob, "s3cr3t-value") || strings.Contains(blob, ".env") || !strings.Contains(blob, "fine\n") {
+		t.Errorf("the tar has the secret, or not the file: %q", blob)
+	}
+}
