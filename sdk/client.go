@@ -157,6 +157,30 @@ func WithBaseURL(u string) Option { return func(o *options) { o.baseURL = u } }
 // the record of approvals and overrides made on the unix socket.
 func WithActor(name string) Option { return func(o *options) { o.actor = name } }
 
+type clientKey struct{}
+
+// ClientHeader carries ViaClient's name on a request.
+const ClientHeader = wire.ClientHeader
+
+// ViaClient returns ctx naming the program the calls made with it come
+// through (an MCP client's "name/version"), sent as ClientHeader and
+// added to the daemon's record of each call next to the actor. The name
+// is asserted, not authenticated; it is cleaned as wire.CleanClient does
+// (control and format characters dropped, at most wire.MaxClient bytes),
+// and "" after cleaning names none.
+func ViaClient(ctx context.Context, name string) context.Context {
+	if name = wire.CleanClient(name); name == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, clientKey{}, name)
+}
+
+// ClientName is the name ViaClient put on ctx, "" if none.
+func ClientName(ctx context.Context) string {
+	c, _ := ctx.Value(clientKey{}).(string)
+	return c
+}
+
 // WithAPIKey sends "Authorization: Bearer key" with every request.
 func WithAPIKey(key string) Option { return func(o *options) { o.apiKey = key } }
 
@@ -345,6 +369,9 @@ func (c *Client) request(ctx context.Context, method, path string, query url.Val
 	}
 	if c.actor != "" {
 		req.Header.Set("X-Airlock-Actor", c.actor)
+	}
+	if v := ClientName(ctx); v != "" {
+		req.Header.Set(ClientHeader, v)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -274,6 +274,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// It may decide approvals, so it is shown them unredacted.
 		r = r.WithContext(sandbox.AsApprover(sandbox.WithActor(r.Context(), who)))
 	}
+	if c := r.Header.Get(wire.ClientHeader); c != "" {
+		// The program the caller says it acts through (an MCP client):
+		// on every event the request makes, beside the actor.
+		r = r.WithContext(sandbox.WithClient(r.Context(), c))
+	}
 	// Reads are not events; an exec records itself (exec.start, .end,
 	// .refused, with the actor), so its API call adds nothing but latency.
 	if r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/exec")) {

@@ -23,9 +23,9 @@ type outputIn struct {
 	ExecID      string  `json:"exec_id"`
 	Stream      string  `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
 	Offset      int64   `json:"offset,omitempty"`
-	Limit       int     `json:"limit,omitempty" jsonschema:"bytes (default 16384, at most 65536)"`
-	Tail        int     `json:"tail,omitempty" jsonschema:"the last this many bytes instead"`
-	WaitSeconds float64 `json:"wait_seconds,omitempty" jsonschema:"wait this long for its end"`
+	Limit       int     `json:"limit,omitempty" jsonschema:"default 16384, max 65536"`
+	Tail        int     `json:"tail,omitempty" jsonschema:"last N bytes instead"`
+	WaitSeconds float64 `json:"wait_seconds,omitempty" jsonschema:"wait for its end"`
 }
 
 type outputOut struct {

@@ -17,3 +17,11 @@ func SetPollEvery(d time.Duration) func() {
 	pollEvery = d
 	return func() { pollEvery = old }
 }
+
+// SetMaxTree bounds the tars sent and fetched over MCP; it returns the
+// undo.
+func SetMaxTree(n int) func() {
+	old := maxTree
+	maxTree = n
+	return func() { maxTree = old }
+}

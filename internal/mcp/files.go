@@ -26,8 +26,8 @@ const (
 type readIn struct {
 	SandboxID string `json:"sandbox_id"`
 	Path      string `json:"path" jsonschema:"absolute path"`
-	StartLine int    `json:"start_line,omitempty" jsonschema:"first line, from 1"`
-	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line (default start_line+1999)"`
+	StartLine int    `json:"start_line,omitempty" jsonschema:"from 1"`
+	EndLine   int    `json:"end_line,omitempty" jsonschema:"default start_line+1999"`
 }
 
 type readOut struct {
@@ -141,8 +141,8 @@ func isBinary(b []byte) bool {
 type writeIn struct {
 	SandboxID string `json:"sandbox_id"`
 	Path      string `json:"path" jsonschema:"absolute path"`
-	Content   string `json:"content" jsonschema:"the whole new content"`
-	Mode      string `json:"mode,omitempty" jsonschema:"octal permissions, e.g. 0755 (default 0644)"`
+	Content   string `json:"content"`
+	Mode      string `json:"mode,omitempty" jsonschema:"octal, default 0644"`
 }
 
 type writeOut struct {
@@ -172,8 +172,8 @@ type editIn struct {
 	SandboxID  string `json:"sandbox_id"`
 	Path       string `json:"path" jsonschema:"absolute path"`
 	Old        string `json:"old" jsonschema:"exact text to replace"`
-	New        string `json:"new" jsonschema:"its replacement"`
-	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence"`
+	New        string `json:"new"`
+	ReplaceAll bool   `json:"replace_all,omitempty"`
 }
 
 type editOut struct {
@@ -247,7 +247,8 @@ func lineNumbers(text, old string, most int) string {
 
 type listFilesIn struct {
 	SandboxID string `json:"sandbox_id"`
-	Path      string `json:"path,omitempty" jsonschema:"directory (default /workspace)"`
+	Path      string `json:"path,omitempty" jsonschema:"default /workspace"`
+	Tar       bool   `json:"tar,omitempty" jsonschema:"its tree as a tar instead"`
 }
 
 type fileEntry struct {
@@ -261,16 +262,19 @@ type listFilesOut struct {
 	Entries []fileEntry `json:"entries"`
 }
 
-func (s *Server) listFiles(ctx context.Context, _ *mcpsdk.CallToolRequest, in listFilesIn) (*mcpsdk.CallToolResult, listFilesOut, error) {
+func (s *Server) listFiles(ctx context.Context, _ *mcpsdk.CallToolRequest, in listFilesIn) (*mcpsdk.CallToolResult, any, error) {
 	if err := need("sandbox_id", in.SandboxID); err != nil {
-		return nil, listFilesOut{}, err
+		return nil, nil, err
 	}
 	if in.Path == "" {
 		in.Path = "/workspace"
 	}
+	if in.Tar {
+		return s.downloadTree(ctx, in.SandboxID, in.Path)
+	}
 	list, err := s.Client.ListFiles(ctx, in.SandboxID, in.Path)
 	if err != nil {
-		return nil, listFilesOut{}, err
+		return nil, nil, err
 	}
 	var b strings.Builder
 	out := listFilesOut{Path: in.Path, Entries: []fileEntry{}}
@@ -283,10 +287,10 @@ func (s *Server) listFiles(ctx context.Context, _ *mcpsdk.CallToolRequest, in li
 
 type searchIn struct {
 	SandboxID string `json:"sandbox_id"`
-	Pattern   string `json:"pattern,omitempty" jsonschema:"extended regex to find in files"`
-	Glob      string `json:"glob,omitempty" jsonschema:"file name glob, e.g. *.go (alone: list matching files)"`
-	Path      string `json:"path,omitempty" jsonschema:"directory (default /workspace)"`
-	Offset    int    `json:"offset,omitempty" jsonschema:"skip this many results"`
+	Pattern   string `json:"pattern,omitempty"`
+	Glob      string `json:"glob,omitempty" jsonschema:"e.g. *.go; alone: find files"`
+	Path      string `json:"path,omitempty" jsonschema:"default /workspace"`
+	Offset    int    `json:"offset,omitempty"`
 }
 
 type searchOut struct {

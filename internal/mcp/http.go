@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -233,10 +234,11 @@ func (t InProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.WithContext(valuesOf{req.Context(), t.Values})
 	}
 	pr, pw := io.Pipe()
-	rw := &pipeWriter{header: http.Header{}, pw: pw, ready: make(chan struct{})}
+	rw := &pipeWriter{header: http.Header{}, trailer: http.Header{}, pw: pw, ready: make(chan struct{})}
 	go func() {
 		defer func() {
 			rw.writeHeader(http.StatusOK)
+			rw.trailers()
 			pw.Close()
 		}()
 		t.Handler.ServeHTTP(rw, req)
@@ -247,16 +249,36 @@ func (t InProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		pr.CloseWithError(req.Context().Err())
 		return nil, req.Context().Err()
 	}
-	return &http.Response{StatusCode: rw.status, Status: http.StatusText(rw.status), Header: rw.header, Body: pr, Request: req,
+	return &http.Response{StatusCode: rw.status, Status: http.StatusText(rw.status), Header: rw.sent, Trailer: rw.trailer, Body: pr, Request: req,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: -1}, nil
 }
 
 type pipeWriter struct {
-	header http.Header
-	pw     *io.PipeWriter
-	status int
-	once   sync.Once
-	ready  chan struct{}
+	header  http.Header // the handler's, written as it goes
+	sent    http.Header // header as it was when the status was written
+	trailer http.Header // the response's: filled before the body's EOF
+	pw      *io.PipeWriter
+	status  int
+	once    sync.Once
+	ready   chan struct{}
+}
+
+// trailers copies the trailers the handler declared (net/http's Trailer
+// header, or the TrailerPrefix form) once it has returned: a reader sees
+// them after the body's EOF, as over a connection.
+func (w *pipeWriter) trailers() {
+	for _, v := range w.sent.Values("Trailer") {
+		for _, k := range strings.Split(v, ",") {
+			if k = http.CanonicalHeaderKey(strings.TrimSpace(k)); k != "" && w.header.Get(k) != "" {
+				w.trailer[k] = w.header.Values(k)
+			}
+		}
+	}
+	for k, v := range w.header {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			w.trailer[http.CanonicalHeaderKey(name)] = v
+		}
+	}
 }
 
 func (w *pipeWriter) Header() http.Header { return w.header }
@@ -264,6 +286,7 @@ func (w *pipeWriter) Header() http.Header { return w.header }
 func (w *pipeWriter) writeHeader(code int) {
 	w.once.Do(func() {
 		w.status = code
+		w.sent = w.header.Clone()
 		close(w.ready)
 	})
 }

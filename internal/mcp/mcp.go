@@ -59,8 +59,24 @@ var schemas = mcpsdk.NewSchemaCache()
 func (s *Server) server() *mcpsdk.Server {
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "airlock", Title: "airlock sandboxes", Version: s.Version},
 		&mcpsdk.ServerOptions{Instructions: instructions, SchemaCache: schemas})
+	srv.AddReceivingMiddleware(viaClient)
 	s.addTools(srv)
 	return srv
+}
+
+// viaClient puts the client's name/version, as it announced them at
+// initialize, on every request's context (sdk.ViaClient): each call the
+// request makes of the daemon names it, and the daemon adds it to what it
+// records beside the actor (the key or operator).
+func viaClient(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		if ss, ok := req.GetSession().(*mcpsdk.ServerSession); ok {
+			if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+				ctx = sdk.ViaClient(ctx, p.ClientInfo.Name+"/"+p.ClientInfo.Version)
+			}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // ServeStdio serves one MCP session of newline-delimited JSON-RPC over r

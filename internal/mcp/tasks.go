@@ -91,7 +91,7 @@ func summariseBinary(patch string) (string, []string) {
 
 type testsIn struct {
 	TaskID         string  `json:"task_id"`
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"kill the tests after this long (default 600)"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"default 600"`
 }
 
 type testsOut struct {
@@ -163,6 +163,8 @@ func (s *Server) exportBundle(ctx context.Context, _ *mcpsdk.CallToolRequest, in
 func (s *Server) addResources(srv *mcpsdk.Server) {
 	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{Name: "file", Title: "Sandbox file", URITemplate: "airlock://sandboxes/{sandbox}/files/{+path}"},
 		s.readFileResource)
+	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{Name: "tree", Title: "Sandbox directory as a tar", URITemplate: "airlock://sandboxes/{sandbox}/tree/{+path}", MIMEType: "application/x-tar"},
+		s.readTreeResource)
 	srv.AddPrompt(&mcpsdk.Prompt{Name: "task", Title: "Work on a task in a sandbox", Description: "The airlock task workflow, for a repository and a goal.",
 		Arguments: []*mcpsdk.PromptArgument{{Name: "repo", Description: "repository path or URL", Required: true}, {Name: "goal", Description: "what to do", Required: true},
 			{Name: "test", Description: "shell command that runs the tests"}}}, taskPrompt)

@@ -78,7 +78,8 @@ func TestTaskLifecycle(t *testing.T) {
 	e, repo, task, sb := startTask(t)
 	e.fails("start_task", map[string]any{"repo": ""}, `argument "repo" must not be empty`)
 	e.fails("start_task", map[string]any{"repo": repo + "/nope"}, "no such directory")
-	e.fails("destroy", map[string]any{"sandbox_id": sb}, "is task "+task+"'s workspace: use finish_task")
+	e.fails("destroy", map[string]any{"sandbox_id": sb}, "is task "+task+"'s workspace: a destroy would lose its work; use finish_task")
+	e.fails("reset_sandbox", map[string]any{"sandbox_id": sb}, "is task "+task+"'s workspace: a reset would lose its work; use finish_task")
 
 	l := e.ok("list_tasks", map[string]any{})
 	if rows, _ := l.st["tasks"].([]any); len(rows) != 1 || rows[0].(map[string]any)["test"] != "grep -q fixed src/a.txt" {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -40,26 +39,29 @@ var (
 )
 
 func (s *Server) addTools(srv *mcpsdk.Server) {
-	addTool(srv, tool("create_sandbox", "Create sandbox", "Create an isolated Linux sandbox (workspace /workspace).", creates), plain(s.createSandbox))
+	addTool(srv, tool("create_sandbox", "Create sandbox", "An isolated Linux sandbox; workspace /workspace.", creates), plain(s.createSandbox))
 	addTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one with its details.", reads), s.listSandboxes)
-	addTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox: its processes and files are gone. A task's sandbox: use finish_task.", writes), plain(s.destroy))
-	addTool(srv, tool("start_task", "Start task", "A repository at an exact commit in a new sandbox, with a write scope and a test command.", hints{openWorld: true}), plain(s.startTask))
+	addTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox and its files (a task's: finish_task).", writes), plain(s.destroy))
+	addTool(srv, tool("reset_sandbox", "Reset sandbox", "Start a sandbox over from its template or snapshot: files, processes gone; id kept.", writes), s.resetSandbox)
+	addTool(srv, tool("snapshot_sandbox", "Snapshot sandbox", "Save /workspace and home as template name; create_sandbox from it restores.", creates), s.snapshotSandbox)
+	addTool(srv, tool("start_task", "Start task", "Check out a repository at a commit in a new sandbox, with a write scope and tests.", hints{openWorld: true}), plain(s.startTask))
 	addTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one with its scope, test command and state.", reads), s.listTasks)
-	addTool(srv, tool("finish_task", "Finish task", "Run the tests, write the task's results and destroy its sandbox (keep: leave it).", writes), s.finishTask)
-	addTool(srv, tool("exec", "Run command", "Run a shell command (sh -c) in a sandbox; output keeps head and tail. Policy may deny it or hold it for a human.", runs), s.exec)
-	addTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), s.execOutput)
+	addTool(srv, tool("finish_task", "Finish task", "Run the tests, record the results, destroy the sandbox (unless keep).", writes), s.finishTask)
+	addTool(srv, tool("exec", "Run command", "Run sh -c COMMAND in a sandbox; output keeps head and tail. Policy may deny or hold it for a human.", runs), s.exec)
+	addTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), plain(s.execOutput))
 	addTool(srv, tool("exec_input", "Send input", "Write to a background command's stdin, or close it.", hints{}), s.execInput)
-	addTool(srv, tool("exec_kill", "Stop command", "Send a signal (default KILL) to a running command's processes.", writes), s.execKill)
+	addTool(srv, tool("exec_kill", "Stop command", "Signal (default KILL) a running command's processes.", writes), s.execKill)
 	addTool(srv, tool("list_execs", "List commands", "The commands run in a sandbox, newest last.", reads), s.listExecs)
 	addTool(srv, tool("get_approval", "Get approval", "An approval's state, and the decider's reason.", reads), s.getApproval)
-	addTool(srv, tool("read_file", "Read file", "Read a text file, with line numbers; line ranges for big files.", reads), plain(s.readFile))
+	addTool(srv, tool("read_file", "Read file", "A text file with line numbers, by line range.", reads), plain(s.readFile))
 	addTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), plain(s.writeFile))
 	addTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), plain(s.editFile))
-	addTool(srv, tool("list_files", "List directory", "List a directory of a sandbox.", reads), plain(s.listFiles))
-	addTool(srv, tool("search", "Search files", "Find lines matching a regex (grep -E), or files by name glob, under a directory.", reads), plain(s.search))
-	addTool(srv, tool("diff", "Task diff", "The task's patch against its base commit, paged, and the files changed.", reads), s.diff)
+	addTool(srv, tool("list_files", "List directory", "List a directory, or get its tree as a tar.", reads), plain(s.listFiles))
+	addTool(srv, tool("upload_tree", "Upload tree", "Unpack a base64 tar (at most 16 MiB) under a directory (made).", writes), s.uploadTree)
+	addTool(srv, tool("search", "Search files", "grep -E pattern and/or find files by glob under a directory, paged.", reads), plain(s.search))
+	addTool(srv, tool("diff", "Task diff", "The task's patch against its base commit (paged), files changed.", reads), s.diff)
 	addTool(srv, tool("run_tests", "Run tests", "Run the task's test command and record the result.", hints{destructive: true, openWorld: true}), s.runTests)
-	addTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle, as a resource link.", reads), s.exportBundle)
+	addTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle (resource link).", reads), s.exportBundle)
 	s.addResources(srv)
 }
 
@@ -79,9 +81,24 @@ func addTool[In, Out any](srv *mcpsdk.Server, t *mcpsdk.Tool, h mcpsdk.ToolHandl
 		if err != nil {
 			panic(fmt.Sprintf("mcp: %s output schema: %v", t.Name, err))
 		}
-		t.OutputSchema = notNull(out)
+		t.OutputSchema = openSchema(notNull(out))
 	}
 	mcpsdk.AddTool(srv, t, h)
+}
+
+// openSchema drops additionalProperties: false from an output schema (what
+// the server sends needs no guard against unknown fields, and tools/list
+// has a budget).
+func openSchema(s *jsonschema.Schema) *jsonschema.Schema {
+	if s == nil {
+		return nil
+	}
+	s.AdditionalProperties = nil
+	for _, p := range s.Properties {
+		openSchema(p)
+	}
+	openSchema(s.Items)
+	return s
 }
 
 // notNull drops "null" from every type list in s.
@@ -138,13 +155,13 @@ type idOut struct {
 }
 
 type createIn struct {
-	Template   string            `json:"template,omitempty" jsonschema:"default: host"`
+	Template   string            `json:"template,omitempty" jsonschema:"or a snapshot; default host"`
 	Backend    string            `json:"backend,omitempty" jsonschema:"native or gvisor"`
-	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"destroy it after this long"`
-	Env        []string          `json:"env,omitempty" jsonschema:"base environment, K=V"`
+	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"seconds to live"`
+	Env        []string          `json:"env,omitempty" jsonschema:"each K=V"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Limits     map[string]any    `json:"limits,omitempty" jsonschema:"as POST /v1/sandboxes takes"`
-	Policy     map[string]any    `json:"policy,omitempty" jsonschema:"policy layer (over TCP: tighten only)"`
+	Policy     map[string]any    `json:"policy,omitempty" jsonschema:"over TCP: only tighter"`
 }
 
 // strictDecode decodes v (an argument object) into out, refusing fields
@@ -161,36 +178,16 @@ func strictDecode(v any, out any) error {
 
 // clientLabel is the label naming the MCP client (its name and version
 // as it announced them at initialize: asserted, not authenticated) on a
-// sandbox it creates, so that the sandbox.create record has it next to
-// the key.
+// sandbox it creates. Every event of every call also names it
+// (viaClient); the label keeps it on the sandbox itself.
 const clientLabel = "mcp.client"
 
-func clientOf(req *mcpsdk.CallToolRequest) string {
-	if req == nil || req.Session == nil {
-		return ""
-	}
-	p := req.Session.InitializeParams()
-	if p == nil || p.ClientInfo == nil {
-		return ""
-	}
-	c := strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, p.ClientInfo.Name+"/"+p.ClientInfo.Version)
-	if len(c) > 200 {
-		c = strings.ToValidUTF8(c[:200], "")
-	}
-	return c
-}
-
-func (s *Server) createSandbox(ctx context.Context, req *mcpsdk.CallToolRequest, in createIn) (*mcpsdk.CallToolResult, idOut, error) {
+func (s *Server) createSandbox(ctx context.Context, _ *mcpsdk.CallToolRequest, in createIn) (*mcpsdk.CallToolResult, idOut, error) {
 	ttl, err := seconds("ttl_seconds", in.TTLSeconds)
 	if err != nil {
 		return nil, idOut{}, err
 	}
-	if c := clientOf(req); c != "" {
+	if c := sdk.ClientName(ctx); c != "" {
 		in.Labels = maps.Clone(in.Labels)
 		if in.Labels == nil {
 			in.Labels = map[string]string{}
@@ -219,7 +216,7 @@ func (s *Server) createSandbox(ctx context.Context, req *mcpsdk.CallToolRequest,
 }
 
 type listIn struct {
-	ID string `json:"id,omitempty" jsonschema:"one to show in full"`
+	ID string `json:"id,omitempty"`
 }
 
 func (s *Server) listSandboxes(ctx context.Context, _ *mcpsdk.CallToolRequest, in listIn) (*mcpsdk.CallToolResult, any, error) {
@@ -251,16 +248,8 @@ func (s *Server) destroy(ctx context.Context, _ *mcpsdk.CallToolRequest, in sand
 	if err := need("sandbox_id", in.SandboxID); err != nil {
 		return nil, idOut{}, err
 	}
-	// A task's sandbox is its workspace: destroying it would lose the
-	// task's work unrecorded. finish_task records it first.
-	tasks, err := s.Client.ListTasks(ctx)
-	if err != nil {
-		return nil, idOut{}, err
-	}
-	for _, t := range tasks {
-		if t.SandboxID == in.SandboxID && t.Finished == nil {
-			return nil, idOut{}, fmt.Errorf("sandbox %s is task %s's workspace: use finish_task (keep: false destroys it)", in.SandboxID, t.ID)
-		}
+	if t, err := s.taskOf(ctx, in.SandboxID); err != nil || t != "" {
+		return nil, idOut{}, errors.Join(err, taskSandbox(in.SandboxID, t, "destroy"))
 	}
 	if err := s.Client.DestroySandbox(ctx, in.SandboxID); err != nil {
 		return nil, idOut{}, err
@@ -271,9 +260,9 @@ func (s *Server) destroy(ctx context.Context, _ *mcpsdk.CallToolRequest, in sand
 type startIn struct {
 	Repo     string   `json:"repo" jsonschema:"a path on the daemon's host or a URL"`
 	Ref      string   `json:"ref,omitempty" jsonschema:"branch, tag or commit (default HEAD)"`
-	Scope    []string `json:"scope,omitempty" jsonschema:"path globs the task may change, e.g. src/**"`
-	Test     string   `json:"test,omitempty" jsonschema:"shell command that runs the tests"`
-	Prompt   string   `json:"prompt,omitempty" jsonschema:"the task, recorded for review"`
+	Scope    []string `json:"scope,omitempty" jsonschema:"globs it may change, e.g. src/**"`
+	Test     string   `json:"test,omitempty" jsonschema:"test command"`
+	Prompt   string   `json:"prompt,omitempty" jsonschema:"recorded for review"`
 	Template string   `json:"template,omitempty"`
 }
 
@@ -323,7 +312,7 @@ func (s *Server) listTasks(ctx context.Context, _ *mcpsdk.CallToolRequest, in li
 
 type finishIn struct {
 	TaskID string `json:"task_id"`
-	Keep   bool   `json:"keep,omitempty" jsonschema:"leave its sandbox running"`
+	Keep   bool   `json:"keep,omitempty"`
 }
 
 func (s *Server) finishTask(ctx context.Context, _ *mcpsdk.CallToolRequest, in finishIn) (*mcpsdk.CallToolResult, any, error) {
@@ -378,7 +367,7 @@ func (s *Server) execInput(ctx context.Context, _ *mcpsdk.CallToolRequest, in in
 type killIn struct {
 	SandboxID string `json:"sandbox_id"`
 	ExecID    string `json:"exec_id"`
-	Signal    string `json:"signal,omitempty" jsonschema:"e.g. TERM (default KILL)"`
+	Signal    string `json:"signal,omitempty" jsonschema:"e.g. TERM"`
 }
 
 func (s *Server) execKill(ctx context.Context, _ *mcpsdk.CallToolRequest, in killIn) (*mcpsdk.CallToolResult, any, error) {

@@ -43,7 +43,7 @@ func TestHTTPSession(t *testing.T) {
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 20 {
+	if err != nil || len(tools.Tools) != 23 {
 		t.Fatalf("tools/list: %v", err)
 	}
 	res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "create_sandbox", Arguments: map[string]any{}})

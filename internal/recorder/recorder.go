@@ -16,6 +16,7 @@ package recorder
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,7 @@ func (r *Recorder) RecordAs(ctx context.Context, e audit.Entry, essential bool) 
 	if r.log == nil {
 		return nil
 	}
+	e.Payload = withClient(ctx, e.Payload)
 	var err error
 	if essential || essentialKinds[e.Kind] {
 		_, err = r.log.RecordEssential(ctx, e)
@@ -92,12 +94,42 @@ func (r *Recorder) RecordAsync(ctx context.Context, e audit.Entry) {
 	if e.Actor == "" {
 		e.Actor = sandbox.ActorOf(ctx)
 	}
+	e.Payload = withClient(ctx, e.Payload)
 	r.log.RecordAsync(ctx, e, func(err error) {
 		if err != nil {
 			r.lost.Add(1)
 			r.logf("AUDIT WRITE FAILED (%s): %v", e.Kind, err)
 		}
 	})
+}
+
+// ClientKey is the payload field naming the program the request came
+// through (sandbox.WithClient), on every event of a request that names
+// one.
+const ClientKey = "client"
+
+// withClient is payload with ctx's client (sandbox.ClientOf) added; the
+// payload's own field of that name, if any, is kept. Every payload of the
+// core is a map; another value is wrapped as {"value": ...}.
+func withClient(ctx context.Context, payload any) any {
+	c := sandbox.ClientOf(ctx)
+	if c == "" {
+		return payload
+	}
+	var m map[string]any
+	switch p := payload.(type) {
+	case nil:
+		m = map[string]any{}
+	case map[string]any:
+		if _, ok := p[ClientKey]; ok {
+			return p
+		}
+		m = maps.Clone(p)
+	default:
+		m = map[string]any{"value": p}
+	}
+	m[ClientKey] = c
+	return m
 }
 
 // Healthy fails closed: with a broken audit log (after a throttled try

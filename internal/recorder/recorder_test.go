@@ -1,9 +1,12 @@
 package recorder
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/sandbox"
 )
 
 func TestRecordFirst(t *testing.T) {
@@ -30,5 +33,31 @@ func TestBestEffortLogsAndCounts(t *testing.T) {
 	r.BestEffort("sandbox s-1: record its stop", errors.New("disk full"))
 	if r.Lost() != 1 || len(logged) != 1 || logged[0] != "sandbox s-1: record its stop: disk full" {
 		t.Errorf("lost %d, logged %q", r.Lost(), logged)
+	}
+}
+
+// The client a request names is added to its event's payload without
+// changing the caller's map or overriding a field of that name.
+func TestWithClient(t *testing.T) {
+	if got := withClient(context.Background(), map[string]any{"a": 1}); fmt.Sprint(got) != "map[a:1]" {
+		t.Errorf("no client: %v", got)
+	}
+	ctx := sandbox.WithClient(context.Background(), "cli/1\n")
+	own := map[string]any{"a": 1}
+	for _, c := range []struct {
+		in   any
+		want string
+	}{
+		{own, "map[a:1 client:cli/1]"},
+		{nil, "map[client:cli/1]"},
+		{[]int{1}, "map[client:cli/1 value:[1]]"},
+		{map[string]any{"client": "theirs"}, "map[client:theirs]"},
+	} {
+		if got := fmt.Sprint(withClient(ctx, c.in)); got != c.want {
+			t.Errorf("%v: %s, want %s", c.in, got, c.want)
+		}
+	}
+	if len(own) != 1 {
+		t.Errorf("the caller's map was changed: %v", own)
 	}
 }

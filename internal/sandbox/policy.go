@@ -5,6 +5,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 type actorKey struct{}
@@ -22,6 +23,25 @@ func ActorOf(ctx context.Context) string {
 		return a
 	}
 	return "unknown"
+}
+
+type clientKey struct{}
+
+// WithClient names the program the requests of ctx are made through (an
+// MCP client's name/version, from wire.ClientHeader: asserted, not
+// authenticated), cleaned by wire.CleanClient; "" names none. The
+// recorder adds it to every event of ctx.
+func WithClient(ctx context.Context, name string) context.Context {
+	if name = wire.CleanClient(name); name == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, clientKey{}, name)
+}
+
+// ClientOf is the program named by WithClient, "" if none.
+func ClientOf(ctx context.Context) string {
+	c, _ := ctx.Value(clientKey{}).(string)
+	return c
 }
 
 type approverKey struct{}

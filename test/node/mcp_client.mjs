@@ -30,7 +30,8 @@ const call = (name, args) => client.callTool({ name, arguments: args });
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 assert.deepEqual(names, ["create_sandbox", "destroy", "diff", "edit_file", "exec", "exec_input", "exec_kill", "exec_output", "export_bundle",
-  "finish_task", "get_approval", "list_execs", "list_files", "list_sandboxes", "list_tasks", "read_file", "run_tests", "search", "start_task", "write_file"]);
+  "finish_task", "get_approval", "list_execs", "list_files", "list_sandboxes", "list_tasks", "read_file", "reset_sandbox", "run_tests", "search",
+  "snapshot_sandbox", "start_task", "upload_tree", "write_file"]);
 for (const t of tools) {
   assert.ok(t.title && t.annotations && typeof t.annotations.readOnlyHint === "boolean", t.name + " has no title or annotations");
 }
