@@ -416,3 +416,29 @@ func TestRunAndTemplateLimits(t *testing.T) {
 		`cp .env.sample .env.local`: {Write},
 	})
 }
+
+// TestCdThenReadByName: a cd or pushd moves later relative names, so a
+// credential read by its bare name after a cd into its directory is the
+// same read as by its full path; a computed cd makes them unknown.
+func TestCdThenReadByName(t *testing.T) {
+	wantClasses(t, map[string]string{
+		// attacks
+		`cat ~/.ssh/id_rsa`:                    "read,secret",
+		`cd ~/.ssh && cat id_rsa`:              "read,secret",
+		`cd /root; cat .netrc`:                 "read,secret",
+		`pushd ~/.aws; cat credentials`:        "read,secret",
+		`cd ~/.config && cat gh/hosts.yml`:     "read,secret",
+		`cd $HOME/.ssh && base64 id_ed25519`:   "read,secret",
+		`cd ~ && cd .ssh && cat id_rsa`:        "read,secret",
+		`cd ~/.aws && grep -h key credentials`: "read,secret",
+		`cd "$(mktemp -d)" && ./x`:             "read,unknown,write",
+		`cd "$D" && cat notes.txt`:             "read,unknown",
+		`cd "$D" && cat *`:                     "read,unknown",
+		`cd ~/.ssh && cat *`:                   "read,secret",
+		`cd ~/.kube; cat config`:               "read,secret",
+		// everyday: the workspace's own files by name
+		`cd internal/policy && cat policy.go`:      "read",
+		`cd /workspace/docs && head -20 README.md`: "read",
+		`cd src && grep -rn TODO .`:                "read",
+	})
+}

@@ -273,6 +273,7 @@ func (c *Call) scan() {
 				c.Class(Secret, "touches "+cand)
 			}
 		}
+		c.afterCd(w)
 		if w.glob && c.Name != "echo" && c.Name != "printf" {
 			if name, secret, deep := c.a.secretWord(w); secret {
 				c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, name)
@@ -318,6 +319,29 @@ func pathCandidates(s string) []string {
 		out = append(out, s[2:]) // -f.env
 	}
 	return out
+}
+
+// afterCd judges a relative name where an earlier cd or pushd of the
+// line put it: cd ~/.ssh && cat id_rsa reads a key, and after a cd into
+// a directory known only at run time any relative name may be one.
+func (c *Call) afterCd(w Word) {
+	cwd := c.a.cwd
+	if cwd == c.a.out.Cwd || !w.Static || c.Name == "echo" || c.Name == "printf" ||
+		w.Text == "" || strings.HasPrefix(w.Text, "-") || strings.HasPrefix(w.Text, "/") || strings.HasPrefix(w.Text, "~") {
+		return
+	}
+	if cwd == "" {
+		c.Class(Unknown, w.Text+" is relative to a directory known only at run time")
+		return
+	}
+	p := path.Join(cwd, w.Text)
+	if w.glob {
+		p = path.Join(cwd, strings.NewReplacer("*", "x", "?", "x").Replace(w.Text))
+	}
+	if secretnames.Path(p) {
+		c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, p)
+		c.Class(Secret, "touches "+p)
+	}
 }
 
 // ScpTarget reports whether an argument is scp's HOST:PATH (or
