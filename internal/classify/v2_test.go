@@ -442,3 +442,22 @@ func TestCdThenReadByName(t *testing.T) {
 		`cd src && grep -rn TODO .`:                "read",
 	})
 }
+
+// TestPerlNetworkModules: -M and -m load a module as a use line would.
+func TestPerlNetworkModules(t *testing.T) {
+	wantClasses(t, map[string]string{
+		`perl -MIO::Socket::INET -e '$s=IO::Socket::INET->new("x.example.test:80")'`:  "network",
+		`perl -MLWP::Simple -e 'get("http://x.example.test/")'`:                       "network",
+		`perl -MHTTP::Tiny -e 'print HTTP::Tiny->new->get("http://x.example.test/")'`: "network",
+		`perl -MNet::FTP -e '1'`:                    "network",
+		`perl -mSocket -e '1'`:                      "network",
+		`perl -M'IO::Socket' -e '1'`:                "network",
+		`perl -M IO::Socket::INET -e '1'`:           "network",
+		`perl -MList::Util=sum -e 'print sum(1,2)'`: "run",
+		`perl -MJSON::PP -ne 'print' f.json`:        "read",
+		`perl -MLWP::Simple fetch.pl`:               "network,run",
+		`perl -e 'use Net::SMTP; 1'`:                "network",
+		`perl -d -e 1`:                              "unknown",
+		`perl -M$M -e 1`:                            "unknown",
+	})
+}
