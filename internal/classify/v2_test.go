@@ -461,3 +461,40 @@ func TestPerlNetworkModules(t *testing.T) {
 		`perl -M$M -e 1`:                            "unknown",
 	})
 }
+
+// TestFindFeedsReaders: find's matches read by xargs or -exec are the
+// files find walks, so a walk of ~ or / reads the credential stores.
+func TestFindFeedsReaders(t *testing.T) {
+	wantClasses(t, map[string]string{
+		`find ~ -name '*.pem' | xargs cat`:                    "read,secret",
+		`find ~/.ssh -type f -exec cat {} +`:                  "read,secret",
+		`find / -name id_rsa -print0 | xargs -0 cat`:          "read,secret",
+		`find $HOME -name '*.json' -exec grep -l token {} \;`: "read,secret",
+		// everyday
+		`find . -name '*.go' | xargs wc -l`:             "read",
+		`find src -name '*.ts' -exec grep -l TODO {} +`: "read",
+		`find . -type f -print0 | xargs -0 sha256sum`:   "read",
+		// through filters, and only on the pipe
+		`find ~ -name '*.json' | sort | xargs cat`:                  "read,secret",
+		`find ~ -name '*.json' | grep -v cache | xargs -I{} cat {}`: "read,secret",
+		`find "$D" -name notes | xargs cat`:                         "read,secret",
+		`find ~ -name '*.log' | wc -l; ls | xargs cat`:              "read",
+	})
+}
+
+// TestFindDeletesBuildOutput: find that deletes under the workspace is a
+// write of the workspace; rooted at ~ or / it stays as rm -rf grades it.
+func TestFindDeletesBuildOutput(t *testing.T) {
+	wantClasses(t, map[string]string{
+		`find build -name '*.o' -exec rm {} +`:               "write",
+		`find . -name '*.pyc' -delete`:                       "write",
+		`find . -name __pycache__ -type d -exec rm -rf {} +`: "write",
+		`find /workspace/dist -type f -delete`:               "write",
+	})
+	for _, line := range []string{`find build ~ -name '*.o' -exec rm {} +`, `find "$D" -name '*.o' -delete`, `find build/../.. -name '*.o' -delete`, `find -L / -name '*.pyc' -delete`, `find / -delete`, `find ~ -exec rm -rf {} +`, `find $HOME -delete`, `find /etc -delete`, `find .. -delete`} {
+		a := Analyze(line, "")
+		if !slices.Contains(a.Classes, Destructive) {
+			t.Errorf("%s: %v (%v), want destructive", line, a.Classes, whys(a))
+		}
+	}
+}

@@ -208,6 +208,9 @@ type analyzer struct {
 	// inlineBytes counts the inline interpreter code read (bounded by
 	// maxInlineBytes).
 	inlineBytes int
+	// pipeIn is what the stage piped into the current command lists
+	// (see ListsSecrets); pipeOut what the current stage lists.
+	pipeIn, pipeOut string
 }
 
 // hasGlob reports an unescaped *, ? or [ in a literal.
@@ -314,8 +317,17 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 	case *syntax.CallExpr:
 		a.call(c, via, depth)
 	case *syntax.BinaryCmd:
+		if c.Op != syntax.Pipe && c.Op != syntax.PipeAll {
+			a.stmt(c.X, via, depth)
+			a.stmt(c.Y, via, depth)
+			break
+		}
+		in := a.pipeIn
+		a.pipeOut = ""
 		a.stmt(c.X, via, depth)
+		a.pipeIn, a.pipeOut = a.pipeOut, ""
 		a.stmt(c.Y, via, depth)
+		a.pipeIn = in // pipeOut stays: the last stage's list is the pipe's
 		a.pipedPayload(c, via, depth)
 	case *syntax.Subshell:
 		cwd := a.cwd

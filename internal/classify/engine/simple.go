@@ -109,6 +109,7 @@ func (a *analyzer) simple(args []Word, via []string, depth int) {
 		return
 	}
 	c := &Call{a: a, Args: args[1:], via: via, depth: depth}
+	a.pipeOut = "" // a handler that lists files says so after its own nested commands
 	c.Cmd.Via = via
 	for _, w := range args {
 		c.Cmd.Argv = append(c.Cmd.Argv, w.Text)
@@ -133,6 +134,7 @@ func (a *analyzer) simple(args []Word, via []string, depth int) {
 	}
 	if len(c.Cmd.Classes) == 0 {
 		c.dispatch()
+		a.passPipe(c.Name, c.Args)
 	}
 	if c.delegated && len(c.Cmd.Classes) == 0 {
 		return

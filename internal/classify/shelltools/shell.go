@@ -245,6 +245,11 @@ func xargsTool(c *engine.Call) {
 		c.Class(engine.Read, "xargs without a command echoes")
 		return
 	}
+	if what := c.PipedSecrets(); what != "" {
+		c.Delegate()
+		engine.ReadsSecrets(c.Nested(rest), what, "runs on "+what+", piped in")
+		return
+	}
 	c.Exec(rest)
 }
 
