@@ -440,6 +440,13 @@ func TestCdThenReadByName(t *testing.T) {
 		`cd internal/policy && cat policy.go`:      "read",
 		`cd /workspace/docs && head -20 README.md`: "read",
 		`cd src && grep -rn TODO .`:                "read",
+		// pushd and popd keep the line's stack; a subshell's cd stays in it
+		`pushd /tmp && popd && ./run.sh`:                            "read,run",
+		`pushd x && make && popd && cat go.mod`:                     "build,read",
+		`pushd ~/.config; pushd +1; cat gh/hosts.yml`:               "read,unknown",
+		`popd; cat notes.txt`:                                       "read,unknown",
+		`(cd ~/.config); cat gh/hosts.yml`:                          "read",
+		`pushd ~/.config && pushd /tmp && popd && cat gh/hosts.yml`: "read,secret",
 	})
 }
 

@@ -208,6 +208,8 @@ type analyzer struct {
 	// inlineBytes counts the inline interpreter code read (bounded by
 	// maxInlineBytes).
 	inlineBytes int
+	// dirs is the pushd stack of directories above cwd.
+	dirs []string
 	// pipeIn is what the stage piped into the current command lists
 	// (see ListsSecrets); pipeOut what the current stage lists.
 	pipeIn, pipeOut string
@@ -330,9 +332,9 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 		a.pipeIn = in // pipeOut stays: the last stage's list is the pipe's
 		a.pipedPayload(c, via, depth)
 	case *syntax.Subshell:
-		cwd := a.cwd
+		cwd, dirs := a.cwd, slices.Clone(a.dirs)
 		a.stmts(c.Stmts, via, depth)
-		a.cwd = cwd
+		a.cwd, a.dirs = cwd, dirs
 	case *syntax.Block:
 		a.stmts(c.Stmts, via, depth)
 	case *syntax.IfClause:

@@ -83,8 +83,8 @@ func (c *Call) Shell(src Word) {
 		c.Class(Unknown, "nested too deeply to analyse")
 		return
 	}
-	cwd := c.a.cwd // a child shell's cd stays in the child
-	defer func() { c.a.cwd = cwd }()
+	cwd, dirs := c.a.cwd, slices.Clone(c.a.dirs) // a child shell's cd stays in the child
+	defer func() { c.a.cwd, c.a.dirs = cwd, dirs }()
 	if err := c.a.script(src.Text, c.viaMe(), c.depth+1); err != nil {
 		c.Class(Unknown, c.Name+" runs script text that does not parse")
 	}
@@ -481,6 +481,23 @@ func (c *Call) SecretWord(w Word) (name string, secret, deep bool) { return c.a.
 // SetCwd sets the directory later commands of the line run in (cd); ""
 // means it is known only at run time.
 func (c *Call) SetCwd(dir string) { c.a.cwd = dir }
+
+// PushCwd is pushd: the directory is dir ("" when computed), the one
+// left is kept for a later popd.
+func (c *Call) PushCwd(dir string) {
+	c.a.dirs = append(c.a.dirs, c.a.cwd)
+	c.a.cwd = dir
+}
+
+// PopCwd is popd: back to the directory of the last pushd; with none on
+// the line the stack held before it is unknown, and so the directory.
+func (c *Call) PopCwd() {
+	if n := len(c.a.dirs); n > 0 {
+		c.a.cwd, c.a.dirs = c.a.dirs[n-1], c.a.dirs[:n-1]
+		return
+	}
+	c.a.cwd = ""
+}
 
 // Nested classifies argv as a command of its own that this one runs
 // (find -exec), without handing the rest over as Exec does, and returns
