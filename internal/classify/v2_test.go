@@ -441,12 +441,22 @@ func TestCdThenReadByName(t *testing.T) {
 		`cd /workspace/docs && head -20 README.md`: "read",
 		`cd src && grep -rn TODO .`:                "read",
 		// pushd and popd keep the line's stack; a subshell's cd stays in it
-		`pushd /tmp && popd && ./run.sh`:                            "read,run",
-		`pushd x && make && popd && cat go.mod`:                     "build,read",
-		`pushd ~/.config; pushd +1; cat gh/hosts.yml`:               "read,unknown",
-		`popd; cat notes.txt`:                                       "read,unknown",
-		`(cd ~/.config); cat gh/hosts.yml`:                          "read",
-		`pushd ~/.config && pushd /tmp && popd && cat gh/hosts.yml`: "read,secret",
+		`pushd /tmp && popd && ./run.sh`:              "read,run",
+		`pushd x && make && popd && cat go.mod`:       "build,read",
+		`pushd ~/.config; pushd +1; cat gh/hosts.yml`: "read,unknown",
+		`popd; cat notes.txt`:                         "read,unknown",
+		`(cd ~/.config); cat gh/hosts.yml`:            "read",
+		// a substitution is a subshell: its cd stays in it
+		`cd ~/.config && echo $(cd /workspace) && cat gh/hosts.yml`:   "read,secret",
+		`cd ~/.config && x=$(cd /workspace; pwd) && cat gh/hosts.yml`: "read,secret",
+		`cd ~/.config && cat <(cd /workspace) gh/hosts.yml`:           "read,secret",
+		// the repository's root is the workspace, known
+		`cd "$(git rev-parse --show-toplevel)" && git status`:                       "read",
+		`cd "$(git rev-parse --show-toplevel)" && cat go.mod`:                       "read",
+		`cd ~/.config && cd "$(git rev-parse --show-toplevel)" && cat gh/hosts.yml`: "read,unknown",
+		`cd "$(git -C ~/.config rev-parse --show-toplevel)" && cat gh/hosts.yml`:    "read,unknown",
+		`cd "$(git rev-parse --show-toplevel)/.." && cat notes`:                     "read,unknown",
+		`pushd ~/.config && pushd /tmp && popd && cat gh/hosts.yml`:                 "read,secret",
 	})
 }
 

@@ -332,9 +332,7 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 		a.pipeIn = in // pipeOut stays: the last stage's list is the pipe's
 		a.pipedPayload(c, via, depth)
 	case *syntax.Subshell:
-		cwd, dirs := a.cwd, slices.Clone(a.dirs)
-		a.stmts(c.Stmts, via, depth)
-		a.cwd, a.dirs = cwd, dirs
+		a.subshell(c.Stmts, via, depth)
 	case *syntax.Block:
 		a.stmts(c.Stmts, via, depth)
 	case *syntax.IfClause:
@@ -374,6 +372,14 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 	}
 }
 
+// subshell classifies commands a child shell runs (( ), $( ), <( )):
+// a cd there leaves the line's directory as it was.
+func (a *analyzer) subshell(list []*syntax.Stmt, via []string, depth int) {
+	cwd, dirs := a.cwd, slices.Clone(a.dirs)
+	a.stmts(list, via, depth)
+	a.cwd, a.dirs = cwd, dirs
+}
+
 func testName(c syntax.Command) string {
 	switch c.(type) {
 	case *syntax.TestClause:
@@ -393,10 +399,10 @@ func (a *analyzer) substs(n syntax.Node, via []string, depth int) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
-			a.stmts(n.Stmts, via, depth+1)
+			a.subshell(n.Stmts, via, depth+1)
 			return false
 		case *syntax.ProcSubst:
-			a.stmts(n.Stmts, via, depth+1)
+			a.subshell(n.Stmts, via, depth+1)
 			return false
 		}
 		return true

@@ -482,6 +482,18 @@ func (c *Call) SecretWord(w Word) (name string, secret, deep bool) { return c.a.
 // means it is known only at run time.
 func (c *Call) SetCwd(dir string) { c.a.cwd = dir }
 
+// RepoRoot reports whether w is "$(git rev-parse --show-toplevel)" run
+// from inside the workspace, the workspace's repository: the substitution
+// is the last command the line added before w's command.
+func (c *Call) RepoRoot(w Word) bool {
+	cmds := c.a.out.Commands
+	if w.Text != "$(…)" || len(cmds) == 0 || c.a.cwd == "" || !InWorkspace(c.a.cwd) {
+		return false
+	}
+	last := cmds[len(cmds)-1]
+	return slices.Equal(last.Argv, []string{"git", "rev-parse", "--show-toplevel"}) && last.Dir == ""
+}
+
 // PushCwd is pushd: the directory is dir ("" when computed), the one
 // left is kept for a later popd.
 func (c *Call) PushCwd(dir string) {

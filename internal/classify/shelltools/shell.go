@@ -317,6 +317,8 @@ func cdTool(c *engine.Call) {
 		c.SetCwd("") // swaps with a directory the line may not have set
 	case len(pos) == 0:
 		set(engine.Home)
+	case c.RepoRoot(pos[0]):
+		set(engine.DefaultCwd)
 	case !pos[0].Static && !strings.HasPrefix(pos[0].Text, "$HOME") && !strings.HasPrefix(pos[0].Text, "${HOME}") || pos[0].Text == "-":
 		set("")
 	case c.Name == "pushd" && (strings.HasPrefix(pos[0].Text, "+") || strings.HasPrefix(pos[0].Text, "-")):
