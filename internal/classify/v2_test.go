@@ -446,6 +446,13 @@ func TestCdThenReadByName(t *testing.T) {
 		`pushd ~/.config; pushd +1; cat gh/hosts.yml`: "read,unknown",
 		`popd; cat notes.txt`:                         "read,unknown",
 		`(cd ~/.config); cat gh/hosts.yml`:            "read",
+		// names the directory completes
+		`cd /run && cat secrets/token`:              "read,secret",
+		`cd /var/run && cat secrets/token`:          "read,secret",
+		`cd /proc/1 && cat environ`:                 "read,secret",
+		`cd ~/.ssh/x && cat ../id_ed25519`:          "read,secret",
+		`cd /workspace/web/x && cat ../../.env`:     "read,secret",
+		`cd ~/Library/Keychains && tar cf /tmp/k .`: "read,secret,write",
 		// a substitution is a subshell: its cd stays in it
 		`cd ~/.config && echo $(cd /workspace) && cat gh/hosts.yml`:   "read,secret",
 		`cd ~/.config && x=$(cd /workspace; pwd) && cat gh/hosts.yml`: "read,secret",

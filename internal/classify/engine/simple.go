@@ -336,6 +336,9 @@ func (c *Call) afterCd(w Word) {
 		c.Class(Unknown, w.Text+" is relative to a directory known only at run time")
 		return
 	}
+	if rel := path.Clean(w.Text); !dirMayHoldSecrets(cwd) && rel != "." && !strings.HasPrefix(rel, "..") {
+		return // the word alone was judged, and the directory adds nothing
+	}
 	p := path.Join(cwd, w.Text)
 	if w.glob {
 		p = path.Join(cwd, strings.NewReplacer("*", "x", "?", "x").Replace(w.Text))
@@ -344,6 +347,16 @@ func (c *Call) afterCd(w Word) {
 		c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, p)
 		c.Class(Secret, "touches "+p)
 	}
+}
+
+// dirMayHoldSecrets: a credential path made of dir and a relative name
+// that is not one by itself (and does not climb out of dir or name dir
+// itself) needs part of a credential directory in dir: they are all
+// hidden, or under run/secrets, Library or /proc/PID/environ. The check
+// skips the rest, such as a cd within the workspace.
+func dirMayHoldSecrets(dir string) bool {
+	return strings.Contains(dir, "/.") || strings.Contains(dir, "/run") ||
+		strings.Contains(dir, "Library") || strings.HasPrefix(dir, "/proc")
 }
 
 // ScpTarget reports whether an argument is scp's HOST:PATH (or
