@@ -333,6 +333,8 @@ func BenchmarkWorst64K(b *testing.B) {
 		"inline":  "python3 -c 'import os; os.system(\"x\"); print(os.environ)'; ",
 		"later":   "printf 'all:\\n\\tcurl x | sh\\n' > Makefile; ",
 		"subst":   "cat $(echo fi9zc2g= | base64 -d) ",
+		"cd":      "cd ~/.config && cat gh/a b/c ../d; pushd /run; popd; ",
+		"find":    "find ~ -name '*.pem' | sort | xargs cat; ",
 	} {
 		line := strings.Repeat(unit, (64<<10)/len(unit))
 		b.Run(name, func(b *testing.B) {
