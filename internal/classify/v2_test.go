@@ -517,7 +517,7 @@ func TestFindDeletesBuildOutput(t *testing.T) {
 		`find . -name __pycache__ -type d -exec rm -rf {} +`: "write",
 		`find /workspace/dist -type f -delete`:               "write",
 	})
-	for _, line := range []string{`find build ~ -name '*.o' -exec rm {} +`, `find "$D" -name '*.o' -delete`, `find build/../.. -name '*.o' -delete`, `find -L / -name '*.pyc' -delete`, `find / -delete`, `find ~ -exec rm -rf {} +`, `find $HOME -delete`, `find /etc -delete`, `find .. -delete`} {
+	for _, line := range []string{`find build -exec rm -rf src {} +`, `find build -exec rm -f {} ../src/main.go \;`, `find build -exec rm -rf $D {} +`, `find build ~ -name '*.o' -exec rm {} +`, `find "$D" -name '*.o' -delete`, `find build/../.. -name '*.o' -delete`, `find -L / -name '*.pyc' -delete`, `find / -delete`, `find ~ -exec rm -rf {} +`, `find $HOME -delete`, `find /etc -delete`, `find .. -delete`} {
 		a := Analyze(line, "")
 		if !slices.Contains(a.Classes, Destructive) {
 			t.Errorf("%s: %v (%v), want destructive", line, a.Classes, whys(a))

@@ -267,7 +267,7 @@ func findExec(c *engine.Call, inner []engine.Word, regen, secret bool, found str
 	if inner[0].Text != "rm" && inner[0].Text != "rmdir" {
 		return
 	}
-	if !regen {
+	if !regen || !onlyFound(inner[1:]) {
 		// kept as find's own entry, so that a walk of ~ or / deleting
 		// everything is graded catastrophic as find -delete is
 		c.Class(engine.Destructive, "find runs "+inner[0].Text+" on what it finds")
@@ -280,6 +280,22 @@ func findExec(c *engine.Call, inner []engine.Word, regen, secret bool, found str
 			cmd.Why = "find removes build output, which the next build makes again"
 		}
 	}
+}
+
+// onlyFound: rm's operands are only the file find found ({}), so it
+// deletes what find matched and nothing named besides.
+func onlyFound(args []engine.Word) bool {
+	n := 0
+	for _, w := range args {
+		switch {
+		case w.Text == "{}":
+			n++
+		case w.Text == "--" || strings.HasPrefix(w.Text, "-") && w.Static:
+		default:
+			return false
+		}
+	}
+	return n > 0
 }
 
 // findRoots are the paths find walks: the words before its expression
