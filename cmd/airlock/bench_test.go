@@ -84,3 +84,54 @@ func BenchmarkRunVsBwrap(b *testing.B) {
 	b.ReportMetric(float64(mb)/1e6, "bwrap-version-median-ms")
 	b.ReportMetric(float64(m1+mb)/float64(mp), "floor-ratio")
 }
+
+// BenchmarkPolicyCheckVsStaticGo runs `airlock policy check -- ls` (the
+// built binary, as a process) and the peer, a minimal static Go binary
+// that prints nothing, alternately in the same run, and reports both
+// medians and their ratio (issue 20's target: airlock <= 1.5x the peer).
+// The peer is what any Go CLI pays to start; the rest is what this
+// binary's size and package initialisation add to a check.
+func BenchmarkPolicyCheckVsStaticGo(b *testing.B) {
+	d := b.TempDir()
+	src := filepath.Join(d, "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	peerBin := filepath.Join(d, "nothing")
+	build := exec.Command("go", "build", "-o", peerBin, src)
+	build.Dir = d
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GO111MODULE=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build the peer: %v\n%s", err, out)
+	}
+	check := func() {
+		out, err := exec.Command(airlockBin, "policy", "check", "--", "ls").CombinedOutput()
+		if err != nil {
+			b.Fatalf("airlock policy check: %v %s", err, out)
+		}
+	}
+	nothing := func() {
+		if out, err := exec.Command(peerBin).CombinedOutput(); err != nil || len(out) != 0 {
+			b.Fatalf("peer: %v %q", err, out)
+		}
+	}
+	for i := 0; i < 3; i++ { // page cache
+		check()
+		nothing()
+	}
+	var ours, peer []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		check()
+		ours = append(ours, time.Since(start))
+		start = time.Now()
+		nothing()
+		peer = append(peer, time.Since(start))
+	}
+	b.StopTimer()
+	mo, mp := median(ours), median(peer)
+	b.ReportMetric(float64(mo)/1e6, "check-median-ms")
+	b.ReportMetric(float64(mp)/1e6, "static-go-median-ms")
+	b.ReportMetric(float64(mo)/float64(mp), "ratio")
+}

@@ -178,7 +178,9 @@ func TestBuildToolsThatRunCommands(t *testing.T) {
 		{`perl -F'/x/);system("id");split(/x/' -pi -e 's/a/b/' f`, Unknown},
 		{`perl -F'"@{[system("id")]}"' -pi -e 's/a/b/' f`, Unknown},
 		{`perl -pie 's/a/b/' f`, Unknown},
-		{`perl -MPOSIX -pi -e 's/a/b/' f`, Unknown},
+		{`perl -MPOSIX -pi -e 's/a/b/' f`, Run}, // the module runs, as use POSIX would
+		{`perl -I/tmp -MPOSIX -pi -e 's/a/b/' f`, Unknown},
+		{`perl -Ilib -MX -e 1`, Unknown},
 		{`perl -pi -e "$CODE" f`, Unknown},
 	})
 	checkOnly(t, map[string][]Class{

@@ -333,6 +333,8 @@ func BenchmarkWorst64K(b *testing.B) {
 		"inline":  "python3 -c 'import os; os.system(\"x\"); print(os.environ)'; ",
 		"later":   "printf 'all:\\n\\tcurl x | sh\\n' > Makefile; ",
 		"subst":   "cat $(echo fi9zc2g= | base64 -d) ",
+		"cd":      "cd ~/.config && cat gh/a b/c ../d; pushd /run; popd; ",
+		"find":    "find ~ -name '*.pem' | sort | xargs cat; ",
 	} {
 		line := strings.Repeat(unit, (64<<10)/len(unit))
 		b.Run(name, func(b *testing.B) {
@@ -415,4 +417,110 @@ func TestRunAndTemplateLimits(t *testing.T) {
 	checkOnly(t, map[string][]Class{
 		`cp .env.sample .env.local`: {Write},
 	})
+}
+
+// TestCdThenReadByName: a cd or pushd moves later relative names, so a
+// credential read by its bare name after a cd into its directory is the
+// same read as by its full path; a computed cd makes them unknown.
+func TestCdThenReadByName(t *testing.T) {
+	wantClasses(t, map[string]string{
+		// attacks
+		`cat ~/.ssh/id_rsa`:                    "read,secret",
+		`cd ~/.ssh && cat id_rsa`:              "read,secret",
+		`cd /root; cat .netrc`:                 "read,secret",
+		`pushd ~/.aws; cat credentials`:        "read,secret",
+		`cd ~/.config && cat gh/hosts.yml`:     "read,secret",
+		`cd $HOME/.ssh && base64 id_ed25519`:   "read,secret",
+		`cd ~ && cd .ssh && cat id_rsa`:        "read,secret",
+		`cd ~/.aws && grep -h key credentials`: "read,secret",
+		`cd "$(mktemp -d)" && ./x`:             "read,unknown,write",
+		`cd "$D" && cat notes.txt`:             "read,unknown",
+		`cd "$D" && cat *`:                     "read,unknown",
+		`cd ~/.ssh && cat *`:                   "read,secret",
+		`cd ~/.kube; cat config`:               "read,secret",
+		// everyday: the workspace's own files by name
+		`cd internal/policy && cat policy.go`:      "read",
+		`cd /workspace/docs && head -20 README.md`: "read",
+		`cd src && grep -rn TODO .`:                "read",
+		// pushd and popd keep the line's stack; a subshell's cd stays in it
+		`pushd /tmp && popd && ./run.sh`:              "read,run",
+		`pushd x && make && popd && cat go.mod`:       "build,read",
+		`pushd ~/.config; pushd +1; cat gh/hosts.yml`: "read,unknown",
+		`popd; cat notes.txt`:                         "read,unknown",
+		`(cd ~/.config); cat gh/hosts.yml`:            "read",
+		// names the directory completes
+		`cd /run && cat secrets/token`:              "read,secret",
+		`cd /var/run && cat secrets/token`:          "read,secret",
+		`cd /proc/1 && cat environ`:                 "read,secret",
+		`cd ~/.ssh/x && cat ../id_ed25519`:          "read,secret",
+		`cd /workspace/web/x && cat ../../.env`:     "read,secret",
+		`cd ~/Library/Keychains && tar cf /tmp/k .`: "read,secret,write",
+		// a substitution is a subshell: its cd stays in it
+		`cd ~/.config && echo $(cd /workspace) && cat gh/hosts.yml`:   "read,secret",
+		`cd ~/.config && x=$(cd /workspace; pwd) && cat gh/hosts.yml`: "read,secret",
+		`cd ~/.config && cat <(cd /workspace) gh/hosts.yml`:           "read,secret",
+		// the repository's root is the workspace, known
+		`cd "$(git rev-parse --show-toplevel)" && git status`:                       "read",
+		`cd "$(git rev-parse --show-toplevel)" && cat go.mod`:                       "read",
+		`cd ~/.config && cd "$(git rev-parse --show-toplevel)" && cat gh/hosts.yml`: "read,unknown",
+		`cd "$(git -C ~/.config rev-parse --show-toplevel)" && cat gh/hosts.yml`:    "read,unknown",
+		`cd "$(git rev-parse --show-toplevel)/.." && cat notes`:                     "read,unknown",
+		`pushd ~/.config && pushd /tmp && popd && cat gh/hosts.yml`:                 "read,secret",
+	})
+}
+
+// TestPerlNetworkModules: -M and -m load a module as a use line would.
+func TestPerlNetworkModules(t *testing.T) {
+	wantClasses(t, map[string]string{
+		`perl -MIO::Socket::INET -e '$s=IO::Socket::INET->new("x.example.test:80")'`:  "network",
+		`perl -MLWP::Simple -e 'get("http://x.example.test/")'`:                       "network",
+		`perl -MHTTP::Tiny -e 'print HTTP::Tiny->new->get("http://x.example.test/")'`: "network",
+		`perl -MNet::FTP -e '1'`:                    "network",
+		`perl -mSocket -e '1'`:                      "network",
+		`perl -M'IO::Socket' -e '1'`:                "network",
+		`perl -M IO::Socket::INET -e '1'`:           "network",
+		`perl -MList::Util=sum -e 'print sum(1,2)'`: "run",
+		`perl -MJSON::PP -ne 'print' f.json`:        "read",
+		`perl -MLWP::Simple fetch.pl`:               "network,run",
+		`perl -e 'use Net::SMTP; 1'`:                "network",
+		`perl -d -e 1`:                              "unknown",
+		`perl -M$M -e 1`:                            "unknown",
+	})
+}
+
+// TestFindFeedsReaders: find's matches read by xargs or -exec are the
+// files find walks, so a walk of ~ or / reads the credential stores.
+func TestFindFeedsReaders(t *testing.T) {
+	wantClasses(t, map[string]string{
+		`find ~ -name '*.pem' | xargs cat`:                    "read,secret",
+		`find ~/.ssh -type f -exec cat {} +`:                  "read,secret",
+		`find / -name id_rsa -print0 | xargs -0 cat`:          "read,secret",
+		`find $HOME -name '*.json' -exec grep -l token {} \;`: "read,secret",
+		// everyday
+		`find . -name '*.go' | xargs wc -l`:             "read",
+		`find src -name '*.ts' -exec grep -l TODO {} +`: "read",
+		`find . -type f -print0 | xargs -0 sha256sum`:   "read",
+		// through filters, and only on the pipe
+		`find ~ -name '*.json' | sort | xargs cat`:                  "read,secret",
+		`find ~ -name '*.json' | grep -v cache | xargs -I{} cat {}`: "read,secret",
+		`find "$D" -name notes | xargs cat`:                         "read,secret",
+		`find ~ -name '*.log' | wc -l; ls | xargs cat`:              "read",
+	})
+}
+
+// TestFindDeletesBuildOutput: find that deletes under the workspace is a
+// write of the workspace; rooted at ~ or / it stays as rm -rf grades it.
+func TestFindDeletesBuildOutput(t *testing.T) {
+	wantClasses(t, map[string]string{
+		`find build -name '*.o' -exec rm {} +`:               "write",
+		`find . -name '*.pyc' -delete`:                       "write",
+		`find . -name __pycache__ -type d -exec rm -rf {} +`: "write",
+		`find /workspace/dist -type f -delete`:               "write",
+	})
+	for _, line := range []string{`find build -exec rm -rf src {} +`, `find build -exec rm -f {} ../src/main.go \;`, `find build -exec rm -rf $D {} +`, `find build ~ -name '*.o' -exec rm {} +`, `find "$D" -name '*.o' -delete`, `find build/../.. -name '*.o' -delete`, `find -L / -name '*.pyc' -delete`, `find / -delete`, `find ~ -exec rm -rf {} +`, `find $HOME -delete`, `find /etc -delete`, `find .. -delete`} {
+		a := Analyze(line, "")
+		if !slices.Contains(a.Classes, Destructive) {
+			t.Errorf("%s: %v (%v), want destructive", line, a.Classes, whys(a))
+		}
+	}
 }

@@ -5,10 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/lazyre"
 )
 
 // Hashes maps "name@version" to what the lockfile says of that
@@ -170,7 +171,7 @@ func yarnField(line string) (k, v string) {
 	return strings.TrimSuffix(k, ":"), strings.Trim(strings.TrimSpace(v), `"`)
 }
 
-var pnpmIntegrityRE = regexp.MustCompile(`integrity:\s*'?"?([A-Za-z0-9+/=:-]+)`)
+var pnpmIntegrityRE = lazyre.New(`integrity:\s*'?"?([A-Za-z0-9+/=:-]+)`)
 
 // pnpm: each "packages:" key's `resolution: {integrity: …}` line.
 func pnpmIntegrity(data []byte, h Hashes) {
@@ -194,7 +195,7 @@ func pnpmIntegrity(data []byte, h Hashes) {
 			name, version = pnpmKey(line)
 			continue
 		}
-		if m := pnpmIntegrityRE.FindStringSubmatch(line); m != nil && strings.Contains(line, "resolution") {
+		if m := pnpmIntegrityRE().FindStringSubmatch(line); m != nil && strings.Contains(line, "resolution") {
 			h.add(name, version, m[1])
 		}
 	}
@@ -216,7 +217,7 @@ func pnpmKey(line string) (name, version string) {
 }
 
 // go.sum: the module's own h1: hash (not its go.mod's).
-var requirementHashRE = regexp.MustCompile(`--hash[= ]\s*([A-Za-z0-9]+:[0-9a-fA-F]+)`)
+var requirementHashRE = lazyre.New(`--hash[= ]\s*([A-Za-z0-9]+:[0-9a-fA-F]+)`)
 
 // requirementsIntegrity adds each pinned line's --hash values (as
 // "sha256:HEX", the form Pipfile.lock's and poetry.lock's take); false
@@ -224,7 +225,7 @@ var requirementHashRE = regexp.MustCompile(`--hash[= ]\s*([A-Za-z0-9]+:[0-9a-fA-
 func requirementsIntegrity(data []byte, h Hashes) bool {
 	any := false
 	for _, line := range requirementLines(data) {
-		ms := requirementHashRE.FindAllStringSubmatch(line, -1)
+		ms := requirementHashRE().FindAllStringSubmatch(line, -1)
 		name, version, ok := requirementPin(line)
 		if !ok || len(ms) == 0 {
 			continue
@@ -253,7 +254,7 @@ func goSumIntegrity(data []byte, h Hashes) error {
 	return nil
 }
 
-var tomlHashRE = regexp.MustCompile(`\b(?:hash|checksum)\s*=\s*"([^"]+)"`)
+var tomlHashRE = lazyre.New(`\b(?:hash|checksum)\s*=\s*"([^"]+)"`)
 
 // Cargo.lock, poetry.lock and uv.lock: in each [[package]] block (and
 // its sub-tables), a checksum = "…" or every hash = "…" of its files;
@@ -281,7 +282,7 @@ func tomlIntegrity(data []byte, h Hashes) error {
 			if k, _, ok := strings.Cut(t, "="); ok && !strings.HasPrefix(t, "{") {
 				filesOf = strings.Trim(strings.TrimSpace(k), `"`)
 			}
-			for _, m := range tomlHashRE.FindAllStringSubmatch(t, -1) {
+			for _, m := range tomlHashRE().FindAllStringSubmatch(t, -1) {
 				if vs := p[filesOf]; len(vs) == 1 {
 					h.add(filesOf, vs[0], m[1])
 				}
@@ -302,7 +303,7 @@ func tomlIntegrity(data []byte, h Hashes) error {
 				version = strings.Trim(strings.TrimSpace(v), `"`)
 			}
 		}
-		for _, m := range tomlHashRE.FindAllStringSubmatch(t, -1) {
+		for _, m := range tomlHashRE().FindAllStringSubmatch(t, -1) {
 			sums = append(sums, m[1])
 		}
 	}

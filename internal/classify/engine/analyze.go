@@ -208,6 +208,11 @@ type analyzer struct {
 	// inlineBytes counts the inline interpreter code read (bounded by
 	// maxInlineBytes).
 	inlineBytes int
+	// dirs is the pushd stack of directories above cwd.
+	dirs []string
+	// pipeIn is what the stage piped into the current command lists
+	// (see ListsSecrets); pipeOut what the current stage lists.
+	pipeIn, pipeOut string
 }
 
 // hasGlob reports an unescaped *, ? or [ in a literal.
@@ -314,13 +319,20 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 	case *syntax.CallExpr:
 		a.call(c, via, depth)
 	case *syntax.BinaryCmd:
+		if c.Op != syntax.Pipe && c.Op != syntax.PipeAll {
+			a.stmt(c.X, via, depth)
+			a.stmt(c.Y, via, depth)
+			break
+		}
+		in := a.pipeIn
+		a.pipeOut = ""
 		a.stmt(c.X, via, depth)
+		a.pipeIn, a.pipeOut = a.pipeOut, ""
 		a.stmt(c.Y, via, depth)
+		a.pipeIn = in // pipeOut stays: the last stage's list is the pipe's
 		a.pipedPayload(c, via, depth)
 	case *syntax.Subshell:
-		cwd := a.cwd
-		a.stmts(c.Stmts, via, depth)
-		a.cwd = cwd
+		a.subshell(c.Stmts, via, depth)
 	case *syntax.Block:
 		a.stmts(c.Stmts, via, depth)
 	case *syntax.IfClause:
@@ -360,6 +372,14 @@ func (a *analyzer) command(c syntax.Command, via []string, depth int) {
 	}
 }
 
+// subshell classifies commands a child shell runs (( ), $( ), <( )):
+// a cd there leaves the line's directory as it was.
+func (a *analyzer) subshell(list []*syntax.Stmt, via []string, depth int) {
+	cwd, dirs := a.cwd, slices.Clone(a.dirs)
+	a.stmts(list, via, depth)
+	a.cwd, a.dirs = cwd, dirs
+}
+
 func testName(c syntax.Command) string {
 	switch c.(type) {
 	case *syntax.TestClause:
@@ -379,10 +399,10 @@ func (a *analyzer) substs(n syntax.Node, via []string, depth int) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
-			a.stmts(n.Stmts, via, depth+1)
+			a.subshell(n.Stmts, via, depth+1)
 			return false
 		case *syntax.ProcSubst:
-			a.stmts(n.Stmts, via, depth+1)
+			a.subshell(n.Stmts, via, depth+1)
 			return false
 		}
 		return true

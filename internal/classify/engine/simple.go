@@ -83,8 +83,8 @@ func (c *Call) Shell(src Word) {
 		c.Class(Unknown, "nested too deeply to analyse")
 		return
 	}
-	cwd := c.a.cwd // a child shell's cd stays in the child
-	defer func() { c.a.cwd = cwd }()
+	cwd, dirs := c.a.cwd, slices.Clone(c.a.dirs) // a child shell's cd stays in the child
+	defer func() { c.a.cwd, c.a.dirs = cwd, dirs }()
 	if err := c.a.script(src.Text, c.viaMe(), c.depth+1); err != nil {
 		c.Class(Unknown, c.Name+" runs script text that does not parse")
 	}
@@ -109,6 +109,7 @@ func (a *analyzer) simple(args []Word, via []string, depth int) {
 		return
 	}
 	c := &Call{a: a, Args: args[1:], via: via, depth: depth}
+	a.pipeOut = "" // a handler that lists files says so after its own nested commands
 	c.Cmd.Via = via
 	for _, w := range args {
 		c.Cmd.Argv = append(c.Cmd.Argv, w.Text)
@@ -133,6 +134,7 @@ func (a *analyzer) simple(args []Word, via []string, depth int) {
 	}
 	if len(c.Cmd.Classes) == 0 {
 		c.dispatch()
+		a.passPipe(c.Name, c.Args)
 	}
 	if c.delegated && len(c.Cmd.Classes) == 0 {
 		return
@@ -273,6 +275,7 @@ func (c *Call) scan() {
 				c.Class(Secret, "touches "+cand)
 			}
 		}
+		c.afterCd(w)
 		if w.glob && c.Name != "echo" && c.Name != "printf" {
 			if name, secret, deep := c.a.secretWord(w); secret {
 				c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, name)
@@ -318,6 +321,42 @@ func pathCandidates(s string) []string {
 		out = append(out, s[2:]) // -f.env
 	}
 	return out
+}
+
+// afterCd judges a relative name where an earlier cd or pushd of the
+// line put it: cd ~/.ssh && cat id_rsa reads a key, and after a cd into
+// a directory known only at run time any relative name may be one.
+func (c *Call) afterCd(w Word) {
+	cwd := c.a.cwd
+	if cwd == c.a.out.Cwd || !w.Static || c.Name == "echo" || c.Name == "printf" ||
+		w.Text == "" || strings.HasPrefix(w.Text, "-") || strings.HasPrefix(w.Text, "/") || strings.HasPrefix(w.Text, "~") {
+		return
+	}
+	if cwd == "" {
+		c.Class(Unknown, w.Text+" is relative to a directory known only at run time")
+		return
+	}
+	if rel := path.Clean(w.Text); !dirMayHoldSecrets(cwd) && rel != "." && !strings.HasPrefix(rel, "..") {
+		return // the word alone was judged, and the directory adds nothing
+	}
+	p := path.Join(cwd, w.Text)
+	if w.glob {
+		p = path.Join(cwd, strings.NewReplacer("*", "x", "?", "x").Replace(w.Text))
+	}
+	if secretnames.Path(p) {
+		c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, p)
+		c.Class(Secret, "touches "+p)
+	}
+}
+
+// dirMayHoldSecrets: a credential path made of dir and a relative name
+// that is not one by itself (and does not climb out of dir or name dir
+// itself) needs part of a credential directory in dir: they are all
+// hidden, or under run/secrets, Library or /proc/PID/environ. The check
+// skips the rest, such as a cd within the workspace.
+func dirMayHoldSecrets(dir string) bool {
+	return strings.Contains(dir, "/.") || strings.Contains(dir, "/run") ||
+		strings.Contains(dir, "Library") || strings.HasPrefix(dir, "/proc")
 }
 
 // ScpTarget reports whether an argument is scp's HOST:PATH (or
@@ -455,6 +494,35 @@ func (c *Call) SecretWord(w Word) (name string, secret, deep bool) { return c.a.
 // SetCwd sets the directory later commands of the line run in (cd); ""
 // means it is known only at run time.
 func (c *Call) SetCwd(dir string) { c.a.cwd = dir }
+
+// RepoRoot reports whether w is "$(git rev-parse --show-toplevel)" run
+// from inside the workspace, the workspace's repository: the substitution
+// is the last command the line added before w's command.
+func (c *Call) RepoRoot(w Word) bool {
+	cmds := c.a.out.Commands
+	if w.Text != "$(…)" || len(cmds) == 0 || c.a.cwd == "" || !InWorkspace(c.a.cwd) {
+		return false
+	}
+	last := cmds[len(cmds)-1]
+	return slices.Equal(last.Argv, []string{"git", "rev-parse", "--show-toplevel"}) && last.Dir == ""
+}
+
+// PushCwd is pushd: the directory is dir ("" when computed), the one
+// left is kept for a later popd.
+func (c *Call) PushCwd(dir string) {
+	c.a.dirs = append(c.a.dirs, c.a.cwd)
+	c.a.cwd = dir
+}
+
+// PopCwd is popd: back to the directory of the last pushd; with none on
+// the line the stack held before it is unknown, and so the directory.
+func (c *Call) PopCwd() {
+	if n := len(c.a.dirs); n > 0 {
+		c.a.cwd, c.a.dirs = c.a.dirs[n-1], c.a.dirs[:n-1]
+		return
+	}
+	c.a.cwd = ""
+}
 
 // Nested classifies argv as a command of its own that this one runs
 // (find -exec), without handing the rest over as Exec does, and returns

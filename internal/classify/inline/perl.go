@@ -1,6 +1,7 @@
 package inline
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/classify/engine"
@@ -11,9 +12,9 @@ import (
 // no code in an interpolation or a regex) prints, or with -i edits files
 // in place; any other code is unknown.
 func perlTool(c *engine.Call) {
-	var code []string
+	var code, mods []string
 	var why string
-	loop, inplace, info := false, false, false
+	loop, inplace, info, incl := false, false, false, false
 	args := c.Args
 	i := 0
 	notCode := func(s string) {
@@ -82,12 +83,27 @@ func perlTool(c *engine.Call) {
 				}
 				break bundle
 			case 'I':
+				incl = true
 				if j+1 == len(s) {
 					i++
 				}
 				break bundle
-			case 'M', 'm', 'd', 'D':
-				notCode("perl -" + string(ch) + " loads a module")
+			case 'M', 'm':
+				mod := s[j+1:]
+				if mod == "" && i+1 < len(args) {
+					i++
+					mod = args[i].Text
+					if !args[i].Static {
+						notCode("perl loads a module named at run time")
+					}
+				}
+				if mod == "" {
+					notCode("perl -" + string(ch) + " without a module")
+				}
+				mods = append(mods, mod)
+				break bundle
+			case 'd', 'D':
+				notCode("perl -" + string(ch) + " runs a debugger or debug flags")
 				break bundle
 			default:
 				notCode("perl -" + string(ch))
@@ -96,6 +112,16 @@ func perlTool(c *engine.Call) {
 		}
 	}
 	files := args[min(i, len(args)):]
+	if len(mods) > 0 && incl {
+		notCode("perl loads modules from an include directory it was given")
+	}
+	if len(mods) > 0 && why == "" {
+		if len(code) == 0 {
+			perlModules(c, mods)
+		} else {
+			code = append(perlUseLines(mods), code...)
+		}
+	}
 	if len(code) == 0 && why == "" {
 		switch {
 		case info:
@@ -293,10 +319,46 @@ func perlCode(c *engine.Call, code string, printLoop bool) {
 		c.Class(engine.Unknown, "perl runs the replacement of s///e as code")
 		return
 	}
+	classes, why := slices.Clone(c.Cmd.Classes), c.Cmd.Why
 	c.InlineCode("perl", code)
+	if m := perlNetUseRE().FindStringSubmatch(code); m != nil && !slices.Contains(c.Cmd.Classes, engine.Network) {
+		if !slices.Contains(classes, engine.Run) && len(c.Cmd.Classes) == len(classes)+1 && slices.Contains(c.Cmd.Classes, engine.Run) {
+			c.Cmd.Classes, c.Cmd.Why = classes, why // it does more than compute
+		}
+		c.Class(engine.Network, "perl code loads the network module "+m[1])
+	}
 	if printLoop && len(c.Cmd.Classes) == 1 && c.Cmd.Classes[0] == engine.Run {
 		c.Cmd.Classes = []engine.Class{engine.Read}
 	}
 }
 
 var perlEditRE = lazyre.New(`^\s*(s|tr|y)[^\w\s]`)
+
+// perlUseLines turns -M and -m options into the use lines perl runs for
+// them (-MFoo=a,b is use Foo split(/,/,q{a,b}); -M-Foo is no Foo), so the
+// code analysis reads a module loaded on the command line as it reads
+// one loaded in the code.
+func perlUseLines(mods []string) []string {
+	out := make([]string, 0, len(mods))
+	for _, m := range mods {
+		kw := "use "
+		if rest, ok := strings.CutPrefix(m, "-"); ok {
+			kw, m = "no ", rest
+		}
+		name, imports, _ := strings.Cut(m, "=")
+		out = append(out, kw+name+" ("+imports+");")
+	}
+	return out
+}
+
+// perlModules classifies modules loaded for a script (perl -MFoo x.pl):
+// a network module reaches the network; the script is judged apart.
+func perlModules(c *engine.Call, mods []string) {
+	if m := perlNetUseRE().FindStringSubmatch(strings.Join(perlUseLines(mods), "\n")); m != nil {
+		c.Class(engine.Network, "perl loads the network module "+m[1])
+	}
+}
+
+// perlNetUseRE: perl modules that open connections (sockets, HTTP, FTP,
+// SMTP, DNS clients), loaded by use or require.
+var perlNetUseRE = lazyre.New(`\b(?:use|require)\s+((?:Net::|IO::Socket|IO::Async|LWP|HTTP::|WWW::|Mojo::UserAgent|Mojo::IOLoop|AnyEvent::(?:HTTP|Socket|Handle)|URI::Fetch|Socket\b|Furl\b)[\w:]*)`)

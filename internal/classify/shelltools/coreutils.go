@@ -2,6 +2,7 @@ package shelltools
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/classify/engine"
@@ -199,6 +200,7 @@ func awkTool(c *engine.Call) {
 func findTool(c *engine.Call) {
 	args := c.Args
 	acted := false
+	roots := findRoots(args)
 	secretNames := false
 	for i := 0; i < len(args); i++ {
 		switch args[i].Text {
@@ -209,11 +211,18 @@ func findTool(c *engine.Call) {
 			}
 		}
 	}
+	found := "files find matches by a credential name"
+	if r := secretRoot(c, roots); r != "" {
+		secretNames, found = true, "files find lists under "+r
+	}
+	// build output: every root is, or every name selects it under the
+	// workspace (find build -exec rm, find . -name '*.pyc' -delete)
+	regen := c.AllRegenerable(roots) || engine.FindsRegenerable(args) && inWorkspace(c, roots)
 	for i := 0; i < len(args); i++ {
 		s := args[i].Text
 		switch s {
 		case "-delete":
-			if engine.FindsRegenerable(args) {
+			if regen {
 				c.Class(engine.Write, "find -delete removes build output, which the next build makes again")
 			} else {
 				c.Class(engine.Destructive, "find -delete deletes what it matches")
@@ -226,17 +235,7 @@ func findTool(c *engine.Call) {
 				j++
 			}
 			if j > i+1 {
-				inner := args[i+1 : j]
-				added := c.Nested(inner)
-				// The command runs on every file found: a credential
-				// file found by name is read by it.
-				if secretNames && !engine.MetaOnly(inner[0].Text) {
-					for k := range added {
-						cmd := &added[k]
-						cmd.Classes = engine.AddClass(cmd.Classes, engine.Secret)
-						cmd.Secrets = engine.AppendUniq(cmd.Secrets, "files find matches by a credential name")
-					}
-				}
+				findExec(c, args[i+1:j], regen, secretNames, found)
 			}
 			i = j
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
@@ -249,9 +248,101 @@ func findTool(c *engine.Call) {
 	}
 	if !acted {
 		c.Class(engine.Read, "find only lists")
+		if secretNames {
+			c.ListsSecrets(found)
+		}
 	} else if len(c.Cmd.Classes) == 0 {
 		c.Delegate() // find only hands files to its -exec command
 	}
+}
+
+// findExec classifies the command find runs on every file it finds: a
+// credential file found is read by it, and rm of build output only
+// writes the workspace.
+func findExec(c *engine.Call, inner []engine.Word, regen, secret bool, found string) {
+	added := c.Nested(inner)
+	if secret {
+		engine.ReadsSecrets(added, found, "runs on "+found)
+	}
+	if inner[0].Text != "rm" && inner[0].Text != "rmdir" {
+		return
+	}
+	if !regen || !onlyFound(inner[1:]) {
+		// kept as find's own entry, so that a walk of ~ or / deleting
+		// everything is graded catastrophic as find -delete is
+		c.Class(engine.Destructive, "find runs "+inner[0].Text+" on what it finds")
+		return
+	}
+	for k := range added {
+		cmd := &added[k]
+		if i := slices.Index(cmd.Classes, engine.Destructive); i >= 0 && len(cmd.Argv) > 0 && (cmd.Argv[0] == "rm" || cmd.Argv[0] == "rmdir") {
+			cmd.Classes[i] = engine.Write
+			cmd.Why = "find removes build output, which the next build makes again"
+		}
+	}
+}
+
+// onlyFound: rm's operands are only the file find found ({}), so it
+// deletes what find matched and nothing named besides.
+func onlyFound(args []engine.Word) bool {
+	n := 0
+	for _, w := range args {
+		switch {
+		case w.Text == "{}":
+			n++
+		case w.Text == "--" || strings.HasPrefix(w.Text, "-") && w.Static:
+		default:
+			return false
+		}
+	}
+	return n > 0
+}
+
+// findRoots are the paths find walks: the words before its expression
+// ("." when there are none).
+func findRoots(args []engine.Word) []engine.Word {
+	var roots []engine.Word
+	for _, w := range args {
+		s := w.Text
+		if len(roots) == 0 && (s == "-H" || s == "-L" || s == "-P") {
+			continue // options before the roots
+		}
+		if strings.HasPrefix(s, "-") || s == "(" || s == "!" {
+			break
+		}
+		roots = append(roots, w)
+	}
+	if len(roots) == 0 {
+		roots = []engine.Word{{Text: ".", Static: true}}
+	}
+	return roots
+}
+
+// secretRoot returns a root whose walk reaches credential files: ~, /,
+// a directory above the home, or a credential directory; a computed
+// root may be any of them.
+func secretRoot(c *engine.Call, roots []engine.Word) string {
+	for _, w := range roots {
+		p := c.Resolve(w)
+		switch {
+		case !w.Static && !strings.HasPrefix(w.Text, "$HOME") && !strings.HasPrefix(w.Text, "${HOME}"):
+			return w.Text
+		case p == "/" || p == engine.Home || strings.HasPrefix(engine.Home, p+"/") || p == "/root" || p == "/etc" || p == "/run" || p == "/var/run":
+			return w.Text
+		case secretnames.Path(p) || secretnames.Path(p+"/x"):
+			return w.Text
+		}
+	}
+	return ""
+}
+
+func inWorkspace(c *engine.Call, roots []engine.Word) bool {
+	for _, w := range roots {
+		if !w.Static || !engine.InWorkspace(c.Resolve(w)) {
+			return false
+		}
+	}
+	return true
 }
 
 func opensslTool(c *engine.Call) {

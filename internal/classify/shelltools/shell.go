@@ -245,6 +245,11 @@ func xargsTool(c *engine.Call) {
 		c.Class(engine.Read, "xargs without a command echoes")
 		return
 	}
+	if what := c.PipedSecrets(); what != "" {
+		c.Delegate()
+		engine.ReadsSecrets(c.Nested(rest), what, "runs on "+what+", piped in")
+		return
+	}
 	c.Exec(rest)
 }
 
@@ -291,20 +296,38 @@ func setTool(c *engine.Call) {
 
 // cdTool follows the directory so that later relative writes resolve
 // where the shell would put them; a directory known only at run time
-// makes them unknown.
+// makes them unknown. pushd and popd keep the stack the line builds.
 func cdTool(c *engine.Call) {
 	c.Class(engine.Read, c.Name+" changes directory")
 	_, pos := engine.Opts(c.Args)
+	if c.Name == "popd" {
+		if len(pos) == 0 {
+			c.PopCwd()
+		} else {
+			c.SetCwd("") // popd +N drops an entry: the stack is lost track of
+		}
+		return
+	}
+	set := c.SetCwd
+	if c.Name == "pushd" {
+		set = c.PushCwd
+	}
 	switch {
+	case len(pos) == 0 && c.Name == "pushd":
+		c.SetCwd("") // swaps with a directory the line may not have set
 	case len(pos) == 0:
-		c.SetCwd(engine.Home)
+		set(engine.Home)
+	case c.RepoRoot(pos[0]):
+		set(engine.DefaultCwd)
 	case !pos[0].Static && !strings.HasPrefix(pos[0].Text, "$HOME") && !strings.HasPrefix(pos[0].Text, "${HOME}") || pos[0].Text == "-":
-		c.SetCwd("")
+		set("")
+	case c.Name == "pushd" && (strings.HasPrefix(pos[0].Text, "+") || strings.HasPrefix(pos[0].Text, "-")):
+		c.SetCwd("") // rotates the stack
 	default:
 		if p := c.Resolve(pos[0]); strings.HasPrefix(p, "/") {
-			c.SetCwd(p)
+			set(p)
 		} else {
-			c.SetCwd("")
+			set("")
 		}
 	}
 }

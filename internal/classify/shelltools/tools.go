@@ -12,7 +12,7 @@ func Handlers() map[string]engine.Handler {
 		"ash": shellTool, "fish": shellTool, "busybox": busybox,
 		"eval":   func(c *engine.Call) { c.Shell(engine.JoinWords(c.Args)) },
 		"source": sourceTool, ".": sourceTool,
-		"cd": cdTool, "pushd": cdTool,
+		"cd": cdTool, "pushd": cdTool, "popd": cdTool,
 		"alias":  aliasTool,
 		"trap":   trapTool,
 		"watch":  watchTool,
