@@ -1,11 +1,8 @@
 package main
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
@@ -20,41 +17,23 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/depcache/piptest"
 )
 
-// testWheel is a pure-Python wheel made with archive/zip (no network,
-// no build tool): the module, size bytes of incompressible data (as a
-// real package's size), METADATA, WHEEL and their RECORD.
+// testWheel is a pure-Python wheel: the module and size bytes of
+// incompressible data (as a real package's size).
 func testWheel(t *testing.T, name, version string, size int) (string, []byte) {
 	t.Helper()
-	di := name + "-" + version + ".dist-info"
 	data := make([]byte, size)
 	_, _ = mrand.NewChaCha8(sha256.Sum256([]byte(name))).Read(data)
-	files := [][2]string{
-		{name + "/__init__.py", "NAME = " + strconv.Quote(name) + "\n"},
-		{name + "/data.bin", string(data)},
-		{di + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"},
-		{di + "/WHEEL", "Wheel-Version: 1.0\nGenerator: airlock-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
-	}
-	var rec strings.Builder
-	for _, f := range files {
-		s := sha256.Sum256([]byte(f[1]))
-		fmt.Fprintf(&rec, "%s,sha256=%s,%d\n", f[0], base64.RawURLEncoding.EncodeToString(s[:]), len(f[1]))
-	}
-	files = append(files, [2]string{di + "/RECORD", rec.String() + di + "/RECORD,,\n"})
-	var b bytes.Buffer
-	z := zip.NewWriter(&b)
-	for _, f := range files {
-		w, err := z.Create(f[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = w.Write([]byte(f[1]))
-	}
-	if err := z.Close(); err != nil {
+	file, whl, err := piptest.Wheel(name, version,
+		[2]string{name + "/__init__.py", "NAME = " + strconv.Quote(name) + "\n"},
+		[2]string{name + "/data.bin", string(data)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return name + "-" + version + "-py3-none-any.whl", b.Bytes()
+	return file, whl
 }
 
 // simpleIndex is a PEP 503 index with PyPI's cache headers, counting

@@ -2,11 +2,9 @@ package depcache
 
 import (
 	"archive/tar"
-	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -23,39 +21,19 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/depcache/piptest"
 	"github.com/airlock-dev/airlock/internal/tarball"
 )
 
-// pipWheel is a pure-Python wheel of name and version made here with
-// archive/zip: the module, METADATA, WHEEL and a RECORD of them.
+// pipWheel is a pure-Python wheel of name and version holding one
+// module with body.
 func pipWheel(t testing.TB, name, version, body string) (file string, data []byte) {
 	t.Helper()
-	di := name + "-" + version + ".dist-info"
-	files := [][2]string{
-		{name + "/__init__.py", body},
-		{di + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"},
-		{di + "/WHEEL", "Wheel-Version: 1.0\nGenerator: airlock-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
-	}
-	var record strings.Builder
-	for _, f := range files {
-		sum := sha256.Sum256([]byte(f[1]))
-		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f[0], base64.RawURLEncoding.EncodeToString(sum[:]), len(f[1]))
-	}
-	record.WriteString(di + "/RECORD,,\n")
-	files = append(files, [2]string{di + "/RECORD", record.String()})
-	var b bytes.Buffer
-	z := zip.NewWriter(&b)
-	for _, f := range files {
-		w, err := z.Create(f[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = w.Write([]byte(f[1]))
-	}
-	if err := z.Close(); err != nil {
+	file, data, err := piptest.Wheel(name, version, [2]string{name + "/__init__.py", body})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return name + "-" + version + "-py3-none-any.whl", b.Bytes()
+	return file, data
 }
 
 func sha256Hex(b []byte) string {
