@@ -241,7 +241,7 @@ func (s *sandbox) buildRoot(disk *os.File, lower string, binds []bindMount) erro
 	}
 	// The command user called otherwise: its passwd and group lines.
 	if !s.user.IsDefault() {
-		if err := runtime.WriteUserFiles(upper, strings.Split(lower, ":"), SandboxUID, SandboxUID, s.user); err != nil {
+		if err := hostside.WriteUserFiles(upper, strings.Split(lower, ":"), SandboxUID, SandboxUID, s.user); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/watch"
+	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
 // mainAt is when the sandbox init's main began, waitAt when it began to
@@ -288,7 +289,7 @@ func makeWritable(cfg *proto.InitConfig, upper string) error {
 		return nil
 	}
 	u := runtime.User{Name: cfg.UserName, Home: cfg.Home}
-	return runtime.WriteUserFiles(upper, append([]string{cfg.Lower}, cfg.Lowers...), cfg.UID, cfg.GID, u)
+	return hostside.WriteUserFiles(upper, append([]string{cfg.Lower}, cfg.Lowers...), cfg.UID, cfg.GID, u)
 }
 
 // bindTemplate mounts the template's binds read-only below root.

@@ -1,4 +1,4 @@
-package runtime
+package hostside
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
 // maxEtcFile bounds the passwd and group files read from a template.
@@ -22,7 +23,7 @@ const maxEtcFile = 1 << 20
 // that is a symlink, not a regular file, or over 1 MiB is an error. The
 // files are the caller's (root's) and mode 0644: the command user can
 // read them, never change them.
-func WriteUserFiles(upper string, lowers []string, uid, gid int, u User) error {
+func WriteUserFiles(upper string, lowers []string, uid, gid int, u runtime.User) error {
 	if err := os.Mkdir(filepath.Join(upper, "etc"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
@@ -31,9 +32,9 @@ func WriteUserFiles(upper string, lowers []string, uid, gid int, u User) error {
 		if err != nil {
 			return err
 		}
-		data := GroupWith(orig, gid, u.Name)
+		data := runtime.GroupWith(orig, gid, u.Name)
 		if name == "passwd" {
-			data = PasswdWith(orig, uid, gid, u)
+			data = runtime.PasswdWith(orig, uid, gid, u)
 		}
 		p := filepath.Join(upper, "etc", name)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
