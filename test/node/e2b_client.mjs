@@ -81,10 +81,10 @@ await sbx.setTimeout(300_000);
 let r = await sbx.commands.run('echo "$GREETING $WHO from $(pwd)"; echo oops >&2', { envs: { WHO: "e2b" } });
 assert.equal(r.exitCode, 0);
 assert.equal(r.stdout, "hi e2b from /home/user\n");
+assert.equal(r.stderr, "oops\n");
 // E2B's user and home: "user", /home/user; not root underneath.
 r = await sbx.commands.run('whoami; echo "$HOME"; id -u');
 assert.equal(r.stdout, "user\n/home/user\n1000\n");
-assert.equal(r.stderr, "oops\n");
 r = await sbx.commands.run("pwd", { cwd: "/workspace" });
 assert.equal(r.stdout, "/workspace\n");
 // E2B's base has python as well as python3 (where the host has python3).
