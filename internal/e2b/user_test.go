@@ -75,6 +75,11 @@ func TestE2BUserAndHome(t *testing.T) {
 	if resp, b := d.call("GET", "/files?path=notes/a.txt", nil, envdHeaders(id, tok, nil)); resp.StatusCode != 200 || string(b) != "one\n" {
 		t.Errorf("read notes/a.txt: %d %q", resp.StatusCode, b)
 	}
+	// The files API names the owner as the sandbox does.
+	uh := envdHeaders(id, tok, map[string]string{"Content-Type": "application/json"})
+	if resp, b := d.call("POST", "/filesystem.Filesystem/Stat", []byte(`{"path":"notes/a.txt"}`), uh); resp.StatusCode != 200 || !strings.Contains(string(b), `"owner":"user"`) {
+		t.Errorf("stat notes/a.txt: %d %s", resp.StatusCode, b)
+	}
 	// A command's cwd, relative, is below the home too.
 	if out, end := d.runProc(id, tok, "", map[string]any{"cmd": "pwd", "cwd": "notes"}); out != "/home/user/notes\n" {
 		t.Errorf("cwd notes: %q %s", out, end)

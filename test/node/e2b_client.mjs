@@ -146,7 +146,7 @@ await sbx.files.write("/workspace/empty", "");
 assert.equal(await sbx.files.read("/workspace/empty"), "");
 const entries = await sbx.files.list("/workspace/src");
 assert.deepEqual(entries.map((x) => [x.name, x.type, x.size]), [["x.js", "file", 15], ["y.bin", "file", 4]]);
-assert.equal(entries[0].owner, "sandbox");
+assert.equal(entries[0].owner, "user");
 assert.equal((await sbx.files.list("/workspace", { depth: 2 })).filter((x) => x.path.startsWith("/workspace/src/")).length, 2);
 assert.equal(await sbx.files.makeDir("/workspace/dir/sub"), true);
 assert.equal(await sbx.files.makeDir("/workspace/dir/sub"), false);
