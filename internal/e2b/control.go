@@ -158,7 +158,7 @@ func parseCreate(body io.Reader, defaultTemplate string) (sandbox.CreateRequest,
 	if tpl == "" || tpl == "base" {
 		tpl = defaultTemplate
 	}
-	cr := sandbox.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true}
+	cr := sandbox.CreateRequest{Template: tpl, Labels: req.Metadata, TightenOnly: true, User: sandboxUser}
 	// allow_internet_access true is every SDK's default, not a request:
 	// the sandbox's egress is airlock's policy. false is stricter, and
 	// honoured by a layer that denies all egress; network rules are a

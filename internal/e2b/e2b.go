@@ -57,10 +57,6 @@ const EnvdVersion = "0.5.7"
 // EnvdPort is the in-sandbox API port the SDKs name in E2b-Sandbox-Port.
 const EnvdPort = "49983"
 
-// Home is the sandbox user's home: relative paths and the default working
-// directory, as E2B's /home/user is.
-const Home = "/home/sandbox"
-
 // Config wires a Server.
 type Config struct {
 	// Manager is the sandbox core (the daemon's *manager.Manager).
@@ -191,9 +187,9 @@ func checkUser(r *http.Request) error {
 	}
 	for _, n := range names {
 		switch n {
-		case "", "user", "sandbox":
+		case "", UserName:
 		default:
-			return fmt.Errorf("user %q: airlock runs every command and file operation as the sandbox's unprivileged user (\"user\"); other users, root included, are not available", n)
+			return fmt.Errorf("user %q: airlock runs every command and file operation as the sandbox's unprivileged user %q (home %s); other users, root included, are not available: there is no root and no sudo in an airlock sandbox", n, UserName, Home)
 		}
 	}
 	return nil

@@ -285,7 +285,7 @@ func userName(id int) string {
 	case 0:
 		return "root"
 	case 1000:
-		return "sandbox"
+		return UserName
 	case 65534:
 		return "nobody"
 	}

@@ -121,4 +121,7 @@ type LiveInfo struct {
 	// Policy is its effective policy, as made at create (not changed
 	// while it lives; not to be modified).
 	Policy *policy.Policy
+	// User is its command user's name and home (resolved: never zero
+	// for a sandbox the manager made).
+	User runtime.User
 }

@@ -65,7 +65,7 @@ func (c *core) Live(id string) (*hook.LiveInfo, bool) {
 	}
 	b := ls.base
 	b.Binds = slices.Clone(b.Binds)
-	return &hook.LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: redacted.View(ls.rec), Policy: ls.pol}, true
+	return &hook.LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: redacted.View(ls.rec), Policy: ls.pol, User: userOf(ls.spec)}, true
 }
 func (c *core) Exec(ctx context.Context, id string, req sandbox.ExecRequest, stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
 	return c.m.Exec(ctx, id, req, nil, stdout, stderr)
@@ -277,3 +277,13 @@ func (m *Manager) egressUsage(id string) *egress.Usage {
 // sourceWait bounds how long a connection waits for its command's exec
 // to be noted (Core.ExecOf).
 const sourceWait = 5 * time.Second
+
+// userOf is the command user of a sandbox made from spec (the backend
+// accepted it, so it resolves).
+func userOf(spec runtime.Spec) runtime.User {
+	u, err := spec.User.Resolve()
+	if err != nil {
+		return spec.User
+	}
+	return u
+}

@@ -134,6 +134,7 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 	if err != nil {
 		return nil, err
 	}
+	pol = pol.WithHome(req.User.Home)
 	beName := req.Backend
 	if beName == "" {
 		beName = m.cfg.TemplateBackends[base.Name]
@@ -142,7 +143,7 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 	if err != nil {
 		return nil, err
 	}
-	spec := runtime.Spec{RootFS: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: runtime.MergeEnv(base.Env, req.Env), Limits: req.Limits}
+	spec := runtime.Spec{RootFS: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: runtime.MergeEnv(base.Env, req.Env), Limits: req.Limits, User: req.User}
 	return &createPlan{base: base, pol: pol, be: be, spec: spec, taskID: taskID}, nil
 }
 

@@ -123,6 +123,21 @@ type Policy struct {
 
 	scope   []*regexp.Regexp
 	version string // computed once the policy is built; policies are immutable
+	// home is the sandbox user's home where it is not the default one
+	// (classify's): scratch like that one (WithHome).
+	home string
+}
+
+// WithHome is p for a sandbox whose user's home is home (the E2B door's
+// /home/user) rather than the default: writes there are scratch, as in
+// the default home, whatever the scope. "" or the default: p itself.
+func (p *Policy) WithHome(home string) *Policy {
+	if home == "" || classify.Scratch(home) {
+		return p
+	}
+	c := *p
+	c.home = path.Clean(home)
+	return &c
 }
 
 // Defaults follow the seed's table: inspection, verification, builds,
@@ -515,7 +530,7 @@ func (p *Policy) computeVersion() string {
 // always writable; /workspace paths must match a scope glob when there
 // is a scope; anything else is outside.
 func (p *Policy) InScope(abs string) bool {
-	if classify.Scratch(abs) {
+	if classify.Scratch(abs) || p.home != "" && (abs == p.home || strings.HasPrefix(abs, p.home+"/")) {
 		return true
 	}
 	rel, ok := strings.CutPrefix(abs, DefaultCwd+"/")

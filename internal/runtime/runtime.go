@@ -95,6 +95,12 @@ type Spec struct {
 	Limits Limits
 	// Hostname inside the sandbox; default "airlock".
 	Hostname string
+	// User is what the command user is called: its passwd and group
+	// name, its home (HOME, USER, LOGNAME of every command, the home of
+	// the write scope and of file activity); its uid stays the backend's
+	// unprivileged one. Zero: DefaultUser. A backend that cannot present
+	// it fails Create (unsupported); an invalid one is ErrInvalid.
+	User User
 	// Network, when set, is the host side of the sandbox's network: the
 	// backend runs an HTTP proxy on 127.0.0.1:3128 and a DNS server on
 	// 127.0.0.1:53 inside the sandbox and hands it every connection and
@@ -177,6 +183,8 @@ type Info struct {
 	Created   time.Time `json:"created"`
 	Isolation Isolation `json:"isolation"`
 	Limits    Limits    `json:"limits"`
+	// User is the command user's name and home (Spec.User resolved).
+	User User `json:"user"`
 }
 
 // Isolation reports what the backend actually applied, so that nobody has

@@ -32,6 +32,9 @@ type CreateRequest struct {
 	// TightenOnly refuses a Policy that relaxes the daemon's (set for
 	// callers that are agents, not operators).
 	TightenOnly bool `json:"-"`
+	// User is what the command user is called (the E2B door's "user",
+	// /home/user); zero: runtime.DefaultUser. Its uid is the backend's.
+	User runtime.User `json:"-"`
 }
 
 // ExecRequest is one command.

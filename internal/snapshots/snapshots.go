@@ -113,6 +113,9 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s is not running: %w", id, errdefs.ErrConflict)
 	}
+	if h := lv.User.Home; h != "" && h != seedDirs[1] {
+		return nil, fmt.Errorf("snapshot of sandbox %s: its user's home is %s, and a snapshot keeps only /workspace and %s (the home's files would be lost): %w", id, h, seedDirs[1], errdefs.ErrUnsupported)
+	}
 	base, rec := lv.Base, lv.View
 	dir := filepath.Join(s.dir, name)
 	exists := func() bool {

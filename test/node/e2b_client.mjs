@@ -80,8 +80,11 @@ await sbx.setTimeout(300_000);
 // commands.run: output, environment, working directory.
 let r = await sbx.commands.run('echo "$GREETING $WHO from $(pwd)"; echo oops >&2', { envs: { WHO: "e2b" } });
 assert.equal(r.exitCode, 0);
-assert.equal(r.stdout, "hi e2b from /home/sandbox\n");
+assert.equal(r.stdout, "hi e2b from /home/user\n");
 assert.equal(r.stderr, "oops\n");
+// E2B's user and home: "user", /home/user; not root underneath.
+r = await sbx.commands.run('whoami; echo "$HOME"; id -u');
+assert.equal(r.stdout, "user\n/home/user\n1000\n");
 r = await sbx.commands.run("pwd", { cwd: "/workspace" });
 assert.equal(r.stdout, "/workspace\n");
 // E2B's base has python as well as python3 (where the host has python3).
@@ -132,8 +135,8 @@ assert.ok(e instanceof TimeoutError, String(e));
 
 // Files: write, read, list, stat, mkdir, remove.
 const w = await sbx.files.write("notes/a.txt", "one\ntwo\n");
-assert.equal(w.path, "/home/sandbox/notes/a.txt");
-assert.equal(await sbx.files.read("/home/sandbox/notes/a.txt"), "one\ntwo\n");
+assert.equal(w.path, "/home/user/notes/a.txt");
+assert.equal(await sbx.files.read("/home/user/notes/a.txt"), "one\ntwo\n");
 await sbx.files.write([
   { path: "/workspace/src/x.js", data: "console.log(1)\n" },
   { path: "/workspace/src/y.bin", data: new Uint8Array([0, 1, 2, 255]).buffer },
@@ -143,7 +146,7 @@ await sbx.files.write("/workspace/empty", "");
 assert.equal(await sbx.files.read("/workspace/empty"), "");
 const entries = await sbx.files.list("/workspace/src");
 assert.deepEqual(entries.map((x) => [x.name, x.type, x.size]), [["x.js", "file", 15], ["y.bin", "file", 4]]);
-assert.equal(entries[0].owner, "sandbox");
+assert.equal(entries[0].owner, "user");
 assert.equal((await sbx.files.list("/workspace", { depth: 2 })).filter((x) => x.path.startsWith("/workspace/src/")).length, 2);
 assert.equal(await sbx.files.makeDir("/workspace/dir/sub"), true);
 assert.equal(await sbx.files.makeDir("/workspace/dir/sub"), false);
@@ -158,7 +161,7 @@ assert.equal(r.stdout, "console.log(1)\n");
 
 // Commands run as the sandbox user, never root.
 e = await rejects(sbx.commands.run("id", { user: "root" }));
-assert.match(e.message, /unprivileged user/);
+assert.match(e.message, /unprivileged user "user"/);
 
 // The policy applies through this door too.
 e = await rejects(sbx.commands.run("cat /workspace/.env"));
@@ -193,7 +196,7 @@ assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, "paused");
 assert.equal(await sbx.isRunning(), false);
 const back = await Sandbox.connect(sbx.sandboxId);
 assert.equal((await back.getInfo()).state, "running");
-r = await back.commands.run("cat /home/sandbox/notes/a.txt");
+r = await back.commands.run("cat /home/user/notes/a.txt");
 assert.equal(r.stdout, "one\ntwo\n");
 assert.equal(await back.isRunning(), true);
 assert.equal(await back.kill(), true);

@@ -93,6 +93,9 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{name: "NoDeviceNodes", fn: testNoDeviceNodes, isolation: true},
 		{name: "NoHostWriteback", fn: testNoHostWriteback, isolation: true},
 		{name: "PtyLimit", fn: func(t *testing.T, f Factory) { testPtyLimit(t, f, diffs["PtyLimit"]) }},
+		{name: "User", fn: testUser, isolation: true},
+		{name: "UserHome", fn: testUserHome},
+		{name: "UserRefused", fn: testUserRefused},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,7 +89,8 @@ func (s *sandbox) Exec(ctx context.Context, req runtime.ExecRequest) (runtime.Pr
 // env is the base environment, the sandbox's, the request's and the
 // markers, in that order (later wins).
 func (s *sandbox) env(req runtime.ExecRequest, execKV string) []string {
-	env := []string{"PATH=" + hostPATH, "HOME=" + s.hostPath(HomeDir), "TMPDIR=" + s.hostPath("/tmp"), "LANG=C.UTF-8"}
+	u := s.spec.User
+	env := []string{"PATH=" + hostPATH, "HOME=" + s.hostPath(u.Home), "USER=" + u.Name, "LOGNAME=" + u.Name, "TMPDIR=" + s.hostPath("/tmp"), "LANG=C.UTF-8"}
 	if req.TTY {
 		env = append(env, "TERM=xterm-256color")
 	}

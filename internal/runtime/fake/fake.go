@@ -21,7 +21,9 @@
 // sandbox's directory. What it refuses with ErrUnsupported: a Network,
 // and every resource limit but Lifetime (memory, pids, cpus, disk, tmp,
 // inodes, nofile, ptys), which it cannot enforce. It reports no file
-// activity and offers no write scope. Binds and RootFS are not shown to
+// activity and offers no write scope. A Spec's User names the home
+// directory (made, and HOME) and USER and LOGNAME; commands still run as
+// the calling user, so whoami and id say that user's name. Binds and RootFS are not shown to
 // commands (they see the host's own); RootFS must exist.
 package fake
 
@@ -34,6 +36,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,7 +53,8 @@ const Name = "fake"
 // Boundary is what Info reports as the isolation applied: none.
 const Boundary = "none"
 
-// HomeDir is the command user's home directory inside a sandbox.
+// HomeDir is the command user's home directory inside a sandbox whose
+// Spec names no User.
 const HomeDir = "/home/sandbox"
 
 // Backend makes fake sandboxes, each a directory under Dir.
@@ -122,6 +126,11 @@ func checkSpec(spec *runtime.Spec) error {
 	if spec.Network != nil {
 		return fmt.Errorf("the fake backend has no sandbox network: %w", errdefs.ErrUnsupported)
 	}
+	u, err := spec.User.Resolve()
+	if err != nil {
+		return err
+	}
+	spec.User = u
 	return nil
 }
 
@@ -153,7 +162,7 @@ type sandbox struct {
 // setUp makes root with /workspace (the spec's workspace copied in),
 // /tmp and the home directory.
 func (s *sandbox) setUp(ctx context.Context) error {
-	for _, d := range []string{"workspace", "tmp", "home/sandbox"} {
+	for _, d := range []string{"workspace", "tmp", strings.TrimPrefix(s.spec.User.Home, "/")} {
 		if err := os.MkdirAll(filepath.Join(s.root, d), 0o755); err != nil {
 			return err
 		}
@@ -187,7 +196,7 @@ func copyIn(src, dst string) error {
 func (s *sandbox) ID() string { return s.id }
 
 func (s *sandbox) Info() runtime.Info {
-	return runtime.Info{ID: s.id, Backend: Name, Created: s.created, Limits: s.spec.Limits,
+	return runtime.Info{ID: s.id, Backend: Name, Created: s.created, Limits: s.spec.Limits, User: s.spec.User,
 		Isolation: runtime.Isolation{Boundary: Boundary, UIDBase: os.Getuid()}}
 }
 

@@ -45,7 +45,7 @@ func (b *Backend) plan(spec runtime.Spec) (*creation, error) {
 	for _, bd := range spec.Binds {
 		c.binds = append(c.binds, bindMount{source: bd.Source, target: bd.Target})
 	}
-	c.s = &sandbox{b: b, id: spec.ID, lim: lim, dir: filepath.Join(b.lay.SandboxesDir(), spec.ID),
+	c.s = &sandbox{b: b, id: spec.ID, lim: lim, user: spec.User, dir: filepath.Join(b.lay.SandboxesDir(), spec.ID),
 		exited: make(chan struct{}), host: hostside.NewBase(spec.ID, b.cfg.Logf, trace)}
 	return c, nil
 }
@@ -179,11 +179,12 @@ func (c *creation) startRunsc(context.Context, *hostside.Rollback) error {
 // ready.
 func (c *creation) configureAgent(ctx context.Context, _ *hostside.Rollback) error {
 	s, spec := c.s, c.spec
-	scratch := []string{"/tmp", sandboxHome, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
+	home := spec.User.Home
+	scratch := []string{"/tmp", home, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
 	init := &proto.InitConfig{
-		Hostname: spec.Hostname, UID: SandboxUID, GID: SandboxUID, Home: sandboxHome,
+		Hostname: spec.Hostname, UID: SandboxUID, GID: SandboxUID, Home: home,
 		Writable: append([]string{"/workspace"}, scratch...), Scratch: scratch,
-		ScopeRoots: []string{"/workspace", sandboxHome}, Trace: os.Getenv("AIRLOCK_TRACE") != "",
+		ScopeRoots: []string{"/workspace", home}, Trace: os.Getenv("AIRLOCK_TRACE") != "",
 		Network: spec.Network != nil, NoFileActivity: spec.NoFileActivity, MaxProxyConns: spec.MaxProxyConns,
 	}
 	if err := s.host.Conn.Send(&proto.Message{Op: proto.OpInit, Version: proto.ProtocolVersion, Init: init}); err != nil {
@@ -211,7 +212,7 @@ func (c *creation) startClient(context.Context, *hostside.Rollback) error {
 	s := c.s
 	s.created = time.Now()
 	s.Client = client.New(s.host.Conn, client.Options{
-		BaseEnv:  append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + sandboxHome, "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, c.spec.Env...),
+		BaseEnv:  append(append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, c.spec.User.Env()...), append([]string{"LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, c.spec.Env...)...),
 		Meter:    s.meter,
 		RelayTTY: true,
 		Network:  c.spec.Network,

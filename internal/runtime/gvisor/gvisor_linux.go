@@ -41,8 +41,7 @@ const (
 	hostThreadsBase   = 256
 
 	// SandboxUID is the uid commands run as inside every sandbox.
-	SandboxUID  = 1000
-	sandboxHome = "/home/sandbox"
+	SandboxUID = 1000
 )
 
 // Config configures the backend. The zero value is usable.

@@ -35,6 +35,7 @@ type sandbox struct {
 	id      string
 	dir     string
 	lim     runtime.Limits
+	user    runtime.User // the command user's name and home
 	created time.Time
 	seccomp string
 
@@ -53,7 +54,7 @@ func (s *sandbox) Cgroup() *cgroups.Group { return s.host.Cgroup }
 func (s *sandbox) Info() runtime.Info {
 	lim := s.lim
 	return runtime.Info{
-		ID: s.id, Backend: "gvisor", Created: s.created, Limits: lim,
+		ID: s.id, Backend: "gvisor", Created: s.created, Limits: lim, User: s.user,
 		Isolation: runtime.Isolation{
 			Boundary: fmt.Sprintf("gVisor user-space kernel (runsc %s, %s platform) + seccomp", s.b.version, s.b.platform),
 			// gVisor's own: every sandbox has all of these in its kernel,
@@ -221,7 +222,7 @@ func (s *sandbox) buildRoot(disk *os.File, lower string, binds []bindMount) erro
 		path string
 		mode os.FileMode
 		user bool
-	}{{"workspace", 0o755, true}, {"home", 0o755, false}, {"home/sandbox", 0o700, true}, {"var", 0o755, false}, {"var/tmp", 0o1777, false}, {"tmp", 0o1777, false}, {".airlock", 0o755, false}} {
+	}{{"workspace", 0o755, true}, {"home", 0o755, false}, {strings.TrimPrefix(s.user.Home, "/"), 0o700, true}, {"var", 0o755, false}, {"var/tmp", 0o1777, false}, {"tmp", 0o1777, false}, {".airlock", 0o755, false}} {
 		p := filepath.Join(upper, w.path)
 		if err := os.Mkdir(p, w.mode); err != nil {
 			return err
@@ -237,6 +238,12 @@ func (s *sandbox) buildRoot(disk *os.File, lower string, binds []bindMount) erro
 	}
 	if err := os.WriteFile(filepath.Join(upper, agentPath), nil, 0o555); err != nil {
 		return err
+	}
+	// The command user called otherwise: its passwd and group lines.
+	if !s.user.IsDefault() {
+		if err := hostside.WriteUserFiles(upper, strings.Split(lower, ":"), SandboxUID, SandboxUID, s.user); err != nil {
+			return err
+		}
 	}
 	root := filepath.Join(s.dir, "rootfs")
 	ovl := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)

@@ -15,8 +15,8 @@ const DefaultHostname = "airlock"
 
 // CheckSpec checks what every backend takes from a Spec the same way,
 // and fills in the ID (a new one) and Hostname (DefaultHostname) left
-// empty. overlay names the paths that, with spec.RootFS, go into an
-// overlay mount's option string (the state dir), which a comma, colon or
+// empty and the User (runtime.User.Resolve). overlay names the paths
+// that, with spec.RootFS, go into an overlay mount's option string (the state dir), which a comma, colon or
 // backslash would cut into more options.
 func CheckSpec(spec *runtime.Spec, overlay ...string) error {
 	if spec.RootFS == "" || !filepath.IsAbs(spec.RootFS) {
@@ -60,5 +60,10 @@ func CheckSpec(spec *runtime.Spec, overlay ...string) error {
 	if spec.Hostname == "" {
 		spec.Hostname = DefaultHostname
 	}
+	u, err := spec.User.Resolve()
+	if err != nil {
+		return err
+	}
+	spec.User = u
 	return nil
 }

@@ -45,7 +45,7 @@ func (b *Backend) plan(spec runtime.Spec) (*creation, error) {
 			return nil, fmt.Errorf("root filesystem: %w", err)
 		}
 	}
-	s := &sandbox{b: b, id: spec.ID, lim: lim, dir: filepath.Join(b.lay.SandboxesDir(), spec.ID),
+	s := &sandbox{b: b, id: spec.ID, lim: lim, user: spec.User, dir: filepath.Join(b.lay.SandboxesDir(), spec.ID),
 		host: hostside.NewBase(spec.ID, b.cfg.Logf, trace)}
 	return &creation{b: b, s: s, spec: spec, v2: b.hier.Mode() == cgroups.V2, t0: time.Now()}, nil
 }
@@ -256,7 +256,8 @@ func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) erro
 func (c *creation) initConfig() *proto.InitConfig {
 	spec, lim := c.spec, c.s.lim
 	// Scratch places stay writable under a write scope (RestrictWrites).
-	scratch := []string{"/tmp", sandboxHome, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
+	home := spec.User.Home
+	scratch := []string{"/tmp", home, "/var/tmp", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"}
 	binds := make([]proto.Bind, len(spec.Binds))
 	for i, bd := range spec.Binds {
 		binds[i] = proto.Bind(bd)
@@ -266,13 +267,22 @@ func (c *creation) initConfig() *proto.InitConfig {
 		DiskBytes: lim.DiskBytes, Inodes: lim.Inodes, TmpBytes: lim.TmpBytes, Hostname: spec.Hostname,
 		// RLIMIT_NPROC is a backstop above the commands' pids group (pidsSub).
 		NoFile: lim.NoFile, NProc: uint64(lim.Pids + agentPidsReserve), FSizeBytes: uint64(max(lim.DiskBytes, lim.TmpBytes)), Ptys: lim.Ptys,
-		UID: SandboxUID, GID: SandboxUID, Home: sandboxHome, Writable: append([]string{"/workspace"}, scratch...),
-		Scratch: scratch, ScopeRoots: []string{"/workspace", sandboxHome},
+		UID: SandboxUID, GID: SandboxUID, Home: home, UserName: userName(spec.User), Writable: append([]string{"/workspace"}, scratch...),
+		Scratch: scratch, ScopeRoots: []string{"/workspace", home},
 		Trace:          os.Getenv("AIRLOCK_TRACE") != "",
 		Network:        spec.Network != nil,
 		MaxProxyConns:  spec.MaxProxyConns,
 		NoFileActivity: spec.NoFileActivity,
 	}
+}
+
+// userName is InitConfig.UserName for u: "" when the template's passwd
+// already says it.
+func userName(u runtime.User) string {
+	if u.IsDefault() {
+		return ""
+	}
+	return u.Name
 }
 
 // makePidsSub puts the commands in a pids sub-group of their own (v1: in
@@ -302,7 +312,7 @@ func (c *creation) startClient(context.Context, *hostside.Rollback) error {
 	s.seccomp = c.ready.Seccomp
 	s.created = time.Now()
 	s.Client = client.New(s.host.Conn, client.Options{
-		BaseEnv: append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/sandbox", "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, c.spec.Env...),
+		BaseEnv: append(append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, c.spec.User.Env()...), append([]string{"LANG=C.UTF-8", "TMPDIR=/tmp", "SHELL=/bin/bash"}, c.spec.Env...)...),
 		Meter:   s.meter,
 		Trace:   trace,
 		Network: c.spec.Network,

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime/agent"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/watch"
+	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
 // mainAt is when the sandbox init's main began, waitAt when it began to
@@ -204,7 +205,8 @@ func mountErr(what, target string, err error) error {
 // pivots into it. The layout:
 //
 //	MountDir            the sandbox's private disk (ext4 on a loop device, or a tmpfs)
-//	MountDir/upper      overlay upper; /workspace and /home/sandbox pre-made here
+//	MountDir/upper      overlay upper; /workspace and the home pre-made here
+//	                    (and /etc/passwd, /etc/group when the user is renamed)
 //	MountDir/root       overlay(lower=template, upper) -> becomes /
 func setupRoot(cfg *proto.InitConfig, disk *os.File) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -262,13 +264,14 @@ func mountDisk(cfg *proto.InitConfig, disk *os.File, upper, work, root string) e
 
 // makeWritable makes the writable directories in the upper layer from
 // the start, owned by the command user, so no copy-up of template
-// (host-owned) dirs is needed.
+// (host-owned) dirs is needed; and, for a renamed command user, its
+// passwd and group.
 func makeWritable(cfg *proto.InitConfig, upper string) error {
 	for _, w := range []struct {
 		path string
 		mode os.FileMode
 		user bool
-	}{{"workspace", 0o755, true}, {"home", 0o755, false}, {"home/sandbox", 0o700, true}, {"var", 0o755, false}, {"var/tmp", 0o1777, false}} {
+	}{{"workspace", 0o755, true}, {"home", 0o755, false}, {strings.TrimPrefix(cfg.Home, "/"), 0o700, true}, {"var", 0o755, false}, {"var/tmp", 0o1777, false}} {
 		p := filepath.Join(upper, w.path)
 		if err := os.Mkdir(p, w.mode); err != nil {
 			return err
@@ -282,7 +285,11 @@ func makeWritable(cfg *proto.InitConfig, upper string) error {
 			}
 		}
 	}
-	return nil
+	if cfg.UserName == "" {
+		return nil
+	}
+	u := runtime.User{Name: cfg.UserName, Home: cfg.Home}
+	return hostside.WriteUserFiles(upper, append([]string{cfg.Lower}, cfg.Lowers...), cfg.UID, cfg.GID, u)
 }
 
 // bindTemplate mounts the template's binds read-only below root.

@@ -41,8 +41,6 @@ const (
 
 	// SandboxUID is the uid commands run as inside every sandbox.
 	SandboxUID = 1000
-	// sandboxHome is the command user's home directory.
-	sandboxHome = "/home/sandbox"
 	// UIDRangeStart is the first host uid given to sandboxes; each sandbox
 	// gets its own 65536 uids starting at UIDRangeStart + slot*65536
 	// (package hostside's uid slots).

@@ -32,6 +32,7 @@ type sandbox struct {
 	id      string
 	dir     string
 	lim     runtime.Limits
+	user    runtime.User // the command user's name and home
 	created time.Time
 
 	// host is what the sandbox holds on the host (state dir and lock,
@@ -59,7 +60,7 @@ func (s *sandbox) Info() runtime.Info {
 		boundary += " + landlock"
 	}
 	return runtime.Info{
-		ID: s.id, Backend: "native", Created: s.created, Limits: s.lim,
+		ID: s.id, Backend: "native", Created: s.created, Limits: s.lim, User: s.user,
 		Isolation: runtime.Isolation{
 			Boundary:    boundary,
 			Namespaces:  []string{"user", "mount", "pid", "net", "ipc", "uts", "cgroup"},

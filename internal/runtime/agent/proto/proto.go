@@ -163,7 +163,11 @@ type InitConfig struct {
 	UID        int      `json:"uid"`
 	GID        int      `json:"gid"`
 	Home       string   `json:"home"`
-	Writable   []string `json:"writable"` // paths the command user may write (Landlock)
+	// UserName, when set, is what the command user is called: the init
+	// writes /etc/passwd and /etc/group so (runtime.WriteUserFiles).
+	// "": the template's files as they are.
+	UserName string   `json:"user_name,omitempty"`
+	Writable []string `json:"writable"` // paths the command user may write (Landlock)
 	// Scratch are the Writable paths that stay writable under a write
 	// scope; ScopeRoots the directories a scope's paths must lie in.
 	Scratch     []string `json:"scratch"`
