@@ -302,7 +302,7 @@ func relay(c *net.TCPConn, hc net.Conn) {
 // gVisor (runsc 20221219, the relay's only user) one splice of more than
 // 64 KiB from such a pipe into its TCP socket sends the pipe's first
 // 64 KiB again in place of every later 64 KiB: the right length, the
-// wrong bytes (pip's hash check failed on such a wheel). Each
+// wrong bytes (pip's hash check failed; TLS: bad record MAC). Each
 // splice alone, and splices of at most 64 KiB, are intact; plain copies
 // avoid the path in both directions. The wrappers hide ReadFrom and
 // WriteTo from io.Copy.
