@@ -274,22 +274,47 @@ func (s *Server) forwardConn(c *net.TCPConn) {
 // both directions end. Once the host's side has ended, the sandbox's
 // gets a short while to finish its own: an idle client must not hold
 // the relay (and a slot under the cap) after the host is done.
+//
+// The copies are plain reads and writes (copyPlain), never splice(2):
+// relaying runs inside gVisor, whose splice from the host's socket into
+// a pipe corrupted the stream (see copyPlain).
 func relay(c *net.TCPConn, hc net.Conn) {
 	defer c.Close()
 	defer hc.Close()
 	done := make(chan struct{}, 1)
 	go func() {
-		_, _ = io.Copy(hc, c)
+		_ = copyPlain(hc, c)
 		if cw, ok := hc.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		}
 		done <- struct{}{}
 	}()
-	_, _ = io.Copy(c, hc)
+	_ = copyPlain(c, hc)
 	_ = c.CloseWrite()
 	_ = c.SetReadDeadline(time.Now().Add(relayLinger))
 	<-done
 }
+
+// copyPlain copies src to dst until src ends, with read(2) and write(2)
+// through a buffer of its own. io.Copy from the host's *net.UnixConn to
+// the sandbox's *net.TCPConn would take TCPConn.ReadFrom, which
+// splice(2)s through a pipe that Go enlarges to 1 MiB (F_SETPIPE_SZ). In
+// gVisor (runsc 20221219, the relay's only user) one splice of more than
+// 64 KiB from such a pipe into its TCP socket sends the pipe's first
+// 64 KiB again in place of every later 64 KiB: the right length, the
+// wrong bytes (pip's hash check failed; TLS: bad record MAC). Each
+// splice alone, and splices of at most 64 KiB, are intact; plain copies
+// avoid the path in both directions. The wrappers hide ReadFrom and
+// WriteTo from io.Copy.
+func copyPlain(dst io.Writer, src io.Reader) error {
+	buf := make([]byte, relayBuf)
+	_, err := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, buf)
+	return err
+}
+
+// relayBuf is a relay direction's copy buffer, io.Copy's own size: a
+// sandbox may hold hundreds of relays, each with two, in its memory.
+const relayBuf = 32 << 10
 
 // relayLinger is how long a relay waits for the sandbox's side to end
 // after the host's has.
