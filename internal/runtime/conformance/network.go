@@ -144,14 +144,19 @@ func (n *capNet) ProxyRefused(pid int, reason string) {
 // proxyCapScript opens 60 idle proxy connections from one shell and
 // counts those answered with a 503, reading again the ones that have not
 // answered until $1 have been refused or 45 s have passed (a loaded or
-// emulated machine, such as the cgroup v2 test VM, answers late).
-const proxyCapScript = `n=0; r=0; fds=""
+// emulated machine, such as the cgroup v2 test VM, answers late). A read
+// that times out keeps what it read of a line (bash saves partial input),
+// so a status line that arrives in pieces is joined, not lost.
+const proxyCapScript = `n=0; r=0; fds=""; declare -A part
 for i in $(seq 60); do exec {fd}<>/dev/tcp/127.0.0.1/3128 || break; fds="$fds $fd"; n=$((n+1)); done
 end=$((SECONDS+45))
 while [ "$r" -lt "$1" ] && [ "$SECONDS" -lt "$end" ]; do
   left=""
   for fd in $fds; do
-    if IFS= read -t 0.1 -r line <&$fd; then case "$line" in "HTTP/1.1 503"*) r=$((r+1));; esac; else left="$left $fd"; fi
+    line=""
+    if IFS= read -t 0.1 -r line <&$fd; then
+      case "${part[$fd]}$line" in "HTTP/1.1 503"*) r=$((r+1));; esac
+    else part[$fd]="${part[$fd]}$line"; left="$left $fd"; fi
   done
   fds=$left
 done
