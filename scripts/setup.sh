@@ -20,6 +20,9 @@ command -v depmod >/dev/null || need+=(kmod)                        # its kernel
 command -v curl >/dev/null || need+=(curl)            # egress tests: a client inside sandboxes
 command -v runsc >/dev/null || need+=(runsc)          # the gVisor backend (internal/runtime/gvisor)
 [ -d /usr/lib/python3/dist-packages/pytest ] || need+=(python3-pytest)  # the README task test's Python project
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)  # template debian, and the Debian image the template tests import
+command -v umoci >/dev/null || need+=(umoci)            # template tests: OCI layouts, and the import benchmark's peer
+command -v skopeo >/dev/null || need+=(skopeo)          # the import benchmark's peer
 if [ ${#need[@]} -gt 0 ]; then
 	echo "setup: installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
