@@ -13,7 +13,7 @@ type ExecRequest struct {
 	Argv []string `json:"argv"`
 	// Env ("K=V") is added to the sandbox's base environment.
 	Env []string `json:"env,omitempty"`
-	// Cwd is the working directory; "": the template's (an image's WorkingDir), else /workspace.
+	// Cwd is the working directory; "": /workspace in a task's sandbox, else the template's (an image's WorkingDir), else /workspace.
 	Cwd string `json:"cwd,omitempty"`
 	// TimeoutMS kills the command after this long; 0: none.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`

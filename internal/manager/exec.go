@@ -99,7 +99,7 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 	if ls == nil {
 		return fmt.Errorf("sandbox %s is stopped: %w", x.id, errdefs.ErrConflict)
 	}
-	x.cwd = defaultCwd(x.req.Cwd, ls.base.WorkDir)
+	x.cwd = defaultCwd(x.req.Cwd, ls.base.WorkDir, ls.taskID != "")
 	x.ls = ls
 	if finishing && !x.taskTest {
 		return sandbox.FinishingError(ls.taskID)
@@ -110,14 +110,16 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 	return m.learnSecrets(x.req.Env)
 }
 
-// defaultCwd is where an exec starts: the cwd it names; else its
+// defaultCwd is where an exec starts: the cwd it names; else, in a
+// task's sandbox, /workspace, where the task's repository is (a task's
+// commands act on it, whatever the image's WorkingDir); else its
 // template's working directory (an image's WorkingDir, a build's
 // WORKDIR); else /workspace. The policy sees the same cwd as the command.
-func defaultCwd(cwd, templateDir string) string {
+func defaultCwd(cwd, templateDir string, task bool) string {
 	switch {
 	case cwd != "":
 		return cwd
-	case templateDir != "":
+	case templateDir != "" && !task:
 		return templateDir
 	}
 	return "/workspace"

@@ -48,6 +48,15 @@ func TestCoreTemplateWorkDir(t *testing.T) {
 	if len(execs) != 2 || execs[0].Cwd != "/workspace/app" || execs[1].Cwd != "/workspace" {
 		t.Errorf("recorded cwds: %+v", execs)
 	}
+	// A task's sandbox on the same template: its commands act on the
+	// task's repository in /workspace, whatever the image's WorkingDir.
+	task, err := src.c.CreateForTask(ctx, sandbox.CreateRequest{Template: "wd"}, "t-workdir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ls(t, m, task.ID, ""); got != "app\ntop.txt\n" {
+		t.Errorf("a task's sandbox, no cwd: ls %q, want /workspace's", got)
+	}
 }
 
 func ls(t *testing.T, m *Manager, id, cwd string) string {
