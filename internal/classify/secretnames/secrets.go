@@ -119,7 +119,7 @@ const MaxGlobElems = 32
 const MaxGlobSteps = 1 << 15
 
 // globTokens are the names a glob element is matched against.
-var globTokens = func() []string {
+var globTokens = sync.OnceValue(func() []string {
 	var out []string
 	for n := range secretNames() {
 		out = append(out, n)
@@ -130,7 +130,7 @@ var globTokens = func() []string {
 		".huggingface", ".cache", ".local", ".mozilla", "secrets")
 	slices.Sort(out) // the name found first is shown: the same every time
 	return out
-}()
+})
 
 // GlobResult is what judging a glob found.
 type GlobResult int
@@ -163,7 +163,7 @@ func JudgeGlob(pat string, steps *int) (GlobResult, string) {
 		if e == "" || strings.IndexByte("*?[", e[0]) >= 0 || !strings.ContainsAny(e, "*?[") {
 			continue
 		}
-		for _, t := range globTokens {
+		for _, t := range globTokens() {
 			if *steps++; *steps > MaxGlobSteps {
 				return GlobTooDeep, ""
 			}
