@@ -48,6 +48,9 @@ type TaskRequest struct {
 // TaskBundle is the bundle a task was started from.
 type TaskBundle = wire.TaskBundle
 
+// MaxBundle is the largest bundle the daemon takes.
+const MaxBundle = wire.MaxBundle
+
 // TestRun is one run of a task's test command.
 type TestRun = wire.TestRun
 
