@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -90,7 +91,12 @@ func (tk *Tasks) takeBundle(ctx context.Context, id string, r io.Reader) (string
 		err = cerr
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("read the bundle: %w", err)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return "", nil, fmt.Errorf("read the bundle: %w", err)
+		}
+		// A client that went away or sent a broken body: its error.
+		return "", nil, fmt.Errorf("read the bundle: %v: %w", err, errdefs.ErrInvalid)
 	}
 	if n > tk.maxBundle() {
 		return "", nil, fmt.Errorf("the bundle is more than %d bytes (the daemon's bound): %w", tk.maxBundle(), errdefs.ErrLimitExceeded)
@@ -138,10 +144,15 @@ func (tk *Tasks) gitSays(id string, err error) string {
 	return strings.TrimSpace(msg)
 }
 
+// maxCheckoutFiles bounds the files of a bundle's commit (each is an
+// inode on the host, then in the sandbox; a variable: the tests make it
+// small).
+var maxCheckoutFiles = 1 << 20
+
 // checkBundleClone runs after a bundle's clone, before its checkout: git
 // fsck (strict) over every object the bundle brought (a tree entry named
 // .git, .., a malicious .gitmodules: git's own checks), and the files of
-// commit bounded by maxCheckout.
+// commit bounded by maxCheckout bytes and maxCheckoutFiles entries.
 func (tk *Tasks) checkBundleClone(ctx context.Context, id, base, commit string) error {
 	if _, err := git(ctx, base, nil, "fsck", "--strict", "--no-dangling", "--no-progress"); err != nil {
 		return fmt.Errorf("the bundle is refused: git fsck: %s: %w", tk.gitSays(id, err), errdefs.ErrInvalid)
@@ -151,7 +162,11 @@ func (tk *Tasks) checkBundleClone(ctx context.Context, id, base, commit string) 
 		return fmt.Errorf("the bundle's files: %w", err)
 	}
 	var total int64
-	for _, f := range strings.Fields(string(out)) {
+	sizes := strings.Fields(string(out))
+	if len(sizes) > maxCheckoutFiles {
+		return fmt.Errorf("the bundle's commit %.12s has more than %d files (the daemon's bound): %w", commit, maxCheckoutFiles, errdefs.ErrLimitExceeded)
+	}
+	for _, f := range sizes {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil { // a submodule's commit: no size, nothing checked out
 			continue

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,8 +83,28 @@ func TestTaskFromBundle(t *testing.T) {
 	if _, err := r.tk.Start(ctx, TaskRequest{Bundle: bytes.NewReader(b), Repo: repo}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("repo and bundle: %v", err)
 	}
-	r.noSandboxesBut(t, task.SandboxID)
+	// The pin holds for a repository path too.
+	if _, err := r.tk.Start(ctx, TaskRequest{Repo: repo, Commit: other}); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("a commit pin on a path: %v", err)
+	}
+	if _, err := r.tk.Start(ctx, TaskRequest{Repo: repo, Commit: "HEAD"}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("a commit pin that is not an id: %v", err)
+	}
+	// A bundle's task is finished as any is (nothing clones it again).
+	if res, err := r.tk.Finish(ctx, task.ID, false); err != nil || res.Task.Bundle == nil || res.Task.State != "finished" {
+		t.Errorf("finish: %+v %v", res, err)
+	}
+	// A truncated upload is the client's error, not the daemon's.
+	if _, err := r.tk.Start(ctx, TaskRequest{Bundle: io.MultiReader(bytes.NewReader(b[:100]), failing{})}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("a broken upload: %v", err)
+	}
+	r.noSandboxesBut(t, "")
 }
+
+// failing is a body that breaks off.
+type failing struct{}
+
+func (failing) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 
 // noSandboxesBut fails if a sandbox other than keep is running.
 func (r *rig) noSandboxesBut(t *testing.T, keep string) {
@@ -167,6 +189,17 @@ func TestBundleSizeAttacks(t *testing.T) {
 		t.Fatalf("the bomb is %d bytes", len(b))
 	}
 	refusedBundle(t, r, "a bundle that inflates", b, errdefs.ErrLimitExceeded, "bytes of files")
+	// Many small files: each an inode on the host.
+	defer func(n int) { maxCheckoutFiles = n }(maxCheckoutFiles)
+	maxCheckoutFiles = 50
+	many := gitRepo(t, func() map[string]string {
+		m := map[string]string{}
+		for i := range 60 {
+			m[fmt.Sprintf("f%d", i)] = ""
+		}
+		return m
+	}())
+	refusedBundle(t, r, "a bundle of many files", makeBundle(t, many, "master"), errdefs.ErrLimitExceeded, "files")
 	r.noSandboxesBut(t, "")
 }
 
