@@ -32,21 +32,8 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 	if _, err := Check(req, tk.c.MaxLifetime()); err != nil {
 		return nil, err
 	}
-	if req.Bundle != nil {
-		if req.Repo != "" {
-			return nil, fmt.Errorf("give repo or a bundle, not both: %w", errdefs.ErrInvalid)
-		}
-	} else if strings.TrimSpace(req.Repo) == "" || strings.HasPrefix(req.Repo, "-") || strings.IndexByte(req.Repo, 0) >= 0 {
-		return nil, fmt.Errorf("repo must be a path or URL: %w", errdefs.ErrInvalid)
-	}
-	if req.Commit != "" && !isCommitID(req.Commit) {
-		return nil, fmt.Errorf("commit %q: want a full commit id (40 or 64 lower-case hex digits): %w", req.Commit, errdefs.ErrInvalid)
-	}
-	if req.Ref == "" {
-		req.Ref = "HEAD"
-	}
-	if strings.HasPrefix(req.Ref, "-") || strings.ContainsAny(req.Ref, " \x00") {
-		return nil, fmt.Errorf("ref %q: %w", req.Ref, errdefs.ErrInvalid)
+	if err := checkSource(&req); err != nil {
+		return nil, err
 	}
 	for _, g := range req.Scope {
 		if _, err := policy.CompileGlob(g); err != nil {
@@ -105,6 +92,28 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 		"scope": req.Scope, "test": req.Test, "prompt": req.Prompt, "template": sb.Template, "template_version": sb.TemplateVersion, "policy": sb.Policy, "bundle": src.bundle}})
 	ok = true
 	return tk.shownTask(rec)
+}
+
+// checkSource refuses a request's repository, bundle, ref or commit pin
+// before anything is read or cloned; an empty ref is HEAD.
+func checkSource(req *TaskRequest) error {
+	if req.Bundle != nil {
+		if req.Repo != "" {
+			return fmt.Errorf("give repo or a bundle, not both: %w", errdefs.ErrInvalid)
+		}
+	} else if strings.TrimSpace(req.Repo) == "" || strings.HasPrefix(req.Repo, "-") || strings.IndexByte(req.Repo, 0) >= 0 {
+		return fmt.Errorf("repo must be a path or URL: %w", errdefs.ErrInvalid)
+	}
+	if req.Commit != "" && !isCommitID(req.Commit) {
+		return fmt.Errorf("commit %q: want a full commit id (40 or 64 lower-case hex digits): %w", req.Commit, errdefs.ErrInvalid)
+	}
+	if req.Ref == "" {
+		req.Ref = "HEAD"
+	}
+	if strings.HasPrefix(req.Ref, "-") || strings.ContainsAny(req.Ref, " \x00") {
+		return fmt.Errorf("ref %q: %w", req.Ref, errdefs.ErrInvalid)
+	}
+	return nil
 }
 
 // source is where req.Repo is cloned from, with the options that hold
