@@ -326,3 +326,30 @@ func payload(e *audit.Event) map[string]any {
 	_ = json.Unmarshal(e.Payload, &m)
 	return m
 }
+
+// A bundle of a SHA-256 repository (a v3 bundle naming its object
+// format) starts a task at its 64-digit commit, and its diff is taken.
+func TestTaskFromSHA256Bundle(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, nil)
+	repo := t.TempDir()
+	gitT(t, repo, "init", "-q", "--object-format=sha256")
+	writeFile(t, filepath.Join(repo, "README"), "sha256\n")
+	gitT(t, repo, "add", "README")
+	gitT(t, repo, "commit", "-qm", "one")
+	head := gitT(t, repo, "rev-parse", "HEAD")
+	task, err := r.tk.Start(ctx, TaskRequest{Bundle: bytes.NewReader(makeBundle(t, repo, "HEAD")), Commit: head})
+	if err != nil || len(task.Commit) != 64 || task.Commit != head {
+		t.Fatalf("%+v %v", task, err)
+	}
+	f, err := r.m.Files(ctx, task.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteFile(ctx, "/workspace/README", strings.NewReader("changed\n"), 0o644, false); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := r.tk.Diff(ctx, task.ID); err != nil || len(d.Files) != 1 || !strings.Contains(d.Patch, "+changed") {
+		t.Errorf("diff: %+v %v", d, err)
+	}
+}
