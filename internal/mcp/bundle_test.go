@@ -73,6 +73,14 @@ func TestStartTaskFromBundle(t *testing.T) {
 	} {
 		e.fails("start_task", c.args, c.want)
 	}
+	// The file is read as this client reads files: a bundle where the
+	// policy denies the agent reading (a secret's name, in a sandbox that
+	// denies secret access) is refused, not sent.
+	e.ok("upload_tree", map[string]any{"sandbox_id": up, "path": "/workspace/sec", "tar_base64": b64(tarOf(t, ".env", string(b)))})
+	e.ok("snapshot_sandbox", map[string]any{"sandbox_id": up, "name": "with-env-bundle"})
+	locked, _ := e.ok("create_sandbox", map[string]any{"template": "with-env-bundle", "policy": map[string]any{"classes": map[string]any{"secret": "deny"}}}).st["sandbox_id"].(string)
+	e.fails("start_task", map[string]any{"bundle": "airlock://sandboxes/" + locked + "/files/workspace/sec/.env"}, "policy_denied")
+
 	defer mcp.SetMaxTree(len(b) - 1)()
 	e.fails("start_task", map[string]any{"bundle": base64.StdEncoding.EncodeToString(b)}, "limit_exceeded")
 }

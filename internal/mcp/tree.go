@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -164,7 +165,18 @@ func (s *Server) bundleOf(ctx context.Context, v string) (io.Reader, func(), err
 			_, err := s.Client.ReadFile(ctx, id, "/"+p, pw)
 			pw.CloseWithError(err)
 		}()
-		return pr, func() { pr.Close() }, nil
+		// A file that cannot be read (none, or one the policy keeps from
+		// this client) fails here, with its own error, before a task is
+		// asked for.
+		br := bufio.NewReaderSize(pr, 64<<10)
+		if _, err := br.Peek(1); err != nil {
+			pr.Close()
+			if err == io.EOF {
+				err = fmt.Errorf("bundle %s is an empty file", v)
+			}
+			return nil, nil, err
+		}
+		return br, func() { pr.Close() }, nil
 	}
 	if n := base64.StdEncoding.DecodedLen(len(v)); n > maxTree+2 {
 		return nil, nil, fmt.Errorf("limit_exceeded: the bundle is about %d bytes; at most %d as base64 (write it to a sandbox and give its airlock:// file URI, or POST /v1/tasks)", n, maxTree)
