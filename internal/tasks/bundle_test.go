@@ -220,9 +220,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // A bundle carries refs and objects, never config or hooks: the source
 // repository's hooks, its hooksPath and filter config stay behind, and a
-// tree with hooks, attributes naming filters and a .gitmodules whose
-// update is a command runs nothing on the daemon's host. A tree that
-// writes into .git (git would refuse the path) is refused by fsck.
+// tree with hooks, attributes naming filters and a .gitmodules runs
+// nothing on the daemon's host, from the clone to the diff and the
+// finish. A tree that writes into .git (git would refuse the path), or
+// whose .gitmodules has a command for update, is refused by fsck.
 func TestBundleRunsNothing(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, nil)
@@ -254,11 +255,15 @@ func TestBundleRunsNothing(t *testing.T) {
 	if _, err := r.tk.Diff(ctx, task.ID); err != nil {
 		t.Fatal(err)
 	}
+	base := r.tk.baseDir(task.ID)
+	config := gitT(t, base, "config", "--local", "--list")
+	if _, err := r.tk.Finish(ctx, task.ID, true); err != nil {
+		t.Fatal(err)
+	}
 	if ran, err := os.ReadFile(marker); err == nil {
 		t.Errorf("the clone ran the repository's code: %s", ran)
 	}
-	base := r.tk.baseDir(task.ID)
-	for _, kv := range strings.Split(gitT(t, base, "config", "--local", "--list"), "\n") {
+	for _, kv := range strings.Split(config, "\n") {
 		k, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(k, "core.") && !strings.HasPrefix(k, "remote.origin.") && !strings.HasPrefix(k, "branch.") || k == "core.hookspath" || k == "core.fsmonitor" {
 			t.Errorf("the clone's config has %s: it came from the bundle", kv)
