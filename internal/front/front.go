@@ -4,12 +4,10 @@
 // airlock program embedded in it.
 //
 // Invariants:
-//   - The core runs only from a regular file owned by this user, mode
-//     0555, in a directory owned by this user that nobody else can write,
-//     under a name derived from its SHA-256: what is executed is what was
-//     embedded, and no other user can swap it.
-//   - A file is put in place whole (written, synced, renamed), so a
-//     concurrent start never executes a partial core.
+//   - The core runs only from a file package exefile trusts (this user's,
+//     0555, whole, in a directory nobody else can write), under a name
+//     derived from its SHA-256: what is executed is what was embedded,
+//     and no other user can swap it.
 //   - A front built without a core says so and runs nothing else.
 package front
 
@@ -18,12 +16,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
+
+	"github.com/airlock-dev/airlock/internal/exefile"
 )
 
 // Core is the full airlock program the front carries.
@@ -90,113 +87,26 @@ func (c Core) Path() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dst := filepath.Join(dir, c.Name())
-	if fi, err := os.Lstat(dst); err == nil && trustedFile(fi, int64(len(c.Data))) {
-		if err := checkDir(dir); err != nil {
-			return "", err
-		}
-		return dst, nil
-	}
-	if err := c.write(dir, dst); err != nil {
+	if err := c.verify(dir); err != nil {
 		return "", err
 	}
-	prune(dir, c.Name())
-	return dst, nil
-}
-
-// trustedFile: a regular file of this user, 0555, of the core's size.
-func trustedFile(fi fs.FileInfo, size int64) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && fi.Mode().IsRegular() && fi.Mode().Perm() == 0o555 &&
-		int(st.Uid) == os.Geteuid() && fi.Size() == size
-}
-
-// checkDir refuses a directory another user could write to or own.
-func checkDir(dir string) error {
-	fi, err := os.Lstat(dir)
+	p, err := exefile.Put(dir, c.Name(), c.Data)
 	if err != nil {
-		return fmt.Errorf("airlock core directory: %w", err)
+		return "", fmt.Errorf("airlock core: %w; set %s to another directory", err, DirEnv)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("airlock core directory %s is not a directory (a symlink?); set %s", dir, DirEnv)
-	case !ok || int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("airlock core directory %s is owned by uid %d, not by you; set %s", dir, st.Uid, DirEnv)
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("airlock core directory %s is writable by others (%v); set %s or chmod go-w", dir, fi.Mode().Perm(), DirEnv)
-	}
-	return nil
+	exefile.Prune(dir, "airlock-core-", c.Name())
+	return p, nil
 }
 
-// write puts the core in place at dst through a synced temporary file,
-// checking its content against the sum it was built with.
-func (c Core) write(dir, dst string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("airlock core directory: %w", err)
-	}
-	if err := checkDir(dir); err != nil {
-		return err
+// verify checks the embedded core against its checksum before it is
+// first written (not at every start: that would read it all).
+func (c Core) verify(dir string) error {
+	if fi, err := os.Lstat(filepath.Join(dir, c.Name())); err == nil && exefile.Trusted(fi, int64(len(c.Data))) {
+		return nil
 	}
 	sum := sha256.Sum256([]byte(c.Data))
 	if hex.EncodeToString(sum[:]) != c.Sum {
 		return fmt.Errorf("the embedded core does not match its checksum: the airlock binary is damaged")
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-airlock-core-")
-	if err != nil {
-		return fmt.Errorf("write the airlock core: %w", err)
-	}
-	_, err = tmp.WriteString(c.Data)
-	if err == nil {
-		err = tmp.Chmod(0o555)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write the airlock core to %s: %w", dir, err)
-	}
 	return nil
-}
-
-// prune removes other versions' cores (and leftover temporary files)
-// older than a day that no process runs: a daemon of the old version
-// still finds its own binary (its backends start sandboxes from it).
-func prune(dir, keep string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	running := runningExes()
-	for _, e := range ents {
-		n := e.Name()
-		if n == keep || !strings.HasPrefix(n, "airlock-core-") && !strings.HasPrefix(n, ".tmp-airlock-core-") {
-			continue
-		}
-		if running[filepath.Join(dir, n)] {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
-			os.Remove(filepath.Join(dir, n))
-		}
-	}
-}
-
-// runningExes is the set of binaries the processes we can see run.
-func runningExes() map[string]bool {
-	m := map[string]bool{}
-	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
-	for _, p := range procs {
-		if t, err := os.Readlink(p); err == nil {
-			m[t] = true
-		}
-	}
-	return m
 }
