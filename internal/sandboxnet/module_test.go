@@ -357,3 +357,80 @@ func TestBrokeredSecrets(t *testing.T) {
 		t.Fatalf("the sandbox of the refused create: %+v %v", stopped, err)
 	}
 }
+
+// A sandbox's network layer (the E2B door's rules) is applied from
+// create, replaced whole, and only ever narrows the sandbox's policy
+// with the operator's runtime layer: a replacement that would allow,
+// grant, name a preset or broker a secret is refused and changes
+// nothing; dropping it leaves the operator's policy, and the
+// operator's runtime layer is never the caller's to drop.
+func TestNetworkLayerNarrowsOnly(t *testing.T) {
+	ctx := context.Background()
+	e := onFake(t, Config{Egress: &egress.Config{Presets: egress.Presets{"npm": {"registry.example.test"}}}}, allowPlain)
+	denyPlain := &egress.Policy{Rules: []egress.Rule{{ID: "e2b-deny-out", Action: "deny", Hosts: []string{"plain.example.test"}}}}
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{TightenOnly: true, NetworkLayer: denyPlain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func() []string {
+		p, err := e.n.EgressPolicy(ctx, sb.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range p.Rules {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := ids(); !slices.Equal(got, []string{"plain", "e2b-deny-out"}) {
+		t.Fatalf("create-time layer: %v", got)
+	}
+	if _, err := e.n.SetEgress(ctx, sb.ID, egress.Policy{Rules: []egress.Rule{{ID: "op", Action: "deny", CIDRs: []string{"192.0.2.0/24"}}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]egress.Policy{
+		"an allow rule":   {Rules: []egress.Rule{{ID: "e2b-deny-out", Action: "allow", Hosts: []string{"evil.example.test"}}}},
+		"a grant":         {Grant: []egress.Category{egress.PublicWeb}},
+		"a preset":        {Presets: []string{"npm"}},
+		"a secret":        {Secrets: []egress.Secret{{ID: "s", Placeholder: "placeholder-0123", Hosts: []string{"plain.example.test"}}}},
+		"a duplicate id":  {Rules: []egress.Rule{{ID: "op", Action: "deny", CIDRs: []string{"198.51.100.0/24"}}}},
+		"an invalid rule": {Rules: []egress.Rule{{ID: "x", Action: "maybe"}}},
+	} {
+		if _, err := e.n.SetNetworkLayer(ctx, sb.ID, &l); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if got := ids(); !slices.Equal(got, []string{"plain", "op", "e2b-deny-out"}) {
+			t.Fatalf("%s: a refused layer changed the policy: %v", name, got)
+		}
+	}
+	// A replacement widens back to the ceiling, never past it.
+	if _, err := e.n.SetNetworkLayer(ctx, sb.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); !slices.Equal(got, []string{"plain", "op"}) {
+		t.Errorf("no layer: %v", got)
+	}
+	if evs := e.events(t, sb.ID, "egress.network"); len(evs) != 1 {
+		t.Errorf("%d egress.network records, want 1", len(evs))
+	}
+	if _, err := e.n.SetNetworkLayer(ctx, sb.ID, denyPlain); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Destroy(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.n.SetNetworkLayer(ctx, sb.ID, nil); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("layer of a stopped sandbox: %v", err)
+	}
+	e.n.mu.Lock()
+	_, kept := e.n.netLayers[sb.ID]
+	e.n.mu.Unlock()
+	if kept {
+		t.Errorf("a stopped sandbox's network layer is kept")
+	}
+	// At create, too, the layer may only narrow.
+	if _, err := e.m.Create(ctx, sandbox.CreateRequest{TightenOnly: true, NetworkLayer: &egress.Policy{Grant: []egress.Category{egress.PublicWeb}}}); !errors.Is(err, errdefs.ErrDenied) {
+		t.Errorf("a create-time layer that grants: %v", err)
+	}
+}
