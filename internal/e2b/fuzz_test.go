@@ -48,10 +48,13 @@ func FuzzCreateRequest(f *testing.F) {
 // narrow the daemon's policy: deny rules alone, no grant, preset or
 // secret.
 func tightensOnly(t *testing.T, body []byte, req sandbox.CreateRequest) {
-	if req.Policy == nil || req.Policy.Egress == nil {
+	if req.Policy != nil {
+		t.Fatalf("%q: a policy layer %+v", body, req.Policy)
+	}
+	if req.NetworkLayer == nil {
 		return
 	}
-	eg := req.Policy.Egress
+	eg := req.NetworkLayer
 	if len(eg.Grant) > 0 || len(eg.Presets) > 0 || len(eg.Secrets) > 0 {
 		t.Fatalf("%q: a layer that grants: %+v", body, eg)
 	}
