@@ -1,10 +1,15 @@
 package sandboxnet
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -433,4 +438,83 @@ func TestNetworkLayerNarrowsOnly(t *testing.T) {
 	if _, err := e.m.Create(ctx, sandbox.CreateRequest{TightenOnly: true, NetworkLayer: &egress.Policy{Grant: []egress.Category{egress.PublicWeb}}}); !errors.Is(err, errdefs.ErrDenied) {
 		t.Errorf("a create-time layer that grants: %v", err)
 	}
+}
+
+// A new network layer holds at once: a tunnel it denies, already open,
+// is closed when it is set; one it still allows goes on. Loopback only:
+// the daemon's policy opens two loopback echo servers, opaque.
+func TestNetworkLayerClosesWhatItDenies(t *testing.T) {
+	ctx := context.Background()
+	echo := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	a, b := echo(), echo()
+	_, pa, _ := net.SplitHostPort(a)
+	_, pb, _ := net.SplitHostPort(b)
+	pol := "egress:\n  rules:\n    - {id: lo, action: allow, cidrs: [127.0.0.1/32], ports: [" + pa + ", " + pb + "], opaque: true}\n"
+	e := onFake(t, Config{Egress: &egress.Config{}}, pol)
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{TightenOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tunnel := func(dest string) net.Conn {
+		t.Helper()
+		in, out := net.Pipe()
+		go e.be.net(t, sb.ID).ProxyConn(out, 0)
+		_ = in.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(in, "CONNECT "+dest+" HTTP/1.1\r\nHost: "+dest+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(in), nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT %s: %v %v", dest, resp, err)
+		}
+		return in
+	}
+	alive := func(c net.Conn) bool {
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, "ping"); err != nil {
+			return false
+		}
+		buf := make([]byte, 4)
+		_, err := io.ReadFull(c, buf)
+		return err == nil && string(buf) == "ping"
+	}
+	ca, cb := tunnel(a), tunnel(b)
+	if !alive(ca) || !alive(cb) {
+		t.Fatal("the tunnels do not carry")
+	}
+	deny := &egress.Policy{Rules: []egress.Rule{{ID: "e2b-deny-out-" + pa, Action: "deny", CIDRs: []string{"127.0.0.1/32"}, Ports: []int{mustAtoi(t, pa)}}}}
+	if _, err := e.n.SetNetworkLayer(ctx, sb.ID, deny); err != nil {
+		t.Fatal(err)
+	}
+	if alive(ca) {
+		t.Error("the tunnel the new layer denies is still open")
+	}
+	if !alive(cb) {
+		t.Error("the tunnel the new layer allows was closed")
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
