@@ -2,7 +2,8 @@
 // core: it owns the egress service (internal/egress), gives each new
 // sandbox its runtime.Network, keeps each sandbox's egress policy there
 // (its policy's egress sections, the runtime layer set with SetEgress,
-// the brokered secrets granted to it), writes the service's decisions to
+// the network layer it was created with or given by SetNetworkLayer,
+// which only narrows those, the brokered secrets granted to it), writes the service's decisions to
 // the audit log, and serves the egress API (status, kill switch, policy,
 // CA).
 //
