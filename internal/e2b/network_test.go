@@ -200,6 +200,31 @@ func TestNetworkLayerAttacks(t *testing.T) {
 			}
 		}
 	}
+	// The same attacks as updateNetwork bodies, whose layer replaces the
+	// create's: the operator's deny still decides.
+	for _, body := range []string{
+		`{"denyOut":["127.0.9.0/25"],"allowOut":["127.0.9.0/24"]}`,
+		`{"denyOut":["::/0","0.0.0.0/0"],"allowOut":["secret.example.test","0.0.0.0/0","*.ok.example.test"]}`,
+		`{"allow_internet_access":false,"allowOut":["127.0.0.0/8","secret.example.test","*.example.test"]}`,
+		`{}`,
+	} {
+		l, _, err := parseUpdate(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		merged := ceiling
+		if l != nil {
+			var err error
+			if merged, err = ceiling.NarrowedBy(*l); err != nil {
+				t.Fatalf("%s: %v", body, err)
+			}
+		}
+		for _, target := range []string{"secret.example.test", "127.0.9.9", "mirror.ok.example.test"} {
+			if d := decide(merged, target); d.Allow || d.Rule != "op-deny" {
+				t.Errorf("update %s: %s: allow=%v rule=%s, want op-deny", body, target, d.Allow, d.Rule)
+			}
+		}
+	}
 }
 
 // Through the door: the sandbox's effective policy is the daemon's with
