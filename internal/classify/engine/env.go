@@ -40,7 +40,7 @@ func EnvWatched(name string) bool {
 	case "PATH", "GOFLAGS", "GOTOOLCHAIN", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PS1", "PS2", "PS4":
 		return true
 	}
-	if envCommandVars[name] || envHiddenVars[name] {
+	if envCommandVars.Has(name) || envHiddenVars.Has(name) {
 		return true
 	}
 	for _, p := range envHiddenPrefixes {
@@ -56,12 +56,12 @@ func EnvWatched(name string) bool {
 func EnvEffect(name string, val Word) (cmds []string, unknown string) {
 	v := val.Text
 	switch {
-	case envCommandVars[name]:
+	case envCommandVars.Has(name):
 		if v == "" && val.Static {
 			return nil, ""
 		}
 		return []string{v}, ""
-	case envHiddenVars[name]:
+	case envHiddenVars.Has(name):
 		if name == "HOME" && (v == "$HOME" || v == "${HOME}" || v == Home) {
 			return nil, ""
 		}
@@ -75,7 +75,7 @@ func EnvEffect(name string, val Word) (cmds []string, unknown string) {
 		}
 		for _, d := range strings.Split(v, ":") {
 			d = strings.TrimSuffix(strings.Replace(strings.Replace(d, "${HOME}", "~", 1), "$HOME", "~", 1), "/")
-			if d == "" || !trustedPathDirs[path.Clean(d)] && !trustedPathDirs[d] { // "": the current directory
+			if d == "" || !trustedPathDirs.Has(path.Clean(d)) && !trustedPathDirs.Has(d) { // "": the current directory
 				return nil, "PATH=" + v + " may make a command name run a program of the workspace"
 			}
 		}

@@ -83,7 +83,7 @@ var recursiveReaders = SetOf("grep egrep fgrep rg ag ack ripgrep cp rsync scp zi
 // recursiveRoots: a recursive read rooted at the home directory or the
 // filesystem root covers every credential directory (~/.ssh, ~/.aws...).
 func (c *Call) recursiveRoots() {
-	if !recursiveReaders[c.Name] {
+	if !recursiveReaders.Has(c.Name) {
 		return
 	}
 	flags, pos := Opts(c.Args, "-e", "-f", "-m", "-A", "-B", "-C", "-g", "--glob", "-t", "--type", "-T", "-d")

@@ -42,7 +42,7 @@ func persistPath(p, home string) bool {
 			return true
 		}
 	}
-	if persistNames[path.Base(p)] {
+	if persistNames.Has(path.Base(p)) {
 		return true
 	}
 	if strings.Contains(p+"/", "/node_modules/.cache/") {

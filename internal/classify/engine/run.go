@@ -35,7 +35,7 @@ func (c *Call) RunFile(tool string, f Word) {
 		c.Class(Unknown, tool+" runs each file found ("+f.Text+"), wherever it is")
 		return
 	}
-	if slices.ContainsFunc(c.via, func(v string) bool { return !plainVia[v] }) {
+	if slices.ContainsFunc(c.via, func(v string) bool { return !plainVia.Has(v) }) {
 		c.Class(Unknown, "runs "+f.Text+" through "+strings.Join(c.via, " "))
 		return
 	}
@@ -151,7 +151,7 @@ func (a *analyzer) input(first int, body Word, via []string, depth int) {
 			_ = a.script(body.Text, append(slices.Clip(via), c.Name), depth+1)
 		}
 		return
-	case shells[c.Name]:
+	case shells.Has(c.Name):
 		c.Class(Run, c.Name+" runs the script on its input (its commands follow)")
 		*cmd = c.Cmd
 		if depth+1 <= maxDepth {

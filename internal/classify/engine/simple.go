@@ -195,7 +195,7 @@ func (c *Call) dispatch() {
 		c.Class(Read, c.Name+" prints its version or help")
 		return
 	}
-	if cat.ReadOnly[c.Name] {
+	if cat.ReadOnly.Has(c.Name) {
 		c.Class(Read, c.Name+" only reads")
 		return
 	}
@@ -260,7 +260,7 @@ func (c *Call) scan() {
 		if tmpl {
 			break
 		}
-		if metaOnly[c.Name] || c.namesOnly {
+		if metaOnly.Has(c.Name) || c.namesOnly {
 			break
 		}
 		for _, p := range w.Params {
@@ -549,4 +549,4 @@ func (c *Call) Known(name string) bool {
 
 // MetaOnly reports whether a program names files without reading them
 // (ls, test, find, stat...): naming a credential file there is not a read.
-func MetaOnly(name string) bool { return metaOnly[name] }
+func MetaOnly(name string) bool { return metaOnly.Has(name) }

@@ -38,7 +38,7 @@ func (a *analyzer) catastrophicPath(p string) bool {
 	if p == "" {
 		p = "/"
 	}
-	return catastrophicRoots[p] || p == a.home || path.Base(p) == ".git"
+	return catastrophicRoots.Has(p) || p == a.home || path.Base(p) == ".git"
 }
 
 // tagCommand adds the tags of one analysed command.
@@ -47,7 +47,7 @@ func (a *analyzer) tagCommand(c *Command) {
 		return
 	}
 	name, args := path.Base(c.Argv[0]), c.Argv[1:]
-	if !taggedTools[name] && !strings.HasPrefix(name, "mkfs") {
+	if !taggedTools.Has(name) && !strings.HasPrefix(name, "mkfs") {
 		return
 	}
 	flags, pos := argvOpts(args)
