@@ -174,7 +174,7 @@ func (a *analyzer) setVar(as *syntax.Assign) {
 	v := a.assignValue(as).Text
 	for _, pre := range []string{"~/", "$HOME/", "${HOME}/"} {
 		if rest, ok := strings.CutPrefix(v, pre); ok {
-			v = Home + "/" + rest
+			v = a.home + "/" + rest
 		}
 	}
 	if a.vars == nil {

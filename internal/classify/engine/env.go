@@ -139,7 +139,7 @@ func EnvEffect(name string, val Word) (cmds []string, unknown string) {
 // the line: each command it hands a program is classified as one of the
 // line's, and a variable whose effect cannot be seen is unknown.
 func (a *analyzer) assign(name string, val Word, via []string, depth int) {
-	if !EnvWatched(name) {
+	if !EnvWatched(name) || name == "HOME" && val.Text == a.home {
 		return
 	}
 	cmds, unknown := EnvEffect(name, val)
@@ -192,7 +192,8 @@ func validName(s string) bool {
 // directory or /etc, the loader's preload list, Python's .pth and
 // sitecustomize files. A later bash -l or python runs what a write put
 // there, unseen, so the write is unknown.
-func startupFile(p string) bool {
+func startupFile(p, home string) bool {
+	p = asDefaultHome(p, home)
 	base := path.Base(p)
 	switch path.Dir(p) {
 	case Home:

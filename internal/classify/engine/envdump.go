@@ -111,7 +111,7 @@ func (c *Call) recursiveRoots() {
 	}
 	for _, w := range pos {
 		switch p := c.Resolve(w); p {
-		case Home, "/":
+		case c.a.home, "/":
 			c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, p+" (recursively)")
 			c.Class(Secret, c.Name+" reads everything under "+w.Text+", credential directories included")
 			return

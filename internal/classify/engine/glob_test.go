@@ -31,7 +31,7 @@ func TestDeepGlobsAreBounded(t *testing.T) {
 	for len(line) < 61<<10 {
 		line += " .q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*"
 	}
-	a := &analyzer{out: &Analysis{Line: line, Cwd: DefaultCwd}, cwd: DefaultCwd, cat: catOnly}
+	a := &analyzer{out: &Analysis{Line: line, Cwd: DefaultCwd}, cwd: DefaultCwd, cat: catOnly, home: Home}
 	if err := a.script(line, nil, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func (a *analyzer) truncates(c *Command, op syntax.RedirOperator, p string) {
 	if op != syntax.RdrOut && op != syntax.RdrClob || len(c.Argv) > 0 && c.Argv[0] != ":" && c.Argv[0] != "true" {
 		return
 	}
-	if !path.IsAbs(p) || Scratch(p) || Regenerable(p) || strings.HasSuffix(p, ".log") || strings.HasPrefix(p, "/dev/") {
+	if !path.IsAbs(p) || a.scratch(p) || Regenerable(p) || strings.HasSuffix(p, ".log") || strings.HasPrefix(p, "/dev/") {
 		return
 	}
 	c.Classes = AddClass(c.Classes, Destructive)

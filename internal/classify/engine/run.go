@@ -115,7 +115,7 @@ func (c *Call) InlineCode(tool, code string) {
 	}
 	for _, m := range codeStrRE().FindAllStringSubmatch(code, 64) {
 		s := m[1] + m[2]
-		if p := resolveIn(c.a.out.Cwd, s); !strings.ContainsAny(s, " \t") && persistPath(p) {
+		if p := resolveIn(c.a.out.Cwd, c.a.home, s); !strings.ContainsAny(s, " \t") && persistPath(p, c.a.home) {
 			c.Class(Persist, tool+" code names "+s+", which decides what later commands run")
 			reached = true
 		}

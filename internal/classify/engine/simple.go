@@ -271,8 +271,9 @@ func (c *Call) scan() {
 		}
 		for _, cand := range pathCandidates(w.Text) {
 			if secretnames.Path(cand) {
-				c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, cand)
-				c.Class(Secret, "touches "+cand)
+				name := c.a.inHome(cand)
+				c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, name)
+				c.Class(Secret, "touches "+name)
 			}
 		}
 		c.afterCd(w)
@@ -485,6 +486,13 @@ func (c *Call) NamesOnly() { c.namesOnly = true }
 // directory the command runs in; a path with run-time parts is returned
 // as written.
 func (c *Call) Resolve(w Word) string { return c.a.resolve(w) }
+
+// Home is the sandbox user's home, which ~ and $HOME are.
+func (c *Call) Home() string { return c.a.home }
+
+// Scratch reports whether an absolute path is scratch in the analysed
+// sandbox (Scratch, and its user's home).
+func (c *Call) Scratch(abs string) bool { return c.a.scratch(abs) }
 
 // SecretWord reports whether an argument names a credential file, as
 // written or by the names its wildcards expand to; deep: a glob too deep
