@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,6 +97,12 @@ func duplexServer(t *testing.T, upFirst bool) (port int, got chan *verifier) {
 // returns the other, as the gVisor backend hands the daemon its
 // sandbox's connections.
 func unixClient(t *testing.T, e *env) net.Conn {
+	c, _ := unixClientPair(t, e)
+	return c
+}
+
+// unixClientPair is unixClient that also returns the proxy's end.
+func unixClientPair(t *testing.T, e *env) (client, proxySide net.Conn) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +117,50 @@ func unixClient(t *testing.T, e *env) net.Conn {
 		}
 	}
 	go e.svc.ServeProxyConn(context.Background(), conns[0], e.who)
-	return conns[1]
+	return conns[1], conns[0]
+}
+
+func sendBuffer(t *testing.T, c net.Conn) int {
+	t.Helper()
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var serr error
+	rc.Control(func(fd uintptr) { n, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF) })
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	return n
+}
+
+// TestSandboxSendBuffer: the proxy's side of a sandbox's connection
+// gets the configured send buffer (which the kernel doubles) once the
+// connection is admitted, and keeps the kernel's when told to.
+func TestSandboxSendBuffer(t *testing.T) {
+	port := echoServer(t)
+	for _, tc := range []struct {
+		name string
+		cfg  int
+		want func(kernel int) int
+	}{
+		{"default", 0, func(int) int { return 2 * DefaultSandboxSendBuffer }},
+		{"set", 48 << 10, func(int) int { return 2 * 48 << 10 }},
+		{"kernel's", -1, func(kernel int) int { return kernel }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, newResolver("git.example.test", "127.0.0.1"), Config{SandboxSendBuffer: tc.cfg})
+			e.setPolicy(t, opaquePolicy(port))
+			c, mine := unixClientPair(t, e)
+			defer c.Close()
+			kernel := sendBuffer(t, c) // a socket nobody set
+			connectOn(t, c, "git.example.test:"+itoa(port))
+			if got, want := sendBuffer(t, mine), tc.want(kernel); got != want {
+				t.Errorf("SO_SNDBUF %d, want %d", got, want)
+			}
+		})
+	}
 }
 
 // TestTunnelBigTransfersIntact: more than 64 MiB of random bytes each
