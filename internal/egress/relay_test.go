@@ -1,13 +1,16 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -212,5 +215,100 @@ func connectOn(t testing.TB, c net.Conn, target string) {
 	answer := make([]byte, len("HTTP/1.1 200 Connection Established\r\n\r\n"))
 	if _, err := io.ReadFull(c, answer); err != nil || string(answer[9:12]) != "200" {
 		t.Fatalf("CONNECT: %q %v", answer, err)
+	}
+}
+
+// countingConn counts what the client reads.
+type countingConn struct {
+	net.Conn
+	n int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestForwardBigBodiesIntact: plain HTTP responses on one keep-alive
+// connection, a Content-Length body of more than 64 MiB (which goes
+// socket to socket), a chunked one, the head of the big one and a small
+// one, arrive byte for byte and in order; the response events count
+// exactly the bytes the client read.
+func TestForwardBigBodiesIntact(t *testing.T) {
+	up := startUpstream(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			w.Header().Set("Content-Length", strconv.Itoa(bigTransfer))
+			io.Copy(w, stream(4, bigTransfer))
+		case "/chunked":
+			src := stream(5, 300<<10)
+			for {
+				if _, err := io.CopyN(w, src, 40<<10); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+			}
+		case "/small":
+			w.Header().Set("Content-Length", "1000")
+			io.Copy(w, stream(6, 1000))
+		}
+	})
+	e := newEnv(t, newResolver("api.example.test", "127.0.0.1"), Config{})
+	e.setPolicy(t, Policy{Rules: []Rule{
+		{ID: "api", Action: Allow, Hosts: []string{"api.example.test"}, Ports: []int{up.port}},
+		loopbackRule(up.port),
+	}})
+	raw, err := net.Dial("tcp", e.proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(2 * time.Minute))
+	c := &countingConn{Conn: raw}
+	br := bufio.NewReader(c)
+	base := "http://api.example.test:" + itoa(up.port)
+	for _, tc := range []struct {
+		method, path string
+		seed         byte
+		n            int64
+	}{
+		{"GET", "/big", 4, bigTransfer},
+		{"GET", "/chunked", 5, 300 << 10},
+		{"HEAD", "/big", 0, 0},
+		{"GET", "/small", 6, 1000},
+	} {
+		last := tc.path == "/small"
+		fmt.Fprintf(c, "%s %s%s HTTP/1.1\r\nHost: api.example.test:%d\r\n", tc.method, base, tc.path, up.port)
+		if last {
+			io.WriteString(c, "Connection: close\r\n")
+		}
+		io.WriteString(c, "\r\n")
+		resp, err := http.ReadResponse(br, &http.Request{Method: tc.method})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.method, tc.path, err)
+		}
+		v := newVerifier(tc.seed)
+		io.Copy(v, resp.Body)
+		resp.Body.Close()
+		if tc.n > 0 {
+			v.check(t, tc.method+" "+tc.path, tc.n)
+		} else if v.n != 0 || resp.ContentLength != bigTransfer {
+			t.Errorf("HEAD: %d body bytes, Content-Length %d", v.n, resp.ContentLength)
+		}
+	}
+	io.Copy(io.Discard, br) // the proxy closes after the last
+	var down int64
+	for _, ev := range e.rec.find(t, KindResponse, 4) {
+		down += ev.BytesDown
+		if ev.Status != 200 || ev.Error != "" {
+			t.Errorf("response event: %+v", ev)
+		}
+	}
+	if down != c.n {
+		t.Errorf("response events count %d bytes down, the client read %d", down, c.n)
+	}
+	if got := e.dial.count(); got != 1 {
+		t.Errorf("dialed %d times for four keep-alive requests, want 1", got)
 	}
 }
