@@ -65,8 +65,8 @@ func (s *Store) AirlockLayer(layers []string) (string, error) {
 		}
 	}
 	files := []struct{ name, data string }{
-		{"etc/passwd", withLine(passwd, "root:x:0:0:root:/root:/bin/sh", "root", "0") + sandboxLine(passwd, sandboxPasswd)},
-		{"etc/group", withLine(group, "root:x:0:", "root", "0") + sandboxLine(group, sandboxGroup)},
+		{"etc/passwd", withSandbox(withLine(passwd, "root:x:0:0:root:/root:/bin/sh", "root", "0"), sandboxPasswd)},
+		{"etc/group", withSandbox(withLine(group, "root:x:0:", "root", "0"), sandboxGroup)},
 	}
 	for _, e := range generatedEtc {
 		if e.name == "resolv.conf" || e.name == "hosts" || e.name == "hostname" {
@@ -103,14 +103,29 @@ func withLine(file []byte, line, name, id string) string {
 	return line + "\n" + s
 }
 
-// sandboxLine is the sandbox user's (or group's) line, unless the image
-// already has an entry of that name or of uid/gid 1000 (commands then run
-// as that image user's uid 1000: the same uid).
-func sandboxLine(file []byte, line string) string {
-	if hasEntry(file, "sandbox", "1000") {
-		return ""
+// withSandbox is an image's passwd or group (as withLine made it) with
+// the sandbox user's (or group's) line, unless the image already has an
+// entry of uid/gid 1000 (commands then run as that image user's uid
+// 1000: the same uid). An image entry named sandbox of another id (uid
+// 0, say) is dropped: commands run as uid 1000 whatever it says, and the
+// name must say so too.
+func withSandbox(file, line string) string {
+	var b strings.Builder
+	have := false
+	for _, l := range strings.SplitAfter(file, "\n") {
+		f := strings.Split(strings.TrimSuffix(l, "\n"), ":")
+		if len(f) >= 3 && f[0] == "sandbox" && f[2] != "1000" {
+			continue
+		}
+		if len(f) >= 3 && f[2] == "1000" {
+			have = true
+		}
+		b.WriteString(l)
 	}
-	return line + "\n"
+	if !have {
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 func hasEntry(file []byte, name, id string) bool {

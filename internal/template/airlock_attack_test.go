@@ -118,3 +118,23 @@ func TestLookupFileMerges(t *testing.T) {
 		t.Error("a file over the cap was read")
 	}
 }
+
+// An image whose passwd names the sandbox user with uid 0 (and group 0):
+// the airlock layer drops that line for its own uid-1000 one, so the name
+// says what the kernel does (commands run as uid 1000 anyway).
+func TestAttackSandboxUserClaimsRoot(t *testing.T) {
+	s := imageStore(t)
+	img := putImage(t, s, "claims-root", layerTar(t, map[string]string{
+		"etc/passwd": "root:x:0:0:root:/root:/bin/sh\nsandbox:x:0:0:sandbox:/root:/bin/sh\n",
+		"etc/group":  "root:x:0:sandbox\nsandbox:x:0:\n",
+	}))
+	root, _ := s.LayerRoot(img.AirlockLayer)
+	pw, _ := os.ReadFile(filepath.Join(root, "etc/passwd"))
+	gr, _ := os.ReadFile(filepath.Join(root, "etc/group"))
+	if strings.Contains(string(pw), "sandbox:x:0:") || !strings.Contains(string(pw), "\nsandbox:x:1000:1000:") {
+		t.Errorf("passwd %q", pw)
+	}
+	if strings.Contains(string(gr), "sandbox:x:0:") || !strings.Contains(string(gr), "\nsandbox:x:1000:") {
+		t.Errorf("group %q", gr)
+	}
+}

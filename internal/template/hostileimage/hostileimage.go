@@ -258,8 +258,10 @@ const LdPreload = "/lib/evil.so"
 // go: etc, etc/ssl, the home, the workspace); overlay xattrs that would
 // redirect a directory; whiteouts and an opaque directory of names
 // airlock needs; a fifo; a sparse file; and a config whose user is root
-// with an LD_PRELOAD.
-func Accepted(probe []byte, bait *Bait) (v1.Image, error) {
+// with an LD_PRELOAD. With etcLink a top layer makes etc itself a
+// symlink to the bait (whose passwd and group airlock must not take for
+// the image's).
+func Accepted(probe []byte, bait *Bait, etcLink bool) (v1.Image, error) {
 	redirect := map[string]string{"user.overlay.redirect": bait.Dir, "trusted.overlay.redirect": bait.Dir,
 		"trusted.overlay.origin": "x", "user.overlay.metacopy": ""}
 	base, err := Layer(
@@ -290,7 +292,15 @@ func Accepted(probe []byte, bait *Bait) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Image(v1.Config{User: "0:0", Env: []string{"PATH=/bin", "LD_PRELOAD=" + LdPreload}, WorkingDir: "/"}, base, over)
+	layers := []v1.Layer{base, over}
+	if etcLink {
+		top, err := Layer(Ent{Name: "etc", Type: tar.TypeSymlink, Link: bait.Dir})
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, top)
+	}
+	return Image(v1.Config{User: "0:0", Env: []string{"PATH=/bin", "LD_PRELOAD=" + LdPreload}, WorkingDir: "/"}, layers...)
 }
 
 // Case is an image an import must refuse: its error holds Want.
@@ -399,4 +409,85 @@ func listXattrs(p string) []string {
 		}
 	}
 	return out
+}
+
+// ProbeResult is one JSON line of the escape suite's probe
+// (internal/runtime/native/testdata/probe).
+type ProbeResult struct {
+	Case   string `json:"case"`
+	OK     bool   `json:"ok"`
+	Errno  string `json:"errno"`
+	Detail string `json:"detail"`
+	N      int64  `json:"n"`
+}
+
+// Probe runs the probe at bin (a path in the sandbox) with args in a
+// sandbox of the Accepted image.
+type Probe func(bin string, args ...string) (ProbeResult, error)
+
+// Attack runs the in-sandbox attacks of the Accepted image through p and
+// returns each escape it saw: privilege from the setuid, setgid and
+// file-capability binary (and its hard link) or the image's root user,
+// the host bait read or written through the image's links, the bait in
+// the files airlock adds.
+func Attack(p Probe, b *Bait) []string {
+	var found []string
+	bad := func(f string, a ...any) { found = append(found, fmt.Sprintf(f, a...)) }
+	for _, bin := range []string{"/bin/probe", "/bin/probe-hard"} {
+		r, err := p(bin, "ids")
+		if err != nil {
+			bad("%s ids: %v", bin, err)
+			continue
+		}
+		if !r.OK || r.N != 1000 || !strings.HasPrefix(r.Detail, "uid=1000,1000,1000 gid=1000,1000,1000") {
+			bad("%s (setuid, setgid root, all file caps; image user 0:0) runs as %s", bin, r.Detail)
+		}
+		st, err := p(bin, "read", "/proc/self/status")
+		if err != nil || !st.OK {
+			bad("%s read its status: %v %+v", bin, err, st)
+			continue
+		}
+		if !strings.Contains(st.Detail, "\nCapEff:") {
+			bad("%s: no CapEff in its status: %q", bin, st.Detail)
+		}
+		for _, l := range strings.Split(st.Detail, "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			v = strings.TrimSpace(v)
+			if strings.HasPrefix(k, "Cap") && k != "CapBnd" && strings.Trim(v, "0") != "" {
+				bad("%s has %s %s", bin, k, v)
+			}
+		}
+		for _, c := range []string{"setuid", "setresuid", "setgid", "capset", "cap-ambient"} {
+			if r, err := p(bin, c); err != nil || r.OK {
+				bad("%s %s: succeeded or failed to run: %+v %v", bin, c, r, err)
+			}
+		}
+	}
+	reads := []string{"/escape-abs/bait", "/escape-rel/bait", "/escape-root" + b.Dir + "/bait", b.Dir + "/bait",
+		"/etc/ssl/bait", "/home/sandbox/bait", "/workspace/bait", "/redirected/bait",
+		"/etc/passwd", "/etc/group", "/etc/ssl/certs/ca-certificates.crt"}
+	for _, f := range reads {
+		r, err := p("/bin/probe", "read", f)
+		if err != nil {
+			bad("read %s: %v", f, err)
+		} else if strings.Contains(r.Detail, b.Marker) {
+			bad("read %s: the host bait: %q", f, r.Detail)
+		}
+		if f == "/etc/passwd" && (!strings.Contains(r.Detail, "\nsandbox:x:1000:1000:") || strings.Contains(r.Detail, "sandbox:x:0:")) {
+			bad("/etc/passwd names the sandbox user as the image claimed it (uid 0): %q", r.Detail)
+		}
+	}
+	for _, f := range []string{"/escape-abs/pwned", "/escape-rel/pwned", "/etc/ssl/pwned", "/home/sandbox/pwned", "/workspace/pwned"} {
+		if _, err := p("/bin/probe", "create", f); err != nil {
+			bad("create %s: %v", f, err)
+		}
+	}
+	if r, err := p("/bin/probe", "read", "/proc/self/environ"); err != nil || !strings.Contains(r.Detail, "LD_PRELOAD="+LdPreload) {
+		// the image's Env is honoured: the preload is its own affair
+		bad("the image's LD_PRELOAD is not in a command's environment: %+v %v", r, err)
+	}
+	if err := b.Intact(); err != nil {
+		bad("%v", err)
+	}
+	return found
 }

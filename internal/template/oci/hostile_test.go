@@ -67,7 +67,7 @@ func TestAttackAcceptedImageStoredInert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := hostileimage.Accepted([]byte("#!/bin/probe\n"), bait)
+	img, err := hostileimage.Accepted([]byte("#!/bin/probe\n"), bait, false)
 	if err != nil {
 		t.Fatal(err)
 	}
