@@ -10,6 +10,7 @@ package hostileimage
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -261,7 +262,9 @@ const LdPreload = "/lib/evil.so"
 // with an LD_PRELOAD. With etcLink a top layer makes etc itself a
 // symlink to the bait (whose passwd and group airlock must not take for
 // the image's).
-func Accepted(probe []byte, bait *Bait, etcLink bool) (v1.Image, error) {
+//
+// below are put at the bottom of the image (AgentLibs).
+func Accepted(probe []byte, bait *Bait, etcLink bool, below ...v1.Layer) (v1.Image, error) {
 	redirect := map[string]string{"user.overlay.redirect": bait.Dir, "trusted.overlay.redirect": bait.Dir,
 		"trusted.overlay.origin": "x", "user.overlay.metacopy": ""}
 	base, err := Layer(
@@ -292,7 +295,7 @@ func Accepted(probe []byte, bait *Bait, etcLink bool) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	layers := []v1.Layer{base, over}
+	layers := append(below, base, over)
 	if etcLink {
 		top, err := Layer(Ent{Name: "etc", Type: tar.TypeSymlink, Link: bait.Dir})
 		if err != nil {
@@ -490,4 +493,58 @@ func Attack(p Probe, b *Bait) []string {
 		bad("%v", err)
 	}
 	return found
+}
+
+// AgentLibs is a layer holding the ELF interpreter and the libraries a
+// dynamically linked exe needs, at the host's paths (nil when exe is
+// static). A test binary, linked with cgo, is the agent of the tests'
+// sandboxes; gVisor loads it from the sandbox's root, where an image of
+// a static probe has no loader. (airlock itself is built static.)
+func AgentLibs(exe string) (v1.Layer, error) {
+	f, err := elf.Open(exe)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var interp string
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b, err := io.ReadAll(p.Open())
+			if err != nil {
+				return nil, err
+			}
+			interp = strings.TrimRight(string(b), "\x00")
+		}
+	}
+	if interp == "" {
+		return nil, nil
+	}
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		return nil, err
+	}
+	paths := []string{interp}
+	for _, l := range libs {
+		found := ""
+		for _, d := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
+			if _, err := os.Stat(filepath.Join(d, l)); err == nil {
+				found = filepath.Join(d, l)
+				break
+			}
+		}
+		if found == "" {
+			return nil, fmt.Errorf("library %s of %s not found", l, exe)
+		}
+		paths = append(paths, found)
+	}
+	var ents []Ent
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		// a real file at each path (merged-usr hosts make /lib64 a link)
+		ents = append(ents, Ent{Name: strings.TrimPrefix(p, "/"), Mode: 0o755, Body: data})
+	}
+	return Layer(ents...)
 }
