@@ -43,6 +43,10 @@ type Options struct {
 	// Keychain authenticates to registries; nil: the docker-style
 	// config file (authn.DefaultKeychain).
 	Keychain authn.Keychain
+	// RegistrySecret, when set, is the credential for the registry of
+	// a registry reference (in place of Keychain); with any other
+	// source the import is refused.
+	RegistrySecret *RegistrySecret
 	// Transport for registry requests; nil: the default.
 	Transport http.RoundTripper
 	// Progress, when set, hears of each step (one line each).
@@ -65,8 +69,18 @@ type source struct {
 	cleanup     func()
 }
 
-// Import imports source as the template name into s.
+// Import imports source as the template name into s. With a registry
+// secret, its value is scrubbed from the error and the progress lines.
 func Import(ctx context.Context, s *template.Store, name, src string, opt Options) (*template.Image, error) {
+	hidden := opt.RegistrySecret.hidden()
+	if p := opt.Progress; p != nil && len(hidden) > 0 {
+		opt.Progress = func(f string, a ...any) { p("%s", scrub(fmt.Sprintf(f, a...), hidden)) }
+	}
+	img, err := doImport(ctx, s, name, src, opt)
+	return img, scrubError(err, hidden)
+}
+
+func doImport(ctx context.Context, s *template.Store, name, src string, opt Options) (*template.Image, error) {
 	if err := template.ValidName(name); err != nil {
 		return nil, err
 	}
