@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/template/layertar"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -152,4 +153,36 @@ func TestAttackRegistryBlobMismatch(t *testing.T) {
 		t.Fatalf("import: %v, want a digest mismatch", err)
 	}
 	assertEmpty(t, s)
+}
+
+// bigConfig is an image whose manifest declares a config of a terabyte:
+// RawConfigFile must never be called (it would read that much).
+type bigConfig struct {
+	v1.Image
+	read bool
+}
+
+func (b *bigConfig) Manifest() (*v1.Manifest, error) {
+	m, err := b.Image.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	m = m.DeepCopy()
+	m.Config.Size = 1 << 40
+	return m, nil
+}
+
+func (b *bigConfig) RawConfigFile() ([]byte, error) {
+	b.read = true
+	return b.Image.RawConfigFile()
+}
+
+// A manifest that declares a huge config is refused before the config is
+// read into memory.
+func TestAttackHugeConfigRefused(t *testing.T) {
+	b := &bigConfig{Image: imageOf(t, "amd64", layerOf(t, baseFiles...))}
+	_, err := checkConfig(&source{img: b})
+	if !errors.Is(err, errdefs.ErrLimitExceeded) || b.read {
+		t.Errorf("huge config: %v (read: %v)", err, b.read)
+	}
 }

@@ -31,6 +31,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// maxConfigBytes bounds an image's config (read whole into memory; a
+// real one is a few KiB).
+const maxConfigBytes = 8 << 20
+
 // Platform is the only one airlock's backends run.
 var Platform = v1.Platform{OS: "linux", Architecture: "amd64"}
 
@@ -148,6 +152,16 @@ func importImage(ctx context.Context, s *template.Store, name, src string, so *s
 // checkConfig reads the image's config, checks it against its digest
 // and the platform.
 func checkConfig(so *source) (*v1.ConfigFile, error) {
+	if !so.docker {
+		// read whole into memory: the manifest's size for it is checked first
+		m, err := so.img.Manifest()
+		if err != nil {
+			return nil, fmt.Errorf("image manifest: %v: %w", err, errdefs.ErrInvalid)
+		}
+		if m.Config.Size > maxConfigBytes || m.Config.Size < 0 {
+			return nil, fmt.Errorf("image config of %d bytes, more than %d: %w", m.Config.Size, maxConfigBytes, errdefs.ErrLimitExceeded)
+		}
+	}
 	raw, err := so.img.RawConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("image config: %w", err)
