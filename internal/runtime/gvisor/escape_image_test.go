@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/template"
 	"github.com/airlock-dev/airlock/internal/template/hostileimage"
@@ -118,4 +120,30 @@ func imageProbe(t *testing.T, sb runtime.Sandbox, bin string, args ...string) (h
 		}
 	}
 	return pr, fmt.Errorf("%s %v printed no result: status %+v stderr %q", bin, args, res.Status, res.Stderr)
+}
+
+// A dynamically linked agent (airlock built with cgo) would be loaded by
+// an image template's own loader, running the image's code as the agent:
+// gVisor refuses such a sandbox (unsupported), on any template with image
+// layers, before anything is made; a static agent starts.
+func TestDynamicAgentRefusedOnImages(t *testing.T) {
+	b := newTestBackend(t)
+	b.testTrustImageLoader = false
+	b.agentLoader = "/lib64/ld-linux-x86-64.so.2"
+	tpl := hostTemplate(t)
+	spec := runtime.Spec{ID: "dynagent0001", RootFS: tpl.Dir, Lowers: []string{tpl.Dir}}
+	_, err := b.Create(context.Background(), spec)
+	if !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("dynamic agent on an image: %v", err)
+	}
+	if c, err := b.Census(); err != nil || c.StateDirs != 0 {
+		t.Errorf("census after the refusal: %+v %v", c, err)
+	}
+	if got, err := elfInterp(probeBin); err != nil || got != "" {
+		t.Errorf("the static probe's interpreter: %q %v", got, err)
+	}
+	if exe, _ := os.Executable(); exe != "" {
+		got, err := elfInterp(exe)
+		t.Logf("this test binary's interpreter: %q %v", got, err)
+	}
 }
