@@ -24,7 +24,7 @@ type ent struct {
 	size       int64 // when set: declared size, no body written
 }
 
-func mkTar(t *testing.T, ents ...ent) []byte {
+func mkTar(t testing.TB, ents ...ent) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
