@@ -88,28 +88,7 @@ func TestTemplateImportRegistrySecret(t *testing.T) {
 		t.Errorf("ls: %q", out)
 	}
 	hidden := []string{pass, base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)), base64.StdEncoding.EncodeToString([]byte(user + ":wrong-" + pass))}
-	for _, h := range hidden {
-		if strings.Contains(seen.String(), h) {
-			t.Errorf("LEAK: the CLI printed %q", h)
-		}
-		if strings.Contains(d.log.String(), h) {
-			t.Errorf("LEAK: the daemon logged %q", h)
-		}
-	}
-	for _, dir := range []string{e.data, e.state} {
-		filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-			if err != nil || !de.Type().IsRegular() {
-				return nil
-			}
-			b, _ := os.ReadFile(p)
-			for _, h := range hidden {
-				if strings.Contains(string(b), h) {
-					t.Errorf("LEAK: %s holds %q", p, h)
-				}
-			}
-			return nil
-		})
-	}
+	assertNowhere(t, hidden, map[string]string{"the CLI's output": seen.String(), "the daemon's log": d.log.String()}, e.data, e.state)
 	// the audit log says the secret was used, by name
 	var ev struct {
 		Events []struct {
@@ -148,4 +127,31 @@ func basicAuthRegistry(t *testing.T, user, pass string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// assertNowhere fails for each hidden string found in a text or in a
+// file below one of dirs.
+func assertNowhere(t *testing.T, hidden []string, texts map[string]string, dirs ...string) {
+	t.Helper()
+	for what, text := range texts {
+		for _, h := range hidden {
+			if strings.Contains(text, h) {
+				t.Errorf("LEAK: %s holds %q", what, h)
+			}
+		}
+	}
+	for _, dir := range dirs {
+		filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+			if err != nil || !de.Type().IsRegular() {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, h := range hidden {
+				if strings.Contains(string(b), h) {
+					t.Errorf("LEAK: %s holds %q", p, h)
+				}
+			}
+			return nil
+		})
+	}
 }
