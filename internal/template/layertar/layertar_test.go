@@ -166,6 +166,14 @@ func TestLimits(t *testing.T) {
 	if _, err := Unpack(t.TempDir(), bytes.NewReader(mkTar(t, many...)), Limits{MaxEntries: 10}); !errors.Is(err, errdefs.ErrLimitExceeded) {
 		t.Fatalf("entries: %v", err)
 	}
+	// long names, which the unpack keeps, are bounded too
+	var long []ent
+	for i := 0; i < 20; i++ {
+		long = append(long, ent{name: strings.Repeat("d", 200) + "/" + strings.Repeat("f", i+1)})
+	}
+	if _, err := Unpack(t.TempDir(), bytes.NewReader(mkTar(t, long...)), Limits{MaxNameBytes: 2000}); !errors.Is(err, errdefs.ErrLimitExceeded) || !strings.Contains(err.Error(), "names") {
+		t.Fatalf("names: %v", err)
+	}
 	check()
 }
 
