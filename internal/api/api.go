@@ -104,9 +104,10 @@ type Modules struct {
 // template/oci import into its store).
 type Images interface {
 	// Import imports source as the template name; it returns the new
-	// template and its pinned digest. progress (may be nil) hears of
-	// each step, one line each.
-	Import(ctx context.Context, name, source string, progress func(string)) (*sandbox.TemplateInfo, string, error)
+	// template and its pinned digest. registrySecret ("": none) names
+	// the secret holding the registry's credential. progress (may be
+	// nil) hears of each step, one line each.
+	Import(ctx context.Context, name, source, registrySecret string, progress func(string)) (*sandbox.TemplateInfo, string, error)
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -814,7 +815,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request) {
 		s.importStreamed(w, r, req)
 		return
 	}
-	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, nil)
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, req.RegistrySecret, nil)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -838,7 +839,7 @@ func (s *Server) importStreamed(w http.ResponseWriter, r *http.Request, req wire
 		_, _ = w.Write(append(b, '\n'))
 		_ = rc.Flush()
 	}
-	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, func(line string) {
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, req.RegistrySecret, func(line string) {
 		send(wire.TemplateImportEvent{Progress: oneLine(line)})
 	})
 	if err != nil {
