@@ -63,6 +63,10 @@ func (ps *Pools) fill(p *pool) error {
 	}
 	ps.mu.Lock()
 	p.st.Filling--
+	if err != nil && ps.draining {
+		ps.mu.Unlock()
+		return err // cut short by Drain: no failure of the pool's
+	}
 	if err != nil {
 		p.st.Failed++
 		p.st.LastError = err.Error()
