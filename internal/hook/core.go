@@ -185,7 +185,7 @@ type Core interface {
 
 	// Prewarm makes a ready sandbox of shape s for the warm pool (see
 	// WarmPool): started, counted against the daemon's caps (a cap it
-	// would pass is an ErrLimit), neither live nor recorded until a
+	// would pass is an ErrLimitExceeded), neither live nor recorded until a
 	// Create claims it. The shape's backend and template must exist.
 	Prewarm(ctx context.Context, s WarmShape) (Warm, error)
 }

@@ -52,6 +52,11 @@ type WarmPool interface {
 	// ready. A Warm is handed out at most once; the pool forgets it and
 	// makes another in the background.
 	Take(s WarmShape) Warm
+	// Evict discards one ready sandbox of any shape (false: none is
+	// ready), for a create the daemon's caps would refuse while the pools
+	// hold them: a pool never stands in the way of a create that fits
+	// without it.
+	Evict(ctx context.Context) bool
 	// Drain stops the pool's refills and discards every ready sandbox;
 	// Shutdown calls it before it stops the live ones.
 	Drain(ctx context.Context)

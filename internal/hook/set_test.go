@@ -196,7 +196,9 @@ func TestSetNoters(t *testing.T) {
 // warmMod is a WarmPool module that has nothing ready.
 type warmMod struct{ name string }
 
-func (w warmMod) Name() string        { return w.name }
-func (warmMod) Attach(Core) error     { return nil }
-func (warmMod) Take(WarmShape) Warm   { return nil }
-func (warmMod) Drain(context.Context) {}
+func (w warmMod) Name() string             { return w.name }
+func (warmMod) Attach(Core) error          { return nil }
+func (warmMod) Take(WarmShape) Warm        { return nil }
+func (warmMod) Drain(context.Context)      {}
+func (warmMod) Evict(context.Context) bool { return false }
+var _ WarmPool = warmMod{}

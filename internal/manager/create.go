@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -84,21 +85,14 @@ func (m *Manager) claimOrStart(ctx context.Context, req sandbox.CreateRequest, p
 	if w := m.claimWarm(ctx, req, p); w != nil {
 		return w.sb, w.cost, w.release, nil
 	}
-	releaseSlot, err := m.reserveSlot(false)
-	if err != nil {
-		return nil, runtime.HostCost{}, nil, err
-	}
 	cost, err := m.cfg.Caps.Host.Cost(p.be, p.spec.Limits)
 	if err != nil {
-		releaseSlot()
 		return nil, cost, nil, err
 	}
-	releaseHost, err := m.reserveHost(cost)
+	release, err := m.reserve(ctx, cost)
 	if err != nil {
-		releaseSlot()
 		return nil, cost, nil, err
 	}
-	release := func() { releaseHost(); releaseSlot() }
 	sb, err := m.startSandbox(ctx, p)
 	if err != nil {
 		m.dropNetwork(p.spec.ID)
@@ -106,6 +100,25 @@ func (m *Manager) claimOrStart(ctx context.Context, req sandbox.CreateRequest, p
 		return nil, cost, nil, err
 	}
 	return sb, cost, release, nil
+}
+
+// reserve counts a Create and its cost against the caps until release.
+// What the warm pools hold gives way: while the caps refuse it, a ready
+// sandbox is evicted and the reservation tried again.
+func (m *Manager) reserve(ctx context.Context, cost runtime.HostCost) (func(), error) {
+	for {
+		releaseSlot, err := m.reserveSlot(false)
+		if err == nil {
+			var releaseHost func()
+			if releaseHost, err = m.reserveHost(cost); err == nil {
+				return func() { releaseHost(); releaseSlot() }, nil
+			}
+			releaseSlot()
+		}
+		if !errors.Is(err, errdefs.ErrLimitExceeded) || m.hooks.Pool == nil || !m.hooks.Pool.Evict(ctx) {
+			return nil, err
+		}
+	}
 }
 
 // admitCreate checks a request before anything is reserved for it.

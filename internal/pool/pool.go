@@ -195,6 +195,32 @@ func (ps *Pools) OnCreate(_ context.Context, sb hook.SandboxRef) error {
 	return nil
 }
 
+// Evict implements hook.WarmPool: the newest ready sandbox of the pool
+// with the most ready is destroyed (its target stays: it refills once
+// the caps let it; a fill that takes the room first is evicted again by
+// the create's next try, until the pools have none).
+func (ps *Pools) Evict(ctx context.Context) bool {
+	ps.mu.Lock()
+	var from *pool
+	for _, p := range ps.order {
+		if len(p.ready) > 0 && (from == nil || len(p.ready) > len(from.ready)) {
+			from = p
+		}
+	}
+	if from == nil {
+		ps.mu.Unlock()
+		return false
+	}
+	e := from.ready[len(from.ready)-1]
+	from.ready = from.ready[:len(from.ready)-1]
+	from.st.Discarded++
+	ps.mu.Unlock()
+	e.w.Discard(ctx)
+	// it refills when there is room (a fill the caps refuse backs off)
+	poke(from.kick)
+	return true
+}
+
 // Drain implements hook.WarmPool: no more fills, every ready one destroyed.
 func (ps *Pools) Drain(ctx context.Context) {
 	ps.mu.Lock()

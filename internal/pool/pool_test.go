@@ -469,3 +469,28 @@ func TestResetOfAClaimedSandboxKeepsItsRequest(t *testing.T) {
 		t.Errorf("CLAIM_VAR after a reset: %q", got)
 	}
 }
+
+// A create the pools' sandboxes would keep from the cap takes the place
+// of a ready one: under a cap of 2, a pool holding both does not stop a
+// create of another shape; the pool refills once there is room again.
+func TestPoolGivesWayToACreateAtTheCap(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 2, 2, func(c *manager.Config) { c.Caps = manager.Caps{Sandboxes: 2} })
+	r.waitReady(t, 2)
+	// a command user of its own: not the pool's shape
+	sb, err := r.m.Create(ctx, sandbox.CreateRequest{User: runtime.User{Name: "user", Home: "/home/user"}})
+	if err != nil {
+		t.Fatalf("a create at the cap with the pool full: %v", err)
+	}
+	// a refill may take the room first and be evicted in turn
+	if st := r.status(); st.Ready > 1 || st.Discarded < 1 || r.m.LiveCount()+st.Ready > 2 {
+		t.Errorf("after the eviction: %+v, %d live", st, r.m.LiveCount())
+	}
+	if n := len(r.sandboxDirs(t)); n > 2 {
+		t.Errorf("%d sandboxes under a cap of 2", n)
+	}
+	if err := r.m.Destroy(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	r.waitReady(t, 2)
+}
