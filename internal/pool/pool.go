@@ -8,6 +8,10 @@
 // at the claim; a claimed sandbox is an ordinary one from then on, and is
 // destroyed when it stops, never given back.
 //
+// Ready sandboxes count against the daemon's caps like live ones; a
+// create the caps would refuse while they hold the room evicts one
+// (hook.WarmPool.Evict) instead of failing.
+//
 // Each pool keeps Min ready; a claim that finds it empty (a miss) raises
 // its target by one, up to Max, and every Idle period without a miss
 // lowers it by one toward Min (the ready ones beyond it are destroyed).
