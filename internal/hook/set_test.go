@@ -201,4 +201,5 @@ func (warmMod) Attach(Core) error          { return nil }
 func (warmMod) Take(WarmShape) Warm        { return nil }
 func (warmMod) Drain(context.Context)      {}
 func (warmMod) Evict(context.Context) bool { return false }
+
 var _ WarmPool = warmMod{}
