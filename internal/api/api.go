@@ -63,6 +63,7 @@ type Server struct {
 	audit  AuditLog
 	review Review
 	caches Caches
+	pools  Pools
 	health Health
 	mux    *http.ServeMux
 }
@@ -98,6 +99,8 @@ type Modules struct {
 	// Caches nil: no dependency caches are kept (noCaches).
 	Caches Caches
 	Images Images
+	// Pools nil: no warm pools (an empty list).
+	Pools Pools
 }
 
 // Images imports image templates (POST /v1/templates; the daemon's
@@ -205,7 +208,10 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Caches == nil {
 		mods.Caches = noCaches{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, health: h, mux: http.NewServeMux()}
+	if mods.Pools == nil {
+		mods.Pools = noPools{}
+	}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, pools: mods.Pools, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -234,6 +240,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.secretRoutes()
 	s.egressRoutes()
 	s.cacheRoutes()
+	s.poolRoutes()
 	// MCP over streamable HTTP: its tools call this same API in process,
 	// with the caller's context, so nothing is different for them.
 	s.mux.Handle("/mcp", mcp.HTTP(h.Version, s.mcpCaller))

@@ -40,6 +40,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/pool"
 	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -100,6 +101,8 @@ type Config struct {
 	// TemplateBackends maps a template to "native" or "gvisor" for
 	// requests that name no backend.
 	TemplateBackends map[string]string
+	// Pools are the warm pools (none: every create starts a sandbox).
+	Pools []pool.Spec
 	// AcceptAuditGap, if set, is the operator's reason for starting
 	// although the audit log's checkpoint is missing or does not match;
 	// it is recorded in the log.
@@ -214,7 +217,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf},
 		TaskDir: filepath.Join(cfg.DataDir, "tasks"), SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
 		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait,
-		DepCacheDir: depCacheDir(cfg)})
+		DepCacheDir: depCacheDir(cfg), Pools: cfg.Pools})
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +239,7 @@ func depCacheDir(cfg Config) string {
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
 func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store) api.Modules {
-	return api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s)}
+	return api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools}
 }
 
 // caches is the stack's dependency caches as the API takes them (nil:

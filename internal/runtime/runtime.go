@@ -226,6 +226,16 @@ type Resizer interface {
 	Resize(rows, cols uint16) error
 }
 
+// Relimiter is a sandbox whose memory, CPU quota and lifetime can be set
+// after its create, before it ran any command (a warm pool's sandbox, at
+// its claim): Relimit makes lim its limits. Every other field of lim must
+// equal what the sandbox was created with; a field it cannot change is an
+// ErrUnsupported and leaves the sandbox as it was. The lifetime counts
+// from the call.
+type Relimiter interface {
+	Relimit(ctx context.Context, lim Limits) error
+}
+
 // DefaultOutputLimit is the per-stream output cap when none is given.
 const DefaultOutputLimit = 16 << 20
 

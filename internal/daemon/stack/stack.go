@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/explain"
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/pool"
 	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -60,6 +61,9 @@ type Config struct {
 	// DepCacheDir holds the per-project dependency caches ("": none; the
 	// module is not attached and Stack.Caches is nil).
 	DepCacheDir string
+	// Pools are the warm pools (internal/pool); a pool's Backend "" is
+	// its template's backend (TemplateBackends) or the default.
+	Pools []pool.Spec
 }
 
 // Stack is the manager and its feature modules.
@@ -76,6 +80,7 @@ type Stack struct {
 	Records   *records.Records
 	Explain   *explain.Explain
 	Caches    *depcache.Caches // nil: no dependency caches
+	Pools     *pool.Pools      // the warm pools (none configured: an empty list)
 }
 
 // New makes the modules and the manager with them attached, in the order
@@ -119,10 +124,37 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if caches != nil {
 		mcfg.Modules = append(mcfg.Modules, caches) // no hooks: the tasks module calls it
 	}
+	// last: its OnCreate lets its hold of a claimed sandbox's layers go
+	// after the template hold took its own
+	pools, err := newPools(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.Pools = pools
+	mcfg.Modules = append(mcfg.Modules, pools)
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err
 	}
 	s.Manager = m
+	pools.Start()
 	return s, nil
+}
+
+// newPools is the warm pool module of cfg.Pools, each pool's backend named.
+func newPools(cfg Config) (*pool.Pools, error) {
+	pcfg := pool.Config{}
+	if cfg.Templates != nil {
+		pcfg.Hold = cfg.Templates.HoldDirs
+	}
+	for _, p := range cfg.Pools {
+		if p.Backend == "" {
+			p.Backend = cfg.TemplateBackends[p.Template]
+		}
+		if p.Backend == "" && cfg.Backend != nil {
+			p.Backend = cfg.Backend.Name()
+		}
+		pcfg.Pools = append(pcfg.Pools, p)
+	}
+	return pool.New(pcfg)
 }
