@@ -43,6 +43,21 @@ type Sandbox interface {
 	Done() <-chan struct{}
 }
 
+// Meter is a sandbox that reports what it uses now, as its cgroup
+// counts it (every process of the sandbox, and for a backend with a
+// kernel of its own, that kernel too).
+type Meter interface {
+	Usage() (Usage, error)
+}
+
+// Usage is what a sandbox uses: CPU time since it was made, memory and
+// tasks now.
+type Usage struct {
+	CPUTime     time.Duration
+	MemoryBytes int64
+	Pids        int64
+}
+
 // Process is a command started by Exec.
 type Process interface {
 	// PID is the command's pid inside the sandbox.
@@ -309,6 +324,10 @@ type Files interface {
 	WriteFile(ctx context.Context, path string, r io.Reader, mode uint32, parents bool) (int64, error)
 	Mkdir(ctx context.Context, path string, parents bool) error
 	Remove(ctx context.Context, path string, recursive bool) error
+	// Rename moves from to to, as rename(2) does (a file at to is
+	// replaced; neither path's last element is followed), making to's
+	// missing parent directories first.
+	Rename(ctx context.Context, from, to string) error
 	// Tar writes the tree at dir as a tar stream; Untar unpacks one below dir.
 	Tar(ctx context.Context, dir string, w io.Writer) (int64, error)
 	Untar(ctx context.Context, dir string, r io.Reader) error

@@ -161,3 +161,6 @@ func (s *sandbox) Resume(ctx context.Context) error { return s.host.Resume() }
 func (s *sandbox) initLog() string {
 	return hostside.LogTail(filepath.Join(s.dir, "init.log"), "init log")
 }
+
+// Usage implements runtime.Meter: the sandbox's cgroup.
+func (s *sandbox) Usage() (runtime.Usage, error) { return s.host.Usage() }

@@ -344,8 +344,10 @@ type FileInfo struct {
 
 // FileOp is the request of OpFile.
 type FileOp struct {
-	Kind      string `json:"kind"` // stat, list, read, write, mkdir, remove, tar
-	Path      string `json:"path"`
+	Kind string `json:"kind"` // stat, list, read, write, mkdir, remove, rename, tar
+	Path string `json:"path"`
+	// To is where rename moves Path (its missing parents are made).
+	To        string `json:"to,omitempty"`
 	Mode      uint32 `json:"mode,omitempty"`
 	Parents   bool   `json:"parents,omitempty"`
 	Recursive bool   `json:"recursive,omitempty"`
