@@ -46,6 +46,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // Config is what a daemon is built from. New validates nothing that a
@@ -138,6 +139,7 @@ type Daemon struct {
 	m               *manager.Manager
 	keys            *apikeys.Keys
 	files           *filesapi.API
+	usage           *usage.Usage
 	records         *records.Records
 	srv, tcp, e2b   *http.Server
 	errc            chan error
@@ -217,7 +219,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.m, d.keys, d.files, d.records = stk.Manager, stk.Keys, stk.Files, stk.Records
+	d.m, d.keys, d.files, d.records, d.usage = stk.Manager, stk.Keys, stk.Files, stk.Records, stk.Usage
 	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
