@@ -381,7 +381,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	}
 	if eln != nil {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Usage: d.usage, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
 	_ = d.m.Record(sandbox.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()

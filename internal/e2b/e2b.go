@@ -81,6 +81,9 @@ type Config struct {
 	// <port>-<id>.<Domain> is routed to sandbox id (route.go), and
 	// create and connect answer it as the sandbox's domain.
 	Domain string
+	// Usage reads a sandbox's metrics and tells a sandbox killed under a
+	// running command (internal/usage); nil: metrics are refused.
+	Usage Usage
 	// KeepaliveMax caps the interval of keepalive events in streams.
 	KeepaliveMax time.Duration
 	Logf         func(format string, args ...any)
@@ -93,6 +96,7 @@ type Server struct {
 	execs    Execs
 	red      Redactor
 	fs       Files
+	usage    Usage
 	tokenKey []byte
 	mux      *http.ServeMux // control plane
 	envd     *http.ServeMux // in-sandbox API
@@ -118,12 +122,16 @@ func New(cfg Config) *Server {
 	if cfg.Files == nil {
 		cfg.Files = noFiles{}
 	}
+	if cfg.Usage == nil {
+		cfg.Usage = noUsage{}
+	}
 	if cfg.Redactor == nil {
 		cfg.Redactor = noRedactor{}
 	}
-	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
+	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, usage: cfg.Usage, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
+	s.metricsRoutes()
 	s.envdRoutes()
 	return s
 }
