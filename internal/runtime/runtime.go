@@ -58,6 +58,30 @@ type Usage struct {
 	Pids        int64
 }
 
+// DirWatcher is a sandbox whose directories can be watched for changes.
+type DirWatcher interface {
+	// WatchDir reports the changes of dir's entries (recursive: of its
+	// whole tree) from its return on, in order, until ctx ends or the
+	// sandbox stops, when the channel closes. A directory the backend
+	// cannot watch is an ErrUnsupported error.
+	WatchDir(ctx context.Context, dir string, recursive bool) (<-chan WatchBatch, error)
+}
+
+// WatchBatch is changes of a watched directory, oldest first; Lost says
+// changes were lost before them (the watch fell behind).
+type WatchBatch struct {
+	Events []WatchEvent
+	Lost   bool
+}
+
+// WatchEvent is one change: Op is create, write, remove, rename (the
+// name moved away; where it went is a create) or chmod; Path is
+// absolute.
+type WatchEvent struct {
+	Op   string
+	Path string
+}
+
 // Process is a command started by Exec.
 type Process interface {
 	// PID is the command's pid inside the sandbox.
