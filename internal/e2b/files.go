@@ -32,10 +32,11 @@ func (s *Server) fileRoutes() {
 	s.envd.HandleFunc("POST /filesystem.Filesystem/MakeDir", s.makeDir)
 	s.envd.HandleFunc("POST /filesystem.Filesystem/Remove", s.remove)
 	s.envd.HandleFunc("POST /filesystem.Filesystem/Move", s.move)
-	for _, m := range []string{"WatchDir", "CreateWatcher", "GetWatcherEvents", "RemoveWatcher"} {
+	s.envd.HandleFunc("POST /filesystem.Filesystem/WatchDir", s.watchDir)
+	for _, m := range []string{"CreateWatcher", "GetWatcherEvents", "RemoveWatcher"} {
 		m := m
 		s.envd.HandleFunc("POST /filesystem.Filesystem/"+m, func(w http.ResponseWriter, r *http.Request) {
-			writeEnvdError(w, r, http.StatusNotImplemented, codeUnimplemented, fmt.Sprintf("unsupported by airlock: filesystem %s (airlock records file activity per command instead)", m))
+			writeEnvdError(w, r, http.StatusNotImplemented, codeUnimplemented, fmt.Sprintf("unsupported by airlock: filesystem %s (the polled watchers of the Python SDK's watch_dir): use the streaming WatchDir", m))
 		})
 	}
 }
