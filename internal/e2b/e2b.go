@@ -172,7 +172,7 @@ func sandboxOf(r *http.Request) string {
 
 func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 	if p := r.Header.Get("E2b-Sandbox-Port"); p != "" && p != EnvdPort {
-		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served", p, id, EnvdPort))
+		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served; airlock has no preview ports yet (getHost)", p, id, EnvdPort))
 		return
 	}
 	if !s.authEnvd(w, r, id) {
