@@ -1,6 +1,6 @@
 // Drives the E2B door's files, metrics and command-end semantics with the
 // published E2B SDK, unmodified: rename, remove of a missing path,
-// symlink targets, getMetrics, what stays refused (watchDir), and a
+// symlink targets, getMetrics, watchDir, and a
 // sandbox killed under a running command. Prints {"ok":true} at the end.
 // env: E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL; E2B_SDK names the
 // package (an npm alias of package.json: e2b, e2b-2-45).
@@ -85,10 +85,29 @@ e = await rejects(sbx.getMetrics({ end: new Date(Date.now() - 3600_000) }));
 assert.match(e.message, /keeps no history/);
 log("metrics", {});
 
-// What airlock does not have stays refused, saying so.
-e = await rejects(sbx.files.watchDir("/home/user", () => {}));
-assert.match(e.message, /unsupported by airlock/);
-log("refused", {});
+// watchDir: the changes of a directory's tree, as E2B names them.
+await sbx.files.makeDir("/home/user/wd");
+const seen = [];
+const handle = await sbx.files.watchDir("/home/user/wd", (ev) => seen.push(`${ev.type} ${ev.name}`), { recursive: true });
+await sbx.files.write("/home/user/wd/a.txt", "1");
+r = await sbx.commands.run("mkdir /home/user/wd/s && echo 2 > /home/user/wd/s/b.txt && mv /home/user/wd/a.txt /home/user/wd/c.txt && rm /home/user/wd/s/b.txt");
+assert.equal(r.exitCode, 0);
+const want = ["create a.txt", "write a.txt", "create s", "create s/b.txt", "write s/b.txt", "rename a.txt", "create c.txt", "remove s/b.txt"];
+for (let i = 0; i < 100 && !want.every((w) => seen.includes(w)); i++) await new Promise((res) => setTimeout(res, 50));
+assert.deepEqual(want.filter((w) => !seen.includes(w)), [], JSON.stringify(seen));
+await handle.stop();
+// Only the trees airlock watches (/workspace, the home) can be watched.
+e = await rejects(sbx.files.watchDir("/etc", () => {}));
+assert.match(e.message, /can be watched/);
+log("watch", { seen });
+
+// What airlock does not have stays refused, saying so: another port
+// than the in-sandbox API's (getHost's hosts; the SDK only makes the
+// name, so the door is asked as a client of such a host asks it).
+const res = await fetch(`${process.env.E2B_SANDBOX_URL}/health`, { headers: { "E2b-Sandbox-Id": sbx.sandboxId, "E2b-Sandbox-Port": "8080" } });
+assert.ok(res.status >= 500, String(res.status));
+assert.match(await res.text(), /no preview ports yet \(getHost\)/);
+log("refused", { host: sbx.getHost(8080) });
 
 // A sandbox killed under a running command: the command's wait ends
 // with a TimeoutError, as on E2B.
