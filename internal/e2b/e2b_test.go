@@ -345,7 +345,7 @@ func TestControlPlane(t *testing.T) {
 	if resp, _ := d.call("GET", "/v2/sandboxes?state=sleeping", nil, key); resp.StatusCode != 400 {
 		t.Errorf("bad state: %d", resp.StatusCode)
 	}
-	if resp, b := d.call("GET", "/sandboxes/"+ids[0]+"/metrics", nil, key); resp.StatusCode != 501 || !strings.Contains(string(b), "unsupported") {
+	if resp, b := d.call("GET", "/sandboxes/metrics?sandbox_ids="+ids[0], nil, key); resp.StatusCode != 501 || !strings.Contains(string(b), "unsupported by airlock: the metrics of many") {
 		t.Errorf("metrics: %d %s", resp.StatusCode, b)
 	}
 	// pause twice: 409 the second time; connect resumes (201), then 200.
