@@ -21,8 +21,8 @@
 // token (route.go, signed.go).
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
-// volumes, network rules in the request, auto-pause, directory watches,
-// Move, metrics, snapshots) is refused with a clear "unsupported" error,
+// volumes, auto-pause, polled watchers, metrics history, preview ports,
+// snapshots) is refused with a clear "unsupported" error,
 // never silently ignored. Commands run as the sandbox's unprivileged user;
 // asking for user "root" is refused. Relative paths and the default
 // working directory are the sandbox user's home, as in E2B.
