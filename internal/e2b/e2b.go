@@ -21,7 +21,7 @@
 // token (route.go, signed.go).
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
-// volumes, auto-pause, polled watchers, metrics history, preview ports,
+// volumes, auto-pause, metrics history, preview ports,
 // snapshots) is refused with a clear "unsupported" error,
 // never silently ignored. Commands run as the sandbox's unprivileged user;
 // asking for user "root" is refused. Relative paths and the default
@@ -103,6 +103,9 @@ type Server struct {
 
 	mu    sync.Mutex
 	procs map[procKey]*proc
+
+	wmu      sync.Mutex
+	watchers map[string]*pollWatch // the polled directory watchers, by id
 }
 
 // New returns the handler.
@@ -128,7 +131,7 @@ func New(cfg Config) *Server {
 	if cfg.Redactor == nil {
 		cfg.Redactor = noRedactor{}
 	}
-	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, usage: cfg.Usage, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}}
+	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, usage: cfg.Usage, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}, watchers: map[string]*pollWatch{}}
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
 	s.metricsRoutes()

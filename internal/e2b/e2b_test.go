@@ -295,8 +295,8 @@ func TestStartStream(t *testing.T) {
 	if resp, b := d.call("POST", "/process.Process/SendSignal", []byte(`{"process":{"pid":4242},"signal":"SIGNAL_SIGKILL"}`), uh); resp.StatusCode != 404 || !strings.Contains(string(b), "not_found") {
 		t.Errorf("unknown pid: %d %s", resp.StatusCode, b)
 	}
-	if resp, b := d.call("POST", "/filesystem.Filesystem/CreateWatcher", []byte(`{"path":"/workspace"}`), uh); resp.StatusCode != 501 || !strings.Contains(string(b), "unsupported by airlock") {
-		t.Errorf("CreateWatcher: %d %s", resp.StatusCode, b)
+	if resp, b := d.call("POST", "/filesystem.Filesystem/Nope", []byte(`{"path":"/workspace"}`), uh); resp.StatusCode != 501 || !strings.Contains(string(b), "unsupported") {
+		t.Errorf("an unknown filesystem method: %d %s", resp.StatusCode, b)
 	}
 	if resp, b := d.call("POST", "/nosuch.Service/Call", []byte(`{}`), uh); resp.StatusCode != 501 || !strings.Contains(string(b), "unimplemented") {
 		t.Errorf("unknown procedure: %d %s", resp.StatusCode, b)

@@ -33,12 +33,7 @@ func (s *Server) fileRoutes() {
 	s.envd.HandleFunc("POST /filesystem.Filesystem/Remove", s.remove)
 	s.envd.HandleFunc("POST /filesystem.Filesystem/Move", s.move)
 	s.envd.HandleFunc("POST /filesystem.Filesystem/WatchDir", s.watchDir)
-	for _, m := range []string{"CreateWatcher", "GetWatcherEvents", "RemoveWatcher"} {
-		m := m
-		s.envd.HandleFunc("POST /filesystem.Filesystem/"+m, func(w http.ResponseWriter, r *http.Request) {
-			writeEnvdError(w, r, http.StatusNotImplemented, codeUnimplemented, fmt.Sprintf("unsupported by airlock: filesystem %s (the polled watchers of the Python SDK's watch_dir): use the streaming WatchDir", m))
-		})
-	}
+	s.watcherRoutes()
 }
 
 // health is 204 while the sandbox runs, 502 when it is paused or gone,

@@ -135,16 +135,8 @@ func (s *Server) followWatch(ctx context.Context, r *http.Request, st *stream, d
 				st.end(errorf("data_loss", "the watch of %s fell behind and lost changes: watch again (and list the directory)", dir))
 				return
 			}
-			for _, e := range b.Events {
-				name := strings.TrimPrefix(e.Path, dir+"/")
-				if dir == "/" {
-					name = strings.TrimPrefix(e.Path, "/")
-				}
-				t, ok := eventTypes[e.Op]
-				if !ok || name == e.Path || path.IsAbs(name) {
-					continue
-				}
-				if st.send(watchMessage{Filesystem: &fsEvent{Name: name, Type: t}}) != nil {
+			for _, e := range fsEvents(dir, b) {
+				if st.send(watchMessage{Filesystem: &e}) != nil {
 					return
 				}
 			}
@@ -154,4 +146,22 @@ func (s *Server) followWatch(ctx context.Context, r *http.Request, st *stream, d
 			}
 		}
 	}
+}
+
+// fsEvents are a batch's changes as E2B's events of dir: named relative
+// to it.
+func fsEvents(dir string, b runtime.WatchBatch) []fsEvent {
+	var out []fsEvent
+	for _, e := range b.Events {
+		name := strings.TrimPrefix(e.Path, dir+"/")
+		if dir == "/" {
+			name = strings.TrimPrefix(e.Path, "/")
+		}
+		t, ok := eventTypes[e.Op]
+		if !ok || name == e.Path || path.IsAbs(name) {
+			continue
+		}
+		out = append(out, fsEvent{Name: name, Type: t})
+	}
+	return out
 }

@@ -211,3 +211,73 @@ func TestE2BWatchDirEnds(t *testing.T) {
 		t.Errorf("killed: %x %s", flags, msg)
 	}
 }
+
+// The polled watchers (the Python SDK's watch_dir): the changes since
+// the last poll, each poll; a watcher is its sandbox's only, and one
+// whose sandbox stopped says so.
+func TestE2BPolledWatchers(t *testing.T) {
+	d := newDoor(t)
+	id, tok := d.create()
+	other, otherTok := d.create()
+	code, b := d.fileRPC(id, tok, "CreateWatcher", `{"path":"/workspace","recursive":true}`)
+	var c struct{ WatcherID string }
+	if err := json.Unmarshal([]byte(b), &c); code != 200 || err != nil || len(c.WatcherID) != 32 {
+		t.Fatalf("create: %d %s", code, b)
+	}
+	poll := func(sb, tk string) (int, []fsEvent, string) {
+		code, b := d.fileRPC(sb, tk, "GetWatcherEvents", `{"watcherId":"`+c.WatcherID+`"}`)
+		var r struct{ Events []fsEvent }
+		_ = json.Unmarshal([]byte(b), &r)
+		return code, r.Events, b
+	}
+	if code, evs, b := poll(id, tok); code != 200 || len(evs) != 0 || !strings.Contains(b, `"events":[]`) {
+		t.Errorf("first poll: %d %s", code, b)
+	}
+	d.run(id, tok, "", "mkdir /workspace/p && echo 1 > /workspace/p/f")
+	var seen []string
+	for i := 0; i < 50 && len(seen) < 3; i++ {
+		_, evs, _ := poll(id, tok)
+		for _, e := range evs {
+			seen = append(seen, e.Type+" "+e.Name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if want := []string{"EVENT_TYPE_CREATE p", "EVENT_TYPE_CREATE p/f", "EVENT_TYPE_WRITE p/f"}; strings.Join(seen, ",") != strings.Join(want, ",") {
+		t.Errorf("events %v, want %v", seen, want)
+	}
+	// Another sandbox's token cannot poll or remove it.
+	if code, _, b := poll(other, otherTok); code != 404 {
+		t.Errorf("polled from another sandbox: %d %s", code, b)
+	}
+	if code, b := d.fileRPC(other, otherTok, "RemoveWatcher", `{"watcherId":"`+c.WatcherID+`"}`); code != 404 {
+		t.Errorf("removed from another sandbox: %d %s", code, b)
+	}
+	if code, b := d.fileRPC(id, tok, "RemoveWatcher", `{"watcherId":"`+c.WatcherID+`"}`); code != 200 {
+		t.Errorf("remove: %d %s", code, b)
+	}
+	if code, _, _ := poll(id, tok); code != 404 {
+		t.Errorf("poll after remove: %d", code)
+	}
+	for body, want := range map[string]string{
+		`{"path":"/etc"}`: "can be watched",
+		`{"path":"/workspace","includeEntry":true}`: "includeEntry",
+	} {
+		if code, b := d.fileRPC(id, tok, "CreateWatcher", body); code != 501 || !strings.Contains(b, want) {
+			t.Errorf("%s: %d %s", body, code, b)
+		}
+	}
+	// The sandbox stops: the next poll says so.
+	_, b = d.fileRPC(id, tok, "CreateWatcher", `{"path":"/workspace"}`)
+	_ = json.Unmarshal([]byte(b), &c)
+	if r, _ := d.call("DELETE", "/sandboxes/"+id, nil, map[string]string{"X-API-KEY": d.key}); r.StatusCode != 204 {
+		t.Fatal("kill")
+	}
+	code, _, b = poll(id, tok)
+	for i := 0; i < 50 && code == 200; i++ {
+		time.Sleep(20 * time.Millisecond)
+		code, _, b = poll(id, tok)
+	}
+	if !strings.Contains(b, "unavailable") && !strings.Contains(b, "not_found") {
+		t.Errorf("after kill: %d %s", code, b)
+	}
+}
