@@ -388,18 +388,20 @@ func (s *Server) listDir(w http.ResponseWriter, r *http.Request) {
 		depth = 1
 	}
 	out := []entryInfo{}
+	cf := newStatCache(f)
 	var walk func(dir string, level int) error
 	walk = func(dir string, level int) error {
 		list, err := f.List(r.Context(), dir)
 		if err != nil {
 			return err
 		}
+		cf.seen(list)
 		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 		for _, fi := range list {
 			if len(out) >= maxListed {
 				return fmt.Errorf("more than %d entries: list a smaller tree: %w", maxListed, errdefs.ErrLimitExceeded)
 			}
-			out = append(out, entryOf(r.Context(), f, fi))
+			out = append(out, entryOf(r.Context(), cf, fi))
 			if fi.Type == "dir" && level < depth {
 				if err := walk(fi.Path, level+1); err != nil {
 					return err

@@ -71,3 +71,44 @@ func components(p string) []string {
 	}
 	return out
 }
+
+// statCache is a request's file access with its Stat answers kept: the
+// symlinks of one listing share the directories their resolution walks,
+// and a listing already knows its entries (seen).
+type statCache struct {
+	runtime.Files
+	m map[string]statAnswer
+}
+
+type statAnswer struct {
+	fi  runtime.FileInfo
+	err error
+}
+
+// maxCached bounds a statCache (past it, Stat is asked every time).
+const maxCached = 1 << 16
+
+func newStatCache(f runtime.Files) *statCache {
+	return &statCache{Files: f, m: map[string]statAnswer{}}
+}
+
+func (c *statCache) Stat(ctx context.Context, p string) (runtime.FileInfo, error) {
+	if a, ok := c.m[p]; ok {
+		return a.fi, a.err
+	}
+	fi, err := c.Files.Stat(ctx, p)
+	if len(c.m) < maxCached && ctx.Err() == nil {
+		c.m[p] = statAnswer{fi, err}
+	}
+	return fi, err
+}
+
+// seen keeps what a listing said of its entries.
+func (c *statCache) seen(list []runtime.FileInfo) {
+	for _, fi := range list {
+		if len(c.m) >= maxCached {
+			return
+		}
+		c.m[fi.Path] = statAnswer{fi: fi}
+	}
+}
