@@ -495,6 +495,12 @@ func renameTo(from, to string) error {
 		return err
 	}
 	defer unix.Close(dfd)
+	// rename(2) cannot cross filesystems (EXDEV), which a write scope's
+	// Landlock refusal also answers: say which it is.
+	var sst, dst unix.Stat_t
+	if unix.Fstat(sfd, &sst) == nil && unix.Fstat(dfd, &dst) == nil && sst.Dev != dst.Dev {
+		return fmt.Errorf("rename %s to %s: they are on different filesystems of the sandbox (its disk, /tmp and the root are each their own): copy it instead: %w", from, to, ErrInvalidPath)
+	}
 	if err := unix.Renameat(sfd, sbase, dfd, dbase); err != nil {
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 	}
