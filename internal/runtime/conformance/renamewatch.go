@@ -95,8 +95,17 @@ func testDirWatch(t *testing.T, f Factory) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := dw.WatchDir(ctx, "/tmp", true); !errors.Is(err, errdefs.ErrUnsupported) {
-		t.Errorf("watch /tmp: %v, want unsupported", err)
+	// Nothing outside the watched trees: not by name, nor by a name that
+	// only starts like one, nor by climbing out of one.
+	for _, dir := range []string{"/tmp", "/", "/workspacex", "/home"} {
+		if _, err := dw.WatchDir(ctx, dir, true); !errors.Is(err, errdefs.ErrUnsupported) {
+			t.Errorf("watch %s: %v, want unsupported", dir, err)
+		}
+	}
+	for _, dir := range []string{"/workspace/../etc", "workspace", "/workspace/"} {
+		if _, err := dw.WatchDir(ctx, dir, true); !errors.Is(err, errdefs.ErrInvalid) {
+			t.Errorf("watch %q: %v, want invalid", dir, err)
+		}
 	}
 	ch, err := dw.WatchDir(ctx, "/workspace", true)
 	if err != nil {
