@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AIRLOCK="$PWD/bin/airlock"
-[ -x "$AIRLOCK" ] || CGO_ENABLED=0 go build -o "$AIRLOCK" ./cmd/airlock
+[ -x "$AIRLOCK" ] || ./scripts/build.sh "$AIRLOCK"
 
 work="$(mktemp -d /tmp/airlock-demo.XXXXXX)"
 chmod 711 "$work"

@@ -2,8 +2,11 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"time"
@@ -14,7 +17,7 @@ import (
 // TaskRequest starts a task: the repository at an exact commit in a new
 // sandbox's /workspace.
 type TaskRequest struct {
-	Repo     string   `json:"repo"`            // a path on the daemon's host, or a URL git can clone
+	Repo     string   `json:"repo"`            // a path on the daemon's host, or a URL git can clone; "" with Bundle
 	Ref      string   `json:"ref,omitempty"`   // branch, tag or commit; default HEAD
 	Scope    []string `json:"scope,omitempty"` // path globs (** allowed) the task may write
 	Test     string   `json:"test,omitempty"`  // shell command that runs the tests
@@ -31,7 +34,22 @@ type TaskRequest struct {
 	// Env is every command's base environment ("K=V") in the task's
 	// sandbox, its test command's too.
 	Env []string `json:"env,omitempty"`
+	// Commit, when set, is the full commit id Ref must resolve to: the
+	// task starts there or not at all (a conflict error).
+	Commit string `json:"commit,omitempty"`
+	// Bundle, instead of Repo, is the repository itself: a git bundle
+	// (git bundle create FILE BRANCH...) of whole history, at most
+	// wire.MaxBundle bytes, naming only HEAD, branches and tags. It is
+	// streamed to the daemon, which clones it as it clones a remote; it
+	// works over TCP too, where a remote client can name no host path.
+	Bundle io.Reader `json:"-"`
 }
+
+// TaskBundle is the bundle a task was started from.
+type TaskBundle = wire.TaskBundle
+
+// MaxBundle is the largest bundle the daemon takes.
+const MaxBundle = wire.MaxBundle
 
 // TestRun is one run of a task's test command.
 type TestRun = wire.TestRun
@@ -66,12 +84,52 @@ func taskPath(id string, rest ...string) (string, error) {
 // StartTask starts a task.
 func (c *Client) StartTask(ctx context.Context, req TaskRequest) (*Task, error) {
 	body := wire.TaskRequest{Repo: req.Repo, Ref: req.Ref, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt, Template: req.Template,
-		Backend: req.Backend, Limits: req.Limits, TTLSeconds: ceilDiv(req.TTL, time.Second), Policy: req.Policy, Env: req.Env}
+		Backend: req.Backend, Limits: req.Limits, TTLSeconds: ceilDiv(req.TTL, time.Second), Policy: req.Policy, Env: req.Env, Commit: req.Commit}
 	var t Task
-	if err := c.call(ctx, http.MethodPost, "/v1/tasks", nil, body, &t); err != nil {
+	var send any = body
+	if req.Bundle != nil {
+		if req.Repo != "" {
+			return nil, invalidf("give Repo or Bundle, not both")
+		}
+		send = bundleBody(body, req.Bundle)
+	}
+	if err := c.call(ctx, http.MethodPost, "/v1/tasks", nil, send, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
+}
+
+// bundleBody is a task request with its bundle as a streamed multipart
+// body: the request part, then the bundle part.
+func bundleBody(req wire.TaskRequest, bundle io.Reader) rawBody {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			h := textproto.MIMEHeader{}
+			h.Set("Content-Disposition", `form-data; name="`+wire.TaskRequestPart+`"`)
+			h.Set("Content-Type", "application/json")
+			p, err := mw.CreatePart(h)
+			if err == nil {
+				err = json.NewEncoder(p).Encode(req)
+			}
+			if err != nil {
+				return err
+			}
+			h = textproto.MIMEHeader{}
+			h.Set("Content-Disposition", `form-data; name="`+wire.TaskBundlePart+`"; filename="repo.bundle"`)
+			h.Set("Content-Type", "application/x-git-bundle")
+			if p, err = mw.CreatePart(h); err == nil {
+				_, err = io.Copy(p, bundle)
+			}
+			if err != nil {
+				return err
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	return rawBody{pr, mw.FormDataContentType()}
 }
 
 // GetTask returns a task.

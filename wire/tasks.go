@@ -2,12 +2,23 @@ package wire
 
 import "time"
 
+// A POST /v1/tasks that carries its repository is multipart/form-data:
+// the part TaskRequestPart (a TaskRequest, without repo) first, then the
+// part TaskBundlePart, a git bundle (git bundle create) of at most
+// MaxBundle bytes that needs no other commit and names only HEAD,
+// branches and tags.
+const (
+	TaskRequestPart = "request"
+	TaskBundlePart  = "bundle"
+	MaxBundle       = 256 << 20
+)
+
 // TaskRequest is the body of POST /v1/tasks: a repository at an exact
 // commit in a new sandbox's /workspace.
 type TaskRequest struct {
 	// Repo is a path on the daemon's host (unix socket only) or a URL git
-	// can clone.
-	Repo string `json:"repo"`
+	// can clone; "" when the request carries a bundle.
+	Repo string `json:"repo,omitempty"`
 	// Ref is a branch, tag or commit; "": HEAD.
 	Ref string `json:"ref,omitempty"`
 	// Scope are the path globs (** allowed) the task may write.
@@ -32,6 +43,17 @@ type TaskRequest struct {
 	// sandbox, its test command included (as Env in
 	// CreateSandboxRequest).
 	Env []string `json:"env,omitempty"`
+	// Commit, when set, is the full commit id Ref must resolve to (409
+	// otherwise): the task starts at that commit or not at all.
+	Commit string `json:"commit,omitempty"`
+}
+
+// TaskBundle is the bundle a task was started from.
+type TaskBundle struct {
+	// SHA256 is the hex SHA-256 of the bundle as uploaded.
+	SHA256 string `json:"sha256"`
+	// Bytes is its size.
+	Bytes int64 `json:"bytes"`
 }
 
 // TestRun is one run of a task's test command.
@@ -56,7 +78,8 @@ type Task struct {
 	SandboxID string `json:"sandbox_id"`
 	// State is "open" or "finished".
 	State string `json:"state"`
-	// Repo is the repository it was started from.
+	// Repo is the repository it was started from ("bundle:sha256:HEX"
+	// for a bundle).
 	Repo string `json:"repo"`
 	// Ref is the ref asked for.
 	Ref string `json:"ref"`
@@ -81,6 +104,8 @@ type Task struct {
 	// stopped: no tests ran at its finish, and its patch is the one taken
 	// as the sandbox stopped.
 	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
+	// Bundle is set on a task started from an uploaded bundle.
+	Bundle *TaskBundle `json:"bundle,omitempty"`
 }
 
 // WorkspaceGone says why a task's workspace was gone when it was

@@ -184,6 +184,11 @@ func testE2BWithSDK(t *testing.T, sdk string) {
 	sandboxID := ids["create"]
 	checkNoInternet(t, d, ids["closed"], ids["open"])
 	checkFenced(t, d, ids["fenced"])
+	for dest, want := range map[string]string{"https://1.2.3.4/": "allow public-web", "https://1.2.3.5/": "deny e2b-deny-out", "https://1.2.3.6/": "allow public-web"} {
+		if got := egressDecision(t, d, ids["rewired"], dest); got != want {
+			t.Errorf("after updateNetwork {denyOut: [1.2.3.5]}: %s: %s, want %s", dest, got, want)
+		}
+	}
 
 	// The approvals: asked for by the E2B door's key, decided by a human,
 	// and the one nobody decided expired.

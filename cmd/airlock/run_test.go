@@ -19,7 +19,9 @@ import (
 // These tests drive the real binary, as a user would.
 var (
 	airlockBin string
-	binSkip    string
+	// frontBin is bin/airlock as users get it: the front, this core in it
+	frontBin string
+	binSkip  string
 )
 
 func TestMain(m *testing.M) {
@@ -39,9 +41,12 @@ func testMain(m *testing.M) int {
 	defer os.RemoveAll(d)
 	_ = os.Chmod(d, 0o711)
 	airlockBin = filepath.Join(d, "airlock")
-	// static, as `make build` makes it
-	build := exec.Command("go", "build", "-o", airlockBin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	frontBin = filepath.Join(d, "airlock-front")
+	// As `make build` makes it: the core these tests run is the one the
+	// front carries, with the lean agent embedded.
+	build := exec.Command("../../scripts/build.sh", frontBin)
+	build.Env = append(os.Environ(), "CORE_OUT="+airlockBin, "AIRLOCK_CORE_DIR="+filepath.Join(d, "cores"))
+	_ = os.Setenv("AIRLOCK_CORE_DIR", filepath.Join(d, "cores")) // for the front
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build airlock: %v\n%s", err, out)
 		return 1

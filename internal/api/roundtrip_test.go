@@ -301,6 +301,7 @@ func TestEveryWireTypeRoundTrips(t *testing.T) {
 	roundTripPolicy(t, c)
 	roundTripOperator(t, c)
 	roundTripTasks(t, c)
+	roundTripTaskBundle(t, c)
 	roundTripAdmin(t, c)
 	for _, name := range wireTypes(t) {
 		why, declared := notRoundTripped[name]

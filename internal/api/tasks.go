@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"time"
@@ -53,7 +55,13 @@ func (s *Server) taskRoutes() {
 }
 
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
-	req, err := parseTask(http.MaxBytesReader(w, r.Body, maxJSONBody), s.sbx.MaxLifetime())
+	var req tasks.TaskRequest
+	var err error
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		req, err = s.parseBundleTask(w, r)
+	} else {
+		req, err = parseTask(http.MaxBytesReader(w, r.Body, maxJSONBody), s.sbx.MaxLifetime())
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -68,6 +76,47 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, taskOut(t))
+}
+
+// maxBundleBody bounds a multipart task request: the bundle, its request
+// and the parts' headers.
+const maxBundleBody = wire.MaxBundle + maxJSONBody + 64<<10
+
+// parseBundleTask reads a task request that carries its repository: the
+// request part, then the bundle part, whose reader Start consumes (the
+// body is streamed, never held whole). Any other part, or another order,
+// is refused.
+func (s *Server) parseBundleTask(w http.ResponseWriter, r *http.Request) (tasks.TaskRequest, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBundleBody)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return tasks.TaskRequest{}, errdefs.Wrap(errdefs.ErrInvalid, "multipart body: %v", err)
+	}
+	next := func(want string) (*multipart.Part, error) {
+		p, err := mr.NextPart()
+		if err != nil {
+			return nil, errdefs.Wrap(errdefs.ErrInvalid, "multipart body: want the part %q: %v", want, err)
+		}
+		if p.FormName() != want {
+			return nil, errdefs.Wrap(errdefs.ErrInvalid, "multipart body: part %q where %q belongs (parts: %q, then %q)", p.FormName(), want, wire.TaskRequestPart, wire.TaskBundlePart)
+		}
+		return p, nil
+	}
+	p, err := next(wire.TaskRequestPart)
+	if err != nil {
+		return tasks.TaskRequest{}, err
+	}
+	req, err := parseTask(io.LimitReader(p, maxJSONBody), s.sbx.MaxLifetime())
+	if err != nil {
+		return req, err
+	}
+	if req.Repo != "" {
+		return req, errdefs.Wrap(errdefs.ErrInvalid, "a request with a bundle names no repo")
+	}
+	if req.Bundle, err = next(wire.TaskBundlePart); err != nil {
+		return req, err
+	}
+	return req, nil
 }
 
 // parseTask is parseCreate for a task's body.

@@ -135,6 +135,9 @@ func taskOut(t *tasks.Task) *wire.Task {
 	if g := t.WorkspaceGone; g != nil {
 		w.WorkspaceGone = &wire.WorkspaceGone{Reason: g.Reason, Stopped: g.Stopped, DiffKept: g.DiffKept, DiffError: g.DiffError, Note: g.Note}
 	}
+	if b := t.Bundle; b != nil {
+		w.Bundle = &wire.TaskBundle{SHA256: b.SHA256, Bytes: b.Bytes}
+	}
 	return w
 }
 
@@ -247,7 +250,7 @@ func createIn(r wire.CreateSandboxRequest) (sandbox.CreateRequest, error) {
 
 func taskIn(r wire.TaskRequest) (tasks.TaskRequest, error) {
 	req := tasks.TaskRequest{Repo: r.Repo, Ref: r.Ref, Scope: r.Scope, Test: r.Test, Prompt: r.Prompt, Template: r.Template,
-		Backend: r.Backend, Limits: limitsIn(r.Limits), TTLSeconds: r.TTLSeconds, Env: r.Env}
+		Backend: r.Backend, Limits: limitsIn(r.Limits), TTLSeconds: r.TTLSeconds, Env: r.Env, Commit: r.Commit}
 	var err error
 	req.Policy, err = policyLayerIn(r.Policy)
 	return req, err

@@ -40,7 +40,8 @@ const (
 	TagHistoryRewrite = engine.TagHistoryRewrite
 )
 
-// Home is the sandbox user's home directory; ~ and $HOME resolve to it.
+// Home is the default sandbox user's home directory; ~ and $HOME resolve
+// to it unless an analysis names another (AnalyzeArgvIn).
 const Home = engine.Home
 
 // DefaultCwd is where commands run when no directory is given.

@@ -14,6 +14,20 @@ func AnalyzeArgv(argv []string, cwd string) *Analysis {
 	return engine.AnalyzeArgv(argv, cwd, catalog())
 }
 
+// AnalyzeArgvIn is AnalyzeArgv in a sandbox whose user's home is home
+// ("": Home, the default user's): ~ and $HOME are it, and what is judged
+// of the home (its startup files, its credentials, its removal) is
+// judged of it.
+func AnalyzeArgvIn(argv []string, cwd, home string) *Analysis {
+	return engine.AnalyzeArgvIn(argv, cwd, home, catalog())
+}
+
+// FileAnalysisIn is FileAnalysis in a sandbox whose user's home is home
+// ("": Home).
+func FileAnalysisIn(cmd Command, home string) *Analysis {
+	return engine.FileAnalysisIn(cmd, home, catalog())
+}
+
 // FileAnalysis wraps one file operation (the daemon's file API) as an
 // analysis, so the same policy decides it: a credential file is secret
 // access, a write is checked against the scope.

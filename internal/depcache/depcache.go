@@ -44,11 +44,12 @@ const (
 	maxCollect = 4 << 30
 )
 
-// home is the sandbox user's home on both isolation backends.
-const home = "/home/sandbox"
+// defaultHome is the default sandbox user's home; a sandbox of another
+// user (the E2B door's /home/user) has its caches in its own (homeOf).
+const defaultHome = "/home/sandbox"
 
 // An ecosystem is one package manager's content-addressed cache: where
-// it lives in the sandbox, the lockfiles that pin it (the first found
+// it lives in the sandbox user's home (sandboxDir, relative), the lockfiles that pin it (the first found
 // at the base commit is read), and the preset naming its registries.
 // seed, when set, writes the tar the sandbox's cache is seeded with from
 // the store (else the store's tree is that cache's).
@@ -60,9 +61,9 @@ type ecosystem struct {
 }
 
 var ecosystems = []ecosystem{
-	{name: "go", sandboxDir: home + "/go/pkg/mod/cache/download", preset: "go", lockfiles: []string{"go.sum"},
+	{name: "go", sandboxDir: "go/pkg/mod/cache/download", preset: "go", lockfiles: []string{"go.sum"},
 		judge: func(b []byte) (judge, error) { return newGoJudge(b) }},
-	{name: "npm", sandboxDir: home + "/.npm/_cacache", preset: "npm", lockfiles: []string{"package-lock.json", "npm-shrinkwrap.json"},
+	{name: "npm", sandboxDir: ".npm/_cacache", preset: "npm", lockfiles: []string{"package-lock.json", "npm-shrinkwrap.json"},
 		judge: func(b []byte) (judge, error) { return newNPMJudge(b) }},
 	{name: "pip", sandboxDir: pipCache, preset: "pypi", lockfiles: []string{"requirements.txt"},
 		judge: func(b []byte) (judge, error) { return newPipJudge(b) }, seed: writePipSeed},
@@ -229,6 +230,17 @@ func (d *Caches) Clear(ctx context.Context, project, eco string) ([]Entry, error
 		}
 	}
 	return gone, nil
+}
+
+// dirIn is where eco's cache is in a sandbox whose user's home is home.
+func (eco ecosystem) dirIn(home string) string { return home + "/" + eco.sandboxDir }
+
+// homeOf is sandbox id's user's home, where its caches are.
+func (d *Caches) homeOf(id string) string {
+	if li, ok := d.c.Live(id); ok && li.User.Home != "" {
+		return li.User.Home
+	}
+	return defaultHome
 }
 
 func knownEcosystem(name string) bool {

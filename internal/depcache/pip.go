@@ -38,10 +38,10 @@ import (
 // KEY can only make a later pip refuse that download by its hash (the
 // requirement's, or the index link's #sha256= without --require-hashes).
 
-// pipCache is pip's cache directory in the sandbox (pip's default for
-// the sandbox user; PIP_CACHE_DIR or XDG_CACHE_HOME set elsewhere moves
-// it, and the cache is then neither seeded nor collected).
-const pipCache = home + "/.cache/pip"
+// pipCache is pip's cache directory in the sandbox user's home (pip's
+// default; PIP_CACHE_DIR or XDG_CACHE_HOME set elsewhere moves it, and
+// the cache is then neither seeded nor collected).
+const pipCache = ".cache/pip"
 
 // pipFresh is the freshness the daemon's entries claim (a pinned file
 // never changes), in seconds, as PyPI's file host sends it.

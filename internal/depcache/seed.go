@@ -34,13 +34,14 @@ func (d *Caches) Seed(ctx context.Context, sandboxID, taskID, repo string) error
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	seeded := map[string]int{}
+	home := d.homeOf(sandboxID)
 	for _, eco := range ecosystems {
 		dir := d.storeDir(project, eco.name)
 		n := countFiles(dir)
 		if n == 0 {
 			continue
 		}
-		if err := f.Mkdir(ctx, eco.sandboxDir, true); err != nil {
+		if err := f.Mkdir(ctx, eco.dirIn(home), true); err != nil {
 			return fmt.Errorf("seed %s cache: %w", eco.name, err)
 		}
 		pr, pw := io.Pipe()
@@ -49,7 +50,7 @@ func (d *Caches) Seed(ctx context.Context, sandboxID, taskID, repo string) error
 			write = eco.seed
 		}
 		go func() { pw.CloseWithError(write(pw, dir)) }()
-		err := f.Untar(ctx, eco.sandboxDir, pr)
+		err := f.Untar(ctx, eco.dirIn(home), pr)
 		pr.Close()
 		if err != nil {
 			return fmt.Errorf("seed %s cache: %w", eco.name, err)
@@ -173,13 +174,14 @@ func (d *Caches) collectOne(ctx context.Context, sandboxID, project string, eco 
 		r.Error = err.Error()
 		return r
 	}
-	if _, err := f.Stat(ctx, eco.sandboxDir); err != nil {
+	dir := eco.dirIn(d.homeOf(sandboxID))
+	if _, err := f.Stat(ctx, dir); err != nil {
 		r.Skipped = "the task has no " + eco.name + " cache"
 		return r
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := f.Tar(ctx, eco.sandboxDir, pw)
+		_, err := f.Tar(ctx, dir, pw)
 		pw.CloseWithError(err)
 	}()
 	err = d.addFrom(tar.NewReader(pr), d.storeDir(project, eco.name), project, j, r)

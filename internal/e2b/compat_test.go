@@ -19,14 +19,14 @@ import (
 // still refused.
 func TestParseCreateInternetAccess(t *testing.T) {
 	cr, err := parseCreate(strings.NewReader(`{"templateID":"base","allow_internet_access":true}`), "host")
-	if err != nil || cr.Policy != nil {
-		t.Fatalf("allow_internet_access true: %v %+v, want accepted with the daemon's policy", err, cr.Policy)
+	if err != nil || cr.Policy != nil || cr.NetworkLayer != nil {
+		t.Fatalf("allow_internet_access true: %v %+v, want accepted with the daemon's policy", err, cr.NetworkLayer)
 	}
 	cr, err = parseCreate(strings.NewReader(`{"templateID":"base","allow_internet_access":false}`), "host")
-	if err != nil || cr.Policy == nil || cr.Policy.Egress == nil {
-		t.Fatalf("allow_internet_access false: %v %+v, want a no-egress layer", err, cr.Policy)
+	if err != nil || cr.NetworkLayer == nil {
+		t.Fatalf("allow_internet_access false: %v %+v, want a no-egress layer", err, cr.NetworkLayer)
 	}
-	eg := cr.Policy.Egress
+	eg := cr.NetworkLayer
 	if len(eg.Grant) != 0 || eg.Grant == nil || len(eg.Rules) != 1 || eg.Rules[0].Action != netpolicy.Deny || len(eg.Rules[0].Ports) != 0 ||
 		!slices.Equal(eg.Rules[0].CIDRs, []string{"0.0.0.0/0", "::/0"}) || !cr.TightenOnly {
 		t.Errorf("no-egress layer: %+v", eg)
@@ -92,7 +92,7 @@ func TestParseListQuery(t *testing.T) {
 // its life; a paused sandbox's /health is 502; the list's filters and
 // order.
 func TestE2BCompatDoor(t *testing.T) {
-	d := newDoor(t)
+	d := newDoor(t, withEgress)
 	ctx := context.Background()
 	key := map[string]string{"X-API-KEY": d.key, "Content-Type": "application/json"}
 	create := func(body string) string {
@@ -106,14 +106,14 @@ func TestE2BCompatDoor(t *testing.T) {
 	open := create(`{"templateID":"base","timeout":3600,"allow_internet_access":true,"metadata":{"k":"open"}}`)
 	time.Sleep(10 * time.Millisecond)
 	closed := create(`{"templateID":"base","timeout":3600,"allow_internet_access":false,"metadata":{"k":"closed"}}`)
-	p, err := d.pol.Policy(ctx, closed)
+	p, err := d.net.EgressPolicy(ctx, closed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(p.Egress.Rules, func(r netpolicy.Rule) bool { return r.ID == noEgressRule && r.Action == netpolicy.Deny }) {
-		t.Errorf("allow_internet_access false: egress %+v has no deny-all rule", p.Egress)
+	if !slices.ContainsFunc(p.Rules, func(r netpolicy.Rule) bool { return r.ID == noEgressRule && r.Action == netpolicy.Deny }) {
+		t.Errorf("allow_internet_access false: egress %+v has no deny-all rule", p)
 	}
-	if p, _ := d.pol.Policy(ctx, open); slices.ContainsFunc(p.Egress.Rules, func(r netpolicy.Rule) bool { return r.ID == noEgressRule }) {
+	if p, _ := d.net.EgressPolicy(ctx, open); slices.ContainsFunc(p.Rules, func(r netpolicy.Rule) bool { return r.ID == noEgressRule }) {
 		t.Errorf("allow_internet_access true got the deny-all rule")
 	}
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
-	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 )
 
@@ -33,10 +32,7 @@ func (s *Server) controlRoutes() {
 	s.mux.HandleFunc("POST /sandboxes/{id}/connect", s.connect)
 	s.mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.connect)
 	s.mux.HandleFunc("POST /sandboxes/{id}/resume", s.connect)
-	s.mux.HandleFunc("PUT /sandboxes/{id}/network", func(w http.ResponseWriter, r *http.Request) {
-		writeAPIError(w, http.StatusNotImplemented, "unsupported by airlock: updateNetwork (PUT /sandboxes/{id}/network): a sandbox's network is set at create "+
-			"(network allowOut/denyOut, a layer that only narrows the daemon's policy); an operator narrows a running sandbox's egress with 'airlock egress set'")
-	})
+	s.mux.HandleFunc("PUT /sandboxes/{id}/network", s.updateNetwork)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotImplemented, fmt.Sprintf("unsupported: airlock's E2B-compatible API does not serve %s %s", r.Method, r.URL.Path))
 	})
@@ -60,6 +56,10 @@ type sandboxDetail struct {
 	// Domain is where the sandbox's hosts are (Config.Domain): the SDKs
 	// reach https://<port>-<id>.<domain> when no E2B_SANDBOX_URL is set.
 	Domain string `json:"domain,omitempty"`
+	// AllowInternetAccess and Network are what the sandbox's create or
+	// last updateNetwork asked for (GET only, as on E2B).
+	AllowInternetAccess *bool        `json:"allowInternetAccess,omitempty"`
+	Network             *networkInfo `json:"network,omitempty"`
 }
 
 // clientID names airlock in E2B's clientID field.
@@ -147,12 +147,19 @@ func (c *createRequest) unsupported() string {
 // options airlock does not have and a timeout that is negative or would
 // wrap (a bad request, never an unbounded sandbox).
 func parseCreate(body io.Reader, defaultTemplate string) (sandbox.CreateRequest, error) {
+	cr, _, err := parseCreateView(body, defaultTemplate)
+	return cr, err
+}
+
+// parseCreateView is parseCreate, with what GET shows of the network
+// (nil: nothing).
+func parseCreateView(body io.Reader, defaultTemplate string) (sandbox.CreateRequest, *netView, error) {
 	var req createRequest
 	if err := decodeBody(body, &req); err != nil {
-		return sandbox.CreateRequest{}, err
+		return sandbox.CreateRequest{}, nil, err
 	}
 	if u := req.unsupported(); u != "" {
-		return sandbox.CreateRequest{}, fmt.Errorf("unsupported by airlock: %s: %w", u, errdefs.ErrInvalid)
+		return sandbox.CreateRequest{}, nil, fmt.Errorf("unsupported by airlock: %s: %w", u, errdefs.ErrInvalid)
 	}
 	tpl := req.TemplateID
 	if tpl == "" || tpl == "base" {
@@ -163,26 +170,29 @@ func parseCreate(body io.Reader, defaultTemplate string) (sandbox.CreateRequest,
 	// the sandbox's egress is airlock's policy. false is stricter, and
 	// honoured by a layer that denies all egress; network rules are a
 	// layer that only tightens (network.go).
+	// The layer is the sandbox's network layer, which updateNetwork
+	// replaces (update.go).
 	noInternet := req.AllowInternetAccess != nil && !*req.AllowInternetAccess
+	var n *networkRequest
 	if isSet(req.Network) {
-		n, err := parseNetwork(req.Network)
-		if err != nil {
-			return sandbox.CreateRequest{}, err
+		var err error
+		if n, err = parseNetwork(req.Network); err != nil {
+			return sandbox.CreateRequest{}, nil, err
 		}
-		if cr.Policy, err = networkLayer(n, noInternet); err != nil {
-			return sandbox.CreateRequest{}, err
-		}
-	} else if noInternet {
-		cr.Policy = noEgress()
 	}
+	layer, err := doorLayer(n, noInternet)
+	if err != nil {
+		return sandbox.CreateRequest{}, nil, err
+	}
+	cr.NetworkLayer = layer
 	if req.Timeout != nil {
 		if _, err := reqcheck.Seconds("timeout", *req.Timeout, 0); err != nil {
-			return sandbox.CreateRequest{}, err
+			return sandbox.CreateRequest{}, nil, err
 		}
 		cr.TTLSeconds = *req.Timeout
 	}
 	if err := reqcheck.Labels(req.Metadata); err != nil {
-		return sandbox.CreateRequest{}, fmt.Errorf("metadata: %w", err)
+		return sandbox.CreateRequest{}, nil, fmt.Errorf("metadata: %w", err)
 	}
 	keys := make([]string, 0, len(req.EnvVars))
 	for k := range req.EnvVars {
@@ -192,7 +202,7 @@ func parseCreate(body io.Reader, defaultTemplate string) (sandbox.CreateRequest,
 	for _, k := range keys {
 		cr.Env = append(cr.Env, k+"="+req.EnvVars[k])
 	}
-	return cr, nil
+	return cr, viewOf(n, req.AllowInternetAccess), nil
 }
 
 // noEgressRule names the layer of allow_internet_access: false.
@@ -201,15 +211,15 @@ const noEgressRule = "e2b-no-internet-access"
 // noEgress is a policy layer that allows no egress at all: no grants,
 // and a deny rule (every port) over every address, which wins over any
 // allow rule or preset of the daemon's policy.
-func noEgress() *policy.Layer {
-	return &policy.Layer{Egress: &netpolicy.Policy{
+func noEgress() *netpolicy.Policy {
+	return &netpolicy.Policy{
 		Grant: []netpolicy.Category{},
 		Rules: []netpolicy.Rule{{ID: noEgressRule, Action: netpolicy.Deny, CIDRs: []string{"0.0.0.0/0", "::/0"}}},
-	}}
+	}
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	cr, err := parseCreate(r.Body, s.cfg.DefaultTemplate)
+	cr, view, err := parseCreateView(r.Body, s.cfg.DefaultTemplate)
 	if err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
@@ -219,6 +229,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
+	s.setView(sb.ID, view)
 	writeJSON(w, http.StatusCreated, s.detail(sb, false))
 }
 
@@ -231,6 +242,9 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) (*sandbox.Sandbox,
 		err = fmt.Errorf("sandbox %s has stopped (%s): %w", id, sb.StopReason, errdefs.ErrNotFound)
 	}
 	if err != nil {
+		if errdefs.Kind(err) == "not_found" {
+			s.setView(id, nil)
+		}
 		writeAPIError(w, apiStatus(err), err.Error())
 		return nil, false
 	}
@@ -242,7 +256,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.detail(sb, true))
+	d := s.detail(sb, true)
+	s.showNetwork(d)
+	writeJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
@@ -253,6 +269,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
+	s.setView(r.PathValue("id"), nil)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -391,6 +408,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		all = append(all, l...)
 	}
+	keep := map[string]bool{}
+	for _, sb := range all {
+		keep[sb.ID] = true
+	}
+	s.pruneViews(keep)
 	sortByStart(all, lq.asc)
 	out := []*sandboxDetail{}
 	for _, sb := range all {

@@ -21,8 +21,8 @@
 // token (route.go, signed.go).
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
-// volumes, auto-pause, metrics history, preview ports,
-// snapshots) is refused with a clear "unsupported" error,
+// volumes, egress proxies and header transforms, auto-pause, metrics
+// history, preview ports, snapshots) is refused with a clear "unsupported" error,
 // never silently ignored. Commands run as the sandbox's unprivileged user;
 // asking for user "root" is refused. Relative paths and the default
 // working directory are the sandbox user's home, as in E2B.
@@ -63,6 +63,9 @@ type Config struct {
 	Manager Core
 	// Files is the file API (filesapi.API); nil: no file route works.
 	Files Files
+	// Network replaces a sandbox's network layer (sandboxnet.Net,
+	// updateNetwork); nil: updateNetwork is unsupported.
+	Network Networks
 	// Redactor redacts the process list (records.Records); nil: the list
 	// is refused.
 	Redactor Redactor
@@ -104,6 +107,11 @@ type Server struct {
 	mu    sync.Mutex
 	procs map[procKey]*proc
 
+	// netMu guards nets, what GET shows of the door's sandboxes'
+	// networks (update.go), and serializes network updates.
+	netMu sync.Mutex
+	nets  map[string]*netView
+
 	wmu      sync.Mutex
 	watchers map[string]*pollWatch // the polled directory watchers, by id
 }
@@ -131,7 +139,7 @@ func New(cfg Config) *Server {
 	if cfg.Redactor == nil {
 		cfg.Redactor = noRedactor{}
 	}
-	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, usage: cfg.Usage, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}, watchers: map[string]*pollWatch{}}
+	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, usage: cfg.Usage, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}, nets: map[string]*netView{}, watchers: map[string]*pollWatch{}}
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
 	s.metricsRoutes()

@@ -18,11 +18,13 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
+	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/explain"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/sandboxnet"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 )
@@ -39,6 +41,7 @@ func TestMain(m *testing.M) {
 type door struct {
 	t    *testing.T
 	m    *manager.Manager
+	net  *sandboxnet.Net
 	pol  *explain.Explain
 	keys *apikeys.Keys
 	url  string
@@ -85,7 +88,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 		t.Fatal(err)
 	}
 	m, keys := stk.Manager, stk.Keys
-	srv := httptest.NewServer(New(Config{Manager: m, Files: stk.Files, Usage: stk.Usage, Redactor: stk.Records, Keys: keys, Domain: testDomain}))
+	srv := httptest.NewServer(New(Config{Manager: m, Files: stk.Files, Usage: stk.Usage, Network: stk.Network, Redactor: stk.Records, Keys: keys, Domain: testDomain}))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = m.Shutdown(context.Background())
@@ -96,14 +99,22 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &door{t: t, m: m, pol: stk.Explain, keys: keys, url: srv.URL, key: key}
+	return &door{t: t, m: m, net: stk.Network, pol: stk.Explain, keys: keys, url: srv.URL, key: key}
 }
+
+// withEgress gives the door's daemon an egress service (nothing is
+// dialed: the tests read the policy it would apply).
+func withEgress(c *stack.Config) { c.Egress = &egress.Config{} }
 
 // call sends a request; hdr adds headers.
 func (d *door) call(method, path string, body []byte, hdr map[string]string) (*http.Response, []byte) {
 	d.t.Helper()
 	req, _ := http.NewRequest(method, d.url+path, bytes.NewReader(body))
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)

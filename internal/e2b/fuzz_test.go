@@ -48,10 +48,13 @@ func FuzzCreateRequest(f *testing.F) {
 // narrow the daemon's policy: deny rules alone, no grant, preset or
 // secret.
 func tightensOnly(t *testing.T, body []byte, req sandbox.CreateRequest) {
-	if req.Policy == nil || req.Policy.Egress == nil {
+	if req.Policy != nil {
+		t.Fatalf("%q: a policy layer %+v", body, req.Policy)
+	}
+	if req.NetworkLayer == nil {
 		return
 	}
-	eg := req.Policy.Egress
+	eg := req.NetworkLayer
 	if len(eg.Grant) > 0 || len(eg.Presets) > 0 || len(eg.Secrets) > 0 {
 		t.Fatalf("%q: a layer that grants: %+v", body, eg)
 	}
@@ -63,4 +66,29 @@ func tightensOnly(t *testing.T, body []byte, req sandbox.CreateRequest) {
 	if err := eg.Check(); err != nil {
 		t.Fatalf("%q: accepted a layer that does not check: %v", body, err)
 	}
+}
+
+// FuzzNetworkUpdate: whatever updateNetwork body the door accepts, its
+// layer only narrows: deny rules alone, no grant, preset or secret, and
+// it passes the narrowing check over any ceiling (here, the public web
+// and loopback open with one deny rule).
+func FuzzNetworkUpdate(f *testing.F) {
+	for _, s := range []string{`{}`, `{"allow_internet_access":false}`, `{"allow_internet_access":true,"denyOut":["203.0.113.0/24"]}`,
+		`{"denyOut":["0.0.0.0/0","198.51.100.7:25"],"allowOut":["api.example.test","[2001:db8::1]"]}`,
+		`{"allow_internet_access":false,"allowOut":["*.example.test"],"rules":{}}`} {
+		f.Add([]byte(s))
+	}
+	ceiling := netpolicy.Policy{Grant: []netpolicy.Category{netpolicy.PublicWeb}, Rules: []netpolicy.Rule{
+		{ID: "lo", Action: netpolicy.Allow, CIDRs: []string{"127.0.0.0/8"}},
+		{ID: "op-deny", Action: netpolicy.Deny, CIDRs: []string{"127.0.9.0/24"}}}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		l, _, err := parseUpdate(bytes.NewReader(body))
+		if err != nil || l == nil {
+			return
+		}
+		tightensOnly(t, body, sandbox.CreateRequest{NetworkLayer: l})
+		if _, err := ceiling.NarrowedBy(*l); err != nil {
+			t.Fatalf("%q: an accepted layer the ceiling refuses: %v", body, err)
+		}
+	})
 }

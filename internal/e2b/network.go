@@ -11,7 +11,6 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
-	"github.com/airlock-dev/airlock/internal/policy"
 )
 
 // E2B's network object (SandboxNetworkConfig) maps onto one egress layer
@@ -162,10 +161,23 @@ func splitEntry(s string) (host string, port int, err error) {
 	return host, port, nil
 }
 
-// networkLayer builds the egress layer of a create's network object and
+// doorLayer is the network layer of a create or an update: its network
+// object (nil: none given) and allow_internet_access (noInternet: it was
+// false); nil: nothing is denied.
+func doorLayer(n *networkRequest, noInternet bool) (*netpolicy.Policy, error) {
+	if n != nil {
+		return networkLayer(n, noInternet)
+	}
+	if noInternet {
+		return noEgress(), nil
+	}
+	return nil, nil
+}
+
+// networkLayer builds the egress layer of a network object and
 // allow_internet_access (noInternet: it was false). It is nil when
 // nothing is denied: an allowOut then has nothing to except, as on E2B.
-func networkLayer(n *networkRequest, noInternet bool) (*policy.Layer, error) {
+func networkLayer(n *networkRequest, noInternet bool) (*netpolicy.Policy, error) {
 	deny := slices.Clone(n.DenyOut)
 	if noInternet {
 		deny = append(deny, allTraffic)
@@ -223,7 +235,7 @@ func networkLayer(n *networkRequest, noInternet bool) (*policy.Layer, error) {
 	if err := eg.Check(); err != nil {
 		return nil, badNetwork("%v", err)
 	}
-	return &policy.Layer{Egress: eg}, nil
+	return eg, nil
 }
 
 // exceptions reads allowOut into the deny rules' exceptions.

@@ -21,13 +21,10 @@ func createLayer(t *testing.T, body string) *netpolicy.Policy {
 	if err != nil {
 		t.Fatalf("%s: %v", body, err)
 	}
-	if cr.Policy == nil {
-		return nil
+	if cr.Policy != nil || !cr.TightenOnly {
+		t.Fatalf("%s: policy layer %+v, tighten-only %v", body, cr.Policy, cr.TightenOnly)
 	}
-	if !cr.TightenOnly || cr.Policy.Egress == nil {
-		t.Fatalf("%s: layer %+v, tighten-only %v", body, cr.Policy, cr.TightenOnly)
-	}
-	return cr.Policy.Egress
+	return cr.NetworkLayer
 }
 
 // The shapes: denyOut is deny rules (per port), allowOut their
@@ -203,12 +200,37 @@ func TestNetworkLayerAttacks(t *testing.T) {
 			}
 		}
 	}
+	// The same attacks as updateNetwork bodies, whose layer replaces the
+	// create's: the operator's deny still decides.
+	for _, body := range []string{
+		`{"denyOut":["127.0.9.0/25"],"allowOut":["127.0.9.0/24"]}`,
+		`{"denyOut":["::/0","0.0.0.0/0"],"allowOut":["secret.example.test","0.0.0.0/0","*.ok.example.test"]}`,
+		`{"allow_internet_access":false,"allowOut":["127.0.0.0/8","secret.example.test","*.example.test"]}`,
+		`{}`,
+	} {
+		l, _, err := parseUpdate(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		merged := ceiling
+		if l != nil {
+			var err error
+			if merged, err = ceiling.NarrowedBy(*l); err != nil {
+				t.Fatalf("%s: %v", body, err)
+			}
+		}
+		for _, target := range []string{"secret.example.test", "127.0.9.9", "mirror.ok.example.test"} {
+			if d := decide(merged, target); d.Allow || d.Rule != "op-deny" {
+				t.Errorf("update %s: %s: allow=%v rule=%s, want op-deny", body, target, d.Allow, d.Rule)
+			}
+		}
+	}
 }
 
 // Through the door: the sandbox's effective policy is the daemon's with
 // the network layer on top; a refused network object makes no sandbox.
 func TestE2BNetworkThroughTheDoor(t *testing.T) {
-	d := newDoor(t)
+	d := newDoor(t, withEgress)
 	ctx := context.Background()
 	key := map[string]string{"X-API-KEY": d.key, "Content-Type": "application/json"}
 	resp, b := d.call("POST", "/v2/sandboxes", []byte(`{"templateID":"base","timeout":300,"allow_internet_access":true,
@@ -220,15 +242,15 @@ func TestE2BNetworkThroughTheDoor(t *testing.T) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	p, err := d.pol.Policy(ctx, c.SandboxID)
+	p, err := d.net.EgressPolicy(ctx, c.SandboxID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(p.Egress.Rules, func(r netpolicy.Rule) bool { return r.ID == denyOutRule })
+	i := slices.IndexFunc(p.Rules, func(r netpolicy.Rule) bool { return r.ID == denyOutRule })
 	if i < 0 {
-		t.Fatalf("no %s rule in %+v", denyOutRule, p.Egress)
+		t.Fatalf("no %s rule in %+v", denyOutRule, p)
 	}
-	if r := p.Egress.Rules[i]; r.Action != netpolicy.Deny || !slices.Equal(r.ExceptHosts, []string{"api.example.test"}) || !slices.Equal(r.ExceptCIDRs, []string{"192.0.2.7/32"}) {
+	if r := p.Rules[i]; r.Action != netpolicy.Deny || !slices.Equal(r.ExceptHosts, []string{"api.example.test"}) || !slices.Equal(r.ExceptCIDRs, []string{"192.0.2.7/32"}) {
 		t.Errorf("rule %+v", r)
 	}
 	n, _ := d.m.List(ctx, "")
@@ -238,11 +260,5 @@ func TestE2BNetworkThroughTheDoor(t *testing.T) {
 	}
 	if m, _ := d.m.List(ctx, ""); len(m) != len(n) {
 		t.Errorf("a refused create made a sandbox")
-	}
-	// updateNetwork replaces E2B's rules; airlock's create-time layer
-	// cannot be replaced, so the update is refused, saying so.
-	resp, b = d.call("PUT", "/sandboxes/"+c.SandboxID+"/network", []byte(`{"denyOut":[]}`), key)
-	if resp.StatusCode != 501 || !strings.Contains(string(b), "unsupported by airlock: updateNetwork") {
-		t.Errorf("updateNetwork: %d %s", resp.StatusCode, b)
 	}
 }

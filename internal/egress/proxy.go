@@ -70,6 +70,7 @@ func (s *Service) ServeProxyConnOf(ctx context.Context, c net.Conn, sandboxID st
 		io.CopyN(io.Discard, c, 16<<10)
 		return
 	}
+	setSendBuffer(c, s.cfg.SandboxSendBuffer)
 	who := source()
 	// Cutting closes the sandbox's side at once (AfterFunc's close runs in
 	// a goroutine of its own): once RemoveSandbox, the kill switch or a
@@ -332,7 +333,11 @@ func sniRefusal(pol *compiled, t Target, sni string, addr netip.Addr) string {
 }
 
 // relay copies both ways until both directions end, and returns the
-// bytes sent up and down. Between two *net.TCPConn, io.Copy splices.
+// bytes sent up and down. The tunnel's bytes need no inspection here, so
+// they never enter the daemon's memory: io.Copy takes TCPConn.ReadFrom
+// or WriteTo, which splice(2) between the upstream's TCP socket and the
+// sandbox's (TCP on the native backend, a unix stream socket on gVisor;
+// the host's splice between them is sound, unlike gVisor's inside).
 func relay(client, up net.Conn) (upN, downN int64) {
 	done := make(chan int64, 1)
 	go func() {
@@ -353,6 +358,16 @@ func relay(client, up net.Conn) (upN, downN int64) {
 		closeWrite(up)
 	}
 	return upN, <-done
+}
+
+// setSendBuffer sets c's SO_SNDBUF to n (see Config.SandboxSendBuffer),
+// when n > 0 and c is a socket (the sandbox's TCP connection on the
+// native backend, the agent's unix socket on gVisor). A failure only
+// leaves the kernel's default, which is correct, only dearer.
+func setSendBuffer(c net.Conn, n int) {
+	if sb, ok := c.(interface{ SetWriteBuffer(int) error }); ok && n > 0 {
+		_ = sb.SetWriteBuffer(n)
+	}
 }
 
 func closeWrite(c net.Conn) {

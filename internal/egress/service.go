@@ -136,7 +136,22 @@ type Config struct {
 	// Limits bound each sandbox's DNS and connection rates and its audit
 	// budget; zero fields take DefaultLimits.
 	Limits Limits
+	// SandboxSendBuffer is the send buffer (SO_SNDBUF) of the sandbox's
+	// side of each proxy connection; default DefaultSandboxSendBuffer,
+	// negative leaves the kernel's autotuning (up to tcp_wmem's maximum).
+	SandboxSendBuffer int
 }
+
+// DefaultSandboxSendBuffer bounds what the proxy queues towards a
+// sandbox (the kernel doubles it for its bookkeeping). The sandbox is on
+// this host, a few microseconds away, so this still lets a connection
+// carry gigabytes a second; an autotuned buffer instead grows to
+// megabytes, the bytes wait in it until their cache lines are gone, and
+// the sandbox's copy out of its socket then reads them from memory
+// (measured: a relayed 64 MiB cost about 1.6x the CPU of this setting,
+// see BenchmarkRelayCost). It also bounds the kernel memory a slow
+// reader in a sandbox pins per connection.
+const DefaultSandboxSendBuffer = 128 << 10
 
 // Service is the host's egress service, one per daemon. It is safe for
 // concurrent use.
@@ -205,6 +220,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxHeaderBytes <= 0 {
 		cfg.MaxHeaderBytes = 32 << 10
+	}
+	if cfg.SandboxSendBuffer == 0 {
+		cfg.SandboxSendBuffer = DefaultSandboxSendBuffer
 	}
 	if cfg.CALifetime <= 0 {
 		cfg.CALifetime = 30 * 24 * time.Hour

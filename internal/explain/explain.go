@@ -57,7 +57,7 @@ func (e *Explain) Check(ctx context.Context, id string, argv []string, cwd strin
 	if cwd == "" {
 		cwd = policy.DefaultCwd
 	}
-	d := pol.Decide(policy.AnalyzeArgv(argv, cwd))
+	d := pol.Decide(pol.AnalyzeArgv(argv, cwd))
 	if err := e.c.Lift(ctx, id, d); err != nil {
 		return nil, err
 	}

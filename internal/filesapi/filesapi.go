@@ -86,7 +86,7 @@ func (f *policedFiles) decide(ctx context.Context, op, p string, write, record b
 		cmd.Classes = []policy.Class{policy.Write}
 		cmd.Writes = []string{p}
 	}
-	d := f.pol.Decide(policy.FileAnalysis(cmd))
+	d := f.pol.Decide(f.pol.FileAnalysis(cmd))
 	if err := f.c.Lift(ctx, f.id, d); err != nil {
 		return "", err
 	}

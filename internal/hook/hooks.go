@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/sandbox"
@@ -121,6 +122,10 @@ type LiveInfo struct {
 	// Policy is its effective policy, as made at create (not changed
 	// while it lives; not to be modified).
 	Policy *policy.Policy
+	// NetworkLayer is the egress layer it was created with over Policy
+	// (sandbox.CreateRequest.NetworkLayer; nil: none; not to be
+	// modified).
+	NetworkLayer *netpolicy.Policy
 	// User is its command user's name and home (resolved: never zero
 	// for a sandbox the manager made).
 	User runtime.User

@@ -35,7 +35,8 @@ type Network interface {
 	// its cap on open proxy connections (0: the runtime's default).
 	SandboxNetwork(id string) (SandboxNetwork, error)
 	// Apply gives the egress service the current policy of sandbox id
-	// (its policy's egress, its runtime layer, its brokered secrets); a
+	// (its policy's egress, its runtime layer, its network layer, its
+	// brokered secrets); a
 	// sandbox that is not live is removed. An error at create stops the
 	// sandbox as failed.
 	Apply(ctx context.Context, id string) error

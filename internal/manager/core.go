@@ -65,7 +65,7 @@ func (c *core) Live(id string) (*hook.LiveInfo, bool) {
 	}
 	b := ls.base
 	b.Binds = slices.Clone(b.Binds)
-	return &hook.LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: redacted.View(ls.rec), Policy: ls.pol, User: userOf(ls.spec)}, true
+	return &hook.LiveInfo{State: ls.state, TaskID: ls.taskID, Base: b, View: redacted.View(ls.rec), Policy: ls.pol, NetworkLayer: ls.netLayer, User: userOf(ls.spec)}, true
 }
 func (c *core) Exec(ctx context.Context, id string, req sandbox.ExecRequest, stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
 	return c.m.Exec(ctx, id, req, nil, stdout, stderr)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -80,7 +81,7 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 		m.dropNetwork(p.spec.ID)
 		return nil, err
 	}
-	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, taskID: taskID}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
 	}
@@ -110,11 +111,13 @@ func (m *Manager) admitCreate(req *sandbox.CreateRequest) (time.Duration, error)
 
 // createPlan is what Create decided before the backend starts anything.
 type createPlan struct {
-	base   *sandbox.Base
-	pol    *policy.Policy
-	be     runtime.Backend
-	spec   runtime.Spec // without its ID and network yet
-	taskID string       // "": not a task's sandbox
+	base *sandbox.Base
+	pol  *policy.Policy
+	// netLayer is the request's NetworkLayer (nil: none).
+	netLayer *netpolicy.Policy
+	be       runtime.Backend
+	spec     runtime.Spec // without its ID and network yet
+	taskID   string       // "": not a task's sandbox
 }
 
 // planCreate resolves the request's template, policy and backend.
@@ -135,6 +138,11 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 		return nil, err
 	}
 	pol = pol.WithHome(req.User.Home)
+	if l := req.NetworkLayer; l != nil {
+		if _, err := pol.Egress.NarrowedBy(*l); err != nil {
+			return nil, fmt.Errorf("network layer: %w", err)
+		}
+	}
 	beName := req.Backend
 	if beName == "" {
 		beName = m.cfg.TemplateBackends[base.Name]
@@ -144,7 +152,7 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 		return nil, err
 	}
 	spec := runtime.Spec{RootFS: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: runtime.MergeEnv(base.Env, req.Env), Limits: req.Limits, User: req.User}
-	return &createPlan{base: base, pol: pol, be: be, spec: spec, taskID: taskID}, nil
+	return &createPlan{base: base, pol: pol, netLayer: req.NetworkLayer, be: be, spec: spec, taskID: taskID}, nil
 }
 
 // startSandbox gives the plan's spec its ID and network (the network
@@ -205,9 +213,13 @@ func (m *Manager) recordCreate(ctx context.Context, req sandbox.CreateRequest, p
 	// when shaped like a field's name (redact.JSON): redacted here.
 	labels, err := redacted.Scrubbed(m.cfg.Redactor, &req.Labels)
 	if err == nil {
-		err = m.rec.Record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: p.taskID, Kind: "sandbox.create", Payload: map[string]any{
+		payload := map[string]any{
 			"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
-			"env_names": envNames(req.Env), "labels": *labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}})
+			"env_names": envNames(req.Env), "labels": *labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}
+		if p.netLayer != nil {
+			payload["network_layer"] = p.netLayer
+		}
+		err = m.rec.Record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: p.taskID, Kind: "sandbox.create", Payload: payload})
 	}
 	if err != nil {
 		_ = sb.Destroy(context.Background())

@@ -28,6 +28,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lost"
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -115,6 +116,10 @@ type live struct {
 	pol    *policy.Policy
 	taskID string
 	scope  []string
+	// netLayer is the egress layer it was created with over pol
+	// (CreateRequest.NetworkLayer; nil: none), which the network module
+	// applies until its caller replaces it.
+	netLayer *netpolicy.Policy
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
 	// command makes in that moment waits for it (Core.ExecOf).

@@ -17,7 +17,7 @@ import (
 // the decision to record when the command may run, or the error that
 // stopped it (the refusal is recorded here).
 func (m *Manager) gate(ctx context.Context, id string, ls *live, req sandbox.ExecRequest, taskTest bool, cwd string) (*policy.Decision, error) {
-	a := policy.AnalyzeArgv(req.Argv, cwd)
+	a := ls.pol.AnalyzeArgv(req.Argv, cwd)
 	if len(a.Secrets) > 0 {
 		// Using a secret granted to this sandbox is not secret access.
 		a = a.WithGranted(m.hooks.GrantedVars(ctx, id))
@@ -80,7 +80,7 @@ func (m *Manager) ask(ctx context.Context, id string, ls *live, req sandbox.Exec
 	}
 	// Decide again: the grant just made must cover it, and nothing else
 	// (a newer deny) may have changed.
-	again := ls.pol.Decide(policy.AnalyzeArgv(req.Argv, cwd))
+	again := ls.pol.Decide(ls.pol.AnalyzeArgv(req.Argv, cwd))
 	if err := m.hooks.Lift(ctx, id, again); err != nil {
 		return nil, err
 	}

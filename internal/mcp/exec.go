@@ -18,7 +18,7 @@ type execIn struct {
 	Command             string  `json:"command"`
 	Cwd                 string  `json:"cwd,omitempty" jsonschema:"default /workspace"`
 	TimeoutSeconds      float64 `json:"timeout_seconds,omitempty" jsonschema:"default 600"`
-	WaitSeconds         float64 `json:"wait_seconds,omitempty" jsonschema:"answer with exec_id after this (default 45)"`
+	WaitSeconds         float64 `json:"wait_seconds,omitempty" jsonschema:"then answer with exec_id (default 45)"`
 	ApprovalWaitSeconds float64 `json:"approval_wait_seconds,omitempty" jsonschema:"wait for a human (default 0)"`
 	Background          bool    `json:"background,omitempty" jsonschema:"answer at once with exec_id"`
 	StdinOpen           bool    `json:"stdin_open,omitempty" jsonschema:"with background: stdin for exec_input"`

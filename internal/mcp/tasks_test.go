@@ -76,7 +76,7 @@ func TestSandboxTools(t *testing.T) {
 // sandbox cannot be destroyed while it runs.
 func TestTaskLifecycle(t *testing.T) {
 	e, repo, task, sb := startTask(t)
-	e.fails("start_task", map[string]any{"repo": ""}, `argument "repo" must not be empty`)
+	e.fails("start_task", map[string]any{"repo": ""}, "give repo or bundle")
 	e.fails("start_task", map[string]any{"repo": repo + "/nope"}, "no such directory")
 	e.fails("destroy", map[string]any{"sandbox_id": sb}, "is task "+task+"'s workspace: a destroy would lose its work; use finish_task")
 	e.fails("reset_sandbox", map[string]any{"sandbox_id": sb}, "is task "+task+"'s workspace: a reset would lose its work; use finish_task")

@@ -40,26 +40,26 @@ var (
 
 func (s *Server) addTools(srv *mcpsdk.Server) {
 	addTool(srv, tool("create_sandbox", "Create sandbox", "An isolated Linux sandbox; workspace /workspace.", creates), plain(s.createSandbox))
-	addTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one with its details.", reads), s.listSandboxes)
+	addTool(srv, tool("list_sandboxes", "List sandboxes", "Your sandboxes, or one in full.", reads), s.listSandboxes)
 	addTool(srv, tool("destroy", "Destroy sandbox", "Destroy a sandbox and its files (a task's: finish_task).", writes), plain(s.destroy))
-	addTool(srv, tool("reset_sandbox", "Reset sandbox", "Start a sandbox over from its template or snapshot: files, processes gone; id kept.", writes), s.resetSandbox)
-	addTool(srv, tool("snapshot_sandbox", "Snapshot sandbox", "Save /workspace and home as template name; create_sandbox from it restores.", creates), s.snapshotSandbox)
-	addTool(srv, tool("start_task", "Start task", "Check out a repository at a commit in a new sandbox, with a write scope and tests.", hints{openWorld: true}), plain(s.startTask))
-	addTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one with its scope, test command and state.", reads), s.listTasks)
+	addTool(srv, tool("reset_sandbox", "Reset sandbox", "Start a sandbox over from its template or snapshot; id kept.", writes), s.resetSandbox)
+	addTool(srv, tool("snapshot_sandbox", "Snapshot sandbox", "Save /workspace and home as template name, for create_sandbox.", creates), s.snapshotSandbox)
+	addTool(srv, tool("start_task", "Start task", "Check out a repository or bundle at a commit in a new sandbox, with scope and tests.", hints{openWorld: true}), plain(s.startTask))
+	addTool(srv, tool("list_tasks", "List tasks", "Your tasks, or one in full (scope, test, state).", reads), s.listTasks)
 	addTool(srv, tool("finish_task", "Finish task", "Run the tests, record the results, destroy the sandbox (unless keep).", writes), s.finishTask)
-	addTool(srv, tool("exec", "Run command", "Run sh -c COMMAND in a sandbox; output keeps head and tail. Policy may deny or hold it for a human.", runs), s.exec)
-	addTool(srv, tool("exec_output", "Read command output", "A command's stored output by offset or tail, and whether it still runs.", reads), plain(s.execOutput))
+	addTool(srv, tool("exec", "Run command", "Run sh -c COMMAND in a sandbox; policy may deny it or hold it for a human.", runs), s.exec)
+	addTool(srv, tool("exec_output", "Read command output", "A command's output by offset or tail; whether it still runs.", reads), plain(s.execOutput))
 	addTool(srv, tool("exec_input", "Send input", "Write to a background command's stdin, or close it.", hints{}), s.execInput)
 	addTool(srv, tool("exec_kill", "Stop command", "Signal (default KILL) a running command's processes.", writes), s.execKill)
 	addTool(srv, tool("list_execs", "List commands", "The commands run in a sandbox, newest last.", reads), s.listExecs)
-	addTool(srv, tool("get_approval", "Get approval", "An approval's state, and the decider's reason.", reads), s.getApproval)
+	addTool(srv, tool("get_approval", "Get approval", "An approval's state and reason.", reads), s.getApproval)
 	addTool(srv, tool("read_file", "Read file", "A text file with line numbers, by line range.", reads), plain(s.readFile))
 	addTool(srv, tool("write_file", "Write file", "Create or replace a file (parents made).", writes), plain(s.writeFile))
-	addTool(srv, tool("edit_file", "Edit file", "Replace an exact text in a file; it must occur once unless replace_all.", hints{destructive: true}), plain(s.editFile))
+	addTool(srv, tool("edit_file", "Edit file", "Replace exact text in a file; once unless replace_all.", hints{destructive: true}), plain(s.editFile))
 	addTool(srv, tool("list_files", "List directory", "List a directory, or get its tree as a tar.", reads), plain(s.listFiles))
 	addTool(srv, tool("upload_tree", "Upload tree", "Unpack a base64 tar (at most 16 MiB) under a directory (made).", writes), s.uploadTree)
-	addTool(srv, tool("search", "Search files", "grep -E pattern and/or find files by glob under a directory, paged.", reads), plain(s.search))
-	addTool(srv, tool("diff", "Task diff", "The task's patch against its base commit (paged), files changed.", reads), s.diff)
+	addTool(srv, tool("search", "Search files", "grep -E pattern and/or glob files under a directory, paged.", reads), plain(s.search))
+	addTool(srv, tool("diff", "Task diff", "The task's patch (paged) and files changed.", reads), s.diff)
 	addTool(srv, tool("run_tests", "Run tests", "Run the task's test command and record the result.", hints{destructive: true, openWorld: true}), s.runTests)
 	addTool(srv, tool("export_bundle", "Export review bundle", "The task's signed review bundle (resource link).", reads), s.exportBundle)
 	s.addResources(srv)
@@ -258,8 +258,10 @@ func (s *Server) destroy(ctx context.Context, _ *mcpsdk.CallToolRequest, in sand
 }
 
 type startIn struct {
-	Repo     string   `json:"repo" jsonschema:"a path on the daemon's host or a URL"`
+	Repo     string   `json:"repo,omitempty" jsonschema:"URL or daemon host path"`
+	Bundle   string   `json:"bundle,omitempty" jsonschema:"git bundle: base64 or a sandbox file's airlock:// URI"`
 	Ref      string   `json:"ref,omitempty" jsonschema:"branch, tag or commit (default HEAD)"`
+	Commit   string   `json:"commit,omitempty" jsonschema:"pin ref to this commit id"`
 	Scope    []string `json:"scope,omitempty" jsonschema:"globs it may change, e.g. src/**"`
 	Test     string   `json:"test,omitempty" jsonschema:"test command"`
 	Prompt   string   `json:"prompt,omitempty" jsonschema:"recorded for review"`
@@ -273,10 +275,19 @@ type startOut struct {
 }
 
 func (s *Server) startTask(ctx context.Context, _ *mcpsdk.CallToolRequest, in startIn) (*mcpsdk.CallToolResult, startOut, error) {
-	if err := need("repo", in.Repo); err != nil {
-		return nil, startOut{}, err
+	req := sdk.TaskRequest{Repo: in.Repo, Ref: in.Ref, Commit: in.Commit, Scope: in.Scope, Test: in.Test, Prompt: in.Prompt, Template: in.Template}
+	if (in.Repo == "") == (in.Bundle == "") {
+		return nil, startOut{}, errors.New("give repo or bundle")
 	}
-	t, err := s.Client.StartTask(ctx, sdk.TaskRequest{Repo: in.Repo, Ref: in.Ref, Scope: in.Scope, Test: in.Test, Prompt: in.Prompt, Template: in.Template})
+	if in.Bundle != "" {
+		b, stop, err := s.bundleOf(ctx, in.Bundle)
+		if err != nil {
+			return nil, startOut{}, err
+		}
+		defer stop()
+		req.Bundle = b
+	}
+	t, err := s.Client.StartTask(ctx, req)
 	if err != nil {
 		return nil, startOut{}, err
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -145,4 +146,44 @@ func (s *Server) readTreeResource(ctx context.Context, req *mcpsdk.ReadResourceR
 		return nil, err
 	}
 	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/x-tar", Blob: b}}}, nil
+}
+
+// bundleOf is start_task's bundle: a file in a sandbox, named by its
+// resource URI (one uploaded with upload_tree, or made there with git
+// bundle create), streamed from the daemon's file API as this client
+// reads files (policy applies); or base64, at most maxTree bytes. stop
+// ends the stream.
+func (s *Server) bundleOf(ctx context.Context, v string) (io.Reader, func(), error) {
+	if rest, ok := strings.CutPrefix(v, "airlock://sandboxes/"); ok {
+		id, p, ok := strings.Cut(rest, "/files/")
+		p, err := url.PathUnescape(p)
+		if !ok || id == "" || p == "" || err != nil {
+			return nil, nil, fmt.Errorf("bundle %q: want airlock://sandboxes/ID/files/PATH", v)
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			_, err := s.Client.ReadFile(ctx, id, "/"+p, pw)
+			pw.CloseWithError(err)
+		}()
+		// A file that cannot be read (none, or one the policy keeps from
+		// this client) fails here, with its own error, before a task is
+		// asked for.
+		br := bufio.NewReaderSize(pr, 64<<10)
+		if _, err := br.Peek(1); err != nil {
+			pr.Close()
+			if err == io.EOF {
+				err = fmt.Errorf("bundle %s is an empty file", v)
+			}
+			return nil, nil, err
+		}
+		return br, func() { pr.Close() }, nil
+	}
+	if n := base64.StdEncoding.DecodedLen(len(v)); n > maxTree+2 {
+		return nil, nil, fmt.Errorf("limit_exceeded: the bundle is about %d bytes; at most %d as base64 (write it to a sandbox and give its airlock:// file URI, or POST /v1/tasks)", n, maxTree)
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bundle is neither base64 nor an airlock://sandboxes/ID/files/PATH URI: %v", err)
+	}
+	return bytes.NewReader(b), func() {}, nil
 }

@@ -195,6 +195,24 @@ func (p Policy) LooserThan(prev Policy) []string {
 	return loose
 }
 
+// NarrowedBy is p with layer applied, refused (errdefs.ErrDenied) when
+// the result lets anything through that p does not: a layer an agent's
+// door gives (deny rules and their exceptions) can then be replaced
+// whole while the sandbox lives, widening back to p but never past it.
+func (p Policy) NarrowedBy(layer Policy) (Policy, error) {
+	if err := layer.Check(); err != nil {
+		return Policy{}, err
+	}
+	next := p.Merge(layer)
+	if err := next.Check(); err != nil {
+		return Policy{}, err
+	}
+	if loose := next.LooserThan(p); len(loose) > 0 {
+		return Policy{}, errdefs.Wrap(errdefs.ErrDenied, "this layer may only narrow the sandbox's egress policy; it would relax it: %s", strings.Join(loose, ", "))
+	}
+	return next, nil
+}
+
 // Check validates a policy (see Parse).
 func (p *Policy) Check() error {
 	_, err := Compile(p, nil)

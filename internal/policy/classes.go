@@ -40,5 +40,16 @@ func AnalyzeArgv(argv []string, cwd string) *Analysis { return classify.AnalyzeA
 // FileAnalysis is classify.FileAnalysis.
 func FileAnalysis(cmd Command) *Analysis { return classify.FileAnalysis(cmd) }
 
+// AnalyzeArgv is classify.AnalyzeArgv in the sandbox p is for: ~ and
+// $HOME are its user's home (WithHome), so what is judged of the home is
+// judged of that one. A sandbox's commands are decided with this.
+func (p *Policy) AnalyzeArgv(argv []string, cwd string) *Analysis {
+	return classify.AnalyzeArgvIn(argv, cwd, p.home)
+}
+
+// FileAnalysis is classify.FileAnalysis in the sandbox p is for (see
+// Policy.AnalyzeArgv).
+func (p *Policy) FileAnalysis(cmd Command) *Analysis { return classify.FileAnalysisIn(cmd, p.home) }
+
 // SecretName is classify.SecretName.
 func SecretName(name string) bool { return classify.SecretName(name) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/caps"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -32,6 +33,12 @@ type CreateRequest struct {
 	// TightenOnly refuses a Policy that relaxes the daemon's (set for
 	// callers that are agents, not operators).
 	TightenOnly bool `json:"-"`
+	// NetworkLayer is an egress layer over the sandbox's policy that may
+	// only narrow it (netpolicy.Policy.NarrowedBy: deny rules and their
+	// exceptions, the E2B door's network rules) and that its caller
+	// replaces while the sandbox lives (sandboxnet's SetNetworkLayer);
+	// nil: none.
+	NetworkLayer *netpolicy.Policy `json:"-"`
 	// User is what the command user is called (the E2B door's "user",
 	// /home/user); zero: runtime.DefaultUser. Its uid is the backend's.
 	User runtime.User `json:"-"`

@@ -1,10 +1,15 @@
 package sandboxnet
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -356,4 +361,160 @@ func TestBrokeredSecrets(t *testing.T) {
 	if err != nil || len(stopped) != 1 || stopped[0].StopReason != sandbox.StopFailed {
 		t.Fatalf("the sandbox of the refused create: %+v %v", stopped, err)
 	}
+}
+
+// A sandbox's network layer (the E2B door's rules) is applied from
+// create, replaced whole, and only ever narrows the sandbox's policy
+// with the operator's runtime layer: a replacement that would allow,
+// grant, name a preset or broker a secret is refused and changes
+// nothing; dropping it leaves the operator's policy, and the
+// operator's runtime layer is never the caller's to drop.
+func TestNetworkLayerNarrowsOnly(t *testing.T) {
+	ctx := context.Background()
+	e := onFake(t, Config{Egress: &egress.Config{Presets: egress.Presets{"npm": {"registry.example.test"}}}}, allowPlain)
+	denyPlain := &egress.Policy{Rules: []egress.Rule{{ID: "e2b-deny-out", Action: "deny", Hosts: []string{"plain.example.test"}}}}
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{TightenOnly: true, NetworkLayer: denyPlain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func() []string {
+		p, err := e.n.EgressPolicy(ctx, sb.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range p.Rules {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := ids(); !slices.Equal(got, []string{"plain", "e2b-deny-out"}) {
+		t.Fatalf("create-time layer: %v", got)
+	}
+	if _, err := e.n.SetEgress(ctx, sb.ID, egress.Policy{Rules: []egress.Rule{{ID: "op", Action: "deny", CIDRs: []string{"192.0.2.0/24"}}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]egress.Policy{
+		"an allow rule":   {Rules: []egress.Rule{{ID: "e2b-deny-out", Action: "allow", Hosts: []string{"evil.example.test"}}}},
+		"a grant":         {Grant: []egress.Category{egress.PublicWeb}},
+		"a preset":        {Presets: []string{"npm"}},
+		"a secret":        {Secrets: []egress.Secret{{ID: "s", Placeholder: "placeholder-0123", Hosts: []string{"plain.example.test"}}}},
+		"a duplicate id":  {Rules: []egress.Rule{{ID: "op", Action: "deny", CIDRs: []string{"198.51.100.0/24"}}}},
+		"an invalid rule": {Rules: []egress.Rule{{ID: "x", Action: "maybe"}}},
+	} {
+		if _, err := e.n.SetNetworkLayer(ctx, sb.ID, &l); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if got := ids(); !slices.Equal(got, []string{"plain", "op", "e2b-deny-out"}) {
+			t.Fatalf("%s: a refused layer changed the policy: %v", name, got)
+		}
+	}
+	// A replacement widens back to the ceiling, never past it.
+	if _, err := e.n.SetNetworkLayer(ctx, sb.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); !slices.Equal(got, []string{"plain", "op"}) {
+		t.Errorf("no layer: %v", got)
+	}
+	if evs := e.events(t, sb.ID, "egress.network"); len(evs) != 1 {
+		t.Errorf("%d egress.network records, want 1", len(evs))
+	}
+	if _, err := e.n.SetNetworkLayer(ctx, sb.ID, denyPlain); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Destroy(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.n.SetNetworkLayer(ctx, sb.ID, nil); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("layer of a stopped sandbox: %v", err)
+	}
+	e.n.mu.Lock()
+	_, kept := e.n.netLayers[sb.ID]
+	e.n.mu.Unlock()
+	if kept {
+		t.Errorf("a stopped sandbox's network layer is kept")
+	}
+	// At create, too, the layer may only narrow.
+	if _, err := e.m.Create(ctx, sandbox.CreateRequest{TightenOnly: true, NetworkLayer: &egress.Policy{Grant: []egress.Category{egress.PublicWeb}}}); !errors.Is(err, errdefs.ErrDenied) {
+		t.Errorf("a create-time layer that grants: %v", err)
+	}
+}
+
+// A new network layer holds at once: a tunnel it denies, already open,
+// is closed when it is set; one it still allows goes on. Loopback only:
+// the daemon's policy opens two loopback echo servers, opaque.
+func TestNetworkLayerClosesWhatItDenies(t *testing.T) {
+	ctx := context.Background()
+	echo := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	a, b := echo(), echo()
+	_, pa, _ := net.SplitHostPort(a)
+	_, pb, _ := net.SplitHostPort(b)
+	pol := "egress:\n  rules:\n    - {id: lo, action: allow, cidrs: [127.0.0.1/32], ports: [" + pa + ", " + pb + "], opaque: true}\n"
+	e := onFake(t, Config{Egress: &egress.Config{}}, pol)
+	sb, err := e.m.Create(ctx, sandbox.CreateRequest{TightenOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tunnel := func(dest string) net.Conn {
+		t.Helper()
+		in, out := net.Pipe()
+		go e.be.net(t, sb.ID).ProxyConn(out, 0)
+		_ = in.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(in, "CONNECT "+dest+" HTTP/1.1\r\nHost: "+dest+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(in), nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT %s: %v %v", dest, resp, err)
+		}
+		return in
+	}
+	alive := func(c net.Conn) bool {
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, "ping"); err != nil {
+			return false
+		}
+		buf := make([]byte, 4)
+		_, err := io.ReadFull(c, buf)
+		return err == nil && string(buf) == "ping"
+	}
+	ca, cb := tunnel(a), tunnel(b)
+	if !alive(ca) || !alive(cb) {
+		t.Fatal("the tunnels do not carry")
+	}
+	deny := &egress.Policy{Rules: []egress.Rule{{ID: "e2b-deny-out-" + pa, Action: "deny", CIDRs: []string{"127.0.0.1/32"}, Ports: []int{mustAtoi(t, pa)}}}}
+	if _, err := e.n.SetNetworkLayer(ctx, sb.ID, deny); err != nil {
+		t.Fatal(err)
+	}
+	if alive(ca) {
+		t.Error("the tunnel the new layer denies is still open")
+	}
+	if !alive(cb) {
+		t.Error("the tunnel the new layer allows was closed")
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -2,7 +2,8 @@
 // core: it owns the egress service (internal/egress), gives each new
 // sandbox its runtime.Network, keeps each sandbox's egress policy there
 // (its policy's egress sections, the runtime layer set with SetEgress,
-// the brokered secrets granted to it), writes the service's decisions to
+// the network layer it was created with or given by SetNetworkLayer,
+// which only narrows those, the brokered secrets granted to it), writes the service's decisions to
 // the audit log, and serves the egress API (status, kill switch, policy,
 // CA).
 //
@@ -71,13 +72,17 @@ type Net struct {
 	// layers are the runtime egress layers of live sandboxes (SetEgress),
 	// over their policies'; dropped when the sandbox is not live.
 	layers map[string]*egress.Policy
+	// netLayers replace live sandboxes' create-time network layers
+	// (hook.LiveInfo.NetworkLayer; SetNetworkLayer), on top of the
+	// runtime layer; a nil value: replaced by none.
+	netLayers map[string]*egress.Policy
 
 	sysBundle []byte // the host's system bundle; nil: no trust binds
 }
 
 // New makes the module; it works once attached to a manager.
 func New(cfg Config) *Net {
-	return &Net{cfg: cfg, broker: cfg.Broker, layers: map[string]*egress.Policy{}}
+	return &Net{cfg: cfg, broker: cfg.Broker, layers: map[string]*egress.Policy{}, netLayers: map[string]*egress.Policy{}}
 }
 
 // Name implements hook.Module.
@@ -155,6 +160,7 @@ func (n *Net) Apply(ctx context.Context, id string) error {
 func (n *Net) RemoveSandbox(id string) {
 	n.mu.Lock()
 	delete(n.layers, id)
+	delete(n.netLayers, id)
 	n.mu.Unlock()
 	if n.svc != nil {
 		n.svc.RemoveSandbox(id)
@@ -193,11 +199,32 @@ func (n *Net) layer(id string) *egress.Policy {
 	return n.layers[id]
 }
 
-// effective is a live sandbox's egress policy: its policy's, the runtime
-// layer, and its brokered secrets with their values.
-func (n *Net) effective(ctx context.Context, id string, li *hook.LiveInfo) (egress.Policy, error) {
+// netLayer is a live sandbox's network layer: the one it was last given
+// (SetNetworkLayer), else the one it was created with; nil: none.
+func (n *Net) netLayer(id string, li *hook.LiveInfo) *egress.Policy {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if l, ok := n.netLayers[id]; ok {
+		return l
+	}
+	return li.NetworkLayer
+}
+
+// ceiling is what a live sandbox's network layer narrows: its policy's
+// egress with the runtime layer (the operator's, SetEgress).
+func (n *Net) ceiling(id string, li *hook.LiveInfo) egress.Policy {
 	p := li.Policy.Egress
 	if l := n.layer(id); l != nil {
+		p = p.Merge(*l)
+	}
+	return p
+}
+
+// effective is a live sandbox's egress policy: its policy's, the runtime
+// layer, the network layer, and its brokered secrets with their values.
+func (n *Net) effective(ctx context.Context, id string, li *hook.LiveInfo) (egress.Policy, error) {
+	p := n.ceiling(id, li)
+	if l := n.netLayer(id, li); l != nil {
 		p = p.Merge(*l)
 	}
 	secs, err := n.broker.BrokeredSecrets(ctx, id)
@@ -275,6 +302,48 @@ func (n *Net) SetEgress(ctx context.Context, id string, layer egress.Policy, tig
 		return nil, errors.Join(err, n.Apply(ctx, id))
 	}
 	_ = n.core.Record(ctx, audit.Entry{SandboxID: id, TaskID: li.TaskID, Kind: "egress.policy", Payload: map[string]any{"layer": layer}})
+	return n.EgressPolicy(ctx, id)
+}
+
+// SetNetworkLayer replaces a running sandbox's network layer (the one it
+// was created with, sandbox.CreateRequest.NetworkLayer, or the last one
+// set; nil: none) and applies it at once: open connections the new
+// policy refuses are closed. The layer may only narrow the sandbox's
+// policy with its runtime layer, the operator's ceiling
+// (netpolicy.Policy.NarrowedBy): replacing it widens back to that
+// ceiling at most.
+func (n *Net) SetNetworkLayer(ctx context.Context, id string, layer *egress.Policy) (*egress.Policy, error) {
+	if n.svc == nil {
+		return nil, errNoProxy
+	}
+	li, err := n.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	n.layerMu.Lock() // the ceiling checked below holds until the layer is applied
+	defer n.layerMu.Unlock()
+	if layer != nil {
+		if _, err := n.ceiling(id, li).NarrowedBy(*layer); err != nil {
+			return nil, err
+		}
+		c := *layer
+		layer = &c
+	}
+	n.mu.Lock()
+	old, had := n.netLayers[id]
+	n.netLayers[id] = layer
+	n.mu.Unlock()
+	if err := n.Apply(ctx, id); err != nil {
+		n.mu.Lock()
+		if had {
+			n.netLayers[id] = old
+		} else {
+			delete(n.netLayers, id)
+		}
+		n.mu.Unlock()
+		return nil, errors.Join(err, n.Apply(ctx, id))
+	}
+	_ = n.core.Record(ctx, audit.Entry{SandboxID: id, TaskID: li.TaskID, Kind: "egress.network", Payload: map[string]any{"layer": layer}})
 	return n.EgressPolicy(ctx, id)
 }
 

@@ -95,7 +95,7 @@ func (tk *Tasks) Finish(ctx context.Context, id string, keep bool) (*FinishResul
 	if err != nil {
 		return nil, err
 	}
-	if tk.cfg.Caches != nil && gone == nil {
+	if tk.cfg.Caches != nil && gone == nil && sp.Bundle == nil {
 		tk.collectCaches(ctx, rec, sp)
 	}
 	// The task's secret grants end with it (a kept sandbox outlives

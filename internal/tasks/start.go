@@ -32,14 +32,8 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 	if _, err := Check(req, tk.c.MaxLifetime()); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(req.Repo) == "" || strings.HasPrefix(req.Repo, "-") || strings.IndexByte(req.Repo, 0) >= 0 {
-		return nil, fmt.Errorf("repo must be a path or URL: %w", errdefs.ErrInvalid)
-	}
-	if req.Ref == "" {
-		req.Ref = "HEAD"
-	}
-	if strings.HasPrefix(req.Ref, "-") || strings.ContainsAny(req.Ref, " \x00") {
-		return nil, fmt.Errorf("ref %q: %w", req.Ref, errdefs.ErrInvalid)
+	if err := checkSource(&req); err != nil {
+		return nil, err
 	}
 	for _, g := range req.Scope {
 		if _, err := policy.CompileGlob(g); err != nil {
@@ -55,10 +49,6 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 	}
 	scope := layer.Scope
 	id := newTaskID()
-	src, cloneOpts, local, err := tk.source(ctx, id, &req)
-	if err != nil {
-		return nil, err
-	}
 	base := tk.baseDir(id)
 	if err := os.MkdirAll(tk.dir(id), 0o700); err != nil {
 		return nil, err
@@ -69,7 +59,11 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 			_ = os.RemoveAll(tk.dir(id))
 		}
 	}()
-	commit, err := tk.clone(ctx, id, &req, src, cloneOpts, local)
+	src, err := tk.source(ctx, id, &req)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := tk.clone(ctx, id, &req, src)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +72,7 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tk.cfg.Caches != nil {
+	if tk.cfg.Caches != nil && src.bundle == nil {
 		if err := tk.cfg.Caches.Seed(ctx, sb.ID, id, redactURL(req.Repo)); err != nil {
 			_ = tk.c.Destroy(context.Background(), sb.ID)
 			return nil, fmt.Errorf("seed the dependency caches (airlock cache clear starts them over): %w", err)
@@ -88,23 +82,62 @@ func (tk *Tasks) Start(ctx context.Context, req TaskRequest) (*Task, error) {
 		_ = tk.c.Destroy(context.Background(), sb.ID)
 		return nil, err
 	}
-	spec, _ := json.Marshal(taskSpec{Repo: redactURL(req.Repo), Ref: req.Ref, Commit: commit, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt})
+	spec, _ := json.Marshal(taskSpec{Repo: redactURL(req.Repo), Ref: req.Ref, Commit: commit, Scope: req.Scope, Test: req.Test, Prompt: req.Prompt, Bundle: src.bundle})
 	rec := &store.Task{ID: id, SandboxID: sb.ID, State: "open", Spec: spec, Created: time.Now().UTC()}
 	if err := tk.c.Store().PutTask(ctx, rec); err != nil {
 		_ = tk.c.Destroy(context.Background(), sb.ID)
 		return nil, err
 	}
 	_ = tk.c.Record(ctx, audit.Entry{SandboxID: sb.ID, TaskID: id, Kind: "task.start", Payload: map[string]any{"repo": redactURL(req.Repo), "ref": req.Ref, "commit": commit,
-		"scope": req.Scope, "test": req.Test, "prompt": req.Prompt, "template": sb.Template, "template_version": sb.TemplateVersion, "policy": sb.Policy}})
+		"scope": req.Scope, "test": req.Test, "prompt": req.Prompt, "template": sb.Template, "template_version": sb.TemplateVersion, "policy": sb.Policy, "bundle": src.bundle}})
 	ok = true
 	return tk.shownTask(rec)
+}
+
+// checkSource refuses a request's repository, bundle, ref or commit pin
+// before anything is read or cloned; an empty ref is HEAD.
+func checkSource(req *TaskRequest) error {
+	if req.Bundle != nil {
+		if req.Repo != "" {
+			return fmt.Errorf("give repo or a bundle, not both: %w", errdefs.ErrInvalid)
+		}
+	} else if strings.TrimSpace(req.Repo) == "" || strings.HasPrefix(req.Repo, "-") || strings.IndexByte(req.Repo, 0) >= 0 {
+		return fmt.Errorf("repo must be a path or URL: %w", errdefs.ErrInvalid)
+	}
+	if req.Commit != "" && !isCommitID(req.Commit) {
+		return fmt.Errorf("commit %q: want a full commit id (40 or 64 lower-case hex digits): %w", req.Commit, errdefs.ErrInvalid)
+	}
+	if req.Ref == "" {
+		req.Ref = "HEAD"
+	}
+	if strings.HasPrefix(req.Ref, "-") || strings.ContainsAny(req.Ref, " \x00") {
+		return fmt.Errorf("ref %q: %w", req.Ref, errdefs.ErrInvalid)
+	}
+	return nil
 }
 
 // source is where req.Repo is cloned from, with the options that hold
 // the clone to it, recorded (fetch.request) before anything is fetched:
 // a remote client's (TightenOnly) only where the fetch policy allows; the
-// unix socket's operator's from any path (made absolute) or URL.
-func (tk *Tasks) source(ctx context.Context, id string, req *TaskRequest) (src string, opts []string, local bool, err error) {
+// unix socket's operator's from any path (made absolute) or URL; a
+// bundle (bundle.go) on either door, since nothing is fetched.
+func (tk *Tasks) source(ctx context.Context, id string, req *TaskRequest) (*cloneSource, error) {
+	if req.Bundle != nil {
+		door := "unix"
+		if req.TightenOnly {
+			door = "tcp"
+		}
+		return tk.bundleSource(ctx, id, req, door)
+	}
+	src, opts, local, err := tk.repoSource(ctx, id, req)
+	if err != nil {
+		return nil, err
+	}
+	return &cloneSource{src: src, opts: opts, local: local}, nil
+}
+
+// repoSource is source for a path or URL.
+func (tk *Tasks) repoSource(ctx context.Context, id string, req *TaskRequest) (src string, opts []string, local bool, err error) {
 	src = req.Repo
 	if req.TightenOnly {
 		fetchPol, fetchPresets := tk.c.FetchPolicy()
@@ -138,9 +171,13 @@ func (tk *Tasks) source(ctx context.Context, id string, req *TaskRequest) (src s
 // clone clones src into the task's base directory, checked out at req.Ref's
 // commit, with nothing of the clone's URL's credentials left in it and
 // no attributes of the tree's applying to the diff.
-func (tk *Tasks) clone(ctx context.Context, id string, req *TaskRequest, src string, opts []string, local bool) (string, error) {
+func (tk *Tasks) clone(ctx context.Context, id string, req *TaskRequest, cs *cloneSource) (string, error) {
 	base := tk.baseDir(id)
-	if _, err := git(ctx, tk.dir(id), nil, append(opts, "clone", "--quiet", "--no-checkout", "--", src, base)...); err != nil {
+	src, local := cs.src, cs.local
+	if _, err := git(ctx, tk.dir(id), nil, append(cs.opts, "clone", "--quiet", "--no-checkout", "--", src, base)...); err != nil {
+		if cs.bundle != nil { // the client's own file: git's message is for it
+			return "", fmt.Errorf("the bundle did not clone: %s: %w", tk.gitSays(id, err), errdefs.ErrInvalid)
+		}
 		if local { // the host's own repository: git's message is the operator's
 			return "", fmt.Errorf("clone %s: %v: %w", req.Repo, err, errdefs.ErrInvalid)
 		}
@@ -162,6 +199,16 @@ func (tk *Tasks) clone(ctx context.Context, id string, req *TaskRequest, src str
 	if commit == "" {
 		return "", fmt.Errorf("ref %q not found in %s: %w", req.Ref, req.Repo, errdefs.ErrInvalid)
 	}
+	if req.Commit != "" && commit != req.Commit {
+		return "", fmt.Errorf("ref %q is commit %s in %s, not the %s asked for: %w", req.Ref, commit, req.Repo, req.Commit, errdefs.ErrConflict)
+	}
+	if cs.bundle != nil {
+		if err := tk.checkBundleClone(ctx, id, base, commit); err != nil {
+			return "", err
+		}
+		// Its objects are in the clone now.
+		_ = os.Remove(src)
+	}
 	if _, err := git(ctx, base, nil, "checkout", "--quiet", "--detach", commit); err != nil {
 		return "", err
 	}
@@ -180,6 +227,14 @@ func (tk *Tasks) clone(ctx context.Context, id string, req *TaskRequest, src str
 		return "", err
 	}
 	return commit, nil
+}
+
+// isCommitID: s is a full sha1 or sha256 commit id as git prints it.
+func isCommitID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // checkout puts the base clone (with its .git) in the sandbox's

@@ -40,6 +40,18 @@ type TaskRequest struct {
 	TightenOnly bool          `json:"-"`
 	// Env is every command's base environment in the task's sandbox.
 	Env []string `json:"env,omitempty"`
+	// Commit, when set, is the full commit id Ref must resolve to: the
+	// task starts at that commit or not at all.
+	Commit string `json:"commit,omitempty"`
+	// Bundle, instead of Repo, is the repository itself: a git bundle
+	// (bundle.go), read once by Start.
+	Bundle io.Reader `json:"-"`
+}
+
+// BundleInfo is what the record keeps of a task's bundle.
+type BundleInfo struct {
+	SHA256 string `json:"sha256" redact:"keep"`
+	Bytes  int64  `json:"bytes"`
 }
 
 // taskSpec is the stored, immutable part of a task.
@@ -50,6 +62,8 @@ type taskSpec struct {
 	Scope  []string `json:"scope,omitempty"`
 	Test   string   `json:"test,omitempty"`
 	Prompt string   `json:"prompt,omitempty"`
+	// Bundle: the task was started from an uploaded bundle.
+	Bundle *BundleInfo `json:"bundle,omitempty"`
 }
 
 // TestRun is one run of the task's test command.
@@ -88,6 +102,8 @@ type Task struct {
 	// WorkspaceGone is set on a task finished after its sandbox had
 	// stopped (expired, destroyed, lost): no tests ran at its finish.
 	WorkspaceGone *WorkspaceGone `json:"workspace_gone,omitempty"`
+	// Bundle is set on a task started from a bundle.
+	Bundle *BundleInfo `json:"bundle,omitempty"`
 }
 
 // ChangedFile is one file the task changed against its base commit.
@@ -122,7 +138,7 @@ func taskView(t *store.Task) (*Task, error) {
 	}
 	return &Task{ID: t.ID, SandboxID: t.SandboxID, State: t.State, Repo: sp.Repo, Ref: sp.Ref, Commit: sp.Commit,
 		Scope: sp.Scope, Test: sp.Test, Prompt: sp.Prompt, Tests: res.Tests, OutputDir: res.OutputDir,
-		Created: t.Created, Finished: t.Finished, WorkspaceGone: res.WorkspaceGone}, nil
+		Created: t.Created, Finished: t.Finished, WorkspaceGone: res.WorkspaceGone, Bundle: sp.Bundle}, nil
 }
 
 // Get returns a task.

@@ -37,9 +37,20 @@ type Config struct {
 	// with ErrUnsupported).
 	Dir string
 	// Caches are the per-project dependency caches (internal/depcache);
-	// nil: none, every task starts with its template's caches.
+	// nil: none, every task starts with its template's caches (and so
+	// does a task from a bundle, which names no project).
 	Caches Caches
+	// MaxBundle bounds an uploaded bundle (0: DefaultMaxBundle), and
+	// MaxCheckout the files of its commit (0: DefaultMaxCheckout): a
+	// small pack can inflate to a large tree, checked out on the host.
+	MaxBundle, MaxCheckout int64
 }
+
+// Defaults of Config's bounds of a bundle.
+const (
+	DefaultMaxBundle   = 256 << 20
+	DefaultMaxCheckout = 4 << 30
+)
 
 // Caches is what the tasks module asks of the dependency caches. repo
 // is the repository as the task's record names it (a local path made

@@ -47,6 +47,18 @@ e = await rejects(Sandbox.create({ metadata: { suite: "refused" }, network: { de
 assert.match(e.message, /unsupported by airlock: network\.allowOut\[0\]/);
 e = await rejects(Sandbox.create({ metadata: { suite: "refused" }, network: { egressProxy: { address: "proxy.example.test:1080" } } }));
 assert.match(e.message, /unsupported by airlock: network\.egressProxy/);
+// updateNetwork replaces the rules at once (the Go test asks the proxy);
+// getInfo shows them, as E2B's does.
+const rewired = await Sandbox.create({ metadata: { suite: "rewired" }, network: { denyOut: ["0.0.0.0/0"], allowOut: ["1.2.3.4"] }, timeoutMs: 60_000 });
+let netInfo = await rewired.getInfo();
+assert.deepEqual(netInfo.network?.allowOut, ["1.2.3.4"]);
+await rewired.updateNetwork({ denyOut: ["1.2.3.5"] });
+netInfo = await rewired.getInfo();
+assert.deepEqual(netInfo.network?.denyOut, ["1.2.3.5"]);
+assert.equal(netInfo.network?.allowOut, undefined);
+e = await rejects(rewired.updateNetwork({ egressProxy: { address: "proxy.example.test:1080" } }));
+assert.match(e.message, /unsupported by airlock: network\.egressProxy/);
+log("rewired", { id: rewired.sandboxId });
 
 // Create, with metadata and environment.
 const sbx = await Sandbox.create({ metadata: { suite: "e2b", run: "1" }, envs: { GREETING: "hi" }, timeoutMs: 300_000, allowInternetAccess: true });

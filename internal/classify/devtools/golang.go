@@ -122,7 +122,7 @@ func goFlags(args []engine.Word) (flags map[string]engine.Word, pos []engine.Wor
 		switch {
 		case hasVal:
 			flags[name] = engine.Word{Text: v, Static: args[i].Static, Params: args[i].Params}
-		case goFlagsWithArg[name] && i+1 < len(args):
+		case goFlagsWithArg.Has(name) && i+1 < len(args):
 			i++
 			flags[name] = args[i]
 		default:

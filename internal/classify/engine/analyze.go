@@ -106,14 +106,18 @@ type Analysis struct {
 	// Error is set when the line could not be parsed; the line is then
 	// classified Unknown.
 	Error string `json:"error,omitempty"`
-	// cat is the catalogue it was made with, for WithGranted.
-	cat *Catalog
+	// cat is the catalogue it was made with, and home the sandbox
+	// user's home, for WithGranted.
+	cat  *Catalog
+	home string
 }
 
 // Has reports whether the analysis found class c.
 func (a *Analysis) Has(c Class) bool { return slices.Contains(a.Classes, c) }
 
-// Home is the sandbox user's home directory; ~ and $HOME resolve to it.
+// Home is the default sandbox user's home directory; ~ and $HOME resolve
+// to it unless an analysis is given another (AnalyzeIn: the E2B door's
+// /home/user).
 const Home = "/home/sandbox"
 
 // DefaultCwd is where commands run when no directory is given.
@@ -129,11 +133,25 @@ var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant
 
 // Analyze classifies a shell command line run in cwd ("" means
 // DefaultCwd) with what cat knows of programs.
-func Analyze(line, cwd string, cat *Catalog) *Analysis {
+func Analyze(line, cwd string, cat *Catalog) *Analysis { return AnalyzeIn(line, cwd, "", cat) }
+
+// newAnalyzer starts the analysis of line in cwd for a sandbox whose
+// user's home is home ("": Home).
+func newAnalyzer(line, cwd, home string, cat *Catalog) *analyzer {
+	if home == "" {
+		home = Home
+	}
+	return &analyzer{out: &Analysis{Line: line, Cwd: cwd, cat: cat, home: home}, cwd: cwd, cat: cat, home: home}
+}
+
+// AnalyzeIn is Analyze in a sandbox whose user's home is home ("":
+// Home): ~ and $HOME are it, and what is judged of the home (its
+// startup files, its credentials, its removal) is judged of it.
+func AnalyzeIn(line, cwd, home string, cat *Catalog) *Analysis {
 	if cwd == "" {
 		cwd = DefaultCwd
 	}
-	a := &analyzer{out: &Analysis{Line: line, Cwd: cwd, cat: cat}, cwd: cwd, cat: cat}
+	a := newAnalyzer(line, cwd, home, cat)
 	if len(line) > maxLine {
 		a.out.Error = "command line too long to analyse"
 		a.unknown(nil, "the command line is longer than the analyser reads")
@@ -150,10 +168,16 @@ func Analyze(line, cwd string, cat *Catalog) *Analysis {
 // shell around it, unless argv itself is one) with what cat knows of
 // programs.
 func AnalyzeArgv(argv []string, cwd string, cat *Catalog) *Analysis {
+	return AnalyzeArgvIn(argv, cwd, "", cat)
+}
+
+// AnalyzeArgvIn is AnalyzeArgv in a sandbox whose user's home is home
+// ("": Home), as AnalyzeIn.
+func AnalyzeArgvIn(argv []string, cwd, home string, cat *Catalog) *Analysis {
 	if cwd == "" {
 		cwd = DefaultCwd
 	}
-	a := &analyzer{out: &Analysis{Line: JoinArgv(argv), Cwd: cwd, cat: cat}, cwd: cwd, cat: cat}
+	a := newAnalyzer(JoinArgv(argv), cwd, home, cat)
 	if len(argv) == 0 {
 		a.unknown(nil, "empty command")
 	} else {
@@ -192,9 +216,10 @@ func quote(s string) string {
 }
 
 type analyzer struct {
-	out *Analysis
-	cat *Catalog // what is known of programs
-	cwd string   // best knowledge of the current directory ("" when computed)
+	out  *Analysis
+	cat  *Catalog // what is known of programs
+	cwd  string   // best knowledge of the current directory ("" when computed)
+	home string   // the sandbox user's home: ~ and $HOME
 	// funcs are the functions the line defines: calling one runs its body,
 	// which is classified where it is defined.
 	funcs map[string]bool
@@ -776,6 +801,34 @@ func Scratch(abs string) bool {
 	return underTmp(abs) || abs == Home || strings.HasPrefix(abs, Home+"/") || HarmlessSink(abs)
 }
 
+// scratch is Scratch in the analysed sandbox, whose home is scratch too.
+func (a *analyzer) scratch(abs string) bool { return Scratch(abs) || underHome(abs, a.home) }
+
+// underHome reports whether p is home or below it.
+func underHome(p, home string) bool { return p == home || strings.HasPrefix(p, home+"/") }
+
+// inHome names a path written from the home (~/.ssh/id_rsa, $HOME/...)
+// by the sandbox's own (/home/user/.ssh/id_rsa in an E2B door's
+// sandbox); any other is returned as written.
+func (a *analyzer) inHome(p string) string {
+	for _, pre := range []string{"~", "$HOME", "${HOME}"} {
+		if rest, ok := strings.CutPrefix(p, pre); ok && (rest == "" || rest[0] == '/') && !strings.ContainsAny(rest, "$`") {
+			return path.Clean(a.home + rest)
+		}
+	}
+	return p
+}
+
+// asDefaultHome is p with the sandbox's home home spelled as the
+// default one, for the checks written against Home (persistence, startup
+// files): /home/user/.bashrc is judged as /home/sandbox/.bashrc is.
+func asDefaultHome(p, home string) string {
+	if home == "" || home == Home || !underHome(p, home) {
+		return p
+	}
+	return Home + p[len(home):]
+}
+
 // HarmlessSink reports whether writing p loses nothing: /dev/null, the
 // standard streams, the terminal, /dev/fd/N.
 func HarmlessSink(p string) bool {
@@ -792,11 +845,11 @@ func (a *analyzer) resolve(w Word) string {
 	p := w.Text
 	switch {
 	case p == "~" || strings.HasPrefix(p, "~/"):
-		p = Home + p[1:]
+		p = a.home + p[1:]
 	case strings.HasPrefix(p, "$HOME/") || p == "$HOME":
-		p = Home + p[5:]
+		p = a.home + p[5:]
 	case strings.HasPrefix(p, "${HOME}/") || p == "${HOME}":
-		p = Home + p[7:]
+		p = a.home + p[7:]
 	}
 	if strings.ContainsAny(p, "$`") || strings.Contains(p, "…") {
 		return p
@@ -837,14 +890,14 @@ func (a *analyzer) finish() {
 		c := &out.Commands[i]
 		a.tagCommand(c)
 		for _, w := range c.Writes {
-			if !persistPath(w) || slices.Contains(c.Classes, Persist) {
+			if !persistPath(w, a.home) || slices.Contains(c.Classes, Persist) {
 				continue
 			}
 			c.Classes = append(c.Classes, Persist)
 			switch {
 			case gitControlPath(w):
 				c.Why = JoinWhy(c.Why, "writes "+w+", which decides what a later git command runs")
-			case startupFile(w):
+			case startupFile(w, a.home):
 				c.Why = JoinWhy(c.Why, "writes "+w+", which a shell or interpreter runs when it starts")
 			default:
 				c.Why = JoinWhy(c.Why, "writes "+w+", which decides what later commands fetch or run")
@@ -925,7 +978,8 @@ func (a *Analysis) WithGranted(vars []string) *Analysis {
 	if cat == nil {
 		cat = noPrograms
 	}
-	out := &analyzer{out: &Analysis{Line: a.Line, Cwd: a.Cwd, Error: a.Error, cat: cat}, cat: cat}
+	out := newAnalyzer(a.Line, "", a.home, cat)
+	out.out.Cwd, out.out.Error = a.Cwd, a.Error
 	for _, c := range a.Commands {
 		c.Classes = slices.Clone(c.Classes)
 		var kept []string
@@ -951,7 +1005,11 @@ func (a *Analysis) WithGranted(vars []string) *Analysis {
 // FileAnalysis wraps one file operation (the daemon's file API) as
 // an analysis, so the same policy decides it: a credential file is secret
 // access, a write is checked against the scope.
-func FileAnalysis(cmd Command, cat *Catalog) *Analysis {
+func FileAnalysis(cmd Command, cat *Catalog) *Analysis { return FileAnalysisIn(cmd, "", cat) }
+
+// FileAnalysisIn is FileAnalysis in a sandbox whose user's home is home
+// ("": Home): a write to its startup files is persistence.
+func FileAnalysisIn(cmd Command, home string, cat *Catalog) *Analysis {
 	for _, p := range cmd.Argv[1:] {
 		if secretnames.Path(p) {
 			cmd.Classes = AddClass(cmd.Classes, Secret)
@@ -959,7 +1017,8 @@ func FileAnalysis(cmd Command, cat *Catalog) *Analysis {
 			cmd.Why = JoinWhy(cmd.Why, "touches "+p)
 		}
 	}
-	a := &analyzer{out: &Analysis{Line: JoinArgv(cmd.Argv), Cwd: DefaultCwd, cat: cat}, cat: cat}
+	a := newAnalyzer(JoinArgv(cmd.Argv), "", home, cat)
+	a.out.Cwd = DefaultCwd
 	a.add(cmd)
 	a.finish()
 	return a.out

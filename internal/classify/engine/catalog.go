@@ -10,7 +10,7 @@ type Catalog struct {
 	Handlers map[string]Handler
 	// ReadOnly programs only inspect, whatever their arguments (asked
 	// after Handlers).
-	ReadOnly map[string]bool
+	ReadOnly *Set
 	// Simple programs have one class whatever their arguments (asked
 	// after ReadOnly).
 	Simple map[string]Class

@@ -151,7 +151,7 @@ func (a *analyzer) pipedPayload(c *syntax.BinaryCmd, via []string, depth int) {
 	if !ok || len(lastCall.Args) == 0 {
 		return
 	}
-	if lit := lastCall.Args[0].Lit(); !shells[path.Base(lit)] && !interpreters[path.Base(lit)] && !pythonRE().MatchString(path.Base(lit)) {
+	if lit := lastCall.Args[0].Lit(); !shells.Has(path.Base(lit)) && !interpreters.Has(path.Base(lit)) && !pythonRE().MatchString(path.Base(lit)) {
 		return // only a shell or an interpreter runs what it reads
 	}
 	last := len(a.out.Commands) - 1
@@ -174,7 +174,7 @@ func (a *analyzer) setVar(as *syntax.Assign) {
 	v := a.assignValue(as).Text
 	for _, pre := range []string{"~/", "$HOME/", "${HOME}/"} {
 		if rest, ok := strings.CutPrefix(v, pre); ok {
-			v = Home + "/" + rest
+			v = a.home + "/" + rest
 		}
 	}
 	if a.vars == nil {

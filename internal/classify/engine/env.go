@@ -40,7 +40,7 @@ func EnvWatched(name string) bool {
 	case "PATH", "GOFLAGS", "GOTOOLCHAIN", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PS1", "PS2", "PS4":
 		return true
 	}
-	if envCommandVars[name] || envHiddenVars[name] {
+	if envCommandVars.Has(name) || envHiddenVars.Has(name) {
 		return true
 	}
 	for _, p := range envHiddenPrefixes {
@@ -56,12 +56,12 @@ func EnvWatched(name string) bool {
 func EnvEffect(name string, val Word) (cmds []string, unknown string) {
 	v := val.Text
 	switch {
-	case envCommandVars[name]:
+	case envCommandVars.Has(name):
 		if v == "" && val.Static {
 			return nil, ""
 		}
 		return []string{v}, ""
-	case envHiddenVars[name]:
+	case envHiddenVars.Has(name):
 		if name == "HOME" && (v == "$HOME" || v == "${HOME}" || v == Home) {
 			return nil, ""
 		}
@@ -75,7 +75,7 @@ func EnvEffect(name string, val Word) (cmds []string, unknown string) {
 		}
 		for _, d := range strings.Split(v, ":") {
 			d = strings.TrimSuffix(strings.Replace(strings.Replace(d, "${HOME}", "~", 1), "$HOME", "~", 1), "/")
-			if d == "" || !trustedPathDirs[path.Clean(d)] && !trustedPathDirs[d] { // "": the current directory
+			if d == "" || !trustedPathDirs.Has(path.Clean(d)) && !trustedPathDirs.Has(d) { // "": the current directory
 				return nil, "PATH=" + v + " may make a command name run a program of the workspace"
 			}
 		}
@@ -139,7 +139,7 @@ func EnvEffect(name string, val Word) (cmds []string, unknown string) {
 // the line: each command it hands a program is classified as one of the
 // line's, and a variable whose effect cannot be seen is unknown.
 func (a *analyzer) assign(name string, val Word, via []string, depth int) {
-	if !EnvWatched(name) {
+	if !EnvWatched(name) || name == "HOME" && val.Text == a.home {
 		return
 	}
 	cmds, unknown := EnvEffect(name, val)
@@ -192,7 +192,8 @@ func validName(s string) bool {
 // directory or /etc, the loader's preload list, Python's .pth and
 // sitecustomize files. A later bash -l or python runs what a write put
 // there, unseen, so the write is unknown.
-func startupFile(p string) bool {
+func startupFile(p, home string) bool {
+	p = asDefaultHome(p, home)
 	base := path.Base(p)
 	switch path.Dir(p) {
 	case Home:

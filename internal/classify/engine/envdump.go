@@ -83,7 +83,7 @@ var recursiveReaders = SetOf("grep egrep fgrep rg ag ack ripgrep cp rsync scp zi
 // recursiveRoots: a recursive read rooted at the home directory or the
 // filesystem root covers every credential directory (~/.ssh, ~/.aws...).
 func (c *Call) recursiveRoots() {
-	if !recursiveReaders[c.Name] {
+	if !recursiveReaders.Has(c.Name) {
 		return
 	}
 	flags, pos := Opts(c.Args, "-e", "-f", "-m", "-A", "-B", "-C", "-g", "--glob", "-t", "--type", "-T", "-d")
@@ -111,7 +111,7 @@ func (c *Call) recursiveRoots() {
 	}
 	for _, w := range pos {
 		switch p := c.Resolve(w); p {
-		case Home, "/":
+		case c.a.home, "/":
 			c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, p+" (recursively)")
 			c.Class(Secret, c.Name+" reads everything under "+w.Text+", credential directories included")
 			return

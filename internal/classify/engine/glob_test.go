@@ -8,7 +8,7 @@ import (
 
 // catOnly knows one program, cat, as read-only: whatever else is unknown
 // here comes from the globs.
-var catOnly = &Catalog{ReadOnly: map[string]bool{"cat": true}}
+var catOnly = &Catalog{ReadOnly: SetOf("cat")}
 
 // Deep globs are not expanded: a 61 KB line of them was slow. The bound is
 // on the matches tried, not on time.
@@ -31,7 +31,7 @@ func TestDeepGlobsAreBounded(t *testing.T) {
 	for len(line) < 61<<10 {
 		line += " .q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*/.q*"
 	}
-	a := &analyzer{out: &Analysis{Line: line, Cwd: DefaultCwd}, cwd: DefaultCwd, cat: catOnly}
+	a := &analyzer{out: &Analysis{Line: line, Cwd: DefaultCwd}, cwd: DefaultCwd, cat: catOnly, home: Home}
 	if err := a.script(line, nil, 0); err != nil {
 		t.Fatal(err)
 	}

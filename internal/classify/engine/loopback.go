@@ -26,7 +26,7 @@ var loopbackTools = SetOf("curl wget nc ncat netcat http https xh grpcurl websoc
 // loopbackOnly reports whether c names destinations and all of them are
 // the sandbox's loopback.
 func loopbackOnly(c *Call) bool {
-	if !loopbackTools[c.Name] {
+	if !loopbackTools.Has(c.Name) {
 		return false
 	}
 	found := false

@@ -1,15 +1,36 @@
 package engine
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
-// SetOf is the set of the space-separated words of s, for tables of
-// program names.
-func SetOf(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, f := range strings.Fields(s) {
-		m[f] = true
+// Set is a set of words (program names, paths, variables), kept as the
+// words' text until first asked: the policy check runs as its own short
+// process, and building every table at start-up cost it more than
+// classifying its command (issue 20).
+type Set struct {
+	words string
+	once  sync.Once
+	m     map[string]bool
+}
+
+// SetOf is the set of the space-separated words of s.
+func SetOf(s string) *Set { return &Set{words: s} }
+
+// Has reports whether w is in the set (never, in a nil set).
+func (s *Set) Has(w string) bool {
+	if s == nil {
+		return false
 	}
-	return m
+	s.once.Do(func() {
+		f := strings.Fields(s.words)
+		s.m = make(map[string]bool, len(f))
+		for _, w := range f {
+			s.m[w] = true
+		}
+	})
+	return s.m[w]
 }
 
 // SkipN returns ws without its first n words (nil if it has fewer).

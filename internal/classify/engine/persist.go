@@ -32,8 +32,9 @@ var persistParts = []string{"/node_modules/", "/.venv/", "/venv/", "/site-packag
 
 // persistPath reports whether writing the absolute path p changes what
 // runs later.
-func persistPath(p string) bool {
-	if startupFile(p) || gitControlPath(p) {
+func persistPath(p, home string) bool {
+	p = asDefaultHome(p, home)
+	if startupFile(p, "") || gitControlPath(p) {
 		return true
 	}
 	for _, d := range persistDirs {
@@ -41,7 +42,7 @@ func persistPath(p string) bool {
 			return true
 		}
 	}
-	if persistNames[path.Base(p)] {
+	if persistNames.Has(path.Base(p)) {
 		return true
 	}
 	if strings.Contains(p+"/", "/node_modules/.cache/") {
@@ -152,7 +153,7 @@ func (a *analyzer) contentRunsLater(i int) {
 			continue
 		}
 		for _, l := range lines {
-			sub := &analyzer{out: &Analysis{}, cwd: a.cwd, cat: a.cat}
+			sub := &analyzer{out: &Analysis{home: a.home}, cwd: a.cwd, cat: a.cat, home: a.home}
 			if l = strings.TrimSpace(l); l == "" || sub.script(l, nil, 1) != nil {
 				continue
 			}

@@ -27,7 +27,7 @@ func (c *Call) PipedSecrets() string { return c.a.pipeIn }
 func ReadsSecrets(cmds []Command, what, why string) {
 	for k := range cmds {
 		cmd := &cmds[k]
-		if len(cmd.Argv) > 0 && (MetaOnly(cmd.Argv[0]) || notReading[cmd.Argv[0]]) {
+		if len(cmd.Argv) > 0 && (MetaOnly(cmd.Argv[0]) || notReading.Has(cmd.Argv[0])) {
 			continue
 		}
 		cmd.Classes = AddClass(cmd.Classes, Secret)
@@ -38,7 +38,7 @@ func ReadsSecrets(cmds []Command, what, why string) {
 
 // passPipe carries the list through a filter stage.
 func (a *analyzer) passPipe(name string, args []Word) {
-	if a.pipeIn == "" || !passNames[name] {
+	if a.pipeIn == "" || !passNames.Has(name) {
 		return
 	}
 	for _, w := range args {

@@ -28,7 +28,7 @@ func Regenerable(p string) bool {
 		return false
 	}
 	base := path.Base(p)
-	if regenFiles[base] {
+	if regenFiles.Has(base) {
 		return true
 	}
 	for _, e := range regenExts {
@@ -41,7 +41,7 @@ func Regenerable(p string) bool {
 		return true
 	}
 	for _, el := range strings.Split(rel, "/") {
-		if regenDirs[el] {
+		if regenDirs.Has(el) {
 			return true
 		}
 		if el == "node_modules" || el == ".git" {
@@ -70,7 +70,7 @@ func FindsRegenerable(args []Word) bool {
 		case "-name", "-iname":
 			n++
 			pat := strings.TrimPrefix(args[i+1].Text, "*")
-			if !regenDirs[pat] && !regenFiles[pat] && !strings.HasSuffix(pat, ".pyc") && !strings.HasSuffix(pat, ".pyo") &&
+			if !regenDirs.Has(pat) && !regenFiles.Has(pat) && !strings.HasSuffix(pat, ".pyc") && !strings.HasSuffix(pat, ".pyo") &&
 				!strings.HasSuffix(pat, ".o") && !strings.HasSuffix(pat, ".class") {
 				return false
 			}
@@ -87,7 +87,7 @@ func (a *analyzer) truncates(c *Command, op syntax.RedirOperator, p string) {
 	if op != syntax.RdrOut && op != syntax.RdrClob || len(c.Argv) > 0 && c.Argv[0] != ":" && c.Argv[0] != "true" {
 		return
 	}
-	if !path.IsAbs(p) || Scratch(p) || Regenerable(p) || strings.HasSuffix(p, ".log") || strings.HasPrefix(p, "/dev/") {
+	if !path.IsAbs(p) || a.scratch(p) || Regenerable(p) || strings.HasSuffix(p, ".log") || strings.HasPrefix(p, "/dev/") {
 		return
 	}
 	c.Classes = AddClass(c.Classes, Destructive)

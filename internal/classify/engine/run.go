@@ -35,7 +35,7 @@ func (c *Call) RunFile(tool string, f Word) {
 		c.Class(Unknown, tool+" runs each file found ("+f.Text+"), wherever it is")
 		return
 	}
-	if slices.ContainsFunc(c.via, func(v string) bool { return !plainVia[v] }) {
+	if slices.ContainsFunc(c.via, func(v string) bool { return !plainVia.Has(v) }) {
 		c.Class(Unknown, "runs "+f.Text+" through "+strings.Join(c.via, " "))
 		return
 	}
@@ -115,7 +115,7 @@ func (c *Call) InlineCode(tool, code string) {
 	}
 	for _, m := range codeStrRE().FindAllStringSubmatch(code, 64) {
 		s := m[1] + m[2]
-		if p := resolveIn(c.a.out.Cwd, s); !strings.ContainsAny(s, " \t") && persistPath(p) {
+		if p := resolveIn(c.a.out.Cwd, c.a.home, s); !strings.ContainsAny(s, " \t") && persistPath(p, c.a.home) {
 			c.Class(Persist, tool+" code names "+s+", which decides what later commands run")
 			reached = true
 		}
@@ -151,7 +151,7 @@ func (a *analyzer) input(first int, body Word, via []string, depth int) {
 			_ = a.script(body.Text, append(slices.Clip(via), c.Name), depth+1)
 		}
 		return
-	case shells[c.Name]:
+	case shells.Has(c.Name):
 		c.Class(Run, c.Name+" runs the script on its input (its commands follow)")
 		*cmd = c.Cmd
 		if depth+1 <= maxDepth {

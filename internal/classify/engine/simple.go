@@ -195,7 +195,7 @@ func (c *Call) dispatch() {
 		c.Class(Read, c.Name+" prints its version or help")
 		return
 	}
-	if cat.ReadOnly[c.Name] {
+	if cat.ReadOnly.Has(c.Name) {
 		c.Class(Read, c.Name+" only reads")
 		return
 	}
@@ -260,7 +260,7 @@ func (c *Call) scan() {
 		if tmpl {
 			break
 		}
-		if metaOnly[c.Name] || c.namesOnly {
+		if metaOnly.Has(c.Name) || c.namesOnly {
 			break
 		}
 		for _, p := range w.Params {
@@ -271,8 +271,9 @@ func (c *Call) scan() {
 		}
 		for _, cand := range pathCandidates(w.Text) {
 			if secretnames.Path(cand) {
-				c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, cand)
-				c.Class(Secret, "touches "+cand)
+				name := c.a.inHome(cand)
+				c.Cmd.Secrets = AppendUniq(c.Cmd.Secrets, name)
+				c.Class(Secret, "touches "+name)
 			}
 		}
 		c.afterCd(w)
@@ -486,6 +487,13 @@ func (c *Call) NamesOnly() { c.namesOnly = true }
 // as written.
 func (c *Call) Resolve(w Word) string { return c.a.resolve(w) }
 
+// Home is the sandbox user's home, which ~ and $HOME are.
+func (c *Call) Home() string { return c.a.home }
+
+// Scratch reports whether an absolute path is scratch in the analysed
+// sandbox (Scratch, and its user's home).
+func (c *Call) Scratch(abs string) bool { return c.a.scratch(abs) }
+
 // SecretWord reports whether an argument names a credential file, as
 // written or by the names its wildcards expand to; deep: a glob too deep
 // to judge.
@@ -541,4 +549,4 @@ func (c *Call) Known(name string) bool {
 
 // MetaOnly reports whether a program names files without reading them
 // (ls, test, find, stat...): naming a credential file there is not a read.
-func MetaOnly(name string) bool { return metaOnly[name] }
+func MetaOnly(name string) bool { return metaOnly.Has(name) }

@@ -33,12 +33,12 @@ var taggedTools = SetOf("rm find dd wipefs mke2fs chmod chown chgrp gh git")
 var catastrophicRoots = SetOf(`/ /workspace /home /home/sandbox /home/user /root /usr /etc /bin /sbin /lib /lib64
 /var /boot /opt /srv /run /sys /proc /dev`)
 
-func catastrophicPath(p string) bool {
+func (a *analyzer) catastrophicPath(p string) bool {
 	p = strings.TrimSuffix(strings.TrimSuffix(p, "/*"), "/.*")
 	if p == "" {
 		p = "/"
 	}
-	return catastrophicRoots[p] || path.Base(p) == ".git"
+	return catastrophicRoots.Has(p) || p == a.home || path.Base(p) == ".git"
 }
 
 // tagCommand adds the tags of one analysed command.
@@ -47,7 +47,7 @@ func (a *analyzer) tagCommand(c *Command) {
 		return
 	}
 	name, args := path.Base(c.Argv[0]), c.Argv[1:]
-	if !taggedTools[name] && !strings.HasPrefix(name, "mkfs") {
+	if !taggedTools.Has(name) && !strings.HasPrefix(name, "mkfs") {
 		return
 	}
 	flags, pos := argvOpts(args)
@@ -59,7 +59,7 @@ func (a *analyzer) tagCommand(c *Command) {
 	switch {
 	case name == "rm" && HasFlag(flags, "-r", "-R", "--recursive"):
 		for _, w := range c.Writes {
-			if catastrophicPath(w) {
+			if a.catastrophicPath(w) {
 				cata = "rm -r of " + w
 			}
 		}
@@ -68,7 +68,7 @@ func (a *analyzer) tagCommand(c *Command) {
 			if strings.HasPrefix(p, "-") || p == "(" || p == "!" {
 				break // the roots end where the expression starts
 			}
-			if catastrophicPath(resolveIn(dir, p)) {
+			if a.catastrophicPath(resolveIn(dir, a.home, p)) {
 				cata = "find " + p + " deleting everything under it"
 			}
 		}
@@ -82,8 +82,8 @@ func (a *analyzer) tagCommand(c *Command) {
 		cata = name + " formats a filesystem"
 	case (name == "chmod" || name == "chown" || name == "chgrp") && HasFlag(flags, "-R", "--recursive"):
 		for _, p := range SkipStr(pos, 1) {
-			if catastrophicPath(resolveIn(dir, p)) {
-				cata = name + " -R of " + resolveIn(dir, p)
+			if a.catastrophicPath(resolveIn(dir, a.home, p)) {
+				cata = name + " -R of " + resolveIn(dir, a.home, p)
 			}
 		}
 	case name == "gh" && len(pos) >= 2 && pos[0] == "repo" && pos[1] == "delete":
@@ -163,15 +163,15 @@ func SkipStr(ws []string, n int) []string {
 	return ws[n:]
 }
 
-// resolveIn makes p absolute against dir (~ and $HOME are the home).
-func resolveIn(dir, p string) string {
+// resolveIn makes p absolute against dir (~ and $HOME are home).
+func resolveIn(dir, home, p string) string {
 	switch {
 	case p == "~" || strings.HasPrefix(p, "~/"):
-		p = Home + p[1:]
+		p = home + p[1:]
 	case p == "$HOME" || strings.HasPrefix(p, "$HOME/"):
-		p = Home + p[5:]
+		p = home + p[5:]
 	case p == "${HOME}" || strings.HasPrefix(p, "${HOME}/"):
-		p = Home + p[7:]
+		p = home + p[7:]
 	}
 	if path.IsAbs(p) {
 		return path.Clean(p)

@@ -34,10 +34,10 @@ init.templatedir core.attributesfile`)
 // more keys match).
 func gitKey(key string) gitValue {
 	k := strings.ToLower(key)
-	if gitCommandKeys[k] {
+	if gitCommandKeys.Has(k) {
 		return gitCommand
 	}
-	if gitHiddenKeys[k] {
+	if gitHiddenKeys.Has(k) {
 		return gitHidden
 	}
 	if k == "core.fsmonitor" {

@@ -2,27 +2,30 @@ package node
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/airlock-dev/airlock/internal/classify/engine"
 	"github.com/airlock-dev/airlock/internal/classify/pkgrun"
 )
 
-var npmAbbrev = map[string]string{
-	"i": "install", "in": "install", "ins": "install", "inst": "install", "insta": "install", "instal": "install",
-	"isnt": "install", "isnta": "install", "isntal": "install", "isntall": "install", "add": "install",
-	"ci": "ci", "clean-install": "ci", "ic": "ci", "install-clean": "ci", "isntall-clean": "ci",
-	"un": "uninstall", "unlink": "uninstall", "remove": "uninstall", "rm": "uninstall", "r": "uninstall",
-	"up": "update", "upgrade": "update", "udpate": "update", "t": "test", "tst": "test",
-	"run-script": "run", "rum": "run", "urn": "run", "x": "exec", "it": "install-test", "cit": "install-ci-test",
-	"ddp": "dedupe", "ln": "link", "v": "view", "info": "view", "show": "view", "s": "search", "se": "search",
-	"find": "search", "list": "ls", "la": "ls", "ll": "ls", "c": "config", "author": "owner",
-}
+var npmAbbrev = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"i": "install", "in": "install", "ins": "install", "inst": "install", "insta": "install", "instal": "install",
+		"isnt": "install", "isnta": "install", "isntal": "install", "isntall": "install", "add": "install",
+		"ci": "ci", "clean-install": "ci", "ic": "ci", "install-clean": "ci", "isntall-clean": "ci",
+		"un": "uninstall", "unlink": "uninstall", "remove": "uninstall", "rm": "uninstall", "r": "uninstall",
+		"up": "update", "upgrade": "update", "udpate": "update", "t": "test", "tst": "test",
+		"run-script": "run", "rum": "run", "urn": "run", "x": "exec", "it": "install-test", "cit": "install-ci-test",
+		"ddp": "dedupe", "ln": "link", "v": "view", "info": "view", "show": "view", "s": "search", "se": "search",
+		"find": "search", "list": "ls", "la": "ls", "ll": "ls", "c": "config", "author": "owner",
+	}
+})
 
 var npmWithArg = []string{"--prefix", "-C", "-w", "--workspace", "--loglevel", "--registry", "--cache", "--userconfig", "--tag", "--otp", "--scope"}
 
 func npmTool(c *engine.Call) {
 	sub, rest, flags := engine.Subcommand(c.Args, npmWithArg...)
-	if full, ok := npmAbbrev[sub]; ok {
+	if full, ok := npmAbbrev()[sub]; ok {
 		sub = full
 	}
 	flagRegistry(c, flags)

@@ -2,6 +2,7 @@ package pkgrun
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/airlock-dev/airlock/internal/classify/engine"
 )
@@ -18,16 +19,18 @@ func PackageRunner(c *engine.Call) {
 	RunPackage(c, rest)
 }
 
-var npxKnown = map[string]bool{
-	"jest": true, "vitest": true, "mocha": true, "tsc": true, "eslint": true, "prettier": true, "playwright": true,
-	"cypress": true, "ava": true, "c8": true, "nyc": true, "next": true, "vite": true, "webpack": true,
-	"rollup": true, "esbuild": true, "tsup": true, "babel": true, "turbo": true, "nx": true, "lerna": true,
-	"rimraf": true, "tsx": true, "ts-node": true, "biome": true, "stylelint": true, "vue-tsc": true,
-	"svelte-check": true, "markdownlint": true, "node-gyp": true, "cross-env": true, "dotenv": true,
-	"env-cmd": true, "ruff": true, "black": true, "mypy": true, "pytest": true, "sass": true,
-	"tailwindcss": true, "postcss": true, "typedoc": true, "karma": true, "tap": true, "concurrently": true,
-	"isort": true, "pyright": true, "flake8": true, "pylint": true,
-}
+var npxKnown = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"jest": true, "vitest": true, "mocha": true, "tsc": true, "eslint": true, "prettier": true, "playwright": true,
+		"cypress": true, "ava": true, "c8": true, "nyc": true, "next": true, "vite": true, "webpack": true,
+		"rollup": true, "esbuild": true, "tsup": true, "babel": true, "turbo": true, "nx": true, "lerna": true,
+		"rimraf": true, "tsx": true, "ts-node": true, "biome": true, "stylelint": true, "vue-tsc": true,
+		"svelte-check": true, "markdownlint": true, "node-gyp": true, "cross-env": true, "dotenv": true,
+		"env-cmd": true, "ruff": true, "black": true, "mypy": true, "pytest": true, "sass": true,
+		"tailwindcss": true, "postcss": true, "typedoc": true, "karma": true, "tap": true, "concurrently": true,
+		"isort": true, "pyright": true, "flake8": true, "pylint": true,
+	}
+})
 
 // PackageFlags classifies a runner's -p/--package (uvx: --from, --with):
 // they fetch a package before the command runs, whatever the command is.
@@ -62,7 +65,7 @@ func RunPackage(c *engine.Call, rest []engine.Word) {
 		c.Class(engine.Dependency, c.Name+" fetches "+pkg+" (a version of its own)")
 	}
 	switch {
-	case npxKnown[name]:
+	case npxKnown()[name]:
 		c.Exec(append([]engine.Word{{Text: name, Static: rest[0].Static}}, rest[1:]...))
 	case c.Known(name) && name != "open":
 		c.Exec(append([]engine.Word{{Text: name, Static: rest[0].Static}}, rest[1:]...))

@@ -4,28 +4,32 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Credential files by name. Examples and templates of them are not
 // secrets (.env.example, id_rsa.pub).
-var secretNames = map[string]bool{
-	".env": true, ".envrc": true, ".npmrc": true, ".pypirc": true, ".netrc": true, "_netrc": true,
-	".git-credentials": true, "credentials": true, "credentials.json": true, "credentials.yml": true,
-	"credentials.yaml": true, "secrets.yml": true, "secrets.yaml": true, "secrets.json": true,
-	"secrets.toml": true, "terraform.tfvars": true, "terraform.tfstate": true, ".htpasswd": true,
-	".pgpass": true, "kubeconfig": true, "service-account.json": true, "master.key": true,
-	"id_rsa": true, "id_dsa": true, "id_ecdsa": true, "id_ed25519": true, "shadow": true,
-	"gshadow": true, ".boto": true, ".s3cfg": true, ".vault-token": true,
-	// agent and model CLIs, Cloudflare's local secrets, Terraform's token
-	".claude.json": true, ".dev.vars": true, ".terraformrc": true, "terraform.rc": true,
-	// shell and REPL histories hold pasted tokens and passwords
-	".bash_history": true, ".zsh_history": true, ".sh_history": true, ".python_history": true,
-	".node_repl_history": true, ".psql_history": true, ".mysql_history": true, ".sqlite_history": true,
-	".irb_history": true, ".rediscli_history": true, ".lesshst": true, ".histfile": true,
-	// browsers' cookie and password stores, keyrings
-	"Cookies": true, "cookies.sqlite": true, "Login Data": true, "logins.json": true, "key4.db": true,
-	"login.keyring": true,
-}
+// (made on first use: a policy check is a short process of its own)
+var secretNames = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		".env": true, ".envrc": true, ".npmrc": true, ".pypirc": true, ".netrc": true, "_netrc": true,
+		".git-credentials": true, "credentials": true, "credentials.json": true, "credentials.yml": true,
+		"credentials.yaml": true, "secrets.yml": true, "secrets.yaml": true, "secrets.json": true,
+		"secrets.toml": true, "terraform.tfvars": true, "terraform.tfstate": true, ".htpasswd": true,
+		".pgpass": true, "kubeconfig": true, "service-account.json": true, "master.key": true,
+		"id_rsa": true, "id_dsa": true, "id_ecdsa": true, "id_ed25519": true, "shadow": true,
+		"gshadow": true, ".boto": true, ".s3cfg": true, ".vault-token": true,
+		// agent and model CLIs, Cloudflare's local secrets, Terraform's token
+		".claude.json": true, ".dev.vars": true, ".terraformrc": true, "terraform.rc": true,
+		// shell and REPL histories hold pasted tokens and passwords
+		".bash_history": true, ".zsh_history": true, ".sh_history": true, ".python_history": true,
+		".node_repl_history": true, ".psql_history": true, ".mysql_history": true, ".sqlite_history": true,
+		".irb_history": true, ".rediscli_history": true, ".lesshst": true, ".histfile": true,
+		// browsers' cookie and password stores, keyrings
+		"Cookies": true, "cookies.sqlite": true, "Login Data": true, "logins.json": true, "key4.db": true,
+		"login.keyring": true,
+	}
+})
 
 var secretExts = []string{".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".tfvars", ".ppk", ".asc", ".kdbx", ".gpg"}
 
@@ -45,13 +49,13 @@ var secretDirs = []string{".aws/", ".ssh/", ".gnupg/", ".kube/", ".docker/config
 
 // slashedSecretDirs are secretDirs with a leading slash, made once (the
 // check runs for every argument of every command).
-var slashedSecretDirs = func() []string {
+var slashedSecretDirs = sync.OnceValue(func() []string {
 	out := make([]string, len(secretDirs))
 	for i, d := range secretDirs {
 		out[i] = "/" + d
 	}
 	return out
-}()
+})
 
 var notSecretSuffixes = []string{".example", ".sample", ".template", ".dist", ".defaults", ".default", ".pub", ".tmpl", ".md"}
 
@@ -72,13 +76,13 @@ func Path(p string) bool {
 	}
 	slashed := "/" + p
 	withSlash := slashed + "/"
-	for _, d := range slashedSecretDirs {
+	for _, d := range slashedSecretDirs() {
 		if strings.Contains(slashed, d) || strings.HasSuffix(withSlash, d) {
 			return true
 		}
 	}
 	base := path.Base(p)
-	if secretNames[base] {
+	if secretNames()[base] {
 		return true
 	}
 	if strings.HasPrefix(base, ".env.") || strings.HasSuffix(base, ".env") {
@@ -115,9 +119,9 @@ const MaxGlobElems = 32
 const MaxGlobSteps = 1 << 15
 
 // globTokens are the names a glob element is matched against.
-var globTokens = func() []string {
+var globTokens = sync.OnceValue(func() []string {
 	var out []string
-	for n := range secretNames {
+	for n := range secretNames() {
 		out = append(out, n)
 	}
 	out = append(out, ".env.local", ".env.production", ".aws", ".ssh", ".gnupg", ".kube", ".docker", ".azure",
@@ -126,7 +130,7 @@ var globTokens = func() []string {
 		".huggingface", ".cache", ".local", ".mozilla", "secrets")
 	slices.Sort(out) // the name found first is shown: the same every time
 	return out
-}()
+})
 
 // GlobResult is what judging a glob found.
 type GlobResult int
@@ -159,7 +163,7 @@ func JudgeGlob(pat string, steps *int) (GlobResult, string) {
 		if e == "" || strings.IndexByte("*?[", e[0]) >= 0 || !strings.ContainsAny(e, "*?[") {
 			continue
 		}
-		for _, t := range globTokens {
+		for _, t := range globTokens() {
 			if *steps++; *steps > MaxGlobSteps {
 				return GlobTooDeep, ""
 			}

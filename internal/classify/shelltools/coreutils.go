@@ -43,7 +43,7 @@ func copyTool(c *engine.Call) {
 		c.Write(pos[len(pos)-1])
 	}
 	_ = flags
-	if len(pos) == 2 && pos[0].Text == "/dev/null" && !engine.Regenerable(c.Resolve(pos[1])) && !engine.Scratch(c.Resolve(pos[1])) {
+	if len(pos) == 2 && pos[0].Text == "/dev/null" && !engine.Regenerable(c.Resolve(pos[1])) && !c.Scratch(c.Resolve(pos[1])) {
 		c.Class(engine.Destructive, c.Name+" /dev/null empties "+pos[1].Text)
 		return
 	}
@@ -327,7 +327,7 @@ func secretRoot(c *engine.Call, roots []engine.Word) string {
 		switch {
 		case !w.Static && !strings.HasPrefix(w.Text, "$HOME") && !strings.HasPrefix(w.Text, "${HOME}"):
 			return w.Text
-		case p == "/" || p == engine.Home || strings.HasPrefix(engine.Home, p+"/") || p == "/root" || p == "/etc" || p == "/run" || p == "/var/run":
+		case p == "/" || p == c.Home() || strings.HasPrefix(c.Home(), p+"/") || p == "/root" || p == "/etc" || p == "/run" || p == "/var/run":
 			return w.Text
 		case secretnames.Path(p) || secretnames.Path(p+"/x"):
 			return w.Text

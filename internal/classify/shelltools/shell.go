@@ -316,7 +316,7 @@ func cdTool(c *engine.Call) {
 	case len(pos) == 0 && c.Name == "pushd":
 		c.SetCwd("") // swaps with a directory the line may not have set
 	case len(pos) == 0:
-		set(engine.Home)
+		set(c.Home())
 	case c.RepoRoot(pos[0]):
 		set(engine.DefaultCwd)
 	case !pos[0].Static && !strings.HasPrefix(pos[0].Text, "$HOME") && !strings.HasPrefix(pos[0].Text, "${HOME}") || pos[0].Text == "-":

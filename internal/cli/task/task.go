@@ -67,13 +67,19 @@ func newTaskCmd(name, synopsis, about string, stdout, stderr io.Writer) *cli.Cmd
 }
 
 func taskStart(args []string, stdout, stderr io.Writer) int {
-	c := newTaskCmd("start", "airlock task start --repo PATH|URL [flags]",
-		"Clones the repository on the daemon's host, checks out the exact commit of --ref in\na new sandbox's /workspace (with its .git) and prints the task id.\n", stdout, stderr)
+	c := newTaskCmd("start", "airlock task start (--repo PATH|URL [--upload] | --bundle FILE) [flags]",
+		"Clones the repository on the daemon's host, checks out the exact commit of --ref in\n"+
+			"a new sandbox's /workspace (with its .git) and prints the task id. With --bundle, or\n"+
+			"--repo DIR --upload, the repository goes in the request as a git bundle (at most\n"+
+			"256 MiB; only HEAD, branches and tags; whole history) and the daemon clones that.\n", stdout, stderr)
 	var req sdk.TaskRequest
 	var scope, env, presets cli.ListFlag
-	var egressFile string
+	var egressFile, bundleFile string
 	c.FS.StringVar(&req.Repo, "repo", "", "repository: a path on the daemon's host or a URL")
+	c.FS.StringVar(&bundleFile, "bundle", "", "upload the git bundle `FILE` ('-': stdin) as the repository, instead of --repo")
+	upload := c.FS.Bool("upload", false, "with --repo DIR: bundle DIR's --ref here (as the user running this) and upload it, pinned to the commit it is now")
 	c.FS.StringVar(&req.Ref, "ref", "HEAD", "branch, tag or commit")
+	c.FS.StringVar(&req.Commit, "commit", "", "the full commit `ID` --ref must be (the task is refused otherwise)")
 	c.FS.Var(&scope, "scope", "path `GLOB` the task may write, ** allowed (repeatable; default: anywhere)")
 	c.FS.StringVar(&req.Test, "test", "", "shell command that runs the tests, e.g. 'go test ./...'")
 	c.FS.StringVar(&req.Prompt, "prompt", "", "the task's prompt, recorded for review")
@@ -91,8 +97,11 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 0 {
 		return c.UsageErr("unexpected argument %q", pos[0])
 	}
-	if req.Repo == "" {
-		return c.UsageErr("--repo is required")
+	switch {
+	case (req.Repo == "") == (bundleFile == ""):
+		return c.UsageErr("give --repo or --bundle")
+	case *upload && req.Repo == "":
+		return c.UsageErr("--upload bundles --repo DIR")
 	}
 	if err := cli.CheckEnv(env); err != nil {
 		return c.UsageErr("%v", err)
@@ -105,11 +114,16 @@ func taskStart(args []string, stdout, stderr io.Writer) int {
 		req.Policy = &sdk.PolicyLayer{Egress: layer}
 	}
 	req.Scope, req.TTL, req.Env = scope, *ttl, env
+	what, cleanup, err := startSource(&req, bundleFile, *upload)
+	if err != nil {
+		return c.Fail(err)
+	}
+	defer cleanup()
 	cl, err := c.Client()
 	if err != nil {
 		return c.Fail(err)
 	}
-	shown := cli.Progress(tty(stderr), "cloning "+req.Repo+" into a new sandbox")
+	shown := cli.Progress(tty(stderr), "cloning "+what+" into a new sandbox")
 	t, err := cl.StartTask(context.Background(), req)
 	shown()
 	if err != nil {

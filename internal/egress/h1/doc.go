@@ -25,6 +25,10 @@
 //     switch is not relayed.
 //   - A refusal names its rule in X-Airlock-Rule and closes the
 //     connection.
+//   - A response body of 64 KiB or more with a Content-Length and nothing
+//     to scrub, between a TCP upstream and a TCP client, goes socket to
+//     socket (splice(2)) once its head has gone back: exactly its length,
+//     the bytes already buffered first, counted like any other.
 //
 // It imports nothing of airlock's but netpolicy (targets).
 package h1

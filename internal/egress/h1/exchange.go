@@ -153,7 +153,8 @@ func (ex *Exchange) Run() bool {
 		resp.Body.Close() // interim answers (100, 103) are not forwarded
 	}
 	ex.UpLim.disarm()
-	defer resp.Body.Close()
+	body := resp.Body
+	defer func() { body.Close() }()
 	ex.Status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		ex.Err = errors.New("upstream switched protocols, which the proxy does not relay")
@@ -166,6 +167,10 @@ func (ex *Exchange) Run() bool {
 	}
 	cw := &countingWriter{w: ex.Client}
 	bw = bufio.NewWriterSize(cw, 32<<10)
+	if sb, ok := ex.spliceable(resp); ok {
+		resp.Body, body = sb, sb
+		bw = bufio.NewWriterSize(splicingWriter{cw}, 32<<10)
+	}
 	err := resp.Write(bw)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr

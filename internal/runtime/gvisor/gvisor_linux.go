@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/agentbin"
 	"github.com/airlock-dev/airlock/internal/runtime/hostside"
 )
 
@@ -142,8 +143,9 @@ func New(cfg Config) (*Backend, error) {
 	if err := b.lay.Prepare(); err != nil {
 		return nil, fmt.Errorf("gvisor backend: %w", err)
 	}
-	if b.agentBin, err = os.Executable(); err != nil {
-		return nil, fmt.Errorf("gvisor backend: find own binary: %w", err)
+	// The lean agent when this binary carries it, else this binary.
+	if b.agentBin, err = agentbin.Put(filepath.Join(cfg.StateDir, "bin")); err != nil {
+		return nil, fmt.Errorf("gvisor backend: the agent binary: %w", err)
 	}
 	ids, err := b.Reap()
 	if err != nil {
