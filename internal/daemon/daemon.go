@@ -220,7 +220,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.m, d.keys, d.files, d.records, d.net = stk.Manager, stk.Keys, stk.Files, stk.Records, stk.Network
+	d.m, d.keys, d.files, d.records, d.net, d.usage = stk.Manager, stk.Keys, stk.Files, stk.Records, stk.Network, stk.Usage
 	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}

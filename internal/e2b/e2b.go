@@ -47,6 +47,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // EnvdVersion is the in-sandbox API version airlock reports. The SDKs
@@ -133,7 +134,8 @@ func New(cfg Config) *Server {
 	if cfg.Files == nil {
 		cfg.Files = noFiles{}
 	}
-	if cfg.Usage == nil {
+	if u, typed := cfg.Usage.(*usage.Usage); cfg.Usage == nil || typed && u == nil {
+		// (a nil module would call every command's abnormal end a kill)
 		cfg.Usage = noUsage{}
 	}
 	if cfg.Redactor == nil {

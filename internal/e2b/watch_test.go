@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // openWatch starts a WatchDir stream and returns its reader once the
@@ -279,5 +281,15 @@ func TestE2BPolledWatchers(t *testing.T) {
 	}
 	if !strings.Contains(b, "unavailable") && !strings.Contains(b, "not_found") {
 		t.Errorf("after kill: %d %s", code, b)
+	}
+}
+
+// A door given a nil usage module serves as one given none: no
+// metrics, and a command's own end is not taken for a kill.
+func TestNilUsageIsNone(t *testing.T) {
+	var none *usage.Usage
+	s := New(Config{Usage: none})
+	if _, ok := s.usage.(noUsage); !ok || !s.usage.Live("sb") {
+		t.Errorf("usage %T", s.usage)
 	}
 }

@@ -44,7 +44,7 @@ type Sample struct {
 // running (paused, stopped) is the core's error (a conflict; unknown: not
 // found); a backend that does not meter its sandboxes is unsupported.
 func (u *Usage) Sample(ctx context.Context, id string) (Sample, error) {
-	if u.c == nil {
+	if u == nil || u.c == nil {
 		return Sample{}, fmt.Errorf("the usage module is not attached to a sandbox core: %w", errdefs.ErrUnsupported)
 	}
 	rt, err := u.c.Runtime(ctx, id)
@@ -65,7 +65,7 @@ func (u *Usage) Sample(ctx context.Context, id string) (Sample, error) {
 // Live says whether sandbox id is live (running, paused, resetting or
 // finishing); false once it is being stopped.
 func (u *Usage) Live(id string) bool {
-	if u.c == nil {
+	if u == nil || u.c == nil {
 		return false
 	}
 	_, ok := u.c.Live(id)

@@ -57,6 +57,10 @@ func TestSample(t *testing.T) {
 	if New().Live("sb") {
 		t.Error("unattached: live")
 	}
+	var none *Usage // (a module the daemon did not make)
+	if _, err := none.Sample(ctx, "sb"); !errors.Is(err, errdefs.ErrUnsupported) || none.Live("sb") {
+		t.Errorf("nil: %v", err)
+	}
 	u := New()
 	lim := runtime.Limits{MemoryBytes: 1 << 30, CPUs: 1.5}
 	use := runtime.Usage{CPUTime: time.Second, MemoryBytes: 5 << 20, Pids: 3}
