@@ -32,6 +32,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/templatehold"
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // Config is the manager's configuration, but its modules, which are the
@@ -81,6 +82,7 @@ type Stack struct {
 	Explain   *explain.Explain
 	Caches    *depcache.Caches // nil: no dependency caches
 	Pools     *pool.Pools      // the warm pools (none configured: an empty list)
+	Usage     *usage.Usage
 }
 
 // New makes the modules and the manager with them attached, in the order
@@ -114,9 +116,10 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Records:   records.New(),
 		Explain:   explain.New(),
 		Caches:    caches,
+		Usage:     usage.New(),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
+	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain, s.Usage}
 	if cfg.Templates != nil {
 		// an image template's layers stay out of GC while a sandbox runs on them
 		mcfg.Modules = append(mcfg.Modules, templatehold.New(cfg.Templates))
