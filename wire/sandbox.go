@@ -237,6 +237,37 @@ type TemplateImportEvent struct {
 	Error *Error `json:"error,omitempty"`
 }
 
+// TemplateBuildRequest is POST /v1/templates/build: build a template
+// from an airlock.template file, its RUN steps in the daemon's sandboxes.
+type TemplateBuildRequest struct {
+	// Name is the new template's.
+	Name string `json:"name"`
+	// File is the build file's absolute path on the daemon's host.
+	File string `json:"file"`
+	// Context is the directory COPY reads from, an absolute path on the
+	// daemon's host ("": the build file's directory).
+	Context string `json:"context,omitempty"`
+}
+
+// TemplateBuild is a finished build.
+type TemplateBuild struct {
+	Template Template `json:"template"`
+	// Cached steps came from the build cache, Built ones were carried out.
+	Cached int `json:"cached"`
+	Built  int `json:"built"`
+	// Same: the template existed and the build made exactly it again.
+	Same bool `json:"same,omitempty"`
+}
+
+// TemplateBuildEvent is one line of the answer of POST
+// /v1/templates/build?progress=1 (newline-delimited JSON): progress
+// lines (each step, the RUN steps' output), then the build or an error.
+type TemplateBuildEvent struct {
+	Progress string         `json:"progress,omitempty"`
+	Build    *TemplateBuild `json:"build,omitempty"`
+	Error    *Error         `json:"error,omitempty"`
+}
+
 // Template is a template sandboxes can start from.
 type Template struct {
 	// Name is the template's.
