@@ -79,12 +79,12 @@ func (s *Stacks) Template(name string) (*sandbox.Base, error) {
 func (s *Stacks) Templates(context.Context) ([]*sandbox.TemplateInfo, error) { return nil, nil }
 
 // lend makes t a template of a fresh name until the returned func runs.
-func (s *Stacks) lend(t *template.Template) (string, func()) {
+func (s *Stacks) lend(t *template.Template, version string) (string, func()) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	name := "build-step-" + hex.EncodeToString(b[:])
 	s.mu.Lock()
-	s.m[name] = &sandbox.Base{Name: name, Version: t.Version, RootFS: t.Dir, Lowers: t.Lowers, Env: t.Env, WorkDir: t.WorkDir}
+	s.m[name] = &sandbox.Base{Name: name, Version: version, RootFS: t.Dir, Lowers: t.Lowers, Env: t.Env, WorkDir: t.WorkDir}
 	s.mu.Unlock()
 	return name, func() {
 		s.mu.Lock()
@@ -117,7 +117,7 @@ func (r *Runner) Run(ctx context.Context, t *template.Template, req build.RunReq
 	if r.Stacks == nil || r.Stacks.c == nil {
 		return nil, errdefs.Wrap(errdefs.ErrUnsupported, "this daemon runs no build steps (the templatebuild module is not attached)")
 	}
-	name, give := r.Stacks.lend(t)
+	name, give := r.Stacks.lend(t, shortDigest(req.Stack))
 	defer give()
 	creq := sandbox.CreateRequest{Template: name, Limits: r.Limits, Labels: map[string]string{LabelBuild: r.Name}}
 	if req.Line > 0 {
@@ -156,6 +156,15 @@ func (r *Runner) Run(ctx context.Context, t *template.Template, req build.RunReq
 		return rec, err
 	}
 	return rec, build.ChangesTar(ctx, f, w)
+}
+
+// shortDigest is a stack's version as templates show theirs.
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		d = d[:12]
+	}
+	return d
 }
 
 func limitNote(l runtime.Limit) string {

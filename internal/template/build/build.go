@@ -25,6 +25,7 @@ type RunRequest struct {
 	Cwd    string   // the stack's WORKDIR, else /workspace
 	Egress []string // presets it may reach; none: no network
 	Line   int      // the step's line in the build file
+	Stack  string   // the digest of the steps below it (the stack's version)
 }
 
 // Runner runs a RUN step in a sandbox.
@@ -307,7 +308,7 @@ func (b *Builder) run(ctx context.Context, st *state, s Step, egress []string) (
 	if err != nil {
 		return "", nil, err
 	}
-	req := RunRequest{Argv: s.Args, Env: t.Env, Cwd: st.cfg.WorkingDir, Egress: egress, Line: s.Line}
+	req := RunRequest{Argv: s.Args, Env: t.Env, Cwd: st.cfg.WorkingDir, Egress: egress, Line: s.Line, Stack: st.digest}
 	if req.Cwd == "" {
 		req.Cwd = "/workspace"
 	}

