@@ -251,10 +251,12 @@ type TemplateBuildRequest struct {
 
 // TemplateBuild is a finished build.
 type TemplateBuild struct {
+	// Template is the built template; its digest is the last step's.
 	Template Template `json:"template"`
-	// Cached steps came from the build cache, Built ones were carried out.
+	// Cached is how many steps came from the build cache.
 	Cached int `json:"cached"`
-	Built  int `json:"built"`
+	// Built is how many steps were carried out.
+	Built int `json:"built"`
 	// Same: the template existed and the build made exactly it again.
 	Same bool `json:"same,omitempty"`
 }
@@ -263,9 +265,12 @@ type TemplateBuild struct {
 // /v1/templates/build?progress=1 (newline-delimited JSON): progress
 // lines (each step, the RUN steps' output), then the build or an error.
 type TemplateBuildEvent struct {
-	Progress string         `json:"progress,omitempty"`
-	Build    *TemplateBuild `json:"build,omitempty"`
-	Error    *Error         `json:"error,omitempty"`
+	// Progress is a step begun or a line of a RUN step's output.
+	Progress string `json:"progress,omitempty"`
+	// Build is the finished build (the last line).
+	Build *TemplateBuild `json:"build,omitempty"`
+	// Error ends a failed build (the last line).
+	Error *Error `json:"error,omitempty"`
 }
 
 // Template is a template sandboxes can start from.
