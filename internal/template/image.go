@@ -108,6 +108,30 @@ type BuildStep struct {
 	// Fetched is what a RUN step's egress record holds: every request
 	// its sandbox made through the egress proxy, allowed or refused.
 	Fetched []Fetch `json:"fetched,omitempty"`
+	// Packages are the step's package.change records (the review
+	// module's dependency evidence): each lockfile a package manager
+	// changed, its hash after, the packages it added, removed or moved,
+	// and the registry hosts the command reached.
+	Packages []PackageChange `json:"packages,omitempty"`
+}
+
+// PackageChange is one lockfile a build step's package manager changed.
+type PackageChange struct {
+	Lockfile   string           `json:"lockfile"`
+	Manager    string           `json:"manager,omitempty"`
+	SHA256     string           `json:"sha256,omitempty"` // the lockfile's after the step ("": removed)
+	Changes    []PackageVersion `json:"changes,omitempty"`
+	Registries []string         `json:"registries,omitempty"`
+	// ParseError: the lockfile could not be read for its packages.
+	ParseError string `json:"parse_error,omitempty"`
+}
+
+// PackageVersion is a package a step added, removed or changed.
+type PackageVersion struct {
+	Name   string   `json:"name"`
+	From   []string `json:"from,omitempty"`
+	To     []string `json:"to,omitempty"`
+	Change string   `json:"change"` // added, removed, changed
 }
 
 // Fetch is one network request of a build step, from the egress record:

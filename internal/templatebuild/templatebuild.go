@@ -7,7 +7,10 @@
 // network through the egress proxy under the build file's egress:
 // presets added to the daemon's policy, and the egress record of its
 // sandbox (every request: host, port, path, status, bytes, decision)
-// kept as the step's provenance in the template's record.
+// kept as the step's provenance in the template's record, with the
+// review module's package evidence of it (the lockfiles a dependency
+// command changed: packages and versions, the lockfile's hash, the
+// registries reached).
 //
 // Stacks is the daemon's module that lends the core each step's stack as
 // a template for the sandbox's life only (never listed); Runner is the
@@ -142,6 +145,9 @@ func (r *Runner) Run(ctx context.Context, t *template.Template, req build.RunReq
 	// fetch is evidence of a failed step too
 	fetched, ferr := r.fetched(ctx, sb.ID)
 	rec.Fetched = fetched
+	if ferr == nil {
+		rec.Packages, ferr = r.packages(ctx, sb.ID)
+	}
 	if err != nil {
 		return rec, stepRefused(err)
 	}
@@ -255,6 +261,39 @@ func (r *Runner) fetched(ctx context.Context, id string) ([]template.Fetch, erro
 				}
 			}
 		}
+	}
+	return out, nil
+}
+
+// packagePayload is what packages reads of a package.change event.
+type packagePayload struct {
+	Lockfile   string                    `json:"lockfile"`
+	Manager    string                    `json:"manager"`
+	After      string                    `json:"after_sha256"`
+	Changes    []template.PackageVersion `json:"changes"`
+	Registries []string                  `json:"registries"`
+	ParseError string                    `json:"parse_error"`
+}
+
+// packages is the review module's package evidence of the step's
+// sandbox: each package.change event (a dependency command's lockfile
+// before and after it).
+func (r *Runner) packages(ctx context.Context, id string) ([]template.PackageChange, error) {
+	log := r.Stacks.c.AuditLog()
+	if log == nil {
+		return nil, nil
+	}
+	events, err := log.Query(ctx, store.AuditFilter{SandboxID: id, Kind: "package.change"})
+	if err != nil {
+		return nil, err
+	}
+	var out []template.PackageChange
+	for _, e := range events {
+		var p packagePayload
+		if json.Unmarshal(e.Payload, &p) != nil {
+			continue
+		}
+		out = append(out, template.PackageChange{Lockfile: p.Lockfile, Manager: p.Manager, SHA256: p.After, Changes: p.Changes, Registries: p.Registries, ParseError: p.ParseError})
 	}
 	return out, nil
 }

@@ -78,17 +78,42 @@ func (f *fakeNet) dialed() int {
 
 // tool is a static helper in the base root: fetch URL (through the
 // environment's proxy; prints the body, exits 3 unless 200), write PATH
-// TEXT, ln TARGET PATH, hold (does nothing: the policy holds it).
+// TEXT, ln TARGET PATH, hold (does nothing: the policy holds it). As
+// bin/npm it is a small package manager: "npm install NAME" fetches
+// NAME's 1.3.0 tarball from $npm_config_registry and writes
+// node_modules/NAME and a package-lock.json with its integrity.
 const tool = `package main
 
 import (
+	"crypto/sha512"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 )
 
+func npm(name string) {
+	url := os.Getenv("npm_config_registry") + name + "/-/" + name + "-1.3.0.tgz"
+	r, err := http.Get(url)
+	if err != nil || r.StatusCode != 200 {
+		fmt.Println("npm: fetch", url, err)
+		os.Exit(6)
+	}
+	b, _ := io.ReadAll(r.Body)
+	os.MkdirAll(filepath.Join("node_modules", name), 0o755)
+	os.WriteFile(filepath.Join("node_modules", name, "package.tgz"), b, 0o644)
+	sum := sha512.Sum512(b)
+	lock := fmt.Sprintf("{\"name\":\"app\",\"lockfileVersion\":3,\"packages\":{\"\":{\"name\":\"app\"},\"node_modules/%s\":{\"version\":\"1.3.0\",\"resolved\":%q,\"integrity\":\"sha512-%s\"}}}\n", name, url, base64.StdEncoding.EncodeToString(sum[:]))
+	os.WriteFile("package-lock.json", []byte(lock), 0o644)
+}
+
 func main() {
+	if filepath.Base(os.Args[0]) == "npm" {
+		npm(os.Args[2])
+		return
+	}
 	switch os.Args[1] {
 	case "fetch":
 		r, err := http.Get(os.Args[2])
@@ -128,7 +153,7 @@ func baseRoot(t *testing.T) []byte {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build tool: %v\n%s", err, out)
 	}
-	files := map[string]string{"bin/sh": "/bin/sh", "bin/t": filepath.Join(dir, "t"),
+	files := map[string]string{"bin/sh": "/bin/sh", "bin/t": filepath.Join(dir, "t"), "bin/npm": filepath.Join(dir, "t"),
 		"lib/x86_64-linux-gnu/libc.so.6": "/lib/x86_64-linux-gnu/libc.so.6", "lib64/ld-linux-x86-64.so.2": "/lib64/ld-linux-x86-64.so.2"}
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
@@ -458,5 +483,34 @@ func TestBuildContextSymlinkEscape(t *testing.T) {
 	// and a relative build file path is refused (the daemon's paths are its own)
 	if _, err := r.stk.Builds.Build(context.Background(), "rel", "airlock.template", "", nil); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("relative file: %v", err)
+	}
+}
+
+// A package manager in a RUN: its fetch goes through the preset, and the
+// review module's package evidence of it (the lockfile it wrote: the
+// package and version, the lockfile's hash, the registry reached) is the
+// step's provenance next to the egress record.
+func TestBuildPackageEvidence(t *testing.T) {
+	r := newRig(t)
+	src := "FROM base\negress: npm\nENV npm_config_registry=http://" + r.reg + "/\nRUN cd /workspace && npm install left-pad\n"
+	if _, lines, err := r.build("npmed", src); err != nil {
+		t.Fatalf("build: %v %q", err, lines)
+	}
+	img, err := r.tpls.Image("npmed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := img.Build.Steps[len(img.Build.Steps)-1]
+	if len(step.Fetched) != 1 || step.Fetched[0].Path != "/left-pad/-/left-pad-1.3.0.tgz" || step.Fetched[0].Rule != "preset-npm" {
+		t.Errorf("fetched: %+v", step.Fetched)
+	}
+	if len(step.Packages) != 1 {
+		t.Fatalf("packages: %+v", step.Packages)
+	}
+	p := step.Packages[0]
+	if p.Lockfile != "/workspace/package-lock.json" || p.Manager != "npm" || len(p.SHA256) != 64 || len(p.Changes) != 1 ||
+		p.Changes[0].Name != "left-pad" || p.Changes[0].Change != "added" || len(p.Changes[0].To) != 1 || p.Changes[0].To[0] != "1.3.0" ||
+		len(p.Registries) != 1 || p.Registries[0] != "reg.example.test" {
+		t.Errorf("package evidence: %+v", p)
 	}
 }

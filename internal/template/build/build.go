@@ -43,9 +43,10 @@ type Runner interface {
 
 // RunRecord is what a Runner knows of how a RUN step ran.
 type RunRecord struct {
-	Sandbox string           `json:"sandbox,omitempty"`
-	Exec    string           `json:"exec,omitempty"`
-	Fetched []template.Fetch `json:"fetched,omitempty"`
+	Sandbox  string                   `json:"sandbox,omitempty"`
+	Exec     string                   `json:"exec,omitempty"`
+	Fetched  []template.Fetch         `json:"fetched,omitempty"`
+	Packages []template.PackageChange `json:"packages,omitempty"`
 }
 
 // Builder builds templates into Store.
@@ -220,7 +221,7 @@ func (r *RunRecord) note(bs *template.BuildStep) {
 	if r == nil {
 		return
 	}
-	bs.Sandbox, bs.Exec, bs.Fetched = r.Sandbox, r.Exec, slices.Clone(r.Fetched)
+	bs.Sandbox, bs.Exec, bs.Fetched, bs.Packages = r.Sandbox, r.Exec, slices.Clone(r.Fetched), slices.Clone(r.Packages)
 }
 
 func (st *state) apply(e cacheEntry, key string) {
