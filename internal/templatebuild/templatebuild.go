@@ -66,13 +66,17 @@ func (s *Stacks) Attach(c hook.Core) error {
 	return nil
 }
 
-// Template implements hook.TemplateSource: a stack lent to a running step.
+// Template implements hook.TemplateSource: a stack lent to a running
+// step, taken by the first create that asks for it (the step's own,
+// made right after the lend): no other caller, even one that learns the
+// name from the step's sandbox record, starts a sandbox of a build's
+// insides (its COPY'd context files).
 func (s *Stacks) Template(name string) (*sandbox.Base, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b, ok := s.m[name]; ok {
-		c := *b
-		return &c, nil
+		delete(s.m, name)
+		return b, nil
 	}
 	return nil, fmt.Errorf("no build stack %q: %w", name, errdefs.ErrNotFound)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/internal/template/build"
 	"github.com/airlock-dev/airlock/internal/template/layertar"
 	"github.com/airlock-dev/airlock/internal/templatebuild"
 	"github.com/airlock-dev/airlock/internal/testroot"
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 // registry upstream's port there: no test traffic can go anywhere else,
 // even if a guard were broken.
 type fakeNet struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	mu   sync.Mutex
 	dial []string
@@ -142,7 +143,7 @@ func main() {
 
 // baseRoot is a tiny real root: the host's sh and the C library it needs,
 // and the static tool built here.
-func baseRoot(t *testing.T) []byte {
+func baseRoot(t testing.TB) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "t.go"), []byte(tool), 0o644); err != nil {
@@ -181,7 +182,7 @@ func baseRoot(t *testing.T) []byte {
 }
 
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	tpls  *template.Store
 	stk   *stack.Stack
 	log   *audit.Log
@@ -205,7 +206,7 @@ egress:
     - {id: test-upstream, action: allow, cidrs: [127.0.0.1/32], ports: [PORT]}
 `
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	testroot.Need(t, "layers are unpacked as host root and steps run in native sandboxes")
 	dir := t.TempDir()
@@ -513,4 +514,37 @@ func TestBuildPackageEvidence(t *testing.T) {
 		len(p.Registries) != 1 || p.Registries[0] != "reg.example.test" {
 		t.Errorf("package evidence: %+v", p)
 	}
+}
+
+// A cached rebuild (no step changed) through the daemon's service and,
+// its peer, the in-process builder on the same store and file (every
+// step cached: no sandbox runs in either). The target is <= 200 ms.
+func BenchmarkCachedRebuild(b *testing.B) {
+	r := newRig(b)
+	src := "FROM base\negress: npm\nENV npm_config_registry=http://" + r.reg + "/\nRUN cd /workspace && npm install left-pad\nRUN t write /workspace/x y\nWORKDIR /workspace\n"
+	if _, lines, err := r.build("bench", src); err != nil {
+		b.Fatalf("first build: %v %q", err, lines)
+	}
+	file := filepath.Join(r.dir, "bench.template")
+	b.Run("daemon", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			res, err := r.stk.Builds.Build(context.Background(), "bench", file, r.ctxOK, nil)
+			if err != nil || !res.Same {
+				b.Fatalf("%+v %v", res, err)
+			}
+		}
+	})
+	b.Run("inprocess", func(b *testing.B) {
+		f, err := build.Parse("bench.template", []byte(src))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bl := &build.Builder{Store: r.tpls, Runner: &build.SandboxRunner{}} // never run: every step is cached
+		for i := 0; i < b.N; i++ {
+			res, err := bl.Build(context.Background(), "bench", "bench.template", f, r.ctxOK)
+			if err != nil || !res.Same {
+				b.Fatalf("%+v %v", res, err)
+			}
+		}
+	})
 }
