@@ -34,6 +34,10 @@ type Result struct {
 	Same     bool   // the template existed, the same
 }
 
+// RunKey is the daemon's runner in RUN steps' cache keys: an in-process
+// build's steps (no policy, no audit record) are never reused here.
+const RunKey = "daemon"
+
 // maxFile bounds the build file read (build.Parse's own bound).
 const maxFile = 1 << 20
 
@@ -56,7 +60,7 @@ func (s *Service) Build(ctx context.Context, name, file, contextDir string, prog
 		return nil, err
 	}
 	r := &Runner{Core: s.Core, Stacks: s.Stacks, Name: name, Limits: s.Limits}
-	b := &build.Builder{Store: s.Store, Runner: r}
+	b := &build.Builder{Store: s.Store, Runner: r, RunKey: RunKey}
 	var lw *lineWriter
 	if progress != nil {
 		b.Logf = func(format string, a ...any) { progress(fmt.Sprintf(format, a...)) }

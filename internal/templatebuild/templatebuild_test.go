@@ -191,6 +191,7 @@ type rig struct {
 	hits  chan string
 	dir   string
 	ctxOK string // a context directory
+	be    *native.Backend
 }
 
 // The daemon's policy: allow what the steps run but hold "t hold" and
@@ -227,6 +228,7 @@ func newRig(t testing.TB) *rig {
 	if err != nil {
 		testroot.Unavailable(t, "the native backend: "+err.Error())
 	}
+	r.be = be
 	if r.tpls, err = template.Open(filepath.Join(dir, "templates")); err != nil {
 		t.Fatal(err)
 	}
@@ -411,6 +413,20 @@ func TestBuildPolicyRefusals(t *testing.T) {
 			t.Errorf("%s: a refused build left a template", n)
 		}
 	}
+	// Attack: the same denied step built in process first (no policy
+	// there) is not taken from the cache by the daemon's build.
+	src := "FROM base\nRUN t nuke all\n"
+	f, err := build.Parse("airlock.template", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := &build.Builder{Store: r.tpls, Runner: &build.SandboxRunner{Backend: r.be}}
+	if res, err := local.Build(context.Background(), "local", "airlock.template", f, r.ctxOK); err != nil || res.Done != 1 {
+		t.Fatalf("in-process build: %+v %v", res, err)
+	}
+	if _, _, err := r.build("viacache", src); err == nil || !strings.Contains(err.Error(), "policy_denied") {
+		t.Errorf("the daemon's build reused a step no policy decided: %v", err)
+	}
 }
 
 // Attack: a RUN writes outside /workspace and /home/sandbox (the
@@ -539,7 +555,8 @@ func BenchmarkCachedRebuild(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		bl := &build.Builder{Store: r.tpls, Runner: &build.SandboxRunner{}} // never run: every step is cached
+		// the builder alone, with the daemon's cache keys; never run: every step is cached
+		bl := &build.Builder{Store: r.tpls, Runner: &build.SandboxRunner{}, RunKey: templatebuild.RunKey}
 		for i := 0; i < b.N; i++ {
 			res, err := bl.Build(context.Background(), "bench", "bench.template", f, r.ctxOK)
 			if err != nil || !res.Same {

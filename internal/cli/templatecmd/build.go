@@ -55,8 +55,8 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress lines, no RUN output, on stderr")
 	socket := fs.String("socket", os.Getenv(sdk.SocketEnv), "build through the daemon on this unix socket `PATH` (env AIRLOCK_SOCKET; \"\": in process)")
 	var lim runtime.Limits
-	fs.Var(cli.SizeFlag{V: &lim.MemoryBytes}, "memory", "memory limit of each RUN: a `SIZE` (default 512M)")
-	fs.Var(cli.SizeFlag{V: &lim.DiskBytes}, "disk", "writable layer of each RUN: a `SIZE` (default 1G)")
+	fs.Var(cli.SizeFlag{V: &lim.MemoryBytes}, "memory", "memory limit of each RUN in process: a `SIZE` (default 512M; a daemon build has the daemon's)")
+	fs.Var(cli.SizeFlag{V: &lim.DiskBytes}, "disk", "writable layer of each RUN in process: a `SIZE` (default 1G; a daemon build has the daemon's)")
 	pos, code, done := fs.parse(buildUsage, args, stdout)
 	if done {
 		return code

@@ -56,6 +56,11 @@ type Builder struct {
 	Logf   func(format string, a ...any)
 	// Limits bound each step's layer.
 	Limits layertar.Limits
+	// RunKey is in every RUN step's cache key: where its steps run ("":
+	// in process), so that a step one runner made is never taken from
+	// the cache by a build of another (a daemon build must not reuse a
+	// layer no policy decided, nor one with no audit record).
+	RunKey string
 }
 
 // Result is what Build did.
@@ -173,6 +178,9 @@ func (b *Builder) step(ctx context.Context, st *state, s Step, egress []string, 
 		extra = sum
 	case "RUN":
 		extra = "egress=" + strings.Join(egress, ",")
+		if b.RunKey != "" {
+			extra += "\nrunner=" + b.RunKey
+		}
 	}
 	args, _ := json.Marshal(s.Args)
 	key := digest(st.digest + "\n" + s.Op + "\n" + string(args) + "\n" + extra)
