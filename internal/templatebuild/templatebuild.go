@@ -138,34 +138,40 @@ func (r *Runner) Run(ctx context.Context, t *template.Template, req build.RunReq
 		return nil, fmt.Errorf("the step's sandbox: %w", err)
 	}
 	rec := &build.RunRecord{Sandbox: sb.ID}
-	defer func() { _ = r.Core.Destroy(context.WithoutCancel(ctx), sb.ID) }()
+	err = r.runIn(ctx, sb.ID, req, w, rec)
+	// the record is read once the sandbox is gone (its connections closed,
+	// their last bytes recorded), whatever the step did: a refused fetch
+	// is evidence of a failed step too
+	_ = r.Core.Destroy(context.WithoutCancel(ctx), sb.ID)
+	var eerr error
+	if rec.Fetched, eerr = r.fetched(ctx, sb.ID); eerr == nil {
+		rec.Packages, eerr = r.packages(ctx, sb.ID)
+	}
+	if err == nil && eerr != nil {
+		err = fmt.Errorf("the step's egress record: %w", eerr)
+	}
+	return rec, err
+}
+
+// runIn runs the step in the live sandbox id and writes its layer to w.
+func (r *Runner) runIn(ctx context.Context, id string, req build.RunRequest, w io.Writer, rec *build.RunRecord) error {
 	out := r.Output
 	if out == nil {
 		out = io.Discard
 	}
-	execID, st, err := r.Core.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: req.Argv, Cwd: req.Cwd}, nil, out, out)
+	execID, st, err := r.Core.Exec(ctx, id, sandbox.ExecRequest{Argv: req.Argv, Cwd: req.Cwd}, nil, out, out)
 	rec.Exec = execID
-	// the record is read after the command, whatever it did: a refused
-	// fetch is evidence of a failed step too
-	fetched, ferr := r.fetched(ctx, sb.ID)
-	rec.Fetched = fetched
-	if ferr == nil {
-		rec.Packages, ferr = r.packages(ctx, sb.ID)
-	}
 	if err != nil {
-		return rec, stepRefused(err)
-	}
-	if ferr != nil {
-		return rec, fmt.Errorf("the step's egress record: %w", ferr)
+		return stepRefused(err)
 	}
 	if st.Code != 0 || st.Limit != "" {
-		return rec, fmt.Errorf("the command exited %d%s (exec %s of sandbox %s)", st.Code, limitNote(st.Limit), execID, sb.ID)
+		return fmt.Errorf("the command exited %d%s (exec %s of sandbox %s)", st.Code, limitNote(st.Limit), execID, id)
 	}
-	f, err := r.Core.Files(ctx, sb.ID)
+	f, err := r.Core.Files(ctx, id)
 	if err != nil {
-		return rec, err
+		return err
 	}
-	return rec, build.ChangesTar(ctx, f, w)
+	return build.ChangesTar(ctx, f, w)
 }
 
 // shortDigest is a stack's version as templates show theirs.
