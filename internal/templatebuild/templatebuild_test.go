@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 type fakeNet struct {
 	t    testing.TB
 	port int
+	tls  int // the TLS registry's port
 	mu   sync.Mutex
 	dial []string
 }
@@ -63,7 +64,7 @@ func (f *fakeNet) DialContext(ctx context.Context, network, address string) (net
 	f.mu.Lock()
 	f.dial = append(f.dial, address)
 	f.mu.Unlock()
-	if address != "127.0.0.1:"+strconv.Itoa(f.port) {
+	if address != "127.0.0.1:"+strconv.Itoa(f.port) && address != "127.0.0.1:"+strconv.Itoa(f.tls) {
 		f.t.Errorf("the proxy dialed %s: only the test's registry may be dialed", address)
 		return nil, fmt.Errorf("test dialer: %s is not the test registry", address)
 	}
@@ -87,6 +88,7 @@ const tool = `package main
 
 import (
 	"crypto/sha512"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -117,6 +119,9 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "fetch":
+		// the test's TLS upstream is self-signed: the tunnel, not the
+		// certificate, is what these tests look at
+		http.DefaultTransport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 		r, err := http.Get(os.Args[2])
 		if err != nil {
 			fmt.Println(err)
@@ -188,6 +193,7 @@ type rig struct {
 	log   *audit.Log
 	net   *fakeNet
 	reg   string // the registry's host:port (the "npm" preset's)
+	sec   string // the TLS registry's (the preset's too)
 	hits  chan string
 	dir   string
 	ctxOK string // a context directory
@@ -204,7 +210,7 @@ rules:
   - {id: no-nuke, command: 't nuke *', action: deny}
 egress:
   rules:
-    - {id: test-upstream, action: allow, cidrs: [127.0.0.1/32], ports: [PORT]}
+    - {id: test-upstream, action: allow, cidrs: [127.0.0.1/32], ports: [PORT, TLSPORT]}
 `
 
 func newRig(t testing.TB) *rig {
@@ -220,8 +226,14 @@ func newRig(t testing.TB) *rig {
 	}))
 	t.Cleanup(up.Close)
 	port := up.Listener.Addr().(*net.TCPAddr).Port
-	r.net = &fakeNet{t: t, port: port}
+	sec := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		fmt.Fprintf(w, "secure package %s", req.URL.Path)
+	}))
+	t.Cleanup(sec.Close)
+	tlsPort := sec.Listener.Addr().(*net.TCPAddr).Port
+	r.net = &fakeNet{t: t, port: port, tls: tlsPort}
 	r.reg = "reg.example.test:" + strconv.Itoa(port)
+	r.sec = "sec.example.test:" + strconv.Itoa(tlsPort)
 	var rb [4]byte
 	_, _ = rand.Read(rb[:])
 	be, err := native.New(native.Config{StateDir: filepath.Join(dir, "state"), CgroupParent: "airlock-tbuild-" + hex.EncodeToString(rb[:]), DieWithOwner: true})
@@ -251,13 +263,13 @@ func newRig(t testing.TB) *rig {
 	if r.log, err = audit.Open(context.Background(), audit.Config{Store: st, Redactor: red, KeyFile: filepath.Join(dir, "audit.key")}); err != nil {
 		t.Fatal(err)
 	}
-	pol, err := policy.Parse([]byte(strings.ReplaceAll(testPolicy, "PORT", strconv.Itoa(port))))
+	pol, err := policy.Parse([]byte(strings.NewReplacer("TLSPORT", strconv.Itoa(tlsPort), "PORT", strconv.Itoa(port)).Replace(testPolicy)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := stack.Config{Config: manager.Config{Backend: be, Templates: r.tpls, Store: st, Audit: r.log, Redactor: red, Policy: pol, Logf: t.Logf},
 		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), ApprovalWait: 300 * time.Millisecond,
-		Egress: &egress.Config{Resolver: r.net, Dialer: r.net, Presets: egress.Presets{"npm": {r.reg}}}}
+		Egress: &egress.Config{Resolver: r.net, Dialer: r.net, Presets: egress.Presets{"npm": {r.reg, r.sec}}}}
 	if r.stk, err = stack.New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -564,4 +576,23 @@ func BenchmarkCachedRebuild(b *testing.B) {
 			}
 		}
 	})
+}
+
+// An HTTPS fetch under the preset is a CONNECT tunnel (not opened by the
+// proxy): the provenance has its host, port and the tunnel's bytes, read
+// once the step's sandbox is gone.
+func TestBuildHTTPSFetchRecorded(t *testing.T) {
+	r := newRig(t)
+	src := "FROM base\negress: npm\nRUN t fetch https://" + r.sec + "/left-pad.tgz > /workspace/p\n"
+	if _, lines, err := r.build("secure", src); err != nil {
+		t.Fatalf("build: %v %q", err, lines)
+	}
+	img, err := r.tpls.Image("secure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := img.Build.Steps[0].Fetched
+	if len(fs) != 1 || fs[0].Method != "CONNECT" || fs[0].Host != "sec.example.test" || fs[0].Decision != "allow" || fs[0].Rule != "preset-npm" || fs[0].BytesIn == 0 || fs[0].BytesOut == 0 {
+		t.Errorf("fetched: %+v", fs)
+	}
 }
