@@ -3,12 +3,15 @@ package templatebuild
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/sandbox"
@@ -32,6 +35,8 @@ type Result struct {
 	Cached   int    // steps taken from the cache
 	Built    int    // steps carried out
 	Same     bool   // the template existed, the same
+
+	steps []stepEvent
 }
 
 // RunKey is the daemon's runner in RUN steps' cache keys: an in-process
@@ -59,6 +64,46 @@ func (s *Service) Build(ctx context.Context, name, file, contextDir string, prog
 	if err != nil {
 		return nil, err
 	}
+	sum := sha256.Sum256(data)
+	ev := map[string]any{"name": name, "file": file, "context": contextDir, "file_sha256": hex.EncodeToString(sum[:]), "base": f.From, "egress": f.Egress}
+	// record first: a build no record names runs no step
+	if err := s.record(ctx, "template.build.start", ev); err != nil {
+		return nil, fmt.Errorf("the audit record: %w", err)
+	}
+	res, err := s.build(ctx, name, file, contextDir, f, progress)
+	if err != nil {
+		ev["error"] = err.Error()
+	} else {
+		ev["template"], ev["cached"], ev["built"], ev["same"] = res.Template.Name+"@"+res.Template.Version, res.Cached, res.Built, res.Same
+		ev["steps"] = res.steps
+	}
+	_ = s.record(context.WithoutCancel(ctx), "template.build", ev) // after the act: best effort
+	return res, err
+}
+
+// record writes a build's own event (no sandbox: the steps' sandboxes
+// have theirs).
+func (s *Service) record(ctx context.Context, kind string, payload map[string]any) error {
+	if s.Stacks == nil || s.Stacks.c == nil {
+		return errdefs.Wrap(errdefs.ErrUnsupported, "this daemon runs no builds (the templatebuild module is not attached)")
+	}
+	return s.Stacks.c.Record(ctx, audit.Entry{Kind: kind, Payload: payload})
+}
+
+// stepEvent is a step as the template.build event names it: enough to
+// find its sandbox's events, not the whole provenance (the template's
+// record has that).
+type stepEvent struct {
+	Line     int    `json:"line"`
+	Digest   string `json:"digest"`
+	Layer    string `json:"layer,omitempty"`
+	Sandbox  string `json:"sandbox,omitempty"`
+	Exec     string `json:"exec,omitempty"`
+	Fetched  int    `json:"fetched,omitempty"`
+	Packages int    `json:"packages,omitempty"`
+}
+
+func (s *Service) build(ctx context.Context, name, file, contextDir string, f *build.File, progress func(string)) (*Result, error) {
 	r := &Runner{Core: s.Core, Stacks: s.Stacks, Name: name, Limits: s.Limits}
 	b := &build.Builder{Store: s.Store, Runner: r, RunKey: RunKey}
 	var lw *lineWriter
@@ -75,8 +120,14 @@ func (s *Service) Build(ctx context.Context, name, file, contextDir string, prog
 		return nil, err
 	}
 	img := res.Image
-	return &Result{Template: &sandbox.TemplateInfo{Name: img.Name, Version: img.Version, Kind: img.Kind, Base: img.Source, Created: img.Created},
-		Digest: img.Digest, Cached: res.Cached, Built: res.Done, Same: res.Same}, nil
+	out := &Result{Template: &sandbox.TemplateInfo{Name: img.Name, Version: img.Version, Kind: img.Kind, Base: img.Source, Created: img.Created},
+		Digest: img.Digest, Cached: res.Cached, Built: res.Done, Same: res.Same}
+	if img.Build != nil {
+		for _, st := range img.Build.Steps {
+			out.steps = append(out.steps, stepEvent{Line: st.Line, Digest: st.Digest, Layer: st.Layer, Sandbox: st.Sandbox, Exec: st.Exec, Fetched: len(st.Fetched), Packages: len(st.Packages)})
+		}
+	}
+	return out, nil
 }
 
 func readFile(p string) ([]byte, error) {

@@ -411,6 +411,26 @@ func buildThroughTheDaemon(t *testing.T, r *rig) {
 	if !found {
 		t.Errorf("the fetched file is not in the template's layers")
 	}
+	// the build's own events: its start before any step, its end naming
+	// the template and each step's sandbox and exec
+	var start, end *audit.Event
+	all, err := r.log.Query(context.Background(), store.AuditFilter{Kind: "template.build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range all {
+		switch e.Kind {
+		case "template.build.start":
+			start = e
+		case "template.build":
+			end = e
+		}
+	}
+	if start == nil || end == nil || start.Seq > evs[0].Seq || !strings.Contains(string(start.Payload), `"name":"withpkg"`) ||
+		!strings.Contains(string(end.Payload), `"sandbox":"`+step.Sandbox+`"`) || !strings.Contains(string(end.Payload), `"exec":"`+step.Exec+`"`) ||
+		!strings.Contains(string(end.Payload), `"template":"withpkg@`+img.Version+`"`) {
+		t.Errorf("the build's events: start %+v end %+v", start, end)
+	}
 	again, _, err := r.build("withpkg", src)
 	if err != nil || !again.Same || again.Cached != 1 || again.Digest != res.Digest {
 		t.Fatalf("cached rebuild: %+v %v", again, err)
@@ -472,6 +492,9 @@ func TestBuildPolicyRefusals(t *testing.T) {
 		if _, err := r.tpls.Image(n); err == nil {
 			t.Errorf("%s: a refused build left a template", n)
 		}
+	}
+	if evs, err := r.log.Query(context.Background(), store.AuditFilter{Kind: "template.build"}); err != nil || !hasKind(evs, "template.build", `"error":`) || !hasKind(evs, "template.build", "hold-deploy") {
+		t.Errorf("a refused build's end event: %v", err)
 	}
 	// Attack: the same denied step built in process first (no policy
 	// there) is not taken from the cache by the daemon's build.
