@@ -2,6 +2,8 @@ package templatebuild
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -29,5 +31,20 @@ func TestLentStackIsTakenOnce(t *testing.T) {
 	}
 	if l, err := s.Templates(t.Context()); err != nil || len(l) != 0 {
 		t.Errorf("listed: %v %v", l, err)
+	}
+}
+
+// The steps' output as progress lines: split at newlines across writes,
+// a line longer than maxLine in pieces, the unfinished rest at flush.
+func TestLineWriter(t *testing.T) {
+	var got []string
+	w := &lineWriter{line: func(l string) { got = append(got, l) }}
+	_, _ = w.Write([]byte("a\nb"))
+	_, _ = w.Write([]byte("c\n"))
+	_, _ = w.Write([]byte(strings.Repeat("x", maxLine+10) + "\nend"))
+	w.flush()
+	want := []string{"a", "bc", strings.Repeat("x", maxLine), strings.Repeat("x", 10), "end"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %d: %q", len(got), got)
 	}
 }
