@@ -241,7 +241,11 @@ func depCacheDir(cfg Config) string {
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
 func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store) api.Modules {
-	return api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools}
+	mods := api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools}
+	if s.Builds != nil {
+		mods.Builds = s.Builds
+	}
+	return mods
 }
 
 // caches is the stack's dependency caches as the API takes them (nil:
