@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/netpolicy"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/sandbox"
 	"github.com/airlock-dev/airlock/internal/template"
@@ -26,6 +27,8 @@ type Service struct {
 	Stacks *Stacks
 	// Limits bound each RUN step's sandbox (zero: the core's defaults).
 	Limits runtime.Limits
+	// Presets are the daemon's egress presets (see Runner.Presets).
+	Presets netpolicy.Presets
 }
 
 // Result is what a build made.
@@ -104,7 +107,7 @@ type stepEvent struct {
 }
 
 func (s *Service) build(ctx context.Context, name, file, contextDir string, f *build.File, progress func(string)) (*Result, error) {
-	r := &Runner{Core: s.Core, Stacks: s.Stacks, Name: name, Limits: s.Limits}
+	r := &Runner{Core: s.Core, Stacks: s.Stacks, Name: name, Limits: s.Limits, Presets: s.Presets}
 	b := &build.Builder{Store: s.Store, Runner: r, RunKey: RunKey}
 	var lw *lineWriter
 	if progress != nil {

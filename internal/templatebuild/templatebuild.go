@@ -4,8 +4,9 @@
 // far, its command through the core's exec pipeline (the command policy:
 // a denied or held step fails the build naming the denial or the
 // approval; the audit log: the sandbox's and the exec's events), its
-// network through the egress proxy under the build file's egress:
-// presets added to the daemon's policy, and the egress record of its
+// network through the egress proxy to the hosts of the build file's
+// egress: presets only (added to the daemon's policy, and a layer that
+// closes everything else it allows), and the egress record of its
 // sandbox (every request: host, port, path, status, bytes, decision)
 // kept as the step's provenance in the template's record, with the
 // review module's package evidence of it (the lockfiles a dependency
@@ -25,6 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 
@@ -117,6 +120,33 @@ type Runner struct {
 	// Output hears the steps' stdout and stderr (nil: discarded; the
 	// exec records keep them, capped, either way).
 	Output io.Writer
+	// Presets are the daemon's egress presets (name -> hosts): a step
+	// reaches only the hosts of those its file's egress: names.
+	Presets netpolicy.Presets
+}
+
+// onlyPresets is a step's network layer: everything denied but the
+// hosts of the named presets. The presets open those hosts over the
+// daemon's policy; this layer closes whatever else the daemon's policy
+// lets every sandbox reach, so a step reaches only what its build file
+// names (the "egress allowed only to what egress: names"). A
+// layer only narrows: it never opens what the daemon's policy does not.
+func onlyPresets(names []string, presets netpolicy.Presets) *netpolicy.Policy {
+	var hosts []string
+	for _, n := range names {
+		for _, h := range presets[n] {
+			// an exception names a host, on every port: which ports are
+			// open is the preset's (the allow the presets add)
+			if hh, _, err := net.SplitHostPort(h); err == nil {
+				h = hh
+			}
+			if !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return &netpolicy.Policy{Rules: []netpolicy.Rule{{ID: "build-egress-only", Action: netpolicy.Deny,
+		CIDRs: []string{"0.0.0.0/0", "::/0"}, ExceptHosts: hosts}}}
 }
 
 // Run implements build.Runner.
@@ -133,6 +163,7 @@ func (r *Runner) Run(ctx context.Context, t *template.Template, req build.RunReq
 	if len(req.Egress) > 0 {
 		creq.Policy = &policy.Layer{Egress: &netpolicy.Policy{Presets: req.Egress}}
 	}
+	creq.NetworkLayer = onlyPresets(req.Egress, r.Presets)
 	sb, err := r.Core.Create(ctx, creq)
 	if err != nil {
 		return nil, fmt.Errorf("the step's sandbox: %w", err)

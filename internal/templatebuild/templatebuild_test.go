@@ -33,6 +33,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/gvisor"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
+	"github.com/airlock-dev/airlock/internal/sandbox"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
 	"github.com/airlock-dev/airlock/internal/template/build"
@@ -217,6 +218,7 @@ rules:
 egress:
   rules:
     - {id: test-upstream, action: allow, cidrs: [127.0.0.1/32], ports: [PORT, TLSPORT]}
+    - {id: every-sandbox, action: allow, hosts: [granted.example.test], ports: [PORT]}
 `
 
 func newRig(t testing.TB) *rig { return newRigOn(t, "native") }
@@ -467,12 +469,46 @@ func egressOutsideThePreset(t *testing.T, r *rig) {
 		if d := r.net.dialed(); d != before {
 			t.Errorf("%s: the proxy dialed for a refused request", name)
 		}
-		if !strings.Contains(strings.Join(lines, "\n"), "not in this sandbox's egress policy (rule default-deny)") {
+		// refused by the daemon's default or by the build's own layer
+		if out := strings.Join(lines, "\n"); !strings.Contains(out, "not in this sandbox's egress policy (rule default-deny)") && !strings.Contains(out, "denied by rule build-egress-only") {
 			t.Errorf("%s: the step's output does not show the refusal: %q", name, lines)
 		}
 	}
 	if n, err := r.log.Query(context.Background(), store.AuditFilter{Kind: "egress.request"}); err != nil || !hasKind(n, "egress.request", `"decision":"deny"`) {
 		t.Errorf("no refusal on the audit log: %v", err)
+	}
+}
+
+// Attack: a host the daemon's policy opens to every sandbox is closed to
+// a build step whose egress: does not name it: a step reaches only what
+// its build file names. The daemon's grant is real: a sandbox of the
+// daemon's reaches the host.
+func TestBuildEgressOnlyWhatTheFileNames(t *testing.T) {
+	r := newRig(t)
+	port := strings.Split(r.reg, ":")[1]
+	url := "http://granted.example.test:" + port + "/left-pad"
+	ctx := context.Background()
+	sb, err := r.stk.Manager.Create(ctx, sandbox.CreateRequest{Template: "base"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_, st, err := r.stk.Manager.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"t", "fetch", url}}, nil, &out, &out)
+	_ = r.stk.Manager.Destroy(ctx, sb.ID)
+	if err != nil || st.Code != 0 {
+		t.Fatalf("the daemon's grant does not work for a plain sandbox (the test's premise): %v %+v %q", err, st, out.String())
+	}
+	for name, src := range map[string]string{
+		"granted-npm":  "FROM base\negress: npm\nRUN t fetch " + url + "\n",
+		"granted-none": "FROM base\nRUN t fetch " + url + "\n",
+	} {
+		_, lines, err := r.build(name, src)
+		if err == nil || !strings.Contains(err.Error(), "exited 3") {
+			t.Errorf("%s: a build step reached a host its file does not name: %v (%q)", name, err, lines)
+		}
+		if !strings.Contains(strings.Join(lines, "\n"), "build-egress-only") {
+			t.Errorf("%s: the refusal does not name the build's rule: %q", name, lines)
+		}
 	}
 }
 

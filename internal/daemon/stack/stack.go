@@ -101,11 +101,11 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	tcfg := tasks.Config{Dir: cfg.TaskDir}
 	var caches *depcache.Caches
+	var presets map[string][]string
+	if cfg.Egress != nil {
+		presets = cfg.Egress.Presets
+	}
 	if cfg.DepCacheDir != "" {
-		var presets map[string][]string
-		if cfg.Egress != nil {
-			presets = cfg.Egress.Presets
-		}
 		caches = depcache.New(depcache.Config{Dir: cfg.DepCacheDir, Presets: presets})
 		tcfg.Caches = caches
 	}
@@ -150,7 +150,7 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	s.Manager = m
 	if stacks != nil {
-		s.Builds = &templatebuild.Service{Store: cfg.Templates, Core: m, Stacks: stacks}
+		s.Builds = &templatebuild.Service{Store: cfg.Templates, Core: m, Stacks: stacks, Presets: presets}
 	}
 	pools.Start()
 	return s, nil
