@@ -90,3 +90,29 @@ func fitCaps(c manager.Caps, h HostTables, explicit func(flag string) bool) (man
 		c.Host.Pids, c.Host.Ptys, c.Limits.Pids, c.Limits.Ptys, c.Limits.NoFile, h.PidMax, h.ThreadsMax, h.FileMax, h.NrOpen, h.PtyMax, h.PtyReserve, c.Sandboxes)
 	return c, msg, nil
 }
+
+// DensityWarning says, when the host's task budget cannot hold
+// --max-sandboxes sandboxes (any number, when it is 0) even at the
+// smallest pids limit, how many it holds and the kernel.pid_max that
+// would hold them: each Create reserves its sandbox's most tasks, so
+// past that count creates are refused however idle the sandboxes are.
+// Only the operator can raise the table; "" when it fits.
+func DensityWarning(c manager.Caps, h HostTables) string {
+	smallest := native.HostTasks(native.MinPids)
+	holds := c.Host.Pids / smallest
+	if c.Host.Pids <= 0 || (c.Sandboxes > 0 && int64(c.Sandboxes) <= holds) {
+		return ""
+	}
+	if c.Sandboxes == 0 {
+		return fmt.Sprintf("this host's tasks hold at most %d sandboxes, even of the smallest pids limit (%d pids, %d host tasks each, reserved at create): raise kernel.pid_max (now %d; threads-max %d) to hold more",
+			holds, native.MinPids, smallest, h.PidMax, h.ThreadsMax)
+	}
+	// HostShare(p) >= want: p - p/4 >= want
+	want := int64(c.Sandboxes) * smallest
+	need := want + want/3
+	for HostShare(need) < want {
+		need++
+	}
+	return fmt.Sprintf("--max-sandboxes %d: this host's tasks hold at most %d sandboxes, even of the smallest pids limit (%d pids, %d host tasks each, reserved at create), so creates past that are refused: raise kernel.pid_max (now %d) to at least %d to hold %d (threads-max %d must allow it too)",
+		c.Sandboxes, holds, native.MinPids, smallest, h.PidMax, need, c.Sandboxes, h.ThreadsMax)
+}

@@ -103,3 +103,38 @@ func TestReadHostTables(t *testing.T) {
 		t.Error("a missing table: no error")
 	}
 }
+
+// On the review host (kernel.pid_max 32768) the task budget holds 256
+// sandboxes of the smallest pids limit: the default --max-sandboxes fits
+// and says nothing, 1,000 is warned of with the pid_max that holds them,
+// and that pid_max does.
+func TestDensityWarningNamesThePidMaxThatHoldsThem(t *testing.T) {
+	c, _, err := fitCaps(defaultCaps(), reviewHost, noneExplicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := DensityWarning(c, reviewHost); w != "" {
+		t.Errorf("the default %d sandboxes are warned of: %s", c.Sandboxes, w)
+	}
+	c.Sandboxes = 1000
+	w := DensityWarning(c, reviewHost)
+	// 1,000 sandboxes of 96 tasks: 96,000 = pid_max less a quarter
+	for _, want := range []string{"--max-sandboxes 1000", "at most 256 sandboxes", "kernel.pid_max (now 32768) to at least 128000"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q does not say %q", w, want)
+		}
+	}
+	big := reviewHost
+	big.PidMax = 128000
+	c2, _, err := fitCaps(manager.Caps{Sandboxes: 1000}, big, noneExplicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := DensityWarning(c2, big); w != "" || c2.Host.Pids/native.HostTasks(native.MinPids) < 1000 {
+		t.Errorf("pid_max 128000: budget %d, warning %q; want 1,000 sandboxes held, no warning", c2.Host.Pids, w)
+	}
+	c2.Sandboxes = 0
+	if w := DensityWarning(c2, big); !strings.Contains(w, "at most 1000 sandboxes") {
+		t.Errorf("--max-sandboxes 0: %q, want the count the host holds", w)
+	}
+}

@@ -203,7 +203,11 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	// What the caps were fitted to is the daemon's first log line, in the
 	// daemon's log style (slog's text, as internal/daemon logs); only
 	// usage and start errors are the CLI's own "airlock serve: ..." lines.
-	slog.New(slog.NewTextHandler(stderr, nil)).Info(msg)
+	lg := slog.New(slog.NewTextHandler(stderr, nil))
+	lg.Info(msg)
+	if w := DensityWarning(caps, tables); w != "" {
+		lg.Warn(w)
+	}
 	cfg.Socket, cfg.Listen, cfg.E2BListen, cfg.StateDir, cfg.DataDir, cfg.DB = *socket, *listen, *e2bListen, *stateDir, *dataDir, *db
 	if err := e2bf.apply(&cfg); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
