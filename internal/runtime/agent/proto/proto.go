@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -210,7 +211,7 @@ const maxMessage = 1 << 20
 // alongside. Send may be called concurrently; Recv must not be.
 type Conn struct {
 	f   *os.File
-	fd  int
+	rc  syscall.RawConn
 	wmu sync.Mutex
 	buf []byte
 	oob []byte
@@ -227,9 +228,26 @@ func WarmCodec() {
 }
 
 // NewConn wraps a connected SOCK_SEQPACKET socket. The Conn owns f.
+// When f was made of a non-blocking descriptor (os.NewFile then gives it
+// to Go's poller), a Recv or Send that must wait parks its goroutine, not
+// an OS thread: a daemon holds one channel per sandbox, each with a Recv
+// always pending, and a thread each would be a thousand host tasks for
+// a thousand sandboxes. A blocking f works as before.
 func NewConn(f *os.File) *Conn {
-	return &Conn{f: f, fd: int(f.Fd()), buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(4*16))}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		// only for a closed f; every use then fails as on a closed socket
+		rc = closedRawConn{}
+	}
+	return &Conn{f: f, rc: rc, buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(4*16))}
 }
+
+// closedRawConn is the RawConn of a file closed before NewConn.
+type closedRawConn struct{}
+
+func (closedRawConn) Control(func(uintptr)) error    { return os.ErrClosed }
+func (closedRawConn) Read(func(uintptr) bool) error  { return os.ErrClosed }
+func (closedRawConn) Write(func(uintptr) bool) error { return os.ErrClosed }
 
 // Close closes the socket.
 func (c *Conn) Close() error { return c.f.Close() }
@@ -274,11 +292,15 @@ func (c *Conn) Send(m *Message, files ...*os.File) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	for {
-		err = unix.Sendmsg(c.fd, b, oob, nil, 0)
-		if err != unix.EINTR {
-			break
+	if werr := c.rc.Write(func(fd uintptr) bool {
+		for {
+			err = unix.Sendmsg(int(fd), b, oob, nil, 0)
+			if err != unix.EINTR {
+				return err != unix.EAGAIN
+			}
 		}
+	}); werr != nil {
+		err = werr
 	}
 	if err == unix.EMSGSIZE {
 		return fmt.Errorf("%w (%d bytes, more than the channel's buffer)", ErrTooLarge, len(b))
@@ -298,11 +320,15 @@ func (c *Conn) Send(m *Message, files ...*os.File) error {
 func (c *Conn) Recv() (*Message, []*os.File, error) {
 	var n, oobn int
 	var err error
-	for {
-		n, oobn, _, _, err = unix.Recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
-		if err != unix.EINTR {
-			break
+	if rerr := c.rc.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, _, _, err = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+			if err != unix.EINTR {
+				return err != unix.EAGAIN
+			}
 		}
+	}); rerr != nil {
+		err = rerr
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent channel receive: %w", err)
