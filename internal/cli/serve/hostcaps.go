@@ -116,3 +116,31 @@ func DensityWarning(c manager.Caps, h HostTables) string {
 	return fmt.Sprintf("--max-sandboxes %d: this host's tasks hold at most %d sandboxes, even of the smallest pids limit (%d pids, %d host tasks each, reserved at create), so creates past that are refused: raise kernel.pid_max (now %d) to at least %d to hold %d (threads-max %d must allow it too)",
 		c.Sandboxes, holds, native.MinPids, smallest, h.PidMax, need, c.Sandboxes, h.ThreadsMax)
 }
+
+// DaemonFilesPerSandbox bounds the descriptors the daemon holds for one
+// idle sandbox: five measured (the sandbox's lock, its uid slot's lock,
+// the agent's channel, two pidfds of its init), with room for what an
+// exec or a file transfer holds while it runs.
+const DaemonFilesPerSandbox = 8
+
+// daemonFilesBase is what the daemon holds of its own: database,
+// listeners, logs, clients' connections.
+const daemonFilesBase = 256
+
+// FilesWarning says, when the daemon's own open-file limit (nofile, its
+// RLIMIT_NOFILE after the Go runtime raised it to the hard limit) cannot
+// hold --max-sandboxes sandboxes, how many it holds: past that, creates
+// and execs fail with "too many open files". "" when it fits, or when
+// the count is unbounded (0), which no limit holds.
+func FilesWarning(sandboxes int, nofile uint64) string {
+	if sandboxes <= 0 {
+		return ""
+	}
+	need := uint64(daemonFilesBase + sandboxes*DaemonFilesPerSandbox)
+	if nofile >= need {
+		return ""
+	}
+	holds := (int64(nofile) - daemonFilesBase) / DaemonFilesPerSandbox
+	return fmt.Sprintf("--max-sandboxes %d: this daemon may open %d files (its hard RLIMIT_NOFILE), which holds about %d sandboxes (%d descriptors each): raise the hard limit to at least %d (LimitNOFILE= of its unit, ulimit -Hn)",
+		sandboxes, nofile, max(holds, 0), DaemonFilesPerSandbox, need)
+}

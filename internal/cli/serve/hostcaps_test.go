@@ -138,3 +138,20 @@ func TestDensityWarningNamesThePidMaxThatHoldsThem(t *testing.T) {
 		t.Errorf("--max-sandboxes 0: %q, want the count the host holds", w)
 	}
 }
+
+// A daemon whose open-file limit cannot hold its sandboxes' descriptors
+// is warned of at start, with the limit that would.
+func TestFilesWarningNamesTheLimitThatHoldsThem(t *testing.T) {
+	if w := FilesWarning(1000, 1<<19); w != "" {
+		t.Errorf("1,000 sandboxes under the usual 524288: %q", w)
+	}
+	w := FilesWarning(1000, 4096)
+	for _, want := range []string{"--max-sandboxes 1000", "RLIMIT_NOFILE", "about 480 sandboxes", "at least 8256"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q does not say %q", w, want)
+		}
+	}
+	if w := FilesWarning(0, 1024); w != "" {
+		t.Errorf("--max-sandboxes 0: %q", w)
+	}
+}

@@ -208,6 +208,12 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	if w := DensityWarning(caps, tables); w != "" {
 		lg.Warn(w)
 	}
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err == nil {
+		if w := FilesWarning(caps.Sandboxes, nofile.Cur); w != "" {
+			lg.Warn(w)
+		}
+	}
 	cfg.Socket, cfg.Listen, cfg.E2BListen, cfg.StateDir, cfg.DataDir, cfg.DB = *socket, *listen, *e2bListen, *stateDir, *dataDir, *db
 	if err := e2bf.apply(&cfg); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
