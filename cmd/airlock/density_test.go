@@ -70,29 +70,39 @@ func TestHoldManySandboxes(t *testing.T) {
 	parallel(n-1, 4, func(i int) error { return create(i + 1) }, t)
 	t.Logf("created %d more sandboxes in %v", n-1, time.Since(start).Round(time.Millisecond))
 	time.Sleep(2 * time.Second) // idle
+	cpu0, dcpu0, t0 := cgroupCPU(e.cgroupName), procCPU(d.cmd.Process.Pid), time.Now()
+	time.Sleep(5 * time.Second)
+	el := float64(time.Since(t0))
+	t.Logf("idle CPU of %d sandboxes: %.2f%% of one core; the daemon's: %.2f%%", n,
+		100*float64(cgroupCPU(e.cgroupName)-cpu0)/el, 100*float64(procCPU(d.cmd.Process.Pid)-dcpu0)/el)
 	pss, kmem, procs := idleMemory(t, e.cgroupName)
 	t.Logf("idle memory of %d sandboxes (%d processes, %d host tasks): PSS %.2f MiB + cgroup kernel memory %.2f MiB = %.2f MiB per sandbox",
 		n, procs, cgroupTasks(e.cgroupName), mib(pss)/float64(n), mib(kmem)/float64(n), mib(pss+kmem)/float64(n))
 	t.Logf("the daemon with %d held: %s", n, procStatus(d.cmd.Process.Pid))
-	// One exec per sandbox, one at a time (latency, not throughput), each
-	// writing a file that its activity record must list.
-	lat := make([]time.Duration, n)
-	for i, id := range ids {
-		t0 := time.Now()
-		files, err := d.execFiles(id, "echo x > /workspace/density-"+strconv.Itoa(i))
-		lat[i] = time.Since(t0)
-		if err != nil {
-			t.Fatalf("sandbox %d (%s) of %d: %v", i, id, n, err)
-		}
-		want := "/workspace/density-" + strconv.Itoa(i)
-		if files.Incomplete || !contains(files.Written, want) {
-			t.Fatalf("sandbox %d (%s) of %d: file activity %+v, want %s written and complete", i, id, n, files, want)
-		}
-	}
+	// Two rounds of one exec per sandbox, one at a time (latency, not
+	// throughput), each writing a file that its activity record must
+	// list: the first exec in each sandbox, then a second.
 	p50one, p99one, _ := percentiles(one)
-	p50, p99, top := percentiles(lat)
-	t.Logf("exec with all %d held: p50 %v, p99 %v, max %v (peer, %d execs with 1 held: p50 %v, p99 %v)",
-		n, p50, p99, top, len(one), p50one, p99one)
+	var p99 time.Duration
+	for round := 1; round <= 2; round++ {
+		lat := make([]time.Duration, n)
+		for i, id := range ids {
+			want := fmt.Sprintf("/workspace/density-%d-%d", i, round)
+			t0 := time.Now()
+			files, err := d.execFiles(id, "echo x > "+want)
+			lat[i] = time.Since(t0)
+			if err != nil {
+				t.Fatalf("sandbox %d (%s) of %d: %v", i, id, n, err)
+			}
+			if files.Incomplete || !contains(files.Written, want) {
+				t.Fatalf("sandbox %d (%s) of %d: file activity %+v, want %s written and complete", i, id, n, files, want)
+			}
+		}
+		var p50, top time.Duration
+		p50, p99, top = percentiles(lat)
+		t.Logf("exec round %d with all %d held: p50 %v, p99 %v, max %v (peer, %d execs with 1 held: p50 %v, p99 %v)",
+			round, n, p50, p99, top, len(one), p50one, p99one)
+	}
 	if n >= 100 && p99 > 50*time.Millisecond {
 		t.Errorf("exec p99 %v with %d sandboxes held, want <= 50ms", p99, n)
 	}
@@ -246,6 +256,36 @@ func procStatus(pid int) string {
 	}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	return strings.Join(append(out, fmt.Sprintf("fds: %d", len(fds))), ", ")
+}
+
+// procCPU is the CPU time (ns) process pid used, user and system, at
+// the usual 100 clock ticks a second.
+func procCPU(pid int) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	sy, _ := strconv.ParseInt(f[12], 10, 64)
+	return (u + sy) * int64(time.Second/100)
+}
+
+// cgroupCPU is the CPU time (ns) the sandboxes under parent used.
+func cgroupCPU(parent string) int64 {
+	if b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpuacct", parent, "cpuacct.usage")); err == nil {
+		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return v
+	}
+	b, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup", parent, "cpu.stat"))
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "usage_usec" {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			return v * 1000
+		}
+	}
+	return 0
 }
 
 // cgroupTasks is the tasks (threads) the sandboxes under parent hold,
