@@ -91,30 +91,50 @@ func fitCaps(c manager.Caps, h HostTables, explicit func(flag string) bool) (man
 	return c, msg, nil
 }
 
-// DensityWarning says, when the host's task budget cannot hold
-// --max-sandboxes sandboxes (any number, when it is 0) even at the
-// smallest pids limit, how many it holds and the kernel.pid_max that
-// would hold them: each Create reserves its sandbox's most tasks, so
-// past that count creates are refused however idle the sandboxes are.
-// Only the operator can raise the table; "" when it fits.
+// DensityWarning says, when the host's budgets cannot hold
+// --max-sandboxes sandboxes (any number, when it is 0) even of the
+// smallest limits, how many they hold and what would hold them: each
+// Create reserves its sandbox's most tasks (pids) and terminals (ptys),
+// so past that count creates are refused however idle the sandboxes
+// are. Only the operator can raise the tables; "" when they fit.
 func DensityWarning(c manager.Caps, h HostTables) string {
+	var out []string
 	smallest := native.HostTasks(native.MinPids)
-	holds := c.Host.Pids / smallest
-	if c.Host.Pids <= 0 || (c.Sandboxes > 0 && int64(c.Sandboxes) <= holds) {
+	if w := budgetWarning(c.Sandboxes, c.Host.Pids, smallest, "kernel.pid_max", h.PidMax, 0); w != "" {
+		out = append(out, fmt.Sprintf("this host's tasks hold at most %d sandboxes, even of the smallest pids limit (%d pids, %d host tasks each, reserved at create): %s (threads-max %d must allow it too)",
+			c.Host.Pids/smallest, native.MinPids, smallest, w, h.ThreadsMax))
+	}
+	// the smallest sandbox has one terminal
+	if w := budgetWarning(c.Sandboxes, c.Host.Ptys, 1, "kernel.pty.max", h.PtyMax, h.PtyReserve); w != "" {
+		out = append(out, fmt.Sprintf("this host's terminals hold at most %d sandboxes, even of one pty each: %s", c.Host.Ptys, w))
+	}
+	if len(out) == 0 {
 		return ""
 	}
-	if c.Sandboxes == 0 {
-		return fmt.Sprintf("this host's tasks hold at most %d sandboxes, even of the smallest pids limit (%d pids, %d host tasks each, reserved at create): raise kernel.pid_max (now %d; threads-max %d) to hold more",
-			holds, native.MinPids, smallest, h.PidMax, h.ThreadsMax)
+	if c.Sandboxes > 0 {
+		return fmt.Sprintf("--max-sandboxes %d: %s", c.Sandboxes, strings.Join(out, "; "))
+	}
+	return strings.Join(out, "; ")
+}
+
+// budgetWarning says how to raise the host table named table (now its
+// size, of which reserve is not the sandboxes') so that its share holds
+// n sandboxes of each entries (n 0: more than now), or "" when it holds
+// them already.
+func budgetWarning(n int, share, each int64, table string, now, reserve int64) string {
+	if share <= 0 || (n > 0 && int64(n) <= share/each) {
+		return ""
+	}
+	if n == 0 {
+		return fmt.Sprintf("raise %s (now %d) to hold more", table, now)
 	}
 	// HostShare(p) >= want: p - p/4 >= want
-	want := int64(c.Sandboxes) * smallest
+	want := int64(n) * each
 	need := want + want/3
 	for HostShare(need) < want {
 		need++
 	}
-	return fmt.Sprintf("--max-sandboxes %d: this host's tasks hold at most %d sandboxes, even of the smallest pids limit (%d pids, %d host tasks each, reserved at create), so creates past that are refused: raise kernel.pid_max (now %d) to at least %d to hold %d (threads-max %d must allow it too)",
-		c.Sandboxes, holds, native.MinPids, smallest, h.PidMax, need, c.Sandboxes, h.ThreadsMax)
+	return fmt.Sprintf("raise %s (now %d) to at least %d to hold %d", table, now, need+reserve, n)
 }
 
 // DaemonFilesPerSandbox bounds the descriptors the daemon holds for one

@@ -133,6 +133,14 @@ func TestDensityWarningNamesThePidMaxThatHoldsThem(t *testing.T) {
 	if w := DensityWarning(c2, big); w != "" || c2.Host.Pids/native.HostTasks(native.MinPids) < 1000 {
 		t.Errorf("pid_max 128000: budget %d, warning %q; want 1,000 sandboxes held, no warning", c2.Host.Pids, w)
 	}
+	// past the terminals too: one each, of 2304 ((4096-1024) less a quarter)
+	c.Sandboxes = 3000
+	w = DensityWarning(c, reviewHost)
+	for _, want := range []string{"kernel.pid_max (now 32768) to at least 384000 to hold 3000", "terminals hold at most 2304 sandboxes", "kernel.pty.max (now 4096) to at least 5024 to hold 3000"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q does not say %q", w, want)
+		}
+	}
 	c2.Sandboxes = 0
 	if w := DensityWarning(c2, big); !strings.Contains(w, "at most 1000 sandboxes") {
 		t.Errorf("--max-sandboxes 0: %q, want the count the host holds", w)
