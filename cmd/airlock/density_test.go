@@ -113,6 +113,7 @@ func TestHoldManySandboxes(t *testing.T) {
 		t.Logf("exec round %d with all %d held: p50 %v, p99 %v, max %v (peer, interleaved, 1 held: p50 %v, p99 %v, max %v)",
 			round, n, p50, p99, top, q50, q99, qtop)
 	}
+	t.Logf("the daemon after %d execs: %s", 2*n, procStatus(d.cmd.Process.Pid))
 	if n >= 100 && p99 > 50*time.Millisecond {
 		t.Errorf("exec p99 %v with %d sandboxes held, want <= 50ms", p99, n)
 	}

@@ -3,6 +3,7 @@ package hostside
 import (
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,9 +100,13 @@ func TestAwaitExitHoldsNoThreadPerChild(t *testing.T) {
 }
 
 // A Recv pending on every channel (the daemon's read loop of each
-// sandbox's agent) takes no thread per channel, and each still gets its
-// message.
-func TestChannelRecvHoldsNoThreadPerChannel(t *testing.T) {
+// sandbox's agent) takes no thread and no message buffer per channel,
+// and each still gets its message and the descriptor sent with it.
+func TestChannelRecvHoldsNoThreadOrBufferPerChannel(t *testing.T) {
+	var ms goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&ms)
+	heap0 := ms.HeapAlloc
 	type pair struct {
 		host  *proto.Conn
 		child *os.File
@@ -115,9 +120,12 @@ func TestChannelRecvHoldsNoThreadPerChannel(t *testing.T) {
 		}
 		ps = append(ps, pair{host, child})
 		go func() {
-			m, _, err := host.Recv()
-			if err == nil && m.Op != "ready" {
-				t.Errorf("got %q, want ready", m.Op)
+			m, files, err := host.Recv()
+			if err == nil && (m.Op != "ready" || len(files) != 1) {
+				t.Errorf("got %q with %d descriptors, want ready with one", m.Op, len(files))
+			}
+			for _, f := range files {
+				f.Close()
 			}
 			got <- err
 		}()
@@ -132,9 +140,13 @@ func TestChannelRecvHoldsNoThreadPerChannel(t *testing.T) {
 	if n := blockedIn(t, unix.SYS_RECVMSG); n >= waiters/2 {
 		t.Errorf("%d threads blocked in recvmsg for %d channels: a thread per Recv", n, waiters)
 	}
+	goruntime.ReadMemStats(&ms)
+	if grown := int64(ms.HeapAlloc) - int64(heap0); grown > waiters<<20/2 {
+		t.Errorf("the heap grew by %d bytes for %d pending Recvs: a message buffer each", grown, waiters)
+	}
 	for _, p := range ps {
 		// the child's end is blocking, as the agent is handed it
-		if err := proto.NewConn(p.child).Send(&proto.Message{Op: "ready"}); err != nil {
+		if err := proto.NewConn(p.child).Send(&proto.Message{Op: "ready"}, os.Stdin); err != nil {
 			t.Fatal(err)
 		}
 	}

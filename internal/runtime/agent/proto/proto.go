@@ -213,9 +213,15 @@ type Conn struct {
 	f   *os.File
 	rc  syscall.RawConn
 	wmu sync.Mutex
-	buf []byte
 	oob []byte
 }
+
+// recvBufs are Recv's buffers of maxMessage bytes, taken only once a
+// message is there to read: a daemon holds a Conn per sandbox, each
+// with a Recv always pending, and a buffer each would be a GiB of heap
+// for a thousand idle sandboxes (counted live by the GC's pacing, so
+// that garbage could grow as large before a collection).
+var recvBufs = sync.Pool{New: func() any { b := make([]byte, maxMessage); return &b }}
 
 // WarmCodec builds encoding/json's encoders and decoders for every message
 // type (about 0.3 ms, paid by the first message a process sends): a
@@ -239,7 +245,7 @@ func NewConn(f *os.File) *Conn {
 		// only for a closed f; every use then fails as on a closed socket
 		rc = closedRawConn{}
 	}
-	return &Conn{f: f, rc: rc, buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(4*16))}
+	return &Conn{f: f, rc: rc, oob: make([]byte, unix.CmsgSpace(4*16))}
 }
 
 // closedRawConn is the RawConn of a file closed before NewConn.
@@ -320,9 +326,24 @@ func (c *Conn) Send(m *Message, files ...*os.File) error {
 func (c *Conn) Recv() (*Message, []*os.File, error) {
 	var n, oobn int
 	var err error
+	var bp *[]byte
+	defer func() {
+		if bp != nil {
+			recvBufs.Put(bp)
+		}
+	}()
+	var peek [1]byte
 	if rerr := c.rc.Read(func(fd uintptr) bool {
 		for {
-			n, oobn, _, _, err = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+			// a message is there (or the peer is gone) before a buffer
+			// is taken: MSG_PEEK leaves it queued
+			_, _, _, _, err = unix.Recvmsg(int(fd), peek[:], nil, unix.MSG_PEEK)
+			if err == nil {
+				if bp == nil {
+					bp = recvBufs.Get().(*[]byte)
+				}
+				n, oobn, _, _, err = unix.Recvmsg(int(fd), *bp, c.oob, unix.MSG_CMSG_CLOEXEC)
+			}
 			if err != unix.EINTR {
 				return err != unix.EAGAIN
 			}
@@ -356,7 +377,7 @@ func (c *Conn) Recv() (*Message, []*os.File, error) {
 		return nil, nil, ErrClosed
 	}
 	m := new(Message)
-	if err := json.Unmarshal(c.buf[:n], m); err != nil {
+	if err := json.Unmarshal((*bp)[:n], m); err != nil {
 		for _, f := range files {
 			f.Close()
 		}
