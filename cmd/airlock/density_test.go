@@ -80,9 +80,9 @@ func TestHoldManySandboxes(t *testing.T) {
 	el := float64(time.Since(t0))
 	t.Logf("idle CPU of %d sandboxes: %.2f%% of one core; the daemon's: %.2f%%", n,
 		100*float64(cgroupCPU(e.cgroupName)-cpu0)/el, 100*float64(procCPU(d.cmd.Process.Pid)-dcpu0)/el)
-	pss, kmem, procs := idleMemory(t, e.cgroupName)
-	t.Logf("idle memory of %d sandboxes (%d processes, %d host tasks): PSS %.2f MiB + cgroup kernel memory %.2f MiB = %.2f MiB per sandbox",
-		n, procs, cgroupTasks(e.cgroupName), mib(pss)/float64(n), mib(kmem)/float64(n), mib(pss+kmem)/float64(n))
+	pss, kmem, charged, procs := idleMemory(t, e.cgroupName)
+	t.Logf("idle memory of %d sandboxes (%d processes, %d host tasks): PSS %.2f MiB + cgroup kernel memory %.2f MiB = %.2f MiB per sandbox (all their cgroups are charged, page cache too: %.2f MiB each)",
+		n, procs, cgroupTasks(e.cgroupName), mib(pss)/float64(n), mib(kmem)/float64(n), mib(pss+kmem)/float64(n), mib(charged)/float64(n))
 	t.Logf("the daemon with %d held: %s", n, procStatus(d.cmd.Process.Pid))
 	// Two rounds of one exec per sandbox, one at a time (latency, not
 	// throughput), each writing a file that its activity record must
@@ -230,13 +230,14 @@ func (d *daemonProc) execFiles(id, script string) (fileActivity, error) {
 }
 
 // idleMemory sums, over the sandbox cgroups under the env's parent, the
-// PSS of every process in them and the kernel memory charged to them.
-func idleMemory(t *testing.T, parent string) (pss, kmem int64, procs int) {
+// PSS of every process in them, the kernel memory charged to them, and
+// all that is charged to them (anon, page cache, tmpfs, kernel).
+func idleMemory(t *testing.T, parent string) (pss, kmem, charged int64, procs int) {
 	t.Helper()
 	v1 := filepath.Join("/sys/fs/cgroup/memory", parent)
-	root, kfile := v1, "memory.kmem.usage_in_bytes"
+	root, kfile, cfile := v1, "memory.kmem.usage_in_bytes", "memory.usage_in_bytes"
 	if _, err := os.Stat(v1); err != nil {
-		root, kfile = filepath.Join("/sys/fs/cgroup", parent), ""
+		root, kfile, cfile = filepath.Join("/sys/fs/cgroup", parent), "", "memory.current"
 	}
 	ents, err := os.ReadDir(root)
 	if err != nil {
@@ -248,12 +249,15 @@ func idleMemory(t *testing.T, parent string) (pss, kmem int64, procs int) {
 		}
 		dir := filepath.Join(root, ent.Name())
 		kmem += cgroupKernelMemory(dir, kfile)
+		b, _ := os.ReadFile(filepath.Join(dir, cfile))
+		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		charged += v
 		for _, pid := range cgroupPids(dir) {
 			procs++
 			pss += smapsPss(pid)
 		}
 	}
-	return pss, kmem, procs
+	return pss, kmem, charged, procs
 }
 
 // procStatus is a process's resident memory, threads and descriptors.
