@@ -99,6 +99,13 @@ func TestSnapshotThroughTheDoor(t *testing.T) {
 	if h := get(c.SandboxID, c.EnvdAccessToken, "/home/user/notes.txt"); h != "home" {
 		t.Errorf("after the refusals: %q", h)
 	}
+	// A paused sandbox is not snapshotted (resume it first).
+	if resp, b := d.call("POST", "/sandboxes/"+id+"/pause", nil, key); resp.StatusCode != 204 {
+		t.Fatalf("pause: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := d.call("POST", "/sandboxes/"+id+"/snapshots", []byte(`{"name":"paused"}`), key); resp.StatusCode != 409 {
+		t.Errorf("snapshot of a paused sandbox: %d %s, want 409", resp.StatusCode, b)
+	}
 }
 
 // fork: count sandboxes from one snapshot, each with the source's files,
