@@ -17,6 +17,8 @@ What it follows of the SDK (packages/python-sdk in e2b-dev/E2B):
   (envd 0.4.0 and later: the default user), the sandbox headers
   E2b-Sandbox-Id, E2b-Sandbox-Port and X-Access-Token.
 - files: GET /files?path=, POST /files?path= as multipart "file" parts.
+- snapshots: POST /sandboxes/{id}/snapshots {name}, GET /snapshots,
+  POST /sandboxes/{id}/fork {timeout, count} (201 for both posts).
 
 env: E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL. Prints one JSON line per
 step and {"ok": true} at the end; exits non-zero on the first failure.
@@ -213,6 +215,28 @@ def main():
     except ConnectError as e:
         check(e.code == "not_found", f"stat missing: {e}")
     log("files")
+
+    # create_snapshot (SandboxSnapshotRequest {name}, 201 SnapshotInfo),
+    # a sandbox from it, list_snapshots, fork (SandboxForkRequest with the
+    # SDK's default timeout and count, 201 one result per fork).
+    status, _, b = api("POST", "/sandboxes/" + sbx.id + "/snapshots", {"name": "py-snap"})
+    check(status == 201 and json.loads(b) == {"snapshotID": "py-snap", "names": ["py-snap"]}, f"snapshot: {status} {b!r}")
+    status, _, b = api("POST", "/sandboxes", dict(body, templateID="py-snap"))
+    check(status == 201, f"create from the snapshot: {status} {b!r}")
+    copy = Sandbox(json.loads(b))
+    out, _, _ = copy.run("cat notes/a.txt")
+    check(out == "one\ntwo\n", f"the snapshot's files: {out!r}")
+    status, _, b = api("GET", "/snapshots?" + urllib.parse.urlencode({"sandboxID": sbx.id}))
+    check(status == 200 and [x["snapshotID"] for x in json.loads(b)] == ["py-snap"], f"list snapshots: {status} {b!r}")
+    status, _, b = api("POST", "/sandboxes/" + sbx.id + "/fork", {"timeout": 300, "count": 1})
+    forks = json.loads(b)
+    check(status == 201 and len(forks) == 1 and "sandbox" in forks[0], f"fork: {status} {b!r}")
+    out, _, _ = Sandbox(forks[0]["sandbox"]).run("cat /home/user/notes/a.txt")
+    check(out == "one\ntwo\n", f"the fork's files: {out!r}")
+    for other in (copy.id, forks[0]["sandbox"]["sandboxID"]):
+        status, _, _ = api("DELETE", "/sandboxes/" + other)
+        check(status == 204, f"kill {other}: {status}")
+    log("snapshots")
 
     # kill: 204, then 404 (the SDK's False), and the sandbox is gone.
     status, _, _ = api("DELETE", "/sandboxes/" + sbx.id)
