@@ -906,7 +906,18 @@ func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
 // of each step as it happens (the answer is then streamed, and the
 // client's timeout does not cut a long import short).
 func (c *Client) ImportTemplate(ctx context.Context, name, source string, progress func(line string)) (*Template, error) {
-	req := wire.TemplateImportRequest{Name: name, Source: source}
+	return c.ImportTemplateWith(ctx, TemplateImport{Name: name, Source: source}, progress)
+}
+
+// TemplateImport is an import's request: the template's name, its
+// source, and the daemon's secret holding the registry credential, if
+// the registry wants one.
+type TemplateImport = wire.TemplateImportRequest
+
+// ImportTemplateWith is ImportTemplate with every field of the request
+// (RegistrySecret: the credential of a registry reference's registry,
+// kept as one of the daemon's secrets).
+func (c *Client) ImportTemplateWith(ctx context.Context, req TemplateImport, progress func(line string)) (*Template, error) {
 	if progress == nil {
 		var t Template
 		if err := c.call(ctx, http.MethodPost, "/v1/templates", nil, req, &t); err != nil {

@@ -223,6 +223,11 @@ type TemplateImportRequest struct {
 	// Source is an OCI layout directory, an OCI or docker archive (paths
 	// on the daemon's host) or a registry reference.
 	Source string `json:"source"`
+	// RegistrySecret names the daemon's secret holding the credential
+	// for the registry of a registry reference (USER:PASSWORD or a
+	// docker-style JSON auth entry); its value is in no answer, error,
+	// log or template record. With a local source: 400.
+	RegistrySecret string `json:"registry_secret,omitempty"`
 }
 
 // TemplateImportEvent is one line of the answer of POST

@@ -44,6 +44,7 @@ func verbs() []verb {
 		{"apikey", "manage API keys for TCP clients of the daemon", admin.CmdAPIKey},
 		{"secret", "store secrets and grant them to a sandbox or task", admin.CmdSecret},
 		{"egress", "sandboxes' network egress: status, kill switch, per-sandbox policy", admin.CmdEgress},
+		{"pool", "the daemon's warm pools of ready sandboxes (serve --pool): ls", admin.CmdPool},
 		{"cache", "the per-project dependency caches (serve --dep-cache): ls, clear", admin.CmdCache},
 		{"policy", "explain the policy's decision on a command; print the default policy", approvals.CmdPolicy},
 		{"approvals", "list commands the policy held for a human", approvals.CmdApprovals},

@@ -63,6 +63,7 @@ type Server struct {
 	audit  AuditLog
 	review Review
 	caches Caches
+	pools  Pools
 	health Health
 	mux    *http.ServeMux
 }
@@ -98,15 +99,18 @@ type Modules struct {
 	// Caches nil: no dependency caches are kept (noCaches).
 	Caches Caches
 	Images Images
+	// Pools nil: no warm pools (an empty list).
+	Pools Pools
 }
 
 // Images imports image templates (POST /v1/templates; the daemon's
 // template/oci import into its store).
 type Images interface {
 	// Import imports source as the template name; it returns the new
-	// template and its pinned digest. progress (may be nil) hears of
-	// each step, one line each.
-	Import(ctx context.Context, name, source string, progress func(string)) (*sandbox.TemplateInfo, string, error)
+	// template and its pinned digest. registrySecret ("": none) names
+	// the secret holding the registry's credential. progress (may be
+	// nil) hears of each step, one line each.
+	Import(ctx context.Context, name, source, registrySecret string, progress func(string)) (*sandbox.TemplateInfo, string, error)
 }
 
 // Snapshots is what the API uses of the snapshot templates
@@ -204,7 +208,10 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Caches == nil {
 		mods.Caches = noCaches{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, health: h, mux: http.NewServeMux()}
+	if mods.Pools == nil {
+		mods.Pools = noPools{}
+	}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, pools: mods.Pools, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -233,6 +240,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.secretRoutes()
 	s.egressRoutes()
 	s.cacheRoutes()
+	s.poolRoutes()
 	// MCP over streamable HTTP: its tools call this same API in process,
 	// with the caller's context, so nothing is different for them.
 	s.mux.Handle("/mcp", mcp.HTTP(h.Version, s.mcpCaller))
@@ -814,7 +822,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request) {
 		s.importStreamed(w, r, req)
 		return
 	}
-	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, nil)
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, req.RegistrySecret, nil)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -838,7 +846,7 @@ func (s *Server) importStreamed(w http.ResponseWriter, r *http.Request, req wire
 		_, _ = w.Write(append(b, '\n'))
 		_ = rc.Flush()
 	}
-	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, func(line string) {
+	info, digest, err := s.images.Import(r.Context(), req.Name, req.Source, req.RegistrySecret, func(line string) {
 		send(wire.TemplateImportEvent{Progress: oneLine(line)})
 	})
 	if err != nil {

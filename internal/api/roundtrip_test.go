@@ -28,6 +28,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/pool"
 	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/redact"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
@@ -248,7 +249,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	stk, err := stack.New(context.Background(), stack.Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
 		Redactor: red, Policy: pol, Logf: t.Logf},
 		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key"),
-		DepCacheDir: filepath.Join(dir, "depcache")})
+		DepCacheDir: filepath.Join(dir, "depcache"), Pools: []pool.Spec{{Template: "host", Min: 1, Max: 2}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,6 +455,11 @@ func roundTripOperator(t *testing.T, c *strictClient) {
 // template imports (plain and streamed).
 func roundTripAdmin(t *testing.T, c *strictClient) {
 	c.do("GET", "/v1/caches", nil, 200, &wire.CacheList{})
+	var pools wire.PoolList
+	c.do("GET", "/v1/pools", nil, 200, &pools)
+	if len(pools.Pools) != 1 || pools.Pools[0].Template != "host" || pools.Pools[0].Backend != "fake" || pools.Pools[0].Max != 2 {
+		t.Errorf("pools: %+v", pools)
+	}
 	c.do("POST", "/v1/caches/clear", wire.CacheClearRequest{Project: "/srv/repo", Ecosystem: "go"}, 200, &wire.CacheClearResult{})
 	var tpl wire.Template
 	c.do("POST", "/v1/templates", wire.TemplateImportRequest{Name: "img", Source: "/srv/layout"}, 201, &tpl)

@@ -20,8 +20,8 @@ import (
 
 type fakeImages struct{ calls []string }
 
-func (f *fakeImages) Import(_ context.Context, name, source string, progress func(string)) (*sandbox.TemplateInfo, string, error) {
-	f.calls = append(f.calls, name+" "+source)
+func (f *fakeImages) Import(_ context.Context, name, source, registrySecret string, progress func(string)) (*sandbox.TemplateInfo, string, error) {
+	f.calls = append(f.calls, strings.TrimSpace(name+" "+source+" "+registrySecret))
 	if name == "fails" {
 		return nil, "", fmt.Errorf("layer 1 of 1: layer entry %q: device node: %w", "dev/sda", errdefs.ErrInvalid)
 	}
@@ -96,5 +96,14 @@ func TestTemplateImportStreamed(t *testing.T) {
 	}
 	if tpl, err := c.ImportTemplate(context.Background(), "plain", "/srv/layout", nil); err != nil || tpl.Name != "plain" {
 		t.Errorf("plain import: %+v %v", tpl, err)
+	}
+	// the registry secret's name reaches the importer, streamed or not
+	f := mods.Images.(*fakeImages)
+	for _, p := range []func(string){nil, func(string) {}} {
+		f.calls = nil
+		req := sdk.TemplateImport{Name: "priv", Source: "reg.test/a:1", RegistrySecret: "REG"}
+		if _, err := c.ImportTemplateWith(context.Background(), req, p); err != nil || len(f.calls) != 1 || f.calls[0] != "priv reg.test/a:1 REG" {
+			t.Errorf("import with a registry secret: %v %q", err, f.calls)
+		}
 	}
 }

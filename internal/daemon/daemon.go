@@ -40,12 +40,14 @@ import (
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/pool"
 	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/redact"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // Config is what a daemon is built from. New validates nothing that a
@@ -100,6 +102,8 @@ type Config struct {
 	// TemplateBackends maps a template to "native" or "gvisor" for
 	// requests that name no backend.
 	TemplateBackends map[string]string
+	// Pools are the warm pools (none: every create starts a sandbox).
+	Pools []pool.Spec
 	// AcceptAuditGap, if set, is the operator's reason for starting
 	// although the audit log's checkpoint is missing or does not match;
 	// it is recorded in the log.
@@ -138,6 +142,7 @@ type Daemon struct {
 	m               *manager.Manager
 	keys            *apikeys.Keys
 	files           *filesapi.API
+	usage           *usage.Usage
 	records         *records.Records
 	net             e2b.Networks // the network module, for the E2B door
 	snaps           e2b.Snapshots
@@ -215,11 +220,11 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf},
 		TaskDir: filepath.Join(cfg.DataDir, "tasks"), SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
 		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait,
-		DepCacheDir: depCacheDir(cfg)})
+		DepCacheDir: depCacheDir(cfg), Pools: cfg.Pools})
 	if err != nil {
 		return nil, err
 	}
-	d.m, d.keys, d.files, d.records, d.net = stk.Manager, stk.Keys, stk.Files, stk.Records, stk.Network
+	d.m, d.keys, d.files, d.records, d.net, d.usage = stk.Manager, stk.Keys, stk.Files, stk.Records, stk.Network, stk.Usage
 	if stk.Snapshots != nil {
 		d.snaps = stk.Snapshots
 	}
@@ -240,7 +245,7 @@ func depCacheDir(cfg Config) string {
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
 func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store) api.Modules {
-	return api.Modules{Images: images{tpls}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s)}
+	return api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools}
 }
 
 // caches is the stack's dependency caches as the API takes them (nil:
@@ -384,7 +389,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	}
 	if eln != nil {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Network: d.net, Snapshots: d.snaps, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Usage: d.usage, Network: d.net, Snapshots: d.snaps, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
 	_ = d.m.Record(sandbox.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()

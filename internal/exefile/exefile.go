@@ -24,25 +24,26 @@ import (
 )
 
 // Put returns dir/name holding data, writing it first unless a trusted
-// file of data's size is there already.
-func Put(dir, name, data string) (string, error) {
+// file of data's size is there already; written says whether it wrote
+// (the moment to Prune: not at every start, which only reads).
+func Put(dir, name, data string) (path string, written bool, err error) {
 	dst := filepath.Join(dir, name)
 	if fi, err := os.Lstat(dst); err == nil && Trusted(fi, int64(len(data))) {
 		if err := CheckDir(dir); err != nil {
-			return "", err
+			return "", false, err
 		}
-		return dst, nil
+		return dst, false, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("directory for %s: %w", name, err)
+		return "", false, fmt.Errorf("directory for %s: %w", name, err)
 	}
 	if err := CheckDir(dir); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if err := write(dir, dst, data); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return dst, nil
+	return dst, true, nil
 }
 
 // Trusted reports whether fi is a regular file of this user, 0555, of

@@ -9,15 +9,15 @@ import (
 
 func TestPutWritesOnceAndReplacesWhatItCannotTrust(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
-	p, err := Put(dir, "prog-1", "content")
-	if err != nil {
+	p, written, err := Put(dir, "prog-1", "content")
+	if err != nil || !written {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(p)
 	if fi.Mode().Perm() != 0o555 {
 		t.Fatalf("mode %v", fi.Mode().Perm())
 	}
-	if p2, err := Put(dir, "prog-1", "content"); err != nil || p2 != p {
+	if p2, written, err := Put(dir, "prog-1", "content"); err != nil || p2 != p || written {
 		t.Fatalf("re-use: %s %v", p2, err)
 	}
 	if fi2, _ := os.Stat(p); !os.SameFile(fi, fi2) {
@@ -26,8 +26,8 @@ func TestPutWritesOnceAndReplacesWhatItCannotTrust(t *testing.T) {
 	// same size, writable by anyone: replaced
 	_ = os.Chmod(p, 0o777)
 	_ = os.WriteFile(p, []byte("CONTENT"), 0o777)
-	if _, err := Put(dir, "prog-1", "content"); err != nil {
-		t.Fatal(err)
+	if _, written, err := Put(dir, "prog-1", "content"); err != nil || !written {
+		t.Fatal(err, written)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "content" {
 		t.Fatalf("an untrusted file was kept: %q", b)
@@ -40,7 +40,7 @@ func TestPutWritesOnceAndReplacesWhatItCannotTrust(t *testing.T) {
 func TestPutRefusesADirectoryOthersCanWrite(t *testing.T) {
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o757)
-	if _, err := Put(dir, "prog", "x"); err == nil || !strings.Contains(err.Error(), "writable by others") {
+	if _, _, err := Put(dir, "prog", "x"); err == nil || !strings.Contains(err.Error(), "writable by others") {
 		t.Fatalf("got %v", err)
 	}
 }

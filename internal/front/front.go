@@ -90,11 +90,13 @@ func (c Core) Path() (string, error) {
 	if err := c.verify(dir); err != nil {
 		return "", err
 	}
-	p, err := exefile.Put(dir, c.Name(), c.Data)
+	p, written, err := exefile.Put(dir, c.Name(), c.Data)
 	if err != nil {
 		return "", fmt.Errorf("airlock core: %w; set %s to another directory", err, DirEnv)
 	}
-	exefile.Prune(dir, "airlock-core-", c.Name())
+	if written {
+		exefile.Prune(dir, "airlock-core-", c.Name())
+	}
 	return p, nil
 }
 

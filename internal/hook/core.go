@@ -182,4 +182,10 @@ type Core interface {
 	// requests to their hosts; the sandbox never sees them). A secret whose
 	// record is gone is left out; one that cannot be opened is an error.
 	BrokeredSecrets(ctx context.Context, id string) ([]egress.Secret, error)
+
+	// Prewarm makes a ready sandbox of shape s for the warm pool (see
+	// WarmPool): started, counted against the daemon's caps (a cap it
+	// would pass is an ErrLimitExceeded), neither live nor recorded until a
+	// Create claims it. The shape's backend and template must exist.
+	Prewarm(ctx context.Context, s WarmShape) (Warm, error)
 }

@@ -36,12 +36,14 @@ type Set struct {
 	// Network is the network module's egress service (NetworkModule);
 	// nil: sandboxes have no network.
 	Network Network
+	// Pool is the warm pool module (nil: every Create starts a sandbox).
+	Pool WarmPool
 }
 
 // Attach attaches mods in order, each with the handle c, and files
 // their abilities in s as it goes (a module's Attach sees those of the
 // modules before it). A module without a name of its own, an Attach
-// error or a second Holder, TaskBundler or Network fails it.
+// error or a second Holder, TaskBundler, Network or WarmPool fails it.
 func (s *Set) Attach(mods []Module, c Core) error {
 	seen := map[string]bool{}
 	for _, mod := range mods {
@@ -114,6 +116,12 @@ func (s *Set) addSingletons(name string, mod Module) error {
 			return fmt.Errorf("module %s: a second bundle writer (a task has one bundle): %w", name, errdefs.ErrInvalid)
 		}
 		s.Bundler = b
+	}
+	if p, ok := mod.(WarmPool); ok {
+		if s.Pool != nil {
+			return fmt.Errorf("module %s: a second warm pool (a create takes from one): %w", name, errdefs.ErrInvalid)
+		}
+		s.Pool = p
 	}
 	return nil
 }

@@ -166,6 +166,7 @@ func TestSetAttachRefuses(t *testing.T) {
 		{"duplicate", []Module{&mod{name: "x"}, &mod{name: "x"}}, `module "x"`},
 		{"two holders", []Module{holder{"h1"}, holder{"h2"}}, "second approvals holder (h1 holds"},
 		{"two networks", []Module{netMod{"n1", n}, netMod{"n2", n}}, "second network module"},
+		{"two pools", []Module{warmMod{"p1"}, warmMod{"p2"}}, "second warm pool"},
 	} {
 		s := &Set{}
 		if err := s.Attach(tc.mods, nil); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -191,3 +192,14 @@ func TestSetNoters(t *testing.T) {
 		t.Errorf("noters: %v", got)
 	}
 }
+
+// warmMod is a WarmPool module that has nothing ready.
+type warmMod struct{ name string }
+
+func (w warmMod) Name() string             { return w.name }
+func (warmMod) Attach(Core) error          { return nil }
+func (warmMod) Take(WarmShape) Warm        { return nil }
+func (warmMod) Drain(context.Context)      {}
+func (warmMod) Evict(context.Context) bool { return false }
+
+var _ WarmPool = warmMod{}

@@ -36,17 +36,22 @@ func (m *Manager) reserveHost(cost runtime.HostCost) (release func(), err error)
 	}, nil
 }
 
-// reserveSlot counts a Create against Caps.Sandboxes until release.
-func (m *Manager) reserveSlot() (release func(), err error) {
+// reserveSlot counts a Create (or, with warm, a warm pool's sandbox)
+// against Caps.Sandboxes until release.
+func (m *Manager) reserveSlot(warm bool) (release func(), err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.cfg.Caps.AdmitSandbox(len(m.live) + m.creating); err != nil {
+	if err := m.cfg.Caps.AdmitSandbox(len(m.live) + m.creating + m.warm); err != nil {
 		return nil, err
 	}
-	m.creating++
+	n := &m.creating
+	if warm {
+		n = &m.warm
+	}
+	*n++
 	return func() {
 		m.mu.Lock()
-		m.creating--
+		*n--
 		m.mu.Unlock()
 	}, nil
 }

@@ -27,6 +27,14 @@ type core struct{ m *Manager }
 
 var _ hook.Core = (*core)(nil)
 
+func (c *core) Prewarm(ctx context.Context, s hook.WarmShape) (hook.Warm, error) {
+	w, err := c.m.prewarm(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
 func (c *core) Store() *store.Store                             { return c.m.cfg.Store }
 func (c *core) Redactor() sandbox.Redactor                      { return c.m.cfg.Redactor }
 func (c *core) Logf(format string, args ...any)                 { c.m.cfg.Logf(format, args...) }

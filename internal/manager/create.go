@@ -3,8 +3,10 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/recorder"
@@ -47,45 +49,77 @@ func (m *Manager) Create(ctx context.Context, req sandbox.CreateRequest) (*sandb
 	return m.create(ctx, req, "")
 }
 
-// create is Create, for the sandbox of task taskID ("": none).
+// create is Create, for the sandbox of task taskID ("": none). A warm
+// pool's sandbox of the request's shape is claimed if one is ready;
+// otherwise the backend starts one.
 func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID string) (*sandbox.Sandbox, error) {
 	ttl, err := m.admitCreate(&req)
 	if err != nil {
 		return nil, err
 	}
-	release, err := m.reserveSlot()
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	p, err := m.planCreate(req, taskID)
 	if err != nil {
 		return nil, err
 	}
-	cost, err := m.cfg.Caps.Host.Cost(p.be, p.spec.Limits)
+	sb, cost, release, err := m.claimOrStart(ctx, req, p)
 	if err != nil {
 		return nil, err
 	}
-	releaseHost, err := m.reserveHost(cost)
-	if err != nil {
-		return nil, err
-	}
-	defer releaseHost()
-	sb, err := m.startSandbox(ctx, p)
-	if err != nil {
-		m.dropNetwork(p.spec.ID)
-		return nil, err
-	}
+	defer release()
 	rec, err := m.recordCreate(ctx, req, p, sb, ttl)
 	if err != nil {
 		m.dropNetwork(p.spec.ID)
 		return nil, err
 	}
-	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID}
+	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID,
+		warm: p.warm, warmEnv: p.warmEnv}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
 	}
 	return m.recs.ShownSandbox(rec)
+}
+
+// claimOrStart is the plan's sandbox: a warm one claimed, else one the
+// backend starts. release gives back what it reserved of the caps (once
+// the sandbox is live, where it is counted).
+func (m *Manager) claimOrStart(ctx context.Context, req sandbox.CreateRequest, p *createPlan) (runtime.Sandbox, runtime.HostCost, func(), error) {
+	if w := m.claimWarm(ctx, req, p); w != nil {
+		return w.sb, w.cost, w.release, nil
+	}
+	cost, err := m.cfg.Caps.Host.Cost(p.be, p.spec.Limits)
+	if err != nil {
+		return nil, cost, nil, err
+	}
+	release, err := m.reserve(ctx, cost)
+	if err != nil {
+		return nil, cost, nil, err
+	}
+	sb, err := m.startSandbox(ctx, p)
+	if err != nil {
+		m.dropNetwork(p.spec.ID)
+		release()
+		return nil, cost, nil, err
+	}
+	return sb, cost, release, nil
+}
+
+// reserve counts a Create and its cost against the caps until release.
+// What the warm pools hold gives way: while the caps refuse it, a ready
+// sandbox is evicted and the reservation tried again.
+func (m *Manager) reserve(ctx context.Context, cost runtime.HostCost) (func(), error) {
+	for {
+		releaseSlot, err := m.reserveSlot(false)
+		if err == nil {
+			var releaseHost func()
+			if releaseHost, err = m.reserveHost(cost); err == nil {
+				return func() { releaseHost(); releaseSlot() }, nil
+			}
+			releaseSlot()
+		}
+		if !errors.Is(err, errdefs.ErrLimitExceeded) || m.hooks.Pool == nil || !m.hooks.Pool.Evict(ctx) {
+			return nil, err
+		}
+	}
 }
 
 // admitCreate checks a request before anything is reserved for it.
@@ -118,6 +152,10 @@ type createPlan struct {
 	be       runtime.Backend
 	spec     runtime.Spec // without its ID and network yet
 	taskID   string       // "": not a task's sandbox
+	// warm is the warm pool's sandbox claimed for it (nil: none), and
+	// warmEnv the request's env its commands get (see live.warm).
+	warm    runtime.Sandbox
+	warmEnv []string
 }
 
 // planCreate resolves the request's template, policy and backend.
@@ -222,6 +260,9 @@ func (m *Manager) recordCreate(ctx context.Context, req sandbox.CreateRequest, p
 		if p.netLayer != nil {
 			payload["network_layer"] = p.netLayer
 		}
+		if p.warm != nil {
+			payload["warm"] = true // claimed from the warm pool
+		}
 		err = m.rec.Record(ctx, audit.Entry{SandboxID: rec.ID, TaskID: p.taskID, Kind: "sandbox.create", Payload: payload})
 	}
 	if err != nil {
@@ -324,4 +365,151 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*sa
 	}
 	m.rec.BestEffort("sandbox "+id+": record its timeout", m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: "sandbox.timeout", Payload: map[string]any{"ttl": ttl.String(), "expires": rec.Expires}}))
 	return m.recs.ShownSandbox(&rec)
+}
+
+// warm is a ready sandbox made for the warm pool (hook.Warm): started,
+// holding its slot and host cost of the caps, not live, not recorded.
+type warm struct {
+	m        *Manager
+	sb       runtime.Sandbox
+	shape    hook.WarmShape
+	spec     runtime.Spec // as started: its ID and network
+	netEnv   []string     // what its network put in spec.Env (first)
+	netBinds []runtime.Bind
+	version  string // its template's version (a newer one is not claimed)
+	layers   []string
+	cost     runtime.HostCost
+	release  func() // its slot and host cost
+
+	mu    sync.Mutex
+	taken bool // claimed or discarded: it is handed out once
+}
+
+func (w *warm) ID() string            { return w.spec.ID }
+func (w *warm) Shape() hook.WarmShape { return w.shape }
+func (w *warm) Layers() []string      { return slices.Clone(w.layers) }
+func (w *warm) Done() <-chan struct{} { return w.sb.Done() }
+
+// Discard destroys w unless it was taken (claimed or discarded).
+func (w *warm) Discard(context.Context) {
+	if w.take() {
+		w.end()
+	}
+}
+
+// take marks w taken; false: it already was (claimed or discarded).
+func (w *warm) take() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.taken {
+		return false
+	}
+	w.taken = true
+	return true
+}
+
+// end destroys a taken w that will not be claimed.
+func (w *warm) end() {
+	_ = w.sb.Destroy(context.Background())
+	w.m.dropNetwork(w.spec.ID)
+	w.release()
+}
+
+// prewarm makes a warm sandbox of shape s (Core.Prewarm).
+func (m *Manager) prewarm(ctx context.Context, s hook.WarmShape) (*warm, error) {
+	if s.Template == "" || s.Backend == "" {
+		return nil, fmt.Errorf("a warm sandbox needs its template and backend: %w", errdefs.ErrInvalid)
+	}
+	if err := m.cfg.Caps.Check(s.Limits); err != nil {
+		return nil, err
+	}
+	base, err := m.base(s.Template)
+	if err != nil {
+		return nil, err
+	}
+	be, err := m.backend(s.Backend)
+	if err != nil {
+		return nil, err
+	}
+	releaseSlot, err := m.reserveSlot(true)
+	if err != nil {
+		return nil, err
+	}
+	cost, err := m.cfg.Caps.Host.Cost(be, s.Limits)
+	var releaseHost func()
+	if err == nil {
+		releaseHost, err = m.reserveHost(cost)
+	}
+	if err != nil {
+		releaseSlot()
+		return nil, err
+	}
+	release := func() { releaseHost(); releaseSlot() }
+	p := &createPlan{base: base, be: be, spec: runtime.Spec{RootFS: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: runtime.MergeEnv(base.Env), Limits: s.Limits}}
+	nEnv, nBinds := len(p.spec.Env), len(p.spec.Binds)
+	sb, err := m.startSandbox(ctx, p)
+	if err != nil {
+		m.dropNetwork(p.spec.ID)
+		release()
+		return nil, err
+	}
+	return &warm{m: m, sb: sb, shape: s, spec: p.spec, netEnv: p.spec.Env[:len(p.spec.Env)-nEnv], netBinds: p.spec.Binds[nBinds:],
+		version: base.Version, layers: append([]string{base.RootFS}, base.Lowers...), cost: cost, release: release}, nil
+}
+
+// warmShape is the shape of the warm sandboxes a request may claim: its
+// template and backend, and its limits but those a claim applies
+// (runtime.Relimiter). ok false: nothing of a pool fits it (a command
+// user of its own is in the sandbox's passwd, made at create).
+func warmShape(req sandbox.CreateRequest, p *createPlan) (hook.WarmShape, bool) {
+	l := req.Limits
+	l.MemoryBytes, l.CPUs, l.Lifetime = 0, 0, 0
+	return hook.WarmShape{Template: p.base.Name, Backend: p.be.Name(), Limits: l}, req.User == runtime.User{}
+}
+
+// claimWarm takes a warm sandbox for the plan, if the pool has one of its
+// shape that can be given the request's limits, and makes p.spec what
+// startSandbox would have; nil: start one. A warm sandbox taken but not
+// claimed (its template changed since, it stopped, its limits cannot be
+// set) is destroyed: it ran nothing, and the request is not cut down to
+// fit it.
+func (m *Manager) claimWarm(ctx context.Context, req sandbox.CreateRequest, p *createPlan) *warm {
+	shape, ok := warmShape(req, p)
+	if m.hooks.Pool == nil || !ok {
+		return nil
+	}
+	w, _ := m.hooks.Pool.Take(shape).(*warm)
+	if w == nil || w.m != m || !w.take() {
+		return nil
+	}
+	var err error
+	select {
+	case <-w.sb.Done():
+		err = fmt.Errorf("it stopped while it waited")
+	default:
+		if w.shape != shape || w.version != p.base.Version {
+			err = fmt.Errorf("template %s changed since", shape.Template)
+		} else if req.Limits != w.shape.Limits {
+			err = relimit(ctx, w.sb, req.Limits)
+		}
+	}
+	if err != nil {
+		m.cfg.Logf("warm sandbox %s not claimed: %v", w.spec.ID, err)
+		w.end()
+		return nil
+	}
+	p.spec.ID, p.spec.Network, p.spec.MaxProxyConns = w.spec.ID, w.spec.Network, w.spec.MaxProxyConns
+	p.spec.Env = append(slices.Clip(w.netEnv), p.spec.Env...)
+	p.spec.Binds = append(slices.Clip(p.spec.Binds), w.netBinds...)
+	p.warm, p.warmEnv = w.sb, slices.Clone(req.Env)
+	return w
+}
+
+// relimit gives a warm sandbox the request's limits.
+func relimit(ctx context.Context, sb runtime.Sandbox, lim runtime.Limits) error {
+	r, ok := sb.(runtime.Relimiter)
+	if !ok {
+		return fmt.Errorf("its backend cannot change limits after create: %w", errdefs.ErrUnsupported)
+	}
+	return r.Relimit(ctx, lim)
 }

@@ -202,9 +202,11 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 	errW := gate.Writer(io.MultiWriter(errKeep, execout.OrDiscard(x.stderr)))
 	m.mu.Lock()
 	ls.starting++
+	env := ls.claimEnvOf(x.sb)
 	m.mu.Unlock()
+	env = append(append(env, req.Env...), x.env...)
 	p, err := x.sb.Exec(ctx, runtime.ExecRequest{
-		Argv: req.Argv, Env: append(slices.Clip(req.Env), x.env...), Dir: x.cwd, Timeout: req.Timeout, Stdin: req.Stdin,
+		Argv: req.Argv, Env: env, Dir: x.cwd, Timeout: req.Timeout, Stdin: req.Stdin,
 		Stdout: outW, Stderr: errW, OutputLimit: req.OutputLimit, TTY: req.TTY, Rows: req.Rows, Cols: req.Cols,
 	})
 	if err != nil {

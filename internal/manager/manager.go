@@ -14,6 +14,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,6 +86,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	creating int // Creates under way (counted against Caps.Sandboxes)
+	warm     int // the warm pool's ready sandboxes (counted too)
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
@@ -97,6 +99,15 @@ type Manager struct {
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now().UTC() }
+
+// claimEnvOf is the env every command of sb gets before its own (m.mu):
+// the request's, when sb is the warm sandbox this one claimed.
+func (ls *live) claimEnvOf(sb runtime.Sandbox) []string {
+	if ls.warm == nil || ls.warm != sb {
+		return nil
+	}
+	return slices.Clone(ls.warmEnv)
+}
 
 // live is the record of a sandbox while it lives (in Manager.live).
 type live struct {
@@ -120,6 +131,11 @@ type live struct {
 	// (CreateRequest.NetworkLayer; nil: none), which the network module
 	// applies until its caller replaces it.
 	netLayer *netpolicy.Policy
+	// warm is the pool's sandbox this one claimed (nil: none; a reset
+	// replaces it), and warmEnv the request's env, which the warm one was
+	// not created with: every command of warm gets it before its own.
+	warm    runtime.Sandbox
+	warmEnv []string
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
 	// command makes in that moment waits for it (Core.ExecOf).

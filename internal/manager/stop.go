@@ -94,6 +94,9 @@ func (m *Manager) Destroy(ctx context.Context, id string) error {
 // Shutdown destroys every live sandbox (the daemon is stopping), a few
 // at a time (ShutdownParallel); open tasks keep their diffs.
 func (m *Manager) Shutdown(ctx context.Context) error {
+	if m.hooks.Pool != nil {
+		m.hooks.Pool.Drain(ctx) // no refill races the stops below
+	}
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.live))
 	for id := range m.live {

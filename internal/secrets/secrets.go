@@ -206,6 +206,26 @@ func (s *Secrets) Set(ctx context.Context, name string, value []byte) (*Info, er
 	return &Info{Name: got.Name, Created: got.Created, Updated: got.Updated}, nil
 }
 
+// Use opens the secret name for the daemon's own use (purpose names it,
+// e.g. "template.import", recorded in the audit log with the name,
+// never the value): a registry credential, say. The caller must not
+// show the value; the redactor knows it already.
+func (s *Secrets) Use(ctx context.Context, name, purpose string) ([]byte, error) {
+	if _, err := s.sealer(); err != nil {
+		return nil, err
+	}
+	sec, err := s.st.GetSecret(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.open(sec)
+	if err != nil {
+		return nil, err
+	}
+	_ = s.c.Record(ctx, audit.Entry{Kind: "secret.use", Payload: map[string]any{"secret": name, "purpose": purpose}})
+	return v, nil
+}
+
 // List lists the secrets (names and times only).
 func (s *Secrets) List(ctx context.Context) ([]*Info, error) {
 	if _, err := s.sealer(); err != nil {

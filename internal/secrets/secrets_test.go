@@ -293,3 +293,28 @@ func (f *fixture) execStart(t *testing.T, execID string) *audit.Event {
 	t.Fatalf("no exec.start of %s", execID)
 	return nil
 }
+
+// Use hands the daemon a value for its own use (a registry credential)
+// and records that it did, by name and purpose, never the value; a
+// missing secret or a daemon with no key is an error.
+func TestSecretUse(t *testing.T) {
+	ctx := context.Background()
+	f := onFake(t, filepath.Join(t.TempDir(), "secrets.key"), nil)
+	if _, err := f.s.Set(ctx, "REG", []byte(value)); err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.s.Use(ctx, "REG", "template.import")
+	if err != nil || string(v) != value {
+		t.Fatalf("use: %q %v", v, err)
+	}
+	evs := f.events(t, "secret.use")
+	if len(evs) != 1 || !strings.Contains(string(evs[0].Payload), `"purpose":"template.import"`) || strings.Contains(string(evs[0].Payload), value) {
+		t.Errorf("secret.use events: %+v", evs)
+	}
+	if _, err := f.s.Use(ctx, "NONE", "template.import"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("a missing secret: %v", err)
+	}
+	if _, err := onFake(t, "", nil).s.Use(ctx, "REG", "x"); !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Errorf("no key: %v", err)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,15 +41,15 @@ func (s *Store) AirlockLayer(layers []string) (string, error) {
 		}
 		roots = append(roots, r)
 	}
-	passwd, err := lookupFile(roots, "etc/passwd")
+	passwd, err := lookupFile(roots, "etc/passwd", maxEtcFile)
 	if err != nil {
 		return "", err
 	}
-	group, err := lookupFile(roots, "etc/group")
+	group, err := lookupFile(roots, "etc/group", maxEtcFile)
 	if err != nil {
 		return "", err
 	}
-	caBundle, err := lookupFile(roots, "etc/ssl/certs/ca-certificates.crt")
+	caBundle, err := lookupFile(roots, "etc/ssl/certs/ca-certificates.crt", maxEtcFile)
 	if err != nil {
 		return "", err
 	}
@@ -66,8 +65,8 @@ func (s *Store) AirlockLayer(layers []string) (string, error) {
 		}
 	}
 	files := []struct{ name, data string }{
-		{"etc/passwd", withLine(passwd, "root:x:0:0:root:/root:/bin/sh", "root", "0") + sandboxLine(passwd, sandboxPasswd)},
-		{"etc/group", withLine(group, "root:x:0:", "root", "0") + sandboxLine(group, sandboxGroup)},
+		{"etc/passwd", withSandbox(withLine(passwd, "root:x:0:0:root:/root:/bin/sh", "root", "0"), sandboxPasswd)},
+		{"etc/group", withSandbox(withLine(group, "root:x:0:", "root", "0"), sandboxGroup)},
 	}
 	for _, e := range generatedEtc {
 		if e.name == "resolv.conf" || e.name == "hosts" || e.name == "hostname" {
@@ -104,14 +103,29 @@ func withLine(file []byte, line, name, id string) string {
 	return line + "\n" + s
 }
 
-// sandboxLine is the sandbox user's (or group's) line, unless the image
-// already has an entry of that name or of uid/gid 1000 (commands then run
-// as that image user's uid 1000: the same uid).
-func sandboxLine(file []byte, line string) string {
-	if hasEntry(file, "sandbox", "1000") {
-		return ""
+// withSandbox is an image's passwd or group (as withLine made it) with
+// the sandbox user's (or group's) line, unless the image already has an
+// entry of uid/gid 1000 (commands then run as that image user's uid
+// 1000: the same uid). An image entry named sandbox of another id (uid
+// 0, say) is dropped: commands run as uid 1000 whatever it says, and the
+// name must say so too.
+func withSandbox(file, line string) string {
+	var b strings.Builder
+	have := false
+	for _, l := range strings.SplitAfter(file, "\n") {
+		f := strings.Split(strings.TrimSuffix(l, "\n"), ":")
+		if len(f) >= 3 && f[0] == "sandbox" && f[2] != "1000" {
+			continue
+		}
+		if len(f) >= 3 && f[2] == "1000" {
+			have = true
+		}
+		b.WriteString(l)
 	}
-	return line + "\n"
+	if !have {
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 func hasEntry(file []byte, name, id string) bool {
@@ -125,59 +139,99 @@ func hasEntry(file []byte, name, id string) bool {
 	return false
 }
 
-// lookupFile reads rel as the stacked layers (top first) show it: the
-// topmost layer that has it, whites it out or hides it below an opaque
-// directory decides. Only a regular file is read (bounded); a symlink or
-// anything else counts as absent (it is the image's to keep, airlock's
-// layer then puts a file of its own there).
-func lookupFile(roots []string, rel string) ([]byte, error) {
-	for _, r := range roots {
-		var st unix.Stat_t
-		err := unix.Lstat(filepath.Join(r, rel), &st)
-		if err == nil {
-			if st.Mode&unix.S_IFMT != unix.S_IFREG {
-				return nil, nil // whiteout (0/0 char device), symlink, dir
-			}
-			return readBounded(filepath.Join(r, rel))
-		}
-		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+// ReadLayerFile reads rel as the stacked layers (diffIDs, bottom first, as
+// in an Image) show it, at most max bytes; (nil, nil) when it is absent
+// or no regular file. See lookupFile.
+func (s *Store) ReadLayerFile(layers []string, rel string, max int64) ([]byte, error) {
+	var roots []string
+	for i := len(layers) - 1; i >= 0; i-- {
+		r, err := s.LayerRoot(layers[i])
+		if err != nil {
 			return nil, err
 		}
-		if opaqueOnPath(r, rel) {
-			return nil, nil
+		roots = append(roots, r)
+	}
+	return lookupFile(roots, rel, max)
+}
+
+// lookupFile reads rel as the stacked layers (top first) show it, as
+// overlayfs would merge them: the topmost layer that has it, whites it
+// out, hides it below an opaque directory or puts a non-directory on its
+// way decides. Only a regular file is read (at most max bytes); a
+// symlink or anything else, on the way or at rel, counts as absent (it
+// is the image's to keep, airlock's layer then puts a file of its own
+// there). Each layer is walked from its own root with openat2 that
+// follows no symlink and never leaves the layer: an image's "etc ->
+// /etc" names the host's files only when followed on the host, and is
+// never followed here.
+func lookupFile(roots []string, rel string, max int64) ([]byte, error) {
+	comps := strings.Split(rel, "/")
+	for _, r := range roots {
+		data, found, err := lookupInLayer(r, comps, max)
+		if err != nil || found {
+			return data, err
 		}
 	}
 	return nil, nil
 }
 
-// opaqueOnPath: a directory above rel in this layer is opaque (hides the
-// layers below) or a whiteout.
-func opaqueOnPath(root, rel string) bool {
-	buf := make([]byte, 2)
-	for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
-		if n, err := unix.Lgetxattr(filepath.Join(root, d), "trusted.overlay.opaque", buf); err == nil && string(buf[:n]) == "y" {
-			return true
-		}
+// lookupInLayer looks for comps in the layer root. found: this layer
+// decides (data nil: hidden or no regular file); not found: the layers
+// below decide.
+func lookupInLayer(root string, comps []string, max int64) (data []byte, found bool, err error) {
+	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV}
+	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false, fmt.Errorf("layer %s: %w", root, err)
+	}
+	defer func() { unix.Close(dir) }()
+	opaque := false // a directory walked in this layer hides the layers below
+	for i, c := range comps {
 		var st unix.Stat_t
-		if unix.Lstat(filepath.Join(root, d), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR {
-			return true
+		err := unix.Fstatat(dir, c, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) {
+			return nil, opaque, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("layer %s: %s: %w", root, c, err)
+		}
+		last := i == len(comps)-1
+		switch {
+		case last && st.Mode&unix.S_IFMT == unix.S_IFREG:
+			data, err := readAt(dir, c, max)
+			return data, true, err
+		case last || st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			return nil, true, nil // whiteout (0/0 char device), symlink, dir, file on the way
+		}
+		next, err := unix.Openat2(dir, c, how)
+		if err != nil {
+			return nil, false, fmt.Errorf("layer %s: %s: %w", root, c, err)
+		}
+		unix.Close(dir)
+		dir = next
+		buf := make([]byte, 2)
+		if n, err := unix.Fgetxattr(dir, "trusted.overlay.opaque", buf); err == nil && string(buf[:n]) == "y" {
+			opaque = true
 		}
 	}
-	return false
+	return nil, true, nil
 }
 
-func readBounded(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+// readAt reads the regular file name of dir, at most max bytes.
+func readAt(dir int, name string, max int64) ([]byte, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
+	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxEtcFile+1))
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxEtcFile {
-		return nil, fmt.Errorf("%s is over %d bytes: %w", p, maxEtcFile, ErrInvalid)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is over %d bytes: %w", name, max, ErrInvalid)
 	}
 	return data, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/pool"
 	"github.com/airlock-dev/airlock/internal/runtime"
 )
 
@@ -66,6 +67,8 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	var tplBackends cli.ListFlag
 	var nat64 cli.PrefixFlag
 	fs.Var(&nat64, "nat64-prefix", "a NAT64/DNS64 `PREFIX` of this host's network besides 64:ff9b::/96 and 64:ff9b:1::/48 (length 32, 40, 48, 56, 64 or 96; repeatable): egress judges an address under it by the IPv4 address it embeds")
+	var pools cli.ListFlag
+	fs.Var(&pools, "pool", "keep warm sandboxes of a template ready: `TEMPLATE[@BACKEND]=MIN[:MAX]` (repeatable; backend: the template's; a create of the pool's shape claims one, see docs/api.md); they count against --max-sandboxes")
 	fs.Var(&tplBackends, "template-backend", "run the sandboxes of a template on a backend unless the request names one: `TEMPLATE=native|gvisor` (repeatable)")
 	caps := defaultCaps()
 	fs.Var(cli.SizeFlag{V: &caps.Limits.MemoryBytes}, "max-memory", "the most memory one sandbox may ask for (`SIZE`, by default half the host's; 0: no bound)")
@@ -139,6 +142,18 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 		byTemplate[name] = be
 	}
+	var poolSpecs []pool.Spec
+	for _, v := range pools {
+		ps, err := pool.ParseSpec(v)
+		if err == nil && ps.Backend != "" && ps.Backend != "native" && ps.Backend != "gvisor" {
+			err = fmt.Errorf("pool %q: backend: use native or gvisor", v)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock serve: --pool: %v\n", err)
+			return 2
+		}
+		poolSpecs = append(poolSpecs, ps)
+	}
 	if caps.Limits.MemoryBytes < 0 || caps.Limits.DiskBytes < 0 || caps.Limits.TmpBytes < 0 || caps.Limits.Pids < 0 || caps.Limits.CPUs < 0 || caps.Sandboxes < 0 {
 		fmt.Fprintln(stderr, "airlock serve: --max-* must not be negative (0: no bound)")
 		return 2
@@ -197,6 +212,7 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	cfg.MaxLifetime, cfg.Caps, cfg.Policy, cfg.ApprovalWait, cfg.NoEgress = *maxLife, caps, pol, *approvalWait, *noEgress
 	cfg.DepCache = *depCache
 	cfg.MaxProxyConns, cfg.NAT64Prefixes, cfg.TemplateBackends, cfg.AcceptAuditGap = *maxProxyConns, nat64, byTemplate, *acceptGap
+	cfg.Pools = poolSpecs
 	cfg.EgressLimits, cfg.AuditReserve = lim, reserve
 	cfg.Runsc, cfg.GVisorPlatform = cli.EnvOr("AIRLOCK_RUNSC", "runsc"), os.Getenv("AIRLOCK_GVISOR_PLATFORM")
 	cfg.Version, cfg.Log = cli.Version, stderr

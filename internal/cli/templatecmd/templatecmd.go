@@ -25,6 +25,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/template/debian"
 	"github.com/airlock-dev/airlock/internal/template/layertar"
 	"github.com/airlock-dev/airlock/internal/template/oci"
+	"github.com/airlock-dev/airlock/sdk"
 )
 
 const groupUsage = `usage: airlock template <command> [flags] [args]
@@ -36,7 +37,9 @@ them, and stacked read-only under each sandbox's own writable layer.
 commands:
   import NAME SOURCE   import an image: an OCI layout directory, an OCI archive,
                        a 'docker save' archive, or a registry reference
-                       (host/repo:tag or host/repo@sha256:...)
+                       (host/repo:tag or host/repo@sha256:...); registry
+                       credentials from the docker-style config file, or
+                       from a daemon secret (--registry-secret)
   debian NAME          build a minimal Debian root with mmdebstrap from the
                        host's apt sources (--suite, --packages)
   build NAME [DIR]     build a template from an airlock.template file (-f):
@@ -129,15 +132,32 @@ func progress(stderr io.Writer) func(string, ...any) {
 	}
 }
 
+const importUsage = `usage: airlock template import [flags] NAME SOURCE
+
+Imports an image as the template NAME. SOURCE is an OCI image layout
+directory, an OCI archive, a 'docker save' archive or a registry reference;
+the linux/amd64 image of an index is taken, its digest pinned. Registry
+credentials come from the docker-style config file ($DOCKER_CONFIG or
+~/.docker/config.json), or, with --registry-secret NAME, from the daemon's
+secret NAME ('airlock secret set NAME', value USER:PASSWORD or a JSON auth
+entry such as {"username":"u","password":"p"}): the daemon at --socket then
+imports into its own data directory, streaming its progress here, and the
+value goes to the reference's registry only, never into an error, a log
+line or the template's record.
+
+flags:
+`
+
 func cmdImport(args []string, stdout, stderr io.Writer) int {
-	const usage = "usage: airlock template import [flags] NAME SOURCE\n\nImports an image as the template NAME. SOURCE is an OCI image layout\ndirectory, an OCI archive, a 'docker save' archive or a registry reference;\nthe linux/amd64 image of an index is taken, its digest pinned. Registry\ncredentials come from the docker-style config file ($DOCKER_CONFIG or\n~/.docker/config.json).\n\nflags:\n"
-	fs, c := flags("import", usage, stderr)
+	fs, c := flags("import", importUsage, stderr)
 	maxBytes := new(int64)
 	*maxBytes = layertar.DefaultMaxBytes
 	fs.Var(cli.SizeFlag{V: maxBytes}, "max-layer-bytes", "cap on one layer's unpacked file bytes, e.g. 4G (a layer over it is refused)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	timeout := cli.Duration(fs.FlagSet, "timeout", 30*time.Minute, "give up after this long (a registry that answers too slowly)")
-	pos, code, done := fs.parse(usage, args, stdout)
+	secret := fs.String("registry-secret", "", "the daemon's secret `NAME` holding the registry credential (the daemon imports)")
+	socket := fs.String("socket", cli.EnvOr(sdk.SocketEnv, sdk.DefaultSocket), "the daemon's unix socket `PATH`, with --registry-secret (env AIRLOCK_SOCKET)")
+	pos, code, done := fs.parse(importUsage, args, stdout)
 	if done {
 		return code
 	}
@@ -145,14 +165,17 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock template import: want NAME SOURCE; run 'airlock template import --help'\n")
 		return 2
 	}
-	s, err := c.store()
-	if err != nil {
-		return fail(stderr, "import", err)
-	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, *timeout)
 	defer cancelT()
+	if *secret != "" {
+		return importByDaemon(ctx, fs, *socket, sdk.TemplateImport{Name: pos[0], Source: pos[1], RegistrySecret: *secret}, *quiet, stdout, stderr)
+	}
+	s, err := c.store()
+	if err != nil {
+		return fail(stderr, "import", err)
+	}
 	opt := oci.Options{Limits: layertar.Limits{MaxBytes: *maxBytes}}
 	if !*quiet {
 		opt.Progress = progress(stderr)
@@ -165,6 +188,37 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "note: commands that name no cwd start in the image's working directory %s\n", cli.Esc(img.Config.WorkingDir))
 	}
 	fmt.Fprintf(stdout, "%s@%s %s\n", img.Name, img.Version, img.Digest)
+	return 0
+}
+
+// importByDaemon has the daemon import (its secret store holds the
+// registry credential): the in-process flags that name this process's
+// store or limits do not apply, and are refused rather than ignored.
+func importByDaemon(ctx context.Context, fs *flagSet, socket string, req sdk.TemplateImport, quiet bool, stdout, stderr io.Writer) int {
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "data-dir" || f.Name == "max-layer-bytes" {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		fmt.Fprintf(stderr, "airlock template import: %s: unsupported with --registry-secret (the daemon imports into its own data directory, with its limits)\n", strings.Join(bad, ", "))
+		return 2
+	}
+	c, err := sdk.New(sdk.WithSocket(socket), sdk.WithActor(cli.ActorName()))
+	if err != nil {
+		return fail(stderr, "import", err)
+	}
+	var lines func(string)
+	if !quiet {
+		p := progress(stderr)
+		lines = func(l string) { p("%s", l) }
+	}
+	t, err := c.ImportTemplateWith(ctx, req, lines)
+	if err != nil {
+		return fail(stderr, "import", err)
+	}
+	fmt.Fprintf(stdout, "%s@%s %s\n", cli.Esc(t.Name), t.Version, t.Digest)
 	return 0
 }
 

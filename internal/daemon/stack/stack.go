@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/explain"
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/pool"
 	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -31,6 +32,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/tasks"
 	"github.com/airlock-dev/airlock/internal/templatehold"
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // Config is the manager's configuration, but its modules, which are the
@@ -60,6 +62,9 @@ type Config struct {
 	// DepCacheDir holds the per-project dependency caches ("": none; the
 	// module is not attached and Stack.Caches is nil).
 	DepCacheDir string
+	// Pools are the warm pools (internal/pool); a pool's Backend "" is
+	// its template's backend (TemplateBackends) or the default.
+	Pools []pool.Spec
 }
 
 // Stack is the manager and its feature modules.
@@ -76,6 +81,8 @@ type Stack struct {
 	Records   *records.Records
 	Explain   *explain.Explain
 	Caches    *depcache.Caches // nil: no dependency caches
+	Pools     *pool.Pools      // the warm pools (none configured: an empty list)
+	Usage     *usage.Usage
 }
 
 // New makes the modules and the manager with them attached, in the order
@@ -109,9 +116,10 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Records:   records.New(),
 		Explain:   explain.New(),
 		Caches:    caches,
+		Usage:     usage.New(),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
+	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain, s.Usage}
 	if cfg.Templates != nil {
 		// an image template's layers stay out of GC while a sandbox runs on them
 		mcfg.Modules = append(mcfg.Modules, templatehold.New(cfg.Templates))
@@ -119,10 +127,37 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if caches != nil {
 		mcfg.Modules = append(mcfg.Modules, caches) // no hooks: the tasks module calls it
 	}
+	// last: its OnCreate lets its hold of a claimed sandbox's layers go
+	// after the template hold took its own
+	pools, err := newPools(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.Pools = pools
+	mcfg.Modules = append(mcfg.Modules, pools)
 	m, err := manager.New(ctx, mcfg)
 	if err != nil {
 		return nil, err
 	}
 	s.Manager = m
+	pools.Start()
 	return s, nil
+}
+
+// newPools is the warm pool module of cfg.Pools, each pool's backend named.
+func newPools(cfg Config) (*pool.Pools, error) {
+	pcfg := pool.Config{}
+	if cfg.Templates != nil {
+		pcfg.Hold = cfg.Templates.HoldDirs
+	}
+	for _, p := range cfg.Pools {
+		if p.Backend == "" {
+			p.Backend = cfg.TemplateBackends[p.Template]
+		}
+		if p.Backend == "" && cfg.Backend != nil {
+			p.Backend = cfg.Backend.Name()
+		}
+		pcfg.Pools = append(pcfg.Pools, p)
+	}
+	return pool.New(pcfg)
 }

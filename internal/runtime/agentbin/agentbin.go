@@ -39,12 +39,14 @@ func Put(dir string) (string, error) {
 			return "", fmt.Errorf("the embedded agent does not match its checksum: the airlock binary is damaged")
 		}
 	}
-	p, err := exefile.Put(dir, name, data)
+	p, written, err := exefile.Put(dir, name, data)
 	if err != nil {
 		return "", fmt.Errorf("sandbox agent: %w", err)
 	}
-	// dir is a backend's own: other versions' agents and the copies of
-	// whole binaries made before there was a lean agent go too.
-	exefile.Prune(dir, "airlock-", name)
+	if written {
+		// dir is a backend's own: other versions' agents and the copies
+		// of whole binaries made before there was a lean agent go too.
+		exefile.Prune(dir, "airlock-", name)
+	}
 	return p, nil
 }

@@ -276,3 +276,30 @@ func (s *sandbox) Resume(ctx context.Context) error {
 
 // hostPath maps an absolute sandbox path onto the host, in root.
 func (s *sandbox) hostPath(p string) string { return filepath.Join(s.root, filepath.Clean("/"+p)) }
+
+// Relimit implements runtime.Relimiter: the fake enforces no limit but
+// the lifetime, so only that may change (armed from now).
+func (s *sandbox) Relimit(_ context.Context, lim runtime.Limits) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.spec.Limits
+	cur.Lifetime = lim.Lifetime
+	if lim != cur {
+		return fmt.Errorf("the fake backend cannot change a sandbox's limits but its lifetime: %w", errdefs.ErrUnsupported)
+	}
+	if lim.Lifetime < 0 {
+		return fmt.Errorf("limit lifetime is negative: %w", errdefs.ErrInvalid)
+	}
+	if s.stopped {
+		return fmt.Errorf("sandbox %s has stopped: %w", s.id, errdefs.ErrConflict)
+	}
+	if s.lifetime != nil {
+		s.lifetime.Stop()
+		s.lifetime = nil
+	}
+	if lim.Lifetime > 0 {
+		s.lifetime = time.AfterFunc(lim.Lifetime, func() { _ = s.Destroy(context.Background()) })
+	}
+	s.spec.Limits = lim
+	return nil
+}

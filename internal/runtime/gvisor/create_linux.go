@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
@@ -40,6 +41,9 @@ func (b *Backend) plan(spec runtime.Spec) (*creation, error) {
 	// (buildRoot).
 	if err := hostside.CheckSpec(&spec, b.cfg.StateDir); err != nil {
 		return nil, err
+	}
+	if len(spec.Lowers) > 0 && b.agentLoader != "" && !b.testTrustImageLoader {
+		return nil, fmt.Errorf("gvisor: this airlock binary is dynamically linked (built with cgo, loader %s), and gVisor loads the agent from the sandbox's root: an image template's root would supply the loader and run its code as the agent; build airlock static (CGO_ENABLED=0, as make build does): %w", b.agentLoader, errdefs.ErrUnsupported)
 	}
 	c := &creation{b: b, spec: spec, t0: time.Now()}
 	for _, bd := range spec.Binds {

@@ -2,8 +2,10 @@ package gvisor
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,6 +83,15 @@ type Backend struct {
 	version  string
 	platform string // the platform in effect
 	agentBin string
+	// agentLoader is agentBin's ELF interpreter ("": static, as
+	// `make build` makes airlock). gVisor loads the agent from the
+	// sandbox's root, so a dynamic agent's loader and libraries would
+	// be an image template's: refused (plan).
+	agentLoader string
+	// testTrustImageLoader (tests only) lets a dynamic agent (the cgo
+	// test binary) start in image templates the tests made, whose
+	// loader is the host's or a real distribution's.
+	testTrustImageLoader bool
 	// testFailAfter, if set (by tests only), runs after each step of a
 	// Create, with its name and the sandbox so far; its error fails the
 	// Create there.
@@ -146,6 +157,9 @@ func New(cfg Config) (*Backend, error) {
 	// The lean agent when this binary carries it, else this binary.
 	if b.agentBin, err = agentbin.Put(filepath.Join(cfg.StateDir, "bin")); err != nil {
 		return nil, fmt.Errorf("gvisor backend: the agent binary: %w", err)
+	}
+	if b.agentLoader, err = elfInterp(b.agentBin); err != nil {
+		return nil, fmt.Errorf("gvisor backend: own binary: %w", err)
 	}
 	ids, err := b.Reap()
 	if err != nil {
@@ -307,4 +321,25 @@ func (b *Backend) HostCost(l runtime.Limits) (runtime.HostCost, error) {
 		return runtime.HostCost{}, err
 	}
 	return runtime.HostCost{Pids: hostThreadsBase + hostThreadsPerPid*lim.Pids}, nil
+}
+
+// elfInterp is the ELF interpreter (dynamic loader) exe names, "" for a
+// static binary.
+func elfInterp(exe string) (string, error) {
+	f, err := elf.Open(exe)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(p.Open(), 4096))
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimRight(string(b), "\x00"), nil
+	}
+	return "", nil
 }

@@ -113,6 +113,10 @@ func newTestBackend(t testing.TB) *Backend {
 	if err != nil {
 		t.Fatalf("gvisor.New: %v", err)
 	}
+	// The tests' image templates carry a trusted loader (the host's,
+	// hostileimage.AgentLibs, or a real distribution's) for the cgo test
+	// binary; TestDynamicAgentRefusedOnImages checks the refusal.
+	b.testTrustImageLoader = true
 	return b
 }
 

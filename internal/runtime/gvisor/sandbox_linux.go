@@ -261,28 +261,38 @@ func (s *sandbox) buildRoot(disk *os.File, lower string, binds []bindMount) erro
 // mountPoint makes sure a bind's mount point is there, of its source's
 // kind: a directory (the template's /usr) or a file (a sandbox's trust
 // bundle over the template's, sandboxnet).
+//
+// The root is the template's (an image's layers, hostile), so the walk
+// stays inside it (os.Root): a symlink on the way that leads out, which
+// the host would follow to make its directories and file outside, is an
+// error instead.
 func mountPoint(root string, b bindMount) error {
-	p := filepath.Join(root, b.target)
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	p := strings.TrimPrefix(filepath.Clean("/"+b.target), "/")
 	src, err := os.Stat(b.source)
 	if err != nil {
 		return err
 	}
 	if src.IsDir() {
-		if err := os.MkdirAll(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := r.MkdirAll(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
 		return nil
 	}
-	if fi, err := os.Lstat(p); err == nil {
+	if fi, err := r.Lstat(p); err == nil {
 		if !fi.Mode().IsRegular() {
 			return fmt.Errorf("a file's bind needs a regular file there, not %v", fi.Mode().Type())
 		}
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := r.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(p, nil, 0o644)
+	return r.WriteFile(p, nil, 0o644)
 }
 
 // initLog is the end of runsc's log, for an error message.
@@ -384,3 +394,7 @@ func (s *sandbox) RestrictWrites(ctx context.Context, paths []string) (runtime.S
 
 // trace prints phase timings to stderr when AIRLOCK_TRACE is set.
 func trace(start time.Time, what string) { hostside.Trace("gvisor", start, what) }
+
+// Usage implements runtime.Meter: the container's cgroup, which also
+// counts gVisor's own kernel (its memory reserve included).
+func (s *sandbox) Usage() (runtime.Usage, error) { return s.host.Usage() }

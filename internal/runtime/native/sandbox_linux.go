@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
@@ -161,3 +162,38 @@ func (s *sandbox) Resume(ctx context.Context) error { return s.host.Resume() }
 func (s *sandbox) initLog() string {
 	return hostside.LogTail(filepath.Join(s.dir, "init.log"), "init log")
 }
+
+// Relimit implements runtime.Relimiter for a sandbox that ran nothing
+// yet: memory and the CPU quota are the cgroup's (rewritten, its pids
+// kept), the lifetime a timer from now. The other limits are set in the
+// init (rlimits, the disk's size) and stay.
+func (s *sandbox) Relimit(_ context.Context, lim runtime.Limits) error {
+	want, err := withDefaults(lim)
+	if err != nil {
+		return err
+	}
+	cur := s.lim
+	cur.MemoryBytes, cur.CPUs, cur.Lifetime = want.MemoryBytes, want.CPUs, want.Lifetime
+	if want != cur {
+		return fmt.Errorf("sandbox %s: only memory, cpus and lifetime can change after create: %w", s.id, errdefs.ErrUnsupported)
+	}
+	if s.lim.Lifetime > 0 && want.Lifetime != s.lim.Lifetime {
+		return fmt.Errorf("sandbox %s: its lifetime is already running: %w", s.id, errdefs.ErrUnsupported)
+	}
+	if s.host.Stopped() {
+		return ErrStopped
+	}
+	if want.MemoryBytes != s.lim.MemoryBytes || want.CPUs != s.lim.CPUs {
+		if err := s.host.Cgroup.SetLimits(cgroups.Limits{MemoryBytes: want.MemoryBytes, Pids: s.lim.Pids + agentPidsReserve, CPUs: want.CPUs}); err != nil {
+			return err
+		}
+	}
+	if want.Lifetime > 0 && s.lim.Lifetime == 0 {
+		s.host.StartLifetime(want.Lifetime, func() { _ = s.Destroy(context.Background()) })
+	}
+	s.lim = want
+	return nil
+}
+
+// Usage implements runtime.Meter: the sandbox's cgroup.
+func (s *sandbox) Usage() (runtime.Usage, error) { return s.host.Usage() }

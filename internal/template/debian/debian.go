@@ -11,9 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -137,8 +135,12 @@ func finish(s *template.Store, name, diffID string, opt Options, bin string) (*t
 	if err != nil {
 		return nil, err
 	}
-	root, _ := s.LayerRoot(diffID)
-	pkgs, err := dpkgPackages(filepath.Join(root, "var/lib/dpkg/status"))
+	// read within the layer, never through a symlink it holds
+	status, err := s.ReadLayerFile([]string{diffID}, "var/lib/dpkg/status", maxDpkgStatus)
+	if err != nil {
+		return nil, fmt.Errorf("dpkg status of the built root: %w", err)
+	}
+	pkgs, err := dpkgPackages(status)
 	if err != nil {
 		return nil, fmt.Errorf("dpkg status of the built root: %w", err)
 	}
@@ -154,12 +156,15 @@ func finish(s *template.Store, name, diffID string, opt Options, bin string) (*t
 	return img, nil
 }
 
+// maxDpkgStatus bounds the dpkg status file read (a full desktop's is a
+// few MiB).
+const maxDpkgStatus = 64 << 20
+
 // dpkgPackages lists the installed packages of a dpkg status file as
 // "name=version arch", sorted.
-func dpkgPackages(status string) ([]string, error) {
-	data, err := os.ReadFile(status)
-	if err != nil {
-		return nil, err
+func dpkgPackages(data []byte) ([]string, error) {
+	if data == nil {
+		return nil, fmt.Errorf("no dpkg status file: %w", errdefs.ErrInvalid)
 	}
 	var out []string
 	for _, para := range bytes.Split(data, []byte("\n\n")) {

@@ -1,8 +1,6 @@
 package debian
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -29,16 +27,15 @@ func TestCheckArgs(t *testing.T) {
 
 // Only installed packages are listed, with version and architecture.
 func TestDpkgPackages(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "status")
 	status := "Package: dpkg\nStatus: install ok installed\nVersion: 1.21.22\nArchitecture: amd64\nDescription: x\n continued line\n\n" +
 		"Package: gone\nStatus: deinstall ok config-files\nVersion: 1\nArchitecture: amd64\n\n" +
 		"Package: base-files\nStatus: install ok installed\nArchitecture: amd64\nVersion: 12.4+deb12u5\n"
-	if err := os.WriteFile(p, []byte(status), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := dpkgPackages(p)
+	got, err := dpkgPackages([]byte(status))
 	want := []string{"base-files=12.4+deb12u5 amd64", "dpkg=1.21.22 amd64"}
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("got %q %v, want %q", got, err, want)
+	}
+	if _, err := dpkgPackages(nil); err == nil {
+		t.Error("a root with no dpkg status: no error")
 	}
 }

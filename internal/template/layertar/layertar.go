@@ -34,12 +34,17 @@ import (
 type Limits struct {
 	MaxBytes   int64 // sum of the regular files' sizes; default 16 GiB
 	MaxEntries int   // tar entries; default 1,000,000
+	// MaxNameBytes bounds the sum of the entries' path lengths, which
+	// the unpack keeps in memory (a path may be 4 KiB: at the entry cap,
+	// 4 GiB); default 256 MiB.
+	MaxNameBytes int64
 }
 
 // Default limits.
 const (
-	DefaultMaxBytes   = 16 << 30
-	DefaultMaxEntries = 1_000_000
+	DefaultMaxBytes     = 16 << 30
+	DefaultMaxEntries   = 1_000_000
+	DefaultMaxNameBytes = 256 << 20
 )
 
 func (l Limits) withDefaults() Limits {
@@ -48,6 +53,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxEntries <= 0 {
 		l.MaxEntries = DefaultMaxEntries
+	}
+	if l.MaxNameBytes <= 0 {
+		l.MaxNameBytes = DefaultMaxNameBytes
 	}
 	return l
 }
@@ -114,6 +122,7 @@ type unpacker struct {
 	// 'f' regular file, 'l' symlink, 'w' whiteout, 'o' other).
 	made      map[string]byte
 	whiteouts map[string]bool
+	nameBytes int64 // of the entries' paths so far
 }
 
 // cleanName checks a tar name and returns it relative and clean ("" for
@@ -150,6 +159,9 @@ func (u *unpacker) entry(h *tar.Header, r io.Reader) error {
 	rel, err := cleanName(h.Name)
 	if err != nil {
 		return err
+	}
+	if u.nameBytes += int64(len(rel) + len(h.Linkname)); u.nameBytes > u.lim.MaxNameBytes {
+		return fmt.Errorf("layer entries' names are over %d bytes: %w", u.lim.MaxNameBytes, errdefs.ErrLimitExceeded)
 	}
 	if rel == "" {
 		if h.Typeflag != tar.TypeDir {
@@ -390,13 +402,12 @@ func (u *unpacker) whiteout(h *tar.Header, parent, base string) error {
 		return refuse(h.Name, "whiteout of no name")
 	}
 	target := path.Join(parent, name)
+	// Anything this layer put below target made target too (openParent
+	// records each directory it makes): one lookup covers a filled
+	// directory, never a scan of all that was made (quadratic in the
+	// entries: days of CPU for a layer at the entry cap).
 	if u.made[target] != 0 {
 		return refuse(h.Name, "whiteout of a name the same layer made")
-	}
-	for m := range u.made {
-		if strings.HasPrefix(m, target+"/") {
-			return refuse(h.Name, "whiteout of a directory the same layer filled")
-		}
 	}
 	pfd, err := u.openParent(h.Name, parent)
 	if err != nil {

@@ -24,7 +24,7 @@ type ent struct {
 	size       int64 // when set: declared size, no body written
 }
 
-func mkTar(t *testing.T, ents ...ent) []byte {
+func mkTar(t testing.TB, ents ...ent) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
@@ -165,6 +165,14 @@ func TestLimits(t *testing.T) {
 	}
 	if _, err := Unpack(t.TempDir(), bytes.NewReader(mkTar(t, many...)), Limits{MaxEntries: 10}); !errors.Is(err, errdefs.ErrLimitExceeded) {
 		t.Fatalf("entries: %v", err)
+	}
+	// long names, which the unpack keeps, are bounded too
+	var long []ent
+	for i := 0; i < 20; i++ {
+		long = append(long, ent{name: strings.Repeat("d", 200) + "/" + strings.Repeat("f", i+1)})
+	}
+	if _, err := Unpack(t.TempDir(), bytes.NewReader(mkTar(t, long...)), Limits{MaxNameBytes: 2000}); !errors.Is(err, errdefs.ErrLimitExceeded) || !strings.Contains(err.Error(), "names") {
+		t.Fatalf("names: %v", err)
 	}
 	check()
 }

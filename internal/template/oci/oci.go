@@ -31,6 +31,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// maxConfigBytes bounds an image's config (read whole into memory; a
+// real one is a few KiB).
+const maxConfigBytes = 8 << 20
+
 // Platform is the only one airlock's backends run.
 var Platform = v1.Platform{OS: "linux", Architecture: "amd64"}
 
@@ -43,6 +47,10 @@ type Options struct {
 	// Keychain authenticates to registries; nil: the docker-style
 	// config file (authn.DefaultKeychain).
 	Keychain authn.Keychain
+	// RegistrySecret, when set, is the credential for the registry of
+	// a registry reference (in place of Keychain); with any other
+	// source the import is refused.
+	RegistrySecret *RegistrySecret
 	// Transport for registry requests; nil: the default.
 	Transport http.RoundTripper
 	// Progress, when set, hears of each step (one line each).
@@ -65,8 +73,18 @@ type source struct {
 	cleanup     func()
 }
 
-// Import imports source as the template name into s.
+// Import imports source as the template name into s. With a registry
+// secret, its value is scrubbed from the error and the progress lines.
 func Import(ctx context.Context, s *template.Store, name, src string, opt Options) (*template.Image, error) {
+	hidden := opt.RegistrySecret.hidden()
+	if p := opt.Progress; p != nil && len(hidden) > 0 {
+		opt.Progress = func(f string, a ...any) { p("%s", scrub(fmt.Sprintf(f, a...), hidden)) }
+	}
+	img, err := doImport(ctx, s, name, src, opt)
+	return img, scrubError(err, hidden)
+}
+
+func doImport(ctx context.Context, s *template.Store, name, src string, opt Options) (*template.Image, error) {
 	if err := template.ValidName(name); err != nil {
 		return nil, err
 	}
@@ -134,6 +152,16 @@ func importImage(ctx context.Context, s *template.Store, name, src string, so *s
 // checkConfig reads the image's config, checks it against its digest
 // and the platform.
 func checkConfig(so *source) (*v1.ConfigFile, error) {
+	if !so.docker {
+		// read whole into memory: the manifest's size for it is checked first
+		m, err := so.img.Manifest()
+		if err != nil {
+			return nil, fmt.Errorf("image manifest: %v: %w", err, errdefs.ErrInvalid)
+		}
+		if m.Config.Size > maxConfigBytes || m.Config.Size < 0 {
+			return nil, fmt.Errorf("image config of %d bytes, more than %d: %w", m.Config.Size, maxConfigBytes, errdefs.ErrLimitExceeded)
+		}
+	}
 	raw, err := so.img.RawConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("image config: %w", err)

@@ -24,6 +24,10 @@ import (
 // open finds what src names: a layout directory, an archive file (OCI
 // or docker), else a registry reference.
 func open(ctx context.Context, s *template.Store, src string, opt *Options) (*source, error) {
+	_, local := exists(src)
+	if opt.RegistrySecret != nil && (local || strings.HasPrefix(src, "/") || strings.HasPrefix(src, ".")) {
+		return nil, fmt.Errorf("a registry secret is for a registry reference, and %s is a local path: %w", src, errdefs.ErrInvalid)
+	}
 	if fi, ok := exists(src); ok {
 		if fi.IsDir() {
 			return openLayout(src)
@@ -259,6 +263,11 @@ func openRemote(ctx context.Context, ref string, opt *Options) (*source, error) 
 	kc := opt.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
+	}
+	if opt.RegistrySecret != nil {
+		if kc, err = opt.RegistrySecret.keychain(r.Context().RegistryStr()); err != nil {
+			return nil, err
+		}
 	}
 	ro := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithPlatform(Platform)}
 	if opt.Transport != nil {

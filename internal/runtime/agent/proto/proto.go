@@ -41,6 +41,14 @@ const (
 	// OpSweep ends every process of the sandbox but the agent, and answers
 	// OpDone (PID: how many there were) once they are gone.
 	OpSweep = "sweep" // host -> agent
+	// OpWatch watches the directory File.Path (File.Recursive: its whole
+	// tree), which must be beneath the agent's watched roots, for the
+	// host: the answer is OpDone once it is in place, then OpWatchEvents
+	// with the same ID as things change, until OpUnwatch with that ID
+	// (answered OpDone).
+	OpWatch       = "watch"        // host -> agent
+	OpWatchEvents = "watch_events" // agent -> host: Events, Lost
+	OpUnwatch     = "unwatch"      // host -> agent
 )
 
 // Message is one datagram on the channel. Fields are used per Op.
@@ -76,6 +84,11 @@ type Message struct {
 
 	// Ready, when InitConfig.Trace: setup phase timings
 	Timings string `json:"timings,omitempty"`
+
+	// OpWatchEvents: what changed, oldest first; Lost: events were lost
+	// before these (the watcher or the channel fell behind)
+	Events []WatchEvent `json:"events,omitempty"`
+	Lost   bool         `json:"lost,omitempty"`
 
 	// Error
 	Error string `json:"error,omitempty"`
@@ -342,10 +355,19 @@ type FileInfo struct {
 	Target  string    `json:"symlink_target,omitempty"`
 }
 
+// WatchEvent is one change of OpWatchEvents: Op is create, write,
+// remove, rename (moved away) or chmod; Path is absolute.
+type WatchEvent struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+}
+
 // FileOp is the request of OpFile.
 type FileOp struct {
-	Kind      string `json:"kind"` // stat, list, read, write, mkdir, remove, tar
-	Path      string `json:"path"`
+	Kind string `json:"kind"` // stat, list, read, write, mkdir, remove, rename, tar
+	Path string `json:"path"`
+	// To is where rename moves Path (its missing parents are made).
+	To        string `json:"to,omitempty"`
 	Mode      uint32 `json:"mode,omitempty"`
 	Parents   bool   `json:"parents,omitempty"`
 	Recursive bool   `json:"recursive,omitempty"`
