@@ -22,7 +22,7 @@
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
 // volumes, egress proxies and header transforms, auto-pause, metrics
-// history, preview ports, snapshots) is refused with a clear "unsupported" error,
+// history, preview ports, deleting snapshots) is refused with a clear "unsupported" error,
 // never silently ignored. Commands run as the sandbox's unprivileged user;
 // asking for user "root" is refused. Relative paths and the default
 // working directory are the sandbox user's home, as in E2B.
@@ -67,6 +67,9 @@ type Config struct {
 	// Network replaces a sandbox's network layer (sandboxnet.Net,
 	// updateNetwork); nil: updateNetwork is unsupported.
 	Network Networks
+	// Snapshots makes and lists snapshot templates (snapshots.Snapshots:
+	// createSnapshot, listSnapshots, fork); nil: they are unsupported.
+	Snapshots Snapshots
 	// Redactor redacts the process list (records.Records); nil: the list
 	// is refused.
 	Redactor Redactor
@@ -144,6 +147,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, usage: cfg.Usage, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}, nets: map[string]*netView{}, watchers: map[string]*pollWatch{}}
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
+	s.snapshotRoutes()
 	s.metricsRoutes()
 	s.envdRoutes()
 	return s

@@ -167,6 +167,9 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 	if err != nil {
 		return nil, err
 	}
+	if err := seedFits(base, req.User); err != nil {
+		return nil, err
+	}
 	source := "sandbox"
 	if taskID != "" {
 		source = "task"

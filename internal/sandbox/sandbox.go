@@ -102,6 +102,10 @@ type Base struct {
 	// (an image's WorkingDir, a build's WORKDIR); "": /workspace.
 	WorkDir string
 	Seed    string
+	// SeedHome is the command user's home the seed holds files of (the
+	// snapshotted sandbox's); a sandbox of another home cannot start
+	// from it. "" with a seed: /home/sandbox.
+	SeedHome string
 }
 
 // TemplateInfo is a template a sandbox can be created from.
