@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -101,6 +102,19 @@ type snapshotFile struct {
 	// Home is the home the seed holds, that of the sandbox's command
 	// user; "" (snapshots made before it was kept): /home/sandbox.
 	Home string `json:"home,omitempty"`
+	// Lineage is the snapshotted sandbox's template and the ones it was
+	// made from, oldest first (sandbox.Base.Lineage of its sandboxes).
+	Lineage []string `json:"lineage,omitempty"`
+}
+
+// lineage is what its sandboxes' policy layers before the snapshot's
+// own section; a snapshot made before lineages were kept knows its base
+// alone.
+func (s *snapshotFile) lineage() []string {
+	if len(s.Lineage) > 0 {
+		return s.Lineage
+	}
+	return []string{s.Base}
 }
 
 // SnapshotSandbox makes a new version of the snapshot template name from
@@ -179,7 +193,8 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	sum := hex.EncodeToString(h.Sum(nil))
 	tplVersion := rec.TemplateVersion
 	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
-		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env, WorkDir: base.WorkDir, Home: dirs[1]}
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env, WorkDir: base.WorkDir, Home: dirs[1],
+		Lineage: append(slices.Clone(base.Lineage), rec.Template)}
 	vdir := filepath.Join(dir, snap.Version)
 	if err := os.MkdirAll(vdir, 0o700); err != nil {
 		return nil, err
@@ -305,7 +320,7 @@ func (s *Snapshots) Template(name string) (*sandbox.Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, WorkDir: snap.WorkDir, Seed: seed, SeedHome: snap.home()}, nil
+	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, WorkDir: snap.WorkDir, Seed: seed, SeedHome: snap.home(), Lineage: snap.lineage()}, nil
 }
 
 // home is the home the snapshot's seed holds.
