@@ -6,17 +6,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/benchpeer"
 )
 
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
+var median = benchpeer.Median
 
 // BenchmarkRunVsBwrap runs `airlock run -- /bin/true` and the peer
 // `bwrap --unshare-all --die-with-parent` (read-only /usr, /bin/true)
@@ -141,7 +138,7 @@ func BenchmarkAgentStartVsStaticGo(b *testing.B) {
 	_ = os.Chmod(filepath.Dir(d), 0o711)
 	_ = os.Chmod(d, 0o711)
 	e := &env{state: d + "/state", data: d + "/data", cgroupName: "airlock-bench-agent"}
-	peer := staticNothing(b, d)
+	peer := benchpeer.StaticNothing(b, d)
 	var starts, setups []time.Duration
 	agentOwn := func() time.Duration {
 		c := e.cmd("run", "--", "/bin/true")
@@ -185,20 +182,4 @@ func BenchmarkAgentStartVsStaticGo(b *testing.B) {
 	b.ReportMetric(float64(median(starts))/1e6, "agent-start-median-ms")
 	b.ReportMetric(float64(median(setups))/1e6, "agent-setup-median-ms")
 	b.ReportMetric(float64(median(starts))/float64(mp), "start-ratio")
-}
-
-// staticNothing builds a static Go binary that does nothing, in dir.
-func staticNothing(b *testing.B, dir string) string {
-	src := filepath.Join(dir, "nothing.go")
-	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	bin := filepath.Join(dir, "nothing")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, src)
-	build.Dir = dir
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GO111MODULE=off")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build the peer: %v\n%s", err, out)
-	}
-	return bin
 }
