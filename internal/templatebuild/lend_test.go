@@ -15,16 +15,16 @@ import (
 // after the step gave it back, and none is ever listed.
 func TestLentStackIsTakenOnce(t *testing.T) {
 	s := New()
-	name, give := s.lend(&template.Template{Dir: "/nonexistent/root", Env: []string{"PATH=/bin"}}, "0123456789ab")
+	name, give := s.lend(&template.Template{Dir: "/nonexistent/root", Env: []string{"PATH=/bin"}}, "0123456789ab", "base")
 	b, err := s.Template(name)
-	if err != nil || b.RootFS != "/nonexistent/root" || b.Version != "0123456789ab" {
+	if err != nil || b.RootFS != "/nonexistent/root" || b.Version != "0123456789ab" || !slices.Equal(b.Lineage, []string{"base"}) {
 		t.Fatalf("the step's own create: %+v %v", b, err)
 	}
 	if _, err := s.Template(name); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("a second create of the lent stack: %v", err)
 	}
 	give()
-	other, give2 := s.lend(&template.Template{Dir: "/nonexistent/other"}, "")
+	other, give2 := s.lend(&template.Template{Dir: "/nonexistent/other"}, "", "")
 	give2()
 	if _, err := s.Template(other); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("a stack given back: %v", err)

@@ -107,7 +107,7 @@ type stepEvent struct {
 }
 
 func (s *Service) build(ctx context.Context, name, file, contextDir string, f *build.File, progress func(string)) (*Result, error) {
-	r := &Runner{Core: s.Core, Stacks: s.Stacks, Name: name, Limits: s.Limits, Presets: s.Presets}
+	r := &Runner{Core: s.Core, Stacks: s.Stacks, Name: name, Limits: s.Limits, Presets: s.Presets, From: f.From}
 	b := &build.Builder{Store: s.Store, Runner: r, RunKey: RunKey}
 	var lw *lineWriter
 	if progress != nil {

@@ -88,13 +88,18 @@ func (s *Stacks) Template(name string) (*sandbox.Base, error) {
 // anyone else may start from, so none is listed.
 func (s *Stacks) Templates(context.Context) ([]*sandbox.TemplateInfo, error) { return nil, nil }
 
-// lend makes t a template of a fresh name until the returned func runs.
-func (s *Stacks) lend(t *template.Template, version string) (string, func()) {
+// lend makes t a template of a fresh name until the returned func runs;
+// from is the build's FROM, whose section of the policy file its
+// sandboxes get (sandbox.Base.Lineage) before the stack's own (none).
+func (s *Stacks) lend(t *template.Template, version, from string) (string, func()) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	name := "build-step-" + hex.EncodeToString(b[:])
 	s.mu.Lock()
 	s.m[name] = &sandbox.Base{Name: name, Version: version, RootFS: t.Dir, Lowers: t.Lowers, Env: t.Env, WorkDir: t.WorkDir}
+	if from != "" {
+		s.m[name].Lineage = []string{from}
+	}
 	s.mu.Unlock()
 	return name, func() {
 		s.mu.Lock()
@@ -120,6 +125,9 @@ type Runner struct {
 	// Output hears the steps' stdout and stderr (nil: discarded; the
 	// exec records keep them, capped, either way).
 	Output io.Writer
+	// From is the build's FROM: the policy file's section for it applies
+	// to the steps' sandboxes.
+	From string
 	// Presets are the daemon's egress presets (name -> hosts): a step
 	// reaches only the hosts of those its file's egress: names.
 	Presets netpolicy.Presets
@@ -154,7 +162,7 @@ func (r *Runner) Run(ctx context.Context, t *template.Template, req build.RunReq
 	if r.Stacks == nil || r.Stacks.c == nil {
 		return nil, errdefs.Wrap(errdefs.ErrUnsupported, "this daemon runs no build steps (the templatebuild module is not attached)")
 	}
-	name, give := r.Stacks.lend(t, shortDigest(req.Stack))
+	name, give := r.Stacks.lend(t, shortDigest(req.Stack), r.From)
 	defer give()
 	creq := sandbox.CreateRequest{Template: name, Limits: r.Limits, Labels: map[string]string{LabelBuild: r.Name}}
 	if req.Line > 0 {

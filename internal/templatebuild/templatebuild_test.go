@@ -219,6 +219,10 @@ egress:
   rules:
     - {id: test-upstream, action: allow, cidrs: [127.0.0.1/32], ports: [PORT, TLSPORT]}
     - {id: every-sandbox, action: allow, hosts: [granted.example.test], ports: [PORT]}
+templates:
+  base:
+    rules:
+      - {id: base-section, command: 't forbidden *', action: deny}
 `
 
 func newRig(t testing.TB) *rig { return newRigOn(t, "native") }
@@ -509,6 +513,17 @@ func TestBuildEgressOnlyWhatTheFileNames(t *testing.T) {
 		if !strings.Contains(strings.Join(lines, "\n"), "build-egress-only") {
 			t.Errorf("%s: the refusal does not name the build's rule: %q", name, lines)
 		}
+	}
+}
+
+// Attack: the policy file's section for the build's FROM holds its
+// steps: a step's sandbox is of a lent stack, but starts from FROM's
+// section, so a build cannot shed it.
+func TestBuildStepsGetTheirBasesSection(t *testing.T) {
+	r := newRig(t)
+	_, lines, err := r.build("fromsection", "FROM base\nRUN t forbidden x\n")
+	if err == nil || !strings.Contains(err.Error(), "base-section") {
+		t.Fatalf("a step the base's section denies: %v (%q)", err, lines)
 	}
 }
 
