@@ -174,10 +174,35 @@ func changePayload(ctx context.Context, p string, was, now []byte) map[string]an
 	default:
 		payload["parse_error"] = errorText(berr, aerr)
 	}
+	if ch, ok := payload["changes"].([]lockfile.Change); ok {
+		if h := newHashes(p, now, ch); len(h) > 0 {
+			payload["hashes"] = h
+		}
+	}
 	if d := unifiedDiff(ctx, p, was, now); d != "" {
 		payload["diff"] = audit.Blob([]byte(d))
 	}
 	return payload
+}
+
+// newHashes are the content hashes lockfile p (now) gives for the
+// versions its change added ("name@version" -> the hashes the package
+// manager checks downloads against); a version it gives none for is
+// absent.
+func newHashes(p string, now []byte, changes []lockfile.Change) map[string]string {
+	all, ok, err := lockfile.Integrity(p, now)
+	if !ok || err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, c := range changes {
+		for _, v := range c.To {
+			if h := all[c.Name+"@"+v]; h != "" {
+				out[c.Name+"@"+v] = h
+			}
+		}
+	}
+	return out
 }
 
 func errorText(errs ...error) string {

@@ -122,6 +122,10 @@ type PackageChange struct {
 	SHA256     string           `json:"sha256,omitempty"` // the lockfile's after the step ("": removed)
 	Changes    []PackageVersion `json:"changes,omitempty"`
 	Registries []string         `json:"registries,omitempty"`
+	// Hashes are the lockfile's content hashes of the versions the step
+	// added ("name@version" -> hashes, several joined by a space), where
+	// the package manager gives them.
+	Hashes map[string]string `json:"hashes,omitempty"`
 	// ParseError: the lockfile could not be read for its packages.
 	ParseError string `json:"parse_error,omitempty"`
 }

@@ -321,6 +321,7 @@ type packagePayload struct {
 	After      string                    `json:"after_sha256"`
 	Changes    []template.PackageVersion `json:"changes"`
 	Registries []string                  `json:"registries"`
+	Hashes     map[string]string         `json:"hashes"`
 	ParseError string                    `json:"parse_error"`
 }
 
@@ -342,7 +343,7 @@ func (r *Runner) packages(ctx context.Context, id string) ([]template.PackageCha
 		if json.Unmarshal(e.Payload, &p) != nil {
 			continue
 		}
-		out = append(out, template.PackageChange{Lockfile: p.Lockfile, Manager: p.Manager, SHA256: p.After, Changes: p.Changes, Registries: p.Registries, ParseError: p.ParseError})
+		out = append(out, template.PackageChange{Lockfile: p.Lockfile, Manager: p.Manager, SHA256: p.After, Changes: p.Changes, Registries: p.Registries, Hashes: p.Hashes, ParseError: p.ParseError})
 	}
 	return out, nil
 }

@@ -666,7 +666,7 @@ func TestBuildPackageEvidence(t *testing.T) {
 	p := step.Packages[0]
 	if p.Lockfile != "/workspace/package-lock.json" || p.Manager != "npm" || len(p.SHA256) != 64 || len(p.Changes) != 1 ||
 		p.Changes[0].Name != "left-pad" || p.Changes[0].Change != "added" || len(p.Changes[0].To) != 1 || p.Changes[0].To[0] != "1.3.0" ||
-		len(p.Registries) != 1 || p.Registries[0] != "reg.example.test" {
+		len(p.Registries) != 1 || p.Registries[0] != "reg.example.test" || !strings.HasPrefix(p.Hashes["left-pad@1.3.0"], "sha512-") {
 		t.Errorf("package evidence: %+v", p)
 	}
 }
