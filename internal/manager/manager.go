@@ -90,6 +90,8 @@ type Manager struct {
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
+	teardowns sync.WaitGroup // DestroyAsync's teardowns under way
+
 	recs redacted.Records   // the store's records, redacted
 	rec  *recorder.Recorder // the audit record and the failed writes
 
