@@ -88,6 +88,7 @@ func waitStopped(t *testing.T, cl *sdk.Client, id string) *sdk.Sandbox {
 func TestRunViaDaemonOutputAuditAndTeardown(t *testing.T) {
 	e := newEnv(t)
 	d := e.startDaemon(t, "--pool", "host=1")
+	waitPoolReady(t, d, 1)
 	cl := sdkClient(t, d)
 	out, errOut, code := e.runD("", "run", "--verbose", "--env", "A=from-env", "--cwd", "/tmp", "--memory", "96M", "--",
 		"/bin/sh", "-c", `printf 'out %s %s' "$A" "$(pwd)"; printf err >&2; exit 3`)
@@ -109,6 +110,10 @@ func TestRunViaDaemonOutputAuditAndTeardown(t *testing.T) {
 		if ev.Kind == "exec.start" && !strings.Contains(string(ev.Payload), "/bin/sh") {
 			t.Errorf("exec.start without the command: %s", ev.Payload)
 		}
+		// run's defaults are the pool's shape: the ready sandbox was claimed
+		if ev.Kind == "sandbox.create" && !strings.Contains(string(ev.Payload), `"warm":true`) {
+			t.Errorf("the run's sandbox was not a warm pool's: %s", ev.Payload)
+		}
 	}
 	for _, k := range []string{"sandbox.create", "exec.start", "sandbox.stop"} {
 		if !kinds[k] {
@@ -124,7 +129,7 @@ func TestRunViaDaemonOutputAuditAndTeardown(t *testing.T) {
 
 func TestRunViaDaemonExitStatuses(t *testing.T) {
 	e := newEnv(t)
-	e.startDaemon(t, "--pool", "host=1")
+	waitPoolReady(t, e.startDaemon(t, "--pool", "host=1"), 1)
 	for _, c := range []struct {
 		argv []string
 		want int
@@ -215,6 +220,7 @@ func TestRunViaDaemonFallbackReasons(t *testing.T) {
 func TestRunViaDaemonSignalKillsAndRemoves(t *testing.T) {
 	e := newEnv(t)
 	d := e.startDaemon(t, "--pool", "host=1")
+	waitPoolReady(t, d, 1)
 	cl := sdkClient(t, d)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		c := e.cmd("run", "--daemon", "--verbose", "--", "/bin/sleep", "60")
@@ -261,4 +267,23 @@ func execRunning(cl *sdk.Client, id string) bool {
 		}
 	}
 	return false
+}
+
+// A daemon without gVisor answers a gvisor create unsupported: nothing
+// was made, and the run goes the direct way, saying why.
+func TestRunViaDaemonFallsBackForABackendItLacks(t *testing.T) {
+	if _, err := exec.LookPath("runsc"); err != nil {
+		t.Skip("runsc not installed")
+	}
+	e := newEnv(t)
+	e.prefix = []string{"env", "AIRLOCK_RUNSC=/nonexistent/runsc"} // the daemon's only
+	e.startDaemon(t)
+	e.prefix = nil
+	out, errOut, code := e.runD("", "run", "--verbose", "--backend", "gvisor", "--", "/bin/echo", "hi")
+	if code != 0 || out != "hi\n" || !strings.Contains(errOut, "airlock run: direct: the daemon cannot make this sandbox") {
+		t.Errorf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if _, errOut, code = e.runD("", "run", "--daemon", "--backend", "gvisor", "--", "/bin/true"); code != 125 || !strings.Contains(errOut, "--daemon: cannot run through the daemon") {
+		t.Errorf("--daemon: code %d stderr %q", code, errOut)
+	}
 }

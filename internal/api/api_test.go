@@ -915,3 +915,35 @@ func TestCreateWithinTheDaemonsCaps(t *testing.T) {
 		t.Errorf("create after one was destroyed: %d", code)
 	}
 }
+
+func TestDeleteWithoutWaiting(t *testing.T) {
+	d := newDaemon(t)
+	var sb, got sandbox.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	var apiErr wire.Error
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID+"?wait=maybe", nil, &apiErr); code != 400 || apiErr.Code != "invalid" {
+		t.Errorf("wait=maybe: %d %+v", code, apiErr)
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID+"?wait=false", nil, nil); code != 204 {
+		t.Fatalf("delete without waiting: %d", code)
+	}
+	// out of service at once: no command starts in it
+	if code, _, e := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"true"}}); code != 409 || e.Code != "conflict" {
+		t.Errorf("exec after a delete without waiting: %d %+v", code, e)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got); got.State != "stopped" || got.Stopped == nil; d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the teardown was never recorded: %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got.StopReason != "destroyed" {
+		t.Errorf("stop reason %q", got.StopReason)
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/0123456789ab?wait=false", nil, &apiErr); code != 404 || apiErr.Code != "not_found" {
+		t.Errorf("unknown sandbox without waiting: %d %+v", code, apiErr)
+	}
+}
