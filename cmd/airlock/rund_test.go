@@ -287,3 +287,26 @@ func TestRunViaDaemonFallsBackForABackendItLacks(t *testing.T) {
 		t.Errorf("--daemon: code %d stderr %q", code, errOut)
 	}
 }
+
+// The daemon's policy judges the run's command: one it holds for approval
+// fails at once (126) with the approval's id; one it denies, 126 too.
+func TestRunViaDaemonPolicyHoldsAndDenies(t *testing.T) {
+	e := newEnv(t)
+	pf := filepath.Join(t.TempDir(), "policy.yaml")
+	pol := "classes: {read: allow, verify: allow, build: allow, write: allow, dependency: allow, network: allow, destructive: deny, secret: allow, unknown: ask, persist: allow}\noutside_scope: allow\n"
+	if err := os.WriteFile(pf, []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.startDaemon(t, "--policy", pf)
+	start := time.Now()
+	_, errOut, code := e.runD("", "run", "--daemon", "--", "some-unknown-tool")
+	if code != 126 || !strings.Contains(errOut, "airlock approve ") || !strings.Contains(errOut, "nothing ran") {
+		t.Errorf("held: code %d stderr %q", code, errOut)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("a held run waited %s", took)
+	}
+	if _, errOut, code = e.runD("", "run", "--daemon", "--", "rm", "-rf", "/workspace"); code != 126 {
+		t.Errorf("denied: code %d stderr %q", code, errOut)
+	}
+}

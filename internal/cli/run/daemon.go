@@ -171,7 +171,10 @@ func runViaDaemon(o *runOpts, p *pathOpts, argv []string, stdinData []byte, stdo
 			return interrupted(fmt.Errorf("--workspace %s: copying it into the sandbox: %w", o.workspace, err))
 		}
 	}
-	req := sdk.ExecRequest{Argv: argv, Cwd: o.dir, Timeout: o.timeout, OutputLimit: o.output}
+	// The daemon's policy judges CMD. One it holds for an operator's
+	// approval fails at once (126) with the approval's id, never a silent
+	// wait of the daemon's --approval-wait.
+	req := sdk.ExecRequest{Argv: argv, Cwd: o.dir, Timeout: o.timeout, OutputLimit: o.output, NoApprovalWait: true}
 	if stdinData != nil {
 		req.Stdin = bytes.NewReader(stdinData)
 	}
@@ -180,6 +183,10 @@ func runViaDaemon(o *runOpts, p *pathOpts, argv []string, stdinData []byte, stdo
 	if err != nil {
 		if got != 0 {
 			return interrupted(err)
+		}
+		var e *sdk.Error
+		if sdk.IsApprovalPending(err) && errors.As(err, &e) && e.ApprovalID != "" {
+			err = fmt.Errorf("%w; nothing ran: an operator decides with 'airlock approve %s' (then run it again), or --direct runs it without the daemon and its policy", err, e.ApprovalID)
 		}
 		return execFailedCode(ctx, cl, sb.ID, argv, err), err
 	}

@@ -33,7 +33,8 @@ the daemon's (a warm pool's when one of this shape is ready: see 'airlock
 serve --pool'), made with the same flags, recorded in the daemon's audit
 log, and destroyed when CMD ends (the daemon finishes the teardown after
 airlock exits; on a signal airlock waits for it). The daemon's templates,
-backends and policy apply; --workspace is uploaded as a copy. The run goes
+backends and policy apply (a command it denies or holds for approval exits
+126, naming the approval); --workspace is uploaded as a copy. The run goes
 the direct way instead, and --verbose says why, with --direct, with one of
 --state-dir, --data-dir, --runsc, --gvisor-platform, when no daemon answers,
 when the daemon cannot make the sandbox (unsupported, e.g. a backend it was
