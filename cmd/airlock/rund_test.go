@@ -310,3 +310,41 @@ func TestRunViaDaemonPolicyHoldsAndDenies(t *testing.T) {
 		t.Errorf("denied: code %d stderr %q", code, errOut)
 	}
 }
+
+// A SIGKILLed 'airlock run' cannot destroy its sandbox: the daemon kills
+// its command when the exec's client goes (what README says), and the
+// sandbox stays until its lifetime or an 'airlock sandbox rm'.
+func TestRunViaDaemonSIGKILLEndsTheCommand(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(t)
+	cl := sdkClient(t, d)
+	c := e.cmd("run", "--daemon", "--verbose", "--", "/bin/sleep", "60")
+	var errOut lockedBuffer
+	c.Stderr = &errOut
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	deadline := time.Now().Add(20 * time.Second)
+	for id == "" || !execRunning(cl, id) {
+		if m := viaDaemonLine.FindStringSubmatch(errOut.String()); m != nil {
+			id = m[1]
+		}
+		if time.Now().After(deadline) {
+			_ = c.Process.Kill()
+			t.Fatalf("the run did not start: %q", errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = c.Process.Kill()
+	_ = c.Wait()
+	for execRunning(cl, id) {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatal("the command still runs after its client was killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cl.DestroySandbox(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+}
