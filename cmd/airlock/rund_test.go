@@ -312,9 +312,9 @@ func TestRunViaDaemonPolicyHoldsAndDenies(t *testing.T) {
 }
 
 // A SIGKILLed 'airlock run' cannot destroy its sandbox: the daemon kills
-// its command when the exec's client goes (what README says), and the
-// sandbox stays until its lifetime or an 'airlock sandbox rm'.
-func TestRunViaDaemonSIGKILLEndsTheCommand(t *testing.T) {
+// its command when the exec's client goes, and that end of the one-shot
+// sandbox's command destroys it.
+func TestRunViaDaemonSIGKILLEndsTheCommandAndSandbox(t *testing.T) {
 	e := newEnv(t)
 	d := e.startDaemon(t)
 	cl := sdkClient(t, d)
@@ -344,7 +344,5 @@ func TestRunViaDaemonSIGKILLEndsTheCommand(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := cl.DestroySandbox(context.Background(), id); err != nil {
-		t.Fatal(err)
-	}
+	waitStopped(t, cl, id)
 }

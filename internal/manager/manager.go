@@ -138,6 +138,9 @@ type live struct {
 	// not created with: every command of warm gets it before its own.
 	warm    runtime.Sandbox
 	warmEnv []string
+	// oneShot: destroyed once its first command ends (execd: one was
+	// asked for; m.mu); see oneshot.go.
+	oneShot, execd bool
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
 	// command makes in that moment waits for it (Core.ExecOf).

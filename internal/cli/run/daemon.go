@@ -101,12 +101,13 @@ func directReason(p *pathOpts, set map[string]bool, stdin *os.File) ([]byte, str
 	return data, ""
 }
 
-// runViaDaemon is runOnce through the daemon at p.socket: create (a warm
-// pool's sandbox when one of this shape is ready), upload the workspace,
-// exec streaming CMD's output raw, then destroy without waiting for the
-// teardown (the daemon finishes it and records it). A signal drops the
-// exec (the daemon kills CMD when its client goes) and destroys the
-// sandbox before exiting 128+N.
+// runViaDaemon is runOnce through the daemon at p.socket: create a
+// one-shot sandbox (a warm pool's when one of this shape is ready), upload
+// the workspace, exec streaming CMD's output raw; the daemon destroys the
+// sandbox when that exec ends (and records it), after its answer, so
+// airlock exits without waiting for the teardown. A signal drops the exec
+// (the daemon kills CMD when its client goes) and destroys the sandbox,
+// waiting, before exiting 128+N.
 func runViaDaemon(o *runOpts, p *pathOpts, argv []string, stdinData []byte, stdout, stderr io.Writer) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -151,6 +152,7 @@ func runViaDaemon(o *runOpts, p *pathOpts, argv []string, stdinData []byte, stdo
 	if p.verbose {
 		fmt.Fprintf(stderr, "airlock run: through the daemon at %s: sandbox %s\n", cli.Esc(p.socket), sb.ID)
 	}
+	execEnded := false // the daemon destroys the one-shot sandbox then
 	defer func() {
 		// After a signal the teardown is waited for: the run's promise is
 		// that nothing of it is left once airlock exits on a signal.
@@ -158,10 +160,12 @@ func runViaDaemon(o *runOpts, p *pathOpts, argv []string, stdinData []byte, stdo
 		defer dcancel()
 		if got != 0 {
 			_ = cl.DestroySandbox(dctx, sb.ID)
-		} else if derr := cl.DestroySandboxNoWait(dctx, sb.ID); derr != nil {
-			_ = cl.DestroySandbox(dctx, sb.ID)
+		} else if !execEnded {
+			if derr := cl.DestroySandboxNoWait(dctx, sb.ID); derr != nil {
+				_ = cl.DestroySandbox(dctx, sb.ID)
+			}
 		}
-		tracef("destroy sent")
+		tracef("done")
 	}()
 	if o.workspace != "" {
 		pr, pw := io.Pipe()
@@ -180,6 +184,11 @@ func runViaDaemon(o *runOpts, p *pathOpts, argv []string, stdinData []byte, stdo
 	}
 	st, err := cl.Exec(ctx, sb.ID, req, stdout, stderr)
 	tracef("exec done")
+	// A status means the exec ran its course in the daemon, which is
+	// destroying the one-shot sandbox; after anything else (a refusal
+	// that may have come before the sandbox was looked at, a broken
+	// stream) the DELETE above is sent too (of a stopped one: a no-op).
+	execEnded = err == nil
 	if err != nil {
 		if got != 0 {
 			return interrupted(err)
@@ -200,7 +209,7 @@ func runViaDaemon(o *runOpts, p *pathOpts, argv []string, stdinData []byte, stdo
 // the daemon's backend default is the same one (pids, disk, tmp, ptys:
 // fixed at create, and a warm pool claims only at 0).
 func (o *runOpts) createRequest() sdk.CreateRequest {
-	req := sdk.CreateRequest{Template: o.template, Backend: o.backend.name, Env: slices.Clone([]string(o.env))}
+	req := sdk.CreateRequest{Template: o.template, Backend: o.backend.name, Env: slices.Clone([]string(o.env)), OneShot: true}
 	req.Limits = sdk.Limits{MemoryBytes: o.memory, CPUs: o.cpus, DiskBytes: o.disk, TmpBytes: o.tmp, Ptys: o.ptys}
 	if req.Limits.MemoryBytes == 0 {
 		req.Limits.MemoryBytes = native.DefaultMemory

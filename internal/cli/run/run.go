@@ -31,8 +31,8 @@ Runs CMD in a fresh, isolated, one-shot sandbox and removes it afterwards.
 Through a daemon: when an airlock daemon answers at --socket, the sandbox is
 the daemon's (a warm pool's when one of this shape is ready: see 'airlock
 serve --pool'), made with the same flags, recorded in the daemon's audit
-log, and destroyed when CMD ends (the daemon finishes the teardown after
-airlock exits; on a signal airlock waits for it). The daemon's templates,
+log, and destroyed by the daemon when CMD ends, also when airlock is killed
+(the teardown goes on after airlock exits; on a signal airlock waits for it). The daemon's templates,
 backends and policy apply (a command it denies or holds for approval exits
 126, naming the approval); --workspace is uploaded as a copy. The run goes
 the direct way instead, and --verbose says why, with --direct, with one of
