@@ -90,7 +90,11 @@ type Manager struct {
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
-	teardowns sync.WaitGroup // DestroyAsync's teardowns under way
+	// teardowns counts DestroyAsync's teardowns under way (m.mu), and
+	// teardownsDone is signalled as each ends: a WaitGroup's Add may not
+	// race its Wait, and one may begin while Shutdown waits.
+	teardowns     int
+	teardownsDone *sync.Cond
 
 	recs redacted.Records   // the store's records, redacted
 	rec  *recorder.Recorder // the audit record and the failed writes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/hook"
@@ -111,12 +112,19 @@ func (m *Manager) DestroyAsync(ctx context.Context, id string) error {
 		}
 		return nil
 	}
+	m.mu.Lock()
+	m.teardowns++
+	m.mu.Unlock()
 	if m.hooks.Network != nil {
 		m.hooks.Network.RemoveSandbox(id)
 	}
-	m.teardowns.Add(1)
 	go func() {
-		defer m.teardowns.Done()
+		defer func() {
+			m.mu.Lock()
+			m.teardowns--
+			m.teardownsCond().Broadcast()
+			m.mu.Unlock()
+		}()
 		defer release()
 		err := m.teardown(context.WithoutCancel(ctx), id, sandbox.StopDestroyed, ls, sb, prev)
 		m.rec.BestEffort("sandbox "+id+": background teardown", err)
@@ -142,9 +150,21 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.rec.Stop()
 	err := m.stopAll(ctx, ids, sandbox.StopShutdown)
-	m.teardowns.Wait() // DestroyAsync's, begun before the shutdown
+	m.mu.Lock()
+	for m.teardowns > 0 { // DestroyAsync's
+		m.teardownsCond().Wait()
+	}
+	m.mu.Unlock()
 	if m.hooks.Network != nil {
 		m.hooks.Network.Close(ctx) // the refusal counts still open
 	}
 	return err
+}
+
+// teardownsCond is m.teardownsDone, made on first use (m.mu held).
+func (m *Manager) teardownsCond() *sync.Cond {
+	if m.teardownsDone == nil {
+		m.teardownsDone = sync.NewCond(&m.mu)
+	}
+	return m.teardownsDone
 }
