@@ -5,7 +5,7 @@ BIN       := bin/airlock
 PKGS      := ./...
 
 
-.PHONY: all build setup test test-fast lint bench demo fuzz clean
+.PHONY: all build setup test test-fast lint bench demo fuzz clean escape-image
 
 all: build
 
@@ -38,7 +38,18 @@ VM_PKG := ./test/vm/
 test: lint build
 	AIRLOCK_REQUIRE_GVISOR=1 $(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v '/test/vm$$')
 	$(GO) test -race -count=1 -timeout 15m $(VM_PKG)
+	@$(MAKE) --no-print-directory escape-image
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=250000x CLASSIFY_FUZZTIME=50000x
+
+# The backends' escape tests again, on a real distribution's root instead
+# of the host's (issue 21): a minimal Debian template that `airlock
+# template debian` builds with mmdebstrap from this host's apt sources.
+escape-image: setup build
+	@d=$$(mktemp -d /tmp/airlock-escimg.XXXXXX); chmod 711 $$d; trap 'rm -rf "$$d"' EXIT; \
+	echo "== escape tests on a Debian template ($$d)"; \
+	AIRLOCK_CORE_DIR=$$d/cores ./$(BIN) template debian --data-dir $$d/data deb && \
+	AIRLOCK_REQUIRE_GVISOR=1 AIRLOCK_TEST_IMAGE_TEMPLATE=$$d/data:deb \
+		$(GO) test -race -count=1 -run 'Escape' ./internal/runtime/native/ ./internal/runtime/gvisor/
 
 # The fast tier: every test that needs no root, run as an unprivileged
 # user (nobody, when make runs as root) so that the root-only ones skip;
@@ -69,7 +80,7 @@ fuzz:
 
 # Benchmarks with their peers in the same run; numbers go in issue notes.
 bench: setup build
-	$(GO) test -run '^$$' -bench 'RunVsBwrap' -benchtime 200x ./cmd/airlock/
+	$(GO) test -run '^$$' -bench 'RunVsBwrap|AgentStartVsStaticGo' -benchtime 200x ./cmd/airlock/
 	$(GO) test -run '^$$' -bench 'PolicyCheckVsStaticGo' -benchtime 500x ./cmd/airlock-front/
 	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 300x ./internal/runtime/native/
 	$(GO) test -run '^$$' -bench 'IdleMemory' -benchtime 1x ./internal/runtime/native/

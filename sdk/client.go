@@ -959,6 +959,43 @@ func (c *Client) ImportTemplateWith(ctx context.Context, req TemplateImport, pro
 	}
 }
 
+// BuildTemplate builds the template name from the airlock.template file
+// at path file, COPY reading below contextDir ("": the file's
+// directory); both are absolute paths on the daemon's host (the local
+// socket only). Each RUN step runs in a sandbox of the daemon, under its
+// policy and egress proxy, on its audit log. progress (may be nil) hears
+// each step and the steps' output, one line each.
+func (c *Client) BuildTemplate(ctx context.Context, name, file, contextDir string, progress func(line string)) (*wire.TemplateBuild, error) {
+	req := wire.TemplateBuildRequest{Name: name, File: file, Context: contextDir}
+	if progress == nil {
+		var b wire.TemplateBuild
+		if err := c.call(ctx, http.MethodPost, "/v1/templates/build", nil, req, &b); err != nil {
+			return nil, err
+		}
+		return &b, nil
+	}
+	a, err := c.request(ctx, http.MethodPost, "/v1/templates/build", url.Values{"progress": {"1"}}, req, "application/x-ndjson", true)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	dec := json.NewDecoder(io.LimitReader(a.Body, 256<<20))
+	for {
+		var ev wire.TemplateBuildEvent
+		if err := dec.Decode(&ev); err != nil {
+			return nil, a.readErr("POST /v1/templates/build", err)
+		}
+		switch {
+		case ev.Error != nil:
+			return nil, &Error{Status: wire.Status(ev.Error.Code), Code: ev.Error.Code, Message: oneLine(ev.Error.Message)}
+		case ev.Build != nil:
+			return ev.Build, nil
+		case ev.Progress != "":
+			progress(oneLine(ev.Progress))
+		}
+	}
+}
+
 // Input writes data to the open stdin of a command started with
 // ExecBackground(..., true).
 func (c *Client) Input(ctx context.Context, id, execID string, data []byte) error {

@@ -246,6 +246,42 @@ type TemplateImportEvent struct {
 	Error *Error `json:"error,omitempty"`
 }
 
+// TemplateBuildRequest is POST /v1/templates/build: build a template
+// from an airlock.template file, its RUN steps in the daemon's sandboxes.
+type TemplateBuildRequest struct {
+	// Name is the new template's.
+	Name string `json:"name"`
+	// File is the build file's absolute path on the daemon's host.
+	File string `json:"file"`
+	// Context is the directory COPY reads from, an absolute path on the
+	// daemon's host ("": the build file's directory).
+	Context string `json:"context,omitempty"`
+}
+
+// TemplateBuild is a finished build.
+type TemplateBuild struct {
+	// Template is the built template; its digest is the last step's.
+	Template Template `json:"template"`
+	// Cached is how many steps came from the build cache.
+	Cached int `json:"cached"`
+	// Built is how many steps were carried out.
+	Built int `json:"built"`
+	// Same: the template existed and the build made exactly it again.
+	Same bool `json:"same,omitempty"`
+}
+
+// TemplateBuildEvent is one line of the answer of POST
+// /v1/templates/build?progress=1 (newline-delimited JSON): progress
+// lines (each step, the RUN steps' output), then the build or an error.
+type TemplateBuildEvent struct {
+	// Progress is a step begun or a line of a RUN step's output.
+	Progress string `json:"progress,omitempty"`
+	// Build is the finished build (the last line).
+	Build *TemplateBuild `json:"build,omitempty"`
+	// Error ends a failed build (the last line).
+	Error *Error `json:"error,omitempty"`
+}
+
 // Template is a template sandboxes can start from.
 type Template struct {
 	// Name is the template's.

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
-	"sort"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/benchpeer"
 )
 
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
+var median = benchpeer.Median
 
 // BenchmarkPolicyCheckVsStaticGo runs `airlock policy check -- ls` (the
 // binary users get, as a process) and the peer, a minimal static Go
@@ -22,18 +17,7 @@ func median(ds []time.Duration) time.Duration {
 // peer). The core (the full program the front carries) answering the
 // same check runs in the same loop: what the front saves.
 func BenchmarkPolicyCheckVsStaticGo(b *testing.B) {
-	d := b.TempDir()
-	src := filepath.Join(d, "main.go")
-	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	peerBin := filepath.Join(d, "nothing")
-	build := exec.Command("go", "build", "-trimpath", "-o", peerBin, src)
-	build.Dir = d
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GO111MODULE=off")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build the peer: %v\n%s", err, out)
-	}
+	peerBin := benchpeer.StaticNothing(b, b.TempDir())
 	check := func(bin string) {
 		out, err := exec.Command(bin, "policy", "check", "--", "ls").CombinedOutput()
 		if err != nil {

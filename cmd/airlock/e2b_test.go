@@ -93,16 +93,14 @@ func testE2BWithSDK(t *testing.T, sdk string) {
 	// The 1.x line reads neither E2B_API_URL nor E2B_SANDBOX_URL: it
 	// reaches only https://api.$E2B_DOMAIN and, per sandbox, the host
 	// https://49983-ID.$E2B_DOMAIN, which the door routes with
-	// --e2b-domain and TLS (TestE2BSignedURLsWithTheRealSDK runs 1.13
-	// so). This session is written for the 2.x SDKs: 1.13 throws
-	// SandboxError where they throw AuthenticationError, at its first step.
+	// --e2b-domain and TLS; e2b_client.mjs adjusts what it expects per
+	// version (1.x throws SandboxError where 2.x throws
+	// AuthenticationError, and has no network options).
 	dist, err := os.ReadFile(filepath.Join(dir, "node_modules", sdk, "dist", "index.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(dist, []byte("E2B_SANDBOX_URL")) {
-		t.Skipf("%s cannot be pointed at airlock: it has no E2B_API_URL and E2B_SANDBOX_URL (only https on api.$E2B_DOMAIN and 49983-ID.$E2B_DOMAIN, routed with --e2b-domain and TLS: TestE2BSignedURLsWithTheRealSDK runs it so; this session is written for the 2.x SDKs' errors)", sdk)
-	}
+	byHost := !bytes.Contains(dist, []byte("E2B_SANDBOX_URL"))
 	e := newEnv(t)
 	pf := filepath.Join(filepath.Dir(e.state), "default.yaml")
 	out, _, _ := e.run("", "policy", "default")
@@ -113,7 +111,17 @@ func testE2BWithSDK(t *testing.T, sdk string) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	d := e.startDaemon(t, "--policy", pf, "--approval-wait", "4s", "--e2b-listen", addr)
+	args := []string{"--policy", pf, "--approval-wait", "4s", "--e2b-listen", addr}
+	env := []string{"E2B_SDK=" + sdk, "E2B_DEBUG=", "E2B_API_URL=http://" + addr, "E2B_SANDBOX_URL=http://" + addr}
+	nodeArgs := []string{filepath.Join(dir, "e2b_client.mjs")}
+	if byHost {
+		cert, key := loopbackCert(t, e2bTestDomain)
+		args = append(args, "--e2b-domain", e2bTestDomain, "--e2b-tls-cert", cert, "--e2b-tls-key", key)
+		env = []string{"E2B_SDK=" + sdk, "E2B_DEBUG=", "E2B_DOMAIN=" + e2bTestDomain, "NODE_EXTRA_CA_CERTS=" + cert,
+			"E2B_HOSTS_DOMAIN=" + e2bTestDomain, "E2B_HOSTS_ADDR=" + addr, "E2B_API_URL=", "E2B_SANDBOX_URL="}
+		nodeArgs = append([]string{"--import", filepath.Join(dir, "e2b_hosts.mjs")}, nodeArgs...)
+	}
+	d := e.startDaemon(t, args...)
 	key, _, code := e.run("", "apikey", "create", "--socket", d.sock, "--e2b", "--name", "e2b-agent")
 	key = strings.TrimSpace(key)
 	if code != 0 || !strings.HasPrefix(key, "e2b_") || len(key) != 44 {
@@ -159,9 +167,9 @@ func testE2BWithSDK(t *testing.T, sdk string) {
 		}
 	}()
 
-	cmd := exec.Command(node, filepath.Join(dir, "e2b_client.mjs"))
+	cmd := exec.Command(node, nodeArgs...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "E2B_SDK="+sdk, "E2B_API_KEY="+key, "E2B_API_URL=http://"+addr, "E2B_SANDBOX_URL=http://"+addr, "E2B_DEBUG=")
+	cmd.Env = append(append(os.Environ(), "E2B_API_KEY="+key), env...)
 	var o, er bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &er
 	err = cmd.Run()
@@ -183,10 +191,17 @@ func testE2BWithSDK(t *testing.T, sdk string) {
 	}
 	sandboxID := ids["create"]
 	checkNoInternet(t, d, ids["closed"], ids["open"])
-	checkFenced(t, d, ids["fenced"])
-	for dest, want := range map[string]string{"https://1.2.3.4/": "allow public-web", "https://1.2.3.5/": "deny e2b-deny-out", "https://1.2.3.6/": "allow public-web"} {
-		if got := egressDecision(t, d, ids["rewired"], dest); got != want {
-			t.Errorf("after updateNetwork {denyOut: [1.2.3.5]}: %s: %s, want %s", dest, got, want)
+	// The 1.x line has no network options, nor pause and snapshots.
+	v1 := strings.HasPrefix(sdk, "e2b-1-")
+	if !v1 {
+		checkFenced(t, d, ids["fenced"])
+		for dest, want := range map[string]string{"https://1.2.3.4/": "allow public-web", "https://1.2.3.5/": "deny e2b-deny-out", "https://1.2.3.6/": "allow public-web"} {
+			if got := egressDecision(t, d, ids["rewired"], dest); got != want {
+				t.Errorf("after updateNetwork {denyOut: [1.2.3.5]}: %s: %s, want %s", dest, got, want)
+			}
+		}
+		if ids["snapshot"] != "e2b-session" {
+			t.Errorf("the session made no snapshot: %v", ids)
 		}
 	}
 
@@ -263,7 +278,11 @@ func testE2BWithSDK(t *testing.T, sdk string) {
 		t.Errorf("audit verify: %d %s %s", code, aout, aerr)
 	}
 	qout, _, _ := e.run("", "audit", "query", "--socket", d.sock, "--sandbox", sandboxID, "--json")
-	for _, kind := range []string{"sandbox.create", "exec.start", "exec.end", "exec.input", "exec.signal", "file.write", "file.refused", "approval.request", "sandbox.pause", "sandbox.resume", "sandbox.timeout", "sandbox.stop"} {
+	kinds := []string{"sandbox.create", "exec.start", "exec.end", "exec.input", "exec.signal", "file.write", "file.refused", "approval.request", "sandbox.timeout", "sandbox.stop"}
+	if !v1 {
+		kinds = append(kinds, "sandbox.pause", "sandbox.resume", "sandbox.snapshot")
+	}
+	for _, kind := range kinds {
 		if !strings.Contains(qout, `"`+kind+`"`) {
 			t.Errorf("audit record of the sandbox has no %s event", kind)
 		}

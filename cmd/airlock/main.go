@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/cli"
 	"github.com/airlock-dev/airlock/internal/cli/admin"
 	"github.com/airlock-dev/airlock/internal/cli/approvals"
+	"github.com/airlock-dev/airlock/internal/cli/completion"
 	"github.com/airlock-dev/airlock/internal/cli/record"
 	"github.com/airlock-dev/airlock/internal/cli/run"
 	"github.com/airlock-dev/airlock/internal/cli/sandbox"
@@ -58,6 +59,7 @@ func verbs() []verb {
 		{"template", "templates from container images and Debian: import, debian, ls, inspect, rm, gc", templatecmd.CmdTemplate},
 		{"task", "the review workflow: a repository at a commit in a sandbox, tests, patch", task.CmdTask},
 		{"reap", "remove sandboxes, cgroups and state left behind by killed airlock processes", run.CmdReap},
+		{"completion", "print a shell completion script (bash)", cmdCompletion},
 		{"version", "print the version", cmdVersion},
 	}
 }
@@ -100,6 +102,14 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "airlock: unknown command %q; run 'airlock --help' for the list\n", args[0])
 	return 2
+}
+
+func cmdCompletion(args []string, stdout, stderr io.Writer) int {
+	var names []string
+	for _, v := range verbs() {
+		names = append(names, v.name)
+	}
+	return completion.Cmd(names)(args, stdout, stderr)
 }
 
 func cmdVersion(args []string, stdout, stderr io.Writer) int {

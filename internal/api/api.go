@@ -56,6 +56,7 @@ type Server struct {
 	keys   Keys
 	snaps  Snapshots
 	images Images
+	builds Builds
 	secs   Secrets
 	tasks  Tasks
 	appr   Approvals
@@ -99,6 +100,9 @@ type Modules struct {
 	// Caches nil: no dependency caches are kept (noCaches).
 	Caches Caches
 	Images Images
+	// Builds nil: no template is built (POST /v1/templates/build is
+	// unsupported).
+	Builds Builds
 	// Pools nil: no warm pools (an empty list).
 	Pools Pools
 }
@@ -211,7 +215,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Pools == nil {
 		mods.Pools = noPools{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, pools: mods.Pools, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, builds: mods.Builds, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, pools: mods.Pools, health: h, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/health", s.getHealth)
 	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
 	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
@@ -230,6 +234,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/snapshot", s.snapshot)
 	s.mux.HandleFunc("GET /v1/templates", s.templates)
 	s.mux.HandleFunc("POST /v1/templates", s.importTemplate)
+	s.mux.HandleFunc("POST /v1/templates/build", s.buildTemplate)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
 	s.filesRoutes()

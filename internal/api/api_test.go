@@ -163,6 +163,9 @@ func modulesOf(stk *stack.Stack, log *audit.Log) Modules {
 	if stk.Caches != nil {
 		mods.Caches = stk.Caches
 	}
+	if stk.Builds != nil {
+		mods.Builds = stk.Builds
+	}
 	return mods
 }
 

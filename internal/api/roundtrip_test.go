@@ -261,6 +261,7 @@ func fakeServer(t *testing.T) (*strictClient, *manager.Manager) {
 	}
 	mods := modulesOf(stk, log)
 	mods.Images = &fakeImages{} // the import's own tests are template/oci's; here its bodies
+	mods.Builds = &fakeBuilds{} // and the build's are templatebuild's
 	srv := &http.Server{Handler: New(m, mods, Health{OK: true, Version: "test", Backend: fakert.Name, Cgroup: "v2"})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -482,6 +483,28 @@ func roundTripAdmin(t *testing.T, c *strictClient) {
 	}
 	if last.Template == nil || last.Template.Name != "img2" {
 		t.Errorf("streamed import ended with %+v", last)
+	}
+	var b wire.TemplateBuild
+	c.do("POST", "/v1/templates/build", wire.TemplateBuildRequest{Name: "built", File: "/srv/airlock.template", Context: "/srv"}, 201, &b)
+	if b.Template.Name != "built" || b.Built != 2 {
+		t.Errorf("build: %+v", b)
+	}
+	breq := wire.TemplateBuildRequest{Name: "built2", File: "/srv/airlock.template"}
+	c.mark(c.sent, reflect.ValueOf(breq))
+	j, _ = json.Marshal(breq)
+	bresp, err := c.hc.Post("http://airlock/v1/templates/build?progress=1", "application/json", bytes.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bresp.Body.Close()
+	var blast wire.TemplateBuildEvent
+	sc = bufio.NewScanner(bresp.Body)
+	for sc.Scan() {
+		blast = wire.TemplateBuildEvent{}
+		c.strict("POST /v1/templates/build?progress=1", sc.Bytes(), &blast)
+	}
+	if blast.Build == nil || blast.Build.Template.Name != "built2" {
+		t.Errorf("streamed build ended with %+v", blast)
 	}
 }
 

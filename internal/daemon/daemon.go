@@ -47,6 +47,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime/native"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // Config is what a daemon is built from. New validates nothing that a
@@ -141,8 +142,10 @@ type Daemon struct {
 	m               *manager.Manager
 	keys            *apikeys.Keys
 	files           *filesapi.API
+	usage           *usage.Usage
 	records         *records.Records
 	net             e2b.Networks // the network module, for the E2B door
+	snaps           e2b.Snapshots
 	srv, tcp, e2b   *http.Server
 	errc            chan error
 	release         []func() // undone in reverse order, last
@@ -221,7 +224,10 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.m, d.keys, d.files, d.records, d.net = stk.Manager, stk.Keys, stk.Files, stk.Records, stk.Network
+	d.m, d.keys, d.files, d.records, d.net, d.usage = stk.Manager, stk.Keys, stk.Files, stk.Records, stk.Network, stk.Usage
+	if stk.Snapshots != nil {
+		d.snaps = stk.Snapshots
+	}
 	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
@@ -242,7 +248,11 @@ func depCacheDir(cfg Config) string {
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
 func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store) api.Modules {
-	return api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools}
+	mods := api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools}
+	if s.Builds != nil {
+		mods.Builds = s.Builds
+	}
+	return mods
 }
 
 // caches is the stack's dependency caches as the API takes them (nil:
@@ -386,7 +396,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	}
 	if eln != nil {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Network: d.net, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Usage: d.usage, Network: d.net, Snapshots: d.snaps, Redactor: d.records, Keys: d.keys, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
 	_ = d.m.Record(sandbox.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()

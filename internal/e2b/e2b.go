@@ -21,8 +21,8 @@
 // token (route.go, signed.go).
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
-// volumes, egress proxies and header transforms, auto-pause, directory watches,
-// Move, metrics, snapshots) is refused with a clear "unsupported" error,
+// volumes, egress proxies and header transforms, auto-pause, metrics
+// history, preview ports, deleting snapshots) is refused with a clear "unsupported" error,
 // never silently ignored. Commands run as the sandbox's unprivileged user;
 // asking for user "root" is refused. Relative paths and the default
 // working directory are the sandbox user's home, as in E2B.
@@ -47,6 +47,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/apikeys"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // EnvdVersion is the in-sandbox API version airlock reports. The SDKs
@@ -66,6 +67,9 @@ type Config struct {
 	// Network replaces a sandbox's network layer (sandboxnet.Net,
 	// updateNetwork); nil: updateNetwork is unsupported.
 	Network Networks
+	// Snapshots makes and lists snapshot templates (snapshots.Snapshots:
+	// createSnapshot, listSnapshots, fork); nil: they are unsupported.
+	Snapshots Snapshots
 	// Redactor redacts the process list (records.Records); nil: the list
 	// is refused.
 	Redactor Redactor
@@ -84,6 +88,9 @@ type Config struct {
 	// <port>-<id>.<Domain> is routed to sandbox id (route.go), and
 	// create and connect answer it as the sandbox's domain.
 	Domain string
+	// Usage reads a sandbox's metrics and tells a sandbox killed under a
+	// running command (internal/usage); nil: metrics are refused.
+	Usage Usage
 	// KeepaliveMax caps the interval of keepalive events in streams.
 	KeepaliveMax time.Duration
 	Logf         func(format string, args ...any)
@@ -96,6 +103,7 @@ type Server struct {
 	execs    Execs
 	red      Redactor
 	fs       Files
+	usage    Usage
 	tokenKey []byte
 	mux      *http.ServeMux // control plane
 	envd     *http.ServeMux // in-sandbox API
@@ -107,6 +115,9 @@ type Server struct {
 	// networks (update.go), and serializes network updates.
 	netMu sync.Mutex
 	nets  map[string]*netView
+
+	wmu      sync.Mutex
+	watchers map[string]*pollWatch // the polled directory watchers, by id
 }
 
 // New returns the handler.
@@ -126,12 +137,18 @@ func New(cfg Config) *Server {
 	if cfg.Files == nil {
 		cfg.Files = noFiles{}
 	}
+	if u, typed := cfg.Usage.(*usage.Usage); cfg.Usage == nil || typed && u == nil {
+		// (a nil module would call every command's abnormal end a kill)
+		cfg.Usage = noUsage{}
+	}
 	if cfg.Redactor == nil {
 		cfg.Redactor = noRedactor{}
 	}
-	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}, nets: map[string]*netView{}}
+	s := &Server{cfg: cfg, sbx: cfg.Manager, execs: cfg.Manager, red: cfg.Redactor, fs: cfg.Files, usage: cfg.Usage, tokenKey: make([]byte, 32), mux: http.NewServeMux(), envd: http.NewServeMux(), procs: map[procKey]*proc{}, nets: map[string]*netView{}, watchers: map[string]*pollWatch{}}
 	_, _ = rand.Read(s.tokenKey)
 	s.controlRoutes()
+	s.snapshotRoutes()
+	s.metricsRoutes()
 	s.envdRoutes()
 	return s
 }
@@ -172,7 +189,7 @@ func sandboxOf(r *http.Request) string {
 
 func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 	if p := r.Header.Get("E2b-Sandbox-Port"); p != "" && p != EnvdPort {
-		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served", p, id, EnvdPort))
+		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served; airlock has no preview ports yet (getHost)", p, id, EnvdPort))
 		return
 	}
 	if !s.authEnvd(w, r, id) {

@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,12 +31,9 @@ func (s *Server) fileRoutes() {
 	s.envd.HandleFunc("POST /filesystem.Filesystem/ListDir", s.listDir)
 	s.envd.HandleFunc("POST /filesystem.Filesystem/MakeDir", s.makeDir)
 	s.envd.HandleFunc("POST /filesystem.Filesystem/Remove", s.remove)
-	for _, m := range []string{"Move", "WatchDir", "CreateWatcher", "GetWatcherEvents", "RemoveWatcher"} {
-		m := m
-		s.envd.HandleFunc("POST /filesystem.Filesystem/"+m, func(w http.ResponseWriter, r *http.Request) {
-			writeEnvdError(w, r, http.StatusNotImplemented, codeUnimplemented, fmt.Sprintf("unsupported by airlock: filesystem %s (airlock records file activity per command instead)", m))
-		})
-	}
+	s.envd.HandleFunc("POST /filesystem.Filesystem/Move", s.move)
+	s.envd.HandleFunc("POST /filesystem.Filesystem/WatchDir", s.watchDir)
+	s.watcherRoutes()
 }
 
 // health is 204 while the sandbox runs, 502 when it is paused or gone,
@@ -173,7 +171,7 @@ func (s *Server) writeFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	for k := range r.Header {
 		if strings.HasPrefix(strings.ToLower(k), "x-metadata-") || strings.EqualFold(k, "X-File-Metadata") {
-			writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: file metadata")
+			writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: file metadata ("+k+"): airlock's file API keeps no extended attributes, so none is written and none is shown (envd "+EnvdVersion+", under E2B's 0.6.2 for metadata)")
 			return
 		}
 	}
@@ -292,26 +290,48 @@ func userName(id int) string {
 	return strconv.Itoa(id)
 }
 
-func entryOf(fi runtime.FileInfo) entryInfo {
+// entryOf is fi as E2B describes it. A symlink is described as envd
+// does: its type and permission bits are those of what it resolves to
+// (FILE_TYPE_UNSPECIFIED and 0 when it resolves to nothing), its
+// symlinkTarget the resolved path (the link's own path when there is
+// none); its name, size, times and permissions string are the link's.
+func entryOf(ctx context.Context, f runtime.Files, fi runtime.FileInfo) entryInfo {
 	e := entryInfo{
 		Name: fi.Name, Path: fi.Path, Size: strconv.FormatInt(fi.Size, 10), Mode: fi.Mode & 0o7777,
 		Owner: userName(fi.UID), Group: userName(fi.GID), ModifiedTime: fi.ModTime.UTC().Format(time.RFC3339Nano),
 	}
 	mode := fs.FileMode(fi.Mode & 0o777)
+	e.Type = fileType(fi.Type)
 	switch fi.Type {
 	case "file":
-		e.Type = "FILE_TYPE_FILE"
 	case "dir":
-		e.Type, mode = "FILE_TYPE_DIRECTORY", mode|fs.ModeDir
+		mode |= fs.ModeDir
 	case "symlink":
-		e.Type, mode = "FILE_TYPE_SYMLINK", mode|fs.ModeSymlink
-		t := fi.Target
-		e.SymlinkTarget = &t
+		mode |= fs.ModeSymlink
+		target, tfi, ok := resolveLinks(ctx, f, fi.Path)
+		e.Type, e.Mode = "FILE_TYPE_UNSPECIFIED", 0
+		if !ok {
+			target = fi.Path
+		} else {
+			e.Type, e.Mode = fileType(tfi.Type), tfi.Mode&0o777
+		}
+		e.SymlinkTarget = &target
 	default:
-		e.Type, mode = "FILE_TYPE_UNSPECIFIED", mode|fs.ModeIrregular
+		mode |= fs.ModeIrregular
 	}
 	e.Permissions = mode.String()
 	return e
+}
+
+// fileType is E2B's FileType of a file type of the runtime's.
+func fileType(t string) string {
+	switch t {
+	case "file":
+		return "FILE_TYPE_FILE"
+	case "dir":
+		return "FILE_TYPE_DIRECTORY"
+	}
+	return "FILE_TYPE_UNSPECIFIED"
 }
 
 type pathRequest struct {
@@ -352,7 +372,7 @@ func (s *Server) stat(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, fileRPCErr(err))
 		return
 	}
-	writeUnary(w, map[string]any{"entry": entryOf(fi)}, nil)
+	writeUnary(w, map[string]any{"entry": entryOf(r.Context(), f, fi)}, nil)
 }
 
 // maxListed bounds a ListDir answer.
@@ -368,18 +388,20 @@ func (s *Server) listDir(w http.ResponseWriter, r *http.Request) {
 		depth = 1
 	}
 	out := []entryInfo{}
+	cf := newStatCache(f)
 	var walk func(dir string, level int) error
 	walk = func(dir string, level int) error {
 		list, err := f.List(r.Context(), dir)
 		if err != nil {
 			return err
 		}
+		cf.seen(list)
 		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 		for _, fi := range list {
 			if len(out) >= maxListed {
 				return fmt.Errorf("more than %d entries: list a smaller tree: %w", maxListed, errdefs.ErrLimitExceeded)
 			}
-			out = append(out, entryOf(fi))
+			out = append(out, entryOf(r.Context(), cf, fi))
 			if fi.Type == "dir" && level < depth {
 				if err := walk(fi.Path, level+1); err != nil {
 					return err
@@ -413,7 +435,7 @@ func (s *Server) makeDir(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, fileRPCErr(err))
 		return
 	}
-	writeUnary(w, map[string]any{"entry": entryOf(fi)}, nil)
+	writeUnary(w, map[string]any{"entry": entryOf(r.Context(), f, fi)}, nil)
 }
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
@@ -421,9 +443,59 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := f.Remove(r.Context(), req.Path, true); err != nil {
+	// A path that is not there is removed already: envd's Remove
+	// succeeds then (os.RemoveAll), and so does the door. The policy
+	// judged the path first: a refusal is still a refusal.
+	if err := f.Remove(r.Context(), req.Path, true); err != nil && !notExist(err) {
 		writeUnary(w, nil, fileRPCErr(err))
 		return
 	}
 	writeUnary(w, struct{}{}, nil)
+}
+
+type moveRequest struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+}
+
+// move is files.rename: envd's Move (rename(2), the destination's
+// missing parents made), under the policy as a read and removal of the
+// source and a write of the destination (filesapi). It answers the
+// destination's entry.
+func (s *Server) move(w http.ResponseWriter, r *http.Request) {
+	var req moveRequest
+	if rerr := readUnary(r, &req); rerr != nil {
+		writeUnary(w, nil, rerr)
+		return
+	}
+	if req.Source == "" || req.Destination == "" {
+		writeUnary(w, nil, errorf(codeInvalidArgument, "source and destination are required"))
+		return
+	}
+	f, err := s.files(r)
+	if err != nil {
+		writeUnary(w, nil, rpcErr(err))
+		return
+	}
+	from, to := resolve(req.Source), resolve(req.Destination)
+	if err := f.Rename(r.Context(), from, to); err != nil {
+		rerr := fileRPCErr(err)
+		if rerr.Code == codeNotFound {
+			rerr.Message = "source file not found: " + rerr.Message
+		}
+		writeUnary(w, nil, rerr)
+		return
+	}
+	fi, err := f.Stat(r.Context(), to)
+	if err != nil {
+		writeUnary(w, nil, fileRPCErr(err))
+		return
+	}
+	writeUnary(w, map[string]any{"entry": entryOf(r.Context(), f, fi)}, nil)
+}
+
+// notExist says whether a file error is a missing path (the agent's
+// errors carry errdefs.ErrNotFound, the fake's fs.ErrNotExist).
+func notExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errdefs.ErrNotFound)
 }

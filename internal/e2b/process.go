@@ -412,6 +412,13 @@ func (s *Server) finish(p *proc, st *runtime.ExitStatus, err error) {
 	var end *endEvent
 	var fail *rpcError
 	switch {
+	case (err != nil || st.Signal != "") && !s.usage.Live(p.key.sandbox):
+		// The sandbox was killed under the command (kill, its timeout):
+		// envd's stream breaks off with the sandbox, which the SDKs
+		// report as a TimeoutError ("unavailable" is theirs for a
+		// sandbox gone: the same error, from every SDK version, with no
+		// health probe needed).
+		fail = errorf(codeUnavailable, "the sandbox was killed or reached its end of life while the command ran")
 	case err != nil:
 		fail = rpcErr(err)
 	case st.Limit == runtime.LimitTimeout:

@@ -74,7 +74,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) bool {
 	case byHost && hdr != "" && hdr != id:
 		writeEnvdError(w, r, http.StatusBadRequest, codeInvalidArgument, fmt.Sprintf("the Host names sandbox %s and E2b-Sandbox-Id sandbox %s: one sandbox per request", id, hdr))
 	case byHost && port != EnvdPort:
-		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served; airlock has no preview ports (getHost)", port, id, EnvdPort))
+		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served; airlock has no preview ports yet (getHost)", port, id, EnvdPort))
 	case byHost:
 		s.serveEnvd(w, r, id)
 	case hdr != "":

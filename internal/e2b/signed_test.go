@@ -211,7 +211,7 @@ func TestSignedURLAttacks(t *testing.T) {
 	refused("Host B, header A", 400, "one sandbox per request", "GET", hostB, readA, map[string]string{"E2b-Sandbox-Id": a})
 	refused("Host B, header A, A's token", 400, "one sandbox per request", "GET", hostB, "/files?path=/workspace/x", map[string]string{"E2b-Sandbox-Id": a, "X-Access-Token": tokA})
 	refused("A's token on B's host", 401, "X-Access-Token", "POST", hostB, "/filesystem.Filesystem/Remove", map[string]string{"X-Access-Token": tokA, "Content-Type": "application/json"})
-	refused("another port", 502, "only the in-sandbox API", "GET", "3000-"+a+"."+testDomain, readA, nil)
+	refused("another port", 502, "airlock has no preview ports yet (getHost)", "GET", "3000-"+a+"."+testDomain, readA, nil)
 	// A forged signature names no sandbox on the shared URL, and an
 	// unsigned URL is no way in.
 	refused("forged", 401, "invalid signature", "GET", shared, signedURL("/workspace/x", "read", "", "ea_guess", nil), nil)

@@ -170,11 +170,15 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 	if err != nil {
 		return nil, err
 	}
+	if err := seedFits(base, req.User); err != nil {
+		return nil, err
+	}
 	source := "sandbox"
 	if taskID != "" {
 		source = "task"
 	}
-	pol, err := sandbox.Policy(m.cfg.Policy, base.Name, req.Policy, req.TightenOnly, source)
+	lineage := append(slices.Clone(base.Lineage), base.Name)
+	pol, err := sandbox.Policy(m.cfg.Policy, lineage, req.Policy, req.TightenOnly, source)
 	if err != nil {
 		return nil, err
 	}

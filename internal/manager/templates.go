@@ -62,6 +62,28 @@ func (m *Manager) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error
 	return append(out, more...), nil
 }
 
+// seedFits refuses a snapshot for a sandbox whose command user's home
+// is not the one the snapshot kept: restoring /home/user into a
+// /home/sandbox sandbox (or the other way) would put the home's files
+// where no one looks for them, or fail half way.
+func seedFits(base *sandbox.Base, u runtime.User) error {
+	if base.Seed == "" {
+		return nil
+	}
+	ru, err := u.Resolve()
+	if err != nil {
+		return err
+	}
+	seed := base.SeedHome
+	if seed == "" {
+		seed = runtime.DefaultUser.Home
+	}
+	if ru.Home != seed {
+		return fmt.Errorf("template %s is a snapshot of a sandbox whose home is %s, and this sandbox's home is %s: start it as that user (a snapshot of an E2B door sandbox starts through the E2B door): %w", base.Name, seed, ru.Home, errdefs.ErrInvalid)
+	}
+	return nil
+}
+
 // seedSandbox restores a snapshot's files into a new sandbox.
 func seedSandbox(ctx context.Context, sb runtime.Sandbox, seed string) error {
 	f, ok := sb.(runtime.Files)

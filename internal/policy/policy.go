@@ -396,6 +396,33 @@ func (f *File) ForTemplate(template string) *Policy {
 	return p
 }
 
+// ForTemplates is the file's policy for sandboxes of the last of
+// lineage, a template made from the ones before it (oldest first: a
+// snapshot's base, then the snapshot): the defaults, the file's layer,
+// then each one's section in turn. A later section must not relax what
+// the earlier ones set (a snapshot is named by whoever takes it, and must
+// not shed its base's policy by its name): that is an error.
+func (f *File) ForTemplates(lineage []string) (*Policy, error) {
+	if len(lineage) == 0 {
+		return nil, fmt.Errorf("no template: %w", errdefs.ErrInvalid)
+	}
+	p := f.ForTemplate(lineage[0])
+	if f == nil {
+		return p, nil
+	}
+	for i, t := range lineage[1:] {
+		l, ok := f.Templates[t]
+		if !ok {
+			continue
+		}
+		if err := p.Relaxes(l); err != nil {
+			return nil, fmt.Errorf("the policy file's section for template %q relaxes that of %q, which it was made from (%v): %w", t, lineage[i], err, errdefs.ErrInvalid)
+		}
+		p = p.with(l, "template:"+t)
+	}
+	return p, nil
+}
+
 // With applies a layer on top of p (which is not changed).
 func (p *Policy) With(l Layer, source string) (*Policy, error) {
 	if err := l.Check(); err != nil {

@@ -43,6 +43,45 @@ type Sandbox interface {
 	Done() <-chan struct{}
 }
 
+// Meter is a sandbox that reports what it uses now, as its cgroup
+// counts it (every process of the sandbox, and for a backend with a
+// kernel of its own, that kernel too).
+type Meter interface {
+	Usage() (Usage, error)
+}
+
+// Usage is what a sandbox uses: CPU time since it was made, memory and
+// tasks now.
+type Usage struct {
+	CPUTime     time.Duration
+	MemoryBytes int64
+	Pids        int64
+}
+
+// DirWatcher is a sandbox whose directories can be watched for changes.
+type DirWatcher interface {
+	// WatchDir reports the changes of dir's entries (recursive: of its
+	// whole tree) from its return on, in order, until ctx ends or the
+	// sandbox stops, when the channel closes. A directory the backend
+	// cannot watch is an ErrUnsupported error.
+	WatchDir(ctx context.Context, dir string, recursive bool) (<-chan WatchBatch, error)
+}
+
+// WatchBatch is changes of a watched directory, oldest first; Lost says
+// changes were lost before them (the watch fell behind).
+type WatchBatch struct {
+	Events []WatchEvent
+	Lost   bool
+}
+
+// WatchEvent is one change: Op is create, write, remove, rename (the
+// name moved away; where it went is a create) or chmod; Path is
+// absolute.
+type WatchEvent struct {
+	Op   string
+	Path string
+}
+
 // Process is a command started by Exec.
 type Process interface {
 	// PID is the command's pid inside the sandbox.
@@ -319,6 +358,10 @@ type Files interface {
 	WriteFile(ctx context.Context, path string, r io.Reader, mode uint32, parents bool) (int64, error)
 	Mkdir(ctx context.Context, path string, parents bool) error
 	Remove(ctx context.Context, path string, recursive bool) error
+	// Rename moves from to to, as rename(2) does (a file at to is
+	// replaced; neither path's last element is followed), making to's
+	// missing parent directories first.
+	Rename(ctx context.Context, from, to string) error
 	// Tar writes the tree at dir as a tar stream; Untar unpacks one below dir.
 	Tar(ctx context.Context, dir string, w io.Writer) (int64, error)
 	Untar(ctx context.Context, dir string, r io.Reader) error

@@ -102,6 +102,15 @@ type Base struct {
 	// (an image's WorkingDir, a build's WORKDIR); "": /workspace.
 	WorkDir string
 	Seed    string
+	// SeedHome is the command user's home the seed holds files of (the
+	// snapshotted sandbox's); a sandbox of another home cannot start
+	// from it. "" with a seed: /home/sandbox.
+	SeedHome string
+	// Lineage names the templates this one was made from, oldest first
+	// (a snapshot's base, that base's own base, ...): the policy file's
+	// sections for them apply to its sandboxes before its own, so a
+	// snapshot never sheds its base's policy.
+	Lineage []string
 }
 
 // TemplateInfo is a template a sandbox can be created from.

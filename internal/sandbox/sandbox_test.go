@@ -182,23 +182,23 @@ func TestExecPolicyOf(t *testing.T) {
 // layer, which must be valid and, from a caller that may only tighten,
 // must relax nothing.
 func TestPolicyLayers(t *testing.T) {
-	if p, err := Policy(nil, "base", nil, true, "sandbox"); err != nil || p.Version() != policy.Defaults().Version() {
+	if p, err := Policy(nil, []string{"base"}, nil, true, "sandbox"); err != nil || p.Version() != policy.Defaults().Version() {
 		t.Fatalf("no file, no layer: %v", err)
 	}
 	f := &policy.File{Templates: map[string]policy.Layer{"web": {Classes: map[policy.Class]policy.Action{policy.Build: policy.Ask}}}}
-	p, err := Policy(f, "web", nil, false, "sandbox")
+	p, err := Policy(f, []string{"web"}, nil, false, "sandbox")
 	if err != nil || p.Classes[policy.Build] != policy.Ask || !slices.Equal(p.Sources, []string{"defaults", "file", "template:web"}) {
 		t.Fatalf("template layer: %v %v %v", err, p.Classes[policy.Build], p.Sources)
 	}
 	relax := &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Network: policy.Allow}}
-	if _, err := Policy(f, "web", relax, true, "apikey"); !errors.Is(err, errdefs.ErrDenied) || !strings.Contains(err.Error(), "network ask->allow") {
+	if _, err := Policy(f, []string{"web"}, relax, true, "apikey"); !errors.Is(err, errdefs.ErrDenied) || !strings.Contains(err.Error(), "network ask->allow") {
 		t.Errorf("an agent relaxed the policy: %v", err)
 	}
-	if p, err := Policy(f, "web", relax, false, "operator"); err != nil || p.Classes[policy.Network] != policy.Allow || p.Sources[len(p.Sources)-1] != "operator" {
+	if p, err := Policy(f, []string{"web"}, relax, false, "operator"); err != nil || p.Classes[policy.Network] != policy.Allow || p.Sources[len(p.Sources)-1] != "operator" {
 		t.Errorf("an operator's relaxing layer: %v", err)
 	}
 	tighten := &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Read: policy.Ask}}
-	if p, err := Policy(f, "web", tighten, true, "apikey"); err != nil || p.Classes[policy.Read] != policy.Ask {
+	if p, err := Policy(f, []string{"web"}, tighten, true, "apikey"); err != nil || p.Classes[policy.Read] != policy.Ask {
 		t.Errorf("an agent's tightening layer: %v", err)
 	}
 	for name, bad := range map[string]*policy.Layer{
@@ -207,7 +207,7 @@ func TestPolicyLayers(t *testing.T) {
 		"scope":  {Scope: []string{"../etc/**"}},
 	} {
 		for _, tightenOnly := range []bool{false, true} {
-			if _, err := Policy(f, "web", bad, tightenOnly, "x"); !errors.Is(err, errdefs.ErrInvalid) {
+			if _, err := Policy(f, []string{"web"}, bad, tightenOnly, "x"); !errors.Is(err, errdefs.ErrInvalid) {
 				t.Errorf("invalid %s layer (tighten only %v): %v", name, tightenOnly, err)
 			}
 		}

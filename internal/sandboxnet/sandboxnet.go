@@ -347,6 +347,27 @@ func (n *Net) SetNetworkLayer(ctx context.Context, id string, layer *egress.Poli
 	return n.EgressPolicy(ctx, id)
 }
 
+// ForkLayer is the network layer a copy of sandbox id (a sandbox made
+// from its files: the E2B door's fork) starts with: id's own, as last
+// set. A sandbox the operator gave a runtime layer (SetEgress) is
+// refused: that layer is the operator's decision about that sandbox, and
+// a copy without it would escape it.
+func (n *Net) ForkLayer(ctx context.Context, id string) (*egress.Policy, error) {
+	li, err := n.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if n.layer(id) != nil {
+		return nil, fmt.Errorf("sandbox %s has an egress layer of the operator's (airlock egress set), which a copy would not keep: %w", id, errdefs.ErrConflict)
+	}
+	l := n.netLayer(id, li)
+	if l == nil {
+		return nil, nil
+	}
+	c := *l
+	return &c, nil
+}
+
 // tightens refuses a layer that relaxes pol, or the sandbox's policy as
 // it is now (with its old layer): a layer that drops the operator's deny
 // rule or restores a revoked grant loosens it.

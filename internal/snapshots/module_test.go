@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/manager"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/redact"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -24,6 +25,12 @@ import (
 // onFake is the module (snapshots under dir; "": none) attached to a
 // manager on the fake backend (no root).
 func onFake(t *testing.T, dir string) (*Snapshots, *manager.Manager, *audit.Log) {
+	t.Helper()
+	return onFakeWith(t, dir, nil)
+}
+
+// onFakeWith is onFake with the daemon's policy file pol (nil: none).
+func onFakeWith(t *testing.T, dir string, pol *policy.File) (*Snapshots, *manager.Manager, *audit.Log) {
 	t.Helper()
 	root := t.TempDir()
 	st, err := store.Open(filepath.Join(root, "airlock.db"))
@@ -42,7 +49,7 @@ func onFake(t *testing.T, dir string) (*Snapshots, *manager.Manager, *audit.Log)
 	}
 	s := New(dir, tpls)
 	m, err := manager.New(context.Background(), manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, Logf: t.Logf, Modules: []hook.Module{s}})
+		Redactor: red, Logf: t.Logf, Modules: []hook.Module{s}, Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -60,15 +61,23 @@ func (s *Snapshots) Attach(c hook.Core) error {
 
 // A snapshot turns a sandbox's files into a template that new sandboxes
 // start from: the base template version the sandbox ran on (pinned: later
-// host changes do not alter it) plus a seed of its /workspace and
-// /home/sandbox, restored into each new sandbox's own writable layer as
+// host changes do not alter it) plus a seed of its /workspace and its
+// command user's home (/home/sandbox; an E2B door sandbox's /home/user),
+// restored into each new sandbox's own writable layer as
 // the command user's files. Files are kept; processes, /tmp and anything
 // outside those two trees are not. Each snapshot of a name is a new,
 // immutable version (by content hash); the base template itself is never
 // changed, so no session can poison it.
 
-// seedDirs are the trees a snapshot keeps (inside the sandbox).
-var seedDirs = []string{"/workspace", "/home/sandbox"}
+// seedDirs are the trees a snapshot of a sandbox whose command user is
+// u keeps (inside the sandbox): /workspace and that user's home, so that
+// an E2B door sandbox's /home/user is kept as /home/sandbox is.
+func seedDirs(u runtime.User) []string {
+	if u.Home == "" {
+		u = runtime.DefaultUser
+	}
+	return []string{"/workspace", u.Home}
+}
 
 // Snapshot is a snapshot template version.
 type Snapshot struct {
@@ -90,6 +99,22 @@ type snapshotFile struct {
 	Binds   []runtime.Bind `json:"binds"`
 	Env     []string       `json:"env,omitempty"`      // the base's (its PATH)
 	WorkDir string         `json:"work_dir,omitempty"` // the base's default cwd
+	// Home is the home the seed holds, that of the sandbox's command
+	// user; "" (snapshots made before it was kept): /home/sandbox.
+	Home string `json:"home,omitempty"`
+	// Lineage is the snapshotted sandbox's template and the ones it was
+	// made from, oldest first (sandbox.Base.Lineage of its sandboxes).
+	Lineage []string `json:"lineage,omitempty"`
+}
+
+// lineage is what its sandboxes' policy layers before the snapshot's
+// own section; a snapshot made before lineages were kept knows its base
+// alone.
+func (s *snapshotFile) lineage() []string {
+	if len(s.Lineage) > 0 {
+		return s.Lineage
+	}
+	return []string{s.Base}
 }
 
 // SnapshotSandbox makes a new version of the snapshot template name from
@@ -113,9 +138,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s is not running: %w", id, errdefs.ErrConflict)
 	}
-	if h := lv.User.Home; h != "" && h != seedDirs[1] {
-		return nil, fmt.Errorf("snapshot of sandbox %s: its user's home is %s, and a snapshot keeps only /workspace and %s (the home's files would be lost): %w", id, h, seedDirs[1], errdefs.ErrUnsupported)
-	}
+	dirs := seedDirs(lv.User)
 	base, rec := lv.Base, lv.View
 	dir := filepath.Join(s.dir, name)
 	exists := func() bool {
@@ -140,7 +163,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	cw := &capWriter{w: io.MultiWriter(tmp, h), left: limit}
 	// one tar of both trees, entries named "workspace/...", "home/sandbox/..."
 	tw := newPrefixTar(cw)
-	for _, d := range seedDirs {
+	for _, d := range dirs {
 		pr, pw := io.Pipe()
 		go func(d string) {
 			_, err := f.Tar(ctx, d, pw)
@@ -151,7 +174,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 		if err != nil {
 			tmp.Close()
 			if cw.over {
-				return nil, tooLargeSnapshot(id, rec.Limits.DiskBytes)
+				return nil, tooLargeSnapshot(id, dirs, rec.Limits.DiskBytes)
 			}
 			return nil, fmt.Errorf("snapshot %s: %w", d, err)
 		}
@@ -159,7 +182,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	if err := tw.close(); err != nil {
 		tmp.Close()
 		if cw.over {
-			return nil, tooLargeSnapshot(id, rec.Limits.DiskBytes)
+			return nil, tooLargeSnapshot(id, dirs, rec.Limits.DiskBytes)
 		}
 		return nil, err
 	}
@@ -170,7 +193,8 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	sum := hex.EncodeToString(h.Sum(nil))
 	tplVersion := rec.TemplateVersion
 	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
-		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env, WorkDir: base.WorkDir}
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env, WorkDir: base.WorkDir, Home: dirs[1],
+		Lineage: append(slices.Clone(base.Lineage), rec.Template)}
 	vdir := filepath.Join(dir, snap.Version)
 	if err := os.MkdirAll(vdir, 0o700); err != nil {
 		return nil, err
@@ -208,9 +232,9 @@ const snapshotSlack = 64 << 20
 // killed daemon left is removed at the next start (cleanSeeds).
 const seedPrefix = ".seed-"
 
-func tooLargeSnapshot(id string, disk int64) error {
-	return fmt.Errorf("snapshot of sandbox %s: its files (/workspace and /home/sandbox) take more than its disk size (%d MiB) + %d MiB on the host, where sparse files are written dense; nothing was kept: remove or shrink large (sparse) files first: %w",
-		id, disk>>20, snapshotSlack>>20, errdefs.ErrLimitExceeded)
+func tooLargeSnapshot(id string, dirs []string, disk int64) error {
+	return fmt.Errorf("snapshot of sandbox %s: its files (%s) take more than its disk size (%d MiB) + %d MiB on the host, where sparse files are written dense; nothing was kept: remove or shrink large (sparse) files first: %w",
+		id, strings.Join(dirs, " and "), disk>>20, snapshotSlack>>20, errdefs.ErrLimitExceeded)
 }
 
 // newSeed makes the template dir and the temp file a seed is written to.
@@ -296,7 +320,15 @@ func (s *Snapshots) Template(name string) (*sandbox.Base, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, WorkDir: snap.WorkDir, Seed: seed}, nil
+	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, WorkDir: snap.WorkDir, Seed: seed, SeedHome: snap.home(), Lineage: snap.lineage()}, nil
+}
+
+// home is the home the snapshot's seed holds.
+func (sf *snapshotFile) home() string {
+	if sf.Home == "" {
+		return runtime.DefaultUser.Home
+	}
+	return sf.Home
 }
 
 // snapshot returns the current version of a snapshot template and the

@@ -100,6 +100,54 @@ type BuildStep struct {
 	Instruction string `json:"instruction"`
 	Digest      string `json:"digest"`          // of its inputs: the parent's digest, the instruction, COPY's content
 	Layer       string `json:"layer,omitempty"` // diffID of what it added
+	// Sandbox and Exec are the daemon's sandbox and exec that ran a RUN
+	// step (its events in the audit log); empty for a step run in process
+	// (airlock template build without a daemon) and for other steps.
+	Sandbox string `json:"sandbox,omitempty"`
+	Exec    string `json:"exec,omitempty"`
+	// Fetched is what a RUN step's egress record holds: every request
+	// its sandbox made through the egress proxy, allowed or refused.
+	Fetched []Fetch `json:"fetched,omitempty"`
+	// Packages are the step's package.change records (the review
+	// module's dependency evidence): each lockfile a package manager
+	// changed, its hash after, the packages it added, removed or moved,
+	// and the registry hosts the command reached.
+	Packages []PackageChange `json:"packages,omitempty"`
+}
+
+// PackageChange is one lockfile a build step's package manager changed.
+type PackageChange struct {
+	Lockfile   string           `json:"lockfile"`
+	Manager    string           `json:"manager,omitempty"`
+	SHA256     string           `json:"sha256,omitempty"` // the lockfile's after the step ("": removed)
+	Changes    []PackageVersion `json:"changes,omitempty"`
+	Registries []string         `json:"registries,omitempty"`
+	// ParseError: the lockfile could not be read for its packages.
+	ParseError string `json:"parse_error,omitempty"`
+}
+
+// PackageVersion is a package a step added, removed or changed.
+type PackageVersion struct {
+	Name   string   `json:"name"`
+	From   []string `json:"from,omitempty"`
+	To     []string `json:"to,omitempty"`
+	Change string   `json:"change"` // added, removed, changed
+}
+
+// Fetch is one network request of a build step, from the egress record:
+// a CONNECT (HTTPS: the host only) or an HTTP request (with its path).
+type Fetch struct {
+	Method   string `json:"method"`
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Path     string `json:"path,omitempty"`
+	Status   int    `json:"status,omitempty"`
+	Decision string `json:"decision"`
+	Rule     string `json:"rule,omitempty"`
+	BytesIn  int64  `json:"bytes_in"`
+	BytesOut int64  `json:"bytes_out"`
+	// Count is how many refusals one summary of the record stands for.
+	Count int64 `json:"count,omitempty"`
 }
 
 // layerInfo is Root/layers/<hex>/layer.json.

@@ -173,7 +173,7 @@ func sandboxKill(args []string, stdout, stderr io.Writer) int {
 
 func sandboxSnapshot(args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCmd("snapshot", "airlock sandbox snapshot [flags] ID NAME",
-		"Makes a new version of the template NAME from the sandbox's /workspace and /home/sandbox\n(files are kept, processes and /tmp are not). New sandboxes start from it with --template NAME.\n", stdout, stderr)
+		"Makes a new version of the template NAME from the sandbox's /workspace and its user's home\n(/home/sandbox; an E2B door sandbox's /home/user; files are kept, processes and /tmp are not). New sandboxes start from it with --template NAME.\n", stdout, stderr)
 	pos, code, done := c.Parse(args)
 	if done {
 		return code

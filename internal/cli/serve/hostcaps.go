@@ -90,3 +90,77 @@ func fitCaps(c manager.Caps, h HostTables, explicit func(flag string) bool) (man
 		c.Host.Pids, c.Host.Ptys, c.Limits.Pids, c.Limits.Ptys, c.Limits.NoFile, h.PidMax, h.ThreadsMax, h.FileMax, h.NrOpen, h.PtyMax, h.PtyReserve, c.Sandboxes)
 	return c, msg, nil
 }
+
+// DensityWarning says, when the host's budgets cannot hold
+// --max-sandboxes sandboxes (any number, when it is 0) even of the
+// smallest limits, how many they hold and what would hold them: each
+// Create reserves its sandbox's most tasks (pids) and terminals (ptys),
+// so past that count creates are refused however idle the sandboxes
+// are. Only the operator can raise the tables; "" when they fit.
+func DensityWarning(c manager.Caps, h HostTables) string {
+	var out []string
+	smallest := native.HostTasks(native.MinPids)
+	if w := budgetWarning(c.Sandboxes, c.Host.Pids, smallest, "kernel.pid_max", h.PidMax, 0); w != "" {
+		out = append(out, fmt.Sprintf("this host's tasks hold at most %d sandboxes, even of the smallest pids limit (%d pids, %d host tasks each, reserved at create): %s (threads-max %d must allow it too)",
+			c.Host.Pids/smallest, native.MinPids, smallest, w, h.ThreadsMax))
+	}
+	// the smallest sandbox has one terminal
+	if w := budgetWarning(c.Sandboxes, c.Host.Ptys, 1, "kernel.pty.max", h.PtyMax, h.PtyReserve); w != "" {
+		out = append(out, fmt.Sprintf("this host's terminals hold at most %d sandboxes, even of one pty each: %s", c.Host.Ptys, w))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	if c.Sandboxes > 0 {
+		return fmt.Sprintf("--max-sandboxes %d: %s", c.Sandboxes, strings.Join(out, "; "))
+	}
+	return strings.Join(out, "; ")
+}
+
+// budgetWarning says how to raise the host table named table (now its
+// size, of which reserve is not the sandboxes') so that its share holds
+// n sandboxes of each entries (n 0: more than now), or "" when it holds
+// them already.
+func budgetWarning(n int, share, each int64, table string, now, reserve int64) string {
+	if share <= 0 || (n > 0 && int64(n) <= share/each) {
+		return ""
+	}
+	if n == 0 {
+		return fmt.Sprintf("raise %s (now %d) to hold more", table, now)
+	}
+	// HostShare(p) >= want: p - p/4 >= want
+	want := int64(n) * each
+	need := want + want/3
+	for HostShare(need) < want {
+		need++
+	}
+	return fmt.Sprintf("raise %s (now %d) to at least %d to hold %d", table, now, need+reserve, n)
+}
+
+// DaemonFilesPerSandbox bounds the descriptors the daemon holds for one
+// idle sandbox: five measured (the sandbox's lock, its uid slot's lock,
+// the agent's channel, two pidfds of its init), with room for what an
+// exec or a file transfer holds while it runs.
+const DaemonFilesPerSandbox = 8
+
+// daemonFilesBase is what the daemon holds of its own: database,
+// listeners, logs, clients' connections.
+const daemonFilesBase = 256
+
+// FilesWarning says, when the daemon's own open-file limit (nofile, its
+// RLIMIT_NOFILE after the Go runtime raised it to the hard limit) cannot
+// hold --max-sandboxes sandboxes, how many it holds: past that, creates
+// and execs fail with "too many open files". "" when it fits, or when
+// the count is unbounded (0), which no limit holds.
+func FilesWarning(sandboxes int, nofile uint64) string {
+	if sandboxes <= 0 {
+		return ""
+	}
+	need := uint64(daemonFilesBase + sandboxes*DaemonFilesPerSandbox)
+	if nofile >= need {
+		return ""
+	}
+	holds := (int64(nofile) - daemonFilesBase) / DaemonFilesPerSandbox
+	return fmt.Sprintf("--max-sandboxes %d: this daemon may open %d files (its hard RLIMIT_NOFILE), which holds about %d sandboxes (%d descriptors each): raise the hard limit to at least %d (LimitNOFILE= of its unit, ulimit -Hn)",
+		sandboxes, nofile, max(holds, 0), DaemonFilesPerSandbox, need)
+}

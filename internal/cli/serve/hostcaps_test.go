@@ -103,3 +103,63 @@ func TestReadHostTables(t *testing.T) {
 		t.Error("a missing table: no error")
 	}
 }
+
+// On the review host (kernel.pid_max 32768) the task budget holds 256
+// sandboxes of the smallest pids limit: the default --max-sandboxes fits
+// and says nothing, 1,000 is warned of with the pid_max that holds them,
+// and that pid_max does.
+func TestDensityWarningNamesThePidMaxThatHoldsThem(t *testing.T) {
+	c, _, err := fitCaps(defaultCaps(), reviewHost, noneExplicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := DensityWarning(c, reviewHost); w != "" {
+		t.Errorf("the default %d sandboxes are warned of: %s", c.Sandboxes, w)
+	}
+	c.Sandboxes = 1000
+	w := DensityWarning(c, reviewHost)
+	// 1,000 sandboxes of 96 tasks: 96,000 = pid_max less a quarter
+	for _, want := range []string{"--max-sandboxes 1000", "at most 256 sandboxes", "kernel.pid_max (now 32768) to at least 128000"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q does not say %q", w, want)
+		}
+	}
+	big := reviewHost
+	big.PidMax = 128000
+	c2, _, err := fitCaps(manager.Caps{Sandboxes: 1000}, big, noneExplicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := DensityWarning(c2, big); w != "" || c2.Host.Pids/native.HostTasks(native.MinPids) < 1000 {
+		t.Errorf("pid_max 128000: budget %d, warning %q; want 1,000 sandboxes held, no warning", c2.Host.Pids, w)
+	}
+	// past the terminals too: one each, of 2304 ((4096-1024) less a quarter)
+	c.Sandboxes = 3000
+	w = DensityWarning(c, reviewHost)
+	for _, want := range []string{"kernel.pid_max (now 32768) to at least 384000 to hold 3000", "terminals hold at most 2304 sandboxes", "kernel.pty.max (now 4096) to at least 5024 to hold 3000"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q does not say %q", w, want)
+		}
+	}
+	c2.Sandboxes = 0
+	if w := DensityWarning(c2, big); !strings.Contains(w, "at most 1000 sandboxes") {
+		t.Errorf("--max-sandboxes 0: %q, want the count the host holds", w)
+	}
+}
+
+// A daemon whose open-file limit cannot hold its sandboxes' descriptors
+// is warned of at start, with the limit that would.
+func TestFilesWarningNamesTheLimitThatHoldsThem(t *testing.T) {
+	if w := FilesWarning(1000, 1<<19); w != "" {
+		t.Errorf("1,000 sandboxes under the usual 524288: %q", w)
+	}
+	w := FilesWarning(1000, 4096)
+	for _, want := range []string{"--max-sandboxes 1000", "RLIMIT_NOFILE", "about 480 sandboxes", "at least 8256"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q does not say %q", w, want)
+		}
+	}
+	if w := FilesWarning(0, 1024); w != "" {
+		t.Errorf("--max-sandboxes 0: %q", w)
+	}
+}

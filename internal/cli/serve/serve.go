@@ -78,7 +78,7 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&caps.Limits.CPUs, "max-cpus", caps.Limits.CPUs, "the most CPUs one sandbox may ask for (by default the host's; 0: no bound)")
 	fs.Uint64Var(&caps.Limits.NoFile, "max-nofile", 0, "the most open files one sandbox process may ask for (default and most: fs.nr_open, and fs.file-max less a quarter over --max-sandboxes; by default at most 65536; 0: that)")
 	fs.Int64Var(&caps.Limits.Ptys, "max-ptys", 0, "the most terminals one sandbox may ask for (default: a quarter of what the host's pty pool leaves sandboxes; more than it leaves is refused)")
-	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound)")
+	fs.IntVar(&caps.Sandboxes, "max-sandboxes", caps.Sandboxes, "the most sandboxes that may exist at once (0: no bound); the daemon warns at start when the host's kernel.pid_max or kernel.pty.max, or its own open-file limit, cannot hold that many")
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
 	maxProxyConns := fs.Int("max-proxy-conns", runtime.DefaultMaxProxyConns, "the most proxy connections one sandbox may hold open; more are refused with a 503 and recorded (egress.refused)")
 	var cfg daemon.Config
@@ -203,7 +203,17 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	// What the caps were fitted to is the daemon's first log line, in the
 	// daemon's log style (slog's text, as internal/daemon logs); only
 	// usage and start errors are the CLI's own "airlock serve: ..." lines.
-	slog.New(slog.NewTextHandler(stderr, nil)).Info(msg)
+	lg := slog.New(slog.NewTextHandler(stderr, nil))
+	lg.Info(msg)
+	if w := DensityWarning(caps, tables); w != "" {
+		lg.Warn(w)
+	}
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err == nil {
+		if w := FilesWarning(caps.Sandboxes, nofile.Cur); w != "" {
+			lg.Warn(w)
+		}
+	}
 	cfg.Socket, cfg.Listen, cfg.E2BListen, cfg.StateDir, cfg.DataDir, cfg.DB = *socket, *listen, *e2bListen, *stateDir, *dataDir, *db
 	if err := e2bf.apply(&cfg); err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)

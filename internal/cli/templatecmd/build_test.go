@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/template"
 	"github.com/airlock-dev/airlock/internal/template/layertar"
 	"github.com/airlock-dev/airlock/internal/testroot"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func run(args ...string) (int, string, string) {
@@ -80,5 +83,59 @@ func TestCmdBuild(t *testing.T) {
 	os.WriteFile(file, []byte("FROM base\nCOPY ../x /y\n"), 0o644)
 	if code, _, errs = run("build", "--data-dir", data, "-f", file, "bad", ctxDir); code != 1 || !strings.Contains(errs, "airlock.template:2: COPY ../x: leads out of the context directory") {
 		t.Errorf("bad file: %d %q", code, errs)
+	}
+}
+
+// `template build --socket` asks the daemon: the file and context go as
+// absolute paths, the steps' lines are shown on stderr (escapes made
+// harmless), the result on stdout. A socket nobody serves is an error,
+// never a fallback to the in-process build.
+func TestCmdBuildOnDaemon(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan wire.TemplateBuildRequest, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req wire.TemplateBuildRequest
+		if r.Method != "POST" || r.URL.Path != "/v1/templates/build" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "unexpected", 400)
+			return
+		}
+		got <- req
+		enc := json.NewEncoder(w)
+		enc.Encode(wire.TemplateBuildEvent{Progress: "RUN make\x1b[2J"})
+		enc.Encode(wire.TemplateBuildEvent{Build: &wire.TemplateBuild{Template: wire.Template{Name: req.Name, Version: "0123456789ab", Kind: "build", Digest: "sha256:" + strings.Repeat("e", 64)}, Cached: 1, Built: 1}})
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile("airlock.template", []byte("FROM base\nRUN make\n"), 0o644)
+	data := t.TempDir()
+	code, out, errs := run("build", "--data-dir", data, "--socket", sock, "img", "ctx")
+	if code != 0 || !strings.HasPrefix(out, "img@0123456789ab sha256:eeee") || !strings.Contains(out, "(2 steps: 1 cached, 1 built") {
+		t.Fatalf("build: %d %q %q", code, out, errs)
+	}
+	if strings.Contains(errs, "\x1b") || !strings.Contains(errs, "RUN make") {
+		t.Errorf("progress: %q", errs)
+	}
+	req := <-got
+	if req.Name != "img" || req.File != filepath.Join(dir, "airlock.template") || req.Context != filepath.Join(dir, "ctx") {
+		t.Errorf("request: %+v", req)
+	}
+	code, _, errs = run("build", "--data-dir", data, "--socket", filepath.Join(dir, "none.sock"), "img2")
+	if code != 1 || !strings.Contains(errs, "airlock template build:") {
+		t.Errorf("no daemon: %d %q", code, errs)
+	}
+	if s, err := template.Open(filepath.Join(data, "templates")); err == nil {
+		if _, err := s.Image("img2"); err == nil {
+			t.Errorf("a failed daemon build fell back to the in-process one")
+		}
 	}
 }

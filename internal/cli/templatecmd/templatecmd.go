@@ -268,8 +268,13 @@ func cmdLs(args []string, stdout, stderr io.Writer) int {
 	const usage = "usage: airlock template ls [flags]\n\nLists the templates: the built-in host template and the imported ones.\n\nflags:\n"
 	fs, c := flags("ls", usage, stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
+	quiet := fs.Bool("q", false, "print the names only, one a line, host first (for shell completion)")
 	if _, code, done := fs.parse(usage, args, stdout); done {
 		return code
+	}
+	if *asJSON && *quiet {
+		fmt.Fprintln(stderr, "airlock template ls: -q and --json: choose one; usage: airlock template ls [flags]")
+		return 2
 	}
 	s, err := c.store()
 	if err != nil {
@@ -278,6 +283,14 @@ func cmdLs(args []string, stdout, stderr io.Writer) int {
 	imgs, err := s.Images()
 	if err != nil {
 		return fail(stderr, "ls", err)
+	}
+	if *quiet {
+		sort.Slice(imgs, func(i, j int) bool { return imgs[i].Name < imgs[j].Name })
+		fmt.Fprintln(stdout, "host")
+		for _, img := range imgs {
+			fmt.Fprintln(stdout, cli.Esc(img.Name))
+		}
+		return 0
 	}
 	if *asJSON {
 		if imgs == nil {

@@ -31,7 +31,9 @@ import (
 	"github.com/airlock-dev/airlock/internal/secrets"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/tasks"
+	"github.com/airlock-dev/airlock/internal/templatebuild"
 	"github.com/airlock-dev/airlock/internal/templatehold"
+	"github.com/airlock-dev/airlock/internal/usage"
 )
 
 // Config is the manager's configuration, but its modules, which are the
@@ -85,25 +87,30 @@ type Stack struct {
 	Records   *records.Records
 	Explain   *explain.Explain
 	Caches    *depcache.Caches // nil: no dependency caches
-	Pools     *pool.Pools      // the warm pools (none configured: an empty list)
+	// Builds runs template builds' RUN steps in the manager's sandboxes
+	// (nil: the manager has no template store).
+	Builds *templatebuild.Service
+	Pools  *pool.Pools // the warm pools (none configured: an empty list)
+	Usage  *usage.Usage
 }
 
 // New makes the modules and the manager with them attached, in the order
 // their hooks run: tasks first (a stopping task's diff is taken before
 // other hooks), then the network, API keys, snapshots, secrets,
 // approvals, review, the file API, the exec records and the policy
-// explain module (no hooks: last).
+// explain module (no hooks: last); with a template store, the template
+// holds and the build stacks (a TemplateSource of running build steps).
 func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Modules) != 0 {
 		return nil, fmt.Errorf("stack: the modules are the stack's own, not the caller's: %w", errdefs.ErrInvalid)
 	}
 	tcfg := tasks.Config{Dir: cfg.TaskDir}
 	var caches *depcache.Caches
+	var presets map[string][]string
+	if cfg.Egress != nil {
+		presets = cfg.Egress.Presets
+	}
 	if cfg.DepCacheDir != "" {
-		var presets map[string][]string
-		if cfg.Egress != nil {
-			presets = cfg.Egress.Presets
-		}
 		caches = depcache.New(depcache.Config{Dir: cfg.DepCacheDir, Presets: presets})
 		tcfg.Caches = caches
 	}
@@ -119,12 +126,17 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Records:   records.New(),
 		Explain:   explain.New(),
 		Caches:    caches,
+		Usage:     usage.New(),
 	}
 	mcfg := cfg.Config
-	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain}
+	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain, s.Usage}
+	var stacks *templatebuild.Stacks
 	if cfg.Templates != nil {
 		// an image template's layers stay out of GC while a sandbox runs on them
 		mcfg.Modules = append(mcfg.Modules, templatehold.New(cfg.Templates))
+		// a build step's stack, lent to its sandbox as a template
+		stacks = templatebuild.New()
+		mcfg.Modules = append(mcfg.Modules, stacks)
 	}
 	if caches != nil {
 		mcfg.Modules = append(mcfg.Modules, caches) // no hooks: the tasks module calls it
@@ -142,6 +154,9 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	s.Manager = m
+	if stacks != nil {
+		s.Builds = &templatebuild.Service{Store: cfg.Templates, Core: m, Stacks: stacks, Presets: presets}
+	}
 	if !cfg.PoolsLater {
 		pools.Start()
 	}

@@ -9,6 +9,7 @@ import "github.com/airlock-dev/airlock/internal/runtime/agent/watch"
 // on error the reports are there but incomplete.
 func (s *Server) WatchFiles(roots, noReads []string) error {
 	s.trackFiles = true
+	s.watchRoots = roots
 	w, err := watch.New(roots, noReads, s.fileEvents)
 	if err != nil {
 		return err
@@ -18,13 +19,14 @@ func (s *Server) WatchFiles(roots, noReads []string) error {
 }
 
 // fileEvents is the watcher's sink: every record goes to every command
-// running now.
+// running now, and to the host's directory watches.
 func (s *Server) fileEvents(recs []watch.Rec, lost bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, p := range s.procs {
 		p.act.Add(recs, lost)
 	}
+	s.mu.Unlock()
+	s.watchEvents(recs, lost)
 }
 
 // noteStart sets up a new command's activity; s.mu is held and p is

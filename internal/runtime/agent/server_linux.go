@@ -76,6 +76,9 @@ type Server struct {
 	// nil when inotify could not be had (every report is incomplete then).
 	trackFiles bool
 	watch      *watch.Watcher
+	watchRoots []string
+	// dirWatches are the host's directory watches (OpWatch)
+	dirWatches dirWatches
 
 	// net is the network forwarding (StartNetwork); nil: none.
 	net *netState
@@ -201,6 +204,12 @@ func (s *Server) Serve() {
 		case proto.OpSweep:
 			closeAll(files)
 			go s.sweep(m)
+		case proto.OpWatch:
+			closeAll(files)
+			go s.startWatch(m)
+		case proto.OpUnwatch:
+			closeAll(files)
+			go s.stopWatch(m)
 		case proto.OpShutdown:
 			os.Exit(0)
 		case proto.OpNetConn, proto.OpDNS:

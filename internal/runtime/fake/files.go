@@ -382,3 +382,32 @@ var (
 	_ runtime.Sweeper = (*sandbox)(nil)
 	_ runtime.Resizer = (*process)(nil)
 )
+
+// Rename implements runtime.Files: both parents resolved in root, to's
+// missing parents made first.
+func (s *sandbox) Rename(ctx context.Context, from, to string) error {
+	from, err := cleanPath(from)
+	if err != nil {
+		return err
+	}
+	if to, err = cleanPath(to); err != nil {
+		return err
+	}
+	if err := s.mkdirAll(path.Dir(to)); err != nil {
+		return err
+	}
+	sfd, sbase, err := s.parent(from)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	dfd, dbase, err := s.parent(to)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	if err := unix.Renameat(sfd, sbase, dfd, dbase); err != nil {
+		return fileErr("rename", from, err)
+	}
+	return nil
+}

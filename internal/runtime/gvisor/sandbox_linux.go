@@ -394,3 +394,7 @@ func (s *sandbox) RestrictWrites(ctx context.Context, paths []string) (runtime.S
 
 // trace prints phase timings to stderr when AIRLOCK_TRACE is set.
 func trace(start time.Time, what string) { hostside.Trace("gvisor", start, what) }
+
+// Usage implements runtime.Meter: the container's cgroup, which also
+// counts gVisor's own kernel (its memory reserve included).
+func (s *sandbox) Usage() (runtime.Usage, error) { return s.host.Usage() }

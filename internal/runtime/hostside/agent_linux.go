@@ -18,13 +18,20 @@ import (
 // Channel makes the agent's channel: a SOCK_SEQPACKET socketpair with the
 // protocol's buffer sizes. The host keeps conn; child is the end to hand
 // to the sandbox's process, which the caller closes once it is started.
+// The host's end is non-blocking, so that its always-pending Recv waits
+// in Go's poller rather than holding a daemon thread per sandbox; the
+// child's end is blocking, as a process handed a descriptor expects.
 func Channel() (conn *proto.Conn, child *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent channel: %w", err)
 	}
-	for _, fd := range fds {
-		if err := proto.SetBuffers(fd); err != nil {
+	for i, fd := range fds {
+		err := proto.SetBuffers(fd)
+		if err == nil && i == 1 {
+			err = unix.SetNonblock(fd, false)
+		}
+		if err != nil {
 			unix.Close(fds[0])
 			unix.Close(fds[1])
 			return nil, nil, fmt.Errorf("agent channel: %w", err)

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/kernel/thawguard"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/client"
 	"github.com/airlock-dev/airlock/internal/runtime/agent/proto"
 )
@@ -161,4 +163,17 @@ func (b *Base) Teardown(stop func() error) error {
 	b.MarkDone()
 	b.trace(t0, "teardown: done")
 	return errors.Join(errs...)
+}
+
+// Usage is the sandbox's cgroup counters as runtime.Usage (a
+// runtime.Meter's, for the backends that hold a Base).
+func (b *Base) Usage() (runtime.Usage, error) {
+	if b.Cgroup == nil {
+		return runtime.Usage{}, fmt.Errorf("sandbox %s has no cgroup to meter: %w", b.ID, errdefs.ErrUnsupported)
+	}
+	st, err := b.Cgroup.Stats()
+	if err != nil {
+		return runtime.Usage{}, err
+	}
+	return runtime.Usage{CPUTime: time.Duration(st.CPUUsageNS), MemoryBytes: int64(st.MemoryCurrent), Pids: int64(st.Pids)}, nil
 }

@@ -176,6 +176,7 @@ func (c *creation) startInit(context.Context, *hostside.Rollback) error {
 	}
 	s.cmd, s.initPID, s.exited = cmd, cmd.Process.Pid, make(chan struct{})
 	go func() {
+		hostside.AwaitExit(s.initPID)
 		_ = cmd.Wait()
 		close(s.exited)
 	}()

@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +138,27 @@ func hostSpec(t testing.TB) runtime.Spec {
 		spec.Binds = append(spec.Binds, runtime.Bind{Source: b.Source, Target: b.Target})
 	}
 	return spec
+}
+
+// imageTemplate reports whether the tests run on an imported image
+// template (AIRLOCK_TEST_IMAGE_TEMPLATE) rather than the host's.
+func imageTemplate() bool { return os.Getenv("AIRLOCK_TEST_IMAGE_TEMPLATE") != "" }
+
+// templateEntries are the names in directory dir of the tests' template
+// (its root and its layers, merged; sorted): what a sandbox's dir holds
+// of its own. The host template's /run, /mnt and /sys are empty.
+func templateEntries(t testing.TB, dir string) []string {
+	spec := hostSpec(t)
+	seen := map[string]bool{}
+	for _, root := range append([]string{spec.RootFS}, spec.Lowers...) {
+		ents, _ := os.ReadDir(filepath.Join(root, dir))
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), ".wh.") {
+				seen[e.Name()] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // newSandbox creates a sandbox on the host template; mutate may change the

@@ -194,3 +194,6 @@ func (s *sandbox) Relimit(_ context.Context, lim runtime.Limits) error {
 	s.lim = want
 	return nil
 }
+
+// Usage implements runtime.Meter: the sandbox's cgroup.
+func (s *sandbox) Usage() (runtime.Usage, error) { return s.host.Usage() }

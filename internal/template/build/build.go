@@ -24,6 +24,8 @@ type RunRequest struct {
 	Env    []string // the stack's config Env (with its PATH)
 	Cwd    string   // the stack's WORKDIR, else /workspace
 	Egress []string // presets it may reach; none: no network
+	Line   int      // the step's line in the build file
+	Stack  string   // the digest of the steps below it (the stack's version)
 }
 
 // Runner runs a RUN step in a sandbox.
@@ -33,8 +35,18 @@ type Runner interface {
 	// whole trees of /workspace and /home/sandbox (the places a command
 	// can write), each marked opaque, so what it removed stays removed.
 	// A command that does not exit 0 is an error; the sandbox is gone
-	// when Run returns.
-	Run(ctx context.Context, t *template.Template, req RunRequest, w io.Writer) error
+	// when Run returns. The record (nil: none) is the step's evidence: the
+	// sandbox and exec that ran it and what it fetched; it is returned
+	// with a failed step's error too, when there is one.
+	Run(ctx context.Context, t *template.Template, req RunRequest, w io.Writer) (*RunRecord, error)
+}
+
+// RunRecord is what a Runner knows of how a RUN step ran.
+type RunRecord struct {
+	Sandbox  string                   `json:"sandbox,omitempty"`
+	Exec     string                   `json:"exec,omitempty"`
+	Fetched  []template.Fetch         `json:"fetched,omitempty"`
+	Packages []template.PackageChange `json:"packages,omitempty"`
 }
 
 // Builder builds templates into Store.
@@ -44,6 +56,11 @@ type Builder struct {
 	Logf   func(format string, a ...any)
 	// Limits bound each step's layer.
 	Limits layertar.Limits
+	// RunKey is in every RUN step's cache key: where its steps run ("":
+	// in process), so that a step one runner made is never taken from
+	// the cache by a build of another (a daemon build must not reuse a
+	// layer no policy decided, nor one with no audit record).
+	RunKey string
 }
 
 // Result is what Build did.
@@ -60,6 +77,9 @@ const cacheDir = "builds"
 type cacheEntry struct {
 	Layer  string               `json:"layer,omitempty"`
 	Config template.ImageConfig `json:"config"`
+	// Run is a RUN step's evidence from the build that ran it: a cached
+	// rebuild records the same provenance (and so the same template).
+	Run *RunRecord `json:"run,omitempty"`
 }
 
 // state is the stack after the steps so far.
@@ -158,6 +178,9 @@ func (b *Builder) step(ctx context.Context, st *state, s Step, egress []string, 
 		extra = sum
 	case "RUN":
 		extra = "egress=" + strings.Join(egress, ",")
+		if b.RunKey != "" {
+			extra += "\nrunner=" + b.RunKey
+		}
 	}
 	args, _ := json.Marshal(s.Args)
 	key := digest(st.digest + "\n" + s.Op + "\n" + string(args) + "\n" + extra)
@@ -165,6 +188,7 @@ func (b *Builder) step(ctx context.Context, st *state, s Step, egress []string, 
 	if e, ok := b.cached(key); ok {
 		st.apply(e, key)
 		bs.Layer = e.Layer
+		e.Run.note(&bs)
 		return bs, true, nil
 	}
 	e := cacheEntry{Config: cloneConfig(st.cfg)}
@@ -184,10 +208,11 @@ func (b *Builder) step(ctx context.Context, st *state, s Step, egress []string, 
 			e.Layer, err = b.Store.UnpackLayer("", copyTar, b.Limits, nil)
 		}
 	case "RUN":
-		e.Layer, err = b.run(ctx, st, s, egress)
+		e.Layer, e.Run, err = b.run(ctx, st, s, egress)
 	default:
 		err = errdefs.Wrap(errdefs.ErrInvalid, "unknown step %q", s.Op)
 	}
+	e.Run.note(&bs)
 	if err != nil {
 		return bs, false, err
 	}
@@ -197,6 +222,14 @@ func (b *Builder) step(ctx context.Context, st *state, s Step, egress []string, 
 	st.apply(e, key)
 	bs.Layer = e.Layer
 	return bs, false, nil
+}
+
+// note puts a RUN's evidence in its step's record.
+func (r *RunRecord) note(bs *template.BuildStep) {
+	if r == nil {
+		return
+	}
+	bs.Sandbox, bs.Exec, bs.Fetched, bs.Packages = r.Sandbox, r.Exec, slices.Clone(r.Fetched), slices.Clone(r.Packages)
 }
 
 func (st *state) apply(e cacheEntry, key string) {
@@ -279,12 +312,12 @@ func (b *Builder) stack(st *state) (*template.Template, error) {
 	return b.Store.ImageTemplate(img)
 }
 
-func (b *Builder) run(ctx context.Context, st *state, s Step, egress []string) (string, error) {
+func (b *Builder) run(ctx context.Context, st *state, s Step, egress []string) (string, *RunRecord, error) {
 	t, err := b.stack(st)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	req := RunRequest{Argv: s.Args, Env: t.Env, Cwd: st.cfg.WorkingDir, Egress: egress}
+	req := RunRequest{Argv: s.Args, Env: t.Env, Cwd: st.cfg.WorkingDir, Egress: egress, Line: s.Line, Stack: st.digest}
 	if req.Cwd == "" {
 		req.Cwd = "/workspace"
 	}
@@ -292,18 +325,23 @@ func (b *Builder) run(ctx context.Context, st *state, s Step, egress []string) (
 		b.Logf("RUN %s", strings.Join(s.Args, " "))
 	}
 	pr, pw := io.Pipe()
-	errc := make(chan error, 1)
+	type ran struct {
+		rec *RunRecord
+		err error
+	}
+	done := make(chan ran, 1)
 	go func() {
-		err := b.Runner.Run(ctx, t, req, pw)
+		rec, err := b.Runner.Run(ctx, t, req, pw)
 		pw.CloseWithError(err)
-		errc <- err
+		done <- ran{rec, err}
 	}()
 	id, err := b.Store.UnpackLayer("", pr, b.Limits, nil)
 	pr.CloseWithError(errors.New("unpack ended"))
-	if rerr := <-errc; rerr != nil {
-		return "", rerr
+	r := <-done
+	if r.err != nil {
+		return "", r.rec, r.err
 	}
-	return id, err
+	return id, r.rec, err
 }
 
 // record writes the template (or finds it already there, the same).

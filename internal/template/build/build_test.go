@@ -220,7 +220,7 @@ func TestBuildNative(t *testing.T) {
 
 // Builds that must fail, leaving no template: a RUN that reaches a host
 // (its sandbox has no network: nothing was named), a RUN that names
-// egress (builds have no egress proxy yet: unsupported), a failing RUN,
+// egress (an in-process build has no egress proxy: unsupported), a failing RUN,
 // COPY through a symlink out of the context, FROM the host template.
 func TestBuildRefused(t *testing.T) {
 	fx := newFixture(t)

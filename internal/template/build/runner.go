@@ -15,10 +15,12 @@ import (
 
 // SandboxRunner runs each RUN step in a fresh sandbox of Backend (the
 // same boundary as any sandbox: its own namespaces, seccomp, Landlock,
-// uid 1000), started from the build's stack. Its sandboxes have no
-// network: a step that names egress presets is refused (unsupported)
-// until builds go through the daemon's egress proxy, so default-deny is
-// all it offers. Its steps are not on the daemon's audit log.
+// uid 1000), started from the build's stack: the in-process build of
+// `airlock template build` without a daemon. Its sandboxes have no
+// network: a step that names egress presets is refused (unsupported),
+// since only the daemon has the egress proxy, so default-deny is all it
+// offers; no command policy applies and its steps are not on any audit
+// log (internal/templatebuild runs them through the daemon instead).
 type SandboxRunner struct {
 	Backend runtime.Backend
 	Limits  runtime.Limits
@@ -31,9 +33,13 @@ type SandboxRunner struct {
 var changedTrees = []string{"workspace", "home/sandbox"}
 
 // Run implements Runner.
-func (r *SandboxRunner) Run(ctx context.Context, t *template.Template, req RunRequest, w io.Writer) error {
+func (r *SandboxRunner) Run(ctx context.Context, t *template.Template, req RunRequest, w io.Writer) (*RunRecord, error) {
+	return nil, r.run(ctx, t, req, w)
+}
+
+func (r *SandboxRunner) run(ctx context.Context, t *template.Template, req RunRequest, w io.Writer) error {
 	if len(req.Egress) > 0 {
-		return errdefs.Wrap(errdefs.ErrUnsupported, "egress presets %s for RUN steps: builds run without the daemon's egress proxy, so a RUN reaches no network (remove the egress: section)", strings.Join(req.Egress, ", "))
+		return errdefs.Wrap(errdefs.ErrUnsupported, "egress presets %s for RUN steps: this build runs in process, without the daemon's egress proxy, so a RUN reaches no network (build through the daemon: --socket, or remove the egress: section)", strings.Join(req.Egress, ", "))
 	}
 	spec := runtime.Spec{RootFS: t.Dir, Lowers: t.Lowers, Env: t.Env, Limits: r.Limits, NoFileActivity: true}
 	sb, err := r.Backend.Create(ctx, spec)
@@ -63,7 +69,7 @@ func (r *SandboxRunner) Run(ctx context.Context, t *template.Template, req RunRe
 	if !ok {
 		return errdefs.Wrap(errdefs.ErrUnsupported, "backend %s has no file access", r.Backend.Name())
 	}
-	return changesTar(ctx, f, w)
+	return ChangesTar(ctx, f, w)
 }
 
 func limitNote(l runtime.Limit) string {
@@ -73,10 +79,10 @@ func limitNote(l runtime.Limit) string {
 	return fmt.Sprintf(" (limit %s)", l)
 }
 
-// changesTar writes the changed trees as one layer tar: each tree's own
+// ChangesTar writes the changed trees as one layer tar: each tree's own
 // entries below its name, after an opaque marker that hides the layers
 // below (the tar has the whole tree as the step left it).
-func changesTar(ctx context.Context, f runtime.Files, w io.Writer) error {
+func ChangesTar(ctx context.Context, f runtime.Files, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	if err := tw.WriteHeader(&tar.Header{Name: "home/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: epoch}); err != nil {
 		return err

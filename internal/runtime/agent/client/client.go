@@ -76,6 +76,9 @@ type Client struct {
 
 	closed chan struct{}
 
+	wmu     sync.Mutex
+	watches map[uint64]*hostWatch // directory watches by request id
+
 	proxyConns atomic.Int64 // open proxy connections (serveNet)
 }
 
@@ -126,6 +129,11 @@ func (c *Client) readLoop() {
 			c.serveNet(m, files)
 			continue
 		}
+		if m.Op == proto.OpWatchEvents {
+			closeAll(files)
+			c.watchEvents(m)
+			continue
+		}
 		// Only a started message may carry a descriptor (a terminal).
 		if m.Op == proto.OpStarted && len(files) == 1 {
 			m.Passed = files
@@ -159,6 +167,7 @@ func (c *Client) readLoop() {
 		}
 	}
 	close(c.closed)
+	c.endWatches()
 	c.pmu.Lock()
 	for id, ch := range c.pending {
 		close(ch)

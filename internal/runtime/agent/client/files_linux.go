@@ -69,6 +69,12 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) error 
 	return err
 }
 
+// Rename implements runtime.Files.
+func (c *Client) Rename(ctx context.Context, from, to string) error {
+	_, err := c.fileCall(ctx, proto.FileOp{Kind: "rename", Path: from, To: to}, nil)
+	return err
+}
+
 // streamOut runs an op that writes into a pipe we read into w.
 func (c *Client) streamOut(ctx context.Context, op proto.FileOp, w io.Writer) (int64, error) {
 	pr, pw, err := os.Pipe()

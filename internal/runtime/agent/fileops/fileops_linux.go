@@ -1,6 +1,6 @@
 // Package fileops is the agent's file API and workspace unpacking, as
 // the command user: stat, list, read, write (whole or nothing), mkdir,
-// remove, tar out and untar in, every path resolved in the sandbox's
+// remove, rename, tar out and untar in, every path resolved in the sandbox's
 // root. It holds no state: the agent passes the ids and write layers in
 // force with each call (AsUser), and answers the host with what Do
 // returns.
@@ -349,6 +349,8 @@ func Do(op *proto.FileOp, files []*os.File) (*proto.Message, error) {
 		}
 		defer unix.Close(dfd)
 		return &proto.Message{}, removeAt(dfd, base, p, op.Recursive)
+	case "rename":
+		return &proto.Message{}, renameTo(p, op.To)
 	case "tar":
 		if len(files) != 1 {
 			return nil, fmt.Errorf("tar needs one descriptor: %w", ErrInvalidPath)
@@ -469,6 +471,39 @@ func mkdirParents(p string) error {
 		return err
 	}
 	unix.Close(fd)
+	return nil
+}
+
+// renameTo moves from to to (rename(2): a file at to is replaced),
+// making to's missing parents first, as E2B's Move does. Neither path's
+// last element is followed: a symlink is moved, not what it names.
+func renameTo(from, to string) error {
+	to, err := cleanPath(to)
+	if err != nil {
+		return err
+	}
+	if err := mkdirParents(path.Dir(to)); err != nil {
+		return err
+	}
+	sfd, sbase, err := parentAndBase(from)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	dfd, dbase, err := parentAndBase(to)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	// rename(2) cannot cross filesystems (EXDEV), which a write scope's
+	// Landlock refusal also answers: say which it is.
+	var sst, dst unix.Stat_t
+	if unix.Fstat(sfd, &sst) == nil && unix.Fstat(dfd, &dst) == nil && sst.Dev != dst.Dev {
+		return fmt.Errorf("rename %s to %s: they are on different filesystems of the sandbox (its disk, /tmp and the root are each their own): copy it instead: %w", from, to, ErrInvalidPath)
+	}
+	if err := unix.Renameat(sfd, sbase, dfd, dbase); err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -41,6 +42,14 @@ const (
 	// OpSweep ends every process of the sandbox but the agent, and answers
 	// OpDone (PID: how many there were) once they are gone.
 	OpSweep = "sweep" // host -> agent
+	// OpWatch watches the directory File.Path (File.Recursive: its whole
+	// tree), which must be beneath the agent's watched roots, for the
+	// host: the answer is OpDone once it is in place, then OpWatchEvents
+	// with the same ID as things change, until OpUnwatch with that ID
+	// (answered OpDone).
+	OpWatch       = "watch"        // host -> agent
+	OpWatchEvents = "watch_events" // agent -> host: Events, Lost
+	OpUnwatch     = "unwatch"      // host -> agent
 )
 
 // Message is one datagram on the channel. Fields are used per Op.
@@ -76,6 +85,11 @@ type Message struct {
 
 	// Ready, when InitConfig.Trace: setup phase timings
 	Timings string `json:"timings,omitempty"`
+
+	// OpWatchEvents: what changed, oldest first; Lost: events were lost
+	// before these (the watcher or the channel fell behind)
+	Events []WatchEvent `json:"events,omitempty"`
+	Lost   bool         `json:"lost,omitempty"`
 
 	// Error
 	Error string `json:"error,omitempty"`
@@ -197,11 +211,17 @@ const maxMessage = 1 << 20
 // alongside. Send may be called concurrently; Recv must not be.
 type Conn struct {
 	f   *os.File
-	fd  int
+	rc  syscall.RawConn
 	wmu sync.Mutex
-	buf []byte
 	oob []byte
 }
+
+// recvBufs are Recv's buffers of maxMessage bytes, taken only once a
+// message is there to read: a daemon holds a Conn per sandbox, each
+// with a Recv always pending, and a buffer each would be a GiB of heap
+// for a thousand idle sandboxes (counted live by the GC's pacing, so
+// that garbage could grow as large before a collection).
+var recvBufs = sync.Pool{New: func() any { b := make([]byte, maxMessage); return &b }}
 
 // WarmCodec builds encoding/json's encoders and decoders for every message
 // type (about 0.3 ms, paid by the first message a process sends): a
@@ -214,9 +234,26 @@ func WarmCodec() {
 }
 
 // NewConn wraps a connected SOCK_SEQPACKET socket. The Conn owns f.
+// When f was made of a non-blocking descriptor (os.NewFile then gives it
+// to Go's poller), a Recv or Send that must wait parks its goroutine, not
+// an OS thread: a daemon holds one channel per sandbox, each with a Recv
+// always pending, and a thread each would be a thousand host tasks for
+// a thousand sandboxes. A blocking f works as before.
 func NewConn(f *os.File) *Conn {
-	return &Conn{f: f, fd: int(f.Fd()), buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(4*16))}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		// only for a closed f; every use then fails as on a closed socket
+		rc = closedRawConn{}
+	}
+	return &Conn{f: f, rc: rc, oob: make([]byte, unix.CmsgSpace(4*16))}
 }
+
+// closedRawConn is the RawConn of a file closed before NewConn.
+type closedRawConn struct{}
+
+func (closedRawConn) Control(func(uintptr)) error    { return os.ErrClosed }
+func (closedRawConn) Read(func(uintptr) bool) error  { return os.ErrClosed }
+func (closedRawConn) Write(func(uintptr) bool) error { return os.ErrClosed }
 
 // Close closes the socket.
 func (c *Conn) Close() error { return c.f.Close() }
@@ -261,11 +298,15 @@ func (c *Conn) Send(m *Message, files ...*os.File) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	for {
-		err = unix.Sendmsg(c.fd, b, oob, nil, 0)
-		if err != unix.EINTR {
-			break
+	if werr := c.rc.Write(func(fd uintptr) bool {
+		for {
+			err = unix.Sendmsg(int(fd), b, oob, nil, 0)
+			if err != unix.EINTR {
+				return err != unix.EAGAIN
+			}
 		}
+	}); werr != nil {
+		err = werr
 	}
 	if err == unix.EMSGSIZE {
 		return fmt.Errorf("%w (%d bytes, more than the channel's buffer)", ErrTooLarge, len(b))
@@ -285,11 +326,30 @@ func (c *Conn) Send(m *Message, files ...*os.File) error {
 func (c *Conn) Recv() (*Message, []*os.File, error) {
 	var n, oobn int
 	var err error
-	for {
-		n, oobn, _, _, err = unix.Recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
-		if err != unix.EINTR {
-			break
+	var bp *[]byte
+	defer func() {
+		if bp != nil {
+			recvBufs.Put(bp)
 		}
+	}()
+	var peek [1]byte
+	if rerr := c.rc.Read(func(fd uintptr) bool {
+		for {
+			// a message is there (or the peer is gone) before a buffer
+			// is taken: MSG_PEEK leaves it queued
+			_, _, _, _, err = unix.Recvmsg(int(fd), peek[:], nil, unix.MSG_PEEK)
+			if err == nil {
+				if bp == nil {
+					bp = recvBufs.Get().(*[]byte)
+				}
+				n, oobn, _, _, err = unix.Recvmsg(int(fd), *bp, c.oob, unix.MSG_CMSG_CLOEXEC)
+			}
+			if err != unix.EINTR {
+				return err != unix.EAGAIN
+			}
+		}
+	}); rerr != nil {
+		err = rerr
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent channel receive: %w", err)
@@ -317,7 +377,7 @@ func (c *Conn) Recv() (*Message, []*os.File, error) {
 		return nil, nil, ErrClosed
 	}
 	m := new(Message)
-	if err := json.Unmarshal(c.buf[:n], m); err != nil {
+	if err := json.Unmarshal((*bp)[:n], m); err != nil {
 		for _, f := range files {
 			f.Close()
 		}
@@ -342,10 +402,19 @@ type FileInfo struct {
 	Target  string    `json:"symlink_target,omitempty"`
 }
 
+// WatchEvent is one change of OpWatchEvents: Op is create, write,
+// remove, rename (moved away) or chmod; Path is absolute.
+type WatchEvent struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+}
+
 // FileOp is the request of OpFile.
 type FileOp struct {
-	Kind      string `json:"kind"` // stat, list, read, write, mkdir, remove, tar
-	Path      string `json:"path"`
+	Kind string `json:"kind"` // stat, list, read, write, mkdir, remove, rename, tar
+	Path string `json:"path"`
+	// To is where rename moves Path (its missing parents are made).
+	To        string `json:"to,omitempty"`
 	Mode      uint32 `json:"mode,omitempty"`
 	Parents   bool   `json:"parents,omitempty"`
 	Recursive bool   `json:"recursive,omitempty"`

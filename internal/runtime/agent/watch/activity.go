@@ -34,6 +34,29 @@ const activityBudget = 512 << 10
 type Rec struct {
 	kind uint8
 	path string
+	ev   uint8 // the change as a directory watch reports it (evNone: none)
+}
+
+// The changes a directory watch reports (Rec.Event), as inotify tells
+// them apart: a new name, a write, a removal, a name moved away, an
+// attribute change. Reads and the close after a write are none.
+const (
+	evNone uint8 = iota
+	evCreate
+	evWrite
+	evRemove
+	evRename
+	evChmod
+)
+
+// Path is the path the record is about (absolute).
+func (r Rec) Path() string { return r.path }
+
+// Event is the change as a directory watch reports it: "create",
+// "write", "remove", "rename" (moved away), "chmod", or "" for what it
+// does not report (reads).
+func (r Rec) Event() string {
+	return [...]string{"", "create", "write", "remove", "rename", "chmod"}[r.ev]
 }
 
 // Activity collects what one command did to the watched files while it

@@ -67,8 +67,11 @@ type Watcher struct {
 	lost    bool             // events were lost since the last hand-on
 	retryAt time.Time        // next try to watch what could not be
 	backoff time.Duration    // between tries
-	sink    func([]Rec, bool)
-	max     int // most watches (MaxWatches)
+	// uploadCookie pairs the rename of an upload's temporary file with
+	// the name it is moved to (UploadPrefix)
+	uploadCookie uint32
+	sink         func([]Rec, bool)
+	max          int // most watches (MaxWatches)
 
 	// missing: some directory beneath the roots is not watched (out of
 	// watches, an error, the reader stopped): every command is incomplete.
@@ -173,8 +176,8 @@ func (w *Watcher) flush() {
 	w.recs, w.lost = w.recs[:0], false
 }
 
-func (w *Watcher) emit(kind uint8, p string) {
-	w.recs = append(w.recs, Rec{kind, p})
+func (w *Watcher) emit(kind uint8, p string, ev uint8) {
+	w.recs = append(w.recs, Rec{kind, p, ev})
 	if len(w.recs) >= 4096 {
 		w.flush()
 	}
@@ -194,6 +197,7 @@ func (w *Watcher) parse(b []byte) {
 	for off := 0; off+unix.SizeofInotifyEvent <= len(b); {
 		wd := int32(binary.NativeEndian.Uint32(b[off:]))
 		mask := binary.NativeEndian.Uint32(b[off+4:])
+		cookie := binary.NativeEndian.Uint32(b[off+8:])
 		n := int(binary.NativeEndian.Uint32(b[off+12:]))
 		off += unix.SizeofInotifyEvent
 		if n > len(b)-off {
@@ -210,11 +214,17 @@ func (w *Watcher) parse(b []byte) {
 			continue
 		}
 		lastWD, lastMask, lastName = wd, mask, name
-		w.event(wd, mask, name)
+		w.event(wd, mask, cookie, name)
 	}
 }
 
-func (w *Watcher) event(wd int32, mask uint32, name []byte) {
+// UploadPrefix starts the temporary names the agent's whole-file writes
+// are made under before they are renamed into place (package fileops):
+// a directory watch sees such a write as the file's creation and write,
+// not as the temporary file's life.
+const UploadPrefix = ".airlock-upload-"
+
+func (w *Watcher) event(wd int32, mask, cookie uint32, name []byte) {
 	switch {
 	case mask&unix.IN_Q_OVERFLOW != 0:
 		// Events were dropped, creations of directories among them:
@@ -240,31 +250,49 @@ func (w *Watcher) event(wd int32, mask uint32, name []byte) {
 		p = dir + "/" + string(name)
 	}
 	isDir := mask&unix.IN_ISDIR != 0
+	// An upload's temporary file has no watch events of its own; its
+	// rename into place is the file's creation and write.
+	upload := !isDir && bytes.HasPrefix(name, []byte(UploadPrefix))
+	ev := func(e uint8) uint8 {
+		if upload {
+			return evNone
+		}
+		return e
+	}
+	switch {
+	case upload && mask&unix.IN_MOVED_FROM != 0:
+		w.uploadCookie = cookie
+	case mask&unix.IN_MOVED_TO != 0 && cookie != 0 && cookie == w.uploadCookie:
+		w.uploadCookie = 0
+		defer w.emit(actWritten, p, evWrite) // after its creation, below
+	}
 	switch {
 	case mask&unix.IN_MOVED_FROM != 0:
-		w.emit(actDeleted, p)
+		w.emit(actDeleted, p, ev(evRename))
 		if isDir {
 			w.unwatchTree(p)
 		}
 	case mask&unix.IN_DELETE != 0:
-		w.emit(actDeleted, p)
+		w.emit(actDeleted, p, ev(evRemove))
 		if isDir {
 			// Its watch goes with it (IN_IGNORED). A directory made at p
 			// again is new: its creation, read next, watches and walks it.
 			delete(w.byPath, p)
 		}
 	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
-		w.emit(actWritten, p)
+		w.emit(actWritten, p, ev(evCreate))
 		if _, watched := w.byPath[p]; isDir && !watched {
 			w.watchTree(p, true)
 		}
-	case mask&(unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0:
-		w.emit(actWritten, p)
+	case mask&unix.IN_MODIFY != 0:
+		w.emit(actWritten, p, ev(evWrite))
+	case mask&unix.IN_CLOSE_WRITE != 0:
+		w.emit(actWritten, p, evNone) // (the writes were reported)
 	case mask&unix.IN_ATTRIB != 0:
-		w.emit(actChmod, p)
+		w.emit(actChmod, p, ev(evChmod))
 	case mask&unix.IN_CLOSE_NOWRITE != 0:
 		if !isDir && !w.noRead(p) {
-			w.emit(actRead, p)
+			w.emit(actRead, p, evNone)
 		}
 	}
 }
@@ -321,7 +349,9 @@ func (w *Watcher) watchDir(d string, record bool) []string {
 		for _, e := range ents {
 			p := d + "/" + e.Name()
 			if record {
-				w.emit(actWritten, p)
+				// made before its directory was watched: new, as far as
+				// anyone watching can tell
+				w.emit(actWritten, p, evCreate)
 			}
 			if e.IsDir() {
 				subdirs = append(subdirs, p)
