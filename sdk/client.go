@@ -541,6 +541,18 @@ func (c *Client) DestroySandbox(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, p, nil, nil, nil)
 }
 
+// DestroySandboxNoWait is DestroySandbox answered once no command can
+// start in the sandbox any more: the daemon tears it down after answering
+// (and records that as a destroy), so the caller does not wait for it.
+// A daemon that cannot answers IsUnsupported.
+func (c *Client) DestroySandboxNoWait(ctx context.Context, id string) error {
+	p, err := sandboxPath(id)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodDelete, p, url.Values{"wait": {"false"}}, nil, nil)
+}
+
 // SetTimeout makes a sandbox expire ttl from now (rounded up to whole
 // seconds); 0 removes its own time to live, leaving the daemon's maximum
 // lifetime (counted from creation), if it has one, as the bound. A ttl

@@ -87,6 +87,10 @@ type CreateRequest struct {
 	// Policy is the sandbox's own policy layer over the daemon's. Over TCP
 	// it may only tighten.
 	Policy *PolicyLayer
+	// OneShot makes the daemon destroy the sandbox when its first command
+	// ends (a status, a refusal, or its client gone), or a minute after
+	// the create if no command was asked for by then.
+	OneShot bool
 }
 
 // MarshalJSON encodes r as the body of POST /v1/sandboxes.
@@ -94,7 +98,7 @@ func (r CreateRequest) MarshalJSON() ([]byte, error) {
 	if r.TTL < 0 {
 		return nil, invalidf("negative TTL %s", r.TTL)
 	}
-	w := wire.CreateSandboxRequest{Template: r.Template, Backend: r.Backend, TTLSeconds: ceilDiv(r.TTL, time.Second), Labels: r.Labels, Env: r.Env, Policy: r.Policy}
+	w := wire.CreateSandboxRequest{Template: r.Template, Backend: r.Backend, TTLSeconds: ceilDiv(r.TTL, time.Second), Labels: r.Labels, Env: r.Env, Policy: r.Policy, OneShot: r.OneShot}
 	if r.Limits != (Limits{}) {
 		l := r.Limits
 		w.Limits = &l

@@ -177,6 +177,10 @@ type CreateSandboxRequest struct {
 	// Policy is the sandbox's own policy layer over the daemon's; over
 	// TCP it may only tighten.
 	Policy *PolicyLayer `json:"policy,omitempty"`
+	// OneShot destroys the sandbox when its first command ends (however:
+	// a status, a refusal, its client gone), or a minute after the create
+	// if no command was asked for by then ('airlock run' makes its so).
+	OneShot bool `json:"one_shot,omitempty"`
 }
 
 // SandboxList is the answer of GET /v1/sandboxes.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/benchpeer"
+	"github.com/airlock-dev/airlock/sdk"
 )
 
 var median = benchpeer.Median
@@ -115,6 +117,92 @@ func agentCopy(b *testing.B, state string) string {
 func isExit(err error, code int) bool {
 	ee, ok := err.(*exec.ExitError)
 	return ok && ee.ExitCode() == code
+}
+
+// BenchmarkRunViaDaemonVsBwrap is BenchmarkRunVsBwrap with a daemon
+// running (`airlock serve --pool host=2:4`): `airlock run --daemon --
+// /bin/true` takes a warm pool's sandbox, runs /bin/true there, and exits
+// once the daemon took the sandbox out of service (its teardown goes on
+// in the daemon). The peer is the same bwrap, alternately in the same
+// loop (issue 27's target: airlock <= 1.5x bwrap). "front" is the run
+// through bin/airlock, as users have it. Between runs the pool refills in
+// the background, on the same cores: that is part of what is measured.
+func BenchmarkRunViaDaemonVsBwrap(b *testing.B) {
+	if binSkip != "" {
+		b.Skip(binSkip)
+	}
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("bwrap not installed (apt-get install bubblewrap)")
+	}
+	d := b.TempDir()
+	_ = os.Chmod(filepath.Dir(d), 0o711)
+	_ = os.Chmod(d, 0o711)
+	e := &env{state: d + "/state", data: d + "/data", cgroupName: "airlock-bench"}
+	dp := e.startDaemon(b, "--pool", "host=2:4")
+	waitPoolReady(b, dp, 2)
+	run := func(bin string) {
+		c := e.cmd("run", "--daemon", "--", "/bin/true")
+		c.Path, c.Args[0] = bin, bin
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("%s run --daemon: %v %s", bin, err, out)
+		}
+	}
+	bwrapArgs := []string{"--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+		"--proc", "/proc", "--dev", "/dev", "/bin/true"}
+	for i := 0; i < 3; i++ { // warm both (page cache, the pool's first misses)
+		run(airlockBin)
+		_ = exec.Command(bwrap, bwrapArgs...).Run()
+	}
+	var ours, viaFront, peer []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		run(airlockBin)
+		ours = append(ours, time.Since(start))
+		start = time.Now()
+		if out, err := exec.Command(bwrap, bwrapArgs...).CombinedOutput(); err != nil {
+			b.Fatalf("bwrap: %v %s", err, out)
+		}
+		peer = append(peer, time.Since(start))
+		start = time.Now()
+		run(frontBin)
+		viaFront = append(viaFront, time.Since(start))
+	}
+	b.StopTimer()
+	mo, mp, mf := median(ours), median(peer), median(viaFront)
+	b.ReportMetric(float64(mo)/1e6, "airlock-median-ms")
+	b.ReportMetric(float64(mp)/1e6, "bwrap-median-ms")
+	b.ReportMetric(float64(mo)/float64(mp), "ratio")
+	b.ReportMetric(float64(mf)/1e6, "front-median-ms")
+	b.ReportMetric(float64(mf)/float64(mp), "front-ratio")
+}
+
+// waitPoolReady waits for the daemon's pools to hold n ready sandboxes
+// (the first fill builds the template too).
+func waitPoolReady(tb testing.TB, d *daemonProc, n int) {
+	tb.Helper()
+	cl, err := sdk.New(sdk.WithSocket(d.sock))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ps, err := cl.Pools(context.Background())
+		ready := 0
+		for _, p := range ps {
+			ready += p.Ready
+		}
+		if err == nil && ready >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("pools not ready: %+v %v", ps, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 var (

@@ -99,7 +99,10 @@ func (e *env) cmd(args ...string) *exec.Cmd {
 	if len(e.prefix) > 0 {
 		c = exec.Command(e.prefix[0], append(append(e.prefix[1:len(e.prefix):len(e.prefix)], airlockBin), args...)...)
 	}
-	c.Env = append(withoutEnv(os.Environ(), "AIRLOCK_CGROUP_PARENT"), "AIRLOCK_STATE_DIR="+e.state, "AIRLOCK_DATA_DIR="+e.data)
+	// AIRLOCK_SOCKET: the socket of this env's daemon (startDaemon's), so
+	// that 'airlock run' never finds the host's
+	c.Env = append(withoutEnv(withoutEnv(withoutEnv(os.Environ(), "AIRLOCK_CGROUP_PARENT"), "AIRLOCK_SOCKET"), "AIRLOCK_RUN_DIRECT"), "AIRLOCK_STATE_DIR="+e.state, "AIRLOCK_DATA_DIR="+e.data,
+		"AIRLOCK_SOCKET="+filepath.Join(filepath.Dir(e.state), "airlock.sock"))
 	if !e.defaultCgroup {
 		c.Env = append(c.Env, "AIRLOCK_CGROUP_PARENT="+e.cgroupName)
 	}

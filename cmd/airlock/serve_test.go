@@ -54,7 +54,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func (e *env) startDaemon(t *testing.T, extra ...string) *daemonProc {
+func (e *env) startDaemon(t testing.TB, extra ...string) *daemonProc {
 	t.Helper()
 	sock := filepath.Join(filepath.Dir(e.state), "airlock.sock")
 	if !slices.Contains(extra, "--policy") {

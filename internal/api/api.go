@@ -462,11 +462,32 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.sbx.Destroy(r.Context(), id); err != nil {
+	destroy := s.sbx.Destroy
+	switch r.URL.Query().Get("wait") {
+	case "", "true":
+	case "false":
+		// the teardown goes on after the answer (a one-shot run's exit)
+		a, ok := s.sbx.(asyncDestroyer)
+		if !ok {
+			writeError(w, errdefs.Wrap(errdefs.ErrUnsupported, "wait=false: this daemon's sandboxes are destroyed only while the request waits"))
+			return
+		}
+		destroy = a.DestroyAsync
+	default:
+		writeError(w, errdefs.Wrap(errdefs.ErrInvalid, "wait=%q: use true or false", r.URL.Query().Get("wait")))
+		return
+	}
+	if err := destroy(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// asyncDestroyer is a Sandboxes that can answer a destroy before its
+// teardown ends (the manager's DestroyAsync).
+type asyncDestroyer interface {
+	DestroyAsync(ctx context.Context, id string) error
 }
 
 func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {

@@ -918,3 +918,95 @@ func TestCreateWithinTheDaemonsCaps(t *testing.T) {
 		t.Errorf("create after one was destroyed: %d", code)
 	}
 }
+
+func TestDeleteWithoutWaiting(t *testing.T) {
+	d := newDaemon(t)
+	var sb, got sandbox.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", "", &sb); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	var apiErr wire.Error
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID+"?wait=maybe", nil, &apiErr); code != 400 || apiErr.Code != "invalid" {
+		t.Errorf("wait=maybe: %d %+v", code, apiErr)
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/"+sb.ID+"?wait=false", nil, nil); code != 204 {
+		t.Fatalf("delete without waiting: %d", code)
+	}
+	// out of service at once: no command starts in it
+	if code, _, e := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"true"}}); code != 409 || e.Code != "conflict" {
+		t.Errorf("exec after a delete without waiting: %d %+v", code, e)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got); got.State != "stopped" || got.Stopped == nil; d.do("GET", "/v1/sandboxes/"+sb.ID, nil, &got) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the teardown was never recorded: %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got.StopReason != "destroyed" {
+		t.Errorf("stop reason %q", got.StopReason)
+	}
+	if code := d.do("DELETE", "/v1/sandboxes/0123456789ab?wait=false", nil, &apiErr); code != 404 || apiErr.Code != "not_found" {
+		t.Errorf("unknown sandbox without waiting: %d %+v", code, apiErr)
+	}
+}
+
+// waitState waits for sandbox id's record to reach state.
+func (d *daemon) waitState(id, state string) sandbox.Sandbox {
+	d.t.Helper()
+	var got sandbox.Sandbox
+	deadline := time.Now().Add(10 * time.Second)
+	for d.do("GET", "/v1/sandboxes/"+id, nil, &got); got.State != state; d.do("GET", "/v1/sandboxes/"+id, nil, &got) {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("sandbox %s: %+v, want state %s", id, got, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return got
+}
+
+func TestOneShotSandboxEndsWithItsCommand(t *testing.T) {
+	d := newDaemon(t)
+	var sb sandbox.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", `{"one_shot":true}`, &sb); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	// a background command would end with nobody to see it: refused, and
+	// the sandbox still waits for its command
+	var apiErr wire.Error
+	if code := d.do("POST", "/v1/sandboxes/"+sb.ID+"/exec", map[string]any{"argv": []string{"true"}, "background": true}, &apiErr); code == 202 || apiErr.Code != "unsupported" {
+		t.Errorf("background exec in a one-shot sandbox: %d %+v", code, apiErr)
+	}
+	code, events, _ := d.exec(sb.ID, wire.ExecRequest{Argv: []string{"/bin/sh", "-c", "exit 4"}})
+	if code != 200 || len(events) == 0 || events[len(events)-1].Status == nil || events[len(events)-1].Status.Code != 4 {
+		t.Fatalf("exec: %d %+v", code, events)
+	}
+	if got := d.waitState(sb.ID, "stopped"); got.StopReason != "destroyed" {
+		t.Errorf("stop reason %q", got.StopReason)
+	}
+	// an ordinary sandbox outlives its commands
+	var plain sandbox.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", `{}`, &plain); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	if code, _, _ := d.exec(plain.ID, wire.ExecRequest{Argv: []string{"true"}}); code != 200 {
+		t.Fatalf("exec: %d", code)
+	}
+	time.Sleep(50 * time.Millisecond)
+	var got sandbox.Sandbox
+	if d.do("GET", "/v1/sandboxes/"+plain.ID, nil, &got); got.State != "running" {
+		t.Errorf("a sandbox without one_shot after its command: %+v", got)
+	}
+}
+
+func TestOneShotSandboxWithoutACommandGoes(t *testing.T) {
+	old := manager.OneShotIdle
+	manager.OneShotIdle = 100 * time.Millisecond
+	t.Cleanup(func() { manager.OneShotIdle = old })
+	d := newDaemon(t)
+	var sb sandbox.Sandbox
+	if code := d.do("POST", "/v1/sandboxes", `{"one_shot":true}`, &sb); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	d.waitState(sb.ID, "stopped")
+}

@@ -239,7 +239,7 @@ func policyLayerIn(l *wire.PolicyLayer) (*policy.Layer, error) {
 }
 
 func createIn(r wire.CreateSandboxRequest) (sandbox.CreateRequest, error) {
-	req := sandbox.CreateRequest{Template: r.Template, Backend: r.Backend, TTLSeconds: r.TTLSeconds, Labels: r.Labels, Env: r.Env}
+	req := sandbox.CreateRequest{Template: r.Template, Backend: r.Backend, TTLSeconds: r.TTLSeconds, Labels: r.Labels, Env: r.Env, OneShot: r.OneShot}
 	if r.Limits != nil {
 		req.Limits = limitsIn(*r.Limits)
 	}

@@ -220,7 +220,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf},
 		TaskDir: filepath.Join(cfg.DataDir, "tasks"), SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
 		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait,
-		DepCacheDir: depCacheDir(cfg), Pools: cfg.Pools})
+		DepCacheDir: depCacheDir(cfg), Pools: cfg.Pools, PoolsLater: true})
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +231,9 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
+	// after listen's umask: a template the first fills build while it was
+	// set got directories of mode 0600, and every create of it failed
+	stk.Pools.Start()
 	return d, nil
 }
 

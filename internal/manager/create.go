@@ -72,9 +72,12 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 		return nil, err
 	}
 	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID,
-		warm: p.warm, warmEnv: p.warmEnv}
+		warm: p.warm, warmEnv: p.warmEnv, oneShot: req.OneShot}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
+	}
+	if ls.oneShot {
+		m.armOneShot(rec.ID, ls)
 	}
 	return m.recs.ShownSandbox(rec)
 }

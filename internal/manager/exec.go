@@ -77,6 +77,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req sandbox.ExecRequest, 
 // Core.ExecTaskTest).
 func (m *Manager) exec(ctx context.Context, id string, req sandbox.ExecRequest, taskTest bool, started func(execID string, pid int), stdout, stderr io.Writer) (string, *runtime.ExitStatus, error) {
 	x := &execRun{id: id, req: req, taskTest: taskTest, started: started, stdout: stdout, stderr: stderr}
+	defer m.endOneShot(ctx, x)
 	for _, s := range execPipeline {
 		if err := s.run(m, ctx, x); err != nil {
 			return x.execID, x.status, err
@@ -100,7 +101,14 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 		return fmt.Errorf("sandbox %s is stopped: %w", x.id, errdefs.ErrConflict)
 	}
 	x.cwd = defaultCwd(x.req.Cwd, ls.base.WorkDir, ls.taskID != "")
+	if ls.oneShot && x.req.Background {
+		// its end would destroy the sandbox under nobody's watch
+		return fmt.Errorf("a one-shot sandbox runs its command in the foreground only: %w", errdefs.ErrUnsupported)
+	}
 	x.ls = ls
+	m.mu.Lock()
+	ls.execd = true
+	m.mu.Unlock()
 	if finishing && !x.taskTest {
 		return sandbox.FinishingError(ls.taskID)
 	}

@@ -90,6 +90,12 @@ type Manager struct {
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
+	// teardowns counts DestroyAsync's teardowns under way (m.mu), and
+	// teardownsDone is signalled as each ends: a WaitGroup's Add may not
+	// race its Wait, and one may begin while Shutdown waits.
+	teardowns     int
+	teardownsDone *sync.Cond
+
 	recs redacted.Records   // the store's records, redacted
 	rec  *recorder.Recorder // the audit record and the failed writes
 
@@ -136,6 +142,9 @@ type live struct {
 	// not created with: every command of warm gets it before its own.
 	warm    runtime.Sandbox
 	warmEnv []string
+	// oneShot: destroyed once its first command ends (execd: one was
+	// asked for; m.mu); see oneshot.go.
+	oneShot, execd bool
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
 	// command makes in that moment waits for it (Core.ExecOf).

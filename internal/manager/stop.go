@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/hook"
@@ -29,6 +30,12 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 	if m.hooks.Network != nil {
 		m.hooks.Network.RemoveSandbox(id)
 	}
+	return m.teardown(ctx, id, reason, ls, sb, prev)
+}
+
+// teardown is the rest of stop once the sandbox is out of the live set:
+// the StopHooks, Destroy, its sandbox.stop event and record.
+func (m *Manager) teardown(ctx context.Context, id, reason string, ls *live, sb runtime.Sandbox, prev sandbox.State) error {
 	payload := map[string]any{"reason": reason}
 	for _, h := range m.hooks.Stop {
 		for k, v := range h.Hook.OnStop(context.WithoutCancel(ctx), hook.StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {
@@ -91,6 +98,40 @@ func (m *Manager) Destroy(ctx context.Context, id string) error {
 	return m.stop(ctx, id, sandbox.StopDestroyed)
 }
 
+// DestroyAsync is Destroy answered once the sandbox is out of the live set
+// and off its network (no command can start in it, and its share of the
+// host stays reserved until its teardown ends); the teardown goes on in
+// the background, recorded as Destroy's is, and Shutdown waits for it.
+// It is why a one-shot 'airlock run' through the daemon exits without
+// waiting the tens of milliseconds a teardown takes.
+func (m *Manager) DestroyAsync(ctx context.Context, id string) error {
+	ls, sb, prev, release := m.takeLive(id)
+	if ls == nil {
+		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
+			return err
+		}
+		return nil
+	}
+	m.mu.Lock()
+	m.teardowns++
+	m.mu.Unlock()
+	if m.hooks.Network != nil {
+		m.hooks.Network.RemoveSandbox(id)
+	}
+	go func() {
+		defer func() {
+			m.mu.Lock()
+			m.teardowns--
+			m.teardownsCond().Broadcast()
+			m.mu.Unlock()
+		}()
+		defer release()
+		err := m.teardown(context.WithoutCancel(ctx), id, sandbox.StopDestroyed, ls, sb, prev)
+		m.rec.BestEffort("sandbox "+id+": background teardown", err)
+	}()
+	return nil
+}
+
 // Shutdown destroys every live sandbox (the daemon is stopping), a few
 // at a time (ShutdownParallel); open tasks keep their diffs.
 func (m *Manager) Shutdown(ctx context.Context) error {
@@ -109,8 +150,21 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.rec.Stop()
 	err := m.stopAll(ctx, ids, sandbox.StopShutdown)
+	m.mu.Lock()
+	for m.teardowns > 0 { // DestroyAsync's
+		m.teardownsCond().Wait()
+	}
+	m.mu.Unlock()
 	if m.hooks.Network != nil {
 		m.hooks.Network.Close(ctx) // the refusal counts still open
 	}
 	return err
+}
+
+// teardownsCond is m.teardownsDone, made on first use (m.mu held).
+func (m *Manager) teardownsCond() *sync.Cond {
+	if m.teardownsDone == nil {
+		m.teardownsDone = sync.NewCond(&m.mu)
+	}
+	return m.teardownsDone
 }

@@ -28,6 +28,8 @@ type CreateRequest struct {
 	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Env        []string          `json:"env,omitempty"`
+	// OneShot: destroyed when its first command ends (wire's OneShot).
+	OneShot bool `json:"one_shot,omitempty"`
 	// Policy is the sandbox's own policy layer, over the daemon's.
 	Policy *policy.Layer `json:"policy,omitempty"`
 	// TightenOnly refuses a Policy that relaxes the daemon's (set for

@@ -1,6 +1,7 @@
 // Package run is the CLI's verbs that need no daemon: 'airlock run', one
-// command in a fresh one-shot sandbox of a backend opened in process, and
-// 'airlock reap', which removes what killed airlock processes left.
+// command in a fresh one-shot sandbox (the daemon's when one answers,
+// daemon.go; else of a backend opened in process), and 'airlock reap',
+// which removes what killed airlock processes left.
 package run
 
 import (
@@ -26,7 +27,23 @@ import (
 const runUsage = `usage: airlock run [flags] -- CMD [ARGS...]
 
 Runs CMD in a fresh, isolated, one-shot sandbox and removes it afterwards.
-No daemon is needed. Needs root (for uid mapping and cgroups).
+
+Through a daemon: when an airlock daemon answers at --socket, the sandbox is
+the daemon's (a warm pool's when one of this shape is ready: see 'airlock
+serve --pool'), made with the same flags, recorded in the daemon's audit
+log, and destroyed by the daemon when CMD ends, also when airlock is killed
+(the teardown goes on after airlock exits; on a signal airlock waits for it). The daemon's templates,
+backends and policy apply (a command it denies or holds for approval exits
+126, naming the approval); --workspace is uploaded as a copy. The run goes
+the direct way instead, and --verbose says why, with --direct, with one of
+--state-dir, --data-dir, --runsc, --gvisor-platform, when no daemon answers,
+when the daemon cannot make the sandbox (unsupported, e.g. a backend it was
+not given), or when stdin is a terminal, pipe or socket (the daemon takes
+stdin whole, before CMD starts: give </dev/null or a file to use it).
+--daemon fails (125) instead of going direct.
+
+Direct: no daemon is needed; the backend is opened in this process. Needs
+root (for uid mapping and cgroups).
 
 The sandbox: its own user, mount, pid, network (loopback only), ipc, uts and
 cgroup namespaces; the template's root filesystem read-only under a private
@@ -40,7 +57,8 @@ Exit status: CMD's own; 127 if CMD is not found, 126 if it is not executable,
 bad flag or value), 125 if airlock itself failed (no sandbox could be made).
 A hit limit (timeout, memory, pids, disk, output) is named on stderr.
 
-Environment: AIRLOCK_STATE_DIR, AIRLOCK_DATA_DIR, AIRLOCK_BACKEND,
+Environment: AIRLOCK_SOCKET (--socket), AIRLOCK_RUN_DIRECT=1 (--direct),
+AIRLOCK_STATE_DIR, AIRLOCK_DATA_DIR, AIRLOCK_BACKEND,
 AIRLOCK_RUNSC and AIRLOCK_GVISOR_PLATFORM (defaults of the flags named
 below); AIRLOCK_CGROUP_PARENT, the cgroup the sandbox is placed under
 (default: "airlock" for the state dir /run/airlock, "airlock-HASH" for any
@@ -88,12 +106,18 @@ func (o *runOpts) flags(fs *flag.FlagSet) {
 }
 
 func CmdRun(args []string, stdout, stderr io.Writer) int {
-	var o runOpts
+	var (
+		o runOpts
+		p pathOpts
+	)
 	fs := cli.NewFlagSet("run", runUsage, stderr)
 	o.flags(fs)
+	p.flags(fs)
 	if code, done := cli.ParseFlags(fs, runUsage, args, stdout); done {
 		return code
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintln(stderr, "airlock run: no command given; usage: airlock run [flags] -- CMD [ARGS...]")
@@ -103,7 +127,11 @@ func CmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock run: %v\n", err)
 		return 2
 	}
-	code, err := runOnce(&o, argv, os.Stdin, stdout, stderr)
+	if p.direct && p.daemon {
+		fmt.Fprintln(stderr, "airlock run: --direct and --daemon: choose one")
+		return 2
+	}
+	code, err := runEither(&o, &p, set, argv, stdout, stderr)
 	if err != nil {
 		// (the command's own output is raw; airlock's words about it are not)
 		fmt.Fprintf(stderr, "airlock run: %s\n", cli.Esc(err.Error()))
@@ -112,6 +140,27 @@ func CmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// runEither runs argv through the daemon when one is reachable and
+// nothing of the run needs the direct path, else directly.
+func runEither(o *runOpts, p *pathOpts, set map[string]bool, argv []string, stdout, stderr io.Writer) (int, error) {
+	stdinData, why := directReason(p, set, os.Stdin)
+	if why == "" {
+		code, err := runViaDaemon(o, p, argv, stdinData, stdout, stderr)
+		var fb *fallback
+		if !errors.As(err, &fb) {
+			return code, err
+		}
+		why = fb.why
+	}
+	if p.daemon {
+		return 125, fmt.Errorf("--daemon: cannot run through the daemon: %s", why)
+	}
+	if p.verbose {
+		fmt.Fprintf(stderr, "airlock run: direct: %s\n", cli.Esc(why))
+	}
+	return runOnce(o, argv, os.Stdin, stdout, stderr)
 }
 
 func (o *runOpts) validate() error {

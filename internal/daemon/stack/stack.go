@@ -66,6 +66,11 @@ type Config struct {
 	// Pools are the warm pools (internal/pool); a pool's Backend "" is
 	// its template's backend (TemplateBackends) or the default.
 	Pools []pool.Spec
+	// PoolsLater leaves the pools' start to the caller (Pools.Start): the
+	// daemon starts them once its socket is open, since the umask it
+	// sets for that moment is the process's, and a pool's first fill
+	// builds the template's directories meanwhile.
+	PoolsLater bool
 }
 
 // Stack is the manager and its feature modules.
@@ -152,7 +157,9 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	if stacks != nil {
 		s.Builds = &templatebuild.Service{Store: cfg.Templates, Core: m, Stacks: stacks, Presets: presets}
 	}
-	pools.Start()
+	if !cfg.PoolsLater {
+		pools.Start()
+	}
 	return s, nil
 }
 
