@@ -11,6 +11,8 @@ AIRLOCK="$PWD/bin/airlock"
 work="$(mktemp -d /tmp/airlock-demo.XXXXXX)"
 chmod 711 "$work"
 export AIRLOCK_STATE_DIR="$work/state" AIRLOCK_DATA_DIR="$work/data" AIRLOCK_CGROUP_PARENT="airlock-demo-$$"
+# the direct path (no daemon), even where a daemon runs: this demo is of airlock run itself
+export AIRLOCK_RUN_DIRECT=1
 cleanup() { "$AIRLOCK" reap >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
 
