@@ -399,7 +399,7 @@ func TestTaskCLIAgainstDaemon(t *testing.T) {
 	if _, errOut, code := e.run("", "task", "diff", sock, id); code != 1 || !strings.Contains(errOut, "conflict") {
 		t.Errorf("diff of a finished task: %d %q", code, errOut)
 	}
-	if _, errOut, code := e.run("", "task", "start", sock); code != 2 || !strings.Contains(errOut, "--repo is required") {
+	if _, errOut, code := e.run("", "task", "start", sock); code != 2 || !strings.Contains(errOut, "give --repo or --bundle") {
 		t.Errorf("start without --repo: %d %q", code, errOut)
 	}
 }
