@@ -113,19 +113,24 @@ func testDirWatch(t *testing.T, f Factory) {
 	}
 	shell(t, sb, "mkdir /workspace/d && echo x > /workspace/d/f && mv /workspace/d/f /workspace/g && rm /workspace/g")
 	want := []string{"create /workspace/d", "create /workspace/d/f", "write /workspace/d/f", "rename /workspace/d/f", "create /workspace/g", "remove /workspace/g"}
+	// An entry made in a new directory just as its watch is added is seen
+	// both by that watch and by the directory's scan: it may come twice
+	// in a row (the two race, on every backend), never out of order or lost.
 	var got []string
 	deadline := time.After(10 * time.Second)
-	for len(got) < len(want) {
+	for !slices.Contains(got, want[len(want)-1]) {
 		select {
 		case b := <-ch:
 			for _, e := range b.Events {
-				got = append(got, e.Op+" "+e.Path)
+				if ev := e.Op + " " + e.Path; len(got) == 0 || got[len(got)-1] != ev {
+					got = append(got, ev)
+				}
 			}
 		case <-deadline:
 			t.Fatalf("events %q, want %q", got, want)
 		}
 	}
-	if !slices.Equal(got[:len(want)], want) {
+	if last := slices.Index(got, want[len(want)-1]); !slices.Equal(got[:last+1], want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 	cancel()
