@@ -38,6 +38,9 @@ func (s *Server) uploadTree(ctx context.Context, _ *mcpsdk.CallToolRequest, in u
 	if err != nil {
 		return nil, nil, fmt.Errorf("tar_base64 is not base64: %v", err)
 	}
+	if len(b) > maxTree {
+		return nil, nil, fmt.Errorf("limit_exceeded: the tar is %d bytes; at most %d over MCP (split it, or PUT /v1/sandboxes/%s/files/tar)", len(b), maxTree, in.SandboxID)
+	}
 	entries, err := countTar(b)
 	if err != nil {
 		return nil, nil, err
@@ -184,6 +187,10 @@ func (s *Server) bundleOf(ctx context.Context, v string) (io.Reader, func(), err
 	b, err := base64.StdEncoding.DecodeString(v)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle is neither base64 nor an airlock://sandboxes/ID/files/PATH URI: %v", err)
+	}
+	// (the length check above is base64's estimate, up to 2 bytes over)
+	if len(b) > maxTree {
+		return nil, nil, fmt.Errorf("limit_exceeded: the bundle is %d bytes; at most %d as base64 (write it to a sandbox and give its airlock:// file URI, or POST /v1/tasks)", len(b), maxTree)
 	}
 	return bytes.NewReader(b), func() {}, nil
 }
