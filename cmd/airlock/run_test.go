@@ -51,6 +51,11 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build airlock: %v\n%s", err, out)
 		return 1
 	}
+	defer func() {
+		if debianTarDir != "" {
+			os.RemoveAll(debianTarDir)
+		}
+	}()
 	return m.Run()
 }
 

@@ -18,6 +18,10 @@ import (
 // debianTar is a minbase bookworm root as a tar, made by mmdebstrap from
 // the host's apt sources once per test binary (AIRLOCK_TEST_DEBIAN_TAR
 // names one made earlier the same way, to spare the minutes).
+// debianTarDir holds the tar debianTar made ("": none); testMain removes
+// it (163 MB a run).
+var debianTarDir string
+
 var debianTar = sync.OnceValues(func() (string, error) {
 	if p := os.Getenv("AIRLOCK_TEST_DEBIAN_TAR"); p != "" {
 		return p, nil
@@ -26,6 +30,7 @@ var debianTar = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	debianTarDir = d
 	p := filepath.Join(d, "bookworm.tar")
 	out, err := exec.Command("mmdebstrap", "--variant=minbase", "--mode=root", "--skip=output/dev", "--format=tar", "bookworm", p).CombinedOutput()
 	if err != nil {

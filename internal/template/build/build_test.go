@@ -96,6 +96,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		testroot.Unavailable(t, "the native backend: "+err.Error())
 	}
+	t.Cleanup(func() { _ = be.RemoveCgroupParent() }) // nothing left behind
 	return &fixture{s: s, be: be, b: &Builder{Store: s, Runner: &SandboxRunner{Backend: be}}}
 }
 
