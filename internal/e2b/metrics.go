@@ -49,9 +49,9 @@ type metric struct {
 }
 
 func (s *Server) metricsRoutes() {
-	s.mux.HandleFunc("GET /sandboxes/{id}/metrics", s.metrics)
+	s.handle("GET /sandboxes/{id}/metrics", s.metrics)
 	// (else the sandbox "metrics", not found: say what it is)
-	s.mux.HandleFunc("GET /sandboxes/metrics", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("GET /sandboxes/metrics", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotImplemented, "unsupported by airlock: the metrics of many sandboxes at once (GET /sandboxes/metrics): ask each one's GET /sandboxes/{id}/metrics")
 	})
 }
