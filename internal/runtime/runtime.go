@@ -77,9 +77,9 @@ type DiskMeter interface {
 
 // DiskUsage is a filesystem's use, in bytes and inodes.
 type DiskUsage struct {
-	TotalBytes int64 // its size (statfs f_blocks)
-	// UsedBytes is its size less its free blocks (f_bfree): files,
-	// their metadata and the filesystem's own.
+	TotalBytes int64 // its size (statfs f_blocks; ext4 leaves its own structures out)
+	// UsedBytes is its size less its free blocks (f_bfree): what files
+	// and directories take.
 	UsedBytes int64
 	// AvailBytes is what commands may still write (f_bavail: the blocks
 	// reserved for root are not theirs).
