@@ -21,7 +21,7 @@
 // token (route.go, signed.go).
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
-// volumes, egress proxies and header transforms, auto-pause, metrics
+// volumes, egress proxies and header transforms, metrics
 // history, preview ports, deleting snapshots) is refused with a clear "unsupported" error,
 // never silently ignored. Commands run as the sandbox's unprivileged user;
 // asking for user "root" is refused. Relative paths and the default
@@ -127,6 +127,8 @@ type Server struct {
 
 	wmu      sync.Mutex
 	watchers map[string]*pollWatch // the polled directory watchers, by id
+
+	lifes lifecycles // what the door's creates asked of their timeout (lifecycle.go)
 }
 
 // New returns the handler.
@@ -255,7 +257,11 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	ctx := tenant.With(context.WithValue(r.Context(), sandboxKey{}, id), s.envdPrincipal(r.Context(), id))
 	ctx = sandbox.WithActor(ctx, "apikey:e2b")
-	s.envd.ServeHTTP(w, r.WithContext(ctx))
+	r = r.WithContext(ctx)
+	if !s.awake(w, r, id) { // a paused sandbox: resumed, or answered as E2B's
+		return
+	}
+	s.envd.ServeHTTP(w, r)
 }
 
 // checkUser checks the user a request asks to act as (HTTP Basic user
