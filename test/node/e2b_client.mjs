@@ -49,8 +49,8 @@ if (v2) {
 
 // Options airlock does not have are refused, not ignored.
 if (v2) {
-  e = await rejects(Sandbox.create({ metadata: { suite: "refused" }, lifecycle: { onTimeout: "pause" } }));
-  assert.match(e.message, /unsupported by airlock: lifecycle/);
+  e = await rejects(Sandbox.create({ metadata: { suite: "refused" }, lifecycle: { onTimeout: { action: "pause", keepMemory: false } } }));
+  assert.match(e.message, /unsupported by airlock: lifecycle onTimeout keepMemory false/);
 }
 
 // allowInternetAccess (every SDK's default is true) is airlock's policy;
