@@ -54,8 +54,10 @@ import (
 
 // EnvdVersion is the in-sandbox API version airlock reports. The SDKs
 // gate features on it: 0.5.7 has stdin close and octet-stream uploads,
-// and not file metadata or watch options (0.6.x), which airlock lacks.
-const EnvdVersion = "0.5.7"
+// 0.6.2 file metadata (which the door refuses, loudly: files.go), 0.6.3
+// watch events with their entry (includeEntry); not 0.6.4's watches of
+// network mounts, which airlock has none of.
+const EnvdVersion = "0.6.3"
 
 // EnvdPort is the in-sandbox API port the SDKs name in E2b-Sandbox-Port.
 const EnvdPort = "49983"
