@@ -55,8 +55,8 @@ func TestFakeTierPauseOnExpiry(t *testing.T) {
 		t.Fatalf("sandbox.pause events: %d, want 1", len(evs))
 	}
 	var pl map[string]any
-	if err := json.Unmarshal(evs[0].Payload, &pl); err != nil || pl["reason"] != "timeout" {
-		t.Errorf("sandbox.pause payload: %s (%v), want reason timeout", evs[0].Payload, err)
+	if err := json.Unmarshal(evs[0].Payload, &pl); err != nil || pl["reason"] != "timeout" || evs[0].Actor != "airlock" {
+		t.Errorf("sandbox.pause: %s by %q (%v), want reason timeout by airlock", evs[0].Payload, evs[0].Actor, err)
 	}
 	time.Sleep(200 * time.Millisecond) // well past its end: still paused
 	if got, _ := m.Get(ctx, sb.ID); got.State != "paused" {
