@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/daemon/stack"
 )
 
 // The lifecycle fields as the SDKs send them (2.x: lifecycle {onTimeout,
@@ -151,5 +153,21 @@ func TestLifecycleAutoResume(t *testing.T) {
 	}
 	if resp, _ := d.call("GET", "/health", nil, envdHeaders(id, tok, nil)); resp.StatusCode != 204 {
 		t.Errorf("health of a paused autoResume sandbox: %d, want 204 (resumed)", resp.StatusCode)
+	}
+}
+
+// Under a maximum lifetime shorter than five minutes, an auto-resume
+// runs the sandbox until that lifetime ends, never past it.
+func TestLifecycleAutoResumeWithinMaxLifetime(t *testing.T) {
+	d := newDoor(t, func(c *stack.Config) { c.MaxLifetime = 30 * time.Second })
+	id, tok := d.createLife(`{"templateID":"base","timeout":1,"autoPause":true,"autoResume":{"enabled":true}}`)
+	info := d.waitDoorState(id, "paused")
+	if out, end := d.run(id, tok, "", "echo awake"); out != "awake\n" {
+		t.Fatalf("command in an auto-resumed sandbox: %q %s", out, end)
+	}
+	got := d.waitDoorState(id, "running")
+	limit := info.StartedAt.Add(30 * time.Second)
+	if got.EndAt == nil || got.EndAt.After(limit) || got.EndAt.Before(limit.Add(-3*time.Second)) {
+		t.Errorf("endAt after an auto-resume: %v, want just before the maximum lifetime's end %v", got.EndAt, limit)
 	}
 }
