@@ -21,7 +21,7 @@
 // token (route.go, signed.go).
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
-// volumes, egress proxies and header transforms, auto-pause, metrics
+// volumes, egress proxies and header transforms, metrics
 // history, preview ports, deleting snapshots) is refused with a clear "unsupported" error,
 // never silently ignored. Commands run as the sandbox's unprivileged user;
 // asking for user "root" is refused. Relative paths and the default
@@ -54,8 +54,10 @@ import (
 
 // EnvdVersion is the in-sandbox API version airlock reports. The SDKs
 // gate features on it: 0.5.7 has stdin close and octet-stream uploads,
-// and not file metadata or watch options (0.6.x), which airlock lacks.
-const EnvdVersion = "0.5.7"
+// 0.6.2 file metadata (which the door refuses, loudly: files.go), 0.6.3
+// watch events with their entry (includeEntry); not 0.6.4's watches of
+// network mounts, which airlock has none of.
+const EnvdVersion = "0.6.3"
 
 // EnvdPort is the in-sandbox API port the SDKs name in E2b-Sandbox-Port.
 const EnvdPort = "49983"
@@ -127,6 +129,8 @@ type Server struct {
 
 	wmu      sync.Mutex
 	watchers map[string]*pollWatch // the polled directory watchers, by id
+
+	lifes lifecycles // what the door's creates asked of their timeout (lifecycle.go)
 }
 
 // New returns the handler.
@@ -255,7 +259,11 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	ctx := tenant.With(context.WithValue(r.Context(), sandboxKey{}, id), s.envdPrincipal(r.Context(), id))
 	ctx = sandbox.WithActor(ctx, "apikey:e2b")
-	s.envd.ServeHTTP(w, r.WithContext(ctx))
+	r = r.WithContext(ctx)
+	if !s.awake(w, r, id) { // a paused sandbox: resumed, or answered as E2B's
+		return
+	}
+	s.envd.ServeHTTP(w, r)
 }
 
 // checkUser checks the user a request asks to act as (HTTP Basic user

@@ -171,7 +171,7 @@ func (s *Server) writeFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	for k := range r.Header {
 		if strings.HasPrefix(strings.ToLower(k), "x-metadata-") || strings.EqualFold(k, "X-File-Metadata") {
-			writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: file metadata ("+k+"): airlock's file API keeps no extended attributes, so none is written and none is shown (envd "+EnvdVersion+", under E2B's 0.6.2 for metadata)")
+			writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: file metadata ("+k+"): airlock's file API keeps no extended attributes, so none is written and none is shown")
 			return
 		}
 	}

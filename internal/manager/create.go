@@ -67,13 +67,18 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 		return nil, err
 	}
 	defer release()
+	if err := checkExpiry(req, sb); err != nil {
+		_ = sb.Destroy(context.Background())
+		m.dropNetwork(p.spec.ID)
+		return nil, err
+	}
 	rec, err := m.recordCreate(ctx, req, p, sb, ttl)
 	if err != nil {
 		m.dropNetwork(p.spec.ID)
 		return nil, err
 	}
 	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID,
-		warm: p.warm, warmEnv: p.warmEnv, oneShot: req.OneShot}
+		warm: p.warm, warmEnv: p.warmEnv, oneShot: req.OneShot, onExpiry: expiry{pause: req.PauseOnExpiry, ttl: ttl}}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
 	}
@@ -322,11 +327,7 @@ func (m *Manager) armTTL(ls *live) {
 	if ls.rec.Expires == nil {
 		return
 	}
-	id := ls.rec.ID
-	ls.ttl = time.AfterFunc(time.Until(*ls.rec.Expires), func() {
-		m.cfg.Logf("sandbox %s expired", id)
-		m.rec.BestEffort("sandbox "+id+": stop it as expired", m.stop(context.Background(), id, sandbox.StopExpired))
-	})
+	m.armAt(ls, *ls.rec.Expires) // expiry.go: destroyed or paused then
 }
 
 // watch records a sandbox that stopped on its own.
