@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,8 +102,13 @@ func decodeBody(r io.Reader, v any) error {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("request body: %v: %w", err, errdefs.ErrInvalid)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request body: %v (airlock refuses what it would otherwise ignore): %w", err, errdefs.ErrInvalid)
+	}
+	if dec.More() {
+		return fmt.Errorf("request body: more than one JSON value: %w", errdefs.ErrInvalid)
 	}
 	return nil
 }
