@@ -20,10 +20,14 @@ import (
 
 // Delete deletes the snapshot template name of the caller's project
 // (the operator: any project's). Another project's, or a name that is
-// no snapshot, is not found; a built-in template is no snapshot.
+// no template, is not found; a shared template (built-in or imported)
+// is refused: it is read-only to projects.
 func (s *Snapshots) Delete(ctx context.Context, name string) error {
 	if s.dir == "" || s.core == nil {
 		return fmt.Errorf("template %q: %w", name, errdefs.ErrNotFound)
+	}
+	if _, err := s.builtins.Get(name); err == nil {
+		return fmt.Errorf("template %q is a shared template, not a snapshot: shared templates are read-only to projects, the operator's to remove: %w", name, errdefs.ErrDenied)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
