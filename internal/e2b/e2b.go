@@ -193,7 +193,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		k, ok = s.cfg.Keys.Of(r.Context(), key)
 	}
 	if key == "" || !ok {
-		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b NAME')")
+		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b --project P --name NAME')")
 		return
 	}
 	// A revoked key ends its requests in progress; the key's project and
