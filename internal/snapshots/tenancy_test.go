@@ -198,3 +198,41 @@ func TestDeleteSnapshotKeepsItsSandboxes(t *testing.T) {
 		t.Errorf("after the last sandbox stopped and a delete, the template dir is %v", err)
 	}
 }
+
+// A delete racing a new snapshot of the same name never leaves a name
+// that is listed but cannot be started from: either the snapshot is
+// whole afterwards or it is gone.
+func TestDeleteRacingSnapshotLeavesNoHalfTemplate(t *testing.T) {
+	s, m, _ := onFake(t, t.TempDir())
+	a := agentOf("proj-a")
+	sb, err := m.Create(a, sandbox.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, m, sb.ID, "v\n")
+	for i := range 15 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = s.Delete(a, "racy")
+		}()
+		_, snapErr := s.Snapshot(a, sb.ID, "racy", false)
+		<-done
+		if snapErr != nil && !errors.Is(snapErr, errdefs.ErrConflict) {
+			t.Fatalf("round %d: snapshot: %v", i, snapErr)
+		}
+		b, err := s.Template(a, "racy")
+		if errors.Is(err, errdefs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("round %d: a listed snapshot does not resolve: %v", i, err)
+		}
+		if _, err := os.Stat(b.Seed); err != nil {
+			t.Fatalf("round %d: the current version's seed is gone: %v", i, err)
+		}
+		if err := s.Delete(a, "racy"); err != nil {
+			t.Fatalf("round %d: delete: %v", i, err)
+		}
+	}
+}
