@@ -36,10 +36,9 @@ type APIKey struct {
 	Name string `json:"name"`
 	// Created is when it was made.
 	Created time.Time `json:"created"`
-	// Project is what the key acts for: it sees only that project's
-	// objects.
+	// Project is the one the key acts for.
 	Project string `json:"project,omitempty"`
-	// Role is what it acts as: "agent", "reviewer" or "admin".
+	// Role is what it may do there: agent, reviewer or admin.
 	Role string `json:"role,omitempty"`
 	// Expires: it stops working then (a rotated key's overlap).
 	Expires *time.Time `json:"expires,omitempty"`
