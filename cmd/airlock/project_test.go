@@ -78,14 +78,44 @@ func TestProjectAndKeyCLI(t *testing.T) {
 	if a, b := status(key), status(newKey); a != 200 || b != 200 {
 		t.Errorf("the old and new key in the overlap: %d %d", a, b)
 	}
+	// a project's admin key over TCP (--url): its own project's keys only
+	admin, _ := must("apikey", "create", sock, "--project", "team-a", "--role", "admin", "bob")
+	must("project", "create", sock, "team-b")
+	must("apikey", "create", sock, "--project", "team-b", "carol")
+	remote := func(args ...string) (string, string, int) {
+		t.Helper()
+		c := e.cmd(args...)
+		c.Env = append(withoutEnv(c.Env, "AIRLOCK_API_KEY"), "AIRLOCK_API_KEY="+strings.TrimSpace(admin))
+		var o, er strings.Builder
+		c.Stdout, c.Stderr = &o, &er
+		err := c.Run()
+		code := 0
+		if err != nil {
+			code = c.ProcessState.ExitCode()
+		}
+		return o.String(), er.String(), code
+	}
+	url := "--url=http://" + addr
+	if out, errOut, code := remote("apikey", "ls", url, "--json"); code != 0 || strings.Contains(out, "carol") || strings.Contains(out, "team-b") || !strings.Contains(out, `"bob"`) {
+		t.Errorf("apikey ls over TCP as team-a's admin: %d %q %q", code, out, errOut)
+	}
+	if out, errOut, code := remote("apikey", "create", url, "--role", "agent", "dave"); code != 0 || !strings.HasPrefix(out, "ak_") || !strings.Contains(errOut, "project team-a") {
+		t.Errorf("apikey create over TCP: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := remote("apikey", "create", url, "--project", "team-b", "eve"); code != 1 || !strings.Contains(errOut, "not_found") {
+		t.Errorf("team-a's admin makes a key of team-b: %d %q", code, errOut)
+	}
+	if out, errOut, code := remote("project", "ls", url); code != 0 || !strings.Contains(out, "team-a") || strings.Contains(out, "team-b") {
+		t.Errorf("project ls over TCP: %d %q %q", code, out, errOut)
+	}
 	if _, errOut, code := e.run("", "project", "rm", sock, "default"); code == 0 {
 		t.Errorf("project rm default: %q", errOut)
 	}
 	if _, errOut := must("project", "rm", sock, "team-a"); !strings.Contains(errOut, "revoked") {
 		t.Errorf("project rm: %q", errOut)
 	}
-	if a, b := status(key), status(newKey); a != 401 || b != 401 {
-		t.Errorf("keys of a removed project: %d %d, want 401", a, b)
+	if a, b, c := status(key), status(newKey), status(strings.TrimSpace(admin)); a != 401 || b != 401 || c != 401 {
+		t.Errorf("keys of a removed project: %d %d %d, want 401", a, b, c)
 	}
 	if out, _ := must("project", "ls", sock); !strings.Contains(out, "team-a") {
 		t.Errorf("a removed project is listed with its removal: %q", out)

@@ -23,12 +23,13 @@ reviewer, admin; docs/tenancy.md) and sees only its project's sandboxes,
 tasks, snapshots and keys. The daemon keeps only a key's SHA-256.
 
 commands:
-  create [--name N] [--project P] [--role R] [--e2b]
-                      make a key and print it (shown this once): of project
-                      P ("": default) in role R (agent, reviewer or admin;
-                      default agent); --e2b shapes it for the E2B SDKs
-                      (E2B_API_KEY, "e2b_..."), for 'airlock serve
-                      --e2b-listen'; it works here too
+  create [--name N | N] [--project P] [--role R] [--e2b]
+                      make a key named N and print it (shown this once): of
+                      project P ("": default; an admin key's: its own) in
+                      role R (agent, reviewer or admin; default agent);
+                      --e2b shapes it for the E2B SDKs (E2B_API_KEY,
+                      "e2b_..."), for 'airlock serve --e2b-listen'; it
+                      works here too
   ls [--json]         list keys: project, role, expiry
   rotate ID [--overlap DUR] [--e2b]
                       make a new key of key ID's project, role and name and
@@ -36,6 +37,10 @@ commands:
                       more (default 0: it stops now; at most 720h), then
                       stops, its requests in progress too
   rm ID...            revoke keys: they stop at once, their open streams too
+
+Each command works on the unix socket (the operator: every project), or with
+--url URL and a project's admin key in $AIRLOCK_API_KEY (its own project's
+keys, of a role no higher than admin).
 `
 
 func CmdAPIKey(args []string, stdout, stderr io.Writer) int {
@@ -69,12 +74,16 @@ func apikeyCreate(c *cli.Cmd, rest []string) int {
 	project := c.FS.String("project", "", "the key's project (default: default)")
 	role := c.FS.String("role", "", "the key's role: agent (default), reviewer or admin")
 	e2bKey := c.FS.Bool("e2b", false, "shape the key for the E2B SDKs (e2b_ + 40 hex digits)")
+	c.Remote()
 	pos, code, done := c.Parse(rest)
 	if done {
 		return code
 	}
-	if len(pos) != 0 {
-		return c.UsageErr("unexpected argument %q", pos[0])
+	switch {
+	case len(pos) == 1 && *name == "":
+		*name = pos[0] // 'apikey create NAME'
+	case len(pos) != 0:
+		return c.UsageErr("unexpected argument %q (one name, or --name)", pos[0])
 	}
 	if *role != "" {
 		if _, err := tenant.ParseKeyRole(*role); err != nil {
@@ -100,6 +109,7 @@ func apikeyCreate(c *cli.Cmd, rest []string) int {
 
 func apikeyList(c *cli.Cmd, rest []string) int {
 	asJSON := c.FS.Bool("json", false, "print a JSON array")
+	c.Remote()
 	if _, code, done := c.Parse(rest); done {
 		return code
 	}
@@ -134,6 +144,7 @@ const maxOverlap = 30 * 24 * time.Hour
 func apikeyRotate(c *cli.Cmd, rest []string) int {
 	overlap := c.FS.Duration("overlap", 0, "how long the old key works on (at most 720h)")
 	e2bKey := c.FS.Bool("e2b", false, "shape the new key for the E2B SDKs")
+	c.Remote()
 	pos, code, done := c.Parse(rest)
 	if done {
 		return code
@@ -166,6 +177,7 @@ func apikeyRotate(c *cli.Cmd, rest []string) int {
 }
 
 func apikeyRemove(c *cli.Cmd, rest []string) int {
+	c.Remote()
 	pos, code, done := c.Parse(rest)
 	if done {
 		return code

@@ -18,7 +18,8 @@ Projects are made and removed on the unix socket (the operator).
 commands:
   create NAME         make a project: a lower-case letter, then at most 39
                       lower-case letters, digits or '-'
-  ls [--json]         list the projects (removed ones too)
+  ls [--json]         list the projects (removed ones too); with --url URL
+                      and a key in $AIRLOCK_API_KEY: the key's own
   rm NAME             remove a project: its keys are revoked at once, its
                       records kept, its name never reused; refused while it
                       has sandboxes not stopped, and for "default"
@@ -83,6 +84,7 @@ func projectCreate(c *cli.Cmd, rest []string) int {
 
 func projectList(c *cli.Cmd, rest []string) int {
 	asJSON := c.FS.Bool("json", false, "print a JSON array")
+	c.Remote()
 	pos, code, done := c.Parse(rest)
 	if done {
 		return code
