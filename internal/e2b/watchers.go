@@ -45,9 +45,9 @@ type watcherRequest struct {
 }
 
 func (s *Server) watcherRoutes() {
-	s.envd.HandleFunc("POST /filesystem.Filesystem/CreateWatcher", s.createWatcher)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/GetWatcherEvents", s.getWatcherEvents)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/RemoveWatcher", s.removeWatcher)
+	s.handleEnvd("POST /filesystem.Filesystem/CreateWatcher", s.createWatcher)
+	s.handleEnvd("POST /filesystem.Filesystem/GetWatcherEvents", s.getWatcherEvents)
+	s.handleEnvd("POST /filesystem.Filesystem/RemoveWatcher", s.removeWatcher)
 }
 
 func (s *Server) createWatcher(w http.ResponseWriter, r *http.Request) {

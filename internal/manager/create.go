@@ -181,7 +181,7 @@ func (m *Manager) planCreate(ctx context.Context, req sandbox.CreateRequest, tas
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
 	}
-	base, err := m.base(req.Template)
+	base, err := m.base(ctx, req.Template)
 	if err != nil {
 		return nil, err
 	}
@@ -439,7 +439,7 @@ func (m *Manager) prewarm(ctx context.Context, s hook.WarmShape) (*warm, error) 
 	if err := m.cfg.Caps.Check(s.Limits); err != nil {
 		return nil, err
 	}
-	base, err := m.base(s.Template)
+	base, err := m.base(ctx, s.Template)
 	if err != nil {
 		return nil, err
 	}

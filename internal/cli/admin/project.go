@@ -1,0 +1,134 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/airlock-dev/airlock/internal/cli"
+)
+
+const projectUsage = `usage: airlock project <command> [flags]
+
+Projects are the daemon's tenants: every sandbox, task, snapshot and API key
+belongs to one, and a key sees only its own project's (docs/tenancy.md).
+Projects are made and removed on the unix socket (the operator).
+
+commands:
+  create NAME         make a project: a lower-case letter, then at most 39
+                      lower-case letters, digits or '-'
+  ls [--json]         list the projects (removed ones too); with --url URL
+                      and a key in $AIRLOCK_API_KEY: the key's own
+  rm NAME             remove a project: its keys are revoked at once, its
+                      records kept, its name never reused; refused while it
+                      has sandboxes not stopped, and for "default"
+
+Keys of a project: airlock apikey create --project NAME --role ROLE.
+`
+
+// CmdProject is 'airlock project'. Each command is a case of the switch
+// on the verb.
+func CmdProject(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, projectUsage)
+		return 2
+	}
+	verb, rest := args[0], args[1:]
+	c := cli.NewCmd(verb, "airlock project "+verb+" [flags]", "", stdout, stderr)
+	c.Group = "project"
+	c.Usage = projectUsage
+	switch verb {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, projectUsage)
+		return 0
+	case "create":
+		return projectCreate(c, rest)
+	case "ls":
+		return projectList(c, rest)
+	case "rm":
+		return projectRemove(c, rest)
+	}
+	fmt.Fprintf(stderr, "airlock project: unknown command %q; run 'airlock project --help'\n", verb)
+	return 2
+}
+
+// oneName parses a command that takes one project name.
+func oneName(c *cli.Cmd, rest []string) (string, int, bool) {
+	pos, code, done := c.Parse(rest)
+	if done {
+		return "", code, true
+	}
+	if len(pos) != 1 {
+		return "", c.UsageErr("want one project name"), true
+	}
+	return pos[0], 0, false
+}
+
+func projectCreate(c *cli.Cmd, rest []string) int {
+	name, code, done := oneName(c, rest)
+	if done {
+		return code
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	p, err := cl.CreateProject(context.Background(), name)
+	if err != nil {
+		return c.Fail(err)
+	}
+	fmt.Fprintln(c.Stdout, cli.Esc(p.ID))
+	return 0
+}
+
+func projectList(c *cli.Cmd, rest []string) int {
+	asJSON := c.FS.Bool("json", false, "print a JSON array")
+	c.Remote()
+	pos, code, done := c.Parse(rest)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		return c.UsageErr("unexpected argument %q", pos[0])
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	ps, err := cl.ListProjects(context.Background())
+	if err != nil {
+		return c.Fail(err)
+	}
+	if *asJSON {
+		_ = cli.PrintJSON(c.Stdout, ps)
+		return 0
+	}
+	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROJECT\tCREATED\tREMOVED")
+	for _, p := range ps {
+		removed := "-"
+		if p.Removed != nil {
+			removed = p.Removed.Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cli.Esc(p.ID), p.Created.Format("2006-01-02 15:04:05"), removed)
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+func projectRemove(c *cli.Cmd, rest []string) int {
+	name, code, done := oneName(c, rest)
+	if done {
+		return code
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	if err := cl.DeleteProject(context.Background(), name); err != nil {
+		return c.Fail(err)
+	}
+	fmt.Fprintf(c.Stderr, "removed project %s: its keys are revoked\n", cli.Esc(name))
+	return 0
+}
