@@ -39,7 +39,7 @@ type outage struct {
 
 // prepare redacts and encodes an entry; Seq, Prev, Time and Hash are set
 // when it joins the chain.
-func (l *Log) prepare(in Entry) (*Event, map[string][]byte, error) {
+func (l *Log) prepare(ctx context.Context, in Entry) (*Event, map[string][]byte, error) {
 	if in.Kind == "" {
 		return nil, nil, fmt.Errorf("audit: an event needs a kind: %w", errdefs.ErrInvalid)
 	}
@@ -59,7 +59,10 @@ func (l *Log) prepare(in Entry) (*Event, map[string][]byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit: payload: %w", err)
 	}
-	return &Event{SandboxID: in.SandboxID, TaskID: in.TaskID, ExecID: in.ExecID, Actor: in.Actor, Kind: in.Kind, Payload: canon}, blobs, nil
+	if in.Project == "" {
+		in.Project = l.projects.of(ctx, in.SandboxID)
+	}
+	return &Event{SandboxID: in.SandboxID, TaskID: in.TaskID, ExecID: in.ExecID, Project: in.Project, Actor: in.Actor, Kind: in.Kind, Payload: canon}, blobs, nil
 }
 
 // takeWriter waits until no group commit is under way and marks one, so
@@ -105,7 +108,7 @@ func (l *Log) appendStopped(ctx context.Context, ins ...Entry) ([]*Event, error)
 	var rows []*Event
 	all := map[string][]byte{}
 	for _, in := range ins {
-		ev, blobs, err := l.prepare(in)
+		ev, blobs, err := l.prepare(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -285,7 +288,7 @@ func toRows(evs []*Event) []*store.AuditEvent {
 	out := make([]*store.AuditEvent, len(evs))
 	for i, ev := range evs {
 		out[i] = &store.AuditEvent{Seq: ev.Seq, Time: ev.Time, SandboxID: ev.SandboxID, TaskID: ev.TaskID, ExecID: ev.ExecID,
-			Actor: ev.Actor, Kind: ev.Kind, Payload: ev.Payload, Prev: ev.Prev, Hash: ev.Hash}
+			Project: ev.Project, Actor: ev.Actor, Kind: ev.Kind, Payload: ev.Payload, Prev: ev.Prev, Hash: ev.Hash}
 	}
 	return out
 }
