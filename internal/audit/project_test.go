@@ -14,7 +14,7 @@ import (
 
 // projectLog is a log over a store with projects red and blue, each
 // with one sandbox (sb-red, sb-blue).
-func projectLog(t *testing.T) (*Log, *store.Store, string) {
+func projectLog(t testing.TB) (*Log, *store.Store, string) {
 	t.Helper()
 	l, st, db := openLog(t, maskRedactor{})
 	ctx := context.Background()
@@ -36,7 +36,7 @@ func as(project string, role tenant.Role) context.Context {
 
 // mixedRun records events of both projects, of the daemon, and of a
 // request naming no sandbox, with blobs; it returns red's blob hash.
-func mixedRun(t *testing.T, l *Log) string {
+func mixedRun(t testing.TB, l *Log) string {
 	t.Helper()
 	op := context.Background()
 	big := strings.Repeat("red's output ", 1000)
@@ -172,5 +172,28 @@ func TestBlobOfAnotherProjectIsMissing(t *testing.T) {
 		if b, err := l.Blob(ctx, h); err != nil || !strings.HasPrefix(string(b), "red's output") {
 			t.Errorf("red's own blob: %.20q %v", b, err)
 		}
+	}
+}
+
+// BenchmarkBlob is a blob's read by the operator, and by a reviewer
+// whose project has 10000 events: one referring to it (found), and none
+// (the whole project's events are searched before the 404).
+func BenchmarkBlob(b *testing.B) {
+	l, _, _ := projectLog(b)
+	h := mixedRun(b, l)
+	for i := 0; i < 10000; i++ {
+		if _, err := l.Record(as("blue", tenant.Agent), Entry{SandboxID: "sb-blue", Kind: "exec.end", Payload: map[string]any{"stdout": strings.Repeat("x", 200), "i": i}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"operator", context.Background()}, {"reviewer-found", as("red", tenant.Reviewer)}, {"reviewer-missing", as("blue", tenant.Reviewer)}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				_, _ = l.Blob(c.ctx, h)
+			}
+		})
 	}
 }
