@@ -21,8 +21,8 @@ and given to one sandbox or task at a time, for named hosts, until the grant
 expires. A secret is its project's: these manage the default project's on
 the unix socket (ls and grants: every project's, with a PROJECT column); a
 project's admin key manages its own over the API (docs/tenancy.md). No
-command ever prints a value. Output that shows a secret's value is redacted before
-it is stored.
+command ever prints a value. Output that shows a secret's value is redacted
+before it is stored.
 
   set NAME [--from-file F]   store a secret; the value is read from stdin
                              (a trailing newline is dropped) or from F, never
