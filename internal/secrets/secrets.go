@@ -136,6 +136,11 @@ func loadKey(path string) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
+// aad binds a sealed value to its name. Not to its project: values
+// sealed before projects open in whichever project they went to
+// (migration 9 copies a secret into each project a grant of it was made
+// to). Moving a sealed value to another project's row takes write access
+// to the database, which is the host's operator's anyway.
 func aad(name string) []byte { return []byte("airlock-secret\x00" + name) }
 
 func (s *Secrets) sealer() (cipher.AEAD, error) {
