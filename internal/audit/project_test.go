@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,5 +196,38 @@ func BenchmarkBlob(b *testing.B) {
 				_, _ = l.Blob(c.ctx, h)
 			}
 		})
+	}
+}
+
+// Events of both projects written at once each carry their sandbox's
+// project, and the one chain holds together.
+func TestConcurrentEventsKeepTheirProjects(t *testing.T) {
+	l, st, _ := projectLog(t)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			sb := []string{"sb-red", "sb-blue"}[g%2]
+			for i := 0; i < 50; i++ {
+				if _, err := l.Record(context.Background(), Entry{SandboxID: sb, Kind: "exec.start", Payload: map[string]any{"i": i}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	evs, err := l.Query(context.Background(), store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if "sb-"+e.Project != e.SandboxID {
+			t.Fatalf("event %d of %s has project %q", e.Seq, e.SandboxID, e.Project)
+		}
+	}
+	if r := verify(t, st, nil); !r.OK() || r.Events != 400 {
+		t.Fatalf("%s", r)
 	}
 }
