@@ -330,7 +330,8 @@ func (l *Log) Record(ctx context.Context, in Entry) (*Event, error) {
 	}
 	l.seq, l.head = ev.Seq, ev.Hash
 	p := &pending{ev: &store.AuditEvent{Seq: ev.Seq, Time: ev.Time, SandboxID: ev.SandboxID, TaskID: ev.TaskID, ExecID: ev.ExecID,
-		Project: ev.Project, Actor: ev.Actor, Kind: ev.Kind, Payload: ev.Payload, Prev: ev.Prev, Hash: ev.Hash}, blobs: blobs, done: make(chan error, 1)}
+		Project: ev.Project, Actor: ev.Actor, Kind: ev.Kind, Payload: ev.Payload, Prev: ev.Prev, Hash: ev.Hash, Blobs: blobHashes(blobs)},
+		blobs: blobs, done: make(chan error, 1)}
 	l.queue = append(l.queue, p)
 	if l.writing {
 		l.mu.Unlock()

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -101,10 +102,15 @@ func (l *Log) Blob(ctx context.Context, hash string) ([]byte, error) {
 	return l.st.AuditBlob(ctx, hash)
 }
 
-// referenced says whether an event of project refers to blob hash.
+// referenced says whether an event of project refers to blob hash: one
+// written since events had a project is in the store's reference table;
+// one written before (a sandbox's of project) is searched for.
 func (l *Log) referenced(ctx context.Context, project, hash string) (bool, error) {
 	l.async.wait()
-	f := store.AuditFilter{Project: project, Contains: BlobRef(hash), Limit: 500}
+	if ok, err := l.st.AuditBlobReferenced(ctx, project, hash); ok || err != nil {
+		return ok, err
+	}
+	f := store.AuditFilter{Project: project, Unstamped: true, Contains: BlobRef(hash), Limit: 500}
 	for {
 		rows, err := l.st.AuditEvents(ctx, f)
 		if err != nil {
@@ -120,4 +126,12 @@ func (l *Log) referenced(ctx context.Context, project, hash string) (bool, error
 			return false, nil
 		}
 	}
+}
+
+// blobHashes are the hashes of an event's blobs, sorted.
+func blobHashes(blobs map[string][]byte) []string {
+	if len(blobs) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(blobs))
 }

@@ -178,7 +178,7 @@ func TestBlobOfAnotherProjectIsMissing(t *testing.T) {
 
 // BenchmarkBlob is a blob's read by the operator, and by a reviewer
 // whose project has 10000 events: one referring to it (found), and none
-// (the whole project's events are searched before the 404).
+// (the 404; only events written before projects are searched).
 func BenchmarkBlob(b *testing.B) {
 	l, _, _ := projectLog(b)
 	h := mixedRun(b, l)

@@ -106,6 +106,7 @@ func (l *Log) appendStopped(ctx context.Context, ins ...Entry) ([]*Event, error)
 		return nil, fmt.Errorf("audit: the database's last event is %d, not the %d this daemon wrote: the log was changed under it, restart to verify", seq, cseq)
 	}
 	var rows []*Event
+	var refs [][]string // each row's blobs
 	all := map[string][]byte{}
 	for _, in := range ins {
 		ev, blobs, err := l.prepare(ctx, in)
@@ -119,11 +120,16 @@ func (l *Log) appendStopped(ctx context.Context, ins ...Entry) ([]*Event, error)
 		}
 		head = ev.Hash
 		rows = append(rows, ev)
+		refs = append(refs, blobHashes(blobs))
 		for h, d := range blobs {
 			all[h] = d
 		}
 	}
-	if err := l.st.AppendAudit(context.WithoutCancel(ctx), toRows(rows), all); err != nil {
+	srows := toRows(rows)
+	for i := range srows {
+		srows[i].Blobs = refs[i]
+	}
+	if err := l.st.AppendAudit(context.WithoutCancel(ctx), srows, all); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()

@@ -21,6 +21,9 @@ type AuditEvent struct {
 	Actor, Kind string
 	Payload     []byte // canonical JSON
 	Prev, Hash  string
+	// Blobs are the blobs the payload refers to (AppendAudit records
+	// them as the project's; not a column of the event).
+	Blobs []string
 }
 
 // AuditHead returns the last event's sequence number and hash (0, "" for
@@ -57,7 +60,7 @@ func (s *Store) AppendAudit(ctx context.Context, events []*AuditEvent, blobs map
 		}
 		return nil
 	}
-	if len(events) == 1 && len(blobs) == 0 {
+	if len(events) == 1 && len(blobs) == 0 && len(events[0].Blobs) == 0 {
 		return insert(s.auditInsert, events[0]) // one statement is its own transaction
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
@@ -76,6 +79,14 @@ func (s *Store) AppendAudit(ctx context.Context, events []*AuditEvent, blobs map
 		if err := insert(stmt, e); err != nil {
 			return err
 		}
+		for _, h := range e.Blobs {
+			if e.Project == "" {
+				break
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO audit_blob_refs (hash, project) VALUES (?, ?) ON CONFLICT DO NOTHING`, h, e.Project); err != nil {
+				return fmt.Errorf("store: audit blob reference: %w", classify(err))
+			}
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: audit: %w", classify(err))
@@ -91,7 +102,10 @@ type AuditFilter struct {
 	// it (an event of neither kind is the operator's only).
 	Project string
 	// Contains selects events whose payload holds this text.
-	Contains     string
+	Contains string
+	// Unstamped selects the events written before events had a project
+	// (with Project: those naming a sandbox of it).
+	Unstamped    bool
 	Since, Until time.Time
 	AfterSeq     int64
 	Limit        int
@@ -111,9 +125,14 @@ func (s *Store) AuditEvents(ctx context.Context, f AuditFilter) ([]*AuditEvent, 
 	if f.ExecID != "" {
 		add("exec_id = ?", f.ExecID)
 	}
-	if f.Project != "" {
+	switch {
+	case f.Project != "" && f.Unstamped:
+		add("project = '' AND sandbox_id <> '' AND sandbox_id IN (SELECT id FROM sandboxes WHERE project = ?)", f.Project)
+	case f.Project != "":
 		add("(project = ? OR (project = '' AND sandbox_id <> '' AND sandbox_id IN (SELECT id FROM sandboxes WHERE project = ?)))", f.Project)
 		args = append(args, f.Project)
+	case f.Unstamped:
+		q += " AND project = ''"
 	}
 	if f.Contains != "" {
 		add("instr(payload, ?) > 0", f.Contains)
@@ -176,6 +195,20 @@ func (s *Store) AuditBlob(ctx context.Context, hash string) ([]byte, error) {
 		data = []byte{}
 	}
 	return data, nil
+}
+
+// AuditBlobReferenced says whether an event of project written since
+// events had a project refers to blob hash.
+func (s *Store) AuditBlobReferenced(ctx context.Context, project, hash string) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM audit_blob_refs WHERE hash = ? AND project = ?`, hash, project).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: audit blob reference: %w", err)
+	}
+	return true, nil
 }
 
 // PurgeAuditBlobs deletes blobs stored before t and returns how many.

@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +23,7 @@ func (nopRedactor) JSON(doc []byte) []byte         { return doc }
 
 // oldEvents writes n chained events as schema 8 held them (no project),
 // hashed as audit did then, alternating between the two sandboxes.
-func oldEvents(t *testing.T, st *store.Store, n int, sandboxes ...string) {
+func oldEvents(t *testing.T, st *store.Store, n int, sandboxes ...string) (last string, at time.Time) {
 	t.Helper()
 	prev := ""
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -35,8 +38,9 @@ func oldEvents(t *testing.T, st *store.Store, n int, sandboxes ...string) {
 			e.Seq, e.Time.UnixNano(), e.SandboxID, e.Actor, e.Kind, string(e.Payload), e.Prev, h); err != nil {
 			t.Fatal(err)
 		}
-		prev = h
+		prev, at = h, e.Time
 	}
+	return prev, at
 }
 
 // A database at schema 8 with secrets, grants (one to a sandbox of
@@ -71,7 +75,21 @@ func TestSecretsAndAuditMigrationKeepsEverything(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	oldEvents(t, old, 6, "sb-def", "sb-red", "")
+	prev, at := oldEvents(t, old, 6, "sb-def", "sb-red", "")
+	// A seventh old event of sb-def's refers to a blob.
+	data := []byte(strings.Repeat("old output ", 500))
+	sum := sha256.Sum256(data)
+	blob := hex.EncodeToString(sum[:])
+	e7 := &audit.Event{Seq: 7, Time: at.Add(time.Second), SandboxID: "sb-def", Actor: "operator", Kind: "exec.end",
+		Payload: json.RawMessage(`{"stdout":{"blob":"` + audit.BlobRef(blob) + `","bytes":` + strconv.Itoa(len(data)) + `}}`), Prev: prev}
+	h7, _ := audit.HashOf(e7)
+	if err := store.ExecRaw(old, `INSERT INTO audit_events (seq, time, sandbox_id, task_id, exec_id, actor, kind, payload, prev, hash) VALUES (7, ?, 'sb-def', '', '', 'operator', 'exec.end', ?, ?, ?)`,
+		e7.Time.UnixNano(), string(e7.Payload), e7.Prev, h7); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.ExecRaw(old, `INSERT INTO audit_blobs (hash, data, created) VALUES (?, ?, 1)`, blob, data); err != nil {
+		t.Fatal(err)
+	}
 	old.Close()
 
 	st, err := store.Open(path)
@@ -122,13 +140,22 @@ func TestSecretsAndAuditMigrationKeepsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := audit.Verify(ctx, st, nil)
-	if err != nil || !rep.OK() || rep.Events != 8 {
+	if err != nil || !rep.OK() || rep.Events != 9 || rep.Blobs != 1 {
 		t.Fatalf("the chain after the upgrade: %v %v", rep, err)
 	}
-	// The old events are read as their sandbox's project's; the one
-	// naming none is the operator's only.
-	for project, want := range map[string]int{"red": 3, "default": 3} {
-		evs, err := l.Query(tenant.With(ctx, tenant.Principal{Project: project, Role: tenant.Reviewer}), store.AuditFilter{})
+	// The old events are read as their sandbox's project's, the blob
+	// one refers to too; the ones naming none are the operator's only.
+	reviewer := func(p string) context.Context {
+		return tenant.With(ctx, tenant.Principal{Project: p, Role: tenant.Reviewer})
+	}
+	if b, err := l.Blob(reviewer("default"), blob); err != nil || len(b) != len(data) {
+		t.Errorf("default's reviewer reads its old blob: %d bytes, %v", len(b), err)
+	}
+	if _, err := l.Blob(reviewer("red"), blob); err == nil {
+		t.Error("red's reviewer reads default's old blob")
+	}
+	for project, want := range map[string]int{"red": 3, "default": 4} {
+		evs, err := l.Query(reviewer(project), store.AuditFilter{})
 		if err != nil || len(evs) != want {
 			t.Errorf("%s's reviewer reads %d events, want %d: %v", project, len(evs), want, err)
 		}

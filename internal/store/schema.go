@@ -231,7 +231,8 @@ CREATE TRIGGER api_keys_project BEFORE INSERT ON api_keys
 	// SQLite cannot change a primary key in place: both tables are made
 	// anew, filled, and take the old names (grants dropped first, so the
 	// old secrets' drop cascades to nothing). An audit event's project
-	// is "" for the events written before.
+	// is "" for the events written before; audit_blob_refs says which
+	// projects' events (written since) refer to a blob.
 	`
 CREATE TABLE secrets_v9 (
 	project TEXT    NOT NULL REFERENCES projects (id),
@@ -285,6 +286,11 @@ CREATE TRIGGER secret_grants_project BEFORE INSERT ON secret_grants
 
 ALTER TABLE audit_events ADD COLUMN project TEXT NOT NULL DEFAULT '';
 CREATE INDEX audit_by_project ON audit_events (project, seq);
+CREATE TABLE audit_blob_refs (
+	hash    TEXT NOT NULL CHECK (length(hash) = 64),
+	project TEXT NOT NULL CHECK (project <> ''),
+	PRIMARY KEY (hash, project)
+) STRICT, WITHOUT ROWID;
 `,
 }
 
