@@ -90,6 +90,7 @@ func (s *Secrets) Name() string { return "secrets" }
 // key that cannot open them fails manager.New.
 func (s *Secrets) Attach(c hook.Core) error {
 	s.c, s.st = c, c.Store()
+	s.logUpgrade()
 	if s.keyFile == "" {
 		return nil
 	}
@@ -99,6 +100,26 @@ func (s *Secrets) Attach(c hook.Core) error {
 	}
 	s.key = key
 	return s.learnStored(context.Background())
+}
+
+// logUpgrade says in the daemon's log where an upgrade from before
+// secrets had projects put them.
+func (s *Secrets) logUpgrade() {
+	if from := s.st.OpenedAt(); from == 0 || from >= store.SecretsVersion {
+		return
+	}
+	l, err := s.st.ListSecrets(context.Background(), "")
+	if err != nil || len(l) == 0 {
+		return
+	}
+	copies := 0
+	for _, sec := range l {
+		if sec.Project != tenant.Default {
+			copies++
+		}
+	}
+	s.c.Logf("upgrade: secrets now belong to projects: the database's %d secrets belong to project %q, and %d copies of them to the other projects whose sandboxes had grants of them",
+		len(l)-copies, tenant.Default, copies)
 }
 
 func (s *Secrets) attached() error {

@@ -2,10 +2,6 @@ package store
 
 import "context"
 
-// SecretsVersion is the schema version that made secrets and audit
-// events per project.
-const SecretsVersion = 9
-
 // OpenAt opens path migrated only up to version (for the migration
 // tests of package store_test).
 func OpenAt(path string, version int) (*Store, error) { return open(path, migrations[:version]) }

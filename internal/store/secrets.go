@@ -10,6 +10,11 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 )
 
+// SecretsVersion is the schema version that made secrets (and audit
+// events) per project: a database opened at an earlier one (OpenedAt)
+// had its secrets moved to DefaultProject.
+const SecretsVersion = 9
+
 // Secret is a secret's record: its value sealed by the daemon's key.
 // A secret's name is its project's: another project may hold one of the
 // same name.
