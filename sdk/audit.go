@@ -18,9 +18,12 @@ type AuditEvent = wire.AuditEvent
 // matches "exec.start", "exec.end", ...
 type AuditFilter struct {
 	Sandbox, Task, Exec, Kind string
-	Since, Until              time.Time
-	After                     int64 // events after this sequence number
-	Limit                     int   // default 1000, at most 10000
+	// Project: only this project's events (the operator's choice; a
+	// key's query holds its own project's events only).
+	Project      string
+	Since, Until time.Time
+	After        int64 // events after this sequence number
+	Limit        int   // default 1000, at most 10000
 }
 
 // AuditReport is the result of recomputing the chain.
@@ -29,10 +32,11 @@ type AuditReport = wire.AuditReport
 // AuditProblem is one thing in the audit log that did not verify.
 type AuditProblem = wire.AuditProblem
 
-// AuditEvents queries the audit log (unix socket only).
+// AuditEvents queries the audit log: a reviewer's or admin's key reads
+// its project's events, the unix socket every project's.
 func (c *Client) AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"sandbox": f.Sandbox, "task": f.Task, "exec": f.Exec, "kind": f.Kind} {
+	for k, v := range map[string]string{"sandbox": f.Sandbox, "task": f.Task, "exec": f.Exec, "kind": f.Kind, "project": f.Project} {
 		if v != "" {
 			q.Set(k, v)
 		}

@@ -17,6 +17,10 @@ type AuditEvent struct {
 	TaskID string `json:"task,omitempty"`
 	// ExecID is the exec it is about, if any.
 	ExecID string `json:"exec,omitempty"`
+	// Project is the project it is of: its sandbox's, else the
+	// requester's; none for the daemon's and the operator's own, and
+	// for events written before events had a project.
+	Project string `json:"project,omitempty"`
 	// Actor is who acted: operator, operator:NAME, apikey:ID or airlock.
 	Actor string `json:"actor"`
 	// Kind is the event's kind (sandbox.create, exec.start, ...).

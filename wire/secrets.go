@@ -10,6 +10,9 @@ type SecretValue struct {
 
 // SecretInfo is a stored secret: its name and times, never its value.
 type SecretInfo struct {
+	// Project is the project it is of (a name is a project's: another
+	// project may hold a secret of the same name).
+	Project string `json:"project"`
 	// Name is the secret's.
 	Name string `json:"name"`
 	// Created is when it was first set.
@@ -48,6 +51,8 @@ type SecretGrantRequest struct {
 type SecretGrant struct {
 	// ID names the grant (sg-...).
 	ID string `json:"id"`
+	// Project is its sandbox's project, whose secret it grants.
+	Project string `json:"project"`
 	// Secret names the secret.
 	Secret string `json:"secret"`
 	// SandboxID is the sandbox it is for.

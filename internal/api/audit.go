@@ -21,20 +21,22 @@ import (
 	"github.com/airlock-dev/airlock/wire"
 )
 
-// The audit routes: the record, its verification and purging are the
-// operator's (unix socket only); a task's bundle anyone with access to
-// the task may fetch.
+// The audit routes: a reviewer reads its project's events and the blobs
+// they refer to (the log confines both: audit.Log's Query and Blob);
+// verifying the one chain and purging are the operator's (unix socket
+// only); a task's bundle a reviewer of the task's project may fetch.
 func (s *Server) auditRoutes() {
-	s.handle("GET /v1/audit", access{role: tenant.Operator}, s.auditQuery)
+	s.handle("GET /v1/audit", access{role: tenant.Reviewer}, s.auditQuery)
 	s.handle("GET /v1/audit/verify", access{role: tenant.Operator}, s.auditVerify)
 	s.handle("GET /v1/audit/pubkey", access{role: tenant.Agent}, s.auditPubkey)
-	s.handle("GET /v1/audit/blobs/{hash}", access{role: tenant.Operator}, s.auditBlob)
+	s.handle("GET /v1/audit/blobs/{hash}", access{role: tenant.Reviewer}, s.auditBlob)
 	s.handle("POST /v1/purge", access{role: tenant.Operator}, s.purge)
 	s.handle("GET /v1/tasks/{id}/bundle", access{role: tenant.Reviewer, kind: tenant.Task}, s.taskBundle)
 }
 
 // AuditLog is what the API reads of the audit log (audit.Log): events,
-// blobs, and the verification against the daemon's checkpoint.
+// blobs (a key's: its project's only), and the verification against the
+// daemon's checkpoint.
 type AuditLog interface {
 	Query(ctx context.Context, f store.AuditFilter) ([]*audit.Event, error)
 	Blob(ctx context.Context, hash string) ([]byte, error)
@@ -66,7 +68,7 @@ func (s *Server) auditPubkey(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) auditQuery(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.AuditFilter{SandboxID: q.Get("sandbox"), TaskID: q.Get("task"), ExecID: q.Get("exec"), Kind: q.Get("kind")}
+	f := store.AuditFilter{SandboxID: q.Get("sandbox"), TaskID: q.Get("task"), ExecID: q.Get("exec"), Kind: q.Get("kind"), Project: q.Get("project")}
 	var err error
 	parseTime := func(name string) time.Time {
 		v := q.Get(name)

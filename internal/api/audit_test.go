@@ -586,12 +586,13 @@ func TestTarUploadIsRecordedOnce(t *testing.T) {
 	}
 }
 
-// The record, its verification and purging are the operator's; the
-// public key that verifies bundles is anyone's (it is public).
+// The record is a reviewer's (of its project: the log confines it),
+// its verification and purging the operator's; the public key that
+// verifies bundles is anyone's (it is public).
 func TestAuditPubkeyIsPublicTheRecordIsNot(t *testing.T) {
 	roles := routeRoles(New(nil, Modules{}, Health{}))
-	for pattern, want := range map[string]tenant.Role{"GET /v1/audit": tenant.Operator, "GET /v1/audit/verify": tenant.Operator,
-		"GET /v1/audit/blobs/{hash}": tenant.Operator, "POST /v1/purge": tenant.Operator, "GET /v1/audit/pubkey": tenant.Agent} {
+	for pattern, want := range map[string]tenant.Role{"GET /v1/audit": tenant.Reviewer, "GET /v1/audit/verify": tenant.Operator,
+		"GET /v1/audit/blobs/{hash}": tenant.Reviewer, "POST /v1/purge": tenant.Operator, "GET /v1/audit/pubkey": tenant.Agent} {
 		if roles[pattern] != want {
 			t.Errorf("%s: role %q, want %q", pattern, roles[pattern], want)
 		}

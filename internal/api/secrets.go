@@ -13,11 +13,12 @@ import (
 )
 
 // Secrets is what the API uses of the daemon's secrets (secrets.Secrets),
-// on the unix socket only. None of it returns a value.
+// each call confined to the caller's project (the operator's: the project
+// it names). None of it returns a value.
 type Secrets interface {
-	Set(ctx context.Context, name string, value []byte) (*secrets.Info, error)
-	List(ctx context.Context) ([]*secrets.Info, error)
-	Delete(ctx context.Context, name string) error
+	Set(ctx context.Context, project, name string, value []byte) (*secrets.Info, error)
+	List(ctx context.Context, project string) ([]*secrets.Info, error)
+	Delete(ctx context.Context, project, name string) error
 	Grant(ctx context.Context, name string, req secrets.GrantRequest) (*secrets.Grant, error)
 	Grants(ctx context.Context, sandboxID string) ([]*secrets.Grant, error)
 	Revoke(ctx context.Context, id string) error
@@ -28,31 +29,33 @@ type noSecrets struct{}
 
 var errNoSecrets = fmt.Errorf("this daemon keeps no secrets (no secrets module): %w", errdefs.ErrUnsupported)
 
-func (noSecrets) Set(context.Context, string, []byte) (*secrets.Info, error) {
+func (noSecrets) Set(context.Context, string, string, []byte) (*secrets.Info, error) {
 	return nil, errNoSecrets
 }
-func (noSecrets) List(context.Context) ([]*secrets.Info, error) { return nil, errNoSecrets }
-func (noSecrets) Delete(context.Context, string) error          { return errNoSecrets }
+func (noSecrets) List(context.Context, string) ([]*secrets.Info, error) { return nil, errNoSecrets }
+func (noSecrets) Delete(context.Context, string, string) error          { return errNoSecrets }
 func (noSecrets) Grant(context.Context, string, secrets.GrantRequest) (*secrets.Grant, error) {
 	return nil, errNoSecrets
 }
 func (noSecrets) Grants(context.Context, string) ([]*secrets.Grant, error) { return nil, errNoSecrets }
 func (noSecrets) Revoke(context.Context, string) error                     { return errNoSecrets }
 
-// The secret routes are the operator's: refused over TCP, so that an agent
-// holding an API key can neither read the list nor grant itself a secret.
-// No route ever returns a value.
+// The secret routes are a project's admin's (the operator's for any
+// project, named by ?project=): an agent or a reviewer can neither read
+// the list nor grant itself a secret. A secret's name is looked up in the
+// caller's project (a grant's: in its sandbox's), so another project's
+// secret is answered as a missing one. No route ever returns a value.
 func (s *Server) secretRoutes() {
-	s.handle("GET /v1/secrets", access{role: tenant.Operator}, s.listSecrets)
-	s.handle("PUT /v1/secrets/{name}", access{role: tenant.Operator}, s.setSecret)
-	s.handle("DELETE /v1/secrets/{name}", access{role: tenant.Operator}, s.deleteSecret)
-	s.handle("POST /v1/secrets/{name}/grants", access{role: tenant.Operator}, s.grantSecret)
-	s.handle("GET /v1/secret-grants", access{role: tenant.Operator}, s.listSecretGrants)
-	s.handle("DELETE /v1/secret-grants/{id}", access{role: tenant.Operator, kind: tenant.Grant}, s.revokeSecretGrant)
+	s.handle("GET /v1/secrets", access{role: tenant.Admin}, s.listSecrets)
+	s.handle("PUT /v1/secrets/{name}", access{role: tenant.Admin}, s.setSecret)
+	s.handle("DELETE /v1/secrets/{name}", access{role: tenant.Admin}, s.deleteSecret)
+	s.handle("POST /v1/secrets/{name}/grants", access{role: tenant.Admin}, s.grantSecret)
+	s.handle("GET /v1/secret-grants", access{role: tenant.Admin}, s.listSecretGrants)
+	s.handle("DELETE /v1/secret-grants/{id}", access{role: tenant.Admin, kind: tenant.Grant}, s.revokeSecretGrant)
 }
 
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {
-	l, err := s.secs.List(r.Context())
+	l, err := s.secs.List(r.Context(), r.URL.Query().Get("project"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -66,7 +69,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	info, err := s.secs.Set(r.Context(), r.PathValue("name"), []byte(req.Value))
+	info, err := s.secs.Set(r.Context(), r.URL.Query().Get("project"), r.PathValue("name"), []byte(req.Value))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -75,7 +78,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) {
-	if err := s.secs.Delete(r.Context(), r.PathValue("name")); err != nil {
+	if err := s.secs.Delete(r.Context(), r.URL.Query().Get("project"), r.PathValue("name")); err != nil {
 		writeError(w, err)
 		return
 	}

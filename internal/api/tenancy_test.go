@@ -137,7 +137,10 @@ func (tn *tenants) must(key, method, path string, body any, want int, out any) {
 type redObjects struct {
 	ids  map[tenant.Kind]string
 	exec string
-	all  []string // every id, for the lists' check
+	// secret and blob are what the routes' {name} and {hash} name of
+	// red's: a secret's name and an audit blob's hash.
+	secret, blob string
+	all          []string // every id, for the lists' check
 }
 
 func (tn *tenants) makeRed() redObjects {
@@ -171,7 +174,8 @@ func (tn *tenants) makeRed() redObjects {
 		tenant.Sandbox: sb.ID, tenant.Approval: held.ApprovalID, tenant.APIKey: keys.APIKeys[0].ID, tenant.Project: "proj-red",
 	}, exec: execs.Execs[0].ID}
 	o.ids[tenant.Task], o.ids[tenant.Grant] = tn.redRecords(sb.ID)
-	o.all = []string{sb.ID, held.ApprovalID, o.exec, "proj-red", o.ids[tenant.Task], o.ids[tenant.Grant], "red-snap"}
+	o.secret, o.blob = "RED_TOKEN", tn.redBlob(sb.ID)
+	o.all = []string{sb.ID, held.ApprovalID, o.exec, "proj-red", o.ids[tenant.Task], o.ids[tenant.Grant], o.secret, o.blob, "red-snap"}
 	for _, k := range keys.APIKeys {
 		o.all = append(o.all, k.ID)
 	}
@@ -184,13 +188,26 @@ var missing = map[tenant.Kind]string{
 	tenant.APIKey: "k-000000000000", tenant.Grant: "g-000000000000", tenant.Project: "proj-none",
 }
 
+// missingSecret and missingBlob name no secret and no blob.
+var (
+	missingSecret = "NO_SUCH_TOKEN"
+	missingBlob   = strings.Repeat("0", 64)
+)
+
 // fillRoute makes a route's path with ids (its other values fixed).
 func fillRoute(pattern string, kindParam string, id, exec string) (method, path string) {
+	return fillNamed(pattern, kindParam, id, exec, "TOKEN", missingBlob)
+}
+
+// fillNamed is fillRoute with the secret name and blob hash given.
+func fillNamed(pattern, kindParam, id, exec, name, hash string) (method, path string) {
 	method, path, _ = strings.Cut(pattern, " ")
-	path = strings.ReplaceAll(path, "{"+kindParam+"}", id)
+	if kindParam != "" {
+		path = strings.ReplaceAll(path, "{"+kindParam+"}", id)
+	}
 	path = strings.ReplaceAll(path, "{exec}", exec)
-	path = strings.ReplaceAll(path, "{hash}", strings.Repeat("0", 64))
-	path = strings.ReplaceAll(path, "{name}", "TOKEN")
+	path = strings.ReplaceAll(path, "{hash}", hash)
+	path = strings.ReplaceAll(path, "{name}", name)
 	return method, path
 }
 
@@ -214,6 +231,7 @@ func TestEveryRouteHidesAnotherProjectsObjects(t *testing.T) {
 			t.Errorf("%s names an object but no kind: the guard cannot check its project", r.Pattern)
 		}
 		if r.Kind == "" {
+			tn.triesNamed(r, red)
 			continue
 		}
 		redID := red.ids[r.Kind]
@@ -240,9 +258,10 @@ func TestEveryRouteHidesAnotherProjectsObjects(t *testing.T) {
 	}
 }
 
-// redRecords makes red's task and secret grant as records (a task over
-// TCP needs a repository the fake backend cannot check out; a grant, a
-// secret): the guard reads only who owns them.
+// redRecords makes red's task as a record (a task over TCP needs a
+// repository the fake backend cannot check out: the guard reads only
+// who owns it), and red's secret and its grant to the sandbox through
+// red's admin.
 func (tn *tenants) redRecords(sandboxID string) (taskID, grantID string) {
 	tn.t.Helper()
 	ctx := context.Background()
@@ -250,13 +269,59 @@ func (tn *tenants) redRecords(sandboxID string) (taskID, grantID string) {
 	if err := tn.st.PutTask(ctx, &store.Task{ID: "t-red000000001", SandboxID: sandboxID, State: "running", Spec: json.RawMessage(`{}`), Created: now}); err != nil {
 		tn.t.Fatal(err)
 	}
-	if err := tn.st.PutSecret(ctx, &store.Secret{Name: "RED_TOKEN", Sealed: []byte("x"), Created: now, Updated: now}); err != nil {
-		tn.t.Fatal(err)
+	admin := tn.keys["proj-red"][tenant.Admin]
+	var info wire.SecretInfo
+	tn.must(admin, "PUT", "/v1/secrets/RED_TOKEN", wire.SecretValue{Value: "red-token-value-0123456789"}, 200, &info)
+	var g wire.SecretGrant
+	tn.must(admin, "POST", "/v1/secrets/RED_TOKEN/grants", wire.SecretGrantRequest{SandboxID: sandboxID, Hosts: []string{"a.test"}}, 201, &g)
+	if info.Project != "proj-red" || g.Project != "proj-red" {
+		tn.t.Fatalf("red's secret %+v, grant %+v", info, g)
 	}
-	if err := tn.st.PutSecretGrant(ctx, &store.SecretGrant{ID: "g-red000000001", Secret: "RED_TOKEN", SandboxID: sandboxID, Mode: "env", Env: "TOKEN", Hosts: []string{}, Created: now, Expires: now.Add(time.Hour), CreatedBy: "operator"}); err != nil {
-		tn.t.Fatal(err)
+	return "t-red000000001", g.ID
+}
+
+// redBlob runs a command of red's whose output is stored as an audit
+// blob, and returns the blob's hash.
+func (tn *tenants) redBlob(sandboxID string) string {
+	tn.t.Helper()
+	agent := tn.keys["proj-red"][tenant.Agent]
+	if code, b := tn.call(agent, "POST", "/v1/sandboxes/"+sandboxID+"/exec", wire.ExecRequest{Argv: []string{"sh", "-c", "yes red | head -c 6000"}}); code != 200 {
+		tn.t.Fatalf("red's long output: %d %s", code, b)
 	}
-	return "t-red000000001", "g-red000000001"
+	var l wire.AuditEventList
+	tn.must(tn.keys["proj-red"][tenant.Reviewer], "GET", "/v1/audit?sandbox="+sandboxID+"&kind=exec.end", nil, 200, &l)
+	for _, e := range l.Events {
+		var p struct {
+			Stdout struct {
+				Blob string `json:"blob"`
+			} `json:"stdout"`
+		}
+		if json.Unmarshal(e.Payload, &p) == nil && strings.HasPrefix(p.Stdout.Blob, "blob:sha256:") {
+			return strings.TrimPrefix(p.Stdout.Blob, "blob:sha256:")
+		}
+	}
+	tn.t.Fatalf("red's exec.end events hold no blob: %+v", l.Events)
+	return ""
+}
+
+// triesNamed sends a route whose path names a secret or a blob (looked
+// up in the caller's project, not by the guard) with red's, as every
+// blue role: the answer must be the one for a name that does not exist.
+func (tn *tenants) triesNamed(r Route, red redObjects) {
+	if !strings.Contains(r.Pattern, "{name}") && !strings.Contains(r.Pattern, "{hash}") {
+		return
+	}
+	for _, role := range tenant.Roles {
+		key := tn.keys["proj-blue"][role]
+		m, foreign := fillNamed(r.Pattern, "", "", red.exec, red.secret, red.blob)
+		_, none := fillNamed(r.Pattern, "", "", red.exec, missingSecret, missingBlob)
+		c1, b1 := tn.call(key, m, foreign, struct{}{})
+		c2, b2 := tn.call(key, m, none, struct{}{})
+		b1 = bytes.ReplaceAll(bytes.ReplaceAll(b1, []byte(red.secret), []byte(missingSecret)), []byte(red.blob), []byte(missingBlob))
+		if c1 != c2 || !bytes.Equal(b1, b2) {
+			tn.t.Errorf("%s as blue's %s: red's name answers %d %s; a missing one %d %s", r.Pattern, role, c1, b1, c2, b2)
+		}
+	}
 }
 
 // redState is what blue must not change of red's, as one string.
@@ -271,7 +336,17 @@ func (tn *tenants) redState(red redObjects) string {
 	tn.must("", "GET", "/v1/apikeys", nil, 200, &keys)
 	var ps wire.ProjectList
 	tn.must("", "GET", "/v1/projects", nil, 200, &ps)
-	return fmt.Sprintf("sandbox %s %v execs %d approval %s keys %d projects %d", sb.State, sb.Expires, len(execs.Execs), ap.State, len(keys.APIKeys), len(ps.Projects))
+	var secs wire.SecretList
+	tn.must("", "GET", "/v1/secrets?project=proj-red", nil, 200, &secs)
+	var grants wire.SecretGrantList
+	tn.must("", "GET", "/v1/secret-grants?sandbox="+red.ids[tenant.Sandbox], nil, 200, &grants)
+	var gs []string
+	for _, g := range grants.Grants {
+		gs = append(gs, g.ID+" "+g.State)
+	}
+	blob, _ := tn.call("", "GET", "/v1/audit/blobs/"+red.blob, nil)
+	return fmt.Sprintf("sandbox %s %v execs %d approval %s keys %d projects %d secrets %+v grants %v blob %d",
+		sb.State, sb.Expires, len(execs.Execs), ap.State, len(keys.APIKeys), len(ps.Projects), secs.Secrets, gs, blob)
 }
 
 func pathValues(pattern string) []string {

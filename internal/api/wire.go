@@ -192,18 +192,18 @@ func breakGlassOut(b *approvals.BreakGlass) wire.BreakGlass {
 }
 
 func secretInfoOut(s *secrets.Info) wire.SecretInfo {
-	return wire.SecretInfo{Name: s.Name, Created: s.Created, Updated: s.Updated}
+	return wire.SecretInfo{Project: s.Project, Name: s.Name, Created: s.Created, Updated: s.Updated}
 }
 
 func secretGrantOut(g *secrets.Grant) wire.SecretGrant {
-	return wire.SecretGrant{ID: g.ID, Secret: g.Secret, SandboxID: g.SandboxID, TaskID: g.TaskID, Mode: g.Mode, Env: g.Env,
+	return wire.SecretGrant{ID: g.ID, Project: g.Project, Secret: g.Secret, SandboxID: g.SandboxID, TaskID: g.TaskID, Mode: g.Mode, Env: g.Env,
 		Hosts: g.Hosts, Placeholder: g.Placeholder, Headers: g.Headers, Created: g.Created, Expires: g.Expires,
 		CreatedBy: g.CreatedBy, Revoked: g.Revoked, State: g.State}
 }
 
 func auditEventOut(e *audit.Event) wire.AuditEvent {
-	return wire.AuditEvent{Seq: e.Seq, Time: e.Time, SandboxID: e.SandboxID, TaskID: e.TaskID, ExecID: e.ExecID, Actor: e.Actor,
-		Kind: e.Kind, Payload: e.Payload, Prev: e.Prev, Hash: e.Hash}
+	return wire.AuditEvent{Seq: e.Seq, Time: e.Time, SandboxID: e.SandboxID, TaskID: e.TaskID, ExecID: e.ExecID, Project: e.Project,
+		Actor: e.Actor, Kind: e.Kind, Payload: e.Payload, Prev: e.Prev, Hash: e.Hash}
 }
 
 func auditReportOut(r *audit.Report) wire.AuditReport {

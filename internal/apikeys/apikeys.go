@@ -132,7 +132,7 @@ func (k *Keys) Make(ctx context.Context, req Request) (*Key, string, error) {
 		return nil, "", err
 	}
 	k.learn(key)
-	_ = k.record(ctx, audit.Entry{Kind: "apikey.create", Payload: map[string]any{"id": rec.ID, "name": req.Name, "project": project, "role": string(role)}})
+	_ = k.record(ctx, audit.Entry{Project: project, Kind: "apikey.create", Payload: map[string]any{"id": rec.ID, "name": req.Name, "project": project, "role": string(role)}})
 	return keyOf(rec), key, nil
 }
 
@@ -214,14 +214,15 @@ func (k *Keys) Delete(ctx context.Context, id string) error {
 	if err := k.attached(); err != nil {
 		return err
 	}
-	if _, err := k.get(ctx, id); err != nil {
+	rec, err := k.get(ctx, id)
+	if err != nil {
 		return err
 	}
 	if err := k.st.DeleteAPIKey(ctx, id); err != nil {
 		return err
 	}
 	k.bound.revoke(id)
-	return k.record(ctx, audit.Entry{Kind: "apikey.delete", Payload: map[string]any{"id": id}})
+	return k.record(ctx, audit.Entry{Project: rec.Project, Kind: "apikey.delete", Payload: map[string]any{"id": id}})
 }
 
 // MaxOverlap bounds a rotation's overlap.
@@ -253,6 +254,6 @@ func (k *Keys) Rotate(ctx context.Context, id, format string, overlap time.Durat
 		return nil, "", err
 	}
 	k.bound.expire(id, end)
-	_ = k.record(ctx, audit.Entry{Kind: "apikey.rotate", Payload: map[string]any{"id": id, "new": nk.ID, "ends": end}})
+	_ = k.record(ctx, audit.Entry{Project: old.Project, Kind: "apikey.rotate", Payload: map[string]any{"id": id, "new": nk.ID, "ends": end}})
 	return nk, key, nil
 }

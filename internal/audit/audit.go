@@ -34,16 +34,20 @@ type Redactor interface {
 
 // Event is one thing that happened.
 type Event struct {
-	Seq       int64           `json:"seq"`
-	Time      time.Time       `json:"time"`
-	SandboxID string          `json:"sandbox,omitempty"`
-	TaskID    string          `json:"task,omitempty"`
-	ExecID    string          `json:"exec,omitempty"`
-	Actor     string          `json:"actor"`
-	Kind      string          `json:"kind"`
-	Payload   json.RawMessage `json:"payload"`
-	Prev      string          `json:"prev"`
-	Hash      string          `json:"hash"`
+	Seq       int64     `json:"seq"`
+	Time      time.Time `json:"time"`
+	SandboxID string    `json:"sandbox,omitempty"`
+	TaskID    string    `json:"task,omitempty"`
+	ExecID    string    `json:"exec,omitempty"`
+	// Project is the project the event is of: its sandbox's, else the
+	// requester's; "" for the daemon's own and for events written before
+	// events had a project (their hash does not cover one).
+	Project string          `json:"project,omitempty"`
+	Actor   string          `json:"actor"`
+	Kind    string          `json:"kind"`
+	Payload json.RawMessage `json:"payload"`
+	Prev    string          `json:"prev"`
+	Hash    string          `json:"hash"`
 }
 
 // BlobRef is how a payload names a blob.
@@ -51,7 +55,10 @@ func BlobRef(hash string) string { return "blob:sha256:" + hash }
 
 // Canonical is the encoding an event's hash is computed over: its fields
 // in a fixed order, the payload re-encoded with sorted keys and no
-// insignificant space, the time as UTC nanoseconds.
+// insignificant space, the time as UTC nanoseconds. The project is in it
+// when it is not "": the events written before events had a project keep
+// the encoding (and hash) they were written with, and a project added to
+// one, changed or taken off a later one changes the hash.
 func Canonical(e *Event) ([]byte, error) {
 	payload, err := canonicalJSON(e.Payload)
 	if err != nil {
@@ -62,7 +69,11 @@ func Canonical(e *Event) ([]byte, error) {
 	b.WriteString(strconv.FormatInt(e.Seq, 10))
 	b.WriteString(`,"time":`)
 	b.WriteString(strconv.FormatInt(e.Time.UnixNano(), 10))
-	for _, f := range [][2]string{{"sandbox", e.SandboxID}, {"task", e.TaskID}, {"exec", e.ExecID}, {"actor", e.Actor}, {"kind", e.Kind}} {
+	fields := [][2]string{{"sandbox", e.SandboxID}, {"task", e.TaskID}, {"exec", e.ExecID}, {"actor", e.Actor}, {"kind", e.Kind}}
+	if e.Project != "" {
+		fields = append(fields, [2]string{"project", e.Project})
+	}
+	for _, f := range fields {
 		s, _ := json.Marshal(f[1])
 		b.WriteString(`,"` + f[0] + `":`)
 		b.Write(s)
@@ -129,6 +140,7 @@ type Log struct {
 	red        Redactor
 	key        ed25519.PrivateKey
 	now        func() time.Time
+	projects   projectCache
 
 	// async tracks RecordAsync calls in flight: readers wait for those
 	// begun before them, so what was recorded is what they see.
@@ -199,7 +211,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{st: cfg.Store, checkpoint: cfg.CheckpointFile, red: cfg.Redactor, key: key, now: cfg.Now, seq: seq, head: head, cseq: seq, chash: head,
+	l := &Log{st: cfg.Store, checkpoint: cfg.CheckpointFile, red: cfg.Redactor, key: key, now: cfg.Now, projects: projectCache{st: cfg.Store}, seq: seq, head: head, cseq: seq, chash: head,
 		reserve: reserve{path: cfg.ReserveFile, size: cfg.ReserveBytes}}
 	if l.reserve.size <= 0 {
 		l.reserve.size = DefaultReserve
@@ -286,7 +298,11 @@ func (l *Log) Err() error {
 // Entry is what a caller records; Record fills in the rest.
 type Entry struct {
 	SandboxID, TaskID, ExecID string
-	Actor, Kind               string
+	// Project "": the sandbox's project, else the project of the
+	// request's principal (tenant.Of; "" for the operator and the
+	// daemon itself).
+	Project     string
+	Actor, Kind string
 	// Payload is encoded as JSON after redaction; Blob values inside a
 	// map[string]any payload become blobs.
 	Payload any
@@ -295,7 +311,7 @@ type Entry struct {
 // Record redacts, chains and writes one event, and returns once it is
 // durable (in the database's WAL).
 func (l *Log) Record(ctx context.Context, in Entry) (*Event, error) {
-	ev, blobs, err := l.prepare(in)
+	ev, blobs, err := l.prepare(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +330,8 @@ func (l *Log) Record(ctx context.Context, in Entry) (*Event, error) {
 	}
 	l.seq, l.head = ev.Seq, ev.Hash
 	p := &pending{ev: &store.AuditEvent{Seq: ev.Seq, Time: ev.Time, SandboxID: ev.SandboxID, TaskID: ev.TaskID, ExecID: ev.ExecID,
-		Actor: ev.Actor, Kind: ev.Kind, Payload: ev.Payload, Prev: ev.Prev, Hash: ev.Hash}, blobs: blobs, done: make(chan error, 1)}
+		Project: ev.Project, Actor: ev.Actor, Kind: ev.Kind, Payload: ev.Payload, Prev: ev.Prev, Hash: ev.Hash, Blobs: blobHashes(blobs)},
+		blobs: blobs, done: make(chan error, 1)}
 	l.queue = append(l.queue, p)
 	if l.writing {
 		l.mu.Unlock()
@@ -384,28 +401,9 @@ func (l *Log) blobify(m map[string]any, blobs map[string][]byte) map[string]any 
 	return out
 }
 
-// Query returns events in sequence order.
-func (l *Log) Query(ctx context.Context, f store.AuditFilter) ([]*Event, error) {
-	l.async.wait()
-	rows, err := l.st.AuditEvents(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Event, len(rows))
-	for i, r := range rows {
-		out[i] = fromRow(r)
-	}
-	return out, nil
-}
-
 func fromRow(r *store.AuditEvent) *Event {
-	return &Event{Seq: r.Seq, Time: r.Time, SandboxID: r.SandboxID, TaskID: r.TaskID, ExecID: r.ExecID, Actor: r.Actor, Kind: r.Kind,
+	return &Event{Seq: r.Seq, Time: r.Time, SandboxID: r.SandboxID, TaskID: r.TaskID, ExecID: r.ExecID, Project: r.Project, Actor: r.Actor, Kind: r.Kind,
 		Payload: json.RawMessage(r.Payload), Prev: r.Prev, Hash: r.Hash}
-}
-
-// Blob returns a blob's content.
-func (l *Log) Blob(ctx context.Context, hash string) ([]byte, error) {
-	return l.st.AuditBlob(ctx, hash)
 }
 
 // inflight counts calls in flight, and waits for the ones begun before the

@@ -233,7 +233,12 @@ func BenchmarkAuditWrites(b *testing.B) {
 			name += ",checkpoints"
 		}
 		b.Run(name, func(b *testing.B) {
-			l, _, _ := openLog(b, maskRedactor{})
+			l, st, _ := openLog(b, maskRedactor{})
+			// The events name a recorded sandbox, as the daemon's do
+			// (its project is then looked up once).
+			if err := st.PutSandbox(context.Background(), &store.Sandbox{ID: "sb", State: store.StateRunning, Created: time.Now()}); err != nil {
+				b.Fatal(err)
+			}
 			if run.checkpoints {
 				stop, err := l.StartCheckpoints(filepath.Join(b.TempDir(), "head.json"), DefaultCheckpointEvents, DefaultCheckpointInterval, b.Logf)
 				if err != nil {

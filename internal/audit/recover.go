@@ -39,7 +39,7 @@ type outage struct {
 
 // prepare redacts and encodes an entry; Seq, Prev, Time and Hash are set
 // when it joins the chain.
-func (l *Log) prepare(in Entry) (*Event, map[string][]byte, error) {
+func (l *Log) prepare(ctx context.Context, in Entry) (*Event, map[string][]byte, error) {
 	if in.Kind == "" {
 		return nil, nil, fmt.Errorf("audit: an event needs a kind: %w", errdefs.ErrInvalid)
 	}
@@ -59,7 +59,10 @@ func (l *Log) prepare(in Entry) (*Event, map[string][]byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit: payload: %w", err)
 	}
-	return &Event{SandboxID: in.SandboxID, TaskID: in.TaskID, ExecID: in.ExecID, Actor: in.Actor, Kind: in.Kind, Payload: canon}, blobs, nil
+	if in.Project == "" {
+		in.Project = l.projects.of(ctx, in.SandboxID)
+	}
+	return &Event{SandboxID: in.SandboxID, TaskID: in.TaskID, ExecID: in.ExecID, Project: in.Project, Actor: in.Actor, Kind: in.Kind, Payload: canon}, blobs, nil
 }
 
 // takeWriter waits until no group commit is under way and marks one, so
@@ -103,9 +106,10 @@ func (l *Log) appendStopped(ctx context.Context, ins ...Entry) ([]*Event, error)
 		return nil, fmt.Errorf("audit: the database's last event is %d, not the %d this daemon wrote: the log was changed under it, restart to verify", seq, cseq)
 	}
 	var rows []*Event
+	var refs [][]string // each row's blobs
 	all := map[string][]byte{}
 	for _, in := range ins {
-		ev, blobs, err := l.prepare(in)
+		ev, blobs, err := l.prepare(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -116,11 +120,16 @@ func (l *Log) appendStopped(ctx context.Context, ins ...Entry) ([]*Event, error)
 		}
 		head = ev.Hash
 		rows = append(rows, ev)
+		refs = append(refs, blobHashes(blobs))
 		for h, d := range blobs {
 			all[h] = d
 		}
 	}
-	if err := l.st.AppendAudit(context.WithoutCancel(ctx), toRows(rows), all); err != nil {
+	srows := toRows(rows)
+	for i := range srows {
+		srows[i].Blobs = refs[i]
+	}
+	if err := l.st.AppendAudit(context.WithoutCancel(ctx), srows, all); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
@@ -285,7 +294,7 @@ func toRows(evs []*Event) []*store.AuditEvent {
 	out := make([]*store.AuditEvent, len(evs))
 	for i, ev := range evs {
 		out[i] = &store.AuditEvent{Seq: ev.Seq, Time: ev.Time, SandboxID: ev.SandboxID, TaskID: ev.TaskID, ExecID: ev.ExecID,
-			Actor: ev.Actor, Kind: ev.Kind, Payload: ev.Payload, Prev: ev.Prev, Hash: ev.Hash}
+			Project: ev.Project, Actor: ev.Actor, Kind: ev.Kind, Payload: ev.Payload, Prev: ev.Prev, Hash: ev.Hash}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/textproto"
 	"slices"
@@ -18,11 +19,13 @@ import (
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/tenant"
 )
 
 // Grant is a grant as the API shows it.
 type Grant struct {
 	ID          string     `json:"id"`
+	Project     string     `json:"project"`
 	Secret      string     `json:"secret"`
 	SandboxID   string     `json:"sandbox_id"`
 	TaskID      string     `json:"task_id,omitempty"`
@@ -53,17 +56,19 @@ type GrantRequest struct {
 
 var hostPatternRE = lazyre.New(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// Grant lets a sandbox (or a task's sandbox) use a secret. A grant the
-// egress proxy cannot take does not stand.
+// Grant lets a sandbox (or a task's sandbox) use its project's secret
+// name. A grant the egress proxy cannot take does not stand.
 func (s *Secrets) Grant(ctx context.Context, name string, req GrantRequest) (*Grant, error) {
 	if _, err := s.sealer(); err != nil {
 		return nil, err
 	}
-	if _, err := s.st.GetSecret(ctx, name); err != nil {
+	sandboxID, taskID, project, err := s.grantee(ctx, req)
+	if err != nil {
 		return nil, err
 	}
-	sandboxID, taskID, err := s.grantee(ctx, req)
-	if err != nil {
+	// The name is looked up in the sandbox's project only: another
+	// project's secret of that name is as missing as none.
+	if _, err := s.st.GetSecret(ctx, project, name); err != nil {
 		return nil, err
 	}
 	g, err := s.newGrant(ctx, name, req)
@@ -83,33 +88,43 @@ func (s *Secrets) Grant(ctx context.Context, name string, req GrantRequest) (*Gr
 	return view(g, g.Created), nil
 }
 
-// grantee is the live sandbox (and its task) a grant is for.
-func (s *Secrets) grantee(ctx context.Context, req GrantRequest) (sandboxID, taskID string, err error) {
+// grantee is the live sandbox (and its task) a grant is for, and its
+// project. A sandbox or task of a project the caller does not see is
+// answered as one that does not exist.
+func (s *Secrets) grantee(ctx context.Context, req GrantRequest) (sandboxID, taskID, project string, err error) {
 	if (req.SandboxID == "") == (req.TaskID == "") {
-		return "", "", fmt.Errorf("name exactly one of sandbox and task: %w", errdefs.ErrInvalid)
+		return "", "", "", fmt.Errorf("name exactly one of sandbox and task: %w", errdefs.ErrInvalid)
 	}
 	sandboxID, taskID = req.SandboxID, req.TaskID
+	var state string
 	if taskID != "" {
 		t, err := s.st.GetTask(ctx, taskID)
 		if err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
-		if t.State != "open" {
-			return "", "", fmt.Errorf("task %s is %s: %w", taskID, t.State, errdefs.ErrConflict)
+		sandboxID, state = t.SandboxID, t.State
+	}
+	rec, err := s.st.GetSandbox(ctx, sandboxID)
+	if err == nil && !tenant.Of(ctx).Sees(rec.Project) {
+		err = fmt.Errorf("store: sandbox %q: %w", sandboxID, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		if taskID != "" && errors.Is(err, errdefs.ErrNotFound) {
+			err = fmt.Errorf("store: task %q: %w", taskID, errdefs.ErrNotFound)
 		}
-		sandboxID = t.SandboxID
+		return "", "", "", err
+	}
+	if taskID != "" && state != "open" {
+		return "", "", "", fmt.Errorf("task %s is %s: %w", taskID, state, errdefs.ErrConflict)
 	}
 	li, ok := s.c.Live(sandboxID)
 	if !ok {
-		if _, err := s.st.GetSandbox(ctx, sandboxID); err != nil {
-			return "", "", err
-		}
-		return "", "", fmt.Errorf("sandbox %s is stopped: %w", sandboxID, errdefs.ErrConflict)
+		return "", "", "", fmt.Errorf("sandbox %s is stopped: %w", sandboxID, errdefs.ErrConflict)
 	}
 	if taskID == "" {
 		taskID = li.TaskID
 	}
-	return sandboxID, taskID, nil
+	return sandboxID, taskID, rec.Project, nil
 }
 
 // newGrant checks what req asks for and makes the grant of it (without
@@ -210,7 +225,7 @@ func appendUniq(l []string, s string) []string {
 }
 
 func view(g *store.SecretGrant, now time.Time) *Grant {
-	v := &Grant{ID: g.ID, Secret: g.Secret, SandboxID: g.SandboxID, TaskID: g.TaskID, Mode: g.Mode, Env: g.Env, Hosts: g.Hosts,
+	v := &Grant{ID: g.ID, Project: g.Project, Secret: g.Secret, SandboxID: g.SandboxID, TaskID: g.TaskID, Mode: g.Mode, Env: g.Env, Hosts: g.Hosts,
 		Placeholder: g.Placeholder, Headers: g.Headers, Created: g.Created, Expires: g.Expires, CreatedBy: g.CreatedBy, Revoked: g.Revoked, State: "active"}
 	switch {
 	case g.Revoked != nil:
@@ -221,12 +236,13 @@ func view(g *store.SecretGrant, now time.Time) *Grant {
 	return v
 }
 
-// Grants lists grants: of one sandbox, or all ("").
+// Grants lists the grants of the caller's project (the operator's: of
+// every project): of one sandbox, or all ("").
 func (s *Secrets) Grants(ctx context.Context, sandboxID string) ([]*Grant, error) {
 	if err := s.attached(); err != nil {
 		return nil, err
 	}
-	l, err := s.st.ListSecretGrants(ctx, sandboxID)
+	l, err := s.st.ListSecretGrants(ctx, tenant.Scope(ctx), sandboxID)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +260,9 @@ func (s *Secrets) Revoke(ctx context.Context, id string) error {
 		return err
 	}
 	g, err := s.st.GetSecretGrant(ctx, id)
+	if err == nil && !tenant.Of(ctx).Sees(g.Project) {
+		err = fmt.Errorf("store: secret grant %q: %w", id, errdefs.ErrNotFound)
+	}
 	if err != nil {
 		return err
 	}

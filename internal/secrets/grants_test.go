@@ -23,7 +23,7 @@ import (
 func withSecret(t *testing.T, configure func(*manager.Config)) (*fixture, string) {
 	t.Helper()
 	f := onFake(t, filepath.Join(t.TempDir(), "secrets.key"), configure)
-	if _, err := f.s.Set(context.Background(), "DEPLOY_TOKEN", []byte(value)); err != nil {
+	if _, err := f.s.Set(context.Background(), "", "DEPLOY_TOKEN", []byte(value)); err != nil {
 		t.Fatal(err)
 	}
 	sb, err := f.m.Create(sandbox.WithActor(context.Background(), "operator:test"), sandbox.CreateRequest{})
@@ -114,7 +114,7 @@ func TestDeletedSecretLeavesCommands(t *testing.T) {
 	if _, err := f.s.Grant(ctx, "DEPLOY_TOKEN", GrantRequest{SandboxID: id, Hosts: []string{"a.test"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.s.Delete(ctx, "DEPLOY_TOKEN"); err != nil {
+	if err := f.s.Delete(ctx, "", "DEPLOY_TOKEN"); err != nil {
 		t.Fatal(err)
 	}
 	if env, _, err := f.s.SecretEnv(ctx, hook.SandboxRef{ID: id}); len(env) != 0 || err != nil {

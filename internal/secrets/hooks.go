@@ -35,7 +35,7 @@ func (s *Secrets) SecretEnv(ctx context.Context, sb hook.SandboxRef) ([]string, 
 	for _, g := range grants {
 		val := g.Placeholder
 		if g.Mode == "env" {
-			sec, err := s.st.GetSecret(ctx, g.Secret)
+			sec, err := s.st.GetSecret(ctx, g.Project, g.Secret)
 			if err != nil {
 				continue // deleted since: its grants went with it
 			}
@@ -80,7 +80,7 @@ func (s *Secrets) BrokeredSecrets(ctx context.Context, sandboxID string) ([]egre
 		if g.Mode != "broker" {
 			continue
 		}
-		sec, err := s.st.GetSecret(ctx, g.Secret)
+		sec, err := s.st.GetSecret(ctx, g.Project, g.Secret)
 		if err != nil {
 			continue
 		}

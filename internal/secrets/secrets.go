@@ -15,6 +15,11 @@
 //     such grants (unsupported), never hands out a placeholder that
 //     nothing replaces.
 //
+// A secret is its project's (issue 22): the name is looked up in the
+// project of the caller (tenant.Of) or, for a grant, of the sandbox it
+// is for; another project's secret of the same name is not seen. A grant
+// is of a secret of its sandbox's project only.
+//
 // Values are never returned by the API, never logged, and are taught to
 // the redactor before anything could show them: every stored value when
 // the module is attached (in manager.New, before the core does anything
@@ -43,6 +48,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/lazyre"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/tenant"
 )
 
 // Secret limits.
@@ -56,6 +62,7 @@ var nameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // Info is a secret as the API shows it: never its value.
 type Info struct {
+	Project string    `json:"project"`
 	Name    string    `json:"name"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
@@ -83,6 +90,7 @@ func (s *Secrets) Name() string { return "secrets" }
 // key that cannot open them fails manager.New.
 func (s *Secrets) Attach(c hook.Core) error {
 	s.c, s.st = c, c.Store()
+	s.logUpgrade()
 	if s.keyFile == "" {
 		return nil
 	}
@@ -92,6 +100,26 @@ func (s *Secrets) Attach(c hook.Core) error {
 	}
 	s.key = key
 	return s.learnStored(context.Background())
+}
+
+// logUpgrade says in the daemon's log where an upgrade from before
+// secrets had projects put them.
+func (s *Secrets) logUpgrade() {
+	if from := s.st.OpenedAt(); from == 0 || from >= store.SecretsVersion {
+		return
+	}
+	l, err := s.st.ListSecrets(context.Background(), "")
+	if err != nil || len(l) == 0 {
+		return
+	}
+	copies := 0
+	for _, sec := range l {
+		if sec.Project != tenant.Default {
+			copies++
+		}
+	}
+	s.c.Logf("upgrade: secrets now belong to projects: the database's %d secrets belong to project %q, and %d copies of them to the other projects whose sandboxes had grants of them",
+		len(l)-copies, tenant.Default, copies)
 }
 
 func (s *Secrets) attached() error {
@@ -129,6 +157,11 @@ func loadKey(path string) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
+// aad binds a sealed value to its name. Not to its project: values
+// sealed before projects open in whichever project they went to
+// (migration 9 copies a secret into each project a grant of it was made
+// to). Moving a sealed value to another project's row takes write access
+// to the database, which is the host's operator's anyway.
 func aad(name string) []byte { return []byte("airlock-secret\x00" + name) }
 
 func (s *Secrets) sealer() (cipher.AEAD, error) {
@@ -159,7 +192,7 @@ func (s *Secrets) open(sec *store.Secret) ([]byte, error) {
 
 // learnStored adds every stored value to the redactor.
 func (s *Secrets) learnStored(ctx context.Context) error {
-	l, err := s.st.ListSecrets(ctx)
+	l, err := s.st.ListSecrets(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -173,10 +206,15 @@ func (s *Secrets) learnStored(ctx context.Context) error {
 	return nil
 }
 
-// Set stores a secret (replacing one of the same name). The redactor
-// learns the value before it is stored.
-func (s *Secrets) Set(ctx context.Context, name string, value []byte) (*Info, error) {
+// Set stores a secret of the caller's project (the operator's: of
+// project, "" for the default one), replacing one of the same name. The
+// redactor learns the value before it is stored.
+func (s *Secrets) Set(ctx context.Context, project, name string, value []byte) (*Info, error) {
 	aead, err := s.sealer()
+	if err != nil {
+		return nil, err
+	}
+	project, err = tenant.NewObjectProject(ctx, project)
 	if err != nil {
 		return nil, err
 	}
@@ -192,29 +230,34 @@ func (s *Secrets) Set(ctx context.Context, name string, value []byte) (*Info, er
 	nonce := make([]byte, aead.NonceSize())
 	_, _ = rand.Read(nonce)
 	now := s.c.Now()
-	sec := &store.Secret{Name: name, Sealed: aead.Seal(nonce, nonce, value, aad(name)), Created: now, Updated: now}
+	sec := &store.Secret{Project: project, Name: name, Sealed: aead.Seal(nonce, nonce, value, aad(name)), Created: now, Updated: now}
 	s.c.Redactor().Add(string(value))
 	if err := s.st.PutSecret(ctx, sec); err != nil {
 		return nil, err
 	}
-	_ = s.c.Record(ctx, audit.Entry{Kind: "secret.set", Payload: map[string]any{"name": name, "bytes": len(value)}})
-	got, err := s.st.GetSecret(ctx, name)
+	_ = s.c.Record(ctx, audit.Entry{Project: project, Kind: "secret.set", Payload: map[string]any{"name": name, "bytes": len(value)}})
+	got, err := s.st.GetSecret(ctx, project, name)
 	if err != nil {
 		return nil, err
 	}
 	s.c.ReapplyEgress(ctx, "")
-	return &Info{Name: got.Name, Created: got.Created, Updated: got.Updated}, nil
+	return info(got), nil
 }
 
 // Use opens the secret name for the daemon's own use (purpose names it,
 // e.g. "template.import", recorded in the audit log with the name,
 // never the value): a registry credential, say. The caller must not
-// show the value; the redactor knows it already.
+// show the value; the redactor knows it already. The secret is the
+// caller's project's (the operator's: the default project's).
 func (s *Secrets) Use(ctx context.Context, name, purpose string) ([]byte, error) {
 	if _, err := s.sealer(); err != nil {
 		return nil, err
 	}
-	sec, err := s.st.GetSecret(ctx, name)
+	project, err := tenant.NewObjectProject(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	sec, err := s.st.GetSecret(ctx, project, name)
 	if err != nil {
 		return nil, err
 	}
@@ -222,34 +265,50 @@ func (s *Secrets) Use(ctx context.Context, name, purpose string) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	_ = s.c.Record(ctx, audit.Entry{Kind: "secret.use", Payload: map[string]any{"secret": name, "purpose": purpose}})
+	_ = s.c.Record(ctx, audit.Entry{Project: project, Kind: "secret.use", Payload: map[string]any{"secret": name, "purpose": purpose}})
 	return v, nil
 }
 
-// List lists the secrets (names and times only).
-func (s *Secrets) List(ctx context.Context) ([]*Info, error) {
+// List lists the caller's project's secrets (names and times only); the
+// operator's: of project, or of every project ("").
+func (s *Secrets) List(ctx context.Context, project string) ([]*Info, error) {
 	if _, err := s.sealer(); err != nil {
 		return nil, err
 	}
-	l, err := s.st.ListSecrets(ctx)
+	if sc := tenant.Scope(ctx); sc != "" {
+		if project != "" && project != sc {
+			return []*Info{}, nil // as for a project that does not exist
+		}
+		project = sc
+	}
+	l, err := s.st.ListSecrets(ctx, project)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Info, 0, len(l))
 	for _, sec := range l {
-		out = append(out, &Info{Name: sec.Name, Created: sec.Created, Updated: sec.Updated})
+		out = append(out, info(sec))
 	}
 	return out, nil
 }
 
-// Delete removes a secret; its grants end with it.
-func (s *Secrets) Delete(ctx context.Context, name string) error {
+func info(sec *store.Secret) *Info {
+	return &Info{Project: sec.Project, Name: sec.Name, Created: sec.Created, Updated: sec.Updated}
+}
+
+// Delete removes a secret of the caller's project (the operator's: of
+// project, "" for the default one); its grants end with it.
+func (s *Secrets) Delete(ctx context.Context, project, name string) error {
 	if _, err := s.sealer(); err != nil {
 		return err
 	}
-	if err := s.st.DeleteSecret(ctx, name); err != nil {
+	project, err := tenant.NewObjectProject(ctx, project)
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeleteSecret(ctx, project, name); err != nil {
 		return err
 	}
 	s.c.ReapplyEgress(ctx, "")
-	return s.c.Record(ctx, audit.Entry{Kind: "secret.delete", Payload: map[string]any{"name": name}})
+	return s.c.Record(ctx, audit.Entry{Project: project, Kind: "secret.delete", Payload: map[string]any{"name": name}})
 }

@@ -142,18 +142,18 @@ func TestSecretLife(t *testing.T) {
 	if st, err := os.Stat(keyFile); err != nil || st.Mode().Perm() != 0o600 || st.Size() != 32 {
 		t.Fatalf("key file: %v %v", st, err)
 	}
-	info, err := f.s.Set(ctx, "DEPLOY_TOKEN", []byte(value))
+	info, err := f.s.Set(ctx, "", "DEPLOY_TOKEN", []byte(value))
 	if err != nil || info.Name != "DEPLOY_TOKEN" || info.Created.IsZero() {
 		t.Fatalf("set: %+v %v", info, err)
 	}
 	if got := f.red.String("x " + value); strings.Contains(got, value) {
 		t.Errorf("the redactor did not learn the value: %q", got)
 	}
-	sec, err := f.st.GetSecret(ctx, "DEPLOY_TOKEN")
+	sec, err := f.st.GetSecret(ctx, "default", "DEPLOY_TOKEN")
 	if err != nil || bytes.Contains(sec.Sealed, []byte(value)) {
 		t.Fatalf("stored: %v, sealed value holds it in the clear: %v", err, bytes.Contains(sec.Sealed, []byte(value)))
 	}
-	l, err := f.s.List(ctx)
+	l, err := f.s.List(ctx, "")
 	if err != nil || len(l) != 1 || l[0].Name != "DEPLOY_TOKEN" {
 		t.Fatalf("list: %+v %v", l, err)
 	}
@@ -161,17 +161,17 @@ func TestSecretLife(t *testing.T) {
 		t.Errorf("secret.set events: %d", len(evs))
 	}
 	for name, v := range map[string]string{"1BAD": "v", "A-B": "v", "EMPTY": "", "NUL": "a\x00b", "BIG": strings.Repeat("x", MaxValueBytes+1)} {
-		if _, err := f.s.Set(ctx, name, []byte(v)); !errors.Is(err, errdefs.ErrInvalid) {
+		if _, err := f.s.Set(ctx, "", name, []byte(v)); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Errorf("set %q (%d bytes): %v, want invalid", name, len(v), err)
 		}
 	}
-	if err := f.s.Delete(ctx, "DEPLOY_TOKEN"); err != nil {
+	if err := f.s.Delete(ctx, "", "DEPLOY_TOKEN"); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := f.s.List(ctx); err != nil || len(l) != 0 {
+	if l, err := f.s.List(ctx, ""); err != nil || len(l) != 0 {
 		t.Errorf("list after delete: %+v %v", l, err)
 	}
-	if err := f.s.Delete(ctx, "DEPLOY_TOKEN"); !errors.Is(err, errdefs.ErrNotFound) {
+	if err := f.s.Delete(ctx, "", "DEPLOY_TOKEN"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("delete again: %v, want not found", err)
 	}
 	if len(f.events(t, "secret.delete")) != 1 {
@@ -189,13 +189,13 @@ func TestSecretLife(t *testing.T) {
 func TestNoKeyAndNotAttached(t *testing.T) {
 	ctx := context.Background()
 	f := onFake(t, "", nil)
-	if _, err := f.s.Set(ctx, "A", []byte("v")); !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "keeps no secrets") {
+	if _, err := f.s.Set(ctx, "", "A", []byte("v")); !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "keeps no secrets") {
 		t.Errorf("set without a key: %v", err)
 	}
-	if _, err := f.s.List(ctx); !errors.Is(err, errdefs.ErrUnsupported) {
+	if _, err := f.s.List(ctx, ""); !errors.Is(err, errdefs.ErrUnsupported) {
 		t.Errorf("list without a key: %v", err)
 	}
-	if err := f.s.Delete(ctx, "A"); !errors.Is(err, errdefs.ErrUnsupported) {
+	if err := f.s.Delete(ctx, "", "A"); !errors.Is(err, errdefs.ErrUnsupported) {
 		t.Errorf("delete without a key: %v", err)
 	}
 	if _, err := f.s.Grant(ctx, "A", GrantRequest{SandboxID: "sb-x", Hosts: []string{"a.test"}}); !errors.Is(err, errdefs.ErrUnsupported) {
@@ -212,7 +212,7 @@ func TestNoKeyAndNotAttached(t *testing.T) {
 		t.Errorf("secret env without a key: %v %v %v", env, uses, err)
 	}
 	lone := New(filepath.Join(t.TempDir(), "k"))
-	if _, err := lone.List(ctx); !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "not attached") {
+	if _, err := lone.List(ctx, ""); !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "not attached") {
 		t.Errorf("list before attach: %v", err)
 	}
 	if _, err := lone.Grants(ctx, ""); !errors.Is(err, errdefs.ErrUnsupported) {
@@ -233,7 +233,7 @@ func TestKeyAtAttach(t *testing.T) {
 	ctx := context.Background()
 	keyFile := filepath.Join(t.TempDir(), "secrets.key")
 	f := onFake(t, keyFile, nil)
-	if _, err := f.s.Set(ctx, "K", []byte(value)); err != nil {
+	if _, err := f.s.Set(ctx, "", "K", []byte(value)); err != nil {
 		t.Fatal(err)
 	}
 	fresh := redact.New()
@@ -242,7 +242,7 @@ func TestKeyAtAttach(t *testing.T) {
 	if got := fresh.String("x " + value); strings.Contains(got, value) {
 		t.Errorf("a new daemon's redactor does not know the stored value: %q", got)
 	}
-	if l, err := again.List(ctx); err != nil || len(l) != 1 {
+	if l, err := again.List(ctx, ""); err != nil || len(l) != 1 {
 		t.Errorf("list on the new daemon: %+v %v", l, err)
 	}
 	other := filepath.Join(t.TempDir(), "other.key")
@@ -300,7 +300,7 @@ func (f *fixture) execStart(t *testing.T, execID string) *audit.Event {
 func TestSecretUse(t *testing.T) {
 	ctx := context.Background()
 	f := onFake(t, filepath.Join(t.TempDir(), "secrets.key"), nil)
-	if _, err := f.s.Set(ctx, "REG", []byte(value)); err != nil {
+	if _, err := f.s.Set(ctx, "", "REG", []byte(value)); err != nil {
 		t.Fatal(err)
 	}
 	v, err := f.s.Use(ctx, "REG", "template.import")

@@ -15,9 +15,15 @@ type AuditEvent struct {
 	Seq                       int64
 	Time                      time.Time
 	SandboxID, TaskID, ExecID string
-	Actor, Kind               string
-	Payload                   []byte // canonical JSON
-	Prev, Hash                string
+	// Project is the project the event is of ("": written before
+	// events had one, or the daemon's own).
+	Project     string
+	Actor, Kind string
+	Payload     []byte // canonical JSON
+	Prev, Hash  string
+	// Blobs are the blobs the payload refers to (AppendAudit records
+	// them as the project's; not a column of the event).
+	Blobs []string
 }
 
 // AuditHead returns the last event's sequence number and hash (0, "" for
@@ -40,13 +46,13 @@ func (s *Store) AuditHead(ctx context.Context) (int64, string, error) {
 func (s *Store) AppendAudit(ctx context.Context, events []*AuditEvent, blobs map[string][]byte) error {
 	s.auditOnce.Do(func() {
 		s.auditInsert, s.auditErr = s.w.PrepareContext(context.Background(), `INSERT INTO audit_events
-			(seq, time, sandbox_id, task_id, exec_id, actor, kind, payload, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			(seq, time, sandbox_id, task_id, exec_id, actor, kind, payload, prev, hash, project) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	})
 	if s.auditErr != nil {
 		return fmt.Errorf("store: audit: %w", classify(s.auditErr))
 	}
 	insert := func(stmt *sql.Stmt, e *AuditEvent) error {
-		if _, err := stmt.ExecContext(ctx, e.Seq, e.Time.UnixNano(), e.SandboxID, e.TaskID, e.ExecID, e.Actor, e.Kind, string(e.Payload), e.Prev, e.Hash); err != nil {
+		if _, err := stmt.ExecContext(ctx, e.Seq, e.Time.UnixNano(), e.SandboxID, e.TaskID, e.ExecID, e.Actor, e.Kind, string(e.Payload), e.Prev, e.Hash, e.Project); err != nil {
 			if isDuplicate(err) {
 				return fmt.Errorf("store: audit event %d already exists: %w", e.Seq, errdefs.ErrConflict)
 			}
@@ -54,7 +60,7 @@ func (s *Store) AppendAudit(ctx context.Context, events []*AuditEvent, blobs map
 		}
 		return nil
 	}
-	if len(events) == 1 && len(blobs) == 0 {
+	if len(events) == 1 && len(blobs) == 0 && len(events[0].Blobs) == 0 {
 		return insert(s.auditInsert, events[0]) // one statement is its own transaction
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
@@ -73,6 +79,14 @@ func (s *Store) AppendAudit(ctx context.Context, events []*AuditEvent, blobs map
 		if err := insert(stmt, e); err != nil {
 			return err
 		}
+		for _, h := range e.Blobs {
+			if e.Project == "" {
+				break
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO audit_blob_refs (hash, project) VALUES (?, ?) ON CONFLICT DO NOTHING`, h, e.Project); err != nil {
+				return fmt.Errorf("store: audit blob reference: %w", classify(err))
+			}
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: audit: %w", classify(err))
@@ -83,14 +97,23 @@ func (s *Store) AppendAudit(ctx context.Context, events []*AuditEvent, blobs map
 // AuditFilter selects events; zero fields select everything.
 type AuditFilter struct {
 	SandboxID, TaskID, ExecID, Kind string
-	Since, Until                    time.Time
-	AfterSeq                        int64
-	Limit                           int
+	// Project selects a project's events: those stamped with it, and
+	// those written before events had a project that name a sandbox of
+	// it (an event of neither kind is the operator's only).
+	Project string
+	// Contains selects events whose payload holds this text.
+	Contains string
+	// Unstamped selects the events written before events had a project
+	// (with Project: those naming a sandbox of it).
+	Unstamped    bool
+	Since, Until time.Time
+	AfterSeq     int64
+	Limit        int
 }
 
 // AuditEvents returns events in sequence order.
 func (s *Store) AuditEvents(ctx context.Context, f AuditFilter) ([]*AuditEvent, error) {
-	q := `SELECT seq, time, sandbox_id, task_id, exec_id, actor, kind, payload, prev, hash FROM audit_events WHERE seq > ?`
+	q := `SELECT seq, time, sandbox_id, task_id, exec_id, actor, kind, payload, prev, hash, project FROM audit_events WHERE seq > ?`
 	args := []any{f.AfterSeq}
 	add := func(cond string, v any) { q += " AND " + cond; args = append(args, v) }
 	if f.SandboxID != "" {
@@ -101,6 +124,18 @@ func (s *Store) AuditEvents(ctx context.Context, f AuditFilter) ([]*AuditEvent, 
 	}
 	if f.ExecID != "" {
 		add("exec_id = ?", f.ExecID)
+	}
+	switch {
+	case f.Project != "" && f.Unstamped:
+		add("project = '' AND sandbox_id <> '' AND sandbox_id IN (SELECT id FROM sandboxes WHERE project = ?)", f.Project)
+	case f.Project != "":
+		add("(project = ? OR (project = '' AND sandbox_id <> '' AND sandbox_id IN (SELECT id FROM sandboxes WHERE project = ?)))", f.Project)
+		args = append(args, f.Project)
+	case f.Unstamped:
+		q += " AND project = ''"
+	}
+	if f.Contains != "" {
+		add("instr(payload, ?) > 0", f.Contains)
 	}
 	if f.Kind != "" {
 		add("(kind = ? OR kind LIKE ? ESCAPE '\\')", f.Kind)
@@ -126,7 +161,7 @@ func (s *Store) AuditEvents(ctx context.Context, f AuditFilter) ([]*AuditEvent, 
 		var e AuditEvent
 		var t int64
 		var payload string
-		if err := rows.Scan(&e.Seq, &t, &e.SandboxID, &e.TaskID, &e.ExecID, &e.Actor, &e.Kind, &payload, &e.Prev, &e.Hash); err != nil {
+		if err := rows.Scan(&e.Seq, &t, &e.SandboxID, &e.TaskID, &e.ExecID, &e.Actor, &e.Kind, &payload, &e.Prev, &e.Hash, &e.Project); err != nil {
 			return nil, err
 		}
 		e.Time, e.Payload = fromNanos(t), []byte(payload)
@@ -160,6 +195,20 @@ func (s *Store) AuditBlob(ctx context.Context, hash string) ([]byte, error) {
 		data = []byte{}
 	}
 	return data, nil
+}
+
+// AuditBlobReferenced says whether an event of project written since
+// events had a project refers to blob hash.
+func (s *Store) AuditBlobReferenced(ctx context.Context, project, hash string) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM audit_blob_refs WHERE hash = ? AND project = ?`, hash, project).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: audit blob reference: %w", err)
+	}
+	return true, nil
 }
 
 // PurgeAuditBlobs deletes blobs stored before t and returns how many.

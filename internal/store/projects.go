@@ -186,7 +186,7 @@ var ownerQueries = map[string]string{
 	"task":         `SELECT s.project FROM tasks t JOIN sandboxes s ON s.id = t.sandbox_id WHERE t.id = ?`,
 	"approval":     `SELECT s.project FROM approvals a JOIN sandboxes s ON s.id = a.sandbox_id WHERE a.id = ?`,
 	"apikey":       `SELECT project FROM api_keys WHERE id = ?`,
-	"secret grant": `SELECT s.project FROM secret_grants g JOIN sandboxes s ON s.id = g.sandbox_id WHERE g.id = ?`,
+	"secret grant": `SELECT project FROM secret_grants WHERE id = ?`,
 	"project":      `SELECT id FROM projects WHERE id = ? AND removed IS NULL`,
 }
 

@@ -222,6 +222,76 @@ CREATE TRIGGER api_keys_project BEFORE INSERT ON api_keys
 	WHEN NOT EXISTS (SELECT 1 FROM projects WHERE id = NEW.project AND removed IS NULL)
 	BEGIN SELECT RAISE(ABORT, 'airlock: no such project'); END;
 `,
+	// 9: secrets and the audit log per project (issue 22). A secret is
+	// keyed by (project, name); the ones a database held go to
+	// "default", and a copy goes to each other project a sandbox of
+	// which was granted it (the operator did so before projects had
+	// secrets of their own; the grant keeps working). A grant is its
+	// sandbox's project's and references a secret of that project only.
+	// SQLite cannot change a primary key in place: both tables are made
+	// anew, filled, and take the old names (grants dropped first, so the
+	// old secrets' drop cascades to nothing). An audit event's project
+	// is "" for the events written before; audit_blob_refs says which
+	// projects' events (written since) refer to a blob.
+	`
+CREATE TABLE secrets_v9 (
+	project TEXT    NOT NULL REFERENCES projects (id),
+	name    TEXT    NOT NULL CHECK (name <> ''),
+	sealed  BLOB    NOT NULL,
+	created INTEGER NOT NULL,
+	updated INTEGER NOT NULL,
+	PRIMARY KEY (project, name)
+) STRICT;
+INSERT INTO secrets_v9 (project, name, sealed, created, updated)
+	SELECT 'default', name, sealed, created, updated FROM secrets;
+INSERT INTO secrets_v9 (project, name, sealed, created, updated)
+	SELECT DISTINCT b.project, s.name, s.sealed, s.created, s.updated
+	FROM secret_grants g JOIN sandboxes b ON b.id = g.sandbox_id JOIN secrets s ON s.name = g.secret
+	WHERE b.project <> 'default';
+
+CREATE TABLE secret_grants_v9 (
+	id          TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	project     TEXT    NOT NULL,
+	secret      TEXT    NOT NULL,
+	sandbox_id  TEXT    NOT NULL REFERENCES sandboxes (id),
+	task_id     TEXT    NOT NULL,
+	mode        TEXT    NOT NULL CHECK (mode IN ('env', 'broker')),
+	env         TEXT    NOT NULL CHECK (env <> ''),
+	hosts       TEXT    NOT NULL,
+	placeholder TEXT    NOT NULL,
+	created     INTEGER NOT NULL,
+	expires     INTEGER NOT NULL,
+	created_by  TEXT    NOT NULL,
+	revoked     INTEGER,
+	headers     TEXT,
+	FOREIGN KEY (project, secret) REFERENCES secrets_v9 (project, name) ON DELETE CASCADE
+) STRICT;
+INSERT INTO secret_grants_v9 (id, project, secret, sandbox_id, task_id, mode, env, hosts, placeholder, created, expires, created_by, revoked, headers)
+	SELECT g.id, b.project, g.secret, g.sandbox_id, g.task_id, g.mode, g.env, g.hosts, g.placeholder, g.created, g.expires, g.created_by, g.revoked, g.headers
+	FROM secret_grants g JOIN sandboxes b ON b.id = g.sandbox_id;
+
+DROP TABLE secret_grants;
+DROP TABLE secrets;
+ALTER TABLE secrets_v9 RENAME TO secrets;
+ALTER TABLE secret_grants_v9 RENAME TO secret_grants;
+CREATE INDEX secret_grants_by_sandbox ON secret_grants (sandbox_id, expires);
+CREATE INDEX secret_grants_by_secret ON secret_grants (project, secret);
+CREATE INDEX secret_grants_by_project ON secret_grants (project, created DESC, id);
+CREATE TRIGGER secrets_project BEFORE INSERT ON secrets
+	WHEN NOT EXISTS (SELECT 1 FROM projects WHERE id = NEW.project AND removed IS NULL)
+	BEGIN SELECT RAISE(ABORT, 'airlock: no such project'); END;
+CREATE TRIGGER secret_grants_project BEFORE INSERT ON secret_grants
+	WHEN EXISTS (SELECT 1 FROM sandboxes WHERE id = NEW.sandbox_id AND project <> NEW.project)
+	BEGIN SELECT RAISE(ABORT, 'airlock: a secret grant is of its sandbox''s project'); END;
+
+ALTER TABLE audit_events ADD COLUMN project TEXT NOT NULL DEFAULT '';
+CREATE INDEX audit_by_project ON audit_events (project, seq);
+CREATE TABLE audit_blob_refs (
+	hash    TEXT NOT NULL CHECK (length(hash) = 64),
+	project TEXT NOT NULL CHECK (project <> ''),
+	PRIMARY KEY (hash, project)
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.

@@ -18,8 +18,11 @@ const secretUsage = `usage: airlock secret <set|ls|rm|grant|grants|revoke> [flag
 
 Secrets are kept by the daemon, sealed with its key (DATA-DIR/secrets.key),
 and given to one sandbox or task at a time, for named hosts, until the grant
-expires. Managed on the unix socket only; no command ever prints a value.
-Output that shows a secret's value is redacted before it is stored.
+expires. A secret is its project's: these manage the default project's on
+the unix socket (ls and grants: every project's, with a PROJECT column); a
+project's admin key manages its own over the API (docs/tenancy.md). No
+command ever prints a value. Output that shows a secret's value is redacted
+before it is stored.
 
   set NAME [--from-file F]   store a secret; the value is read from stdin
                              (a trailing newline is dropped) or from F, never
@@ -110,9 +113,9 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED\tUPDATED")
+		fmt.Fprintln(tw, "PROJECT\tNAME\tCREATED\tUPDATED")
 		for _, s := range l {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", cli.Esc(s.Name), s.Created.Format("2006-01-02 15:04:05"), s.Updated.Format("2006-01-02 15:04:05"))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cli.Esc(s.Project), cli.Esc(s.Name), s.Created.Format("2006-01-02 15:04:05"), s.Updated.Format("2006-01-02 15:04:05"))
 		}
 		_ = tw.Flush()
 		return 0
@@ -196,9 +199,9 @@ func cmdSecretWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSECRET\tSANDBOX\tMODE\tENV\tHOSTS\tEXPIRES\tSTATE")
+		fmt.Fprintln(tw, "ID\tPROJECT\tSECRET\tSANDBOX\tMODE\tENV\tHOSTS\tEXPIRES\tSTATE")
 		for _, g := range l {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cli.Esc(g.ID), cli.Esc(g.Secret), cli.Esc(g.SandboxID), cli.Esc(g.Mode), cli.Esc(g.Env), termsafe.Join(g.Hosts, ","),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cli.Esc(g.ID), cli.Esc(g.Project), cli.Esc(g.Secret), cli.Esc(g.SandboxID), cli.Esc(g.Mode), cli.Esc(g.Env), termsafe.Join(g.Hosts, ","),
 				g.Expires.Local().Format("2006-01-02 15:04:05"), cli.Esc(g.State))
 		}
 		_ = tw.Flush()

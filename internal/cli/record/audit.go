@@ -31,9 +31,11 @@ const auditUsage = `usage: airlock audit <verify|query|pubkey> [flags]
         1 if not. Without --db the daemon verifies (and moves its signed
         checkpoint); with --db it is done here, on the database file, with
         no daemon needed (the key: audit.key next to it, or --key-file).
-  query [--sandbox ID] [--task ID] [--exec ID] [--kind K] [--since T] [--until T]
-        [--after SEQ] [--limit N] [--json]
-        list events (T: RFC 3339 or a duration ago like 2h; K: exec matches exec.*)
+  query [--sandbox ID] [--task ID] [--exec ID] [--kind K] [--project P]
+        [--since T] [--until T] [--after SEQ] [--limit N] [--json]
+        list events (T: RFC 3339 or a duration ago like 2h; K: exec matches
+        exec.*; P: only that project's events; a project's reviewer reads
+        its own project's over the API, docs/tenancy.md)
   pubkey
         print the public key (base64) that signs the daemon's checkpoints and
         review bundles, as the daemon also writes it next to its key
@@ -166,6 +168,7 @@ func auditQuery(args []string, stdout, stderr io.Writer) int {
 	c.FS.StringVar(&f.Task, "task", "", "only this task's events")
 	c.FS.StringVar(&f.Exec, "exec", "", "only this exec's events")
 	c.FS.StringVar(&f.Kind, "kind", "", "only this kind (exec matches exec.start, exec.end, ...)")
+	c.FS.StringVar(&f.Project, "project", "", "only this project's events")
 	since := c.FS.String("since", "", "from this time (RFC 3339, or a duration ago: 2h, 7d)")
 	until := c.FS.String("until", "", "before this time")
 	c.FS.Int64Var(&f.After, "after", 0, "events after this sequence number")

@@ -53,7 +53,7 @@ func TestNew(t *testing.T) {
 	if err := s.Manager.Destroy(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Secrets.Set(ctx, "K", []byte("v")); err != nil {
+	if _, err := s.Secrets.Set(ctx, "", "K", []byte("v")); err != nil {
 		t.Errorf("secrets with a key file: %v", err)
 	}
 	if _, _, err := s.Keys.Create(ctx, "k", ""); err != nil {
