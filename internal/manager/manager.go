@@ -87,6 +87,7 @@ type Manager struct {
 	mu       sync.Mutex
 	creating int // Creates under way (counted against Caps.Sandboxes)
 	warm     int // the warm pool's ready sandboxes (counted too)
+	stopping int // sandboxes out of the live set, torn down still (counted too)
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
