@@ -3,6 +3,7 @@ package hostside
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -24,6 +25,9 @@ type Base struct {
 	Slot   *Slot // nil for a backend that takes none
 	Cgroup *cgroups.Group
 	Conn   *proto.Conn // the agent's channel, host end
+	// image is the sandbox's disk image, kept open (PendingDisk.Take)
+	// until the teardown gives it back (closeImage); nil: none.
+	image *os.File
 	// Logf logs operational messages (a lifetime reached, a thaw guard
 	// that would not stop); nil discards them.
 	Logf func(format string, args ...any)
@@ -160,6 +164,7 @@ func (b *Base) Teardown(stop func() error) error {
 	if b.Dir != nil {
 		b.Dir.Unlock()
 	}
+	closeImage(b.image)
 	b.MarkDone()
 	b.trace(t0, "teardown: done")
 	return errors.Join(errs...)

@@ -226,7 +226,7 @@ func (c *creation) writeInfo(context.Context, *hostside.Rollback) error {
 // for the agent's ready.
 func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) error {
 	s := c.s
-	disk, err := c.disk.Take()
+	disk, err := c.disk.Take(s.host)
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
 	}
