@@ -205,6 +205,7 @@ func (c *creation) configureAgent(ctx context.Context, _ *hostside.Rollback) err
 	if ready.Op != proto.OpReady {
 		return fmt.Errorf("create sandbox %s: agent failed: %s%s", s.id, ready.Error, s.initLog())
 	}
+	s.host.KeepWatch(ready) // (gVisor passes none from inside: nothing kept)
 	s.seccomp = ready.Seccomp
 	return nil
 }

@@ -25,9 +25,10 @@ type Base struct {
 	Slot   *Slot // nil for a backend that takes none
 	Cgroup *cgroups.Group
 	Conn   *proto.Conn // the agent's channel, host end
-	// image is the sandbox's disk image, kept open (PendingDisk.Take)
-	// until the teardown gives it back (closeImage); nil: none.
-	image *os.File
+	// image is the sandbox's disk image, kept open (PendingDisk.Take),
+	// and watch its agent's inotify instance (KeepWatch), until the
+	// teardown closes them (closeLater); nil: none.
+	image, watch *os.File
 	// Logf logs operational messages (a lifetime reached, a thaw guard
 	// that would not stop); nil discards them.
 	Logf func(format string, args ...any)
@@ -164,7 +165,8 @@ func (b *Base) Teardown(stop func() error) error {
 	if b.Dir != nil {
 		b.Dir.Unlock()
 	}
-	closeImage(b.image)
+	closeLater(b.image)
+	closeLater(b.watch)
 	b.MarkDone()
 	b.trace(t0, "teardown: done")
 	return errors.Join(errs...)

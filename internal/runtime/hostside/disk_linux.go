@@ -11,7 +11,7 @@ import (
 // Disk is a sandbox's disk as MountDisk makes it: Mount, the detached
 // mount the sandbox is given, and Image, the unlinked image kept open
 // until the sandbox is torn down (see diskimg.Mount), when Base gives
-// its blocks back off the teardown's path (closeImage).
+// its blocks back off the teardown's path (closeLater).
 type Disk struct {
 	Mount, Image *os.File
 }
@@ -88,35 +88,36 @@ func (p *PendingDisk) Discard() error {
 	return nil
 }
 
-// imageCloses are the disk images whose last close is under way, one at
-// a time in closeImages (started on first use); a full queue closes in
-// the caller instead.
+// laterCloses are the descriptors whose last close is under way, one at
+// a time in closeLaterLoop (started on first use); a full queue closes
+// in the caller instead.
 var (
-	imageCloses     = make(chan *os.File, 1024)
-	imageClosesOnce sync.Once
+	laterCloses     = make(chan *os.File, 1024)
+	laterClosesOnce sync.Once
 )
 
-func closeImages() {
-	for f := range imageCloses {
+func closeLaterLoop() {
+	for f := range laterCloses {
 		f.Close()
 	}
 }
 
-// closeImage gives a torn-down sandbox's disk image back to the host's
-// filesystem after the teardown: nothing of the sandbox uses it any
-// more (its filesystem was unmounted with its last process), and the
-// file is already unlinked, so all that is left is the freeing of its
-// blocks (a wait for the host disk's discards, on a filesystem mounted
-// with discard), which no caller of Destroy needs to wait for. The free
-// space it frees is seen late, which makes CheckFree stricter, never
-// looser.
-func closeImage(f *os.File) {
+// closeLater closes, after a teardown, what the host kept of a sandbox
+// so that its last close is not in the exit of the sandbox's last
+// process, which a Destroy waits for: nothing of the sandbox uses it any
+// more. Its disk image (unlinked; its filesystem unmounted with that
+// process): the freeing of its blocks, a wait for the host disk's
+// discards on a filesystem mounted with discard. The free space it gives
+// back is seen late, which makes CheckFree stricter, never looser. Its
+// agent's inotify instance: the kernel's release of its watches, an RCU
+// grace period.
+func closeLater(f *os.File) {
 	if f == nil {
 		return
 	}
-	imageClosesOnce.Do(func() { go closeImages() })
+	laterClosesOnce.Do(func() { go closeLaterLoop() })
 	select {
-	case imageCloses <- f:
+	case laterCloses <- f:
 	default:
 		f.Close()
 	}

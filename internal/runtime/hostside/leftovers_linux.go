@@ -32,7 +32,7 @@ func (l *Layout) Leftovers(id string, slot int) []string {
 	if _, err := os.Lstat(img); err == nil {
 		left = append(left, "disk image "+img)
 	}
-	// the image kept open until the teardown hands it to closeImage
+	// the image kept open until the teardown hands it to closeLater
 	fds, _ := os.ReadDir("/proc/self/fd")
 	for _, fd := range fds {
 		if t, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.TrimSuffix(t, " (deleted)") == img {

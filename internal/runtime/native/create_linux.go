@@ -248,6 +248,7 @@ func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) erro
 	if ready.Op != proto.OpReady {
 		return fmt.Errorf("create sandbox %s: init failed: %s", s.id, ready.Error)
 	}
+	s.host.KeepWatch(ready)
 	c.ready = ready
 	return nil
 }

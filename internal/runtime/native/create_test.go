@@ -129,3 +129,45 @@ func TestDestroyGivesTheDiskImageBack(t *testing.T) {
 	}
 	waitNoLeftovers(t, &b.lay, s.id, slot)
 }
+
+// The agent's file-activity watch outlives the sandbox's processes: the
+// host holds its inotify instance while the sandbox lives (so that the
+// instance's release is not in the init's exit) and closes it once the
+// teardown is done.
+func TestDestroyClosesTheAgentsWatchAfterTheTeardown(t *testing.T) {
+	b := newTestBackend(t)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a finalizer would hide a leak
+	ctx := context.Background()
+	before := inotifyFDs(t)
+	sb, err := b.Create(ctx, hostSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := inotifyFDs(t); n != before+1 {
+		_ = sb.Destroy(ctx)
+		t.Fatalf("%d inotify instances with a live sandbox, %d before: want its agent's kept", n, before)
+	}
+	if err := sb.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); inotifyFDs(t) != before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("LEAK: %d inotify instances after the teardown, %d before", inotifyFDs(t), before)
+		}
+	}
+}
+
+// inotifyFDs counts this process's inotify instances.
+func inotifyFDs(t *testing.T) int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}

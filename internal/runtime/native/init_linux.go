@@ -100,7 +100,11 @@ func runInit(conn *proto.Conn) error {
 	if cfg.Trace {
 		tr.timings = append(tr.timings, fmt.Sprintf("send@%d", time.Now().UnixNano()))
 	}
-	if err := conn.Send(&proto.Message{Op: proto.OpReady, Version: proto.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(tr.timings, " ")}); err != nil {
+	var pass []*os.File // see Server.WatchFile
+	if f := srv.WatchFile(); f != nil {
+		pass = append(pass, f)
+	}
+	if err := conn.Send(&proto.Message{Op: proto.OpReady, Version: proto.ProtocolVersion, PID: srv.SpawnerTID(), LandlockABI: srv.LandlockABI(), Seccomp: "default-deny allowlist", Timings: strings.Join(tr.timings, " ")}, pass...); err != nil {
 		return err
 	}
 	srv.Serve()
