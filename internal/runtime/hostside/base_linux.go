@@ -26,9 +26,10 @@ type Base struct {
 	Cgroup *cgroups.Group
 	Conn   *proto.Conn // the agent's channel, host end
 	// image is the sandbox's disk image, kept open (PendingDisk.Take),
-	// and watch its agent's inotify instance (KeepWatch), until the
-	// teardown closes them (closeLater); nil: none.
-	image, watch *os.File
+	// mount its disk's mount (KeepMount) and watch its agent's inotify
+	// instance (KeepWatch), until the teardown closes them (closeLater);
+	// nil: none.
+	image, mount, watch *os.File
 	// Logf logs operational messages (a lifetime reached, a thaw guard
 	// that would not stop); nil discards them.
 	Logf func(format string, args ...any)
@@ -165,6 +166,7 @@ func (b *Base) Teardown(stop func() error) error {
 	if b.Dir != nil {
 		b.Dir.Unlock()
 	}
+	closeLater(b.mount) // first: its unmount is what lets go of the image
 	closeLater(b.image)
 	closeLater(b.watch)
 	b.MarkDone()

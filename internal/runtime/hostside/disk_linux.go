@@ -40,6 +40,15 @@ func (l *Layout) MountDisk(id string, bytes, inodes int64) (Disk, error) {
 	return Disk{Mount: m, Image: img}, err
 }
 
+// KeepMount keeps the host's descriptor of the sandbox's disk mount,
+// once handed to the sandbox, until the teardown closes it (closeLater):
+// the mount, detached with the sandbox's mount namespace, then lives
+// until that close, and the disk's unmount (a sync of its filesystem
+// through the loop device, and the loop device's release) is not in the
+// exit of the sandbox's last process, which a Destroy waits for. Nothing
+// reads through it.
+func (b *Base) KeepMount(mount *os.File) { b.mount = mount }
+
 // PendingDisk is a disk being made in the background while a Create goes
 // on (a disk takes as long as the rest of a Create). Exactly one of Take
 // and Discard ends it.

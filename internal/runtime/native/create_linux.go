@@ -232,7 +232,7 @@ func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) erro
 	}
 	trace(c.t0, "disk")
 	err = s.host.Conn.Send(&proto.Message{Op: proto.OpInit, Version: proto.ProtocolVersion, Init: c.initConfig()}, disk)
-	disk.Close()
+	s.host.KeepMount(disk)
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
 	}
