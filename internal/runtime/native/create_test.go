@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -170,4 +173,46 @@ func inotifyFDs(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// The root overlay is mounted volatile where the kernel has it (5.10+):
+// its upper layer's disk dies with the sandbox, and a sync of it would
+// be in the exit of the sandbox's last process, which a Destroy waits
+// for.
+func TestRootOverlayIsVolatile(t *testing.T) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		t.Fatal(err)
+	}
+	if major < 5 || major == 5 && minor < 10 {
+		t.Skip("overlayfs has no volatile before Linux 5.10")
+	}
+	b := newTestBackend(t)
+	ctx := context.Background()
+	sb, err := b.Create(ctx, hostSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Destroy(ctx)
+	var out strings.Builder
+	p, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"cat", "/proc/self/mountinfo"}, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+		t.Fatalf("cat: %+v %v", st, err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == "/" {
+			if !strings.Contains(line, " overlay ") || !strings.Contains(line, "volatile") {
+				t.Errorf("the root mount is not a volatile overlay: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no root mount in the sandbox's mountinfo:\n%s", out.String())
 }

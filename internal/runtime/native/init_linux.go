@@ -329,7 +329,15 @@ func mountOverlay(root string, lowers []string, upper, work string) error {
 	}
 	n := len(fds)
 	ovl := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", strings.Join(fds[:n-2], ":"), fds[n-2], fds[n-1])
-	if err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl); err != nil {
+	// volatile (Linux 5.10+): no sync of the upper layer, whose disk dies
+	// with the sandbox, neither for a command's fsync nor at the unmount,
+	// which is in the exit of the sandbox's last process (0.3-20 ms of a
+	// Destroy measured). A kernel without it mounts without.
+	err := unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl+",volatile")
+	if err == unix.EINVAL {
+		err = unix.Mount("airlock-root", root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, ovl)
+	}
+	if err != nil {
 		return mountErr("overlay", root, err)
 	}
 	return nil
