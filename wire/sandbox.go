@@ -99,6 +99,8 @@ const (
 type Sandbox struct {
 	// ID names the sandbox.
 	ID string `json:"id"`
+	// Project owns it.
+	Project string `json:"project,omitempty"`
 	// State is "running", "paused" or "stopped".
 	State string `json:"state"`
 	// Backend is "native" or "gvisor".
@@ -162,6 +164,9 @@ type EgressCut struct {
 type CreateSandboxRequest struct {
 	// Template names the template; "": "host".
 	Template string `json:"template,omitempty"`
+	// Project owns the sandbox: "" the caller's (the operator's: the
+	// default project). An API key may name only its own project.
+	Project string `json:"project,omitempty"`
 	// Backend is "native" or "gvisor"; "": the daemon's default. One the
 	// daemon does not have is an error, never a fallback.
 	Backend string `json:"backend,omitempty"`

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
@@ -46,36 +48,42 @@ type Health = wire.Health
 
 // Server is the API's http.Handler.
 type Server struct {
-	sbx    Sandboxes
-	execs  Execs
-	hist   ExecRecords
-	files  Files
-	pol    Policies
-	tpl    Templates
-	rec    Records
-	keys   Keys
-	snaps  Snapshots
-	images Images
-	builds Builds
-	secs   Secrets
-	tasks  Tasks
-	appr   Approvals
-	net    Network
-	audit  AuditLog
-	review Review
-	caches Caches
-	pools  Pools
-	health Health
-	mux    *http.ServeMux
+	sbx      Sandboxes
+	execs    Execs
+	hist     ExecRecords
+	files    Files
+	pol      Policies
+	tpl      Templates
+	rec      Records
+	keys     Keys
+	snaps    Snapshots
+	images   Images
+	builds   Builds
+	secs     Secrets
+	tasks    Tasks
+	appr     Approvals
+	net      Network
+	audit    AuditLog
+	review   Review
+	caches   Caches
+	pools    Pools
+	owners   Owners
+	projects Projects
+	health   Health
+	mux      *http.ServeMux
+	routes   []Route
 }
 
 // Keys is what the API uses of the daemon's API keys (apikeys.Keys):
 // Of on every TCP request, the rest on the unix socket only.
 type Keys interface {
 	Create(ctx context.Context, name, format string) (*apikeys.Key, string, error)
+	Make(ctx context.Context, req apikeys.Request) (*apikeys.Key, string, error)
 	Of(ctx context.Context, key string) (*apikeys.Key, bool)
+	Bind(ctx context.Context, k *apikeys.Key) (context.Context, func())
 	List(ctx context.Context) ([]*apikeys.Key, error)
 	Delete(ctx context.Context, id string) error
+	Rotate(ctx context.Context, id, format string, overlap time.Duration) (*apikeys.Key, string, error)
 }
 
 // Modules are the feature modules the API calls besides the manager;
@@ -105,6 +113,10 @@ type Modules struct {
 	Builds Builds
 	// Pools nil: no warm pools (an empty list).
 	Pools Pools
+	// Owners nil: no projects; a key reaches no object by its id.
+	Owners Owners
+	// Projects nil: none is made or listed (unsupported).
+	Projects Projects
 }
 
 // Images imports image templates (POST /v1/templates; the daemon's
@@ -169,9 +181,18 @@ var errNoKeys = fmt.Errorf("this daemon keeps no API keys: %w", errdefs.ErrUnsup
 func (noKeys) Create(context.Context, string, string) (*apikeys.Key, string, error) {
 	return nil, "", errNoKeys
 }
+func (noKeys) Make(context.Context, apikeys.Request) (*apikeys.Key, string, error) {
+	return nil, "", errNoKeys
+}
 func (noKeys) Of(context.Context, string) (*apikeys.Key, bool) { return nil, false }
-func (noKeys) List(context.Context) ([]*apikeys.Key, error)    { return nil, errNoKeys }
-func (noKeys) Delete(context.Context, string) error            { return errNoKeys }
+func (noKeys) Bind(ctx context.Context, _ *apikeys.Key) (context.Context, func()) {
+	return ctx, func() {}
+}
+func (noKeys) Rotate(context.Context, string, string, time.Duration) (*apikeys.Key, string, error) {
+	return nil, "", errNoKeys
+}
+func (noKeys) List(context.Context) ([]*apikeys.Key, error) { return nil, errNoKeys }
+func (noKeys) Delete(context.Context, string) error         { return errNoKeys }
 
 // New returns the handler over core (the daemon's *manager.Manager) and
 // the feature modules.
@@ -215,28 +236,34 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Pools == nil {
 		mods.Pools = noPools{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, builds: mods.Builds, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, pools: mods.Pools, health: h, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /v1/health", s.getHealth)
-	s.mux.HandleFunc("POST /v1/sandboxes", s.createSandbox)
-	s.mux.HandleFunc("GET /v1/sandboxes", s.listSandboxes)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}", s.getSandbox)
-	s.mux.HandleFunc("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/timeout", s.setTimeout)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/exec", s.exec)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs", s.listExecs)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}/output", s.output)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", s.getExec)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/signal", s.signal)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/input", s.input)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/resize", s.resize)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/close-stdin", s.closeStdin)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/reset", s.reset)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/snapshot", s.snapshot)
-	s.mux.HandleFunc("GET /v1/templates", s.templates)
-	s.mux.HandleFunc("POST /v1/templates", s.importTemplate)
-	s.mux.HandleFunc("POST /v1/templates/build", s.buildTemplate)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/pause", s.pause)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
+	if mods.Owners == nil {
+		mods.Owners = noOwners{}
+	}
+	if mods.Projects == nil {
+		mods.Projects = noProjects{}
+	}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, builds: mods.Builds, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, pools: mods.Pools, owners: mods.Owners, projects: mods.Projects, health: h, mux: http.NewServeMux()}
+	s.handle("GET /v1/health", access{role: tenant.Agent}, s.getHealth)
+	s.handle("POST /v1/sandboxes", access{role: tenant.Agent}, s.createSandbox)
+	s.handle("GET /v1/sandboxes", access{role: tenant.Agent}, s.listSandboxes)
+	s.handle("GET /v1/sandboxes/{id}", access{role: tenant.Agent, kind: tenant.Sandbox}, s.getSandbox)
+	s.handle("DELETE /v1/sandboxes/{id}", access{role: tenant.Agent, kind: tenant.Sandbox}, s.deleteSandbox)
+	s.handle("POST /v1/sandboxes/{id}/timeout", access{role: tenant.Agent, kind: tenant.Sandbox}, s.setTimeout)
+	s.handle("POST /v1/sandboxes/{id}/exec", access{role: tenant.Agent, kind: tenant.Sandbox}, s.exec)
+	s.handle("GET /v1/sandboxes/{id}/execs", access{role: tenant.Agent, kind: tenant.Sandbox}, s.listExecs)
+	s.handle("GET /v1/sandboxes/{id}/execs/{exec}/output", access{role: tenant.Agent, kind: tenant.Sandbox}, s.output)
+	s.handle("GET /v1/sandboxes/{id}/execs/{exec}", access{role: tenant.Agent, kind: tenant.Sandbox}, s.getExec)
+	s.handle("POST /v1/sandboxes/{id}/execs/{exec}/signal", access{role: tenant.Agent, kind: tenant.Sandbox}, s.signal)
+	s.handle("POST /v1/sandboxes/{id}/execs/{exec}/input", access{role: tenant.Agent, kind: tenant.Sandbox}, s.input)
+	s.handle("POST /v1/sandboxes/{id}/execs/{exec}/resize", access{role: tenant.Agent, kind: tenant.Sandbox}, s.resize)
+	s.handle("POST /v1/sandboxes/{id}/execs/{exec}/close-stdin", access{role: tenant.Agent, kind: tenant.Sandbox}, s.closeStdin)
+	s.handle("POST /v1/sandboxes/{id}/reset", access{role: tenant.Agent, kind: tenant.Sandbox}, s.reset)
+	s.handle("POST /v1/sandboxes/{id}/snapshot", access{role: tenant.Agent, kind: tenant.Sandbox}, s.snapshot)
+	s.handle("GET /v1/templates", access{role: tenant.Agent}, s.templates)
+	s.handle("POST /v1/templates", access{role: tenant.Operator}, s.importTemplate)
+	s.handle("POST /v1/templates/build", access{role: tenant.Operator}, s.buildTemplate)
+	s.handle("POST /v1/sandboxes/{id}/pause", access{role: tenant.Agent, kind: tenant.Sandbox}, s.pause)
+	s.handle("POST /v1/sandboxes/{id}/resume", access{role: tenant.Agent, kind: tenant.Sandbox}, s.resume)
 	s.filesRoutes()
 	s.taskRoutes()
 	s.keyRoutes()
@@ -246,6 +273,7 @@ func New(core Core, mods Modules, h Health) *Server {
 	s.egressRoutes()
 	s.cacheRoutes()
 	s.poolRoutes()
+	s.projectRoutes()
 	// MCP over streamable HTTP: its tools call this same API in process,
 	// with the caller's context, so nothing is different for them.
 	s.mux.Handle("/mcp", mcp.HTTP(h.Version, s.mcpCaller))
@@ -285,7 +313,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			who += ":" + u
 		}
 		// It may decide approvals, so it is shown them unredacted.
-		r = r.WithContext(sandbox.AsApprover(sandbox.WithActor(r.Context(), who)))
+		ctx := tenant.With(r.Context(), tenant.OperatorPrincipal)
+		r = r.WithContext(sandbox.AsApprover(sandbox.WithActor(ctx, who)))
 	}
 	if c := r.Header.Get(wire.ClientHeader); c != "" {
 		// The program the caller says it acts through (an MCP client):

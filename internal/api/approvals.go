@@ -11,7 +11,7 @@ import (
 
 // Approvals is what the API uses of the approvals module
 // (approvals.Approvals): the held commands and the operator's decisions
-// on them, and break-glass. Deciding is refused over TCP (operatorOnly).
+// on them, and break-glass. Deciding needs the operator (access.go).
 type Approvals interface {
 	List(ctx context.Context, sandboxID, state string) ([]*approvals.Approval, error)
 	Get(ctx context.Context, id string) (*approvals.Approval, error)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
@@ -23,12 +25,12 @@ import (
 // operator's (unix socket only); a task's bundle anyone with access to
 // the task may fetch.
 func (s *Server) auditRoutes() {
-	s.mux.HandleFunc("GET /v1/audit", s.auditQuery)
-	s.mux.HandleFunc("GET /v1/audit/verify", s.auditVerify)
-	s.mux.HandleFunc("GET /v1/audit/pubkey", s.auditPubkey)
-	s.mux.HandleFunc("GET /v1/audit/blobs/{hash}", s.auditBlob)
-	s.mux.HandleFunc("POST /v1/purge", s.purge)
-	s.mux.HandleFunc("GET /v1/tasks/{id}/bundle", s.taskBundle)
+	s.handle("GET /v1/audit", access{role: tenant.Operator}, s.auditQuery)
+	s.handle("GET /v1/audit/verify", access{role: tenant.Operator}, s.auditVerify)
+	s.handle("GET /v1/audit/pubkey", access{role: tenant.Agent}, s.auditPubkey)
+	s.handle("GET /v1/audit/blobs/{hash}", access{role: tenant.Operator}, s.auditBlob)
+	s.handle("POST /v1/purge", access{role: tenant.Operator}, s.purge)
+	s.handle("GET /v1/tasks/{id}/bundle", access{role: tenant.Reviewer, kind: tenant.Task}, s.taskBundle)
 }
 
 // AuditLog is what the API reads of the audit log (audit.Log): events,
@@ -51,12 +53,6 @@ func (noAudit) Query(context.Context, store.AuditFilter) ([]*audit.Event, error)
 func (noAudit) Blob(context.Context, string) ([]byte, error)  { return nil, errNoAudit }
 func (noAudit) Verify(context.Context) (*audit.Report, error) { return nil, errNoAudit }
 func (noAudit) PublicKey() ed25519.PublicKey                  { return nil }
-
-// auditOnly are the operator's routes; the public key is anyone's (a
-// remote reviewer verifies bundles with it).
-func auditOnly(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/v1/audit") && r.URL.Path != "/v1/audit/pubkey" || r.URL.Path == "/v1/purge"
-}
 
 // auditPubkey is the public key that signs checkpoints and bundles.
 func (s *Server) auditPubkey(w http.ResponseWriter, r *http.Request) {

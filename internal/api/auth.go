@@ -4,6 +4,10 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/tenant"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
@@ -20,17 +24,19 @@ func isRemote(r *http.Request) bool {
 
 // The unix socket (mode 0600) is the local, trusted door: whoever can open
 // it is the operator. TCP is for remote clients: every request needs an
-// API key (Authorization: Bearer KEY, or X-API-KEY: KEY), and the key
-// routes themselves are refused there.
+// API key (Authorization: Bearer KEY, or X-API-KEY: KEY), which makes its
+// caller that key's project and role (tenant.Principal); the routes' access
+// (access.go) decides the rest.
 
 func (s *Server) keyRoutes() {
-	s.mux.HandleFunc("POST /v1/apikeys", s.createKey)
-	s.mux.HandleFunc("GET /v1/apikeys", s.listKeys)
-	s.mux.HandleFunc("DELETE /v1/apikeys/{id}", s.deleteKey)
+	s.handle("POST /v1/apikeys", access{role: tenant.Admin}, s.createKey)
+	s.handle("GET /v1/apikeys", access{role: tenant.Admin}, s.listKeys)
+	s.handle("DELETE /v1/apikeys/{id}", access{role: tenant.Admin, kind: tenant.APIKey}, s.deleteKey)
+	s.handle("POST /v1/apikeys/{id}/rotate", access{role: tenant.Admin, kind: tenant.APIKey}, s.rotateKey)
 }
 
-// TCP returns the handler for TCP listeners: API key required, key
-// management refused.
+// TCP returns the handler for TCP listeners: an API key required, its
+// project and role on the request.
 func (s *Server) TCP() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if oauthDiscovery(r.URL.Path) {
@@ -49,31 +55,13 @@ func (s *Server) TCP() http.Handler {
 			writeJSON(w, http.StatusUnauthorized, wire.Error{Code: wire.CodeUnauthenticated, Message: "a valid API key is required (Authorization: Bearer KEY)"})
 			return
 		}
-		if strings.HasPrefix(r.URL.Path, "/v1/apikeys") {
-			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "API keys are managed on the daemon's unix socket only"})
-			return
+		// A revoked key ends its requests in progress, streams included.
+		ctx, done := s.keys.Bind(r.Context(), k)
+		defer done()
+		ctx = tenant.With(context.WithValue(ctx, remoteKey{}, true), k.Principal())
+		if k.Role.AtLeast(tenant.Reviewer) {
+			ctx = sandbox.AsApprover(ctx)
 		}
-		if auditOnly(r) {
-			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "the audit log and purging are the operator's: use the daemon's unix socket"})
-			return
-		}
-		if egressOperatorOnly(r) {
-			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "the egress kill switch is the operator's: use the daemon's unix socket"})
-			return
-		}
-		if cachesOnly(r) {
-			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "the dependency caches are the operator's: use the daemon's unix socket"})
-			return
-		}
-		if secretsOnly(r) {
-			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "secrets are managed and granted on the daemon's unix socket only"})
-			return
-		}
-		if operatorOnly(r) {
-			writeJSON(w, http.StatusForbidden, wire.Error{Code: wire.CodeDenied, Message: "approvals and break-glass are given on the daemon's unix socket only: an agent cannot approve itself"})
-			return
-		}
-		ctx := context.WithValue(r.Context(), remoteKey{}, true)
 		// The record names the key (its id, never the key) that acted.
 		s.ServeHTTP(w, r.WithContext(sandbox.WithActor(ctx, "apikey:"+k.ID)))
 	})
@@ -95,7 +83,12 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	k, key, err := s.keys.Create(r.Context(), req.Name, req.Format)
+	role, err := keyRole(req.Role)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	k, key, err := s.keys.Make(r.Context(), apikeys.Request{Name: req.Name, Format: req.Format, Project: req.Project, Role: role})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -125,4 +118,29 @@ func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func keyRole(s string) (tenant.Role, error) {
+	if s == "" {
+		return tenant.Agent, nil
+	}
+	return tenant.ParseKeyRole(s)
+}
+
+func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) {
+	var req wire.APIKeyRotateRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, maxJSONBody, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	k, key, err := s.keys.Rotate(r.Context(), r.PathValue("id"), req.Format, time.Duration(req.OverlapSeconds)*time.Second)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := apiKeyOut(k)
+	out.Key = key
+	writeJSON(w, http.StatusCreated, out)
 }

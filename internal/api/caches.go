@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/depcache"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/wire"
@@ -30,13 +32,9 @@ func (noCaches) Clear(context.Context, string, string) ([]depcache.Entry, error)
 }
 
 func (s *Server) cacheRoutes() {
-	s.mux.HandleFunc("GET /v1/caches", s.listCaches)
-	s.mux.HandleFunc("POST /v1/caches/clear", s.clearCaches)
+	s.handle("GET /v1/caches", access{role: tenant.Operator}, s.listCaches)
+	s.handle("POST /v1/caches/clear", access{role: tenant.Operator}, s.clearCaches)
 }
-
-// cachesOnly: the caches name the operator's projects (their paths and
-// URLs) and clearing them is the operator's.
-func cachesOnly(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/v1/caches") }
 
 func (s *Server) listCaches(w http.ResponseWriter, r *http.Request) {
 	l, err := s.caches.List(r.Context())

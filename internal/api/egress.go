@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
+
+	"github.com/airlock-dev/airlock/internal/tenant"
 
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -16,12 +17,12 @@ import (
 // over it (over TCP only tighter), its proxy CA, and the kill switch
 // (the operator's: refused over TCP).
 func (s *Server) egressRoutes() {
-	s.mux.HandleFunc("GET /v1/egress", s.egressStatus)
-	s.mux.HandleFunc("POST /v1/egress/cut", s.egressCut)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/egress", s.getEgress)
-	s.mux.HandleFunc("PUT /v1/sandboxes/{id}/egress", s.setEgress)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/egress/ca", s.egressCA)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/egress/test", s.egressTest)
+	s.handle("GET /v1/egress", access{role: tenant.Agent}, s.egressStatus)
+	s.handle("POST /v1/egress/cut", access{role: tenant.Operator}, s.egressCut)
+	s.handle("GET /v1/sandboxes/{id}/egress", access{role: tenant.Agent, kind: tenant.Sandbox}, s.getEgress)
+	s.handle("PUT /v1/sandboxes/{id}/egress", access{role: tenant.Agent, kind: tenant.Sandbox}, s.setEgress)
+	s.handle("GET /v1/sandboxes/{id}/egress/ca", access{role: tenant.Agent, kind: tenant.Sandbox}, s.egressCA)
+	s.handle("POST /v1/sandboxes/{id}/egress/test", access{role: tenant.Agent, kind: tenant.Sandbox}, s.egressTest)
 }
 
 // Network is what the API uses of the sandboxes' network module
@@ -55,10 +56,6 @@ func (noNetwork) EgressPolicy(context.Context, string) (*egress.Policy, error) {
 }
 func (noNetwork) SetEgress(context.Context, string, egress.Policy, bool) (*egress.Policy, error) {
 	return nil, errNoNetwork
-}
-
-func egressOperatorOnly(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/v1/egress/")
 }
 
 func (s *Server) egressStatus(w http.ResponseWriter, r *http.Request) {

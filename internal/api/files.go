@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -21,14 +23,14 @@ const (
 )
 
 func (s *Server) filesRoutes() {
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/files", s.fileRead)
-	s.mux.HandleFunc("PUT /v1/sandboxes/{id}/files", s.fileWrite)
-	s.mux.HandleFunc("DELETE /v1/sandboxes/{id}/files", s.fileRemove)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/files/stat", s.fileStat)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/files/list", s.fileList)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/files/mkdir", s.fileMkdir)
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/files/tar", s.tarDownload)
-	s.mux.HandleFunc("PUT /v1/sandboxes/{id}/files/tar", s.tarUpload)
+	s.handle("GET /v1/sandboxes/{id}/files", access{role: tenant.Agent, kind: tenant.Sandbox}, s.fileRead)
+	s.handle("PUT /v1/sandboxes/{id}/files", access{role: tenant.Agent, kind: tenant.Sandbox}, s.fileWrite)
+	s.handle("DELETE /v1/sandboxes/{id}/files", access{role: tenant.Agent, kind: tenant.Sandbox}, s.fileRemove)
+	s.handle("GET /v1/sandboxes/{id}/files/stat", access{role: tenant.Agent, kind: tenant.Sandbox}, s.fileStat)
+	s.handle("GET /v1/sandboxes/{id}/files/list", access{role: tenant.Agent, kind: tenant.Sandbox}, s.fileList)
+	s.handle("POST /v1/sandboxes/{id}/files/mkdir", access{role: tenant.Agent, kind: tenant.Sandbox}, s.fileMkdir)
+	s.handle("GET /v1/sandboxes/{id}/files/tar", access{role: tenant.Agent, kind: tenant.Sandbox}, s.tarDownload)
+	s.handle("PUT /v1/sandboxes/{id}/files/tar", access{role: tenant.Agent, kind: tenant.Sandbox}, s.tarUpload)
 }
 
 // filesFor validates the id and the path query and returns the sandbox's

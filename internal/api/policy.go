@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/airlock-dev/airlock/internal/tenant"
 
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/errdefs"
@@ -18,18 +19,13 @@ import (
 // (approve, deny, break-glass) is refused over TCP: the agent holds an
 // API key and must not approve itself.
 func (s *Server) policyRoutes() {
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/policy", s.getPolicy)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/policy/check", s.checkPolicy)
-	s.mux.HandleFunc("POST /v1/sandboxes/{id}/breakglass", s.breakGlass)
-	s.mux.HandleFunc("GET /v1/approvals", s.listApprovals)
-	s.mux.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
-	s.mux.HandleFunc("POST /v1/approvals/{id}/approve", s.approve)
-	s.mux.HandleFunc("POST /v1/approvals/{id}/deny", s.deny)
-}
-
-func operatorOnly(r *http.Request) bool {
-	p := r.URL.Path
-	return r.Method == http.MethodPost && (strings.HasPrefix(p, "/v1/approvals/") || strings.HasSuffix(p, "/breakglass"))
+	s.handle("GET /v1/sandboxes/{id}/policy", access{role: tenant.Agent, kind: tenant.Sandbox}, s.getPolicy)
+	s.handle("POST /v1/sandboxes/{id}/policy/check", access{role: tenant.Agent, kind: tenant.Sandbox}, s.checkPolicy)
+	s.handle("POST /v1/sandboxes/{id}/breakglass", access{role: tenant.Operator, kind: tenant.Sandbox}, s.breakGlass)
+	s.handle("GET /v1/approvals", access{role: tenant.Agent}, s.listApprovals)
+	s.handle("GET /v1/approvals/{id}", access{role: tenant.Agent, kind: tenant.Approval}, s.getApproval)
+	s.handle("POST /v1/approvals/{id}/approve", access{role: tenant.Operator, kind: tenant.Approval}, s.approve)
+	s.handle("POST /v1/approvals/{id}/deny", access{role: tenant.Operator, kind: tenant.Approval}, s.deny)
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {

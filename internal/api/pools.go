@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/pool"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -18,7 +20,7 @@ type noPools struct{}
 func (noPools) List() []pool.Status { return nil }
 
 func (s *Server) poolRoutes() {
-	s.mux.HandleFunc("GET /v1/pools", s.listPools)
+	s.handle("GET /v1/pools", access{role: tenant.Agent}, s.listPools)
 }
 
 func (s *Server) listPools(w http.ResponseWriter, _ *http.Request) {

@@ -424,13 +424,21 @@ func roundTripOperator(t *testing.T, c *strictClient) {
 	c.do("DELETE", "/v1/secret-grants/"+g.ID, nil, 204, nil)
 	c.do("DELETE", "/v1/secrets/API_TOKEN", nil, 204, nil)
 
+	var pr wire.Project
+	c.do("POST", "/v1/projects", wire.ProjectRequest{Name: "team-a"}, 201, &pr)
+	c.do("GET", "/v1/projects", nil, 200, &wire.ProjectList{})
+	c.do("GET", "/v1/projects/team-a", nil, 200, &pr)
 	var k wire.APIKey
-	c.do("POST", "/v1/apikeys", wire.APIKeyRequest{Name: "ci"}, 201, &k)
-	if k.Key == "" {
-		t.Error("created key has no key")
+	c.do("POST", "/v1/apikeys", wire.APIKeyRequest{Name: "ci", Project: "team-a", Role: "reviewer"}, 201, &k)
+	if k.Key == "" || k.Project != "team-a" || k.Role != "reviewer" {
+		t.Errorf("created key: %+v", k)
 	}
+	var k2 wire.APIKey
+	c.do("POST", "/v1/apikeys/"+k.ID+"/rotate", wire.APIKeyRotateRequest{OverlapSeconds: 60}, 201, &k2)
 	c.do("GET", "/v1/apikeys", nil, 200, &wire.APIKeyList{})
 	c.do("DELETE", "/v1/apikeys/"+k.ID, nil, 204, nil)
+	c.do("DELETE", "/v1/apikeys/"+k2.ID, nil, 204, nil)
+	c.do("DELETE", "/v1/projects/team-a", nil, 204, nil)
 
 	c.do("GET", "/v1/egress", nil, 200, &wire.EgressStatus{})
 	off := false

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/airlock-dev/airlock/internal/tenant"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/secrets"
@@ -42,17 +43,12 @@ func (noSecrets) Revoke(context.Context, string) error                     { ret
 // holding an API key can neither read the list nor grant itself a secret.
 // No route ever returns a value.
 func (s *Server) secretRoutes() {
-	s.mux.HandleFunc("GET /v1/secrets", s.listSecrets)
-	s.mux.HandleFunc("PUT /v1/secrets/{name}", s.setSecret)
-	s.mux.HandleFunc("DELETE /v1/secrets/{name}", s.deleteSecret)
-	s.mux.HandleFunc("POST /v1/secrets/{name}/grants", s.grantSecret)
-	s.mux.HandleFunc("GET /v1/secret-grants", s.listSecretGrants)
-	s.mux.HandleFunc("DELETE /v1/secret-grants/{id}", s.revokeSecretGrant)
-}
-
-func secretsOnly(r *http.Request) bool {
-	p := r.URL.Path
-	return strings.HasPrefix(p, "/v1/secrets") || strings.HasPrefix(p, "/v1/secret-grants")
+	s.handle("GET /v1/secrets", access{role: tenant.Operator}, s.listSecrets)
+	s.handle("PUT /v1/secrets/{name}", access{role: tenant.Operator}, s.setSecret)
+	s.handle("DELETE /v1/secrets/{name}", access{role: tenant.Operator}, s.deleteSecret)
+	s.handle("POST /v1/secrets/{name}/grants", access{role: tenant.Operator}, s.grantSecret)
+	s.handle("GET /v1/secret-grants", access{role: tenant.Operator}, s.listSecretGrants)
+	s.handle("DELETE /v1/secret-grants/{id}", access{role: tenant.Operator, kind: tenant.Grant}, s.revokeSecretGrant)
 }
 
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {

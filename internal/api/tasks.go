@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/tasks"
@@ -46,12 +48,12 @@ func (noTasks) Finish(context.Context, string, bool) (*tasks.FinishResult, error
 func (noTasks) Export(context.Context, string, io.Writer) error { return errNoTasks }
 
 func (s *Server) taskRoutes() {
-	s.mux.HandleFunc("POST /v1/tasks", s.startTask)
-	s.mux.HandleFunc("GET /v1/tasks", s.listTasks)
-	s.mux.HandleFunc("GET /v1/tasks/{id}", s.getTask)
-	s.mux.HandleFunc("POST /v1/tasks/{id}/test", s.testTask)
-	s.mux.HandleFunc("GET /v1/tasks/{id}/diff", s.diffTask)
-	s.mux.HandleFunc("POST /v1/tasks/{id}/finish", s.finishTask)
+	s.handle("POST /v1/tasks", access{role: tenant.Agent}, s.startTask)
+	s.handle("GET /v1/tasks", access{role: tenant.Agent}, s.listTasks)
+	s.handle("GET /v1/tasks/{id}", access{role: tenant.Agent, kind: tenant.Task}, s.getTask)
+	s.handle("POST /v1/tasks/{id}/test", access{role: tenant.Agent, kind: tenant.Task}, s.testTask)
+	s.handle("GET /v1/tasks/{id}/diff", access{role: tenant.Agent, kind: tenant.Task}, s.diffTask)
+	s.handle("POST /v1/tasks/{id}/finish", access{role: tenant.Agent, kind: tenant.Task}, s.finishTask)
 }
 
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) {

@@ -80,7 +80,7 @@ func usageOut(u *egress.Usage) *wire.EgressUsage {
 }
 
 func sandboxOut(s *sandbox.Sandbox) wire.Sandbox {
-	return wire.Sandbox{ID: s.ID, State: s.State, Backend: s.Backend, Template: s.Template, TemplateVersion: s.TemplateVersion,
+	return wire.Sandbox{ID: s.ID, Project: s.Project, State: s.State, Backend: s.Backend, Template: s.Template, TemplateVersion: s.TemplateVersion,
 		Labels: s.Labels, Limits: limitsOut(s.Limits), Isolation: isolationOut(s.Isolation), Created: s.Created,
 		Expires: timeOf(s.Expires), Stopped: timeOf(s.Stopped), StopReason: s.StopReason, Policy: s.Policy,
 		PolicySources: s.PolicySources, Egress: usageOut(s.Egress)}
@@ -216,7 +216,7 @@ func purgeOut(r *review.PurgeResult) wire.PurgeResult {
 }
 
 func apiKeyOut(k *apikeys.Key) wire.APIKey {
-	return wire.APIKey{ID: k.ID, Name: k.Name, Created: k.Created}
+	return wire.APIKey{ID: k.ID, Name: k.Name, Created: k.Created, Project: k.Project, Role: string(k.Role), Expires: k.Expires}
 }
 
 // policyLayerIn reads a request's policy layer as the daemon's own type,
@@ -239,7 +239,7 @@ func policyLayerIn(l *wire.PolicyLayer) (*policy.Layer, error) {
 }
 
 func createIn(r wire.CreateSandboxRequest) (sandbox.CreateRequest, error) {
-	req := sandbox.CreateRequest{Template: r.Template, Backend: r.Backend, TTLSeconds: r.TTLSeconds, Labels: r.Labels, Env: r.Env, OneShot: r.OneShot}
+	req := sandbox.CreateRequest{Template: r.Template, Project: r.Project, Backend: r.Backend, TTLSeconds: r.TTLSeconds, Labels: r.Labels, Env: r.Env, OneShot: r.OneShot}
 	if r.Limits != nil {
 		req.Limits = limitsIn(*r.Limits)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -53,7 +55,9 @@ func (a *Approvals) shown(ctx context.Context, v *Approval) (*Approval, error) {
 	return redacted.Scrubbed(a.c.Redactor(), v)
 }
 
-// List lists approvals, oldest first, by sandbox and state ("" for any).
+// List lists the approvals the caller sees (its project's; the
+// operator's: every one), oldest first, by sandbox and state ("" for
+// any).
 func (a *Approvals) List(ctx context.Context, sandboxID, state string) ([]*Approval, error) {
 	if err := a.attached(); err != nil {
 		return nil, err
@@ -65,7 +69,7 @@ func (a *Approvals) List(ctx context.Context, sandboxID, state string) ([]*Appro
 	if state == store.ApprovalExpired {
 		q = "" // pending past their deadline are expired too
 	}
-	list, err := a.st.ListApprovals(ctx, sandboxID, q)
+	list, err := a.st.ListProjectApprovals(ctx, sandboxID, q, tenant.Scope(ctx))
 	if err != nil {
 		return nil, err
 	}

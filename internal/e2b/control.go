@@ -21,19 +21,19 @@ import (
 )
 
 func (s *Server) controlRoutes() {
-	s.mux.HandleFunc("POST /sandboxes", s.create)
-	s.mux.HandleFunc("POST /v2/sandboxes", s.create)
-	s.mux.HandleFunc("GET /sandboxes", s.list)
-	s.mux.HandleFunc("GET /v2/sandboxes", s.list)
-	s.mux.HandleFunc("GET /sandboxes/{id}", s.get)
-	s.mux.HandleFunc("DELETE /sandboxes/{id}", s.kill)
-	s.mux.HandleFunc("POST /sandboxes/{id}/timeout", s.setTimeout)
-	s.mux.HandleFunc("POST /sandboxes/{id}/pause", s.pause)
-	s.mux.HandleFunc("POST /sandboxes/{id}/connect", s.connect)
-	s.mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.connect)
-	s.mux.HandleFunc("POST /sandboxes/{id}/resume", s.connect)
-	s.mux.HandleFunc("PUT /sandboxes/{id}/network", s.updateNetwork)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("POST /sandboxes", s.create)
+	s.handle("POST /v2/sandboxes", s.create)
+	s.handle("GET /sandboxes", s.list)
+	s.handle("GET /v2/sandboxes", s.list)
+	s.handle("GET /sandboxes/{id}", s.get)
+	s.handle("DELETE /sandboxes/{id}", s.kill)
+	s.handle("POST /sandboxes/{id}/timeout", s.setTimeout)
+	s.handle("POST /sandboxes/{id}/pause", s.pause)
+	s.handle("POST /sandboxes/{id}/connect", s.connect)
+	s.handle("POST /v2/sandboxes/{id}/connect", s.connect)
+	s.handle("POST /sandboxes/{id}/resume", s.connect)
+	s.handle("PUT /sandboxes/{id}/network", s.updateNetwork)
+	s.handle("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotImplemented, fmt.Sprintf("unsupported: airlock's E2B-compatible API does not serve %s %s", r.Method, r.URL.Path))
 	})
 }

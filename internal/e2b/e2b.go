@@ -42,6 +42,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
@@ -77,6 +79,13 @@ type Config struct {
 	// (apikeys.Keys).
 	Keys interface {
 		Of(ctx context.Context, key string) (*apikeys.Key, bool)
+		Bind(ctx context.Context, k *apikeys.Key) (context.Context, func())
+	}
+	// Owners finds the project of a sandbox (projects.Projects): a key
+	// reaches only its project's sandboxes, another's is not found. nil:
+	// a key reaches no sandbox by its id.
+	Owners interface {
+		OwnerOf(ctx context.Context, kind tenant.Kind, id string) (string, error)
 	}
 	// DefaultTemplate is the template E2B's default name "base" (and an
 	// empty templateID) stands for; "": "host".
@@ -169,8 +178,53 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b NAME')")
 		return
 	}
-	ctx := sandbox.WithActor(r.Context(), "apikey:"+k.ID)
+	// A revoked key ends its requests in progress; the key's project and
+	// role are the caller's (tenant).
+	ctx, done := s.cfg.Keys.Bind(r.Context(), k)
+	defer done()
+	ctx = sandbox.WithActor(tenant.With(ctx, k.Principal()), "apikey:"+k.ID)
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// handle registers a control-plane route; one whose path names a
+// sandbox ({id}) is answered as for a sandbox that does not exist when
+// the sandbox is another project's.
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	if !strings.Contains(pattern, "/sandboxes/{id}") {
+		s.mux.HandleFunc(pattern, h)
+		return
+	}
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if !s.owns(r.Context(), id) {
+			writeAPIError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q: not found", id))
+			return
+		}
+		h(w, r)
+	})
+}
+
+// owns says whether the caller of ctx may reach sandbox id.
+func (s *Server) owns(ctx context.Context, id string) bool {
+	p := tenant.Of(ctx)
+	if p.IsOperator() {
+		return true
+	}
+	if s.cfg.Owners == nil {
+		return false
+	}
+	project, err := s.cfg.Owners.OwnerOf(ctx, tenant.Sandbox, id)
+	return err == nil && p.Sees(project)
+}
+
+// envdPrincipal is who acts through a sandbox's in-sandbox API: its
+// access token is the sandbox's own, so its project's agent.
+func (s *Server) envdPrincipal(ctx context.Context, id string) tenant.Principal {
+	p := tenant.Principal{Role: tenant.Agent, KeyID: "e2b-envd"}
+	if s.cfg.Owners != nil {
+		p.Project, _ = s.cfg.Owners.OwnerOf(ctx, tenant.Sandbox, id)
+	}
+	return p
 }
 
 // token is the access token of a sandbox's in-sandbox API.
@@ -199,7 +253,8 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 		writeEnvdError(w, r, http.StatusForbidden, codePermissionDenied, err.Error())
 		return
 	}
-	ctx := sandbox.WithActor(context.WithValue(r.Context(), sandboxKey{}, id), "apikey:e2b")
+	ctx := tenant.With(context.WithValue(r.Context(), sandboxKey{}, id), s.envdPrincipal(r.Context(), id))
+	ctx = sandbox.WithActor(ctx, "apikey:e2b")
 	s.envd.ServeHTTP(w, r.WithContext(ctx))
 }
 

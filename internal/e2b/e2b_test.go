@@ -88,7 +88,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 		t.Fatal(err)
 	}
 	m, keys := stk.Manager, stk.Keys
-	srv := httptest.NewServer(New(Config{Manager: m, Files: stk.Files, Usage: stk.Usage, Network: stk.Network, Snapshots: stk.Snapshots, Redactor: stk.Records, Keys: keys, Domain: testDomain}))
+	srv := httptest.NewServer(New(Config{Manager: m, Files: stk.Files, Usage: stk.Usage, Network: stk.Network, Snapshots: stk.Snapshots, Redactor: stk.Records, Keys: keys, Owners: stk.Projects, Domain: testDomain}))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = m.Shutdown(context.Background())

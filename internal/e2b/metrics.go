@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	goruntime "runtime"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/usage"
 )
 
@@ -18,6 +20,9 @@ import (
 type Usage interface {
 	// Sample reads a running sandbox's counters now.
 	Sample(ctx context.Context, id string) (usage.Sample, error)
+	// Disk reads a running sandbox's disk use now; a backend without
+	// the ability answers ErrUnsupported.
+	Disk(ctx context.Context, id string) (runtime.DiskUsage, error)
 	// Live says whether the sandbox is live: false once it is being
 	// stopped, before its processes are killed.
 	Live(id string) bool
@@ -30,6 +35,9 @@ type noUsage struct{}
 func (noUsage) Sample(context.Context, string) (usage.Sample, error) {
 	return usage.Sample{}, fmt.Errorf("sandbox metrics are not served by this daemon: %w", errdefs.ErrUnsupported)
 }
+func (noUsage) Disk(context.Context, string) (runtime.DiskUsage, error) {
+	return runtime.DiskUsage{}, fmt.Errorf("sandbox metrics are not served by this daemon: %w", errdefs.ErrUnsupported)
+}
 func (noUsage) Live(string) bool { return true }
 
 // cpuWindow is how long the door watches a sandbox's CPU time to tell
@@ -37,8 +45,9 @@ func (noUsage) Live(string) bool { return true }
 // is a fresh reading.
 var cpuWindow = 200 * time.Millisecond
 
-// metric is E2B's SandboxMetric. Disk and page-cache figures are left
-// out (airlock does not read them): an absent field, never a made-up 0.
+// metric is E2B's SandboxMetric. A figure the backend cannot read (the
+// page cache on gVisor, the disk on a backend without a DiskMeter) is
+// left out: an absent field, never a made-up 0.
 type metric struct {
 	Timestamp     string  `json:"timestamp"`
 	TimestampUnix int64   `json:"timestampUnix"`
@@ -46,12 +55,15 @@ type metric struct {
 	CPUUsedPct    float64 `json:"cpuUsedPct"`
 	MemUsed       int64   `json:"memUsed"`
 	MemTotal      int64   `json:"memTotal"`
+	MemCache      *int64  `json:"memCache,omitempty"`
+	DiskUsed      *int64  `json:"diskUsed,omitempty"`
+	DiskTotal     *int64  `json:"diskTotal,omitempty"`
 }
 
 func (s *Server) metricsRoutes() {
-	s.mux.HandleFunc("GET /sandboxes/{id}/metrics", s.metrics)
+	s.handle("GET /sandboxes/{id}/metrics", s.metrics)
 	// (else the sandbox "metrics", not found: say what it is)
-	s.mux.HandleFunc("GET /sandboxes/metrics", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("GET /sandboxes/metrics", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotImplemented, "unsupported by airlock: the metrics of many sandboxes at once (GET /sandboxes/metrics): ask each one's GET /sandboxes/{id}/metrics")
 	})
 }
@@ -121,13 +133,21 @@ func metricsRange(r *http.Request) (start, end *time.Time, err error) {
 
 // sample reads the sandbox's counters twice, cpuWindow apart: CPU use is
 // the CPU time spent over that window as a share of the CPUs it may use
-// (its limit, else the host's), as E2B's percentage over all cores.
+// (its limit, else the host's), as E2B's percentage over all cores. The
+// disk is read in the window.
 func (s *Server) sample(ctx context.Context, id string) (metric, error) {
+	t := time.NewTimer(cpuWindow)
 	a, err := s.usage.Sample(ctx, id)
 	if err != nil {
+		t.Stop()
 		return metric{}, err
 	}
-	t := time.NewTimer(cpuWindow)
+	disk, err := s.usage.Disk(ctx, id)
+	if err != nil && !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Stop()
+		return metric{}, err
+	}
+	hasDisk := err == nil
 	select {
 	case <-ctx.Done():
 		t.Stop()
@@ -150,8 +170,15 @@ func (s *Server) sample(ctx context.Context, id string) (metric, error) {
 	if wall := b.Time.Sub(a.Time); wall > 0 && b.CPUTime >= a.CPUTime {
 		pct = math.Min(100, 100*float64(b.CPUTime-a.CPUTime)/(float64(wall)*share))
 	}
-	return metric{
+	m := metric{
 		Timestamp: b.Time.UTC().Format(time.RFC3339), TimestampUnix: b.Time.Unix(), CPUCount: cpus,
 		CPUUsedPct: math.Round(pct*100) / 100, MemUsed: b.MemoryBytes, MemTotal: b.Limits.MemoryBytes,
-	}, nil
+	}
+	if b.PageCacheBytes != runtime.UnknownBytes {
+		m.MemCache = &b.PageCacheBytes
+	}
+	if hasDisk {
+		m.DiskUsed, m.DiskTotal = &disk.UsedBytes, &disk.TotalBytes
+	}
+	return m, nil
 }

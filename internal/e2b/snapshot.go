@@ -64,10 +64,10 @@ func decodeStrict(r io.Reader, v any) error {
 const maxForks = 10
 
 func (s *Server) snapshotRoutes() {
-	s.mux.HandleFunc("POST /sandboxes/{id}/snapshots", s.createSnapshot)
-	s.mux.HandleFunc("GET /snapshots", s.listSnapshots)
-	s.mux.HandleFunc("POST /sandboxes/{id}/fork", s.fork)
-	s.mux.HandleFunc("DELETE /templates/{id}", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("POST /sandboxes/{id}/snapshots", s.createSnapshot)
+	s.handle("GET /snapshots", s.listSnapshots)
+	s.handle("POST /sandboxes/{id}/fork", s.fork)
+	s.handle("DELETE /templates/{id}", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotImplemented, "unsupported by airlock: deleting a snapshot or template through the E2B door; snapshot templates are the operator's to remove")
 	})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/internal/tenant"
 )
 
 // backend returns the named backend ("": the default).
@@ -57,7 +58,7 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 	if err != nil {
 		return nil, err
 	}
-	p, err := m.planCreate(req, taskID)
+	p, err := m.planCreate(ctx, req, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -155,14 +156,23 @@ type createPlan struct {
 	be       runtime.Backend
 	spec     runtime.Spec // without its ID and network yet
 	taskID   string       // "": not a task's sandbox
+	project  string       // who owns it (tenant.NewObjectProject)
 	// warm is the warm pool's sandbox claimed for it (nil: none), and
 	// warmEnv the request's env its commands get (see live.warm).
 	warm    runtime.Sandbox
 	warmEnv []string
 }
 
-// planCreate resolves the request's template, policy and backend.
-func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createPlan, error) {
+// planCreate resolves the request's project, template, policy and
+// backend.
+func (m *Manager) planCreate(ctx context.Context, req sandbox.CreateRequest, taskID string) (*createPlan, error) {
+	project, err := tenant.NewObjectProject(ctx, req.Project)
+	if err != nil {
+		return nil, err
+	}
+	if pr, err := m.cfg.Store.GetProject(ctx, project); err != nil || pr.Removed != nil {
+		return nil, fmt.Errorf("project %q: %w", project, errdefs.ErrNotFound)
+	}
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
 	}
@@ -197,7 +207,7 @@ func (m *Manager) planCreate(req sandbox.CreateRequest, taskID string) (*createP
 		return nil, err
 	}
 	spec := runtime.Spec{RootFS: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: runtime.MergeEnv(base.Env, req.Env), Limits: req.Limits, User: req.User}
-	return &createPlan{base: base, pol: pol, netLayer: req.NetworkLayer, be: be, spec: spec, taskID: taskID}, nil
+	return &createPlan{base: base, pol: pol, netLayer: req.NetworkLayer, be: be, spec: spec, taskID: taskID, project: project}, nil
 }
 
 // startSandbox gives the plan's spec its ID and network (the network
@@ -244,7 +254,7 @@ func (m *Manager) recordCreate(ctx context.Context, req sandbox.CreateRequest, p
 	isoJSON, _ := json.Marshal(info.Isolation)
 	rec := &store.Sandbox{
 		ID: sb.ID(), State: "running", Backend: p.be.Name(), Template: p.base.Name, TemplateVersion: p.base.Version,
-		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(),
+		Labels: req.Labels, Spec: specJSON, Isolation: isoJSON, Created: time.Now().UTC(), Project: p.project,
 	}
 	if ttl > 0 {
 		exp := rec.Created.Add(ttl)
@@ -260,7 +270,8 @@ func (m *Manager) recordCreate(ctx context.Context, req sandbox.CreateRequest, p
 	if err == nil {
 		payload := map[string]any{
 			"template": p.base.Name, "template_version": p.base.Version, "backend": rec.Backend, "limits": info.Limits, "isolation": info.Isolation,
-			"env_names": envNames(req.Env), "labels": *labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires}
+			"env_names": envNames(req.Env), "labels": *labels, "policy": pol.Version(), "policy_sources": pol.Sources, "expires": rec.Expires,
+			"project": rec.Project}
 		if p.netLayer != nil {
 			payload["network_layer"] = p.netLayer
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/internal/tenant"
 )
 
 // DefaultStoredOutput caps what is kept of each stream of each exec.
@@ -198,12 +199,13 @@ func (m *Manager) Get(ctx context.Context, id string) (*sandbox.Sandbox, error) 
 	return v, nil
 }
 
-// List returns sandboxes, newest first; state "" means all.
+// List returns the sandboxes the caller sees (its project's; the
+// operator's: every one), newest first; state "" means all.
 func (m *Manager) List(ctx context.Context, state string) ([]*sandbox.Sandbox, error) {
 	if state != "" && state != "running" && state != "paused" && state != "stopped" {
 		return nil, fmt.Errorf("state %q: use running, paused or stopped: %w", state, errdefs.ErrInvalid)
 	}
-	recs, err := m.cfg.Store.ListSandboxes(ctx, state)
+	recs, err := m.cfg.Store.ListProjectSandboxes(ctx, state, tenant.Scope(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ type Spec struct {
 // ShownSandbox).
 func View(rec *store.Sandbox) *sandbox.Sandbox {
 	v := &sandbox.Sandbox{
-		ID: rec.ID, State: rec.State, Backend: rec.Backend, Template: rec.Template, TemplateVersion: rec.TemplateVersion,
+		ID: rec.ID, Project: rec.Project, State: rec.State, Backend: rec.Backend, Template: rec.Template, TemplateVersion: rec.TemplateVersion,
 		Labels: rec.Labels, Created: rec.Created, Expires: rec.Expires, Stopped: rec.Stopped, StopReason: rec.StopReason,
 	}
 	var sp Spec

@@ -55,7 +55,37 @@ type Meter interface {
 type Usage struct {
 	CPUTime     time.Duration
 	MemoryBytes int64
-	Pids        int64
+	// PageCacheBytes is the part of MemoryBytes that holds files'
+	// contents (the page cache, tmpfs included), or UnknownBytes when
+	// the backend cannot tell it apart (its doc says why).
+	PageCacheBytes int64
+	Pids           int64
+}
+
+// UnknownBytes is a figure the backend cannot read.
+const UnknownBytes = -1
+
+// DiskMeter is a sandbox that reports the use of its disk: the
+// filesystem holding /workspace and the command user's home, as
+// statfs(2) counts it (what a command there would see, unless the
+// backend's doc says otherwise). A backend that cannot read it does not
+// implement DiskMeter or answers an ErrUnsupported error, never made-up
+// figures.
+type DiskMeter interface {
+	DiskUsage(ctx context.Context) (DiskUsage, error)
+}
+
+// DiskUsage is a filesystem's use, in bytes and inodes.
+type DiskUsage struct {
+	TotalBytes int64 // its size (statfs f_blocks; ext4 leaves its own structures out)
+	// UsedBytes is its size less its free blocks (f_bfree): what files
+	// and directories take.
+	UsedBytes int64
+	// AvailBytes is what commands may still write (f_bavail: the blocks
+	// reserved for root are not theirs).
+	AvailBytes int64
+	Inodes     int64
+	InodesFree int64
 }
 
 // DirWatcher is a sandbox whose directories can be watched for changes.

@@ -20,6 +20,9 @@ import (
 // CreateRequest asks for a sandbox.
 type CreateRequest struct {
 	Template string `json:"template,omitempty"`
+	// Project owns the sandbox: "" the caller's (the operator's: the
+	// default project); a key may name only its own (tenant).
+	Project string `json:"project,omitempty"`
 	// Backend names the isolation backend ("native", "gvisor"); "": the
 	// daemon's default. One that is not available is an error, never a
 	// fallback to another boundary.

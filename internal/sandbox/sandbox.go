@@ -30,6 +30,7 @@ const (
 // redactor must not change in every record.
 type Sandbox struct {
 	ID              string            `json:"id" redact:"keep"`
+	Project         string            `json:"project" redact:"keep"`
 	State           string            `json:"state" redact:"keep"`
 	Backend         string            `json:"backend" redact:"keep"`
 	Template        string            `json:"template"`

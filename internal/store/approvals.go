@@ -87,8 +87,15 @@ func (s *Store) GetApproval(ctx context.Context, id string) (*Approval, error) {
 // ListApprovals returns approvals, oldest first, filtered by sandbox and
 // state when those are not empty.
 func (s *Store) ListApprovals(ctx context.Context, sandboxID, state string) ([]*Approval, error) {
+	return s.ListProjectApprovals(ctx, sandboxID, state, "")
+}
+
+// ListProjectApprovals is ListApprovals of one project's sandboxes
+// ("": every project's).
+func (s *Store) ListProjectApprovals(ctx context.Context, sandboxID, state, project string) ([]*Approval, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+approvalCols+` FROM approvals
-		WHERE (? = '' OR sandbox_id = ?) AND (? = '' OR state = ?) ORDER BY created, id`, sandboxID, sandboxID, state, state)
+		WHERE (?1 = '' OR sandbox_id = ?1) AND (?2 = '' OR state = ?2)
+		AND (?3 = '' OR sandbox_id IN (SELECT id FROM sandboxes WHERE project = ?3)) ORDER BY created, id`, sandboxID, state, project)
 	if err != nil {
 		return nil, fmt.Errorf("store: list approvals: %w", err)
 	}

@@ -26,25 +26,26 @@ type Sandbox struct {
 	Expires    *time.Time // nil: no TTL
 	Stopped    *time.Time // nil: not stopped
 	StopReason string
+	// Project owns the sandbox (PutSandbox sets "" to DefaultProject). It is fixed
+	// at put: UpdateSandbox never changes it.
+	Project string
 }
 
 const (
 	insertSandbox = `INSERT INTO sandboxes
-	(id, state, backend, template, template_version, labels, spec, isolation, created, expires, stopped, stop_reason)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	(id, state, backend, template, template_version, labels, spec, isolation, created, expires, stopped, stop_reason, project)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	updateSandbox = `UPDATE sandboxes SET
 	state = ?, backend = ?, template = ?, template_version = ?, labels = ?, spec = ?, isolation = ?,
 	created = ?, expires = ?, stopped = ?, stop_reason = ?
 	WHERE id = ?`
 	selectSandbox = `SELECT
-	id, state, backend, template, template_version, labels, spec, isolation, created, expires, stopped, stop_reason
+	id, state, backend, template, template_version, labels, spec, isolation, created, expires, stopped, stop_reason, project
 	FROM sandboxes WHERE id = ?`
+	// listSandboxes: ?1 a state or "", ?2 a project or "" (every one).
 	listSandboxes = `SELECT
-	id, state, backend, template, template_version, labels, spec, isolation, created, expires, stopped, stop_reason
-	FROM sandboxes ORDER BY created DESC, id`
-	listSandboxesByState = `SELECT
-	id, state, backend, template, template_version, labels, spec, isolation, created, expires, stopped, stop_reason
-	FROM sandboxes WHERE state = ? ORDER BY created DESC, id`
+	id, state, backend, template, template_version, labels, spec, isolation, created, expires, stopped, stop_reason, project
+	FROM sandboxes WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR project = ?2) ORDER BY created DESC, id`
 )
 
 // sandboxValues validates sb and returns its column values, in the column
@@ -87,13 +88,20 @@ func sandboxValues(sb *Sandbox) ([]any, error) {
 		labels, spec, iso, created, expires, stopped, sb.StopReason}, nil
 }
 
-// PutSandbox inserts a new sandbox record; a duplicate id is ErrConflict.
+// PutSandbox inserts a new sandbox record; a duplicate id is ErrConflict,
+// a project that does not exist ErrNotFound.
 func (s *Store) PutSandbox(ctx context.Context, sb *Sandbox) error {
 	vals, err := sandboxValues(sb)
 	if err != nil {
 		return fmt.Errorf("store: put sandbox: %w", err)
 	}
-	if _, err := s.w.ExecContext(ctx, insertSandbox, vals...); err != nil {
+	if sb.Project == "" {
+		sb.Project = DefaultProject
+	}
+	if _, err := s.w.ExecContext(ctx, insertSandbox, append(vals, sb.Project)...); err != nil {
+		if isNoProject(err) {
+			return fmt.Errorf("store: project %q: %w", sb.Project, errdefs.ErrNotFound)
+		}
 		if isDuplicate(err) {
 			return fmt.Errorf("store: sandbox %q already exists: %w", sb.ID, errdefs.ErrConflict)
 		}
@@ -143,15 +151,13 @@ func (s *Store) GetSandbox(ctx context.Context, id string) (*Sandbox, error) {
 // first: by created descending, then by id. The slice is empty, not nil, when
 // there are none.
 func (s *Store) ListSandboxes(ctx context.Context, state string) ([]*Sandbox, error) {
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if state == "" {
-		rows, err = s.r.QueryContext(ctx, listSandboxes)
-	} else {
-		rows, err = s.r.QueryContext(ctx, listSandboxesByState, state)
-	}
+	return s.ListProjectSandboxes(ctx, state, "")
+}
+
+// ListProjectSandboxes is ListSandboxes of one project's sandboxes
+// (project "": every project's).
+func (s *Store) ListProjectSandboxes(ctx context.Context, state, project string) ([]*Sandbox, error) {
+	rows, err := s.r.QueryContext(ctx, listSandboxes, state, project)
 	if err != nil {
 		return nil, fmt.Errorf("store: list sandboxes: %w", err)
 	}
@@ -230,7 +236,7 @@ func scanSandbox(sc scanner) (*Sandbox, error) {
 		expires, stopped  sql.NullInt64
 	)
 	if err := sc.Scan(&sb.ID, &sb.State, &sb.Backend, &sb.Template, &sb.TemplateVersion,
-		&labels, &spec, &iso, &created, &expires, &stopped, &sb.StopReason); err != nil {
+		&labels, &spec, &iso, &created, &expires, &stopped, &sb.StopReason, &sb.Project); err != nil {
 		return nil, err
 	}
 	var err error

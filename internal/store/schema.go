@@ -189,6 +189,39 @@ CREATE INDEX secret_grants_by_sandbox ON secret_grants (sandbox_id, expires);
 	`
 ALTER TABLE secret_grants ADD COLUMN headers TEXT;
 `,
+	// 8: projects (tenants, issue 22). Every sandbox and API key belongs
+	// to one, fixed when it is made; what a database held before goes to
+	// "default", and its keys become that project's agent keys. A removed
+	// project keeps its records (and its name) but takes nothing new. A
+	// key's expires is its rotation's overlap (NULL: no end). SQLite
+	// cannot add a column that REFERENCES with a default, so triggers
+	// keep the columns to existing projects.
+	`
+CREATE TABLE projects (
+	id      TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	created INTEGER NOT NULL,
+	removed INTEGER,
+	quotas  TEXT
+) STRICT;
+INSERT INTO projects (id, created) VALUES ('default', CAST(unixepoch('subsec') * 1000000000 AS INTEGER));
+
+ALTER TABLE sandboxes ADD COLUMN project TEXT NOT NULL DEFAULT 'default';
+CREATE INDEX sandboxes_by_project ON sandboxes (project, created DESC, id);
+CREATE TRIGGER sandboxes_project BEFORE INSERT ON sandboxes
+	WHEN NOT EXISTS (SELECT 1 FROM projects WHERE id = NEW.project AND removed IS NULL)
+	BEGIN SELECT RAISE(ABORT, 'airlock: no such project'); END;
+CREATE TRIGGER sandboxes_project_fixed BEFORE UPDATE OF project ON sandboxes
+	WHEN NEW.project <> OLD.project
+	BEGIN SELECT RAISE(ABORT, 'airlock: a sandbox''s project is fixed'); END;
+
+ALTER TABLE api_keys ADD COLUMN project TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'agent' CHECK (role IN ('agent', 'reviewer', 'admin'));
+ALTER TABLE api_keys ADD COLUMN expires INTEGER;
+CREATE INDEX api_keys_by_project ON api_keys (project, created, id);
+CREATE TRIGGER api_keys_project BEFORE INSERT ON api_keys
+	WHEN NOT EXISTS (SELECT 1 FROM projects WHERE id = NEW.project AND removed IS NULL)
+	BEGIN SELECT RAISE(ABORT, 'airlock: no such project'); END;
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.

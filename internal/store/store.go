@@ -59,6 +59,22 @@ type Store struct {
 	auditOnce   sync.Once
 	auditInsert *sql.Stmt
 	auditErr    error
+
+	// from is the schema's version when it was opened (0: a new database).
+	from int
+}
+
+// OpenedAt is the schema version the database had before Open migrated
+// it (0: it was new), for the daemon's upgrade log.
+func (s *Store) OpenedAt() int { return s.from }
+
+// openedVersion is db's version before migrating (0: none recorded).
+func openedVersion(ctx context.Context, db *sql.DB) int {
+	var v int
+	if err := db.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE id = 1`).Scan(&v); err != nil {
+		return 0
+	}
+	return v
 }
 
 // Open opens (creating if needed, dir 0700, file 0600) the database at path,
@@ -108,6 +124,7 @@ func open(path string, migs []string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("store: open %s: journal mode is %q, not wal (does the filesystem support shared memory?)", abs, mode)
 	}
+	s.from = openedVersion(ctx, w)
 	if err := migrate(ctx, w, migs); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %s: %w", abs, err)

@@ -152,6 +152,7 @@ func TestSandboxConflictNotFoundUpdate(t *testing.T) {
 		ID: "a", State: StateRunning, Backend: "b2", Template: "t2", TemplateVersion: "v2",
 		Labels: map[string]string{"new": "1"}, Spec: json.RawMessage(`{"x":1}`),
 		Created: t0.Add(time.Second), Expires: nil, Stopped: nil, StopReason: "",
+		Project: DefaultProject, // not an update's to change (projects_test.go)
 	}
 	if err := s.UpdateSandbox(ctx, up); err != nil {
 		t.Fatal(err)

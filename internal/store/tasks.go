@@ -128,7 +128,14 @@ func (s *Store) GetTask(ctx context.Context, id string) (*Task, error) {
 
 // ListTasks returns every task, newest first.
 func (s *Store) ListTasks(ctx context.Context) ([]*Task, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks ORDER BY created DESC, id`)
+	return s.ListProjectTasks(ctx, "")
+}
+
+// ListProjectTasks is ListTasks of one project's tasks (those of its
+// sandboxes; "": every project's).
+func (s *Store) ListProjectTasks(ctx context.Context, project string) ([]*Task, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks
+	WHERE ?1 = '' OR sandbox_id IN (SELECT id FROM sandboxes WHERE project = ?1) ORDER BY created DESC, id`, project)
 	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/tenant"
+
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
 	"github.com/airlock-dev/airlock/internal/audit"
@@ -150,9 +152,10 @@ func (tk *Tasks) Get(ctx context.Context, id string) (*Task, error) {
 	return tk.shownTask(rec)
 }
 
-// List returns every task, newest first.
+// List returns the tasks the caller sees (its project's; the
+// operator's: every one), newest first.
 func (tk *Tasks) List(ctx context.Context) ([]*Task, error) {
-	recs, err := tk.c.Store().ListTasks(ctx)
+	recs, err := tk.c.Store().ListProjectTasks(ctx, tenant.Scope(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,10 @@
 // Package usage is a feature module of the sandbox core: what a live
-// sandbox uses now, as its backend's cgroup counts it (CPU time, memory,
-// tasks), with the limits it runs under, and whether a sandbox is still
-// live (the core's live set, which a sandbox leaves before its processes
-// are killed, so that who sees a command end can tell a kill of the
-// sandbox from the command's own end).
+// sandbox uses now, as its backend's cgroup counts it (CPU time, memory
+// and its page cache, tasks), with the limits it runs under, its disk as
+// statfs counts it, and whether a sandbox is still live (the core's live
+// set, which a sandbox leaves before its processes are killed, so that
+// who sees a command end can tell a kill of the sandbox from the
+// command's own end).
 package usage
 
 import (
@@ -60,6 +61,24 @@ func (u *Usage) Sample(ctx context.Context, id string) (Sample, error) {
 		return Sample{}, err
 	}
 	return Sample{Time: time.Now().UTC(), Usage: us, Limits: rt.Info().Limits}, nil
+}
+
+// Disk reads a running sandbox's disk use (runtime.DiskMeter: the disk
+// holding /workspace and the home). A backend without the ability is
+// unsupported; otherwise as Sample.
+func (u *Usage) Disk(ctx context.Context, id string) (runtime.DiskUsage, error) {
+	if u == nil || u.c == nil {
+		return runtime.DiskUsage{}, fmt.Errorf("the usage module is not attached to a sandbox core: %w", errdefs.ErrUnsupported)
+	}
+	rt, err := u.c.Runtime(ctx, id)
+	if err != nil {
+		return runtime.DiskUsage{}, err
+	}
+	dm, ok := rt.(runtime.DiskMeter)
+	if !ok {
+		return runtime.DiskUsage{}, fmt.Errorf("sandbox %s: its backend (%s) does not report its disk's use: %w", id, rt.Info().Backend, errdefs.ErrUnsupported)
+	}
+	return dm.DiskUsage(ctx)
 }
 
 // Live says whether sandbox id is live (running, paused, resetting or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,44 @@ func TestSample(t *testing.T) {
 	_ = u.Attach(core{rt: metered{err: errors.New("cgroup gone")}})
 	if _, err := u.Sample(ctx, "sb"); err == nil {
 		t.Error("a failed reading: no error")
+	}
+}
+
+type disked struct {
+	sandbox
+	use runtime.DiskUsage
+	err error
+}
+
+func (d disked) DiskUsage(context.Context) (runtime.DiskUsage, error) { return d.use, d.err }
+
+// Disk answers the backend's DiskMeter; without one it is unsupported,
+// and the backend's own error is passed on as it came.
+func TestDisk(t *testing.T) {
+	ctx := context.Background()
+	var none *Usage
+	if _, err := none.Disk(ctx, "sb"); !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Errorf("nil: %v", err)
+	}
+	if _, err := New().Disk(ctx, "sb"); !errors.Is(err, errdefs.ErrUnsupported) {
+		t.Errorf("unattached: %v", err)
+	}
+	u := New()
+	use := runtime.DiskUsage{TotalBytes: 1 << 30, UsedBytes: 5 << 20, AvailBytes: 900 << 20, Inodes: 1000, InodesFree: 990}
+	_ = u.Attach(core{rt: disked{use: use}})
+	if d, err := u.Disk(ctx, "sb"); err != nil || d != use {
+		t.Errorf("disk: %+v %v", d, err)
+	}
+	if _, err := u.Disk(ctx, "gone"); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("not running: %v", err)
+	}
+	broken := errors.New("agent gone")
+	_ = u.Attach(core{rt: disked{err: broken}})
+	if _, err := u.Disk(ctx, "sb"); !errors.Is(err, broken) {
+		t.Errorf("the backend's error: %v", err)
+	}
+	_ = u.Attach(core{rt: sandbox{}})
+	if _, err := u.Disk(ctx, "sb"); !errors.Is(err, errdefs.ErrUnsupported) || !strings.Contains(err.Error(), "test") {
+		t.Errorf("a backend without a disk meter: %v", err)
 	}
 }

@@ -72,18 +72,33 @@ assert.equal(listed.dir.type, "dir");
 assert.equal(listed.dangling, undefined); // no type: the SDK leaves it out, as with E2B
 log("symlinks", {});
 
-// getMetrics: one sample now, from the sandbox's cgroup.
-for (const ms of [await sbx.getMetrics(), await Sandbox.getMetrics(sbx.sandboxId)]) {
-  assert.equal(ms.length, 1);
-  const m = ms[0];
-  assert.ok(m.timestamp instanceof Date && Math.abs(m.timestamp.getTime() - Date.now()) < 60_000, String(m.timestamp));
-  assert.ok(m.cpuCount >= 1 && m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100, JSON.stringify(m));
-  assert.ok(m.memUsed > 0 && m.memTotal >= m.memUsed, JSON.stringify(m));
-  assert.equal(m.diskUsed, undefined); // not read by airlock: absent, not 0
-}
+// getMetrics: one sample now, from the sandbox's cgroup and its disk.
+const metricsNow = async () => {
+  const out = [];
+  for (const ms of [await sbx.getMetrics(), await Sandbox.getMetrics(sbx.sandboxId)]) {
+    assert.equal(ms.length, 1);
+    const m = ms[0];
+    assert.ok(m.timestamp instanceof Date && Math.abs(m.timestamp.getTime() - Date.now()) < 60_000, String(m.timestamp));
+    assert.ok(m.cpuCount >= 1 && m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100, JSON.stringify(m));
+    assert.ok(m.memUsed > 0 && m.memTotal >= m.memUsed, JSON.stringify(m));
+    assert.ok(m.memCache >= 0 && m.memCache <= m.memUsed, JSON.stringify(m));
+    assert.ok(m.diskUsed > 0 && m.diskTotal > m.diskUsed, JSON.stringify(m));
+    out.push(m);
+  }
+  return out[1];
+};
+const before = await metricsNow();
+// A file of known size on the disk (/home/user, with /workspace) is
+// counted at once.
+await sbx.files.write("/home/user/ten.bin", new Uint8Array(10 << 20).buffer);
+const after = await metricsNow();
+const grew = after.diskUsed - before.diskUsed;
+assert.ok(grew >= 10 << 20 && grew <= 11 << 20, JSON.stringify({ before, after }));
+assert.equal(after.diskTotal, before.diskTotal);
+await sbx.files.remove("/home/user/ten.bin");
 e = await rejects(sbx.getMetrics({ end: new Date(Date.now() - 3600_000) }));
 assert.match(e.message, /keeps no history/);
-log("metrics", {});
+log("metrics", { diskUsed: after.diskUsed, diskTotal: after.diskTotal, memCache: after.memCache, grew });
 
 // watchDir: the changes of a directory's tree, as E2B names them.
 await sbx.files.makeDir("/home/user/wd");

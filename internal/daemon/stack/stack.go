@@ -25,6 +25,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/filesapi"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/pool"
+	"github.com/airlock-dev/airlock/internal/projects"
 	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -79,6 +80,7 @@ type Stack struct {
 	Tasks     *tasks.Tasks
 	Network   *sandboxnet.Net
 	Keys      *apikeys.Keys
+	Projects  *projects.Projects
 	Snapshots *snapshots.Snapshots
 	Secrets   *secrets.Secrets
 	Approvals *approvals.Approvals
@@ -118,6 +120,7 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Tasks:     tasks.New(tcfg),
 		Network:   sandboxnet.New(sandboxnet.Config{Egress: cfg.Egress, MaxProxyConns: cfg.MaxProxyConns, TrustDir: cfg.TrustDir}),
 		Keys:      apikeys.New(),
+		Projects:  projects.New(),
 		Snapshots: snapshots.New(cfg.SnapshotDir, cfg.Templates),
 		Secrets:   secrets.New(cfg.SecretsKey),
 		Approvals: approvals.New(approvals.Config{Wait: cfg.ApprovalWait}),
@@ -128,8 +131,9 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Caches:    caches,
 		Usage:     usage.New(),
 	}
+	s.Projects.EndKey = s.Keys.EndRequests
 	mcfg := cfg.Config
-	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain, s.Usage}
+	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Projects, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain, s.Usage}
 	var stacks *templatebuild.Stacks
 	if cfg.Templates != nil {
 		// an image template's layers stay out of GC while a sandbox runs on them

@@ -770,6 +770,46 @@ func (g *Group) statsV1() (Stats, error) {
 	return s, nil
 }
 
+// PageCache reads the group's page cache in bytes (memory.stat: v2's
+// "file", v1's hierarchical "total_cache", else its "cache"): the
+// contents of files held in memory, tmpfs and shared memory included,
+// part of MemoryCurrent. It is apart from Stats, which every command
+// pays for, because memory.stat is the largest file the kernel makes.
+func (g *Group) PageCache() (uint64, error) {
+	var (
+		v   uint64
+		err error
+	)
+	if g.h.mode == V2 {
+		v, err = readKeyed(g.dirs[0], "memory.stat", "file", true)
+	} else {
+		v, err = pageCacheV1(g.ctrl["memory"])
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cgroup page cache %s: %w", g, err)
+	}
+	return v, nil
+}
+
+// pageCacheV1 prefers total_cache, which counts the group's children as
+// memory.usage_in_bytes does; cache alone is the group's own.
+func pageCacheV1(dir string) (uint64, error) {
+	s, err := readString(dir, "memory.stat")
+	if err != nil {
+		return 0, err
+	}
+	for _, key := range []string{"total_cache", "cache"} {
+		v, found, err := parseKeyed(s, key)
+		if err != nil {
+			return 0, fmt.Errorf("parse %s: %w", filepath.Join(dir, "memory.stat"), err)
+		}
+		if found {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("parse %s: no \"total_cache\" or \"cache\" line", filepath.Join(dir, "memory.stat"))
+}
+
 // Freeze stops every process in the group and waits until the kernel
 // reports the group frozen. v1 needs a mounted freezer hierarchy.
 func (g *Group) Freeze() error {

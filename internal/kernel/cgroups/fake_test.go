@@ -435,3 +435,58 @@ func TestV2FakePidsSub(t *testing.T) {
 		t.Errorf("Destroy left %s: %v", gd, err)
 	}
 }
+
+// The page cache is v2's "file" and v1's hierarchical "total_cache"
+// (the group's own "cache" on kernels without it); a memory.stat that
+// has neither is an error naming it, never a 0.
+func TestFakePageCache(t *testing.T) {
+	h, _ := fakeV2(t)
+	g, err := h.Create("airlock", "pc", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := g.Paths()[0]
+	writeFixture(t, filepath.Join(d, "memory.stat"), "anon 4096\nfile 73728\nkernel 8192\nshmem 4096\nfile_mapped 0\n")
+	if v, err := g.PageCache(); err != nil || v != 73728 {
+		t.Errorf("v2 page cache = %d %v, want 73728", v, err)
+	}
+	writeFixture(t, filepath.Join(d, "memory.stat"), "anon 4096\nfile_mapped 0\n")
+	if _, err := g.PageCache(); err == nil || !strings.Contains(err.Error(), "memory.stat") {
+		t.Errorf("v2 memory.stat without file: %v", err)
+	}
+
+	base := t.TempDir()
+	for _, c := range v1Controllers {
+		if err := os.Mkdir(filepath.Join(base, c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h1, err := NewHierarchy(V1, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, err := h1.Create("airlock", "pc", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat := filepath.Join(base, "memory/airlock/pc/memory.stat")
+	for body, want := range map[string]uint64{
+		"cache 4096\nrss 8192\nshmem 0\ntotal_cache 12288\ntotal_rss 8192\n": 12288, // the children's too
+		"cache 4096\nrss 8192\n": 4096,
+	} {
+		writeFixture(t, stat, body)
+		if v, err := g1.PageCache(); err != nil || v != want {
+			t.Errorf("v1 page cache of %q = %d %v, want %d", body, v, err, want)
+		}
+	}
+	for _, body := range []string{"rss 8192\n", "cache lots\n"} {
+		writeFixture(t, stat, body)
+		if v, err := g1.PageCache(); err == nil || !strings.Contains(err.Error(), "memory.stat") {
+			t.Errorf("v1 memory.stat %q: %d %v, want an error naming it", body, v, err)
+		}
+	}
+	os.Remove(stat)
+	if _, err := g1.PageCache(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing memory.stat: %v", err)
+	}
+}

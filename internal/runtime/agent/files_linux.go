@@ -20,7 +20,7 @@ func (s *Server) file(m *proto.Message, files []*os.File) {
 		return
 	}
 	end := func() {}
-	if op.Kind != "stat" && op.Kind != "list" {
+	if op.Kind != "stat" && op.Kind != "list" && op.Kind != "statfs" { // (reads change nothing)
 		end = s.hostOp()
 	}
 	var out *proto.Message

@@ -87,6 +87,8 @@ func RunWith(t *testing.T, f Factory, diffs Differences) {
 		{name: "Rename", fn: testRename},
 		{name: "DirWatch", fn: testDirWatch},
 		{name: "Usage", fn: testUsage},
+		{name: "PageCache", fn: func(t *testing.T, f Factory) { testPageCache(t, f, diffs["PageCache"]) }},
+		{name: "DiskUsage", fn: func(t *testing.T, f Factory) { testDiskUsage(t, f, diffs["DiskUsage"]) }},
 		{name: "Network", fn: testNetwork, isolation: true},
 		{name: "ProxyConnCap", fn: testProxyConnCap, isolation: true},
 		{name: "Sweep", fn: testSweep},

@@ -29,6 +29,7 @@ func TestConformance(t *testing.T) {
 	}, conformance.Differences{
 		conformance.NoIsolation: "the fake backend is for tests only: its commands are host processes of the calling user, on the host's files, /proc, devices and network",
 		"PtyLimit":              "the fake's terminals are the host's and it has no per-sandbox maximum: a pty limit is ErrUnsupported",
+		"DiskUsage":             "the fake has no disk of its own (its files are in a host directory, and a disk limit is refused): it is no DiskMeter",
 	})
 }
 

@@ -14,5 +14,6 @@ func TestConformance(t *testing.T) {
 	}, conformance.Differences{
 		"WriteScope": "gVisor implements no Landlock, which enforces write scopes: RestrictWrites is ErrUnsupported",
 		"PtyLimit":   "gVisor's terminals are its own, not the host's pool, and runsc has no per-sandbox maximum (it ignores devpts max=): a pty limit is ErrUnsupported",
+		"PageCache":  "gVisor keeps the commands' memory and its cache of their files in one memory file, which the host counts as page cache, and the host's cache of the disk is the gofer's: neither is the sandbox's page cache, so it is UnknownBytes",
 	})
 }

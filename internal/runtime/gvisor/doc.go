@@ -62,7 +62,11 @@
 //     not name it (a shell prints "Cannot fork").
 //   - A full disk is named from the host (statfs of the disk through
 //     runsc's mount namespace): a current gVisor reports no real numbers
-//     inside.
+//     inside. DiskUsage (runtime.DiskMeter) is read there too.
+//   - Page cache: the host counts gVisor's memory file (the commands'
+//     memory and gVisor's cache of their files) and the gofer's cache of
+//     the disk as the cgroup's page cache, neither of which is the
+//     sandbox's; Usage's PageCacheBytes is UnknownBytes.
 //   - gVisor before 2023 (Debian 12's runsc, ptrace platform only):
 //     coreutils' ls and stat fail with EINVAL (its statx and fstatat
 //     refuse AT_NO_AUTOMOUNT); a command can read the agent's

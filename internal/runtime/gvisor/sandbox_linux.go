@@ -326,20 +326,52 @@ func (s *sandbox) meter() func(*proto.ExitInfo) runtime.Limit {
 	}
 }
 
-// diskFull looks at the sandbox's disk from the host, through the mount
-// namespace runsc runs in (current gVisor reports no real numbers inside):
-// full is under 1 MiB or 1% free, or no inode left.
+// diskFull looks at the sandbox's disk from the host (diskStatfs): full
+// is under 1 MiB or 1% free, or no inode left.
 func (s *sandbox) diskFull() bool {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return false
-	}
-	var st unix.Statfs_t
-	p := fmt.Sprintf("/proc/%d/root%s", s.cmd.Process.Pid, filepath.Join(s.dir, "disk"))
-	if unix.Statfs(p, &st) != nil || st.Type != unix.EXT4_SUPER_MAGIC {
+	st, err := s.diskStatfs()
+	if err != nil {
 		return false
 	}
 	free := st.Bavail * uint64(st.Bsize)
 	return free < 1<<20 || free*100 < st.Blocks*uint64(st.Bsize) || (st.Files > 0 && st.Ffree == 0)
+}
+
+// diskStatfs is statfs of the sandbox's disk from the host, through the
+// mount namespace runsc runs in: a current gVisor reports no real numbers
+// inside (by default it lays an overlay of its own over the root), and
+// the host's statfs costs no round trip through gVisor's kernel (4 µs
+// against the agent's 1.8 ms, measured on runsc 20221219).
+func (s *sandbox) diskStatfs() (unix.Statfs_t, error) {
+	var st unix.Statfs_t
+	if s.cmd == nil || s.cmd.Process == nil {
+		return st, fmt.Errorf("sandbox %s: runsc is not running: %w", s.id, ErrStopped)
+	}
+	p := fmt.Sprintf("/proc/%d/root%s", s.cmd.Process.Pid, filepath.Join(s.dir, "disk"))
+	if err := unix.Statfs(p, &st); err != nil {
+		return st, fmt.Errorf("sandbox %s: statfs of its disk: %w", s.id, err)
+	}
+	if st.Type != unix.EXT4_SUPER_MAGIC {
+		// runsc gone and its pid reused: not the disk
+		return st, fmt.Errorf("sandbox %s: its disk is not mounted where runsc runs (filesystem %#x): %w", s.id, st.Type, ErrStopped)
+	}
+	return st, nil
+}
+
+// DiskUsage implements runtime.DiskMeter from the host (diskStatfs):
+// the disk that holds /workspace and the home, as a command's statfs
+// would see it were gVisor to pass it through.
+func (s *sandbox) DiskUsage(ctx context.Context) (runtime.DiskUsage, error) {
+	select {
+	case <-s.exited:
+		return runtime.DiskUsage{}, fmt.Errorf("sandbox %s: %w", s.id, ErrStopped)
+	default:
+	}
+	st, err := s.diskStatfs()
+	if err != nil {
+		return runtime.DiskUsage{}, err
+	}
+	return client.DiskUsageOf(proto.StatfsOf(&st))
 }
 
 // Destroy implements runtime.Sandbox: the teardown of package hostside,
@@ -396,5 +428,13 @@ func (s *sandbox) RestrictWrites(ctx context.Context, paths []string) (runtime.S
 func trace(start time.Time, what string) { hostside.Trace("gvisor", start, what) }
 
 // Usage implements runtime.Meter: the container's cgroup, which also
-// counts gVisor's own kernel (its memory reserve included).
-func (s *sandbox) Usage() (runtime.Usage, error) { return s.host.Usage() }
+// counts gVisor's own kernel (its memory reserve included). Its page
+// cache is not the sandbox's: gVisor keeps the commands' memory and its
+// own cache of their files in one memory file, which the host counts as
+// shared memory, page cache to it; and what the host caches of the disk
+// is the gofer's. The figure is UnknownBytes rather than either.
+func (s *sandbox) Usage() (runtime.Usage, error) {
+	u, err := s.host.Usage()
+	u.PageCacheBytes = runtime.UnknownBytes
+	return u, err
+}

@@ -175,7 +175,8 @@ func (b *Base) Teardown(stop func() error) error {
 }
 
 // Usage is the sandbox's cgroup counters as runtime.Usage (a
-// runtime.Meter's, for the backends that hold a Base).
+// runtime.Meter's, for the backends that hold a Base), its page cache
+// included.
 func (b *Base) Usage() (runtime.Usage, error) {
 	if b.Cgroup == nil {
 		return runtime.Usage{}, fmt.Errorf("sandbox %s has no cgroup to meter: %w", b.ID, errdefs.ErrUnsupported)
@@ -184,5 +185,9 @@ func (b *Base) Usage() (runtime.Usage, error) {
 	if err != nil {
 		return runtime.Usage{}, err
 	}
-	return runtime.Usage{CPUTime: time.Duration(st.CPUUsageNS), MemoryBytes: int64(st.MemoryCurrent), Pids: int64(st.Pids)}, nil
+	pc, err := b.Cgroup.PageCache()
+	if err != nil {
+		return runtime.Usage{}, err
+	}
+	return runtime.Usage{CPUTime: time.Duration(st.CPUUsageNS), MemoryBytes: int64(st.MemoryCurrent), PageCacheBytes: int64(pc), Pids: int64(st.Pids)}, nil
 }

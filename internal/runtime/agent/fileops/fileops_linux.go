@@ -260,6 +260,19 @@ func Do(op *proto.FileOp, files []*os.File) (*proto.Message, error) {
 			return nil, err
 		}
 		return &proto.Message{Files: []proto.FileInfo{fi}}, nil
+	case "statfs":
+		// the filesystem's figures only: no name, nothing of its files
+		fd, err := openRoot(p, unix.O_PATH, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(fd)
+		var st unix.Statfs_t
+		if err := unix.Fstatfs(fd, &st); err != nil {
+			return nil, &fs.PathError{Op: "statfs", Path: p, Err: err}
+		}
+		ds := proto.StatfsOf(&st)
+		return &proto.Message{Disk: &ds}, nil
 	case "list":
 		fd, err := openRoot(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {

@@ -68,7 +68,9 @@ type Message struct {
 	// OpDone of OpFile: stat and list answers, bytes read or written
 	Files []FileInfo `json:"files,omitempty"`
 	Size  int64      `json:"size,omitempty"`
-	Exit  *ExitInfo  `json:"exit,omitempty"`
+	// OpDone of a statfs OpFile: the filesystem holding File.Path
+	Disk *DiskStat `json:"disk,omitempty"`
+	Exit *ExitInfo `json:"exit,omitempty"`
 
 	PID int `json:"pid,omitempty"` // command pid; in OpReady the spawner thread's tid
 	// OpDNS: the query (agent -> host) or the reply (host -> agent)
@@ -409,9 +411,29 @@ type WatchEvent struct {
 	Path string `json:"path"`
 }
 
+// DiskStat is statfs(2) of a filesystem: counts of FragSize blocks and
+// of inodes.
+type DiskStat struct {
+	FragSize    uint64 `json:"frag_size"`    // f_frsize
+	Blocks      uint64 `json:"blocks"`       // f_blocks
+	BlocksFree  uint64 `json:"blocks_free"`  // f_bfree
+	BlocksAvail uint64 `json:"blocks_avail"` // f_bavail: free to unprivileged users
+	Files       uint64 `json:"files"`
+	FilesFree   uint64 `json:"files_free"`
+}
+
+// StatfsOf is st as a DiskStat.
+func StatfsOf(st *unix.Statfs_t) DiskStat {
+	fr := uint64(st.Frsize)
+	if fr == 0 { // (kernels before 2.6 and some filesystems leave it 0)
+		fr = uint64(st.Bsize)
+	}
+	return DiskStat{FragSize: fr, Blocks: st.Blocks, BlocksFree: st.Bfree, BlocksAvail: st.Bavail, Files: st.Files, FilesFree: st.Ffree}
+}
+
 // FileOp is the request of OpFile.
 type FileOp struct {
-	Kind string `json:"kind"` // stat, list, read, write, mkdir, remove, rename, tar
+	Kind string `json:"kind"` // stat, list, read, write, mkdir, remove, rename, tar, statfs
 	Path string `json:"path"`
 	// To is where rename moves Path (its missing parents are made).
 	To        string `json:"to,omitempty"`
@@ -422,7 +444,7 @@ type FileOp struct {
 }
 
 // OpFile is a file operation; its answer is OpDone with Files (stat,
-// list) or Size (read, write), or OpError.
+// list), Size (read, write) or Disk (statfs), or OpError.
 const OpFile = "file"
 
 // CodeRefused is the Code of an OpNetConn from the agent that reports a
