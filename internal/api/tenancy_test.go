@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,11 @@ type tenants struct {
 
 func newTenants(t *testing.T) *tenants {
 	t.Helper()
+	return newTenantsWith(t, "classes: {read: allow, build: allow, write: allow, unknown: allow}\nrules: [{id: hold-push, command: 'git push *', action: ask}]\n")
+}
+
+func newTenantsWith(t *testing.T, policyFile string) *tenants {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "airlock.db"))
 	if err != nil {
@@ -54,7 +60,7 @@ func newTenants(t *testing.T) *tenants {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := policy.Parse([]byte("classes: {read: allow, build: allow, write: allow, unknown: allow}\nrules: [{id: hold-push, command: 'git push *', action: ask}]\n"))
+	pol, err := policy.Parse([]byte(policyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,4 +451,21 @@ func TestRemovingAProject(t *testing.T) {
 	tn.must("", "POST", "/v1/sandboxes", wire.CreateSandboxRequest{Project: "proj-red"}, 404, nil)
 	tn.must("", "DELETE", "/v1/projects/default", nil, 409, nil)
 	tn.must("", "POST", "/v1/projects", wire.ProjectRequest{Name: "Bad Name"}, 400, nil)
+}
+
+// The policy file's section for a project applies to that project's
+// sandboxes only.
+func TestProjectPolicySection(t *testing.T) {
+	tn := newTenantsWith(t, "classes: {read: allow}\nprojects:\n  proj-red:\n    classes: {read: ask}\n")
+	var red, blue wire.Sandbox
+	tn.must(tn.keys["proj-red"][tenant.Agent], "POST", "/v1/sandboxes", wire.CreateSandboxRequest{}, 201, &red)
+	tn.must(tn.keys["proj-blue"][tenant.Agent], "POST", "/v1/sandboxes", wire.CreateSandboxRequest{}, 201, &blue)
+	if !slices.Contains(red.PolicySources, "project:proj-red") || slices.Contains(blue.PolicySources, "project:proj-red") {
+		t.Fatalf("policy sources: red %v, blue %v", red.PolicySources, blue.PolicySources)
+	}
+	var d wire.Decision
+	tn.must(tn.keys["proj-red"][tenant.Agent], "POST", "/v1/sandboxes/"+red.ID+"/policy/check", wire.CheckRequest{Argv: []string{"cat", "README"}, Cwd: "/workspace"}, 200, &d)
+	if d.Action != wire.ActionAsk {
+		t.Errorf("red's read: %s, want ask", d.Action)
+	}
 }

@@ -43,7 +43,7 @@ func (m *Manager) reserveHost(cost runtime.HostCost) (release func(), err error)
 func (m *Manager) reserveSlot(warm bool) (release func(), err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.cfg.Caps.AdmitSandbox(len(m.live) + m.creating + m.warm + m.stopping); err != nil {
+	if err := m.cfg.Caps.AdmitSandbox(len(m.live) + m.creating + m.warm + len(m.stopping)); err != nil {
 		return nil, err
 	}
 	n := &m.creating

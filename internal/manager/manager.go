@@ -88,7 +88,6 @@ type Manager struct {
 	mu       sync.Mutex
 	creating int // Creates under way (counted against Caps.Sandboxes)
 	warm     int // the warm pool's ready sandboxes (counted too)
-	stopping int // sandboxes out of the live set, torn down still (counted too)
 	live     map[string]*live
 	running  map[string]*runningExec // by exec id
 
@@ -97,6 +96,9 @@ type Manager struct {
 	// race its Wait, and one may begin while Shutdown waits.
 	teardowns     int
 	teardownsDone *sync.Cond
+	// stopping holds a channel per sandbox being torn down, closed as its
+	// teardown ends (takeLive, awaitStop; m.mu).
+	stopping map[string]chan struct{}
 
 	recs redacted.Records   // the store's records, redacted
 	rec  *recorder.Recorder // the audit record and the failed writes
