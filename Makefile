@@ -80,9 +80,9 @@ fuzz:
 
 # Benchmarks with their peers in the same run; numbers go in issue notes.
 bench: setup build
-	$(GO) test -run '^$$' -bench 'RunVsBwrap|AgentStartVsStaticGo' -benchtime 200x ./cmd/airlock/
+	$(GO) test -run '^$$' -bench 'RunVsBwrap|AgentStartVsStaticGo|PoolCycleVsBwrap' -benchtime 200x ./cmd/airlock/
 	$(GO) test -run '^$$' -bench 'PolicyCheckVsStaticGo' -benchtime 500x ./cmd/airlock-front/
-	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 300x ./internal/runtime/native/
+	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue|DestroyAfterExec' -benchtime 300x ./internal/runtime/native/
 	$(GO) test -run '^$$' -bench 'IdleMemory' -benchtime 1x ./internal/runtime/native/
 	$(GO) test -run '^$$' -bench 'CreateReady|ExecTrue' -benchtime 20x ./internal/runtime/gvisor/
 	$(GO) test -run '^$$' -bench 'SyscallHeavy' -benchtime 3x ./internal/runtime/gvisor/

@@ -37,11 +37,13 @@ func (m *Manager) reserveHost(cost runtime.HostCost) (release func(), err error)
 }
 
 // reserveSlot counts a Create (or, with warm, a warm pool's sandbox)
-// against Caps.Sandboxes until release.
+// against Caps.Sandboxes until release, beside the live sandboxes and
+// those whose teardown has not ended (a destroy answered early, as
+// DestroyAsync's is, still holds its processes and disk until then).
 func (m *Manager) reserveSlot(warm bool) (release func(), err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.cfg.Caps.AdmitSandbox(len(m.live) + m.creating + m.warm); err != nil {
+	if err := m.cfg.Caps.AdmitSandbox(len(m.live) + m.creating + m.warm + len(m.stopping)); err != nil {
 		return nil, err
 	}
 	n := &m.creating

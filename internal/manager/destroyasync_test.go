@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,5 +79,48 @@ func TestDestroyDuringATeardownWaitsForIt(t *testing.T) {
 	got, err := st.GetSandbox(ctx, rec.ID)
 	if err != nil || got.State != "stopped" {
 		t.Errorf("Destroy answered before the teardown under way ended: %+v %v", got, err)
+	}
+}
+
+// The attack: at --max-sandboxes 1, destroy with ?wait=false and create
+// at once, again and again, so that the sandboxes whose teardown is still
+// under way (their processes and disks still held) pile up past the cap.
+// A sandbox counts against the cap until its teardown ends: the create
+// is refused while it lasts and admitted after.
+func TestDestroyAsyncCountsAgainstTheCapsUntilTornDown(t *testing.T) {
+	m, st, _ := testManager(t, t.TempDir())
+	m.cfg.Caps.Sandboxes = 1
+	ctx := context.Background()
+	var in, max atomic.Int32
+	rec := &store.Sandbox{ID: "sb-capped", State: "running", Backend: "fake", Template: "host", Created: time.Now().UTC()}
+	if err := st.PutSandbox(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	fs := &fakeSandbox{id: rec.ID, done: make(chan struct{}), inDestroy: &in, maxSeen: &max}
+	m.live[rec.ID] = &live{sb: fs, rec: rec}
+	if err := m.DestroyAsync(ctx, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if release, err := m.reserveSlot(false); !errors.Is(err, errdefs.ErrLimitExceeded) {
+		if release != nil {
+			release()
+		}
+		t.Fatalf("a create while the teardown is under way: %v, want refused at the cap", err)
+	}
+	<-fs.done
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		release, err := m.reserveSlot(false)
+		if err == nil {
+			release()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a create after the teardown ended: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -54,8 +54,17 @@ func (m *Manager) finishExec(ctx context.Context, rec *store.Exec, p runtime.Pro
 	ended := time.Now().UTC()
 	stdout := outKeep.Redacted(m.cfg.Redactor)
 	stderr := errKeep.Redacted(m.cfg.Redactor)
-	m.rec.BestEffort("exec "+rec.ID+": store its stdout", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stdout", stdout))
-	m.rec.BestEffort("exec "+rec.ID+": store its stderr", m.cfg.Store.PutOutput(context.Background(), rec.ID, "stderr", stderr))
+	for _, o := range [2]struct {
+		name string
+		b    []byte
+	}{{"stdout", stdout}, {"stderr", stderr}} {
+		// No output, no write (two of the four store writes of a quiet
+		// command): a stream never stored reads as empty (GetOutput), and
+		// output only grows, so no checkpoint stored more.
+		if len(o.b) > 0 {
+			m.rec.BestEffort("exec "+rec.ID+": store its "+o.name, m.cfg.Store.PutOutput(context.Background(), rec.ID, o.name, o.b))
+		}
+	}
 	taskID := m.afterExec(ctx, rec, st, err)
 	endPayload := map[string]any{"stdout": audit.Blob(stdout), "stderr": audit.Blob(stderr), "ended": ended}
 	if err != nil {

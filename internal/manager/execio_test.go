@@ -76,3 +76,24 @@ func TestFakeTierExecIO(t *testing.T) {
 		t.Errorf("signal of no exec: %v", err)
 	}
 }
+
+// A stream with no output is not written to the store, and reads as
+// empty, as a stored empty one did; the other stream is stored.
+func TestFakeTierQuietStreamReadsEmpty(t *testing.T) {
+	m, _ := fakeTierManager(t)
+	ctx := context.Background()
+	sb, err := m.Create(ctx, sandbox.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execID, st, err := m.Exec(ctx, sb.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "echo only-out"}}, nil, nil, nil)
+	if err != nil || st.Code != 0 {
+		t.Fatalf("exec: %+v %v", st, err)
+	}
+	if out, err := output(m, ctx, sb.ID, execID, "stdout"); err != nil || string(out) != "only-out\n" {
+		t.Errorf("stdout %q, %v", out, err)
+	}
+	if out, err := output(m, ctx, sb.ID, execID, "stderr"); err != nil || out == nil || len(out) != 0 {
+		t.Errorf("stderr %q (nil: %v), %v: want empty", out, out == nil, err)
+	}
+}

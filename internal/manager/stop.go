@@ -67,8 +67,8 @@ func (m *Manager) teardown(ctx context.Context, id, reason string, ls *live, sb 
 // stopped) and returns it (nil: not live), the backend sandbox to
 // destroy (nil while a reset is under way: it cleans up itself), its
 // state before, and release: its processes run until Destroy is done (a
-// task's diff comes first), so its share of the host stays reserved
-// until release.
+// task's diff comes first), so its share of the host and its place
+// under Caps.Sandboxes stay reserved until release.
 func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev sandbox.State, release func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -677,6 +677,31 @@ func (g *Group) Stats() (Stats, error) {
 	return s, nil
 }
 
+// LimitHits is Stats with only the counters that say a limit was hit
+// (OOMKills, PidsMaxHits, PidsPeak; the rest zero): three reads instead
+// of Stats' seven or eight, for what runs twice around every command.
+func (g *Group) LimitHits() (Stats, error) {
+	var s Stats
+	var err error
+	md, pd, oom := g.dirs[0], g.dirs[0], "memory.events"
+	if g.h.mode != V2 {
+		md, pd, oom = g.ctrl["memory"], g.ctrl["pids"], "memory.oom_control"
+	}
+	if s.OOMKills, err = readKeyed(md, oom, "oom_kill", false); err == nil {
+		s.PidsMaxHits, err = readKeyed(pd, "pids.events", "max", false)
+	}
+	if err == nil {
+		// pids.peak: newer kernels only (Stats reads 0 without it too)
+		if s.PidsPeak, err = readUint(pd, "pids.peak"); errIsNotExist(err) {
+			s.PidsPeak, err = 0, nil
+		}
+	}
+	if err != nil {
+		return Stats{}, fmt.Errorf("cgroup limit counters %s: %w", g, err)
+	}
+	return s, nil
+}
+
 func (g *Group) statsV2() (Stats, error) {
 	var s Stats
 	d := g.dirs[0]

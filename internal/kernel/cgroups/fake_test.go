@@ -179,6 +179,15 @@ func TestV2FakeStats(t *testing.T) {
 	if st != want {
 		t.Errorf("Stats = %+v\nwant    %+v", st, want)
 	}
+	// LimitHits: the same counters, pids.peak among them when there is one
+	writeFixture(t, filepath.Join(d, "pids.peak"), "7\n")
+	if lh, err := g.LimitHits(); err != nil || lh != (Stats{OOMKills: 2, PidsMaxHits: 5, PidsPeak: 7}) {
+		t.Errorf("LimitHits = %+v, %v", lh, err)
+	}
+	os.Remove(filepath.Join(d, "pids.peak"))
+	if lh, err := g.LimitHits(); err != nil || lh != (Stats{OOMKills: 2, PidsMaxHits: 5}) {
+		t.Errorf("LimitHits without pids.peak = %+v, %v", lh, err)
+	}
 
 	// memory.peak is optional (kernels before 5.19).
 	os.Remove(filepath.Join(d, "memory.peak"))
@@ -310,6 +319,14 @@ func TestV1FakeCreateWritesLimits(t *testing.T) {
 	if w := (Stats{OOMKills: 4, PidsMaxHits: 9, MemoryPeak: 32 << 20, MemoryCurrent: 4096, CPUUsageNS: 987654321, Pids: 2}); st != w {
 		t.Errorf("Stats = %+v, want %+v", st, w)
 	}
+	if lh, err := g.LimitHits(); err != nil || lh != (Stats{OOMKills: 4, PidsMaxHits: 9}) {
+		t.Errorf("LimitHits = %+v, %v", lh, err)
+	}
+	writeFixture(t, filepath.Join(base, "pids/airlock/x/pids.events"), "max lots\n")
+	if _, err := g.LimitHits(); err == nil || !strings.Contains(err.Error(), "pids.events") {
+		t.Errorf("LimitHits of a malformed pids.events: %v", err)
+	}
+	writeFixture(t, filepath.Join(base, "pids/airlock/x/pids.events"), "max 9\n")
 
 	// cpu and cpuacct mounted together share one directory.
 	h2, err := NewHierarchy(V1, "memory="+filepath.Join(base, "memory"), "pids="+filepath.Join(base, "pids"),

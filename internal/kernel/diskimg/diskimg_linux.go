@@ -70,19 +70,42 @@ func Base(dir string, size, inodes int64) (string, error) {
 // mount table never shows it and there is nothing of it to leak; closing
 // the last reference unmounts it and frees the loop device. img is removed
 // before Mount returns (the loop device holds it).
-func Mount(base, img string) (*os.File, error) {
+//
+// image is a read-only descriptor of the unlinked image, which the caller
+// closes once the filesystem is unmounted everywhere: the last close of
+// the image gives its blocks back to the host's filesystem, and on one
+// mounted with discard that waits for the host's disk (1-47 ms measured
+// per image on a busy virtio disk). Held by the caller, that wait is not
+// the last process of the sandbox's, whose exit unmounts the disk.
+func Mount(base, img string) (mnt, image *os.File, err error) {
 	if err := sparseCopy(base, img); err != nil {
 		_ = os.Remove(img)
-		return nil, fmt.Errorf("disk image: %w", err)
+		return nil, nil, fmt.Errorf("disk image: %w", err)
+	}
+	image, err = os.Open(img)
+	if err != nil {
+		_ = os.Remove(img)
+		return nil, nil, fmt.Errorf("disk image: %w", err)
 	}
 	dev, lf, err := attachLoop(img)
 	// The loop device holds the image now: unlinked, it is freed with the
-	// device and can never be left behind.
+	// device (and image) and can never be left behind.
 	_ = os.Remove(img)
 	if err != nil {
-		return nil, fmt.Errorf("disk: %w", err)
+		image.Close()
+		return nil, nil, fmt.Errorf("disk: %w", err)
 	}
 	defer lf.Close() // once mounted, the superblock holds the device
+	mnt, err = mountDevice(dev)
+	if err != nil {
+		image.Close()
+		return nil, nil, err
+	}
+	return mnt, image, nil
+}
+
+// mountDevice mounts the ext4 filesystem on dev, detached.
+func mountDevice(dev string) (*os.File, error) {
 	fsfd, err := unix.Fsopen("ext4", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("disk: fsopen: %w", err)

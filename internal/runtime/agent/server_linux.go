@@ -159,6 +159,18 @@ func NewServer(conn *proto.Conn, h Hardening) (*Server, error) {
 // future command there.
 func (s *Server) SpawnerTID() int { return s.spawnerTID }
 
+// WatchFile is the file-activity watcher's inotify instance (nil: none),
+// which the init hands to the host with its ready: the instance then
+// outlives the sandbox's processes, so that its release (an RCU grace
+// period of the kernel's, 0.4-60 ms measured) is not in the last one's
+// exit, which a Destroy waits for, but in the host's close after it.
+func (s *Server) WatchFile() *os.File {
+	if s.watch == nil {
+		return nil
+	}
+	return s.watch.File()
+}
+
 // LandlockABI is the ABI applied to commands (0: none).
 func (s *Server) LandlockABI() int { return s.landABI }
 

@@ -99,7 +99,7 @@ func (c *creation) makeStateDir(_ context.Context, rb *hostside.Rollback) error 
 // startDisk starts making the disk, taken by startRunsc.
 func (c *creation) startDisk(_ context.Context, rb *hostside.Rollback) error {
 	lim := c.s.lim
-	c.disk = hostside.StartDisk(func() (*os.File, error) { return c.b.lay.MountDisk(c.s.id, lim.DiskBytes, lim.Inodes) })
+	c.disk = hostside.StartDisk(func() (hostside.Disk, error) { return c.b.lay.MountDisk(c.s.id, lim.DiskBytes, lim.Inodes) })
 	rb.Push("disk", c.disk.Discard)
 	return nil
 }
@@ -165,7 +165,7 @@ func (c *creation) startRunsc(context.Context, *hostside.Rollback) error {
 	if c.b.cfg.DieWithOwner {
 		cmd.SysProcAttr.Pdeathsig = unix.SIGKILL
 	}
-	disk, err := c.disk.Take()
+	disk, err := c.disk.Take(s.host)
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
 	}
@@ -205,6 +205,7 @@ func (c *creation) configureAgent(ctx context.Context, _ *hostside.Rollback) err
 	if ready.Op != proto.OpReady {
 		return fmt.Errorf("create sandbox %s: agent failed: %s%s", s.id, ready.Error, s.initLog())
 	}
+	s.host.KeepWatch(ready) // (gVisor passes none from inside: nothing kept)
 	s.seccomp = ready.Seccomp
 	return nil
 }

@@ -305,7 +305,7 @@ func (s *sandbox) initLog() string {
 // the whole sandbox; a process limit hit (RLIMIT_NPROC, enforced by
 // gVisor's kernel) leaves no host-side trace and is not named.
 func (s *sandbox) meter() func(*proto.ExitInfo) runtime.Limit {
-	before, _ := s.host.Cgroup.Stats()
+	before, _ := s.host.Cgroup.LimitHits()
 	return func(ei *proto.ExitInfo) runtime.Limit {
 		if ei == nil {
 			// the sandbox died under the command: wait for gVisor to be
@@ -315,7 +315,7 @@ func (s *sandbox) meter() func(*proto.ExitInfo) runtime.Limit {
 			case <-time.After(5 * time.Second):
 			}
 		}
-		after, _ := s.host.Cgroup.Stats()
+		after, _ := s.host.Cgroup.LimitHits()
 		if after.OOMKills > before.OOMKills {
 			return runtime.LimitMemory
 		}

@@ -43,7 +43,8 @@ func Channel() (conn *proto.Conn, child *os.File, err error) {
 // AwaitReady reads the agent's first message (its ready, or why not)
 // before the client's read loop runs. exited is closed when the
 // sandbox's process (named proc in the error) has exited; a message it
-// sent first is still read.
+// sent first is still read. The descriptors a ready came with are in its
+// Passed, for the caller (Base.KeepWatch); any others are closed.
 func AwaitReady(ctx context.Context, conn *proto.Conn, exited <-chan struct{}, proc string, timeout time.Duration) (*proto.Message, error) {
 	type res struct {
 		m   *proto.Message
@@ -52,11 +53,22 @@ func AwaitReady(ctx context.Context, conn *proto.Conn, exited <-chan struct{}, p
 	ch := make(chan res, 1)
 	go func() {
 		m, files, err := conn.Recv()
-		for _, f := range files {
-			f.Close()
+		if err == nil && m.Op == proto.OpReady {
+			m.Passed = files
+		} else {
+			closeFiles(files)
 		}
 		ch <- res{m, err}
 	}()
+	// a ready that comes after the wait ends is nobody's: its
+	// descriptors are closed
+	abandon := func() {
+		go func() {
+			if r := <-ch; r.m != nil {
+				closeFiles(r.m.Passed)
+			}
+		}()
+	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -69,12 +81,44 @@ func AwaitReady(ctx context.Context, conn *proto.Conn, exited <-chan struct{}, p
 			return r.m, r.err
 		case <-time.After(100 * time.Millisecond):
 		}
+		abandon()
 		return nil, errors.New(proc + " exited")
 	case <-ctx.Done():
+		abandon()
 		return nil, ctx.Err()
 	case <-t.C:
+		abandon()
 		return nil, errors.New("timed out")
 	}
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// KeepWatch keeps, of the descriptors the agent's ready came with (see
+// agent.Server.WatchFile), its inotify instance, and closes the rest:
+// the teardown closes it after the sandbox's processes are gone, off the
+// path a Destroy waits for (closeLater). Anything but an inotify
+// instance is closed at once: the sandbox chose what it sent, and the
+// host keeps nothing else of its making.
+func (b *Base) KeepWatch(ready *proto.Message) {
+	for _, f := range ready.Passed {
+		if b.watch == nil && isInotify(f) {
+			b.watch = f
+			continue
+		}
+		f.Close()
+	}
+	ready.Passed = nil
+}
+
+// isInotify says whether f is an inotify instance.
+func isInotify(f *os.File) bool {
+	t, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	return err == nil && t == "anon_inode:inotify"
 }
 
 // Timings turns the agent's ready timings ("phase@unixnano ...", on the

@@ -3,6 +3,7 @@ package hostside
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -24,6 +25,11 @@ type Base struct {
 	Slot   *Slot // nil for a backend that takes none
 	Cgroup *cgroups.Group
 	Conn   *proto.Conn // the agent's channel, host end
+	// image is the sandbox's disk image, kept open (PendingDisk.Take),
+	// mount its disk's mount (KeepMount) and watch its agent's inotify
+	// instance (KeepWatch), until the teardown closes them (closeLater);
+	// nil: none.
+	image, mount, watch *os.File
 	// Logf logs operational messages (a lifetime reached, a thaw guard
 	// that would not stop); nil discards them.
 	Logf func(format string, args ...any)
@@ -160,6 +166,9 @@ func (b *Base) Teardown(stop func() error) error {
 	if b.Dir != nil {
 		b.Dir.Unlock()
 	}
+	closeLater(b.mount) // first: its unmount is what lets go of the image
+	closeLater(b.image)
+	closeLater(b.watch)
 	b.MarkDone()
 	b.trace(t0, "teardown: done")
 	return errors.Join(errs...)

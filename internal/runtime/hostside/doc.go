@@ -42,7 +42,15 @@
 // process of the sandbox and waits for them; (4) close the agent's
 // channel; (5) destroy the cgroup (which kills anything left); (6)
 // rename the state dir .dead-ID and remove it, the lock still held; (7)
-// release the uid slot; (8) release the owner lock; (9) close Done. So a
+// release the uid slot; (8) release the owner lock; (9) hand what the
+// host kept of the sandbox so that its last close is not in the exit of
+// the sandbox's last process to a background close (closeLater): the
+// disk's mount (KeepMount; its unmount syncs the disk through the loop
+// device and releases the device), then the disk's image (unlinked),
+// whose blocks go back to the host's filesystem (on one mounted with
+// discard, a wait for the host's disk), and the agent's inotify instance
+// (Base.KeepWatch), whose release waits for an RCU grace period; (10)
+// close Done. So a
 // uid slot is free only once no process can run as its uids, and the lock
 // goes last: a reaper never mistakes a half-removed sandbox for a crashed
 // one.

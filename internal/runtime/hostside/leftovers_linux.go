@@ -11,8 +11,8 @@ import (
 )
 
 // Leftovers lists what sandbox id still holds on the host of this layout:
-// its state dir (or .dead- dir), its cgroup, its disk image, a loop
-// device backed by that image, a host mount under its state dir, and its
+// its state dir (or .dead- dir), its cgroup, its disk image (a file, or
+// this process's descriptor of it), a loop device backed by that image, a host mount under its state dir, and its
 // uid slot's lock if slot >= 0 (the lock is then taken for a moment). A
 // sandbox that was destroyed, or whose Create failed, has none once its
 // loop device has cleared itself, which the kernel may do a little later:
@@ -31,6 +31,13 @@ func (l *Layout) Leftovers(id string, slot int) []string {
 	img := l.DiskImage(id)
 	if _, err := os.Lstat(img); err == nil {
 		left = append(left, "disk image "+img)
+	}
+	// the image kept open until the teardown hands it to closeLater
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if t, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.TrimSuffix(t, " (deleted)") == img {
+			left = append(left, "descriptor "+fd.Name()+" of disk image "+t)
+		}
 	}
 	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	for _, f := range files {

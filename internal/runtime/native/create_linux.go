@@ -226,13 +226,13 @@ func (c *creation) writeInfo(context.Context, *hostside.Rollback) error {
 // for the agent's ready.
 func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) error {
 	s := c.s
-	disk, err := c.disk.Take()
+	disk, err := c.disk.Take(s.host)
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
 	}
 	trace(c.t0, "disk")
 	err = s.host.Conn.Send(&proto.Message{Op: proto.OpInit, Version: proto.ProtocolVersion, Init: c.initConfig()}, disk)
-	disk.Close()
+	s.host.KeepMount(disk)
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", s.id, err)
 	}
@@ -248,6 +248,7 @@ func (c *creation) configureInit(ctx context.Context, _ *hostside.Rollback) erro
 	if ready.Op != proto.OpReady {
 		return fmt.Errorf("create sandbox %s: init failed: %s", s.id, ready.Error)
 	}
+	s.host.KeepWatch(ready)
 	c.ready = ready
 	return nil
 }

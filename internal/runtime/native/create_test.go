@@ -3,12 +3,16 @@ package native
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/kernel/cgroups"
 	"github.com/airlock-dev/airlock/internal/runtime"
@@ -95,4 +99,120 @@ func waitNoLeftovers(t *testing.T, lay *hostside.Layout, id string, slot int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// A destroyed sandbox gives its disk back: its image's last descriptor,
+// which the host keeps until the teardown, is closed (in the background:
+// the freeing of its blocks is not Destroy's to wait for) and nothing of
+// it is left, after a sandbox that wrote to its disk too.
+func TestDestroyGivesTheDiskImageBack(t *testing.T) {
+	b := newTestBackend(t)
+	// No garbage collection meanwhile: the finalizer of a leaked image's
+	// file would close it and hide the leak.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	ctx := context.Background()
+	sb, err := b.Create(ctx, hostSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sb.(*sandbox)
+	slot := s.host.Slot.N
+	if left := b.lay.Leftovers(s.id, -1); !slices.ContainsFunc(left, func(l string) bool { return strings.HasPrefix(l, "descriptor ") }) {
+		t.Fatalf("a live sandbox holds %v: want its image's descriptor among them", left)
+	}
+	p, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"sh", "-c", "head -c 4194304 /dev/zero > /workspace/f && sync"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+		t.Fatalf("write to the disk: %+v %v", st, err)
+	}
+	if err := sb.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitNoLeftovers(t, &b.lay, s.id, slot)
+}
+
+// The agent's file-activity watch outlives the sandbox's processes: the
+// host holds its inotify instance while the sandbox lives (so that the
+// instance's release is not in the init's exit) and closes it once the
+// teardown is done.
+func TestDestroyClosesTheAgentsWatchAfterTheTeardown(t *testing.T) {
+	b := newTestBackend(t)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a finalizer would hide a leak
+	ctx := context.Background()
+	before := inotifyFDs(t)
+	sb, err := b.Create(ctx, hostSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := inotifyFDs(t); n != before+1 {
+		_ = sb.Destroy(ctx)
+		t.Fatalf("%d inotify instances with a live sandbox, %d before: want its agent's kept", n, before)
+	}
+	if err := sb.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); inotifyFDs(t) != before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("LEAK: %d inotify instances after the teardown, %d before", inotifyFDs(t), before)
+		}
+	}
+}
+
+// inotifyFDs counts this process's inotify instances.
+func inotifyFDs(t *testing.T) int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// The root overlay is mounted volatile where the kernel has it (5.10+):
+// its upper layer's disk dies with the sandbox, and a sync of it would
+// be in the exit of the sandbox's last process, which a Destroy waits
+// for.
+func TestRootOverlayIsVolatile(t *testing.T) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		t.Fatal(err)
+	}
+	if major < 5 || major == 5 && minor < 10 {
+		t.Skip("overlayfs has no volatile before Linux 5.10")
+	}
+	b := newTestBackend(t)
+	ctx := context.Background()
+	sb, err := b.Create(ctx, hostSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Destroy(ctx)
+	var out strings.Builder
+	p, err := sb.Exec(ctx, runtime.ExecRequest{Argv: []string{"cat", "/proc/self/mountinfo"}, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+		t.Fatalf("cat: %+v %v", st, err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == "/" {
+			if !strings.Contains(line, " overlay ") || !strings.Contains(line, "volatile") {
+				t.Errorf("the root mount is not a volatile overlay: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no root mount in the sandbox's mountinfo:\n%s", out.String())
 }

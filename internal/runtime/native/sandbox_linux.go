@@ -77,13 +77,13 @@ func (s *sandbox) Info() runtime.Info {
 // meter reads the sandbox's cgroup counters when a command starts and
 // names, when it ends, the limit it hit: an OOM kill, a refused fork.
 func (s *sandbox) meter() func(*proto.ExitInfo) runtime.Limit {
-	before, _ := s.host.Cgroup.Stats()
+	before, _ := s.host.Cgroup.LimitHits()
 	var subBefore uint64
 	if s.pidsSub != nil {
 		subBefore, _ = s.pidsSub.MaxHits()
 	}
 	return func(ei *proto.ExitInfo) runtime.Limit {
-		after, _ := s.host.Cgroup.Stats()
+		after, _ := s.host.Cgroup.LimitHits()
 		switch {
 		case ei == nil:
 			return runtime.LimitNone

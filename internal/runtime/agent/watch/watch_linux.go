@@ -79,6 +79,10 @@ type Watcher struct {
 	closed  atomic.Bool
 }
 
+// File is the watcher's inotify instance, for the host to keep a
+// descriptor of (see Server.WatchFile); reading it is the watcher's.
+func (w *Watcher) File() *os.File { return w.f }
+
 // Close stops the watcher (the agent's never stops).
 func (w *Watcher) Close() {
 	w.closed.Store(true)
