@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"os"
 	"os/exec"
@@ -159,12 +160,43 @@ func TestTheCoreIsWrittenOnce(t *testing.T) {
 	if fi.Mode().Perm() != 0o555 {
 		t.Fatalf("core mode %v", fi.Mode().Perm())
 	}
-	// A policy check writes nothing: it never needs the core.
+	// A policy check with the built-in policy writes nothing: it never
+	// needs the core.
 	dir2 := filepath.Join(t.TempDir(), "cores")
 	if r := runBin(t, frontBin, "", []string{"AIRLOCK_CORE_DIR=" + dir2}, "policy", "check", "--", "ls"); r.code != 0 {
 		t.Fatalf("policy check: %+v", r)
 	}
 	if _, err := os.Stat(dir2); !os.IsNotExist(err) {
 		t.Fatalf("a policy check wrote the core: %v", err)
+	}
+}
+
+// The front links no package its checks do not use: no YAML decoder (a
+// check with a policy file is the core's), no SQLite, no HTTP. Each
+// linked package's initialisation is paid by every check, a process of
+// its own (issue 20).
+func TestTheFrontLinksOnlyWhatAChecksNeeds(t *testing.T) {
+	f, err := elf.Open(frontBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, "github.com/airlock-dev/airlock/internal/classify.") {
+			found = true // the symbols are there to be read
+		}
+		for _, pkg := range []string{"go.yaml.in/", "net/http.", "database/sql.", "modernc.org/"} {
+			if strings.HasPrefix(s.Name, pkg) {
+				t.Fatalf("the front links %s (symbol %s)", pkg, s.Name)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no classifier symbol in the front: the symbol table is not what this test reads")
 	}
 }

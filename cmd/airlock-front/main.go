@@ -27,8 +27,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		growStack()
 		stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
 		remote := func(c *clibase.Cmd, verbArgs []string, _ string, _ []string, _ string, _ bool) int {
-			// The daemon's client is the core's: it parses the same
-			// arguments again.
+			// The daemon's client and the policy file's YAML decoder
+			// are the core's: it parses the same arguments again.
 			return runCore(append([]string{"policy", "check"}, verbArgs...), c.Stderr)
 		}
 		return policycmd.CmdPolicy(args[1:], stdout, stderr, remote)

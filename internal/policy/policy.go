@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/classify"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/netpolicy"
-	"go.yaml.in/yaml/v3"
 )
 
 // Action is what happens to a command.
@@ -216,15 +214,12 @@ egress:
 }
 
 // Parse reads a policy file. Unknown keys, classes and actions are errors.
+// A binary built with the tag airlock_noyaml (the front) reads none: it
+// returns an unsupported error (FilesSupported says which this is).
 func Parse(data []byte) (*File, error) {
-	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if err.Error() == "EOF" {
-			return &File{Version: 1}, nil
-		}
-		return nil, errdefs.Wrap(errdefs.ErrInvalid, "policy: %v", err)
+	f, empty, err := decodeFile(data)
+	if err != nil || empty {
+		return f, err
 	}
 	if f.Version != 0 && f.Version != 1 {
 		return nil, errdefs.Wrap(errdefs.ErrInvalid, "policy: version %d is not supported (1 is)", f.Version)
@@ -245,7 +240,7 @@ func Parse(data []byte) (*File, error) {
 			return nil, errdefs.Wrap(errdefs.ErrInvalid, "policy: fetch: secrets are brokered for sandboxes only")
 		}
 	}
-	return &f, nil
+	return f, nil
 }
 
 // Check validates a layer: known classes and actions, unique rule ids,

@@ -29,10 +29,12 @@ const policyUsage = `usage: airlock policy <check|default> [flags]
         print the built-in policy as a policy file to start from
 `
 
-// Remote answers 'policy check --sandbox ID': the daemon's decision with
-// that sandbox's policy, grants and overrides. c is the parsed command
-// (its --socket, output and errors), args the verb's arguments as given.
-// Its result is the verb's exit status.
+// Remote answers the checks this binary does not: 'policy check --sandbox
+// ID' (the daemon's decision with that sandbox's policy, grants and
+// overrides) and, in a binary that reads no policy files (the front,
+// policy.FilesSupported false), 'policy check --policy FILE', with sandbox
+// "". c is the parsed command (its --socket, output and errors), args the
+// verb's arguments as given. Its result is the verb's exit status.
 type Remote func(c *clibase.Cmd, args []string, sandbox string, argv []string, cwd string, asJSON bool) int
 
 // CmdPolicy runs 'airlock policy'; remote answers checks with --sandbox.
@@ -87,6 +89,9 @@ func policyCheck(args []string, stdout, stderr io.Writer, remote Remote) int {
 	}
 	if *sandbox != "" {
 		return remote(c, args, *sandbox, argv, *cwd, *asJSON)
+	}
+	if *file != "" && !policy.FilesSupported {
+		return remote(c, args, "", argv, *cwd, *asJSON)
 	}
 	var f *policy.File
 	if *file != "" {
