@@ -200,3 +200,27 @@ func TestTheFrontLinksOnlyWhatAChecksNeeds(t *testing.T) {
 		t.Fatal("no classifier symbol in the front: the symbol table is not what this test reads")
 	}
 }
+
+// The stack grows before the packages that deepen it are initialised
+// (package bigstack): Go's inittrace lists the front's inits in order.
+func TestTheStackGrowsFirst(t *testing.T) {
+	r := runBin(t, frontBin, "", []string{"GODEBUG=inittrace=1"}, "policy", "check", "--", "ls")
+	var order []string
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			order = append(order, f[1])
+		}
+	}
+	grown := false
+	for _, pkg := range order {
+		switch {
+		case pkg == "github.com/airlock-dev/airlock/internal/bigstack":
+			grown = true
+		case !grown && (strings.HasPrefix(pkg, "mvdan.cc/") || strings.HasPrefix(pkg, "regexp") || strings.Contains(pkg, "/internal/classify")):
+			t.Fatalf("%s is initialised before the stack grows: %q", pkg, order)
+		}
+	}
+	if !grown {
+		t.Fatalf("bigstack is not initialised: %q", order)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 
+	_ "github.com/airlock-dev/airlock/internal/bigstack" // first: see its doc
 	"github.com/airlock-dev/airlock/internal/cli/clibase"
 	"github.com/airlock-dev/airlock/internal/cli/policycmd"
 	"github.com/airlock-dev/airlock/internal/termsafe"
@@ -24,7 +25,6 @@ func main() {
 // dispatch runs the front's own verbs; anything else is the core's.
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "policy" {
-		growStack()
 		stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
 		remote := func(c *clibase.Cmd, verbArgs []string, _ string, _ []string, _ string, _ bool) int {
 			// The daemon's client and the policy file's YAML decoder
@@ -43,18 +43,3 @@ func runCore(args []string, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "airlock: %v\n", err)
 	return 1
 }
-
-// growStack grows the goroutine's stack to 32 KiB while only main's few
-// frames are on it. A check's deepest stack (the shell parser's walk of
-// the line, inside the classifier) needs 16 to 32 KiB, and Go grows a
-// stack by doubling it and copying it frame by frame: twice from 8 KiB,
-// with that deep stack on it, cost the check 20 to 45 us of its ~190.
-// A frame of 16 KiB makes the first growth the last.
-//
-//go:noinline
-func growStack() byte {
-	var pad [16 << 10]byte
-	return pad[padIndex] // read, so the frame is kept
-}
-
-var padIndex = 0
