@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/textproto"
 	"reflect"
 	"slices"
 	"strings"
@@ -262,5 +261,39 @@ func CheckSecretHeader(h string) error {
 // of its registries, each "name:port".
 type Presets map[string][]string
 
-// canonicalHeader is a header name as net/http spells it.
-func canonicalHeader(name string) string { return textproto.CanonicalMIMEHeaderKey(name) }
+// canonicalHeader is a header name as net/http spells it (textproto's
+// CanonicalMIMEHeaderKey): the first letter and each letter after a
+// hyphen upper case, the others lower case; a name with a byte that is
+// not a token's (RFC 9110: a space, a control, a separator, non-ASCII) is
+// left as it is. Written here, held equal to textproto's by a test, so
+// that this package does not link net (textproto imports it), whose
+// initialisation every policy check, a process of its own, would pay.
+func canonicalHeader(name string) string {
+	for i := 0; i < len(name); i++ {
+		if !tokenByte(name[i]) {
+			return name
+		}
+	}
+	b := []byte(name)
+	upper := true
+	for i, c := range b {
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		case !upper && 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b[i] = c
+		upper = c == '-'
+	}
+	return string(b)
+}
+
+// tokenByte reports whether c may be in an HTTP token (a header name).
+func tokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
