@@ -659,14 +659,17 @@ func (p *Policy) Decide(a *Analysis) *Decision {
 // what the analyser found it does (the approver decides on the effect,
 // not on a class name).
 func classReason(cmd Command, cl Class, act Action) string {
+	// Concatenated, not formatted: fmt formats an Action (a named string
+	// type) by reflection, which a policy check, a process of its own,
+	// would pay for at its first use.
 	if act == Allow || cmd.Why == "" || len(cmd.Argv) == 0 {
-		return fmt.Sprintf("%s is %s: %s", commandText(cmd), cl.Describe(), act)
+		return commandText(cmd) + " is " + cl.Describe() + ": " + string(act)
 	}
 	why := cmd.Why
 	if len(why) > 200 {
 		why = why[:197] + "..."
 	}
-	return fmt.Sprintf("%s is %s (%s): %s", commandText(cmd), cl.Describe(), why, act)
+	return commandText(cmd) + " is " + cl.Describe() + " (" + why + "): " + string(act)
 }
 
 func commandText(c Command) string {

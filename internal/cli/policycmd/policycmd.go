@@ -115,7 +115,9 @@ func policyCheck(args []string, stdout, stderr io.Writer, remote Remote) int {
 		_ = clibase.PrintJSON(stdout, d)
 		return ActionCode(string(d.Action))
 	}
-	fmt.Fprintf(stdout, "decision: %s\nreason:   %s\nclasses:  %s\npolicy:   %s (%s)\n", d.Action, termsafe.String(d.Reason), joinClasses(d.Analysis.Classes), termsafe.String(d.Policy), termsafe.Join(pol.Sources, " > "))
+	// Actions as strings: fmt formats a named string type by reflection,
+	// which a check (a process of its own) would pay for at first use.
+	fmt.Fprintf(stdout, "decision: %s\nreason:   %s\nclasses:  %s\npolicy:   %s (%s)\n", string(d.Action), termsafe.String(d.Reason), joinClasses(d.Analysis.Classes), termsafe.String(d.Policy), termsafe.Join(pol.Sources, " > "))
 	fmt.Fprintln(stdout, "commands:")
 	for i, cmd := range d.Analysis.Commands {
 		via := ""
@@ -135,7 +137,7 @@ func policyCheck(args []string, stdout, stderr io.Writer, remote Remote) int {
 	}
 	fmt.Fprintln(stdout, "rules:")
 	for _, m := range d.Matches {
-		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, termsafe.String(m.Rule), termsafe.String(m.Reason))
+		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", string(m.Action), termsafe.String(m.Rule), termsafe.String(m.Reason))
 	}
 	return ActionCode(string(d.Action))
 }
