@@ -13,7 +13,6 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/classify"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
 // Action is what happens to a command.
@@ -88,7 +87,7 @@ type Layer struct {
 	// Egress is where the sandbox's network traffic may go (default:
 	// nowhere). Layers add rules and presets; a later grant list
 	// replaces an earlier one.
-	Egress *netpolicy.Policy `yaml:"egress,omitempty" json:"egress,omitempty"`
+	Egress *EgressPolicy `yaml:"egress,omitempty" json:"egress,omitempty"`
 	// InstallScripts: deny makes package managers skip install scripts
 	// (npm, yarn, pnpm lifecycle scripts; pip builds from source). allow
 	// is the default.
@@ -103,7 +102,7 @@ type File struct {
 	// Fetch is where the daemon itself may fetch from for a remote
 	// caller (a task's repository over TCP): the rules of an egress
 	// policy, decided and guarded the same way; nil allows nothing.
-	Fetch *netpolicy.Policy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
+	Fetch *EgressPolicy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
 }
 
 // Policy is an effective policy: the defaults with every layer applied.
@@ -113,7 +112,7 @@ type Policy struct {
 	Scope        []string         `json:"scope,omitempty"`
 	Rules        []Rule           `json:"rules,omitempty"`
 	// Egress is the effective egress policy (the zero value: no egress).
-	Egress netpolicy.Policy `json:"egress"`
+	Egress EgressPolicy `json:"egress"`
 	// InstallScripts is allow or deny (see Layer).
 	InstallScripts Action `json:"install_scripts"`
 	// Sources names the layers applied, in order.
@@ -508,7 +507,7 @@ func (p *Policy) Relaxes(l Layer) error {
 			loose = append(loose, "egress preset "+pr)
 		}
 		for _, r := range e.Rules {
-			if r.Action != netpolicy.Deny {
+			if r.Action != egressDeny {
 				loose = append(loose, "egress rule "+r.ID+" allows")
 			}
 		}
@@ -537,7 +536,7 @@ func (p *Policy) computeVersion() string {
 	if p.InstallScripts == Deny {
 		inst = Deny
 	}
-	var eg *netpolicy.Policy
+	var eg *EgressPolicy
 	if e := p.Egress; len(e.Grant)+len(e.Presets)+len(e.Rules)+len(e.Secrets) > 0 {
 		eg = &e
 	}
@@ -546,8 +545,8 @@ func (p *Policy) computeVersion() string {
 		O Action
 		S []string
 		R []Rule
-		E *netpolicy.Policy `json:",omitempty"`
-		I Action            `json:",omitempty"`
+		E *EgressPolicy `json:",omitempty"`
+		I Action        `json:",omitempty"`
 	}{p.Classes, p.OutsideScope, p.Scope, p.Rules, eg, inst})
 	sum := sha256.Sum256(b)
 	return "pol-" + hex.EncodeToString(sum[:6])
