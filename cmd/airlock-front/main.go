@@ -13,9 +13,9 @@ import (
 	"io"
 	"os"
 
-	_ "github.com/airlock-dev/airlock/internal/bigstack" // first: see its doc
 	"github.com/airlock-dev/airlock/internal/cli/clibase"
 	"github.com/airlock-dev/airlock/internal/cli/policycmd"
+	_ "github.com/airlock-dev/airlock/internal/leanstart" // initialised first: see its doc
 	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
