@@ -24,6 +24,7 @@ lint: setup
 	@echo "== gofmt"; out=$$(gofmt -l cmd internal sdk); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	@echo "== goimports"; gi=$$($(GO) env GOPATH)/bin/goimports; out=$$($$gi -l cmd internal sdk) || exit 1; if [ -n "$$out" ]; then echo "goimports needed: $$out"; exit 1; fi
 	@echo "== go vet"; $(GO) vet $(PKGS)
+	@echo "== go vet (the front's build: -tags airlock_noyaml)"; $(GO) vet -tags airlock_noyaml ./internal/policy/ ./internal/netpolicy/ ./internal/cli/policycmd/
 	@echo "== staticcheck"; $$($(GO) env GOPATH)/bin/staticcheck $(PKGS)
 	@echo "== govulncheck"; ./scripts/vulncheck.sh
 
@@ -69,6 +70,7 @@ CLASSIFY_FUZZTIME ?= 200000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzProgram$$' -fuzztime $(FUZZTIME) ./internal/kernel/seccomp/
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(CLASSIFY_FUZZTIME) ./internal/classify/
+	$(GO) test -run '^$$' -fuzz '^FuzzBraceWords$$' -fuzztime 50000x ./internal/classify/engine/
 	$(GO) test -run '^$$' -fuzz '^FuzzSafePath$$' -fuzztime 50000x ./internal/bundle/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime 20000x ./internal/redact/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTarget$$' -fuzztime 50000x ./internal/netpolicy/

@@ -5,7 +5,9 @@
 #     (internal/runtime/agentbin, -tags airlock_agent);
 #   - the front (cmd/airlock-front), with the core embedded (-tags
 #     airlock_core): it answers `airlock policy` and runs the core for the
-#     rest, writing it to a content-addressed file on first use.
+#     rest, writing it to a content-addressed file on first use; built
+#     with -tags airlock_noyaml, it links no YAML decoder and hands a
+#     check with --policy FILE to the core too.
 # Usage: scripts/build.sh [OUT] (default bin/airlock). GO is honoured;
 # LDFLAGS goes to every build; CORE_OUT, when set, is where the core is
 # also written (the tests run it). Nothing is written into the source
@@ -33,5 +35,5 @@ build -o "$tmp/airlock-agent" ./cmd/airlock-agent
 overlay airlock-agent internal/runtime/agentbin/agent
 build -overlay "$tmp/airlock-agent.overlay.json" -tags airlock_agent -o "$tmp/airlock" ./cmd/airlock
 overlay airlock cmd/airlock-front/core
-build -overlay "$tmp/airlock.overlay.json" -tags airlock_core -o "$out" ./cmd/airlock-front
+build -overlay "$tmp/airlock.overlay.json" -tags airlock_core,airlock_noyaml -o "$out" ./cmd/airlock-front
 if [ -n "${CORE_OUT:-}" ]; then cp "$tmp/airlock" "$CORE_OUT"; fi

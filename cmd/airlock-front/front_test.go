@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"os"
 	"os/exec"
@@ -18,6 +19,11 @@ var frontBin, coreBin, coreSum string
 // front with the core embedded); the core it embedded is the peer the
 // front's own answers are compared with.
 func TestMain(m *testing.M) {
+	// This test binary links package main, and with it leanstart's one
+	// P: the tests and the benchmark's timing loop get the default back,
+	// so that what they measure is the front's processes, not a slower
+	// harness.
+	runtime.SetDefaultGOMAXPROCS()
 	os.Exit(testMain(m))
 }
 
@@ -159,12 +165,70 @@ func TestTheCoreIsWrittenOnce(t *testing.T) {
 	if fi.Mode().Perm() != 0o555 {
 		t.Fatalf("core mode %v", fi.Mode().Perm())
 	}
-	// A policy check writes nothing: it never needs the core.
+	// A policy check with the built-in policy writes nothing: it never
+	// needs the core.
 	dir2 := filepath.Join(t.TempDir(), "cores")
 	if r := runBin(t, frontBin, "", []string{"AIRLOCK_CORE_DIR=" + dir2}, "policy", "check", "--", "ls"); r.code != 0 {
 		t.Fatalf("policy check: %+v", r)
 	}
 	if _, err := os.Stat(dir2); !os.IsNotExist(err) {
 		t.Fatalf("a policy check wrote the core: %v", err)
+	}
+}
+
+// The front links no package its checks do not use: no YAML decoder or
+// egress policy (a check with a policy file is the core's), no SQLite, no
+// HTTP, no net, no shell expander. Each
+// linked package's initialisation is paid by every check, a process of
+// its own (issue 20).
+func TestTheFrontLinksOnlyWhatAChecksNeeds(t *testing.T) {
+	f, err := elf.Open(frontBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, "github.com/airlock-dev/airlock/internal/classify.") {
+			found = true // the symbols are there to be read
+		}
+		for _, pkg := range []string{"go.yaml.in/", "net/http.", "database/sql.", "modernc.org/", "net.", "golang.org/x/net/idna.",
+			"github.com/airlock-dev/airlock/internal/netpolicy.", "mvdan.cc/sh/v3/expand."} {
+			if strings.HasPrefix(s.Name, pkg) {
+				t.Fatalf("the front links %s (symbol %s)", pkg, s.Name)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no classifier symbol in the front: the symbol table is not what this test reads")
+	}
+}
+
+// The runtime is set up for a short check (package leanstart) before the
+// packages that start goroutines or deepen the stack are initialised:
+// Go's inittrace lists the front's inits in order.
+func TestTheRuntimeIsSetUpFirst(t *testing.T) {
+	r := runBin(t, frontBin, "", []string{"GODEBUG=inittrace=1"}, "policy", "check", "--", "ls")
+	var order []string
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			order = append(order, f[1])
+		}
+	}
+	grown := false
+	for _, pkg := range order {
+		switch {
+		case pkg == "github.com/airlock-dev/airlock/internal/leanstart":
+			grown = true
+		case !grown && (pkg == "os" || strings.HasPrefix(pkg, "mvdan.cc/") || strings.HasPrefix(pkg, "regexp") || strings.Contains(pkg, "/internal/classify")):
+			t.Fatalf("%s is initialised before leanstart: %q", pkg, order)
+		}
+	}
+	if !grown {
+		t.Fatalf("leanstart is not initialised: %q", order)
 	}
 }

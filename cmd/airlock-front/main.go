@@ -8,12 +8,14 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/airlock-dev/airlock/internal/cli/clibase"
 	"github.com/airlock-dev/airlock/internal/cli/policycmd"
+	_ "github.com/airlock-dev/airlock/internal/leanstart" // initialised first: see its doc
 	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
@@ -24,10 +26,15 @@ func main() {
 // dispatch runs the front's own verbs; anything else is the core's.
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "policy" {
-		stdout, stderr = termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
+		// The answer is written in one write, not one per line: each
+		// wakes the reader of a pipe (a hook, an agent's tool loop).
+		out := bufio.NewWriter(stdout)
+		defer out.Flush()
+		stdout, stderr = termsafe.NewWriter(out), termsafe.NewWriter(stderr)
 		remote := func(c *clibase.Cmd, verbArgs []string, _ string, _ []string, _ string, _ bool) int {
-			// The daemon's client is the core's: it parses the same
-			// arguments again.
+			// The daemon's client and the policy file's YAML decoder
+			// are the core's: it parses the same arguments again.
+			out.Flush()
 			return runCore(append([]string{"policy", "check"}, verbArgs...), c.Stderr)
 		}
 		return policycmd.CmdPolicy(args[1:], stdout, stderr, remote)

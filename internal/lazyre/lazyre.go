@@ -7,6 +7,7 @@ package lazyre
 
 import (
 	"regexp"
+	"strconv"
 	"sync"
 )
 
@@ -16,15 +17,34 @@ var (
 )
 
 // New returns a function that compiles expr on its first call (panicking,
-// like regexp.MustCompile, if expr is invalid) and returns the same
-// *regexp.Regexp on every call.
+// like regexp.MustCompile, if expr is invalid, and on every later call)
+// and returns the same *regexp.Regexp on every call. It allocates twice:
+// the process's init runs every package's New, and sync.OnceValue's
+// closures made that several allocations each.
 func New(expr string) func() *regexp.Regexp {
-	f := sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+	l := &lazy{expr: expr}
+	f := l.get
 	mu.Lock()
 	all = append(all, f)
 	mu.Unlock()
 	return f
 }
+
+type lazy struct {
+	expr string
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+func (l *lazy) get() *regexp.Regexp {
+	l.once.Do(l.compile)
+	if l.re == nil { // the first call panicked
+		panic("regexp: Compile(" + strconv.Quote(l.expr) + "): invalid expression")
+	}
+	return l.re
+}
+
+func (l *lazy) compile() { l.re = regexp.MustCompile(l.expr) }
 
 // CompileAll compiles every expression made by New so far; a test calls
 // it so that an invalid expression fails the build, not its first use.

@@ -26,3 +26,22 @@ func TestCompileAllPanicsOnABadExpression(t *testing.T) {
 	_ = bad
 	CompileAll()
 }
+
+func TestABadExpressionPanicsOnEveryCall(t *testing.T) {
+	bad := New(`(`)
+	defer func() {
+		mu.Lock()
+		all = all[:len(all)-1] // leave the registry as it was
+		mu.Unlock()
+	}()
+	for i := 0; i < 2; i++ {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("call %d of an invalid expression did not panic", i+1)
+				}
+			}()
+			bad()
+		}()
+	}
+}

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/textproto"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"go.yaml.in/yaml/v3"
 )
 
 // Category is a kind of destination, granted to a sandbox as a whole.
@@ -115,12 +112,12 @@ type Secret struct {
 // Parse reads a policy, YAML or JSON, strictly: unknown keys, categories,
 // actions and presets, duplicate ids, bad patterns, CIDRs and ports are
 // errors of kind errdefs.ErrInvalid. An empty document is the zero policy.
+// A binary built with the tag airlock_noyaml (the front) reads no YAML:
+// an unsupported error.
 func Parse(data []byte) (*Policy, error) {
 	var p Policy
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil && err != io.EOF {
-		return nil, errdefs.Wrap(errdefs.ErrInvalid, "egress policy: %v", err)
+	if err := decodeYAML(data, &p); err != nil {
+		return nil, err
 	}
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -264,5 +261,39 @@ func CheckSecretHeader(h string) error {
 // of its registries, each "name:port".
 type Presets map[string][]string
 
-// canonicalHeader is a header name as net/http spells it.
-func canonicalHeader(name string) string { return textproto.CanonicalMIMEHeaderKey(name) }
+// canonicalHeader is a header name as net/http spells it (textproto's
+// CanonicalMIMEHeaderKey): the first letter and each letter after a
+// hyphen upper case, the others lower case; a name with a byte that is
+// not a token's (RFC 9110: a space, a control, a separator, non-ASCII) is
+// left as it is. Written here, held equal to textproto's by a test, so
+// that this package does not link net (textproto imports it), whose
+// initialisation every policy check, a process of its own, would pay.
+func canonicalHeader(name string) string {
+	for i := 0; i < len(name); i++ {
+		if !tokenByte(name[i]) {
+			return name
+		}
+	}
+	b := []byte(name)
+	upper := true
+	for i, c := range b {
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		case !upper && 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b[i] = c
+		upper = c == '-'
+	}
+	return string(b)
+}
+
+// tokenByte reports whether c may be in an HTTP token (a header name).
+func tokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}

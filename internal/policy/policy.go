@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/classify"
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/netpolicy"
-	"go.yaml.in/yaml/v3"
 )
 
 // Action is what happens to a command.
@@ -90,7 +87,7 @@ type Layer struct {
 	// Egress is where the sandbox's network traffic may go (default:
 	// nowhere). Layers add rules and presets; a later grant list
 	// replaces an earlier one.
-	Egress *netpolicy.Policy `yaml:"egress,omitempty" json:"egress,omitempty"`
+	Egress *EgressPolicy `yaml:"egress,omitempty" json:"egress,omitempty"`
 	// InstallScripts: deny makes package managers skip install scripts
 	// (npm, yarn, pnpm lifecycle scripts; pip builds from source). allow
 	// is the default.
@@ -108,7 +105,7 @@ type File struct {
 	// Fetch is where the daemon itself may fetch from for a remote
 	// caller (a task's repository over TCP): the rules of an egress
 	// policy, decided and guarded the same way; nil allows nothing.
-	Fetch *netpolicy.Policy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
+	Fetch *EgressPolicy `yaml:"fetch,omitempty" json:"fetch,omitempty"`
 }
 
 // Policy is an effective policy: the defaults with every layer applied.
@@ -118,7 +115,7 @@ type Policy struct {
 	Scope        []string         `json:"scope,omitempty"`
 	Rules        []Rule           `json:"rules,omitempty"`
 	// Egress is the effective egress policy (the zero value: no egress).
-	Egress netpolicy.Policy `json:"egress"`
+	Egress EgressPolicy `json:"egress"`
 	// InstallScripts is allow or deny (see Layer).
 	InstallScripts Action `json:"install_scripts"`
 	// Sources names the layers applied, in order.
@@ -219,15 +216,12 @@ egress:
 }
 
 // Parse reads a policy file. Unknown keys, classes and actions are errors.
+// A binary built with the tag airlock_noyaml (the front) reads none: it
+// returns an unsupported error (FilesSupported says which this is).
 func Parse(data []byte) (*File, error) {
-	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if err.Error() == "EOF" {
-			return &File{Version: 1}, nil
-		}
-		return nil, errdefs.Wrap(errdefs.ErrInvalid, "policy: %v", err)
+	f, empty, err := decodeFile(data)
+	if err != nil || empty {
+		return f, err
 	}
 	if f.Version != 0 && f.Version != 1 {
 		return nil, errdefs.Wrap(errdefs.ErrInvalid, "policy: version %d is not supported (1 is)", f.Version)
@@ -253,7 +247,7 @@ func Parse(data []byte) (*File, error) {
 			return nil, errdefs.Wrap(errdefs.ErrInvalid, "policy: fetch: secrets are brokered for sandboxes only")
 		}
 	}
-	return &f, nil
+	return f, nil
 }
 
 // Check validates a layer: known classes and actions, unique rule ids,
@@ -533,7 +527,7 @@ func (p *Policy) Relaxes(l Layer) error {
 			loose = append(loose, "egress preset "+pr)
 		}
 		for _, r := range e.Rules {
-			if r.Action != netpolicy.Deny {
+			if r.Action != egressDeny {
 				loose = append(loose, "egress rule "+r.ID+" allows")
 			}
 		}
@@ -562,7 +556,7 @@ func (p *Policy) computeVersion() string {
 	if p.InstallScripts == Deny {
 		inst = Deny
 	}
-	var eg *netpolicy.Policy
+	var eg *EgressPolicy
 	if e := p.Egress; len(e.Grant)+len(e.Presets)+len(e.Rules)+len(e.Secrets) > 0 {
 		eg = &e
 	}
@@ -571,8 +565,8 @@ func (p *Policy) computeVersion() string {
 		O Action
 		S []string
 		R []Rule
-		E *netpolicy.Policy `json:",omitempty"`
-		I Action            `json:",omitempty"`
+		E *EgressPolicy `json:",omitempty"`
+		I Action        `json:",omitempty"`
 	}{p.Classes, p.OutsideScope, p.Scope, p.Rules, eg, inst})
 	sum := sha256.Sum256(b)
 	return "pol-" + hex.EncodeToString(sum[:6])
@@ -684,14 +678,17 @@ func (p *Policy) Decide(a *Analysis) *Decision {
 // what the analyser found it does (the approver decides on the effect,
 // not on a class name).
 func classReason(cmd Command, cl Class, act Action) string {
+	// Concatenated, not formatted: fmt formats an Action (a named string
+	// type) by reflection, which a policy check, a process of its own,
+	// would pay for at its first use.
 	if act == Allow || cmd.Why == "" || len(cmd.Argv) == 0 {
-		return fmt.Sprintf("%s is %s: %s", commandText(cmd), cl.Describe(), act)
+		return commandText(cmd) + " is " + cl.Describe() + ": " + string(act)
 	}
 	why := cmd.Why
 	if len(why) > 200 {
 		why = why[:197] + "..."
 	}
-	return fmt.Sprintf("%s is %s (%s): %s", commandText(cmd), cl.Describe(), why, act)
+	return commandText(cmd) + " is " + cl.Describe() + " (" + why + "): " + string(act)
 }
 
 func commandText(c Command) string {

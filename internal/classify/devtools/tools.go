@@ -4,16 +4,24 @@ import (
 	"github.com/airlock-dev/airlock/internal/classify/engine"
 )
 
-// Handlers is the handler table of this group of programs.
-func Handlers() map[string]engine.Handler {
-	return map[string]engine.Handler{
-		"go":    goTool,
-		"gofmt": gofmtTool, "goimports": gofmtTool,
-		"golangci-lint": func(c *engine.Call) {
+// Handler is the handler of the program name in this group, or nil. A
+// switch costs nothing at start or on first use: the map it replaces,
+// built on first use, cost a policy check (a process of its own) more
+// than classifying its command.
+func Handler(name string) engine.Handler {
+	switch name {
+	case "go":
+		return goTool
+	case "gofmt", "goimports":
+		return gofmtTool
+	case "golangci-lint":
+		return func(c *engine.Call) {
 			engine.Fixer(c, "golangci-lint", "--fix")
-		},
-		"cargo": cargoTool,
-		"rustup": func(c *engine.Call) {
+		}
+	case "cargo":
+		return cargoTool
+	case "rustup":
+		return func(c *engine.Call) {
 			sub := engine.FirstPos(c.Args)
 			switch sub {
 			case "show", "which", "--version", "doc", "":
@@ -21,27 +29,38 @@ func Handlers() map[string]engine.Handler {
 			default:
 				c.Class(engine.Dependency, "rustup "+sub+" changes toolchains")
 			}
-		},
-		"make": makeTool, "gmake": makeTool, "just": makeTool, "task": makeTool, "mage": makeTool,
-		"rake": makeTool, "invoke": makeTool,
-		"mvn": mavenTool, "mvnw": mavenTool, "gradle": gradleTool, "gradlew": gradleTool,
-		"dotnet": dotnetTool,
-		"bundle": bundleTool,
-		"gem":    gemTool,
-		"rails":  railsTool,
-		"rubocop": func(c *engine.Call) {
+		}
+	case "make", "gmake", "just", "task", "mage", "rake", "invoke":
+		return makeTool
+	case "mvn", "mvnw":
+		return mavenTool
+	case "gradle", "gradlew":
+		return gradleTool
+	case "dotnet":
+		return dotnetTool
+	case "bundle":
+		return bundleTool
+	case "gem":
+		return gemTool
+	case "rails":
+		return railsTool
+	case "rubocop":
+		return func(c *engine.Call) {
 			engine.Fixer(c, "rubocop", "-a", "-A", "--autocorrect", "--autocorrect-all", "--auto-correct")
-		},
-		"standardrb": func(c *engine.Call) {
+		}
+	case "standardrb":
+		return func(c *engine.Call) {
 			engine.Fixer(c, "standardrb", "--fix")
-		},
-		"composer":       composerTool,
-		"docker":         dockerTool,
-		"podman":         dockerTool,
-		"docker-compose": func(c *engine.Call) { dockerCompose(c, c.Args) },
-		"kubectl":        cloudTool, "helm": cloudTool, "terraform": cloudTool, "tofu": cloudTool,
-		"aws": cloudTool, "gcloud": cloudTool, "az": cloudTool, "flyctl": cloudTool, "fly": cloudTool,
-		"vercel": cloudTool, "netlify": cloudTool, "heroku": cloudTool, "firebase": cloudTool,
-		"pulumi": cloudTool, "wrangler": cloudTool, "doctl": cloudTool, "vault": cloudTool,
+		}
+	case "composer":
+		return composerTool
+	case "docker", "podman":
+		return dockerTool
+	case "docker-compose":
+		return func(c *engine.Call) { dockerCompose(c, c.Args) }
+	case "kubectl", "helm", "terraform", "tofu", "aws", "gcloud", "az", "flyctl", "fly",
+		"vercel", "netlify", "heroku", "firebase", "pulumi", "wrangler", "doctl", "vault":
+		return cloudTool
 	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/airlock-dev/airlock/internal/classify/secretnames"
-	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -482,13 +481,12 @@ func (a *analyzer) call(c *syntax.CallExpr, via []string, depth int) {
 	for _, w := range c.Args {
 		a.substs(w, via, depth)
 		if syntax.SplitBraces(w) {
-			n := 0
-			for bw, err := range expand.BracesSeq(nil, w) {
-				if n++; err != nil || n > 64 {
-					args = append(args, Word{Text: "{…}"})
-					break
-				}
+			words, more := braceWords(w, 64)
+			for _, bw := range words {
 				args = append(args, a.word(bw))
+			}
+			if more {
+				args = append(args, Word{Text: "{…}"})
 			}
 			continue
 		}

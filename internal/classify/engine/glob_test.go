@@ -8,7 +8,7 @@ import (
 
 // catOnly knows one program, cat, as read-only: whatever else is unknown
 // here comes from the globs.
-var catOnly = &Catalog{ReadOnly: SetOf("cat")}
+var catOnly = &Catalog{ReadOnly: SetOf("cat").Has}
 
 // Deep globs are not expanded: a 61 KB line of them was slow. The bound is
 // on the matches tried, not on time.

@@ -187,7 +187,7 @@ func launcher(p string) string {
 
 func (c *Call) dispatch() {
 	cat := c.a.cat
-	if h, ok := cat.Handlers[c.Name]; ok {
+	if h := cat.handler(c.Name); h != nil {
 		h(c)
 		return
 	}
@@ -195,11 +195,11 @@ func (c *Call) dispatch() {
 		c.Class(Read, c.Name+" prints its version or help")
 		return
 	}
-	if cat.ReadOnly.Has(c.Name) {
+	if cat.readOnly(c.Name) {
 		c.Class(Read, c.Name+" only reads")
 		return
 	}
-	if cl, ok := cat.Simple[c.Name]; ok {
+	if cl := cat.simple(c.Name); cl != "" {
 		c.Class(cl, c.Name+" is "+cl.Describe())
 		// What these write is named by their arguments: the scope check
 		// needs it.
@@ -544,7 +544,7 @@ func (c *Call) Nested(argv []Word) []Command {
 // Known reports whether the catalogue has a handler or a single class
 // for the program name.
 func (c *Call) Known(name string) bool {
-	return c.a.cat.Handlers[name] != nil || c.a.cat.Simple[name] != ""
+	return c.a.cat.handler(name) != nil || c.a.cat.simple(name) != ""
 }
 
 // MetaOnly reports whether a program names files without reading them

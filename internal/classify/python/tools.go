@@ -5,28 +5,50 @@ import (
 	"github.com/airlock-dev/airlock/internal/classify/pkgrun"
 )
 
-// Handlers is the handler table of this group of programs.
-func Handlers() map[string]engine.Handler {
-	return map[string]engine.Handler{
-		"twine": func(c *engine.Call) {
+// Handler is the handler of the program name in this group, or nil. A
+// switch costs nothing at start or on first use: the map it replaces,
+// built on first use, cost a policy check (a process of its own) more
+// than classifying its command.
+func Handler(name string) engine.Handler {
+	switch name {
+	case "twine":
+		return func(c *engine.Call) {
 			if engine.FirstPos(c.Args) == "check" {
 				c.Class(engine.Verify, "twine check checks distributions")
 				return
 			}
 			c.Class(engine.Network, "twine uploads packages to an index")
-		},
-		"pip": pipTool, "pip3": pipTool, "pipx": pipxTool, "uv": uvTool, "uvx": pkgrun.PackageRunner, "poetry": poetryTool,
-		"pipenv": pipenvTool, "pdm": poetryTool, "hatch": poetryTool, "conda": condaTool, "mamba": condaTool,
-		"micromamba": condaTool,
-		"black":      func(c *engine.Call) { engine.Checker(c, "black", "--check", "--diff") },
-		"isort":      func(c *engine.Call) { engine.Checker(c, "isort", "--check", "--check-only", "--diff", "-c") },
-		"ruff":       ruffTool,
-		"coverage": func(c *engine.Call) {
+		}
+	case "pip", "pip3":
+		return pipTool
+	case "pipx":
+		return pipxTool
+	case "uv":
+		return uvTool
+	case "uvx":
+		return pkgrun.PackageRunner
+	case "poetry":
+		return poetryTool
+	case "pipenv":
+		return pipenvTool
+	case "pdm", "hatch":
+		return poetryTool
+	case "conda", "mamba", "micromamba":
+		return condaTool
+	case "black":
+		return func(c *engine.Call) { engine.Checker(c, "black", "--check", "--diff") }
+	case "isort":
+		return func(c *engine.Call) { engine.Checker(c, "isort", "--check", "--check-only", "--diff", "-c") }
+	case "ruff":
+		return ruffTool
+	case "coverage":
+		return func(c *engine.Call) {
 			if engine.FirstPos(c.Args) == "run" {
 				c.Class(engine.Verify, "coverage run measures tests")
 				return
 			}
 			c.Class(engine.Read, "coverage reports")
-		},
+		}
 	}
+	return nil
 }

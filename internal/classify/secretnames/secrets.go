@@ -283,9 +283,28 @@ func ExtglobAlternatives(pat string, max int) []string {
 	return out
 }
 
-var secretWords = nameSet("TOKEN SECRET SECRETS PASSWORD PASSWD PASSPHRASE APIKEY CREDENTIAL CREDENTIALS PAT DSN PRIVATEKEY ACCESSKEY")
+// secretWord reports whether a word of a variable's name says it holds a
+// credential. This and secretPair are switches, not maps made at package
+// init: every airlock process, a policy check too, would pay for those.
+func secretWord(w string) bool {
+	switch w {
+	case "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "CREDENTIAL",
+		"CREDENTIALS", "PAT", "DSN", "PRIVATEKEY", "ACCESSKEY":
+		return true
+	}
+	return false
+}
 
-var secretPairs = nameSet("API_KEY PRIVATE_KEY ACCESS_KEY SESSION_KEY SECRET_KEY AUTH_TOKEN SIGNING_KEY ENCRYPTION_KEY CLIENT_SECRET")
+// secretPair reports whether two words of a variable's name, joined by
+// "_", say it holds a credential.
+func secretPair(w string) bool {
+	switch w {
+	case "API_KEY", "PRIVATE_KEY", "ACCESS_KEY", "SESSION_KEY", "SECRET_KEY", "AUTH_TOKEN", "SIGNING_KEY",
+		"ENCRYPTION_KEY", "CLIENT_SECRET":
+		return true
+	}
+	return false
+}
 
 // Var reports whether a variable's name says it holds a
 // credential: a whole word of it is TOKEN, SECRET, PASSWORD... (MAX_TOKENS
@@ -293,23 +312,14 @@ var secretPairs = nameSet("API_KEY PRIVATE_KEY ACCESS_KEY SESSION_KEY SECRET_KEY
 func Var(name string) bool {
 	parts := strings.Split(strings.ToUpper(name), "_")
 	for i, p := range parts {
-		if secretWords[p] {
+		if secretWord(p) {
 			return true
 		}
-		if i > 0 && secretPairs[parts[i-1]+"_"+p] {
+		if i > 0 && secretPair(parts[i-1]+"_"+p) {
 			return true
 		}
 	}
 	return false
-}
-
-// nameSet is the set of the words of s.
-func nameSet(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, f := range strings.Fields(s) {
-		m[f] = true
-	}
-	return m
 }
 
 // Template reports whether p ends as an example or template of a

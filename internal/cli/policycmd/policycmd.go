@@ -29,10 +29,12 @@ const policyUsage = `usage: airlock policy <check|default> [flags]
         print the built-in policy as a policy file to start from
 `
 
-// Remote answers 'policy check --sandbox ID': the daemon's decision with
-// that sandbox's policy, grants and overrides. c is the parsed command
-// (its --socket, output and errors), args the verb's arguments as given.
-// Its result is the verb's exit status.
+// Remote answers the checks this binary does not: 'policy check --sandbox
+// ID' (the daemon's decision with that sandbox's policy, grants and
+// overrides) and, in a binary that reads no policy files (the front,
+// policy.FilesSupported false), 'policy check --policy FILE', with sandbox
+// "". c is the parsed command (its --socket, output and errors), args the
+// verb's arguments as given. Its result is the verb's exit status.
 type Remote func(c *clibase.Cmd, args []string, sandbox string, argv []string, cwd string, asJSON bool) int
 
 // CmdPolicy runs 'airlock policy'; remote answers checks with --sandbox.
@@ -88,6 +90,9 @@ func policyCheck(args []string, stdout, stderr io.Writer, remote Remote) int {
 	if *sandbox != "" {
 		return remote(c, args, *sandbox, argv, *cwd, *asJSON)
 	}
+	if *file != "" && !policy.FilesSupported {
+		return remote(c, args, "", argv, *cwd, *asJSON)
+	}
 	var f *policy.File
 	if *file != "" {
 		data, err := os.ReadFile(*file)
@@ -110,7 +115,9 @@ func policyCheck(args []string, stdout, stderr io.Writer, remote Remote) int {
 		_ = clibase.PrintJSON(stdout, d)
 		return ActionCode(string(d.Action))
 	}
-	fmt.Fprintf(stdout, "decision: %s\nreason:   %s\nclasses:  %s\npolicy:   %s (%s)\n", d.Action, termsafe.String(d.Reason), joinClasses(d.Analysis.Classes), termsafe.String(d.Policy), termsafe.Join(pol.Sources, " > "))
+	// Actions as strings: fmt formats a named string type by reflection,
+	// which a check (a process of its own) would pay for at first use.
+	fmt.Fprintf(stdout, "decision: %s\nreason:   %s\nclasses:  %s\npolicy:   %s (%s)\n", string(d.Action), termsafe.String(d.Reason), joinClasses(d.Analysis.Classes), termsafe.String(d.Policy), termsafe.Join(pol.Sources, " > "))
 	fmt.Fprintln(stdout, "commands:")
 	for i, cmd := range d.Analysis.Commands {
 		via := ""
@@ -130,7 +137,7 @@ func policyCheck(args []string, stdout, stderr io.Writer, remote Remote) int {
 	}
 	fmt.Fprintln(stdout, "rules:")
 	for _, m := range d.Matches {
-		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", m.Action, termsafe.String(m.Rule), termsafe.String(m.Reason))
+		fmt.Fprintf(stdout, "  %-5s %-20s %s\n", string(m.Action), termsafe.String(m.Rule), termsafe.String(m.Reason))
 	}
 	return ActionCode(string(d.Action))
 }
