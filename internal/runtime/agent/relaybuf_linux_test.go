@@ -125,3 +125,64 @@ func TestCopyPlainShortWrite(t *testing.T) {
 		t.Errorf("got %v, want io.ErrShortWrite", err)
 	}
 }
+
+// fullReader fills the buffers of its first two reads, reporting their
+// sizes on sizes, then waits for stop and ends: a bulk connection that
+// holds whatever buffer it got.
+type fullReader struct {
+	stop  <-chan struct{}
+	sizes chan int
+	reads *int
+}
+
+func (f fullReader) Read(p []byte) (int, error) {
+	if *f.reads++; *f.reads > 2 {
+		<-f.stop
+		return 0, io.EOF
+	}
+	f.sizes <- len(p)
+	return len(p), nil
+}
+
+// TestManyBulkRelaysHoldBoundedMemory: a command that opens more bulk
+// connections than there are large buffers (each direction reading full
+// buffers as fast as it can) makes the agent hold maxBigRelayBufs of
+// them, no more; the other relays go on with their small buffers, and
+// every large one is back once the relays end.
+func TestManyBulkRelaysHoldBoundedMemory(t *testing.T) {
+	const relays = 3 * maxBigRelayBufs
+	stop := make(chan struct{})
+	done := make(chan error, relays)
+	sizes := make([]chan int, relays)
+	for i := range relays {
+		sizes[i] = make(chan int, 2)
+		go func() { done <- copyPlain(io.Discard, fullReader{stop: stop, sizes: sizes[i], reads: new(int)}) }()
+	}
+	// Every relay's second read is with whatever buffer its first, full,
+	// read got it; then all of them hold it.
+	small, big := 0, 0
+	for i := range relays {
+		<-sizes[i]
+		switch <-sizes[i] {
+		case relayBuf:
+			small++
+		case bigRelayBuf:
+			big++
+		}
+	}
+	if n := len(bigBufs.tokens); n > maxBigRelayBufs {
+		t.Errorf("%d large buffers out at once, at most %d allowed", n, maxBigRelayBufs)
+	}
+	if big != maxBigRelayBufs || small != relays-maxBigRelayBufs {
+		t.Errorf("%d relays read into large buffers and %d into small ones, want %d and %d", big, small, maxBigRelayBufs, relays-maxBigRelayBufs)
+	}
+	close(stop)
+	for range relays {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(bigBufs.tokens); n != 0 {
+		t.Errorf("%d large buffers still out after every relay ended", n)
+	}
+}
