@@ -49,8 +49,12 @@ func cpuTime(b testing.TB) time.Duration {
 // sandbox's copy out of its socket, which reads colder bytes than
 // direct's; the relay's own code and the Go runtime are a few percent.
 // Smaller splices (64-256 KiB), a pipe topped up between pumps, a
-// smaller upstream receive buffer and a 64 or 512 KiB sandbox send
-// buffer all measured the same or dearer.
+// smaller upstream receive buffer, a 64 or 512 KiB sandbox send buffer
+// and TCP_NOTSENT_LOWAT over a larger one all measured the same or
+// dearer; so did BIG TCP (512 KiB GSO) on the sandbox side's loopback,
+// in a namespace of the benchmark's own: it halves a direct transfer's
+// CPU but made the spliced relay about 1.7x dearer, and a copying one
+// only came back to the spliced relay's cost on the default loopback.
 func BenchmarkRelayCost(b *testing.B) {
 	port := sourceServer(b)
 	target := "git.example.test:" + itoa(port)
