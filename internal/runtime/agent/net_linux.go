@@ -39,8 +39,9 @@ import (
 // wait for the host (more are dropped: clients retry), and, relaying, at
 // most the sandbox's proxy connection cap are relayed (beyond it they are
 // refused), each with two small copy buffers, of which at most
-// maxBigRelayBufs grow for bulk (copyPlain). A refused connection gets an HTTP 503 that says why, and the
-// host is told (OpNetConn with Code "refused") so that it is recorded.
+// maxBigRelayBufs grow for bulk (copyPlain). A refused connection gets
+// an HTTP 503 that says why, and the host is told (OpNetConn with Code
+// "refused") so that it is recorded.
 
 // The in-sandbox addresses of the proxy and the DNS server (the same as
 // runtime.ProxyAddr and runtime.DNSAddr).
@@ -359,43 +360,33 @@ const (
 
 var bigBufs = newBufPool(bigRelayBuf, maxBigRelayBufs)
 
-// bufPool hands out at most max buffers of size bytes at once, keeping
-// those given back for the next taker.
+// bufPool hands out at most max buffers of size bytes at once. A buffer
+// given back is left to the garbage collector, not kept: an idle
+// sandbox should not hold what its last download needed.
 type bufPool struct {
 	size   int
 	tokens chan struct{}
-	free   chan []byte
 }
 
 func newBufPool(size, max int) *bufPool {
-	return &bufPool{size: size, tokens: make(chan struct{}, max), free: make(chan []byte, max)}
+	return &bufPool{size: size, tokens: make(chan struct{}, max)}
 }
 
 // get returns a buffer, or nil when max are out.
 func (p *bufPool) get() []byte {
 	select {
 	case p.tokens <- struct{}{}:
+		return make([]byte, p.size)
 	default:
 		return nil
-	}
-	select {
-	case b := <-p.free:
-		return b
-	default:
-		return make([]byte, p.size)
 	}
 }
 
 // put gives back a buffer that get returned (nil: none).
 func (p *bufPool) put(b []byte) {
-	if b == nil {
-		return
+	if b != nil {
+		<-p.tokens
 	}
-	select {
-	case p.free <- b:
-	default:
-	}
-	<-p.tokens
 }
 
 // relayLinger is how long a relay waits for the sandbox's side to end
