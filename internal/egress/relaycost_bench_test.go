@@ -39,8 +39,10 @@ func cpuTime(b testing.TB) time.Duration {
 // right after it is slower) and a busy moment of the machine is shared.
 // The metrics are the medians: CPU per transfer, its ratio to direct's,
 // and throughput as a ratio to direct's; load1 is the machine's load
-// average at the end (the ratios move with it: the other sessions' load
-// changes how direct's two ends share the cores more than the relay's).
+// average at the end. The ratios move from run to run far more than the
+// relay's own CPU does: direct costs less when its two ends happen to
+// share a core (pinned to one, about 14 ms; spread, up to 22), so judge
+// them over several runs.
 //
 // Where the relay's share goes (perf, December 2026): almost all in the
 // kernel, in the second TCP connection's processing (splice_to_socket,
@@ -51,10 +53,11 @@ func cpuTime(b testing.TB) time.Duration {
 // Smaller splices (64-256 KiB), a pipe topped up between pumps, a
 // smaller upstream receive buffer, a 64 or 512 KiB sandbox send buffer
 // and TCP_NOTSENT_LOWAT over a larger one all measured the same or
-// dearer; so did BIG TCP (512 KiB GSO) on the sandbox side's loopback,
-// in a namespace of the benchmark's own: it halves a direct transfer's
-// CPU but made the spliced relay about 1.7x dearer, and a copying one
-// only came back to the spliced relay's cost on the default loopback.
+// dearer; so did BIG TCP (512 KiB GSO) on the sandbox side's loopback
+// (tried in a network namespace made for the experiment): it halves a
+// direct transfer's CPU, but made the spliced relay about 1.7x dearer,
+// and a copying relay over it only came back to the spliced relay's
+// cost on the default loopback.
 func BenchmarkRelayCost(b *testing.B) {
 	port := sourceServer(b)
 	target := "git.example.test:" + itoa(port)
