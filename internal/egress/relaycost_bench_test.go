@@ -3,8 +3,11 @@ package egress
 import (
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,7 +38,26 @@ func cpuTime(b testing.TB) time.Duration {
 // order that rotates, so none always follows socat's process (a transfer
 // right after it is slower) and a busy moment of the machine is shared.
 // The metrics are the medians: CPU per transfer, its ratio to direct's,
-// and throughput as a ratio to direct's.
+// and throughput as a ratio to direct's; load1 is the machine's load
+// average at the end. The ratios move from run to run far more than the
+// relay's own CPU does: direct costs less when its two ends happen to
+// share a core (pinned to one, about 14 ms; spread, up to 22), so judge
+// them over several runs.
+//
+// Where the relay's share goes (perf, December 2026): almost all in the
+// kernel, in the second TCP connection's processing (splice_to_socket,
+// the sandbox side's send with its loopback receive, about a quarter of
+// the whole transfer's CPU; tcp_splice_read about an eighth) and in the
+// sandbox's copy out of its socket, which reads colder bytes than
+// direct's; the relay's own code and the Go runtime are a few percent.
+// Smaller splices (64-256 KiB), a pipe topped up between pumps, a
+// smaller upstream receive buffer, a 64 or 512 KiB sandbox send buffer
+// and TCP_NOTSENT_LOWAT over a larger one all measured the same or
+// dearer; so did BIG TCP (512 KiB GSO) on the sandbox side's loopback
+// (tried in a network namespace made for the experiment): it halves a
+// direct transfer's CPU, but made the spliced relay about 1.7x dearer,
+// and a copying relay over it only came back to the spliced relay's
+// cost on the default loopback.
 func BenchmarkRelayCost(b *testing.B) {
 	port := sourceServer(b)
 	target := "git.example.test:" + itoa(port)
@@ -100,9 +122,23 @@ func BenchmarkRelayCost(b *testing.B) {
 			b.ReportMetric(float64(median(wall["direct"]))/float64(w), k.name+"-speed-x")
 		}
 	}
+	b.ReportMetric(loadAverage(b), "load1")
 	if testing.Verbose() {
 		for _, k := range kinds {
 			fmt.Printf("%s: cpu %v wall %v\n", k.name, cpu[k.name], wall[k.name])
 		}
 	}
+}
+
+// loadAverage is the machine's one-minute load average.
+func loadAverage(b testing.TB) float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
 }
