@@ -25,3 +25,54 @@ type ProjectList struct {
 	// Projects are those the caller sees (the operator: every one).
 	Projects []Project `json:"projects"`
 }
+
+// ProjectQuotas are a project's quotas in force: the daemon's defaults
+// (airlock serve --project-quota) with what the project sets over them.
+// A zero field bounds nothing.
+type ProjectQuotas struct {
+	// Sandboxes: live at once (running or paused), creates under way
+	// included.
+	Sandboxes int64 `json:"sandboxes"`
+	// MemoryBytes, CPUs, DiskBytes: the sum of the live sandboxes'
+	// limits (a limit left to the backend counts its default; no CPU
+	// limit counts every core of the host).
+	MemoryBytes int64   `json:"memory_bytes"`
+	CPUs        float64 `json:"cpus"`
+	DiskBytes   int64   `json:"disk_bytes"`
+	// ExecsPerMinute: commands started in the last 60 seconds.
+	ExecsPerMinute int64 `json:"execs_per_minute"`
+}
+
+// QuotaSettings is the body of PUT /v1/projects/{id}/quotas and what a
+// project sets over the daemon's defaults: a field left out is the
+// default's, 0 bounds nothing, a number bounds. A PUT replaces every
+// field (one left out goes back to the default).
+type QuotaSettings struct {
+	Sandboxes      *int64   `json:"sandboxes,omitempty"`
+	MemoryBytes    *int64   `json:"memory_bytes,omitempty"`
+	CPUs           *float64 `json:"cpus,omitempty"`
+	DiskBytes      *int64   `json:"disk_bytes,omitempty"`
+	ExecsPerMinute *int64   `json:"execs_per_minute,omitempty"`
+}
+
+// ProjectUsageFigures is what a project holds now against its quotas.
+type ProjectUsageFigures struct {
+	Sandboxes   int64   `json:"sandboxes"`
+	MemoryBytes int64   `json:"memory_bytes"`
+	CPUs        float64 `json:"cpus"`
+	DiskBytes   int64   `json:"disk_bytes"`
+	// ExecsLastMinute: commands started in the last 60 seconds.
+	ExecsLastMinute int64 `json:"execs_last_minute"`
+}
+
+// ProjectUsage is the answer of GET /v1/projects/{id}/usage and of PUT
+// /v1/projects/{id}/quotas.
+type ProjectUsage struct {
+	Project string `json:"project"`
+	// Quotas are those in force.
+	Quotas ProjectQuotas `json:"quotas"`
+	// Set is what the project sets over the daemon's defaults.
+	Set QuotaSettings `json:"set"`
+	// Usage is what it holds now.
+	Usage ProjectUsageFigures `json:"usage"`
+}
