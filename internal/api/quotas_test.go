@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/runtime"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/tenant"
+	"github.com/airlock-dev/airlock/sdk"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -246,5 +249,35 @@ func TestKeyRateLimit(t *testing.T) {
 	}
 	if r := get("ak_not-a-key"); r.StatusCode != 401 {
 		t.Errorf("no key: %d, want 401 (an invalid key gets no bucket)", r.StatusCode)
+	}
+}
+
+// The SDK's quota calls, as red's admin over TCP: set (lower), read,
+// and a refused create as an *sdk.Error with the quota's figures.
+func TestSDKQuotas(t *testing.T) {
+	tn := newTenants(t)
+	ctx := context.Background()
+	tn.must("", "PUT", "/v1/projects/proj-red/quotas", wire.QuotaSettings{Sandboxes: i64p(3)}, 200, nil)
+	c, err := sdk.New(sdk.WithBaseURL(tn.tcp.URL), sdk.WithAPIKey(tn.keys["proj-red"][tenant.Admin]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := c.SetProjectQuotas(ctx, "proj-red", sdk.QuotaSettings{Sandboxes: i64p(1)})
+	if err != nil || u.Quotas.Sandboxes != 1 {
+		t.Fatalf("set: %+v %v", u, err)
+	}
+	if _, err := c.CreateSandbox(ctx, sdk.CreateRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreateSandbox(ctx, sdk.CreateRequest{})
+	var e *sdk.Error
+	if !errors.As(err, &e) || e.Status != 429 || e.Code != sdk.CodeQuotaExceeded || e.Quota == nil || e.Quota.Name != "sandboxes" || e.Quota.Used != 1 {
+		t.Fatalf("second create: %#v", err)
+	}
+	if u, err = c.ProjectUsage(ctx, "proj-red"); err != nil || u.Usage.Sandboxes != 1 {
+		t.Errorf("usage: %+v %v", u, err)
+	}
+	if _, err = c.ProjectUsage(ctx, "proj-blue"); !errors.As(err, &e) || e.Status != 404 {
+		t.Errorf("blue's usage: %v", err)
 	}
 }
