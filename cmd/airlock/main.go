@@ -43,6 +43,7 @@ func verbs() []verb {
 		{"serve", "run the daemon: the API on a unix socket, persistent sandboxes", serve.CmdServe},
 		{"sandbox", "manage long-lived sandboxes through the daemon (create, ls, get, exec, rm, ...)", sandbox.CmdSandbox},
 		{"apikey", "manage API keys for TCP clients of the daemon", admin.CmdAPIKey},
+		{"project", "a project's quotas and what it holds of them: usage, quota", admin.CmdProject},
 		{"secret", "store secrets and grant them to a sandbox or task", admin.CmdSecret},
 		{"egress", "sandboxes' network egress: status, kill switch, per-sandbox policy", admin.CmdEgress},
 		{"pool", "the daemon's warm pools of ready sandboxes (serve --pool): ls", admin.CmdPool},

@@ -1,5 +1,6 @@
 // Package admin is the CLI's operator verbs of the daemon's settings:
-// 'airlock apikey', 'airlock secret', 'airlock egress' and 'airlock cache'.
+// 'airlock apikey', 'airlock project' (usage, quota), 'airlock secret',
+// 'airlock egress' and 'airlock cache'.
 package admin
 
 import (

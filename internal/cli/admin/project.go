@@ -1,0 +1,227 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/airlock-dev/airlock/internal/cli"
+	"github.com/airlock-dev/airlock/sdk"
+)
+
+const projectUsage = `usage: airlock project <usage|quota> [flags] PROJECT
+
+A project's quotas are the daemon's defaults (airlock serve --project-quota)
+with what the project sets over them. Live sandboxes (running or paused)
+count, and their memory, CPU and disk limits add up (a limit left to the
+backend counts its default, no CPU limit every core of the host); commands
+count for 60 seconds. A create or command past a quota is refused (429,
+quota_exceeded, naming the quota and the usage).
+
+  usage [--json] PROJECT
+                      the project's quotas in force and what it holds now
+                      (a key: its own project's)
+  quota PROJECT [--sandboxes N] [--memory SIZE] [--cpus N] [--disk SIZE]
+        [--execs N]   set the project's quotas; each value: a number (a
+                      SIZE such as 8G), none (no bound) or default (the
+                      daemon's); a quota not named stays as it is. The
+                      operator sets any; a project's admin key may only
+                      lower its own project's
+`
+
+// CmdProject is 'airlock project': usage and quota.
+func CmdProject(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, projectUsage)
+		return 2
+	}
+	verb, rest := args[0], args[1:]
+	c := cli.NewCmd(verb, "airlock project "+verb+" [flags] PROJECT", "", stdout, stderr)
+	c.Group = "project"
+	c.Usage = projectUsage
+	switch verb {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, projectUsage)
+		return 0
+	case "usage":
+		return projectShowUsage(c, rest)
+	case "quota":
+		return projectQuota(c, rest)
+	}
+	fmt.Fprintf(stderr, "airlock project: unknown command %q; run 'airlock project --help'\n", verb)
+	return 2
+}
+
+func projectShowUsage(c *cli.Cmd, args []string) int {
+	asJSON := c.FS.Bool("json", false, "print JSON")
+	id, code, done := oneProject(c, args)
+	if done {
+		return code
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	u, err := cl.ProjectUsage(context.Background(), id)
+	if err != nil {
+		return c.Fail(err)
+	}
+	if *asJSON {
+		_ = cli.PrintJSON(c.Stdout, u)
+		return 0
+	}
+	printUsage(c.Stdout, u)
+	return 0
+}
+
+// printUsage shows each quota: what is used, the bound, and whether the
+// project sets it or the daemon's default does.
+func printUsage(w io.Writer, u *sdk.ProjectUsage) {
+	size := func(v int64) string { return cli.FmtSize(v) }
+	count := func(v int64) string { return strconv.FormatInt(v, 10) }
+	cores := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "PROJECT %s\nQUOTA\tUSED\tLIMIT\tFROM\n", cli.Esc(u.Project))
+	row := func(name, used, limit string, zero, set bool) {
+		from := "default"
+		if set {
+			from = "project"
+		}
+		if zero {
+			limit = "none"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, used, limit, from)
+	}
+	q, s, n := u.Quotas, u.Set, u.Usage
+	row("sandboxes", count(n.Sandboxes), count(q.Sandboxes), q.Sandboxes == 0, s.Sandboxes != nil)
+	row("memory", size(n.MemoryBytes), size(q.MemoryBytes), q.MemoryBytes == 0, s.MemoryBytes != nil)
+	row("cpus", cores(n.CPUs), cores(q.CPUs), q.CPUs == 0, s.CPUs != nil)
+	row("disk", size(n.DiskBytes), size(q.DiskBytes), q.DiskBytes == 0, s.DiskBytes != nil)
+	row("execs/minute", count(n.ExecsLastMinute), count(q.ExecsPerMinute), q.ExecsPerMinute == 0, s.ExecsPerMinute != nil)
+	_ = tw.Flush()
+}
+
+// quotaValue is one --NAME flag of 'project quota', kept as written.
+type quotaValue struct{ v *string }
+
+func (q quotaValue) String() string {
+	if q.v == nil {
+		return ""
+	}
+	return *q.v
+}
+func (q quotaValue) Set(s string) error { *q.v = s; return nil }
+
+func projectQuota(c *cli.Cmd, args []string) int {
+	vals := map[string]*string{}
+	for _, f := range []struct{ name, help string }{
+		{"sandboxes", "live sandboxes at once: `N`, none or default"},
+		{"memory", "the sum of the live sandboxes' memory limits: a `SIZE` (8G), none or default"},
+		{"cpus", "the sum of their CPU limits: `N` cores, none or default"},
+		{"disk", "the sum of their disk limits: a `SIZE`, none or default"},
+		{"execs", "commands a minute: `N`, none or default"},
+	} {
+		v := new(string)
+		vals[f.name] = v
+		c.FS.Var(quotaValue{v}, f.name, f.help)
+	}
+	asJSON := c.FS.Bool("json", false, "print the answer as JSON")
+	id, code, done := oneProject(c, args)
+	if done {
+		return code
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	ctx := context.Background()
+	cur, err := cl.ProjectUsage(ctx, id)
+	if err != nil {
+		return c.Fail(err)
+	}
+	s := cur.Set
+	for _, f := range []struct {
+		name string
+		set  func(v string) error
+	}{
+		{"sandboxes", intQuota(&s.Sandboxes, parseCount)},
+		{"memory", intQuota(&s.MemoryBytes, cli.ParseSize)},
+		{"disk", intQuota(&s.DiskBytes, cli.ParseSize)},
+		{"execs", intQuota(&s.ExecsPerMinute, parseCount)},
+		{"cpus", cpuQuota(&s.CPUs)},
+	} {
+		if v := *vals[f.name]; v != "" {
+			if err := f.set(v); err != nil {
+				return c.UsageErr("--%s %s: %v", f.name, v, err)
+			}
+		}
+	}
+	u, err := cl.SetProjectQuotas(ctx, id, s)
+	if err != nil {
+		return c.Fail(err)
+	}
+	if *asJSON {
+		_ = cli.PrintJSON(c.Stdout, u)
+		return 0
+	}
+	printUsage(c.Stdout, u)
+	return 0
+}
+
+// intQuota sets *dst from "none" (0), "default" (nil) or a number parse
+// reads.
+func intQuota(dst **int64, parse func(string) (int64, error)) func(string) error {
+	return func(v string) error {
+		switch strings.ToLower(v) {
+		case "default":
+			*dst = nil
+			return nil
+		case "none":
+			v = "0"
+		}
+		n, err := parse(v)
+		if err != nil {
+			return err
+		}
+		if n < 0 {
+			return fmt.Errorf("negative")
+		}
+		*dst = &n
+		return nil
+	}
+}
+
+func cpuQuota(dst **float64) func(string) error {
+	return func(v string) error {
+		switch strings.ToLower(v) {
+		case "default":
+			*dst = nil
+			return nil
+		case "none":
+			v = "0"
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n < 0 || n != n {
+			return fmt.Errorf("not a number of cores")
+		}
+		*dst = &n
+		return nil
+	}
+}
+
+func parseCount(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
+
+// oneProject parses args, which must name one project.
+func oneProject(c *cli.Cmd, args []string) (string, int, bool) {
+	pos, code, done := c.Parse(args)
+	if done {
+		return "", code, true
+	}
+	if len(pos) != 1 {
+		return "", c.UsageErr("want one project"), true
+	}
+	return pos[0], 0, false
+}
