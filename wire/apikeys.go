@@ -36,9 +36,10 @@ type APIKey struct {
 	Name string `json:"name"`
 	// Created is when it was made.
 	Created time.Time `json:"created"`
-	// Project and Role: what the key acts for, and as.
+	// Project is the project the key acts for.
 	Project string `json:"project,omitempty"`
-	Role    string `json:"role,omitempty"`
+	// Role is the role it acts as (agent, reviewer or admin).
+	Role string `json:"role,omitempty"`
 	// Expires: it stops working then (a rotated key's overlap).
 	Expires *time.Time `json:"expires,omitempty"`
 	// Key is the key, shown this once.

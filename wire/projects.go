@@ -33,12 +33,15 @@ type ProjectQuotas struct {
 	// Sandboxes: live at once (running or paused), creates under way
 	// included.
 	Sandboxes int64 `json:"sandboxes"`
-	// MemoryBytes, CPUs, DiskBytes: the sum of the live sandboxes'
-	// limits (a limit left to the backend counts its default; no CPU
-	// limit counts every core of the host).
-	MemoryBytes int64   `json:"memory_bytes"`
-	CPUs        float64 `json:"cpus"`
-	DiskBytes   int64   `json:"disk_bytes"`
+	// MemoryBytes: the sum of the live sandboxes' memory limits (a limit
+	// left to the backend counts its default).
+	MemoryBytes int64 `json:"memory_bytes"`
+	// CPUs: the sum of their CPU limits, in cores (no CPU limit counts
+	// every core of the host).
+	CPUs float64 `json:"cpus"`
+	// DiskBytes: the sum of their disk limits (one left to the backend
+	// counts its default).
+	DiskBytes int64 `json:"disk_bytes"`
 	// ExecsPerMinute: commands started in the last 60 seconds.
 	ExecsPerMinute int64 `json:"execs_per_minute"`
 }
@@ -48,19 +51,28 @@ type ProjectQuotas struct {
 // default's, 0 bounds nothing, a number bounds. A PUT replaces every
 // field (one left out goes back to the default).
 type QuotaSettings struct {
-	Sandboxes      *int64   `json:"sandboxes,omitempty"`
-	MemoryBytes    *int64   `json:"memory_bytes,omitempty"`
-	CPUs           *float64 `json:"cpus,omitempty"`
-	DiskBytes      *int64   `json:"disk_bytes,omitempty"`
-	ExecsPerMinute *int64   `json:"execs_per_minute,omitempty"`
+	// Sandboxes: as ProjectQuotas.Sandboxes.
+	Sandboxes *int64 `json:"sandboxes,omitempty"`
+	// MemoryBytes: as ProjectQuotas.MemoryBytes.
+	MemoryBytes *int64 `json:"memory_bytes,omitempty"`
+	// CPUs: as ProjectQuotas.CPUs.
+	CPUs *float64 `json:"cpus,omitempty"`
+	// DiskBytes: as ProjectQuotas.DiskBytes.
+	DiskBytes *int64 `json:"disk_bytes,omitempty"`
+	// ExecsPerMinute: as ProjectQuotas.ExecsPerMinute.
+	ExecsPerMinute *int64 `json:"execs_per_minute,omitempty"`
 }
 
 // ProjectUsageFigures is what a project holds now against its quotas.
 type ProjectUsageFigures struct {
-	Sandboxes   int64   `json:"sandboxes"`
-	MemoryBytes int64   `json:"memory_bytes"`
-	CPUs        float64 `json:"cpus"`
-	DiskBytes   int64   `json:"disk_bytes"`
+	// Sandboxes: live now, and creates under way.
+	Sandboxes int64 `json:"sandboxes"`
+	// MemoryBytes: the sum of their memory limits.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// CPUs: the sum of their CPU limits.
+	CPUs float64 `json:"cpus"`
+	// DiskBytes: the sum of their disk limits.
+	DiskBytes int64 `json:"disk_bytes"`
 	// ExecsLastMinute: commands started in the last 60 seconds.
 	ExecsLastMinute int64 `json:"execs_last_minute"`
 }
@@ -68,6 +80,7 @@ type ProjectUsageFigures struct {
 // ProjectUsage is the answer of GET /v1/projects/{id}/usage and of PUT
 // /v1/projects/{id}/quotas.
 type ProjectUsage struct {
+	// Project is the project's id.
 	Project string `json:"project"`
 	// Quotas are those in force.
 	Quotas ProjectQuotas `json:"quotas"`
