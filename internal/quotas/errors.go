@@ -19,8 +19,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	what := "its live sandboxes hold"
-	if e.Quota == NameExecsPerMinute {
+	switch e.Quota {
+	case NameExecsPerMinute:
 		what = "it started in the last minute"
+	case NameStoredOutput:
+		what = "its commands' stored output holds (airlock purge removes old output)"
 	}
 	return fmt.Sprintf("project %s: quota %s: this asks %s more, %s %s of %s (airlock project usage %s; the operator raises it with airlock project quota)",
 		e.Project, e.Quota, num(e.Asked), what, num(e.Used), num(e.Limit), e.Project)

@@ -17,6 +17,7 @@ const (
 	NameCPUs           = "cpus"
 	NameDisk           = "disk_bytes"
 	NameExecsPerMinute = "execs_per_minute"
+	NameStoredOutput   = "stored_output_bytes"
 )
 
 // Limits are a project's quotas in force. A zero field bounds nothing
@@ -32,17 +33,22 @@ type Limits struct {
 	DiskBytes   int64
 	// ExecsPerMinute: commands admitted in the last 60 seconds.
 	ExecsPerMinute int64
+	// StoredOutputBytes: the output the store keeps of the project's
+	// commands; checked as each command starts (those running add theirs,
+	// each capped by the daemon's stored-output cap, as they end).
+	StoredOutputBytes int64
 }
 
 // Settings are what a project's own quotas set over the daemon's
 // defaults: a nil field is the default's, 0 bounds nothing, a number
 // bounds. It is the JSON kept in the project's record (projects.quotas).
 type Settings struct {
-	Sandboxes      *int64   `json:"sandboxes,omitempty"`
-	MemoryBytes    *int64   `json:"memory_bytes,omitempty"`
-	CPUs           *float64 `json:"cpus,omitempty"`
-	DiskBytes      *int64   `json:"disk_bytes,omitempty"`
-	ExecsPerMinute *int64   `json:"execs_per_minute,omitempty"`
+	Sandboxes         *int64   `json:"sandboxes,omitempty"`
+	MemoryBytes       *int64   `json:"memory_bytes,omitempty"`
+	CPUs              *float64 `json:"cpus,omitempty"`
+	DiskBytes         *int64   `json:"disk_bytes,omitempty"`
+	ExecsPerMinute    *int64   `json:"execs_per_minute,omitempty"`
+	StoredOutputBytes *int64   `json:"stored_output_bytes,omitempty"`
 }
 
 // Over is l with the fields s sets.
@@ -57,6 +63,7 @@ func (s Settings) Over(l Limits) Limits {
 	l.MemoryBytes = pick(s.MemoryBytes, l.MemoryBytes)
 	l.DiskBytes = pick(s.DiskBytes, l.DiskBytes)
 	l.ExecsPerMinute = pick(s.ExecsPerMinute, l.ExecsPerMinute)
+	l.StoredOutputBytes = pick(s.StoredOutputBytes, l.StoredOutputBytes)
 	if s.CPUs != nil {
 		l.CPUs = *s.CPUs
 	}
@@ -68,7 +75,7 @@ func (s Settings) Check() error {
 	for _, f := range []struct {
 		name string
 		v    *int64
-	}{{NameSandboxes, s.Sandboxes}, {NameMemory, s.MemoryBytes}, {NameDisk, s.DiskBytes}, {NameExecsPerMinute, s.ExecsPerMinute}} {
+	}{{NameSandboxes, s.Sandboxes}, {NameMemory, s.MemoryBytes}, {NameDisk, s.DiskBytes}, {NameExecsPerMinute, s.ExecsPerMinute}, {NameStoredOutput, s.StoredOutputBytes}} {
 		if f.v != nil && *f.v < 0 {
 			return fmt.Errorf("quota %s: %d is negative (0 bounds nothing): %w", f.name, *f.v, errdefs.ErrInvalid)
 		}
@@ -82,7 +89,7 @@ func (s Settings) Check() error {
 // Check refuses a negative or non-finite field of the daemon's
 // defaults, naming it.
 func (l Limits) Check() error {
-	return Settings{Sandboxes: &l.Sandboxes, MemoryBytes: &l.MemoryBytes, CPUs: &l.CPUs, DiskBytes: &l.DiskBytes, ExecsPerMinute: &l.ExecsPerMinute}.Check()
+	return Settings{Sandboxes: &l.Sandboxes, MemoryBytes: &l.MemoryBytes, CPUs: &l.CPUs, DiskBytes: &l.DiskBytes, ExecsPerMinute: &l.ExecsPerMinute, StoredOutputBytes: &l.StoredOutputBytes}.Check()
 }
 
 // decodeSettings reads a project's stored quotas (empty or null: none
@@ -118,6 +125,7 @@ func tighter(n, o Limits) (string, bool) {
 		{NameCPUs, n.CPUs, o.CPUs},
 		{NameDisk, float64(n.DiskBytes), float64(o.DiskBytes)},
 		{NameExecsPerMinute, float64(n.ExecsPerMinute), float64(o.ExecsPerMinute)},
+		{NameStoredOutput, float64(n.StoredOutputBytes), float64(o.StoredOutputBytes)},
 	} {
 		if loose(f.nv, f.ov) {
 			return f.name, false

@@ -1,8 +1,10 @@
 // Package quotas is the projects' quotas (issue 22), a module of the
 // sandbox core (hook.Module, hook.Admitter): how many sandboxes a
 // project may have live, the memory, CPUs and disk their limits add up
-// to, and how many commands it may start a minute. The core asks it at
-// every create, before the backend starts anything, and at every exec;
+// to, how many commands it may start a minute, and how much of their
+// output the store may keep (counted as each ends, AfterExec). The core
+// asks it at every create, before the backend starts anything, and at
+// every exec;
 // each admission is checked and counted under one lock, so a burst
 // cannot pass the check before any of it is counted. It also keeps a
 // token bucket per API key (KeyRates) for the API's TCP door.
@@ -46,6 +48,8 @@ type Usage struct {
 	CPUs            float64
 	DiskBytes       int64
 	ExecsLastMinute int64
+	// StoredOutputBytes: the output the store keeps of its commands.
+	StoredOutputBytes int64
 }
 
 // Report is a project's quotas and usage (GET /v1/projects/{id}/usage).
@@ -61,6 +65,7 @@ type Report struct {
 type Quotas struct {
 	cfg    Config
 	st     *store.Store
+	core   hook.Core
 	record func(context.Context, audit.Entry) error
 	now    func() time.Time
 
@@ -80,6 +85,9 @@ type project struct {
 	err    error // its stored settings could not be read (fails closed)
 	use    Usage // but ExecsLastMinute
 	execs  window
+	// counted is when use.StoredOutputBytes was read from the store
+	// (between, each command's AfterExec adds its own).
+	counted time.Time
 }
 
 // New makes the module; attach it through manager.Config.Modules.
@@ -95,7 +103,7 @@ func (q *Quotas) Attach(c hook.Core) error {
 	if err := q.cfg.Defaults.Check(); err != nil {
 		return fmt.Errorf("the default quotas: %w", err)
 	}
-	q.st, q.record, q.now = c.Store(), c.Record, c.Now
+	q.st, q.core, q.record, q.now = c.Store(), c, c.Record, c.Now
 	return nil
 }
 
@@ -129,8 +137,13 @@ func (q *Quotas) entry(ctx context.Context, id string) (*project, error) {
 		return nil, err // not found, or the store failing: not cached
 	}
 	set, err := decodeSettings(rec.Quotas)
+	stored, serr := q.st.OutputBytes(ctx, id)
+	if serr != nil {
+		return nil, serr
+	}
 	q.mu.Lock()
 	p.set, p.err, p.loaded = set, err, true
+	p.use.StoredOutputBytes, p.counted = stored, q.now()
 	q.mu.Unlock()
 	return p, err
 }
@@ -218,6 +231,9 @@ func (q *Quotas) AdmitExec(ctx context.Context, projectID string) error {
 	if err != nil {
 		return err
 	}
+	if err := q.admitStored(ctx, projectID, p); err != nil {
+		return err
+	}
 	sec := q.now().Unix()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -227,6 +243,57 @@ func (q *Quotas) AdmitExec(ctx context.Context, projectID string) error {
 	}
 	p.execs.add(sec)
 	return nil
+}
+
+// admitStored refuses a command of a project whose stored output is at
+// its quota. The count in memory only grows between reads (a purge does
+// not tell it), so before refusing it is read again from the store, at
+// most once a second: a purge lets commands run again, and a flood of
+// refused ones does not become a flood of scans.
+func (q *Quotas) admitStored(ctx context.Context, projectID string, p *project) error {
+	q.mu.Lock()
+	lim := p.set.Over(q.cfg.Defaults).StoredOutputBytes
+	used, stale := p.use.StoredOutputBytes, q.now().Sub(p.counted) >= time.Second
+	q.mu.Unlock()
+	if lim <= 0 || used < lim {
+		return nil
+	}
+	if stale {
+		n, err := q.st.OutputBytes(ctx, projectID)
+		if err != nil {
+			return err
+		}
+		q.mu.Lock()
+		p.use.StoredOutputBytes, p.counted = n, q.now()
+		q.mu.Unlock()
+		if used = n; used < lim {
+			return nil
+		}
+	}
+	return &Error{Project: projectID, Quota: NameStoredOutput, Limit: float64(lim), Used: float64(used)}
+}
+
+// AfterExec adds what the store keeps of a command's output to its
+// project's count (hook.AfterExecHook).
+func (q *Quotas) AfterExec(ctx context.Context, x hook.ExecDone) {
+	if q.attached() != nil || x.ExecID == "" {
+		return
+	}
+	projectID := ""
+	if li, ok := q.core.Live(x.SandboxID); ok && li.View != nil {
+		projectID = li.View.Project
+	} else if sb, err := q.st.GetSandbox(ctx, x.SandboxID); err == nil {
+		projectID = sb.Project
+	}
+	n, err := q.st.ExecOutputBytes(ctx, x.ExecID)
+	if err != nil || projectID == "" || n == 0 {
+		return // read again from the store before any refusal
+	}
+	q.mu.Lock()
+	if p := q.projects[projectID]; p != nil && p.loaded {
+		p.use.StoredOutputBytes += n
+	}
+	q.mu.Unlock()
 }
 
 // Usage is project id's quotas and what it holds now. The caller's

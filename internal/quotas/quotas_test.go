@@ -27,7 +27,8 @@ type core struct {
 	events []audit.Entry
 }
 
-func (c *core) Store() *store.Store { return c.st }
+func (c *core) Store() *store.Store                { return c.st }
+func (c *core) Live(string) (*hook.LiveInfo, bool) { return nil, false }
 func (c *core) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -313,5 +314,49 @@ func TestKeyRates(t *testing.T) {
 	}
 	if ok, _ := (*KeyRates)(nil).Allow("k"); !ok {
 		t.Error("nil limiter refused")
+	}
+}
+
+// Stored output: each command's output is added as it ends; a command of
+// a project at its quota is refused; the count is read again from the
+// store before a refusal (at most once a second), so output removed
+// since lets commands run again.
+func TestStoredOutputBytes(t *testing.T) {
+	q, c := newQuotas(t, Config{Defaults: Limits{StoredOutputBytes: 100}})
+	ctx := context.Background()
+	if err := c.st.PutSandbox(ctx, &store.Sandbox{ID: "sb-1", State: "running", Backend: "fake", Template: "host", Created: c.now, Project: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	out := func(id string, n int) {
+		t.Helper()
+		if err := c.st.PutExec(ctx, &store.Exec{ID: id, SandboxID: "sb-1", Cwd: "/", Started: c.now}); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+			t.Fatal(err)
+		}
+		if err := c.st.PutOutput(ctx, id, "stdout", make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.AdmitExec(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	out("x-1", 60)
+	q.AfterExec(ctx, hook.ExecDone{SandboxID: "sb-1", ExecID: "x-1"})
+	if err := q.AdmitExec(ctx, "p"); err != nil {
+		t.Fatalf("at 60 of 100: %v", err)
+	}
+	out("x-2", 50)
+	q.AfterExec(ctx, hook.ExecDone{SandboxID: "sb-1", ExecID: "x-2"})
+	qe := quotaErr(t, q.AdmitExec(ctx, "p"), NameStoredOutput)
+	if qe.Used != 110 || qe.Limit != 100 {
+		t.Errorf("refusal: %+v", qe)
+	}
+	rep, _ := q.Usage(ctx, "p")
+	if rep.Usage.StoredOutputBytes != 110 {
+		t.Errorf("usage: %d", rep.Usage.StoredOutputBytes)
+	}
+	out("x-2", 10) // its output replaced by less (as a purge would remove it)
+	c.advance(2 * time.Second)
+	if err := q.AdmitExec(ctx, "p"); err != nil {
+		t.Errorf("after the store holds 70: %v", err)
 	}
 }
