@@ -82,8 +82,8 @@ type Error struct {
 type QuotaHit struct {
 	// Project is the project whose quota it is.
 	Project string `json:"project"`
-	// Name is the quota's: sandboxes, memory_bytes, cpus, disk_bytes or
-	// execs_per_minute.
+	// Name is the quota's: sandboxes, memory_bytes, cpus, disk_bytes,
+	// execs_per_minute or stored_output_bytes.
 	Name string `json:"name"`
 	// Limit is the quota in force.
 	Limit float64 `json:"limit"`

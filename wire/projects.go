@@ -44,6 +44,9 @@ type ProjectQuotas struct {
 	DiskBytes int64 `json:"disk_bytes"`
 	// ExecsPerMinute: commands started in the last 60 seconds.
 	ExecsPerMinute int64 `json:"execs_per_minute"`
+	// StoredOutputBytes: the output the store keeps of the project's
+	// commands (checked as each starts; airlock purge removes old output).
+	StoredOutputBytes int64 `json:"stored_output_bytes"`
 }
 
 // QuotaSettings is the body of PUT /v1/projects/{id}/quotas and what a
@@ -61,6 +64,8 @@ type QuotaSettings struct {
 	DiskBytes *int64 `json:"disk_bytes,omitempty"`
 	// ExecsPerMinute: as ProjectQuotas.ExecsPerMinute.
 	ExecsPerMinute *int64 `json:"execs_per_minute,omitempty"`
+	// StoredOutputBytes: as ProjectQuotas.StoredOutputBytes.
+	StoredOutputBytes *int64 `json:"stored_output_bytes,omitempty"`
 }
 
 // ProjectUsageFigures is what a project holds now against its quotas.
@@ -75,6 +80,8 @@ type ProjectUsageFigures struct {
 	DiskBytes int64 `json:"disk_bytes"`
 	// ExecsLastMinute: commands started in the last 60 seconds.
 	ExecsLastMinute int64 `json:"execs_last_minute"`
+	// StoredOutputBytes: the output the store keeps of its commands.
+	StoredOutputBytes int64 `json:"stored_output_bytes"`
 }
 
 // ProjectUsage is the answer of GET /v1/projects/{id}/usage and of PUT

@@ -281,3 +281,27 @@ func TestSDKQuotas(t *testing.T) {
 		t.Errorf("blue's usage: %v", err)
 	}
 }
+
+// Stored output: once red's commands' stored output reaches its quota,
+// its next command is refused 429 naming it.
+func TestQuotaOfStoredOutput(t *testing.T) {
+	tn := newTenants(t)
+	tn.must("", "PUT", "/v1/projects/proj-red/quotas", wire.QuotaSettings{StoredOutputBytes: i64p(64)}, 200, nil)
+	agent := tn.keys["proj-red"][tenant.Agent]
+	var sb wire.Sandbox
+	tn.must(agent, "POST", "/v1/sandboxes", wire.CreateSandboxRequest{}, 201, &sb)
+	argv := []string{"sh", "-c", "head -c 100 /dev/zero | tr '\\0' x"}
+	if code, b := tn.call(agent, "POST", "/v1/sandboxes/"+sb.ID+"/exec", wire.ExecRequest{Argv: argv}); code != 200 {
+		t.Fatalf("exec: %d %s", code, b)
+	}
+	code, b := tn.call(agent, "POST", "/v1/sandboxes/"+sb.ID+"/exec", wire.ExecRequest{Argv: []string{"true"}})
+	hit := quotaRefusal(t, code, b, quotas.NameStoredOutput)
+	if hit.Used != 100 || hit.Limit != 64 {
+		t.Errorf("hit: %+v", hit)
+	}
+	var use wire.ProjectUsage
+	tn.must(agent, "GET", "/v1/projects/proj-red/usage", nil, 200, &use)
+	if use.Usage.StoredOutputBytes != 100 {
+		t.Errorf("usage: %+v", use.Usage)
+	}
+}

@@ -18,14 +18,15 @@ A project's quotas are the daemon's defaults (airlock serve --project-quota)
 with what the project sets over them. Live sandboxes (running or paused)
 count, and their memory, CPU and disk limits add up (a limit left to the
 backend counts its default, no CPU limit every core of the host); commands
-count for 60 seconds. A create or command past a quota is refused (429,
+count for 60 seconds, and their output while the store keeps it. A create or command past a quota is refused (429,
 quota_exceeded, naming the quota and the usage).
 
   usage [--json] PROJECT
                       the project's quotas in force and what it holds now
                       (a key: its own project's)
   quota PROJECT [--sandboxes N] [--memory SIZE] [--cpus N] [--disk SIZE]
-        [--execs N]   set the project's quotas; each value: a number (a
+        [--execs N] [--output SIZE]
+                      set the project's quotas; each value: a number (a
                       SIZE such as 8G), none (no bound) or default (the
                       daemon's); a quota not named stays as it is. The
                       operator sets any; a project's admin key may only
@@ -101,6 +102,7 @@ func printUsage(w io.Writer, u *sdk.ProjectUsage) {
 	row("cpus", cores(n.CPUs), cores(q.CPUs), q.CPUs == 0, s.CPUs != nil)
 	row("disk", size(n.DiskBytes), size(q.DiskBytes), q.DiskBytes == 0, s.DiskBytes != nil)
 	row("execs/minute", count(n.ExecsLastMinute), count(q.ExecsPerMinute), q.ExecsPerMinute == 0, s.ExecsPerMinute != nil)
+	row("stored output", size(n.StoredOutputBytes), size(q.StoredOutputBytes), q.StoredOutputBytes == 0, s.StoredOutputBytes != nil)
 	_ = tw.Flush()
 }
 
@@ -123,6 +125,7 @@ func projectQuota(c *cli.Cmd, args []string) int {
 		{"cpus", "the sum of their CPU limits: `N` cores, none or default"},
 		{"disk", "the sum of their disk limits: a `SIZE`, none or default"},
 		{"execs", "commands a minute: `N`, none or default"},
+		{"output", "the commands' output the store keeps: a `SIZE`, none or default"},
 	} {
 		v := new(string)
 		vals[f.name] = v
@@ -151,6 +154,7 @@ func projectQuota(c *cli.Cmd, args []string) int {
 		{"memory", intQuota(&s.MemoryBytes, cli.ParseSize)},
 		{"disk", intQuota(&s.DiskBytes, cli.ParseSize)},
 		{"execs", intQuota(&s.ExecsPerMinute, parseCount)},
+		{"output", intQuota(&s.StoredOutputBytes, cli.ParseSize)},
 		{"cpus", cpuQuota(&s.CPUs)},
 	} {
 		if v := *vals[f.name]; v != "" {

@@ -10,7 +10,8 @@ import (
 )
 
 // quotaFlag is --project-quota: the projects' default quotas, as
-// sandboxes=N,memory=SIZE,cpus=N,disk=SIZE,execs=N (execs a minute);
+// sandboxes=N,memory=SIZE,cpus=N,disk=SIZE,execs=N,output=SIZE (execs a
+// minute; output: what the store keeps of the commands' output);
 // repeated flags add up, a later value of a name replaces an earlier one.
 type quotaFlag struct{ l *quotas.Limits }
 
@@ -35,6 +36,7 @@ func (f quotaFlag) String() string {
 	}
 	add("disk", f.l.DiskBytes, true)
 	add("execs", f.l.ExecsPerMinute, false)
+	add("output", f.l.StoredOutputBytes, true)
 	return strings.Join(out, ",")
 }
 
@@ -42,7 +44,7 @@ func (f quotaFlag) Set(spec string) error {
 	for _, kv := range strings.Split(spec, ",") {
 		name, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || val == "" {
-			return fmt.Errorf("%q: want NAME=VALUE (sandboxes, memory, cpus, disk, execs)", kv)
+			return fmt.Errorf("%q: want NAME=VALUE (sandboxes, memory, cpus, disk, execs, output)", kv)
 		}
 		var err error
 		switch name {
@@ -56,8 +58,10 @@ func (f quotaFlag) Set(spec string) error {
 			f.l.CPUs, err = strconv.ParseFloat(val, 64)
 		case "execs":
 			f.l.ExecsPerMinute, err = strconv.ParseInt(val, 10, 64)
+		case "output":
+			f.l.StoredOutputBytes, err = cli.ParseSize(val)
 		default:
-			return fmt.Errorf("%q: unknown quota (sandboxes, memory, cpus, disk, execs)", name)
+			return fmt.Errorf("%q: unknown quota (sandboxes, memory, cpus, disk, execs, output)", name)
 		}
 		if err != nil {
 			return fmt.Errorf("%s=%s: %v", name, val, err)
