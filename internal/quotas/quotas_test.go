@@ -46,7 +46,7 @@ func (c *core) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newQuotas(t *testing.T, cfg Config) (*Quotas, *core) {
+func newQuotas(t testing.TB, cfg Config) (*Quotas, *core) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "airlock.db"))
 	if err != nil {
