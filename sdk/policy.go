@@ -128,7 +128,9 @@ func (c *Client) GetApproval(ctx context.Context, id string) (*Approval, error) 
 }
 
 // Approve lets a held command run, and grants the same command (or
-// class) in that sandbox until the grant expires. Unix socket only.
+// class) in that sandbox until the grant expires. On the unix socket, or
+// over TCP with a reviewer (or admin) key of the approval's project;
+// never with the key that made the request (IsDenied).
 func (c *Client) Approve(ctx context.Context, id string, o ApproveOptions) (*Approval, error) {
 	p, err := approvalPath(id, "approve")
 	if err != nil {
@@ -145,8 +147,8 @@ func (c *Client) Approve(ctx context.Context, id string, o ApproveOptions) (*App
 	return &a, nil
 }
 
-// Deny refuses a held command; reason is shown to the agent. Unix socket
-// only.
+// Deny refuses a held command; reason is shown to the agent. Who may
+// approve it may deny it (Approve).
 func (c *Client) Deny(ctx context.Context, id, reason string) (*Approval, error) {
 	p, err := approvalPath(id, "deny")
 	if err != nil {
@@ -160,8 +162,8 @@ func (c *Client) Deny(ctx context.Context, id, reason string) (*Approval, error)
 }
 
 // BreakGlassSandbox overrides a sandbox's policy for d (default 15m, at
-// most 4h): every command runs, and each is marked in the record. Unix
-// socket only.
+// most 4h): every command runs, and each is marked in the record. On
+// the unix socket, or over TCP with an admin key of the sandbox's project.
 func (c *Client) BreakGlassSandbox(ctx context.Context, id, reason string, d time.Duration) (*BreakGlass, error) {
 	p, err := sandboxPath(id, "breakglass")
 	if err != nil {

@@ -36,9 +36,9 @@ type APIKey struct {
 	Name string `json:"name"`
 	// Created is when it was made.
 	Created time.Time `json:"created"`
-	// Project is the project the key acts for.
+	// Project is the one the key acts for.
 	Project string `json:"project,omitempty"`
-	// Role is the role it acts as (agent, reviewer or admin).
+	// Role is what it may do there: agent, reviewer or admin.
 	Role string `json:"role,omitempty"`
 	// Expires: it stops working then (a rotated key's overlap).
 	Expires *time.Time `json:"expires,omitempty"`

@@ -24,7 +24,7 @@ const (
 
 // fileOrder is the order of the doc's sections: every file of the package
 // that declares a type is in it.
-var fileOrder = []string{"errors.go", "sandbox.go", "exec.go", "files.go", "tasks.go", "policy.go", "audit.go", "apikeys.go", "projects.go", "egress.go", "secrets.go", "caches.go", "pools.go"}
+var fileOrder = []string{"errors.go", "sandbox.go", "exec.go", "files.go", "tasks.go", "policy.go", "audit.go", "projects.go", "apikeys.go", "egress.go", "secrets.go", "caches.go", "pools.go"}
 
 // wireType is one struct type of the package as the doc shows it.
 type wireType struct {

@@ -10,8 +10,9 @@ import (
 )
 
 // Approvals is what the API uses of the approvals module
-// (approvals.Approvals): the held commands and the operator's decisions
-// on them, and break-glass. Deciding needs the operator (access.go).
+// (approvals.Approvals): the held commands and the decisions on them,
+// and break-glass. Deciding needs a reviewer, break-glass an admin
+// (policy.go's routes).
 type Approvals interface {
 	List(ctx context.Context, sandboxID, state string) ([]*approvals.Approval, error)
 	Get(ctx context.Context, id string) (*approvals.Approval, error)

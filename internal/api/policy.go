@@ -15,17 +15,18 @@ import (
 )
 
 // The policy routes: a sandbox's effective policy, what it would decide,
-// the approvals it held, and the operator's decisions. Deciding
-// (approve, deny, break-glass) is refused over TCP: the agent holds an
-// API key and must not approve itself.
+// the approvals it held, and the decisions on them. Deciding is a
+// reviewer's (of the approval's project; never of a request its own key
+// made: the approvals module refuses that), break-glass an admin's; an
+// agent's key decides nothing.
 func (s *Server) policyRoutes() {
 	s.handle("GET /v1/sandboxes/{id}/policy", access{role: tenant.Agent, kind: tenant.Sandbox}, s.getPolicy)
 	s.handle("POST /v1/sandboxes/{id}/policy/check", access{role: tenant.Agent, kind: tenant.Sandbox}, s.checkPolicy)
-	s.handle("POST /v1/sandboxes/{id}/breakglass", access{role: tenant.Operator, kind: tenant.Sandbox}, s.breakGlass)
+	s.handle("POST /v1/sandboxes/{id}/breakglass", access{role: tenant.Admin, kind: tenant.Sandbox}, s.breakGlass)
 	s.handle("GET /v1/approvals", access{role: tenant.Agent}, s.listApprovals)
 	s.handle("GET /v1/approvals/{id}", access{role: tenant.Agent, kind: tenant.Approval}, s.getApproval)
-	s.handle("POST /v1/approvals/{id}/approve", access{role: tenant.Operator, kind: tenant.Approval}, s.approve)
-	s.handle("POST /v1/approvals/{id}/deny", access{role: tenant.Operator, kind: tenant.Approval}, s.deny)
+	s.handle("POST /v1/approvals/{id}/approve", access{role: tenant.Reviewer, kind: tenant.Approval}, s.approve)
+	s.handle("POST /v1/approvals/{id}/deny", access{role: tenant.Reviewer, kind: tenant.Approval}, s.deny)
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {

@@ -98,7 +98,7 @@ func TestQuotaHoldsAgainstABurstOfCreates(t *testing.T) {
 // fake backend takes no limit: each counts the backend's default, as a
 // sandbox that sets none does); a destroyed one gives its share back.
 func TestQuotaOfMemoryTotal(t *testing.T) {
-	tn := newTenantsWith(t, quotas.Config{Unset: runtime.Limits{MemoryBytes: 512 << 20}})
+	tn := newTenantsQuotas(t, defaultTenantsPolicy, quotas.Config{Unset: runtime.Limits{MemoryBytes: 512 << 20}})
 	tn.must("", "PUT", "/v1/projects/proj-red/quotas", wire.QuotaSettings{MemoryBytes: i64p(1 << 30)}, 200, nil)
 	agent := tn.keys["proj-red"][tenant.Agent]
 	var a wire.Sandbox

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,11 +42,20 @@ type tenants struct {
 
 func newTenants(t *testing.T) *tenants {
 	t.Helper()
-	return newTenantsWith(t, quotas.Config{})
+	return newTenantsWith(t, defaultTenantsPolicy)
 }
 
-// newTenantsWith is newTenants with the quotas module's settings qc.
-func newTenantsWith(t *testing.T, qc quotas.Config) *tenants {
+// defaultTenantsPolicy is newTenants' policy: everything allowed but a
+// push, which is held.
+const defaultTenantsPolicy = "classes: {read: allow, build: allow, write: allow, unknown: allow}\nrules: [{id: hold-push, command: 'git push *', action: ask}]\n"
+
+func newTenantsWith(t *testing.T, policyFile string) *tenants {
+	t.Helper()
+	return newTenantsQuotas(t, policyFile, quotas.Config{})
+}
+
+// newTenantsQuotas is newTenantsWith with the quotas module's settings qc.
+func newTenantsQuotas(t *testing.T, policyFile string, qc quotas.Config) *tenants {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "airlock.db"))
@@ -62,7 +72,7 @@ func newTenantsWith(t *testing.T, qc quotas.Config) *tenants {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := policy.Parse([]byte("classes: {read: allow, build: allow, write: allow, unknown: allow}\nrules: [{id: hold-push, command: 'git push *', action: ask}]\n"))
+	pol, err := policy.Parse([]byte(policyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,5 +354,130 @@ func TestRoleMatrix(t *testing.T) {
 	}
 	for p := range documented {
 		t.Errorf("docs/tenancy.md documents %s, which is no route", p)
+	}
+}
+
+// Attack: a key revoked while its exec streams keeps reading the
+// sandbox's output. Revoking it ends the stream at once, and the key
+// is refused from then on.
+func TestARevokedKeysStreamEnds(t *testing.T) {
+	tn := newTenants(t)
+	agent := tn.keys["proj-red"][tenant.Agent]
+	var sb wire.Sandbox
+	tn.must(agent, "POST", "/v1/sandboxes", wire.CreateSandboxRequest{}, 201, &sb)
+	b, _ := json.Marshal(wire.ExecRequest{Argv: []string{"sh", "-c", "echo start; sleep 30"}})
+	req, _ := http.NewRequest("POST", tn.tcp.URL+"/v1/sandboxes/"+sb.ID+"/exec", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+agent)
+	resp, err := tn.tcp.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 4096)
+	if n, err := resp.Body.Read(buf); err != nil || !bytes.Contains(buf[:n], []byte("start")) {
+		t.Fatalf("the stream's first read: %q %v", buf[:n], err)
+	}
+	var keys wire.APIKeyList
+	tn.must("", "GET", "/v1/apikeys", nil, 200, &keys)
+	id := ""
+	for _, k := range keys.APIKeys {
+		if k.Name == "proj-red-agent" {
+			id = k.ID
+		}
+	}
+	revoked := time.Now()
+	tn.must("", "DELETE", "/v1/apikeys/"+id, nil, 204, nil)
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); ended <- err }()
+	select {
+	case <-ended:
+		if d := time.Since(revoked); d > 5*time.Second {
+			t.Errorf("the stream ended %s after the revocation", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the revoked key's stream goes on")
+	}
+	if code, _ := tn.call(agent, "GET", "/v1/sandboxes", nil); code != http.StatusUnauthorized {
+		t.Errorf("the revoked key answers %d", code)
+	}
+}
+
+// A rotated key works alongside its successor until the overlap ends,
+// then only the new one does; neither can name another project.
+func TestRotationOverlapThenEnds(t *testing.T) {
+	tn := newTenants(t)
+	admin := tn.keys["proj-red"][tenant.Admin]
+	var keys wire.APIKeyList
+	tn.must(admin, "GET", "/v1/apikeys", nil, 200, &keys)
+	var agentID string
+	for _, k := range keys.APIKeys {
+		if k.Role == "agent" {
+			agentID = k.ID
+		}
+	}
+	var nk wire.APIKey
+	tn.must(admin, "POST", "/v1/apikeys/"+agentID+"/rotate", wire.APIKeyRotateRequest{OverlapSeconds: 1}, 201, &nk)
+	if nk.Project != "proj-red" || nk.Role != "agent" || nk.Key == "" {
+		t.Fatalf("rotated key: %+v", nk)
+	}
+	old := tn.keys["proj-red"][tenant.Agent]
+	if code, _ := tn.call(old, "GET", "/v1/sandboxes", nil); code != 200 {
+		t.Errorf("the old key within its overlap: %d", code)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if code, _ := tn.call(old, "GET", "/v1/sandboxes", nil); code != http.StatusUnauthorized {
+		t.Errorf("the old key after its overlap: %d", code)
+	}
+	if code, _ := tn.call(nk.Key, "GET", "/v1/sandboxes", nil); code != 200 {
+		t.Errorf("the new key: %d", code)
+	}
+	// An admin makes keys of its own project only, and never above its role.
+	code, body := tn.call(admin, "POST", "/v1/apikeys", wire.APIKeyRequest{Project: "proj-blue"})
+	if code != http.StatusNotFound {
+		t.Errorf("red's admin made a key of blue: %d %s", code, body)
+	}
+	if code, body := tn.call(tn.keys["proj-red"][tenant.Reviewer], "POST", "/v1/apikeys", wire.APIKeyRequest{Role: "admin"}); code != http.StatusForbidden {
+		t.Errorf("a reviewer made a key: %d %s", code, body)
+	}
+}
+
+// A project is removed only once its sandboxes are stopped; its keys stop
+// at once, its records stay, and its name is not made again.
+func TestRemovingAProject(t *testing.T) {
+	tn := newTenants(t)
+	agent := tn.keys["proj-red"][tenant.Agent]
+	var sb wire.Sandbox
+	tn.must(agent, "POST", "/v1/sandboxes", wire.CreateSandboxRequest{}, 201, &sb)
+	tn.must("", "DELETE", "/v1/projects/proj-red", nil, 409, nil)
+	tn.must(agent, "DELETE", "/v1/sandboxes/"+sb.ID, nil, 204, nil)
+	tn.must("", "DELETE", "/v1/projects/proj-red", nil, 204, nil)
+	if code, _ := tn.call(agent, "GET", "/v1/sandboxes", nil); code != http.StatusUnauthorized {
+		t.Errorf("a removed project's key answers %d", code)
+	}
+	var got wire.Sandbox
+	tn.must("", "GET", "/v1/sandboxes/"+sb.ID, nil, 200, &got)
+	if got.Project != "proj-red" {
+		t.Errorf("a removed project's record: %+v", got)
+	}
+	tn.must("", "POST", "/v1/projects", wire.ProjectRequest{Name: "proj-red"}, 409, nil)
+	tn.must("", "POST", "/v1/sandboxes", wire.CreateSandboxRequest{Project: "proj-red"}, 404, nil)
+	tn.must("", "DELETE", "/v1/projects/default", nil, 409, nil)
+	tn.must("", "POST", "/v1/projects", wire.ProjectRequest{Name: "Bad Name"}, 400, nil)
+}
+
+// The policy file's section for a project applies to that project's
+// sandboxes only.
+func TestProjectPolicySection(t *testing.T) {
+	tn := newTenantsWith(t, "classes: {read: allow}\nprojects:\n  proj-red:\n    classes: {read: ask}\n")
+	var red, blue wire.Sandbox
+	tn.must(tn.keys["proj-red"][tenant.Agent], "POST", "/v1/sandboxes", wire.CreateSandboxRequest{}, 201, &red)
+	tn.must(tn.keys["proj-blue"][tenant.Agent], "POST", "/v1/sandboxes", wire.CreateSandboxRequest{}, 201, &blue)
+	if !slices.Contains(red.PolicySources, "project:proj-red") || slices.Contains(blue.PolicySources, "project:proj-red") {
+		t.Fatalf("policy sources: red %v, blue %v", red.PolicySources, blue.PolicySources)
+	}
+	var d wire.Decision
+	tn.must(tn.keys["proj-red"][tenant.Agent], "POST", "/v1/sandboxes/"+red.ID+"/policy/check", wire.CheckRequest{Argv: []string{"cat", "README"}, Cwd: "/workspace"}, 200, &d)
+	if d.Action != wire.ActionAsk {
+		t.Errorf("red's read: %s, want ask", d.Action)
 	}
 }

@@ -41,6 +41,10 @@ func (k *Keys) Bind(ctx context.Context, key *Key) (context.Context, func()) {
 	}
 }
 
+// EndRequests ends the requests in progress of key id, one already
+// gone from the store (its project removed).
+func (k *Keys) EndRequests(id string) { k.bound.revoke(id) }
+
 func (bs *bindings) add(id string, b *binding) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()

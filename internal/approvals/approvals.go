@@ -11,10 +11,14 @@
 //     command line (or the same held classes) through for a while, in
 //     its sandbox only; a break-glass lets everything of one sandbox
 //     through, denials included, loudly, for a bounded time.
-//   - Approve, Deny, BreakGlass: the operator's calls (the API refuses
-//     them over TCP: the agent must not approve itself); List and Get
-//     show an approver the held command as it would run, anyone else a
-//     redacted copy.
+//   - Approve, Deny: a reviewer's of the approval's project (never of
+//     a request its own key made: who.go) or the operator's; BreakGlass:
+//     an admin's of the sandbox's project, or the operator's. List and
+//     Get show their project's approvals, to an approver (a reviewer, the
+//     operator) as the held command would run, to anyone else redacted.
+//   - Duplicates: the same caller's identical held command in the same
+//     sandbox joins the pending approval (join.go); one decision answers
+//     every exec held on it.
 //
 // Without this module the core denies every "ask" (a daemon without
 // approvals). It uses only its hook.Core (store, redactor, audit
@@ -67,7 +71,10 @@ type Approvals struct {
 	st   *store.Store
 
 	mu      sync.Mutex
-	waiters map[string]chan string // held execs by approval id
+	waiters map[string]*hold // held execs by approval id
+	// holding makes finding a pending duplicate and putting a new
+	// approval one step: two holds of one command make one approval.
+	holding sync.Mutex
 }
 
 var (
@@ -80,7 +87,7 @@ func New(cfg Config) *Approvals {
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultWait
 	}
-	return &Approvals{wait: min(cfg.Wait, sandbox.MaxApprovalWait), waiters: map[string]chan string{}}
+	return &Approvals{wait: min(cfg.Wait, sandbox.MaxApprovalWait), waiters: map[string]*hold{}}
 }
 
 // Name is the module's name.
@@ -102,33 +109,48 @@ func (a *Approvals) attached() error {
 	return nil
 }
 
-// waiter is the channel a held exec of approval id is told its decision
-// on; forget it when the exec stops waiting.
-func (a *Approvals) waiter(id string) chan string {
-	ch := make(chan string, 1)
-	a.mu.Lock()
-	a.waiters[id] = ch
-	a.mu.Unlock()
-	return ch
+// hold is what the execs held on one approval wait on: a duplicate of
+// a held command joins it (join.go), so one decision ends them all.
+type hold struct {
+	done  chan struct{} // closed once decided (state set)
+	state string
+	n     int // execs waiting
 }
 
-func (a *Approvals) forget(id string) {
+// waiter is the hold an exec held on approval id waits on (made by the
+// first); forget it when the exec stops waiting.
+func (a *Approvals) waiter(id string) *hold {
 	a.mu.Lock()
-	delete(a.waiters, id)
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	h := a.waiters[id]
+	if h == nil {
+		h = &hold{done: make(chan struct{})}
+		a.waiters[id] = h
+	}
+	h.n++
+	return h
 }
 
-// notify tells the exec held for approval id (if one still waits) that
-// it was decided.
+// forget is one exec no longer waiting on h; it says whether others
+// still do.
+func (a *Approvals) forget(id string, h *hold) (others bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h.n--
+	if h.n <= 0 && a.waiters[id] == h {
+		delete(a.waiters, id)
+	}
+	return h.n > 0
+}
+
+// notify tells the execs held on approval id (if any still wait) that
+// it was decided; the first decision told stands.
 func (a *Approvals) notify(id, state string) {
 	a.mu.Lock()
-	ch := a.waiters[id]
-	a.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- state:
-		default:
-		}
+	defer a.mu.Unlock()
+	if h := a.waiters[id]; h != nil && h.state == "" {
+		h.state = state
+		close(h.done)
 	}
 }
 

@@ -92,6 +92,9 @@ func (a *Approvals) Get(ctx context.Context, id string) (*Approval, error) {
 	if err := a.attached(); err != nil {
 		return nil, err
 	}
+	if err := a.visible(ctx, tenant.Approval, id); err != nil {
+		return nil, err
+	}
 	ap, err := a.st.GetApproval(ctx, id)
 	if err != nil {
 		return nil, err
@@ -193,11 +196,21 @@ func (a *Approvals) Deny(ctx context.Context, id, reason string) (*Approval, err
 	return a.Get(ctx, id)
 }
 
-// decidable is approval id if a human may still decide it: pending and
-// before its deadline (one past it is marked expired here).
+// decidable is approval id if ctx's caller may decide it (a reviewer of
+// its project, not the key that asked: who.go) and a human still may:
+// pending and before its deadline (one past it is marked expired here).
 func (a *Approvals) decidable(ctx context.Context, id string) (*store.Approval, error) {
+	if err := mayAct(ctx, tenant.Reviewer, "deciding an approval"); err != nil {
+		return nil, err
+	}
+	if err := a.visible(ctx, tenant.Approval, id); err != nil {
+		return nil, err
+	}
 	ap, err := a.st.GetApproval(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.notOwnRequest(ctx, ap); err != nil {
 		return nil, err
 	}
 	if ap.State != store.ApprovalPending {

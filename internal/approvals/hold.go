@@ -66,7 +66,8 @@ func promptOf(x hook.HeldExec) *Prompt {
 // Hold records a pending approval for x and waits (bounded) for a human
 // (hook.Holder). It returns the approval's id once a human approved
 // (the core then decides again); a denial or an expiry is recorded as
-// the exec's refusal and returned as a *sandbox.PolicyError.
+// the exec's refusal and returned as a *sandbox.PolicyError. A duplicate
+// of a pending hold (join.go) joins its approval instead of making one.
 func (a *Approvals) Hold(ctx context.Context, x hook.HeldExec) (string, error) {
 	if err := a.attached(); err != nil {
 		return "", err
@@ -79,77 +80,112 @@ func (a *Approvals) Hold(ctx context.Context, x hook.HeldExec) (string, error) {
 		wait = sandbox.MaxApprovalWait
 	}
 	d := x.Decision
-	now := a.c.Now()
 	// The approver sees the command as it would run, and its grant
 	// matches exactly that line: a redacted one would hide from the
 	// approver what any client can declare a secret (a host, a script),
 	// and match other commands that redact alike. The record and the log
 	// are redacted; the database keeps the line (README).
 	pj, _ := json.Marshal(promptOf(x))
-	ap := &store.Approval{ID: newID("ap-"), SandboxID: x.SandboxID, TaskID: x.TaskID, Line: d.Analysis.Line, Cwd: x.Cwd, Request: pj,
-		RequestedBy: a.c.Actor(ctx), State: store.ApprovalPending, Created: now, Deadline: now.Add(wait)}
-	ch := a.waiter(ap.ID) // before the approval is there to decide
-	defer a.forget(ap.ID)
-	if err := a.st.PutApproval(ctx, ap); err != nil {
-		return "", err
-	}
-	red := a.c.Redactor()
-	shown, err := redacted.Scrubbed(red, promptOf(x))
+	ap, h, joined, err := a.open(ctx, x, pj, wait)
 	if err != nil {
 		return "", err
 	}
-	if err := a.c.Record(ctx, audit.Entry{SandboxID: x.SandboxID, TaskID: x.TaskID, Kind: "approval.request", Payload: map[string]any{
-		"approval": ap.ID, "prompt": shown, "deadline": ap.Deadline}}); err != nil {
+	if err := a.recordHold(ctx, x, ap, joined); err != nil {
+		if h != nil {
+			a.forget(ap.ID, h)
+		}
 		return "", err
 	}
-	a.c.Logf("approval %s: sandbox %s holds %q (%s)", ap.ID, x.SandboxID, red.String(ap.Line), red.String(d.Reason))
 	if x.NoWait {
 		return "", sandbox.NewPolicyError("approval_pending", fmt.Sprintf("held for approval %s: %s", ap.ID, d.Reason), d, ap.ID)
 	}
-	state, err := a.await(ctx, x, ap, wait, ch)
+	if joined { // a joined approval ends at its deadline, whatever this exec asked
+		wait = min(wait, ap.Deadline.Sub(a.c.Now()))
+	}
+	state, err := a.await(ctx, x, ap, wait, h)
 	if err != nil {
 		return "", err
 	}
-	cur, err := a.st.GetApproval(context.WithoutCancel(ctx), ap.ID)
+	return a.outcome(ctx, x, ap.ID, state)
+}
+
+// recordHold puts a hold on the record and in the log (a joined one
+// says so: one approval, several requests).
+func (a *Approvals) recordHold(ctx context.Context, x hook.HeldExec, ap *store.Approval, joined bool) error {
+	red := a.c.Redactor()
+	shown, err := redacted.Scrubbed(red, promptOf(x))
+	if err != nil {
+		return err
+	}
+	payload := map[string]any{"approval": ap.ID, "prompt": shown, "deadline": ap.Deadline}
+	how := "holds"
+	if joined {
+		payload["joined"], how = true, "holds again (joined)"
+	}
+	if err := a.c.Record(ctx, audit.Entry{SandboxID: x.SandboxID, TaskID: x.TaskID, Kind: "approval.request", Payload: payload}); err != nil {
+		return err
+	}
+	a.c.Logf("approval %s: sandbox %s %s %q (%s)", ap.ID, x.SandboxID, how, red.String(ap.Line), red.String(x.Decision.Reason))
+	return nil
+}
+
+// outcome is what a held exec gets once approval id was decided to
+// state: its id (approved: the core decides again), else its refusal,
+// recorded, with the approver and their reason.
+func (a *Approvals) outcome(ctx context.Context, x hook.HeldExec, id, state string) (string, error) {
+	d := x.Decision
+	cur, err := a.st.GetApproval(context.WithoutCancel(ctx), id)
 	if err != nil {
 		return "", err
 	}
-	if state == store.ApprovalExpired { // ended by airlock (its sandbox stopped)
-		msg := fmt.Sprintf("approval %s ended: %s", ap.ID, cur.Reason)
+	if state == store.ApprovalExpired { // ended by airlock (its sandbox stopped, its deadline)
+		msg := fmt.Sprintf("approval %s ended: %s", id, cur.Reason)
 		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
-		return "", sandbox.NewPolicyError("approval_timeout", msg, d, ap.ID)
+		return "", sandbox.NewPolicyError("approval_timeout", msg, d, id)
 	}
 	if state != store.ApprovalApproved {
-		msg := fmt.Sprintf("approval %s was denied by %s: %s", ap.ID, cur.DecidedBy, cur.Reason)
+		msg := fmt.Sprintf("approval %s was denied by %s: %s", id, cur.DecidedBy, cur.Reason)
 		a.c.RecordRefusal(ctx, x.ExecCall, d, msg)
-		return "", sandbox.NewPolicyError("approval_denied", msg, d, ap.ID)
+		return "", sandbox.NewPolicyError("approval_denied", msg, d, id)
 	}
-	return ap.ID, nil
+	return id, nil
 }
 
 // await is the state ap was decided to, waiting at most wait (or until
-// the caller goes away). Undecided then, it expires, recorded as the
-// exec's refusal (an approval_timeout error); a decision that raced in
-// stands.
-func (a *Approvals) await(ctx context.Context, x hook.HeldExec, ap *store.Approval, wait time.Duration, ch <-chan string) (string, error) {
-	t := time.NewTimer(wait)
+// the caller goes away) on h. The last exec to give up expires it (as
+// does any at its deadline), recorded as the exec's refusal (an
+// approval_timeout error); while other execs still wait on it, it stays
+// pending for them. A decision that raced in stands.
+func (a *Approvals) await(ctx context.Context, x hook.HeldExec, ap *store.Approval, wait time.Duration, h *hold) (string, error) {
+	t := time.NewTimer(max(wait, 0))
 	defer t.Stop()
 	select {
-	case state := <-ch:
-		return state, nil
+	case <-h.done:
+		a.forget(ap.ID, h)
+		return h.state, nil
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	bg := context.WithoutCancel(ctx)
-	if err := a.st.DecideApproval(bg, ap.ID, store.ApprovalExpired, a.c.Now(), "airlock", "not decided in time", ""); err != nil {
-		cur, gerr := a.st.GetApproval(bg, ap.ID)
-		if gerr != nil {
-			return "", gerr
-		}
-		return cur.State, nil
+	select {
+	case <-h.done:
+		a.forget(ap.ID, h)
+		return h.state, nil
+	default:
 	}
-	_ = a.c.Record(bg, audit.Entry{SandboxID: x.SandboxID, TaskID: x.TaskID, Actor: "airlock", Kind: "approval.expire",
-		Payload: map[string]any{"approval": ap.ID, "waited": wait.String()}})
+	others := a.forget(ap.ID, h)
+	bg := context.WithoutCancel(ctx)
+	if !others || !a.c.Now().Before(ap.Deadline) {
+		if err := a.st.DecideApproval(bg, ap.ID, store.ApprovalExpired, a.c.Now(), "airlock", "not decided in time", ""); err != nil {
+			cur, gerr := a.st.GetApproval(bg, ap.ID)
+			if gerr != nil {
+				return "", gerr
+			}
+			return cur.State, nil
+		}
+		_ = a.c.Record(bg, audit.Entry{SandboxID: x.SandboxID, TaskID: x.TaskID, Actor: "airlock", Kind: "approval.expire",
+			Payload: map[string]any{"approval": ap.ID, "waited": wait.String()}})
+		a.notify(ap.ID, store.ApprovalExpired) // the others, at its deadline
+	}
 	msg := fmt.Sprintf("approval %s was not given within %s: %s", ap.ID, wait, x.Decision.Reason)
 	a.c.RecordRefusal(ctx, x.ExecCall, x.Decision, msg)
 	return "", sandbox.NewPolicyError("approval_timeout", msg, x.Decision, ap.ID)

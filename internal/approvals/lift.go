@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/store"
+	"github.com/airlock-dev/airlock/internal/tenant"
 )
 
 // Lift applies the sandbox's grants to an ask, and an active break-glass
@@ -79,6 +80,12 @@ func (a *Approvals) BreakGlass(ctx context.Context, id, reason string, d time.Du
 	}
 	if d < 0 || d > MaxBreakGlass {
 		return nil, fmt.Errorf("break-glass lasts more than 0 and at most %s: %w", MaxBreakGlass, errdefs.ErrInvalid)
+	}
+	if err := mayAct(ctx, tenant.Admin, "break-glass"); err != nil {
+		return nil, err
+	}
+	if err := a.visible(ctx, tenant.Sandbox, id); err != nil {
+		return nil, err
 	}
 	if _, err := a.c.Runtime(ctx, id); err != nil {
 		return nil, err

@@ -18,15 +18,22 @@ import (
 var Version = "dev"
 
 // Cmd is a clibase.Cmd with the daemon's client.
-type Cmd struct{ *clibase.Cmd }
+type Cmd struct {
+	*clibase.Cmd
+	url *string // --url, for a verb that takes it (Remote)
+}
 
 // NewCmd is clibase.NewCmd, with the client.
 func NewCmd(name, synopsis, about string, stdout, stderr io.Writer) *Cmd {
-	return &Cmd{clibase.NewCmd(name, synopsis, about, stdout, stderr)}
+	return &Cmd{Cmd: clibase.NewCmd(name, synopsis, about, stdout, stderr)}
 }
 
-// Client is the daemon's client at --socket, acting for ActorName.
+// Client is the daemon's client at --socket, acting for ActorName; or,
+// given --url (Remote), at that URL as the key in $AIRLOCK_API_KEY.
 func (c *Cmd) Client() (*sdk.Client, error) {
+	if cl, err := c.remoteClient(); cl != nil || err != nil {
+		return cl, err
+	}
 	return sdk.New(sdk.WithSocket(c.Socket), sdk.WithActor(ActorName()))
 }
 

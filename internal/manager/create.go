@@ -195,7 +195,7 @@ func (m *Manager) planCreate(ctx context.Context, req sandbox.CreateRequest, tas
 		source = "task"
 	}
 	lineage := append(slices.Clone(base.Lineage), base.Name)
-	pol, err := sandbox.Policy(m.cfg.Policy, lineage, req.Policy, req.TightenOnly, source)
+	pol, err := sandbox.Policy(m.cfg.Policy, lineage, project, req.Policy, req.TightenOnly, source)
 	if err != nil {
 		return nil, err
 	}

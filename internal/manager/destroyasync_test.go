@@ -54,3 +54,29 @@ func TestDestroyAsyncAnswersBeforeTheTeardownAndShutdownWaits(t *testing.T) {
 		t.Errorf("unknown sandbox: %v", err)
 	}
 }
+
+// A Destroy that comes while another teardown of the sandbox is under
+// way (a one-shot sandbox's end, then its client's delete on a signal)
+// answers once the sandbox is stopped, not at once: its caller may
+// promise that nothing of the sandbox is left.
+func TestDestroyDuringATeardownWaitsForIt(t *testing.T) {
+	m, st, _ := testManager(t, t.TempDir())
+	ctx := context.Background()
+	var in, max atomic.Int32
+	rec := &store.Sandbox{ID: "sb-twice", State: "running", Backend: "fake", Template: "host", Created: time.Now().UTC()}
+	if err := st.PutSandbox(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	fs := &fakeSandbox{id: rec.ID, done: make(chan struct{}), inDestroy: &in, maxSeen: &max}
+	m.live[rec.ID] = &live{sb: fs, rec: rec}
+	if err := m.DestroyAsync(ctx, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Destroy(ctx, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetSandbox(ctx, rec.ID)
+	if err != nil || got.State != "stopped" {
+		t.Errorf("Destroy answered before the teardown under way ended: %+v %v", got, err)
+	}
+}

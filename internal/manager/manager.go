@@ -96,6 +96,9 @@ type Manager struct {
 	// race its Wait, and one may begin while Shutdown waits.
 	teardowns     int
 	teardownsDone *sync.Cond
+	// stopping holds a channel per sandbox being torn down, closed as its
+	// teardown ends (takeLive, awaitStop; m.mu).
+	stopping map[string]chan struct{}
 
 	recs redacted.Records   // the store's records, redacted
 	rec  *recorder.Recorder // the audit record and the failed writes

@@ -24,7 +24,9 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 		if _, err := m.cfg.Store.GetSandbox(ctx, id); err != nil {
 			return err
 		}
-		return nil // already stopped: deleting twice is fine
+		// already stopped, or being stopped (a one-shot sandbox's end, a
+		// second delete): deleting twice is fine, once it is stopped
+		return m.awaitStop(ctx, id)
 	}
 	defer release()
 	if m.hooks.Network != nil {
@@ -81,6 +83,11 @@ func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev sandbo
 	if ls.ttl != nil {
 		ls.ttl.Stop()
 	}
+	if m.stopping == nil {
+		m.stopping = map[string]chan struct{}{}
+	}
+	stopped := make(chan struct{})
+	m.stopping[id] = stopped
 	prev = ls.state
 	_ = ls.transition(sandbox.Stopped) // legal from every live state
 	if prev != sandbox.Resetting {
@@ -92,7 +99,27 @@ func (m *Manager) takeLive(id string) (ls *live, sb runtime.Sandbox, prev sandbo
 		m.mu.Lock()
 		m.reserved.Pids -= ls.cost.Pids
 		m.reserved.Ptys -= ls.cost.Ptys
+		delete(m.stopping, id)
 		m.mu.Unlock()
+		close(stopped)
+	}
+}
+
+// awaitStop waits until a teardown of id under way (takeLive's) has
+// ended: a Destroy that finds the sandbox already leaving the live set
+// answers once it is stopped, not before.
+func (m *Manager) awaitStop(ctx context.Context, id string) error {
+	m.mu.Lock()
+	stopped := m.stopping[id]
+	m.mu.Unlock()
+	if stopped == nil {
+		return nil
+	}
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

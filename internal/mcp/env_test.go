@@ -95,7 +95,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { _ = stk.Manager.Shutdown(context.Background()) })
 	mods := api.Modules{Keys: stk.Keys, Snapshots: stk.Snapshots, Secrets: stk.Secrets, Tasks: stk.Tasks, Files: stk.Files, Records: stk.Records,
-		Policies: stk.Explain, Network: stk.Network, Approvals: stk.Approvals, Review: stk.Review, Audit: log}
+		Policies: stk.Explain, Network: stk.Network, Approvals: stk.Approvals, Review: stk.Review, Audit: log, Owners: stk.Projects, Projects: stk.Projects}
 	h := api.New(stk.Manager, mods, api.Health{OK: true, Version: "test", Backend: fakert.Name})
 	_, key, err := stk.Keys.Create(context.Background(), "mcp-test", "")
 	if err != nil {

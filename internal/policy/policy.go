@@ -102,6 +102,9 @@ type File struct {
 	Version   int `yaml:"version" json:"version"`
 	Layer     `yaml:",inline"`
 	Templates map[string]Layer `yaml:"templates,omitempty" json:"templates,omitempty"`
+	// Projects is a layer per project (a tenant, issue 22), the
+	// operator's, applied to its sandboxes after their templates'.
+	Projects map[string]Layer `yaml:"projects,omitempty" json:"projects,omitempty"`
 	// Fetch is where the daemon itself may fetch from for a remote
 	// caller (a task's repository over TCP): the rules of an egress
 	// policy, decided and guarded the same way; nil allows nothing.
@@ -235,6 +238,11 @@ func Parse(data []byte) (*File, error) {
 	for name, l := range f.Templates {
 		if err := l.Check(); err != nil {
 			return nil, fmt.Errorf("template %s: %w", name, err)
+		}
+	}
+	for name, l := range f.Projects {
+		if err := l.Check(); err != nil {
+			return nil, fmt.Errorf("project %s: %w", name, err)
 		}
 	}
 	if f.Fetch != nil {
@@ -421,6 +429,18 @@ func (f *File) ForTemplates(lineage []string) (*Policy, error) {
 		p = p.with(l, "template:"+t)
 	}
 	return p, nil
+}
+
+// ForProject is p with the file's section for project applied, if it
+// has one (source "project:NAME").
+func (f *File) ForProject(p *Policy, project string) *Policy {
+	if f == nil {
+		return p
+	}
+	if l, ok := f.Projects[project]; ok {
+		return p.with(l, "project:"+project)
+	}
+	return p
 }
 
 // With applies a layer on top of p (which is not changed).

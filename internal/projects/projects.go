@@ -29,6 +29,10 @@ type Project struct {
 // Projects is the module. Its methods fail (ErrUnsupported) until
 // manager.New has attached it.
 type Projects struct {
+	// EndKey ends the requests in progress of a removed project's key
+	// (apikeys.Keys.EndRequests); nil: nothing to end.
+	EndKey func(keyID string)
+
 	st     *store.Store
 	record func(context.Context, audit.Entry) error
 	now    func() time.Time
@@ -145,6 +149,11 @@ func (p *Projects) Remove(ctx context.Context, id string) error {
 	keys, err := p.st.RemoveProject(ctx, id, p.now())
 	if err != nil {
 		return err
+	}
+	for _, k := range keys {
+		if p.EndKey != nil {
+			p.EndKey(k)
+		}
 	}
 	return p.record(ctx, audit.Entry{Kind: "project.remove", Payload: map[string]any{"project": id, "keys_revoked": keys}})
 }

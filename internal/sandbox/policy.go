@@ -133,16 +133,17 @@ func DecisionPayload(d *policy.Decision) map[string]any {
 	return p
 }
 
-// Policy is the effective policy of a new sandbox: the daemon's file f
-// (nil: the built-in defaults) for its template and the templates it was
-// made from (lineage: oldest first, the template last), then the
-// caller's layer (which, from a caller that may only tighten, must not
-// relax anything).
-func Policy(f *policy.File, lineage []string, layer *policy.Layer, tightenOnly bool, source string) (*policy.Policy, error) {
+// Policy is the effective policy of a new sandbox of project: the
+// daemon's file f (nil: the built-in defaults) for its template and the
+// templates it was made from (lineage: oldest first, the template last),
+// the file's section for its project, then the caller's layer (which,
+// from a caller that may only tighten, must not relax anything).
+func Policy(f *policy.File, lineage []string, project string, layer *policy.Layer, tightenOnly bool, source string) (*policy.Policy, error) {
 	pol, err := f.ForTemplates(lineage)
 	if err != nil {
 		return nil, err
 	}
+	pol = f.ForProject(pol, project)
 	if layer == nil {
 		return pol, nil
 	}

@@ -182,23 +182,23 @@ func TestExecPolicyOf(t *testing.T) {
 // layer, which must be valid and, from a caller that may only tighten,
 // must relax nothing.
 func TestPolicyLayers(t *testing.T) {
-	if p, err := Policy(nil, []string{"base"}, nil, true, "sandbox"); err != nil || p.Version() != policy.Defaults().Version() {
+	if p, err := Policy(nil, []string{"base"}, "", nil, true, "sandbox"); err != nil || p.Version() != policy.Defaults().Version() {
 		t.Fatalf("no file, no layer: %v", err)
 	}
 	f := &policy.File{Templates: map[string]policy.Layer{"web": {Classes: map[policy.Class]policy.Action{policy.Build: policy.Ask}}}}
-	p, err := Policy(f, []string{"web"}, nil, false, "sandbox")
+	p, err := Policy(f, []string{"web"}, "", nil, false, "sandbox")
 	if err != nil || p.Classes[policy.Build] != policy.Ask || !slices.Equal(p.Sources, []string{"defaults", "file", "template:web"}) {
 		t.Fatalf("template layer: %v %v %v", err, p.Classes[policy.Build], p.Sources)
 	}
 	relax := &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Network: policy.Allow}}
-	if _, err := Policy(f, []string{"web"}, relax, true, "apikey"); !errors.Is(err, errdefs.ErrDenied) || !strings.Contains(err.Error(), "network ask->allow") {
+	if _, err := Policy(f, []string{"web"}, "", relax, true, "apikey"); !errors.Is(err, errdefs.ErrDenied) || !strings.Contains(err.Error(), "network ask->allow") {
 		t.Errorf("an agent relaxed the policy: %v", err)
 	}
-	if p, err := Policy(f, []string{"web"}, relax, false, "operator"); err != nil || p.Classes[policy.Network] != policy.Allow || p.Sources[len(p.Sources)-1] != "operator" {
+	if p, err := Policy(f, []string{"web"}, "", relax, false, "operator"); err != nil || p.Classes[policy.Network] != policy.Allow || p.Sources[len(p.Sources)-1] != "operator" {
 		t.Errorf("an operator's relaxing layer: %v", err)
 	}
 	tighten := &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Read: policy.Ask}}
-	if p, err := Policy(f, []string{"web"}, tighten, true, "apikey"); err != nil || p.Classes[policy.Read] != policy.Ask {
+	if p, err := Policy(f, []string{"web"}, "", tighten, true, "apikey"); err != nil || p.Classes[policy.Read] != policy.Ask {
 		t.Errorf("an agent's tightening layer: %v", err)
 	}
 	for name, bad := range map[string]*policy.Layer{
@@ -207,7 +207,7 @@ func TestPolicyLayers(t *testing.T) {
 		"scope":  {Scope: []string{"../etc/**"}},
 	} {
 		for _, tightenOnly := range []bool{false, true} {
-			if _, err := Policy(f, []string{"web"}, bad, tightenOnly, "x"); !errors.Is(err, errdefs.ErrInvalid) {
+			if _, err := Policy(f, []string{"web"}, "", bad, tightenOnly, "x"); !errors.Is(err, errdefs.ErrInvalid) {
 				t.Errorf("invalid %s layer (tighten only %v): %v", name, tightenOnly, err)
 			}
 		}
@@ -294,5 +294,29 @@ func TestStateNames(t *testing.T) {
 	err := FinishingError("t-9")
 	if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "task t-9 is being finished") {
 		t.Errorf("finishing: %v", err)
+	}
+}
+
+// A project's section of the policy file applies to its sandboxes only,
+// after their templates', and the caller's layer still tightens it only.
+func TestPolicyProjectSection(t *testing.T) {
+	f, err := policy.Parse([]byte("version: 1\nclasses: {network: allow}\nprojects:\n  red:\n    classes: {network: deny}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, err := Policy(f, []string{"host"}, "red", nil, true, "sandbox")
+	if err != nil || red.Classes[policy.Network] != policy.Deny || red.Sources[len(red.Sources)-1] != "project:red" {
+		t.Fatalf("red: %+v %v", red, err)
+	}
+	blue, err := Policy(f, []string{"host"}, "blue", nil, true, "sandbox")
+	if err != nil || blue.Classes[policy.Network] != policy.Allow || slices.Contains(blue.Sources, "project:red") {
+		t.Fatalf("blue: %+v %v", blue, err)
+	}
+	relax := &policy.Layer{Classes: map[policy.Class]policy.Action{policy.Network: policy.Allow}}
+	if _, err := Policy(f, []string{"host"}, "red", relax, true, "apikey"); !errors.Is(err, errdefs.ErrDenied) {
+		t.Fatalf("a key relaxed its project's section: %v", err)
+	}
+	if _, err := policy.Parse([]byte("projects:\n  red:\n    classes: {network: maybe}\n")); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Fatalf("a bad project section: %v", err)
 	}
 }

@@ -125,17 +125,17 @@ func (s *Store) SetProjectQuotas(ctx context.Context, id string, quotas json.Raw
 // RemoveProject marks a project removed and deletes its API keys, in one
 // transaction; its other records stay. It refuses (ErrConflict) while a
 // sandbox of the project is not stopped, and the default project.
-func (s *Store) RemoveProject(ctx context.Context, id string, at time.Time) (keys int, err error) {
+func (s *Store) RemoveProject(ctx context.Context, id string, at time.Time) (keys []string, err error) {
 	if id == DefaultProject {
-		return 0, fmt.Errorf("store: project %q is the default project and cannot be removed: %w", id, errdefs.ErrConflict)
+		return nil, fmt.Errorf("store: project %q is the default project and cannot be removed: %w", id, errdefs.ErrConflict)
 	}
 	n, err := nanos("removed", at)
 	if err != nil {
-		return 0, fmt.Errorf("store: remove project: %w", err)
+		return nil, fmt.Errorf("store: remove project: %w", err)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("store: remove project: %w", err)
+		return nil, fmt.Errorf("store: remove project: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -144,27 +144,39 @@ func (s *Store) RemoveProject(ctx context.Context, id string, at time.Time) (key
 	}()
 	res, err := tx.ExecContext(ctx, `UPDATE projects SET removed = ? WHERE id = ? AND removed IS NULL`, n, id)
 	if err != nil {
-		return 0, fmt.Errorf("store: remove project %q: %w", id, err)
+		return nil, fmt.Errorf("store: remove project %q: %w", id, err)
 	}
 	if c, _ := res.RowsAffected(); c == 0 {
-		return 0, fmt.Errorf("store: project %q: %w", id, errdefs.ErrNotFound)
+		return nil, fmt.Errorf("store: project %q: %w", id, errdefs.ErrNotFound)
 	}
 	var live int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE project = ? AND state != ?`, id, StateStopped).Scan(&live); err != nil {
-		return 0, fmt.Errorf("store: remove project %q: %w", id, err)
+		return nil, fmt.Errorf("store: remove project %q: %w", id, err)
 	}
 	if live > 0 {
-		return 0, fmt.Errorf("store: project %q has %d sandboxes not stopped: destroy them first: %w", id, live, errdefs.ErrConflict)
+		return nil, fmt.Errorf("store: project %q has %d sandboxes not stopped: destroy them first: %w", id, live, errdefs.ErrConflict)
 	}
-	res, err = tx.ExecContext(ctx, `DELETE FROM api_keys WHERE project = ?`, id)
+	rows, err := tx.QueryContext(ctx, `DELETE FROM api_keys WHERE project = ? RETURNING id`, id)
 	if err != nil {
-		return 0, fmt.Errorf("store: remove project %q: %w", id, err)
+		return nil, fmt.Errorf("store: remove project %q: %w", id, err)
 	}
-	k, _ := res.RowsAffected()
+	keys = []string{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: remove project %q: %w", id, err)
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: remove project %q: %w", id, err)
+	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("store: remove project %q: %w", id, err)
+		return nil, fmt.Errorf("store: remove project %q: %w", id, err)
 	}
-	return int(k), nil
+	return keys, nil
 }
 
 // ownerQueries find the project of an object, by its kind (the names

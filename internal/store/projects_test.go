@@ -104,9 +104,9 @@ func TestProjectOwnershipIsFixed(t *testing.T) {
 	if err := s.UpdateSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.RemoveProject(ctx, "blue", t0)
-	if err != nil || n != 1 {
-		t.Fatalf("RemoveProject = %d, %v", n, err)
+	gone, err := s.RemoveProject(ctx, "blue", t0)
+	if err != nil || len(gone) != 1 || gone[0] != "k-2" {
+		t.Fatalf("RemoveProject = %v, %v", gone, err)
 	}
 	if _, err := s.GetAPIKey(ctx, "k-2"); err == nil {
 		t.Fatal("a removed project's key survived")

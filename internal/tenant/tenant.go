@@ -60,8 +60,10 @@ func (r Role) rank() int {
 }
 
 // AtLeast says whether r may do what min may. An unknown role may do
-// nothing.
-func (r Role) AtLeast(min Role) bool { return r.rank() > 0 && r.rank() >= min.rank() }
+// nothing, and nothing is enough for an unknown min (fail closed).
+func (r Role) AtLeast(min Role) bool {
+	return r.rank() > 0 && min.rank() > 0 && r.rank() >= min.rank()
+}
 
 // ParseKeyRole checks a role named for an API key.
 func ParseKeyRole(s string) (Role, error) {

@@ -18,15 +18,17 @@ import (
 	"github.com/airlock-dev/airlock/sdk"
 )
 
-const approvalsUsage = `usage: airlock approvals [--sandbox ID] [--state pending|approved|denied|expired|all] [--json]
+const approvalsUsage = `usage: airlock approvals [--sandbox ID] [--state pending|approved|denied|expired|all] [--json] [--url URL]
 
 Lists the commands the policy held for a human (pending ones by default),
 with what each would do. Decide with 'airlock approve' or 'airlock deny'.
-`
+On the unix socket: every project's; with --url: the key's project's.
+` + cli.RemoteHelp
 
 func CmdApprovals(args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCmd("approvals", "airlock approvals [flags]", "Lists approvals.\n", stdout, stderr)
-	c.Group, c.Usage = "approvals", approvalsUsage
+	c.Group, c.Usage = "approvals", approvalsUsage+"\nflags:\n"
+	c.Remote()
 	sandbox := c.FS.String("sandbox", "", "only this sandbox's")
 	state := c.FS.String("state", "pending", "pending, approved, denied, expired or all")
 	asJSON := c.FS.Bool("json", false, "print a JSON array")
@@ -62,9 +64,10 @@ func CmdApprovals(args []string, stdout, stderr io.Writer) int {
 }
 
 func CmdApprove(args []string, stdout, stderr io.Writer) int {
-	c := cli.NewCmd("approve", "airlock approve ID [--for DURATION] [--scope command|class] [--reason TEXT]",
-		"Lets a held command run. The grant is narrow: this exact command (or, with\n--scope class, commands held only by the same classes), in that sandbox only,\nuntil it expires (default 15m, at most 24h). Never a global grant.\n", stdout, stderr)
+	c := cli.NewCmd("approve", "airlock approve ID [--for DURATION] [--scope command|class] [--reason TEXT] [--url URL]",
+		"Lets a held command run. The grant is narrow: this exact command (or, with\n--scope class, commands held only by the same classes), in that sandbox only,\nuntil it expires (default 15m, at most 24h). Never a global grant.\nA key never decides a request it made itself.\n"+cli.RemoteHelp, stdout, stderr)
 	c.Group = "approve"
+	c.Remote()
 	var o sdk.ApproveOptions
 	cli.DurationVar(c.FS, &o.For, "for", 0, "how long the grant lasts: a `DURATION`, at most 24h (default 15m)")
 	c.FS.StringVar(&o.Scope, "scope", "command", "command or class")
@@ -94,8 +97,9 @@ func CmdApprove(args []string, stdout, stderr io.Writer) int {
 }
 
 func CmdDeny(args []string, stdout, stderr io.Writer) int {
-	c := cli.NewCmd("deny", "airlock deny ID --reason TEXT", "Refuses a held command; the reason is shown to the agent.\n", stdout, stderr)
+	c := cli.NewCmd("deny", "airlock deny ID --reason TEXT [--url URL]", "Refuses a held command; the reason is shown to the agent.\nA key never decides a request it made itself.\n"+cli.RemoteHelp, stdout, stderr)
 	c.Group = "deny"
+	c.Remote()
 	reason := c.FS.String("reason", "", "why (required; the agent sees it)")
 	pos, code, done := c.Parse(args)
 	if done {
@@ -120,9 +124,10 @@ func CmdDeny(args []string, stdout, stderr io.Writer) int {
 }
 
 func CmdBreakGlass(args []string, stdout, stderr io.Writer) int {
-	c := cli.NewCmd("breakglass", "airlock breakglass SANDBOX --reason TEXT [--for DURATION]",
-		"Overrides one sandbox's policy: every command runs, denials included, for a\nbounded time (default 15m, at most 4h). Loud: logged by the daemon and marked\nin the record of every command it lets through.\n", stdout, stderr)
+	c := cli.NewCmd("breakglass", "airlock breakglass SANDBOX --reason TEXT [--for DURATION] [--url URL]",
+		"Overrides one sandbox's policy: every command runs, denials included, for a\nbounded time (default 15m, at most 4h). Loud: logged by the daemon and marked\nin the record of every command it lets through, with who made it.\n"+cli.RemoteHelp, stdout, stderr)
 	c.Group = "breakglass"
+	c.Remote()
 	reason := c.FS.String("reason", "", "why (required; recorded)")
 	d := cli.Duration(c.FS, "for", 0, "how long: a `DURATION`, at most 4h (default 15m)")
 	pos, code, done := c.Parse(args)

@@ -137,6 +137,7 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Caches:    caches,
 		Usage:     usage.New(),
 	}
+	s.Projects.EndKey = s.Keys.EndRequests
 	mcfg := cfg.Config
 	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Projects, s.Quotas, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain, s.Usage}
 	var stacks *templatebuild.Stacks
