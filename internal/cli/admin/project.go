@@ -12,14 +12,15 @@ import (
 	"github.com/airlock-dev/airlock/sdk"
 )
 
-const projectUsage = `usage: airlock project <usage|quota> [flags] PROJECT
+var projectUsage = `usage: airlock project <usage|quota> [flags] PROJECT
 
 A project's quotas are the daemon's defaults (airlock serve --project-quota)
 with what the project sets over them. Live sandboxes (running or paused)
 count, and their memory, CPU and disk limits add up (a limit left to the
 backend counts its default, no CPU limit every core of the host); commands
-count for 60 seconds, and their output while the store keeps it. A create or command past a quota is refused (429,
-quota_exceeded, naming the quota and the usage).
+count for 60 seconds, and their output while the store keeps it. A create
+or command past a quota is refused (429, quota_exceeded, naming the quota
+and the usage).
 
   usage [--json] PROJECT
                       the project's quotas in force and what it holds now
@@ -31,7 +32,8 @@ quota_exceeded, naming the quota and the usage).
                       daemon's); a quota not named stays as it is. The
                       operator sets any; a project's admin key may only
                       lower its own project's
-`
+
+` + cli.RemoteHelp
 
 // CmdProject is 'airlock project': usage and quota.
 func CmdProject(args []string, stdout, stderr io.Writer) int {
@@ -43,6 +45,7 @@ func CmdProject(args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCmd(verb, "airlock project "+verb+" [flags] PROJECT", "", stdout, stderr)
 	c.Group = "project"
 	c.Usage = projectUsage
+	c.Remote() // a key reads its own project's usage; an admin's lowers its quotas
 	switch verb {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, projectUsage)
