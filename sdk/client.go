@@ -781,22 +781,28 @@ func (c *Client) ResetSandbox(ctx context.Context, id string) (*Sandbox, error) 
 // APIKey is an API key's record; Key is set only by CreateAPIKey.
 type APIKey = wire.APIKey
 
-// CreateAPIKey makes a key for TCP clients (on the unix socket only); the
-// key is returned this once.
-func (c *Client) CreateAPIKey(ctx context.Context, name string) (*APIKey, error) {
-	return c.createKey(ctx, name, "")
+// CreateAPIKey makes a key for TCP clients, of a project in a role
+// (KeyProject, KeyRole, KeyE2B; without them: the caller's project, an
+// agent key). The operator (the unix socket) makes any project's keys;
+// a project's admin key only its own project's, of a role no higher
+// than its own. The key is returned this once.
+func (c *Client) CreateAPIKey(ctx context.Context, name string, opts ...KeyOption) (*APIKey, error) {
+	body := wire.APIKeyRequest{Name: name}
+	for _, o := range opts {
+		o(&body)
+	}
+	return c.createKey(ctx, body)
 }
 
 // CreateE2BAPIKey makes a key shaped as the E2B SDKs expect ("e2b_" and
 // 40 hex digits), for E2B_API_KEY against 'airlock serve --e2b-listen'.
 // It is an ordinary airlock key: it works on the TCP API too.
-func (c *Client) CreateE2BAPIKey(ctx context.Context, name string) (*APIKey, error) {
-	return c.createKey(ctx, name, "e2b")
+func (c *Client) CreateE2BAPIKey(ctx context.Context, name string, opts ...KeyOption) (*APIKey, error) {
+	return c.CreateAPIKey(ctx, name, append(opts, KeyE2B())...)
 }
 
-func (c *Client) createKey(ctx context.Context, name, format string) (*APIKey, error) {
+func (c *Client) createKey(ctx context.Context, body wire.APIKeyRequest) (*APIKey, error) {
 	var k APIKey
-	body := wire.APIKeyRequest{Name: name, Format: format}
 	if err := c.call(ctx, http.MethodPost, "/v1/apikeys", nil, body, &k); err != nil {
 		return nil, err
 	}

@@ -223,6 +223,9 @@ type Snapshot struct {
 	Created time.Time `json:"created"`
 	// SeedBytes is the size of the files it keeps.
 	SeedBytes int64 `json:"seed_bytes"`
+	// Project owns it (the project of the sandbox it was taken from):
+	// only that project's keys see it and start from it.
+	Project string `json:"project,omitempty"`
 }
 
 // TemplateImportRequest is POST /v1/templates: import an image.
@@ -301,6 +304,9 @@ type Template struct {
 	Digest string `json:"digest,omitempty"`
 	// Created is when it was made.
 	Created time.Time `json:"created"`
+	// Project owns it ("": a shared template, read-only to every
+	// project; a snapshot is its project's alone).
+	Project string `json:"project,omitempty"`
 }
 
 // TemplateList is the answer of GET /v1/templates.

@@ -97,6 +97,11 @@ func TestBadFlagNamesRealHelp(t *testing.T) {
 		{[]string{"policy", "check"}, "airlock policy check: "},
 		{[]string{"sandbox", "get"}, "airlock sandbox get: "},
 		{[]string{"apikey", "rm"}, "airlock apikey rm: "},
+		{[]string{"apikey", "rotate"}, "airlock apikey rotate: "},
+		{[]string{"apikey", "rotate", "k-1", "--overlap", "-1h"}, "airlock apikey rotate: "},
+		{[]string{"apikey", "create", "--role", "operator"}, "airlock apikey create: "},
+		{[]string{"project", "rm"}, "airlock project rm: "},
+		{[]string{"project", "create", "a", "b"}, "airlock project create: "},
 	} {
 		var out, errOut bytes.Buffer
 		if code := dispatch(c.args, &out, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), c.prefix) {

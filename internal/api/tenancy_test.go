@@ -166,6 +166,11 @@ func (tn *tenants) makeRed() redObjects {
 	}
 	var execs wire.ExecList
 	tn.must(agent, "GET", "/v1/sandboxes/"+sb.ID+"/execs", nil, 200, &execs)
+	var snap wire.Snapshot
+	tn.must(agent, "POST", "/v1/sandboxes/"+sb.ID+"/snapshot", wire.SnapshotRequest{Name: "red-snap"}, 201, &snap)
+	if snap.Project != "proj-red" {
+		t.Fatalf("red's snapshot is of project %q", snap.Project)
+	}
 	noWait := int64(0)
 	var held wire.Error
 	tn.must(agent, "POST", "/v1/sandboxes/"+sb.ID+"/exec", wire.ExecRequest{Argv: []string{"git", "push", "origin", "main"}, ApprovalWaitSeconds: &noWait}, 403, &held)
@@ -178,7 +183,7 @@ func (tn *tenants) makeRed() redObjects {
 		tenant.Sandbox: sb.ID, tenant.Approval: held.ApprovalID, tenant.APIKey: keys.APIKeys[0].ID, tenant.Project: "proj-red",
 	}, exec: execs.Execs[0].ID}
 	o.ids[tenant.Task], o.ids[tenant.Grant] = tn.redRecords(sb.ID)
-	o.all = []string{sb.ID, held.ApprovalID, o.exec, "proj-red", o.ids[tenant.Task], o.ids[tenant.Grant]}
+	o.all = []string{sb.ID, held.ApprovalID, o.exec, "proj-red", o.ids[tenant.Task], o.ids[tenant.Grant], "red-snap"}
 	for _, k := range keys.APIKeys {
 		o.all = append(o.all, k.ID)
 	}
@@ -354,6 +359,33 @@ func TestRoleMatrix(t *testing.T) {
 	}
 	for p := range documented {
 		t.Errorf("docs/tenancy.md documents %s, which is no route", p)
+	}
+}
+
+// Attack: a key of every role of blue starts a sandbox from red's
+// snapshot (red's files): the answer is that for a template that does
+// not exist, and red's own key and the operator still start from it.
+func TestAnotherProjectsSnapshotIsNoTemplate(t *testing.T) {
+	tn := newTenants(t)
+	tn.makeRed()
+	for _, role := range tenant.Roles {
+		key := tn.keys["proj-blue"][role]
+		c1, b1 := tn.call(key, "POST", "/v1/sandboxes", wire.CreateSandboxRequest{Template: "red-snap"})
+		c2, b2 := tn.call(key, "POST", "/v1/sandboxes", wire.CreateSandboxRequest{Template: "non-snap"})
+		if b1 = bytes.ReplaceAll(b1, []byte("red-snap"), []byte("non-snap")); c1 != c2 || c1 != http.StatusNotFound || !bytes.Equal(b1, b2) {
+			t.Errorf("blue's %s from red's snapshot: %d %s; from none: %d %s", role, c1, b1, c2, b2)
+		}
+	}
+	var sb wire.Sandbox
+	tn.must(tn.keys["proj-red"][tenant.Agent], "POST", "/v1/sandboxes", wire.CreateSandboxRequest{Template: "red-snap"}, 201, &sb)
+	var tl wire.TemplateList
+	tn.must("", "GET", "/v1/templates", nil, 200, &tl)
+	seen := false
+	for _, tp := range tl.Templates {
+		seen = seen || tp.Name == "red-snap" && tp.Project == "proj-red"
+	}
+	if !seen {
+		t.Errorf("the operator's templates %+v lack red's snapshot", tl.Templates)
 	}
 }
 

@@ -115,11 +115,11 @@ func fileInfoOut(f runtime.FileInfo) wire.FileInfo {
 
 func snapshotOut(s *snapshots.Snapshot) wire.Snapshot {
 	return wire.Snapshot{Name: s.Name, Version: s.Version, Base: s.Base, BaseVersion: s.BaseVersion, FromSandbox: s.FromSandbox,
-		Created: s.Created, SeedBytes: s.SeedBytes}
+		Created: s.Created, SeedBytes: s.SeedBytes, Project: s.Project}
 }
 
 func templateOut(t *sandbox.TemplateInfo) wire.Template {
-	return wire.Template{Name: t.Name, Version: t.Version, Kind: t.Kind, Base: t.Base, Created: t.Created}
+	return wire.Template{Name: t.Name, Version: t.Version, Kind: t.Kind, Base: t.Base, Created: t.Created, Project: t.Project}
 }
 
 func testRunOut(r tasks.TestRun) wire.TestRun {

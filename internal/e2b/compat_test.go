@@ -36,7 +36,7 @@ func TestParseCreateInternetAccess(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		`{"allow_internet_access":true,"network":{"egressProxy":{"address":"p.example.test:1080"}}}`: "network.egressProxy",
-		`{"allow_internet_access":true,"autoPause":true}`:                                            "lifecycle",
+		`{"allow_internet_access":true,"autoPause":true,"autoPauseMemory":false}`:                    "lifecycle onTimeout keepMemory false",
 		`{"allow_internet_access":false,"mcp":{"x":{}}}`:                                             "mcp",
 	} {
 		if _, err := parseCreate(strings.NewReader(body), "host"); err == nil || !strings.Contains(err.Error(), "unsupported by airlock: "+want) {

@@ -52,6 +52,7 @@ const (
 	codeInternal         = "internal"
 	codeUnavailable      = "unavailable"
 	codeUnauthenticated  = "unauthenticated"
+	codeUnknown          = "unknown"
 )
 
 // httpStatus is the HTTP status a unary call answers an error code with.

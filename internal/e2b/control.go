@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +61,8 @@ type sandboxDetail struct {
 	// last updateNetwork asked for (GET only, as on E2B).
 	AllowInternetAccess *bool        `json:"allowInternetAccess,omitempty"`
 	Network             *networkInfo `json:"network,omitempty"`
+	// Lifecycle is what its timeout's end does (GET only, as on E2B).
+	Lifecycle *lifecycleInfo `json:"lifecycle,omitempty"`
 }
 
 // clientID names airlock in E2B's clientID field.
@@ -99,8 +102,13 @@ func decodeBody(r io.Reader, v any) error {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("request body: %v: %w", err, errdefs.ErrInvalid)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request body: %v (airlock refuses what it would otherwise ignore): %w", err, errdefs.ErrInvalid)
+	}
+	if dec.More() {
+		return fmt.Errorf("request body: more than one JSON value: %w", errdefs.ErrInvalid)
 	}
 	return nil
 }
@@ -131,8 +139,6 @@ func isSet(raw json.RawMessage) bool {
 // unsupported names an option of the request airlock cannot honour.
 func (c *createRequest) unsupported() string {
 	switch {
-	case c.AutoPause != nil && *c.AutoPause, c.AutoPauseMemory != nil, isSet(c.AutoResume):
-		return "lifecycle onTimeout pause / autoResume: an airlock sandbox is destroyed when its timeout ends"
 	case isSet(c.VolumeMounts):
 		return "volumeMounts: airlock has no volumes"
 	case isSet(c.MCP):
@@ -147,20 +153,36 @@ func (c *createRequest) unsupported() string {
 // options airlock does not have and a timeout that is negative or would
 // wrap (a bad request, never an unbounded sandbox).
 func parseCreate(body io.Reader, defaultTemplate string) (sandbox.CreateRequest, error) {
-	cr, _, err := parseCreateView(body, defaultTemplate)
+	cr, _, _, err := parseCreateView(body, defaultTemplate)
 	return cr, err
 }
 
 // parseCreateView is parseCreate, with what GET shows of the network
-// (nil: nothing).
-func parseCreateView(body io.Reader, defaultTemplate string) (sandbox.CreateRequest, *netView, error) {
+// (nil: nothing) and the lifecycle asked for (lifecycle.go).
+func parseCreateView(body io.Reader, defaultTemplate string) (sandbox.CreateRequest, *netView, lifecycle, error) {
 	var req createRequest
 	if err := decodeBody(body, &req); err != nil {
-		return sandbox.CreateRequest{}, nil, err
+		return sandbox.CreateRequest{}, nil, lifecycle{}, err
 	}
 	if u := req.unsupported(); u != "" {
-		return sandbox.CreateRequest{}, nil, fmt.Errorf("unsupported by airlock: %s: %w", u, errdefs.ErrInvalid)
+		return sandbox.CreateRequest{}, nil, lifecycle{}, fmt.Errorf("unsupported by airlock: %s: %w", u, errdefs.ErrInvalid)
 	}
+	life, err := parseLifecycle(&req)
+	if err != nil {
+		return sandbox.CreateRequest{}, nil, lifecycle{}, err
+	}
+	cr, view, err := createOf(&req, defaultTemplate)
+	if err != nil {
+		return sandbox.CreateRequest{}, nil, lifecycle{}, err
+	}
+	cr.PauseOnExpiry = life.pause
+	life.ttl = time.Duration(cr.TTLSeconds) * time.Second
+	return cr, view, life, nil
+}
+
+// createOf is airlock's request for E2B's create body (its lifecycle
+// aside).
+func createOf(req *createRequest, defaultTemplate string) (sandbox.CreateRequest, *netView, error) {
 	tpl := req.TemplateID
 	if tpl == "" || tpl == "base" {
 		tpl = defaultTemplate
@@ -219,7 +241,7 @@ func noEgress() *netpolicy.Policy {
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	cr, view, err := parseCreateView(r.Body, s.cfg.DefaultTemplate)
+	cr, view, life, err := parseCreateView(r.Body, s.cfg.DefaultTemplate)
 	if err != nil {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
@@ -230,6 +252,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setView(sb.ID, view)
+	s.lifes.set(sb.ID, life)
 	writeJSON(w, http.StatusCreated, s.detail(sb, false))
 }
 
@@ -243,7 +266,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) (*sandbox.Sandbox,
 	}
 	if err != nil {
 		if errdefs.Kind(err) == "not_found" {
-			s.setView(id, nil)
+			s.forget(id)
 		}
 		writeAPIError(w, apiStatus(err), err.Error())
 		return nil, false
@@ -258,6 +281,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 	d := s.detail(sb, true)
 	s.showNetwork(d)
+	d.Lifecycle = s.lifes.of(sb.ID).info()
 	writeJSON(w, http.StatusOK, d)
 }
 
@@ -269,7 +293,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, apiStatus(err), err.Error())
 		return
 	}
-	s.setView(r.PathValue("id"), nil)
+	s.forget(r.PathValue("id"))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -369,7 +393,9 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if req.Timeout != nil && extends(sb, ttl) {
+	// A resume sets the timeout given, as E2B's does; a connect to a
+	// running sandbox only ever extends it.
+	if req.Timeout != nil && (status == http.StatusCreated || extends(sb, ttl)) {
 		var err error
 		if sb, err = s.sbx.SetTTL(r.Context(), sb.ID, ttl); err != nil {
 			writeAPIError(w, apiStatus(err), err.Error())
@@ -413,6 +439,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		keep[sb.ID] = true
 	}
 	s.pruneViews(keep)
+	s.lifes.prune(keep)
 	sortByStart(all, lq.asc)
 	out := []*sandboxDetail{}
 	for _, sb := range all {

@@ -21,8 +21,8 @@
 // token (route.go, signed.go).
 //
 // What E2B has and airlock does not (templates built from Dockerfiles,
-// volumes, egress proxies and header transforms, auto-pause, metrics
-// history, preview ports, deleting snapshots) is refused with a clear "unsupported" error,
+// volumes, egress proxies and header transforms, metrics history,
+// preview ports) is refused with a clear "unsupported" error,
 // never silently ignored. Commands run as the sandbox's unprivileged user;
 // asking for user "root" is refused. Relative paths and the default
 // working directory are the sandbox user's home, as in E2B.
@@ -54,8 +54,10 @@ import (
 
 // EnvdVersion is the in-sandbox API version airlock reports. The SDKs
 // gate features on it: 0.5.7 has stdin close and octet-stream uploads,
-// and not file metadata or watch options (0.6.x), which airlock lacks.
-const EnvdVersion = "0.5.7"
+// 0.6.2 file metadata (which the door refuses, loudly: files.go), 0.6.3
+// watch events with their entry (includeEntry); not 0.6.4's watches of
+// network mounts, which airlock has none of.
+const EnvdVersion = "0.6.3"
 
 // EnvdPort is the in-sandbox API port the SDKs name in E2b-Sandbox-Port.
 const EnvdPort = "49983"
@@ -127,6 +129,26 @@ type Server struct {
 
 	wmu      sync.Mutex
 	watchers map[string]*pollWatch // the polled directory watchers, by id
+
+	lifes lifecycles // what the door's creates asked of their timeout (lifecycle.go)
+
+	// routes and envdPatterns are the patterns registered (Routes).
+	routes, envdPatterns []string
+}
+
+// Routes lists the patterns of the control plane's routes and of the
+// in-sandbox API's, as registered: the isolation tests cover each, and
+// fail for one added without being covered.
+func (s *Server) Routes() (control, envd []string) {
+	return append([]string(nil), s.routes...), append([]string(nil), s.envdPatterns...)
+}
+
+// handleEnvd registers an in-sandbox API route. Every one is reached
+// only through serveEnvd: the sandbox's access token, then the sandbox's
+// project's agent as the principal.
+func (s *Server) handleEnvd(pattern string, h http.HandlerFunc) {
+	s.envdPatterns = append(s.envdPatterns, pattern)
+	s.envd.HandleFunc(pattern, h)
 }
 
 // New returns the handler.
@@ -175,7 +197,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		k, ok = s.cfg.Keys.Of(r.Context(), key)
 	}
 	if key == "" || !ok {
-		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b NAME')")
+		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b --project P --name NAME')")
 		return
 	}
 	// A revoked key ends its requests in progress; the key's project and
@@ -190,6 +212,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // sandbox ({id}) is answered as for a sandbox that does not exist when
 // the sandbox is another project's.
 func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.routes = append(s.routes, pattern)
 	if !strings.Contains(pattern, "/sandboxes/{id}") {
 		s.mux.HandleFunc(pattern, h)
 		return
@@ -255,7 +278,11 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	ctx := tenant.With(context.WithValue(r.Context(), sandboxKey{}, id), s.envdPrincipal(r.Context(), id))
 	ctx = sandbox.WithActor(ctx, "apikey:e2b")
-	s.envd.ServeHTTP(w, r.WithContext(ctx))
+	r = r.WithContext(ctx)
+	if !s.awake(w, r, id) { // a paused sandbox: resumed, or answered as E2B's
+		return
+	}
+	s.envd.ServeHTTP(w, r)
 }
 
 // checkUser checks the user a request asks to act as (HTTP Basic user

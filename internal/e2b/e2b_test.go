@@ -320,7 +320,8 @@ func TestControlPlane(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"templateID":"base","network":{"allowPublicTraffic":true}}`:     "unsupported by airlock: network.allowPublicTraffic",
 		`{"templateID":"base","network":{"denyOut":["0.0.0.0/0:1-99"]}}`:  "a port range",
-		`{"templateID":"base","autoPause":true}`:                          "unsupported by airlock: lifecycle",
+		`{"templateID":"base","autoPause":true,"autoPauseMemory":false}`:  "unsupported by airlock: lifecycle",
+		`{"templateID":"base","autoResume":{"enabled":true}}`:             "autoResume can only be true",
 		`{"templateID":"base","volumeMounts":[{"name":"v","path":"/v"}]}`: "unsupported by airlock: volumeMounts",
 		`{"templateID":"nosuch"}`:                                         "nosuch",
 		`{"templateID":"base","timeout":-1}`:                              "negative",

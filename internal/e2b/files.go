@@ -24,15 +24,15 @@ import (
 const MaxFile = 256 << 20
 
 func (s *Server) fileRoutes() {
-	s.envd.HandleFunc("GET /health", s.health)
-	s.envd.HandleFunc("GET /files", s.readFile)
-	s.envd.HandleFunc("POST /files", s.writeFiles)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/Stat", s.stat)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/ListDir", s.listDir)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/MakeDir", s.makeDir)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/Remove", s.remove)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/Move", s.move)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/WatchDir", s.watchDir)
+	s.handleEnvd("GET /health", s.health)
+	s.handleEnvd("GET /files", s.readFile)
+	s.handleEnvd("POST /files", s.writeFiles)
+	s.handleEnvd("POST /filesystem.Filesystem/Stat", s.stat)
+	s.handleEnvd("POST /filesystem.Filesystem/ListDir", s.listDir)
+	s.handleEnvd("POST /filesystem.Filesystem/MakeDir", s.makeDir)
+	s.handleEnvd("POST /filesystem.Filesystem/Remove", s.remove)
+	s.handleEnvd("POST /filesystem.Filesystem/Move", s.move)
+	s.handleEnvd("POST /filesystem.Filesystem/WatchDir", s.watchDir)
 	s.watcherRoutes()
 }
 
@@ -171,7 +171,7 @@ func (s *Server) writeFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	for k := range r.Header {
 		if strings.HasPrefix(strings.ToLower(k), "x-metadata-") || strings.EqualFold(k, "X-File-Metadata") {
-			writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: file metadata ("+k+"): airlock's file API keeps no extended attributes, so none is written and none is shown (envd "+EnvdVersion+", under E2B's 0.6.2 for metadata)")
+			writeAPIError(w, http.StatusBadRequest, "unsupported by airlock: file metadata ("+k+"): airlock's file API keeps no extended attributes, so none is written and none is shown")
 			return
 		}
 	}

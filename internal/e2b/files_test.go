@@ -44,6 +44,9 @@ type filesOnly struct {
 	ff *fakeFiles
 }
 
+// Paused: sandbox "sb" runs (every call into a sandbox asks).
+func (filesOnly) Paused(string) bool { return false }
+
 func (c filesOnly) AgentFiles(_ context.Context, id string) (runtime.Files, error) {
 	if id != "sb" {
 		return nil, fmt.Errorf("sandbox %s: %w", id, errdefs.ErrNotFound)

@@ -221,18 +221,18 @@ func (w *streamWriter) Write(b []byte) (int, error) {
 }
 
 func (s *Server) envdRoutes() {
-	s.envd.HandleFunc("POST /process.Process/Start", s.start)
-	s.envd.HandleFunc("POST /process.Process/Connect", s.connectProcess)
-	s.envd.HandleFunc("POST /process.Process/List", s.listProcesses)
-	s.envd.HandleFunc("POST /process.Process/SendSignal", s.sendSignal)
-	s.envd.HandleFunc("POST /process.Process/SendInput", s.sendInput)
-	s.envd.HandleFunc("POST /process.Process/CloseStdin", s.closeStdin)
-	s.envd.HandleFunc("POST /process.Process/Update", s.update)
-	s.envd.HandleFunc("POST /process.Process/StreamInput", func(w http.ResponseWriter, r *http.Request) {
+	s.handleEnvd("POST /process.Process/Start", s.start)
+	s.handleEnvd("POST /process.Process/Connect", s.connectProcess)
+	s.handleEnvd("POST /process.Process/List", s.listProcesses)
+	s.handleEnvd("POST /process.Process/SendSignal", s.sendSignal)
+	s.handleEnvd("POST /process.Process/SendInput", s.sendInput)
+	s.handleEnvd("POST /process.Process/CloseStdin", s.closeStdin)
+	s.handleEnvd("POST /process.Process/Update", s.update)
+	s.handleEnvd("POST /process.Process/StreamInput", func(w http.ResponseWriter, r *http.Request) {
 		writeUnary(w, nil, errorf(codeUnimplemented, "StreamInput (client streaming) is not served: use SendInput"))
 	})
 	s.fileRoutes()
-	s.envd.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.handleEnvd("/", func(w http.ResponseWriter, r *http.Request) {
 		writeEnvdError(w, r, http.StatusNotImplemented, codeUnimplemented, fmt.Sprintf("unsupported: airlock's in-sandbox API does not serve %s %s", r.Method, r.URL.Path))
 	})
 }

@@ -24,13 +24,17 @@ import (
 // where E2B's keep memory too), Sandbox.create(snapshotId) starts from
 // it, listSnapshots lists them. fork (POST /sandboxes/{id}/fork) is a
 // snapshot and count sandboxes made from it, each with the source's
-// metadata and network layer. Deleting a snapshot is refused: snapshot
-// templates are the operator's to remove.
+// metadata and network layer. A snapshot is its project's (the source
+// sandbox's): a key lists, starts from and deletes only its own
+// project's (deleteSnapshot, DELETE /templates/{id}: 204, or 404 as
+// E2B answers a missing one, which the SDKs return as false); sandboxes
+// made from a deleted snapshot keep working.
 
 // Snapshots makes and lists snapshot templates (snapshots.Snapshots).
 type Snapshots interface {
 	Snapshot(ctx context.Context, id, name string, newOnly bool) (*snapshots.Snapshot, error)
 	List(ctx context.Context) ([]*snapshots.Snapshot, error)
+	Delete(ctx context.Context, name string) error
 }
 
 // ForkLayers gives the network layer a copy of a sandbox starts with
@@ -67,9 +71,20 @@ func (s *Server) snapshotRoutes() {
 	s.handle("POST /sandboxes/{id}/snapshots", s.createSnapshot)
 	s.handle("GET /snapshots", s.listSnapshots)
 	s.handle("POST /sandboxes/{id}/fork", s.fork)
-	s.handle("DELETE /templates/{id}", func(w http.ResponseWriter, r *http.Request) {
-		writeAPIError(w, http.StatusNotImplemented, "unsupported by airlock: deleting a snapshot or template through the E2B door; snapshot templates are the operator's to remove")
-	})
+	s.handle("DELETE /templates/{id}", s.deleteSnapshot)
+}
+
+func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request) {
+	snaps, err := s.snapshots()
+	if err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	if err := snaps.Delete(r.Context(), r.PathValue("id")); err != nil {
+		writeAPIError(w, apiStatus(err), err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // snapshotInfo is E2B's SnapshotInfo.

@@ -77,8 +77,9 @@ func TestSnapshotThroughTheDoor(t *testing.T) {
 	}
 
 	// Refused: replacing a snapshot, a name that is no template name, a
-	// built-in's name, a list filter airlock lacks, deleting, a
-	// sandbox that does not exist.
+	// built-in's name, a list filter airlock lacks, deleting a shared
+	// template, a sandbox that does not exist. Deleting the snapshot
+	// takes its name away; the sandbox made from it keeps working.
 	for _, c := range []struct {
 		method, path, body string
 		status             int
@@ -88,7 +89,10 @@ func TestSnapshotThroughTheDoor(t *testing.T) {
 		{"POST", "/sandboxes/" + id + "/snapshots", `{"name":"host"}`, 409},
 		{"POST", "/sandboxes/" + id + "/snapshots", `{"name":"x","memory":true}`, 400},
 		{"GET", "/snapshots?teamID=x", ``, 400},
-		{"DELETE", "/templates/my-snap", ``, 501},
+		{"DELETE", "/templates/host", ``, 403},
+		{"DELETE", "/templates/my-snap", ``, 204},
+		{"DELETE", "/templates/my-snap", ``, 404}, // the SDK's false
+		{"POST", "/v2/sandboxes", `{"templateID":"my-snap"}`, 404},
 		{"POST", "/sandboxes/nosuch/snapshots", `{}`, 404},
 	} {
 		resp, b := d.call(c.method, c.path, []byte(c.body), key)

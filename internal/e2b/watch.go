@@ -23,6 +23,9 @@ type watchDirRequest struct {
 type fsEvent struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
+	// Entry is what the changed path is, when the watch asked for it
+	// (includeEntry, envd 0.6.3; withEntries).
+	Entry *entryInfo `json:"entry,omitempty"`
 }
 
 // watchMessage is filesystem.WatchDirResponse: one of its fields is set.
@@ -53,10 +56,6 @@ func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) {
 		st.end(rerr)
 		return
 	}
-	if req.IncludeEntry {
-		st.end(errorf(codeUnimplemented, "unsupported by airlock: includeEntry on a directory watch (stat the path the event names)"))
-		return
-	}
 	timeout, terr := connectTimeout(r)
 	if terr != nil {
 		st.end(terr.(*rpcError))
@@ -75,7 +74,11 @@ func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) {
 	if st.send(watchMessage{Start: &struct{}{}}) != nil {
 		return
 	}
-	s.followWatch(ctx, r, st, dir, events)
+	var f runtime.Files // stats the events' paths (includeEntry)
+	if req.IncludeEntry {
+		f, _ = s.files(r) // (startWatch had it)
+	}
+	s.followWatch(ctx, r, st, dir, events, f)
 }
 
 // startWatch finds the directory (a symlink to one is watched where it
@@ -111,8 +114,9 @@ func (s *Server) startWatch(ctx context.Context, r *http.Request, req watchDirRe
 	return dir, events, nil
 }
 
-// followWatch streams the watch's changes until it ends.
-func (s *Server) followWatch(ctx context.Context, r *http.Request, st *stream, dir string, events <-chan runtime.WatchBatch) {
+// followWatch streams the watch's changes until it ends; f, if not nil,
+// describes each changed path (includeEntry).
+func (s *Server) followWatch(ctx context.Context, r *http.Request, st *stream, dir string, events <-chan runtime.WatchBatch, f runtime.Files) {
 	interval := s.cfg.KeepaliveMax
 	if v, err := strconv.ParseInt(r.Header.Get("Keepalive-Ping-Interval"), 10, 64); err == nil && v > 0 && v < int64(interval/time.Second) {
 		interval = time.Duration(v) * time.Second
@@ -135,7 +139,7 @@ func (s *Server) followWatch(ctx context.Context, r *http.Request, st *stream, d
 				st.end(errorf("data_loss", "the watch of %s fell behind and lost changes: watch again (and list the directory)", dir))
 				return
 			}
-			for _, e := range fsEvents(dir, b) {
+			for _, e := range withEntries(ctx, f, dir, fsEvents(dir, b)) {
 				if st.send(watchMessage{Filesystem: &e}) != nil {
 					return
 				}
@@ -164,4 +168,27 @@ func fsEvents(dir string, b runtime.WatchBatch) []fsEvent {
 		out = append(out, fsEvent{Name: name, Type: t})
 	}
 	return out
+}
+
+// withEntries gives each event the entry of the path it names, as
+// envd's includeEntry does: what Stat answers of it when the event is
+// sent (a file changed again since is described as it is now). A
+// removal, or a path gone or unreadable by then, has none. f nil: evs
+// as they are.
+func withEntries(ctx context.Context, f runtime.Files, dir string, evs []fsEvent) []fsEvent {
+	if f == nil {
+		return evs
+	}
+	for i, e := range evs {
+		if e.Type == "EVENT_TYPE_REMOVE" {
+			continue
+		}
+		fi, err := f.Stat(ctx, path.Join(dir, e.Name))
+		if err != nil {
+			continue
+		}
+		entry := entryOf(ctx, f, fi)
+		evs[i].Entry = &entry
+	}
+	return evs
 }

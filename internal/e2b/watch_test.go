@@ -148,13 +148,12 @@ func TestE2BWatchDirAttacks(t *testing.T) {
 		t.Fatal("setup")
 	}
 	for body, want := range map[string]string{
-		`{"path":"/etc"}`:                           `"code":"unimplemented"`,
-		`{"path":"/home/user/etc-link"}`:            `"code":"unimplemented"`,
-		`{"path":"/home/user/../../etc"}`:           `"code":"unimplemented"`,
-		`{"path":"/tmp"}`:                           `"code":"unimplemented"`,
-		`{"path":"/home/user/nope"}`:                `"code":"not_found"`,
-		`{"path":"/etc/hostname"}`:                  `"code":"invalid_argument"`,
-		`{"path":"/workspace","includeEntry":true}`: `"code":"unimplemented"`,
+		`{"path":"/etc"}`:                 `"code":"unimplemented"`,
+		`{"path":"/home/user/etc-link"}`:  `"code":"unimplemented"`,
+		`{"path":"/home/user/../../etc"}`: `"code":"unimplemented"`,
+		`{"path":"/tmp"}`:                 `"code":"unimplemented"`,
+		`{"path":"/home/user/nope"}`:      `"code":"not_found"`,
+		`{"path":"/etc/hostname"}`:        `"code":"invalid_argument"`,
 	} {
 		if _, _, end := d.openWatch(id, tok, body); !strings.Contains(end, want) {
 			t.Errorf("%s: %q, want %s", body, end, want)
@@ -269,7 +268,6 @@ func TestE2BPolledWatchers(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		`{"path":"/etc"}`: "can be watched",
-		`{"path":"/workspace","includeEntry":true}`: "includeEntry",
 	} {
 		if code, b := d.fileRPC(id, tok, "CreateWatcher", body); code != 501 || !strings.Contains(b, want) {
 			t.Errorf("%s: %d %s", body, code, b)
@@ -298,5 +296,64 @@ func TestNilUsageIsNone(t *testing.T) {
 	s := New(Config{Usage: none})
 	if _, ok := s.usage.(noUsage); !ok || !s.usage.Live("sb") {
 		t.Errorf("usage %T", s.usage)
+	}
+}
+
+// includeEntry (envd 0.6.3): each event carries what its path is when
+// the event is sent, as Stat describes it; a removal carries none. The
+// polled watchers (the Python SDK's watch_dir) do the same.
+func TestE2BWatchDirIncludeEntry(t *testing.T) {
+	d := newDoor(t)
+	id, tok := d.create()
+	br, stop, end := d.openWatch(id, tok, `{"path":"/home/user","includeEntry":true}`)
+	if end != "" {
+		t.Fatalf("watch: %s", end)
+	}
+	defer stop()
+	code, b := d.fileRPC(id, tok, "CreateWatcher", `{"path":"/home/user","includeEntry":true}`)
+	var c struct{ WatcherID string }
+	if code != 200 || json.Unmarshal([]byte(b), &c) != nil {
+		t.Fatalf("CreateWatcher: %d %s", code, b)
+	}
+	entries := map[string]*entryInfo{}
+	// until want (an event type of e.txt) is seen
+	until := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for _, seen := entries[want]; !seen; _, seen = entries[want] {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s event: %v", want, entries)
+			}
+			flags, msg := readEnvelope(t, br)
+			var m watchMessage
+			if flags&flagEndStream != 0 {
+				t.Fatalf("stream ended: %s", msg)
+			}
+			if json.Unmarshal(msg, &m) == nil && m.Filesystem != nil && m.Filesystem.Name == "e.txt" {
+				entries[m.Filesystem.Type] = m.Filesystem.Entry
+			}
+		}
+	}
+	d.run(id, tok, "", "printf abc > /home/user/e.txt; chmod 640 /home/user/e.txt")
+	until("EVENT_TYPE_CHMOD")
+	if e := entries["EVENT_TYPE_CHMOD"]; e == nil || e.Path != "/home/user/e.txt" || e.Type != "FILE_TYPE_FILE" || e.Size != "3" ||
+		e.Mode != 0o640 || e.Permissions != "-rw-r-----" || e.Owner != UserName || e.ModifiedTime == "" {
+		t.Errorf("chmod event's entry: %+v", e)
+	}
+	polled := ""
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(polled, "EVENT_TYPE_CHMOD") && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		code, b = d.fileRPC(id, tok, "GetWatcherEvents", `{"watcherId":"`+c.WatcherID+`"}`)
+		if code != 200 {
+			t.Fatalf("GetWatcherEvents: %d %s", code, b)
+		}
+		polled += b
+	}
+	if !strings.Contains(polled, `"type":"EVENT_TYPE_CHMOD","entry":{"name":"e.txt","type":"FILE_TYPE_FILE","path":"/home/user/e.txt"`) {
+		t.Errorf("polled watcher's events: %s, want the chmod's entry", polled)
+	}
+	d.run(id, tok, "", "rm /home/user/e.txt")
+	until("EVENT_TYPE_REMOVE")
+	if e := entries["EVENT_TYPE_REMOVE"]; e != nil {
+		t.Errorf("remove event's entry: %+v, want none", e)
 	}
 }

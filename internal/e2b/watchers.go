@@ -45,19 +45,15 @@ type watcherRequest struct {
 }
 
 func (s *Server) watcherRoutes() {
-	s.envd.HandleFunc("POST /filesystem.Filesystem/CreateWatcher", s.createWatcher)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/GetWatcherEvents", s.getWatcherEvents)
-	s.envd.HandleFunc("POST /filesystem.Filesystem/RemoveWatcher", s.removeWatcher)
+	s.handleEnvd("POST /filesystem.Filesystem/CreateWatcher", s.createWatcher)
+	s.handleEnvd("POST /filesystem.Filesystem/GetWatcherEvents", s.getWatcherEvents)
+	s.handleEnvd("POST /filesystem.Filesystem/RemoveWatcher", s.removeWatcher)
 }
 
 func (s *Server) createWatcher(w http.ResponseWriter, r *http.Request) {
 	var req watcherRequest
 	if rerr := readUnary(r, &req); rerr != nil {
 		writeUnary(w, nil, rerr)
-		return
-	}
-	if req.IncludeEntry {
-		writeUnary(w, nil, errorf(codeUnimplemented, "unsupported by airlock: includeEntry on a directory watch (stat the path the event names)"))
 		return
 	}
 	id := sandboxOf(r)
@@ -89,17 +85,25 @@ func (s *Server) createWatcher(w http.ResponseWriter, r *http.Request) {
 	s.wmu.Lock()
 	s.watchers[wid] = pw
 	s.wmu.Unlock()
-	go s.holdWatch(ctx, wid, pw, dir, events)
+	var f runtime.Files // stats the events' paths (includeEntry)
+	if req.IncludeEntry {
+		f, _ = s.files(r)
+	}
+	go s.holdWatch(ctx, wid, pw, dir, events, f)
 	writeUnary(w, map[string]any{"watcherId": wid}, nil)
 }
 
 // holdWatch keeps a polled watcher's changes until it ends.
-func (s *Server) holdWatch(ctx context.Context, wid string, pw *pollWatch, dir string, events <-chan runtime.WatchBatch) {
+func (s *Server) holdWatch(ctx context.Context, wid string, pw *pollWatch, dir string, events <-chan runtime.WatchBatch, f runtime.Files) {
 	idle := time.NewTicker(time.Minute)
 	defer idle.Stop()
 	for {
 		select {
 		case b, ok := <-events:
+			var evs []fsEvent
+			if ok && !b.Lost { // (before the lock: Stat reaches the sandbox)
+				evs = withEntries(ctx, f, dir, fsEvents(dir, b))
+			}
 			pw.mu.Lock()
 			switch {
 			case !ok:
@@ -111,7 +115,7 @@ func (s *Server) holdWatch(ctx context.Context, wid string, pw *pollWatch, dir s
 			case b.Lost || len(pw.events)+len(b.Events) > maxHeldEvents:
 				pw.lost = true
 			default:
-				pw.events = append(pw.events, fsEvents(dir, b)...)
+				pw.events = append(pw.events, evs...)
 			}
 			pw.mu.Unlock()
 		case <-idle.C:

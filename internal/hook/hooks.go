@@ -63,7 +63,9 @@ type StopHook interface {
 type TemplateSource interface {
 	// Template returns the base of the template name, or an error (one
 	// wrapping ErrNotFound when it has none of that name).
-	Template(name string) (*sandbox.Base, error)
+	// The caller of ctx starts from it: a source answers a template it
+	// may not see (another project's) as one it does not have.
+	Template(ctx context.Context, name string) (*sandbox.Base, error)
 	// Templates lists its templates, for Manager.Templates.
 	Templates(ctx context.Context) ([]*sandbox.TemplateInfo, error)
 }

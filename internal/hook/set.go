@@ -198,9 +198,9 @@ func (s *Set) TaskEnded(ctx context.Context, sb SandboxRef) error {
 
 // Template is the first TemplateSource's template name, in module order;
 // false: none has it.
-func (s *Set) Template(name string) (*sandbox.Base, bool) {
+func (s *Set) Template(ctx context.Context, name string) (*sandbox.Base, bool) {
 	for _, src := range s.Templates {
-		if b, err := src.Hook.Template(name); err == nil {
+		if b, err := src.Hook.Template(ctx, name); err == nil {
 			return b, true
 		}
 	}

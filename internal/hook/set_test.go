@@ -45,7 +45,7 @@ func (m *mod) BrokeredSecrets(context.Context, string) ([]egress.Secret, error) 
 	return m.secrets, m.fail
 }
 func (m *mod) OnTaskEnd(context.Context, SandboxRef) error { m.note("taskend"); return m.fail }
-func (m *mod) Template(name string) (*sandbox.Base, error) {
+func (m *mod) Template(_ context.Context, name string) (*sandbox.Base, error) {
 	if m.fail != nil || name != m.name+"-tpl" {
 		return nil, errdefs.ErrNotFound
 	}
@@ -108,10 +108,10 @@ func TestSetLoopsRunInModuleOrder(t *testing.T) {
 	if err := s.TaskEnded(ctx, SandboxRef{ID: "sb1", TaskID: "t1"}); err != nil {
 		t.Error(err)
 	}
-	if b, ok := s.Template("b-tpl"); !ok || b.Name != "b-tpl" {
+	if b, ok := s.Template(context.Background(), "b-tpl"); !ok || b.Name != "b-tpl" {
 		t.Errorf("template of the second source: %v %v", b, ok)
 	}
-	if _, ok := s.Template("nobody-tpl"); ok {
+	if _, ok := s.Template(context.Background(), "nobody-tpl"); ok {
 		t.Error("a name no source has was found")
 	}
 	if l, err := s.TemplateList(ctx); err != nil || len(l) != 2 || l[0].Name != "a-tpl" {

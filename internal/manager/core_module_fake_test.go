@@ -239,7 +239,7 @@ type snapSource struct {
 }
 
 func (s *snapSource) Name() string { return "snaps" }
-func (s *snapSource) Template(name string) (*sandbox.Base, error) {
+func (s *snapSource) Template(_ context.Context, name string) (*sandbox.Base, error) {
 	seed, ok := s.seeds[name]
 	if !ok {
 		return nil, fmt.Errorf("no snapshot %s: %w", name, errdefs.ErrNotFound)

@@ -73,6 +73,11 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 		return nil, err
 	}
 	defer release()
+	if err := checkExpiry(req, sb); err != nil {
+		_ = sb.Destroy(context.Background())
+		m.dropNetwork(p.spec.ID)
+		return nil, err
+	}
 	rec, err := m.recordCreate(ctx, req, p, sb, ttl)
 	if err != nil {
 		m.dropNetwork(p.spec.ID)
@@ -80,7 +85,7 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 		return nil, err
 	}
 	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID,
-		warm: p.warm, warmEnv: p.warmEnv, oneShot: req.OneShot, quota: quota}
+		warm: p.warm, warmEnv: p.warmEnv, oneShot: req.OneShot, onExpiry: expiry{pause: req.PauseOnExpiry, ttl: ttl}, quota: quota}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
 	}
@@ -183,7 +188,7 @@ func (m *Manager) planCreate(ctx context.Context, req sandbox.CreateRequest, tas
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
 	}
-	base, err := m.base(req.Template)
+	base, err := m.base(ctx, req.Template)
 	if err != nil {
 		return nil, err
 	}
@@ -329,11 +334,7 @@ func (m *Manager) armTTL(ls *live) {
 	if ls.rec.Expires == nil {
 		return
 	}
-	id := ls.rec.ID
-	ls.ttl = time.AfterFunc(time.Until(*ls.rec.Expires), func() {
-		m.cfg.Logf("sandbox %s expired", id)
-		m.rec.BestEffort("sandbox "+id+": stop it as expired", m.stop(context.Background(), id, sandbox.StopExpired))
-	})
+	m.armAt(ls, *ls.rec.Expires) // expiry.go: destroyed or paused then
 }
 
 // watch records a sandbox that stopped on its own.
@@ -445,7 +446,7 @@ func (m *Manager) prewarm(ctx context.Context, s hook.WarmShape) (*warm, error) 
 	if err := m.cfg.Caps.Check(s.Limits); err != nil {
 		return nil, err
 	}
-	base, err := m.base(s.Template)
+	base, err := m.base(ctx, s.Template)
 	if err != nil {
 		return nil, err
 	}

@@ -152,6 +152,8 @@ type live struct {
 	// oneShot: destroyed once its first command ends (execd: one was
 	// asked for; m.mu); see oneshot.go.
 	oneShot, execd bool
+	// onExpiry is what the end of its time to live does (expiry.go; m.mu).
+	onExpiry expiry
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
 	// command makes in that moment waits for it (Core.ExecOf).

@@ -60,6 +60,12 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*sandbo
 	}
 	_ = ls.transition(to) // checked above, under the same lock
 	ls.rec.State = want
+	payload := map[string]any{}
+	if !pause {
+		if exp := m.resumedFromExpiry(ls); exp != nil {
+			payload["expires"] = exp // a new time to live (expiry.go)
+		}
+	}
 	rec := *ls.rec
 	if err := m.cfg.Store.UpdateSandbox(ctx, &rec); err != nil {
 		return nil, err
@@ -68,6 +74,16 @@ func (m *Manager) setPaused(ctx context.Context, id string, pause bool) (*sandbo
 	if pause {
 		kind = "sandbox.pause"
 	}
-	m.rec.BestEffort("sandbox "+id+": record "+kind, m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: map[string]any{}}))
+	m.rec.BestEffort("sandbox "+id+": record "+kind, m.rec.Record(ctx, audit.Entry{SandboxID: id, TaskID: ls.taskID, Kind: kind, Payload: payload}))
 	return m.recs.ShownSandbox(&rec)
+}
+
+// Paused says whether sandbox id is live and paused: read under the
+// lock, with no store read, since the E2B door asks it of every call
+// into a sandbox.
+func (m *Manager) Paused(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ls, ok := m.live[id]
+	return ok && ls.state == sandbox.Paused
 }

@@ -16,7 +16,7 @@ import (
 
 // base resolves a template name: the built-in templates first, then each
 // TemplateSource module in order.
-func (m *Manager) base(name string) (*sandbox.Base, error) {
+func (m *Manager) base(ctx context.Context, name string) (*sandbox.Base, error) {
 	tpl, err := m.cfg.Templates.Get(name)
 	if err == nil {
 		b := &sandbox.Base{Name: tpl.Name, Version: tpl.Version, RootFS: tpl.Dir, Lowers: tpl.Lowers, Env: tpl.Env, WorkDir: tpl.WorkDir}
@@ -35,7 +35,7 @@ func (m *Manager) base(name string) (*sandbox.Base, error) {
 	if !errors.Is(err, template.ErrNotFound) {
 		return nil, err
 	}
-	if b, ok := m.hooks.Template(name); ok {
+	if b, ok := m.hooks.Template(ctx, name); ok {
 		return b, nil
 	}
 	return nil, fmt.Errorf("%v: %w", err, errdefs.ErrNotFound)

@@ -47,6 +47,12 @@ type CreateRequest struct {
 	// User is what the command user is called (the E2B door's "user",
 	// /home/user); zero: runtime.DefaultUser. Its uid is the backend's.
 	User runtime.User `json:"-"`
+	// PauseOnExpiry: when its time to live ends the sandbox is paused (as
+	// Manager.Pause pauses), not destroyed, and stays paused until it is
+	// resumed or destroyed; the daemon's maximum lifetime still destroys
+	// it (the E2B door's lifecycle onTimeout "pause"). Its backend must
+	// pause, or the create is refused.
+	PauseOnExpiry bool `json:"-"`
 }
 
 // ExecRequest is one command.

@@ -121,4 +121,7 @@ type TemplateInfo struct {
 	Kind    string    `json:"kind"` // "builtin", "snapshot", "image", "debian" or "build"
 	Base    string    `json:"base,omitempty"`
 	Created time.Time `json:"created"`
+	// Project owns it ("": a shared template every project may start
+	// from; a snapshot is its project's alone).
+	Project string `json:"project,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/hook"
 
@@ -38,6 +39,11 @@ func onFakeWith(t *testing.T, dir string, pol *policy.File) (*Snapshots, *manage
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	for _, p := range []string{"proj-a", "proj-b"} { // tenancy_test.go's
+		if err := st.PutProject(context.Background(), &store.Project{ID: p, Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tpls, err := template.Open(filepath.Join(root, "templates"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +206,7 @@ func TestSnapshotsNotConfigured(t *testing.T) {
 	if list, err := s.List(ctx); err != nil || len(list) != 0 {
 		t.Errorf("list: %+v %v", list, err)
 	}
-	if _, err := s.Template("x"); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := s.Template(context.Background(), "x"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("template: %v", err)
 	}
 	if s.Name() != "snapshots" || !strings.Contains(New("", nil).Name(), "snap") {

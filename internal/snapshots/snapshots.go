@@ -29,6 +29,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/template"
+	"github.com/airlock-dev/airlock/internal/tenant"
 )
 
 // Snapshots is the module. Dir holds the snapshot templates ("": the
@@ -55,6 +56,7 @@ func (s *Snapshots) Attach(c hook.Core) error {
 	s.core = c
 	if s.dir != "" {
 		s.cleanSeeds()
+		s.pruneDeleted()
 	}
 	return nil
 }
@@ -90,6 +92,18 @@ type Snapshot struct {
 	FromSandbox string         `json:"from_sandbox"`
 	Created     time.Time      `json:"created"`
 	SeedBytes   int64          `json:"seed_bytes"`
+	// Project owns it: the project of the sandbox it was taken from. A
+	// snapshot made before projects ("") is tenant.Default's, as the
+	// rest of such a daemon's records are.
+	Project string `json:"project,omitempty"`
+}
+
+// owner is the project that owns the snapshot.
+func (sn *Snapshot) owner() string {
+	if sn.Project == "" {
+		return tenant.Default
+	}
+	return sn.Project
 }
 
 type snapshotFile struct {
@@ -140,13 +154,16 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	}
 	dirs := seedDirs(lv.User)
 	base, rec := lv.Base, lv.View
-	dir := filepath.Join(s.dir, name)
-	exists := func() bool {
-		_, err := os.Stat(filepath.Join(dir, "current"))
-		return err == nil
+	project := rec.Project
+	if project == "" {
+		project = tenant.Default
 	}
-	if newOnly && exists() {
-		return nil, fmt.Errorf("snapshot template %q exists: only the operator (on the unix socket) makes new versions of it; pick a new name: %w", name, errdefs.ErrConflict)
+	if !tenant.Of(ctx).Sees(project) { // the API's guard has said so already
+		return nil, fmt.Errorf("sandbox %q: %w", id, errdefs.ErrNotFound)
+	}
+	dir := filepath.Join(s.dir, name)
+	if err := s.nameFree(name, project, newOnly); err != nil {
+		return nil, err
 	}
 	tmp, err := s.newSeed(dir)
 	if err != nil {
@@ -193,7 +210,7 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	sum := hex.EncodeToString(h.Sum(nil))
 	tplVersion := rec.TemplateVersion
 	snap := snapshotFile{Snapshot: Snapshot{Name: name, Version: sum[:12], Base: rec.Template, BaseVersion: tplVersion,
-		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env, WorkDir: base.WorkDir, Home: dirs[1],
+		FromSandbox: id, Created: time.Now().UTC(), SeedBytes: size, Project: project}, BaseDir: base.RootFS, Lowers: base.Lowers, Binds: base.Binds, Env: base.Env, WorkDir: base.WorkDir, Home: dirs[1],
 		Lineage: append(slices.Clone(base.Lineage), rec.Template)}
 	vdir := filepath.Join(dir, snap.Version)
 	if err := os.MkdirAll(vdir, 0o700); err != nil {
@@ -209,8 +226,12 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	// "current" names the newest version
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if newOnly && exists() { // made meanwhile
-		return nil, fmt.Errorf("snapshot template %q exists: only the operator (on the unix socket) makes new versions of it; pick a new name: %w", name, errdefs.ErrConflict)
+	if err := s.nameFree(name, project, newOnly); err != nil { // made meanwhile
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(vdir, "snapshot.json")); err != nil {
+		// a delete of the name meanwhile pruned this version
+		return nil, fmt.Errorf("snapshot template %q was deleted while this snapshot was made; try again: %w", name, errdefs.ErrConflict)
 	}
 	cur := filepath.Join(dir, ".current.tmp")
 	if err := os.WriteFile(cur, []byte(snap.Version), 0o600); err != nil {
@@ -222,6 +243,26 @@ func (s *Snapshots) Snapshot(ctx context.Context, id, name string, newOnly bool)
 	out := snap.Snapshot
 	_ = s.core.Record(ctx, audit.Entry{SandboxID: id, TaskID: lv.TaskID, Kind: "sandbox.snapshot", Payload: map[string]any{"snapshot": out}})
 	return &out, nil
+}
+
+// nameFree says whether a snapshot of project may be kept as name: a
+// new name, or (not newOnly: the operator) a new version of project's
+// own snapshot. A name in use answers the same whichever project holds
+// it, so a key learns only that the name is taken, never whose it is or
+// what it holds.
+func (s *Snapshots) nameFree(name, project string, newOnly bool) error {
+	cur, _, err := s.snapshot(name)
+	switch {
+	case errors.Is(err, errdefs.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case newOnly:
+		return fmt.Errorf("snapshot template %q exists: only the operator (on the unix socket) makes new versions of it; pick a new name: %w", name, errdefs.ErrConflict)
+	case cur.owner() != project:
+		return fmt.Errorf("snapshot template %q belongs to project %q: a new version of it must be of a sandbox of that project, not of %q: %w", name, cur.owner(), project, errdefs.ErrConflict)
+	}
+	return nil
 }
 
 // snapshotSlack is what a snapshot's seed may hold beyond the sandbox's
@@ -314,11 +355,15 @@ func (c *capWriter) Write(p []byte) (int, error) {
 }
 
 // Template is the current version of the snapshot template name, as a
-// base to create a sandbox from (hook.TemplateSource), or ErrNotFound.
-func (s *Snapshots) Template(name string) (*sandbox.Base, error) {
+// base to create a sandbox from (hook.TemplateSource), or ErrNotFound:
+// also when it is another project's than the caller's.
+func (s *Snapshots) Template(ctx context.Context, name string) (*sandbox.Base, error) {
 	snap, seed, err := s.snapshot(name)
 	if err != nil {
 		return nil, err
+	}
+	if !tenant.Of(ctx).Sees(snap.owner()) {
+		return nil, fmt.Errorf("template %q: %w", name, errdefs.ErrNotFound)
 	}
 	return &sandbox.Base{Name: snap.Name, Version: snap.Version, RootFS: snap.BaseDir, Lowers: snap.Lowers, Binds: snap.Binds, Env: snap.Env, WorkDir: snap.WorkDir, Seed: seed, SeedHome: snap.home(), Lineage: snap.lineage()}, nil
 }
@@ -354,7 +399,8 @@ func (s *Snapshots) snapshot(name string) (*snapshotFile, string, error) {
 	return &sf, filepath.Join(vdir, "seed.tar"), nil
 }
 
-// List lists the snapshot templates (their current versions), by name.
+// List lists the snapshot templates (their current versions) the
+// caller sees (its project's; the operator: all), by name.
 func (s *Snapshots) List(ctx context.Context) ([]*Snapshot, error) {
 	if s.dir == "" {
 		return []*Snapshot{}, nil
@@ -368,8 +414,9 @@ func (s *Snapshots) List(ctx context.Context) ([]*Snapshot, error) {
 	}
 	out := []*Snapshot{}
 	for _, e := range ents {
-		if sf, _, err := s.snapshot(e.Name()); err == nil {
+		if sf, _, err := s.snapshot(e.Name()); err == nil && tenant.Of(ctx).Sees(sf.owner()) {
 			sn := sf.Snapshot
+			sn.Project = sn.owner()
 			out = append(out, &sn)
 		}
 	}
@@ -418,7 +465,7 @@ func (s *Snapshots) Templates(ctx context.Context) ([]*sandbox.TemplateInfo, err
 	}
 	out := make([]*sandbox.TemplateInfo, 0, len(snaps))
 	for _, sn := range snaps {
-		out = append(out, &sandbox.TemplateInfo{Name: sn.Name, Version: sn.Version, Kind: "snapshot", Base: sn.Base + "@" + sn.BaseVersion, Created: sn.Created})
+		out = append(out, &sandbox.TemplateInfo{Name: sn.Name, Version: sn.Version, Kind: "snapshot", Base: sn.Base + "@" + sn.BaseVersion, Created: sn.Created, Project: sn.Project})
 	}
 	return out, nil
 }

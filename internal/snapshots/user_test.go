@@ -59,7 +59,7 @@ func TestSnapshotKeepsARenamedHome(t *testing.T) {
 	if err != nil {
 		t.Fatalf("snapshot of a /home/user sandbox: %v", err)
 	}
-	tpl, err := s.Template(snap.Name)
+	tpl, err := s.Template(context.Background(), snap.Name)
 	if err != nil || tpl.SeedHome != "/home/user" {
 		t.Fatalf("template: %+v %v, want the seed's home /home/user", tpl, err)
 	}

@@ -1,6 +1,7 @@
 package templatebuild
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -16,17 +17,17 @@ import (
 func TestLentStackIsTakenOnce(t *testing.T) {
 	s := New()
 	name, give := s.lend(&template.Template{Dir: "/nonexistent/root", Env: []string{"PATH=/bin"}}, "0123456789ab", "base")
-	b, err := s.Template(name)
+	b, err := s.Template(context.Background(), name)
 	if err != nil || b.RootFS != "/nonexistent/root" || b.Version != "0123456789ab" || !slices.Equal(b.Lineage, []string{"base"}) {
 		t.Fatalf("the step's own create: %+v %v", b, err)
 	}
-	if _, err := s.Template(name); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := s.Template(context.Background(), name); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("a second create of the lent stack: %v", err)
 	}
 	give()
 	other, give2 := s.lend(&template.Template{Dir: "/nonexistent/other"}, "", "")
 	give2()
-	if _, err := s.Template(other); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := s.Template(context.Background(), other); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("a stack given back: %v", err)
 	}
 	if l, err := s.Templates(t.Context()); err != nil || len(l) != 0 {

@@ -74,7 +74,7 @@ func (s *Stacks) Attach(c hook.Core) error {
 // made right after the lend): no other caller, even one that learns the
 // name from the step's sandbox record, starts a sandbox of a build's
 // insides (its COPY'd context files).
-func (s *Stacks) Template(name string) (*sandbox.Base, error) {
+func (s *Stacks) Template(_ context.Context, name string) (*sandbox.Base, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b, ok := s.m[name]; ok {

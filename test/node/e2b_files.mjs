@@ -114,7 +114,27 @@ await handle.stop();
 // Only the trees airlock watches (/workspace, the home) can be watched.
 e = await rejects(sbx.files.watchDir("/etc", () => {}));
 assert.match(e.message, /can be watched/);
-log("watch", { seen });
+// includeEntry (envd 0.6.3): each event carries its path's entry.
+const entries = [];
+const h2 = await sbx.files.watchDir("/home/user/wd", (ev) => entries.push(ev), { includeEntry: true });
+await sbx.commands.run("printf abc > /home/user/wd/e.txt && chmod 640 /home/user/wd/e.txt");
+const chmodOf = () => entries.find((ev) => ev.name === "e.txt" && ev.type === "chmod");
+for (let i = 0; i < 100 && !chmodOf(); i++) await new Promise((res) => setTimeout(res, 50));
+await h2.stop();
+const ent = chmodOf()?.entry;
+assert.ok(ent, JSON.stringify(entries));
+assert.equal(ent.path, "/home/user/wd/e.txt");
+assert.equal(ent.type, "file");
+assert.equal(ent.size, 3);
+assert.equal(ent.permissions, "-rw-r-----");
+assert.equal(ent.owner, "user");
+assert.ok(ent.modifiedTime instanceof Date && !isNaN(ent.modifiedTime), String(ent.modifiedTime));
+log("watch", { seen, entry: ent });
+// File metadata (envd 0.6.2): the SDK sends it; airlock refuses it whole.
+e = await rejects(sbx.files.write("/home/user/meta.txt", "x", { metadata: { k: "v" } }));
+assert.match(e.message, /unsupported by airlock: file metadata/);
+assert.equal(await sbx.files.exists("/home/user/meta.txt"), false);
+log("metadata", { refused: e.message });
 
 // What airlock does not have stays refused, saying so: another port
 // than the in-sandbox API's (getHost's hosts; the SDK only makes the

@@ -156,7 +156,7 @@ def main():
     status, _, b = api("POST", "/sandboxes", body)
     check(status == 201, f"create: {status} {b!r}")
     created = json.loads(b)
-    check(created["envdVersion"] == "0.5.7" and created["envdAccessToken"], f"create answer: {created}")
+    check(created["envdVersion"] == "0.6.3" and created["envdAccessToken"], f"create answer: {created}")
     sbx = Sandbox(created)
     log("create", id=sbx.id)
 

@@ -4,15 +4,35 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/airlock-dev/airlock/internal/cli"
-	"github.com/airlock-dev/airlock/sdk"
 )
 
-var projectUsage = `usage: airlock project <usage|quota> [flags] PROJECT
+const projectUsage = `usage: airlock project <command> [flags]
+
+Projects are the daemon's tenants: every sandbox, task, snapshot and API key
+belongs to one, and a key sees only its own project's (docs/tenancy.md).
+Projects are made and removed on the unix socket (the operator).
+
+commands:
+  create NAME         make a project: a lower-case letter, then at most 39
+                      lower-case letters, digits or '-'
+  ls [--json]         list the projects (removed ones too); with --url URL
+                      and a key in $AIRLOCK_API_KEY: the key's own
+  rm NAME             remove a project: its keys are revoked at once, its
+                      records kept, its name never reused; refused while it
+                      has sandboxes not stopped, and for "default"
+
+  usage [--json] NAME the project's quotas in force and what it holds now;
+                      with --url: a key's own project's
+  quota NAME [--sandboxes N] [--memory SIZE] [--cpus N] [--disk SIZE]
+        [--execs N] [--output SIZE]
+                      set the project's quotas; each value: a number (a
+                      SIZE such as 8G), none (no bound) or default (the
+                      daemon's); a quota not named stays as it is. The
+                      operator sets any; with --url, a project's admin key
+                      may only lower its own project's
 
 A project's quotas are the daemon's defaults (airlock serve --project-quota)
 with what the project sets over them. Live sandboxes (running or paused)
@@ -22,34 +42,30 @@ count for 60 seconds, and their output while the store keeps it. A create
 or command past a quota is refused (429, quota_exceeded, naming the quota
 and the usage).
 
-  usage [--json] PROJECT
-                      the project's quotas in force and what it holds now
-                      (a key: its own project's)
-  quota PROJECT [--sandboxes N] [--memory SIZE] [--cpus N] [--disk SIZE]
-        [--execs N] [--output SIZE]
-                      set the project's quotas; each value: a number (a
-                      SIZE such as 8G), none (no bound) or default (the
-                      daemon's); a quota not named stays as it is. The
-                      operator sets any; a project's admin key may only
-                      lower its own project's
+Keys of a project: airlock apikey create --project NAME --role ROLE.
+`
 
-` + cli.RemoteHelp
-
-// CmdProject is 'airlock project': usage and quota.
+// CmdProject is 'airlock project'. Each command is a case of the switch
+// on the verb.
 func CmdProject(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, projectUsage)
 		return 2
 	}
 	verb, rest := args[0], args[1:]
-	c := cli.NewCmd(verb, "airlock project "+verb+" [flags] PROJECT", "", stdout, stderr)
+	c := cli.NewCmd(verb, "airlock project "+verb+" [flags]", "", stdout, stderr)
 	c.Group = "project"
 	c.Usage = projectUsage
-	c.Remote() // a key reads its own project's usage; an admin's lowers its quotas
 	switch verb {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, projectUsage)
 		return 0
+	case "create":
+		return projectCreate(c, rest)
+	case "ls":
+		return projectList(c, rest)
+	case "rm":
+		return projectRemove(c, rest)
 	case "usage":
 		return projectShowUsage(c, rest)
 	case "quota":
@@ -59,176 +75,82 @@ func CmdProject(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func projectShowUsage(c *cli.Cmd, args []string) int {
-	asJSON := c.FS.Bool("json", false, "print JSON")
-	id, code, done := oneProject(c, args)
-	if done {
-		return code
-	}
-	cl, err := c.Client()
-	if err != nil {
-		return c.Fail(err)
-	}
-	u, err := cl.ProjectUsage(context.Background(), id)
-	if err != nil {
-		return c.Fail(err)
-	}
-	if *asJSON {
-		_ = cli.PrintJSON(c.Stdout, u)
-		return 0
-	}
-	printUsage(c.Stdout, u)
-	return 0
-}
-
-// printUsage shows each quota: what is used, the bound, and whether the
-// project sets it or the daemon's default does.
-func printUsage(w io.Writer, u *sdk.ProjectUsage) {
-	size := func(v int64) string { return cli.FmtSize(v) }
-	count := func(v int64) string { return strconv.FormatInt(v, 10) }
-	cores := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "PROJECT %s\nQUOTA\tUSED\tLIMIT\tFROM\n", cli.Esc(u.Project))
-	row := func(name, used, limit string, zero, set bool) {
-		from := "default"
-		if set {
-			from = "project"
-		}
-		if zero {
-			limit = "none"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, used, limit, from)
-	}
-	q, s, n := u.Quotas, u.Set, u.Usage
-	row("sandboxes", count(n.Sandboxes), count(q.Sandboxes), q.Sandboxes == 0, s.Sandboxes != nil)
-	row("memory", size(n.MemoryBytes), size(q.MemoryBytes), q.MemoryBytes == 0, s.MemoryBytes != nil)
-	row("cpus", cores(n.CPUs), cores(q.CPUs), q.CPUs == 0, s.CPUs != nil)
-	row("disk", size(n.DiskBytes), size(q.DiskBytes), q.DiskBytes == 0, s.DiskBytes != nil)
-	row("execs/minute", count(n.ExecsLastMinute), count(q.ExecsPerMinute), q.ExecsPerMinute == 0, s.ExecsPerMinute != nil)
-	row("stored output", size(n.StoredOutputBytes), size(q.StoredOutputBytes), q.StoredOutputBytes == 0, s.StoredOutputBytes != nil)
-	_ = tw.Flush()
-}
-
-// quotaValue is one --NAME flag of 'project quota', kept as written.
-type quotaValue struct{ v *string }
-
-func (q quotaValue) String() string {
-	if q.v == nil {
-		return ""
-	}
-	return *q.v
-}
-func (q quotaValue) Set(s string) error { *q.v = s; return nil }
-
-func projectQuota(c *cli.Cmd, args []string) int {
-	vals := map[string]*string{}
-	for _, f := range []struct{ name, help string }{
-		{"sandboxes", "live sandboxes at once: `N`, none or default"},
-		{"memory", "the sum of the live sandboxes' memory limits: a `SIZE` (8G), none or default"},
-		{"cpus", "the sum of their CPU limits: `N` cores, none or default"},
-		{"disk", "the sum of their disk limits: a `SIZE`, none or default"},
-		{"execs", "commands a minute: `N`, none or default"},
-		{"output", "the commands' output the store keeps: a `SIZE`, none or default"},
-	} {
-		v := new(string)
-		vals[f.name] = v
-		c.FS.Var(quotaValue{v}, f.name, f.help)
-	}
-	asJSON := c.FS.Bool("json", false, "print the answer as JSON")
-	id, code, done := oneProject(c, args)
-	if done {
-		return code
-	}
-	cl, err := c.Client()
-	if err != nil {
-		return c.Fail(err)
-	}
-	ctx := context.Background()
-	cur, err := cl.ProjectUsage(ctx, id)
-	if err != nil {
-		return c.Fail(err)
-	}
-	s := cur.Set
-	for _, f := range []struct {
-		name string
-		set  func(v string) error
-	}{
-		{"sandboxes", intQuota(&s.Sandboxes, parseCount)},
-		{"memory", intQuota(&s.MemoryBytes, cli.ParseSize)},
-		{"disk", intQuota(&s.DiskBytes, cli.ParseSize)},
-		{"execs", intQuota(&s.ExecsPerMinute, parseCount)},
-		{"output", intQuota(&s.StoredOutputBytes, cli.ParseSize)},
-		{"cpus", cpuQuota(&s.CPUs)},
-	} {
-		if v := *vals[f.name]; v != "" {
-			if err := f.set(v); err != nil {
-				return c.UsageErr("--%s %s: %v", f.name, v, err)
-			}
-		}
-	}
-	u, err := cl.SetProjectQuotas(ctx, id, s)
-	if err != nil {
-		return c.Fail(err)
-	}
-	if *asJSON {
-		_ = cli.PrintJSON(c.Stdout, u)
-		return 0
-	}
-	printUsage(c.Stdout, u)
-	return 0
-}
-
-// intQuota sets *dst from "none" (0), "default" (nil) or a number parse
-// reads.
-func intQuota(dst **int64, parse func(string) (int64, error)) func(string) error {
-	return func(v string) error {
-		switch strings.ToLower(v) {
-		case "default":
-			*dst = nil
-			return nil
-		case "none":
-			v = "0"
-		}
-		n, err := parse(v)
-		if err != nil {
-			return err
-		}
-		if n < 0 {
-			return fmt.Errorf("negative")
-		}
-		*dst = &n
-		return nil
-	}
-}
-
-func cpuQuota(dst **float64) func(string) error {
-	return func(v string) error {
-		switch strings.ToLower(v) {
-		case "default":
-			*dst = nil
-			return nil
-		case "none":
-			v = "0"
-		}
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil || n < 0 || n != n {
-			return fmt.Errorf("not a number of cores")
-		}
-		*dst = &n
-		return nil
-	}
-}
-
-func parseCount(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
-
-// oneProject parses args, which must name one project.
-func oneProject(c *cli.Cmd, args []string) (string, int, bool) {
-	pos, code, done := c.Parse(args)
+// oneName parses a command that takes one project name.
+func oneName(c *cli.Cmd, rest []string) (string, int, bool) {
+	pos, code, done := c.Parse(rest)
 	if done {
 		return "", code, true
 	}
 	if len(pos) != 1 {
-		return "", c.UsageErr("want one project"), true
+		return "", c.UsageErr("want one project name"), true
 	}
 	return pos[0], 0, false
+}
+
+func projectCreate(c *cli.Cmd, rest []string) int {
+	name, code, done := oneName(c, rest)
+	if done {
+		return code
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	p, err := cl.CreateProject(context.Background(), name)
+	if err != nil {
+		return c.Fail(err)
+	}
+	fmt.Fprintln(c.Stdout, cli.Esc(p.ID))
+	return 0
+}
+
+func projectList(c *cli.Cmd, rest []string) int {
+	asJSON := c.FS.Bool("json", false, "print a JSON array")
+	c.Remote()
+	pos, code, done := c.Parse(rest)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		return c.UsageErr("unexpected argument %q", pos[0])
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	ps, err := cl.ListProjects(context.Background())
+	if err != nil {
+		return c.Fail(err)
+	}
+	if *asJSON {
+		_ = cli.PrintJSON(c.Stdout, ps)
+		return 0
+	}
+	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROJECT\tCREATED\tREMOVED")
+	for _, p := range ps {
+		removed := "-"
+		if p.Removed != nil {
+			removed = p.Removed.Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cli.Esc(p.ID), p.Created.Format("2006-01-02 15:04:05"), removed)
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+func projectRemove(c *cli.Cmd, rest []string) int {
+	name, code, done := oneName(c, rest)
+	if done {
+		return code
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return c.Fail(err)
+	}
+	if err := cl.DeleteProject(context.Background(), name); err != nil {
+		return c.Fail(err)
+	}
+	fmt.Fprintf(c.Stderr, "removed project %s: its keys are revoked\n", cli.Esc(name))
+	return 0
 }
