@@ -59,6 +59,9 @@ type Error struct {
 	// approval it is held for (or was refused by).
 	Rules      []string
 	ApprovalID string
+	// Quota is the quota a quota_exceeded answer names, with the
+	// project's usage of it (nil otherwise).
+	Quota *wire.QuotaHit
 }
 
 func (e *Error) Error() string {
@@ -416,7 +419,7 @@ func readError(resp *http.Response) *Error {
 	var w wire.Error
 	isJSON := json.Unmarshal(b, &w) == nil
 	if isJSON {
-		e.Code, e.Message, e.Rules, e.ApprovalID = w.Code, oneLine(w.Message), w.Rules, w.ApprovalID
+		e.Code, e.Message, e.Rules, e.ApprovalID, e.Quota = w.Code, oneLine(w.Message), w.Rules, w.ApprovalID, w.Quota
 	}
 	if e.Code == "" {
 		e.Code = statusCodes[resp.StatusCode]

@@ -18,6 +18,12 @@ const (
 	CodeTimeout = "timeout"
 	// CodeUnauthenticated: a TCP request without a valid API key.
 	CodeUnauthenticated = "unauthenticated"
+	// CodeQuotaExceeded: a create or command past one of its project's
+	// quotas (Error.Quota says which, with the figures); 429.
+	CodeQuotaExceeded = "quota_exceeded"
+	// CodeRateLimited: an API key sent more requests than the daemon's
+	// rate per key (airlock serve --key-rate); 429 with Retry-After.
+	CodeRateLimited = "rate_limited"
 
 	// The policy's refusals of a command: denied by the policy or by a
 	// human, held for approval (not waited for), not approved in time.
@@ -39,7 +45,7 @@ func Status(code string) int {
 		return http.StatusConflict
 	case CodeDenied:
 		return http.StatusForbidden
-	case CodeLimitExceeded:
+	case CodeLimitExceeded, CodeQuotaExceeded, CodeRateLimited:
 		return http.StatusTooManyRequests
 	case CodeUnsupported:
 		return http.StatusNotImplemented
@@ -65,4 +71,25 @@ type Error struct {
 	// ApprovalID names the approval a command is held for (or was refused
 	// by).
 	ApprovalID string `json:"approval_id,omitempty"`
+	// Quota is the quota a quota_exceeded answer hit, with the project's
+	// usage of it.
+	Quota *QuotaHit `json:"quota,omitempty"`
+}
+
+// QuotaHit is the quota a create or command would have passed. Figures
+// are bytes for memory_bytes and disk_bytes, cores for cpus, and counts
+// otherwise.
+type QuotaHit struct {
+	// Project is the project whose quota it is.
+	Project string `json:"project"`
+	// Name is the quota's: sandboxes, memory_bytes, cpus, disk_bytes,
+	// execs_per_minute or stored_output_bytes.
+	Name string `json:"name"`
+	// Limit is the quota in force.
+	Limit float64 `json:"limit"`
+	// Used is what the project holds now (its live sandboxes' limits, or
+	// the commands it started in the last 60 seconds).
+	Used float64 `json:"used"`
+	// Asked is what the refused request would have added.
+	Asked float64 `json:"asked"`
 }

@@ -25,3 +25,74 @@ type ProjectList struct {
 	// Projects are those the caller sees (the operator: every one).
 	Projects []Project `json:"projects"`
 }
+
+// ProjectQuotas are a project's quotas in force: the daemon's defaults
+// (airlock serve --project-quota) with what the project sets over them.
+// A zero field bounds nothing.
+type ProjectQuotas struct {
+	// Sandboxes: live at once (running or paused), creates under way
+	// included.
+	Sandboxes int64 `json:"sandboxes"`
+	// MemoryBytes: the sum of the live sandboxes' memory limits (a limit
+	// left to the backend counts its default).
+	MemoryBytes int64 `json:"memory_bytes"`
+	// CPUs: the sum of their CPU limits, in cores (no CPU limit counts
+	// every core of the host).
+	CPUs float64 `json:"cpus"`
+	// DiskBytes: the sum of their disk limits (one left to the backend
+	// counts its default).
+	DiskBytes int64 `json:"disk_bytes"`
+	// ExecsPerMinute: commands started in the last 60 seconds.
+	ExecsPerMinute int64 `json:"execs_per_minute"`
+	// StoredOutputBytes: the output the store keeps of the project's
+	// commands (checked as each starts; airlock purge removes old output).
+	StoredOutputBytes int64 `json:"stored_output_bytes"`
+}
+
+// QuotaSettings is the body of PUT /v1/projects/{id}/quotas and what a
+// project sets over the daemon's defaults: a field left out is the
+// default's, 0 bounds nothing, a number bounds. A PUT replaces every
+// field (one left out goes back to the default).
+type QuotaSettings struct {
+	// Sandboxes: as ProjectQuotas.Sandboxes.
+	Sandboxes *int64 `json:"sandboxes,omitempty"`
+	// MemoryBytes: as ProjectQuotas.MemoryBytes.
+	MemoryBytes *int64 `json:"memory_bytes,omitempty"`
+	// CPUs: as ProjectQuotas.CPUs.
+	CPUs *float64 `json:"cpus,omitempty"`
+	// DiskBytes: as ProjectQuotas.DiskBytes.
+	DiskBytes *int64 `json:"disk_bytes,omitempty"`
+	// ExecsPerMinute: as ProjectQuotas.ExecsPerMinute.
+	ExecsPerMinute *int64 `json:"execs_per_minute,omitempty"`
+	// StoredOutputBytes: as ProjectQuotas.StoredOutputBytes.
+	StoredOutputBytes *int64 `json:"stored_output_bytes,omitempty"`
+}
+
+// ProjectUsageFigures is what a project holds now against its quotas.
+type ProjectUsageFigures struct {
+	// Sandboxes: live now, and creates under way.
+	Sandboxes int64 `json:"sandboxes"`
+	// MemoryBytes: the sum of their memory limits.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// CPUs: the sum of their CPU limits.
+	CPUs float64 `json:"cpus"`
+	// DiskBytes: the sum of their disk limits.
+	DiskBytes int64 `json:"disk_bytes"`
+	// ExecsLastMinute: commands started in the last 60 seconds.
+	ExecsLastMinute int64 `json:"execs_last_minute"`
+	// StoredOutputBytes: the output the store keeps of its commands.
+	StoredOutputBytes int64 `json:"stored_output_bytes"`
+}
+
+// ProjectUsage is the answer of GET /v1/projects/{id}/usage and of PUT
+// /v1/projects/{id}/quotas.
+type ProjectUsage struct {
+	// Project is the project's id.
+	Project string `json:"project"`
+	// Quotas are those in force.
+	Quotas ProjectQuotas `json:"quotas"`
+	// Set is what the project sets over the daemon's defaults.
+	Set QuotaSettings `json:"set"`
+	// Usage is what it holds now.
+	Usage ProjectUsageFigures `json:"usage"`
+}

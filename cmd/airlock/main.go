@@ -42,7 +42,7 @@ func verbs() []verb {
 		{"run", "run one command in a fresh, one-shot sandbox (no daemon)", run.CmdRun},
 		{"serve", "run the daemon: the API on a unix socket, persistent sandboxes", serve.CmdServe},
 		{"sandbox", "manage long-lived sandboxes through the daemon (create, ls, get, exec, rm, ...)", sandbox.CmdSandbox},
-		{"project", "the daemon's projects (tenants): create, ls, rm", admin.CmdProject},
+		{"project", "the daemon's projects (tenants): create, ls, rm, usage, quota", admin.CmdProject},
 		{"apikey", "API keys for TCP clients, per project and role: create, ls, rotate, rm", admin.CmdAPIKey},
 		{"secret", "store secrets and grant them to a sandbox or task", admin.CmdSecret},
 		{"egress", "sandboxes' network egress: status, kill switch, per-sandbox policy", admin.CmdEgress},

@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/mcp"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/quotas"
 	"github.com/airlock-dev/airlock/internal/reqcheck"
 	"github.com/airlock-dev/airlock/internal/runtime"
 	"github.com/airlock-dev/airlock/internal/snapshots"
@@ -69,6 +70,8 @@ type Server struct {
 	pools    Pools
 	owners   Owners
 	projects Projects
+	quotas   Quotas
+	rates    *quotas.KeyRates
 	health   Health
 	mux      *http.ServeMux
 	routes   []Route
@@ -117,6 +120,10 @@ type Modules struct {
 	Owners Owners
 	// Projects nil: none is made or listed (unsupported).
 	Projects Projects
+	// Quotas nil: no usage is reported and no quota set (unsupported).
+	Quotas Quotas
+	// KeyRates bound each API key's requests over TCP (nil: no bound).
+	KeyRates *quotas.KeyRates
 }
 
 // Images imports image templates (POST /v1/templates; the daemon's
@@ -239,10 +246,13 @@ func New(core Core, mods Modules, h Health) *Server {
 	if mods.Owners == nil {
 		mods.Owners = noOwners{}
 	}
+	if mods.Quotas == nil {
+		mods.Quotas = noQuotas{}
+	}
 	if mods.Projects == nil {
 		mods.Projects = noProjects{}
 	}
-	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, builds: mods.Builds, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, pools: mods.Pools, owners: mods.Owners, projects: mods.Projects, health: h, mux: http.NewServeMux()}
+	s := &Server{sbx: core, execs: core, hist: mods.Records, files: mods.Files, pol: mods.Policies, tpl: core, rec: core, keys: mods.Keys, snaps: mods.Snapshots, images: mods.Images, builds: mods.Builds, secs: mods.Secrets, tasks: mods.Tasks, appr: mods.Approvals, net: mods.Network, audit: mods.Audit, review: mods.Review, caches: mods.Caches, pools: mods.Pools, owners: mods.Owners, projects: mods.Projects, quotas: mods.Quotas, rates: mods.KeyRates, health: h, mux: http.NewServeMux()}
 	s.handle("GET /v1/health", access{role: tenant.Agent}, s.getHealth)
 	s.handle("POST /v1/sandboxes", access{role: tenant.Agent}, s.createSandbox)
 	s.handle("GET /v1/sandboxes", access{role: tenant.Agent}, s.listSandboxes)
@@ -341,6 +351,12 @@ func writeError(w http.ResponseWriter, err error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		kind, status = wire.CodeLimitExceeded, http.StatusRequestEntityTooLarge
+	}
+	var qe *quotas.Error
+	if errors.As(err, &qe) {
+		writeJSON(w, status, wire.Error{Code: wire.CodeQuotaExceeded, Message: oneLine(qe.Error()),
+			Quota: &wire.QuotaHit{Project: qe.Project, Name: qe.Quota, Limit: qe.Limit, Used: qe.Used, Asked: qe.Asked}})
+		return
 	}
 	var pe *sandbox.PolicyError
 	if errors.As(err, &pe) {

@@ -156,7 +156,7 @@ func newDaemonAt(t *testing.T, dbDir string, configure func(*stack.Config)) *dae
 // modulesOf are the stack's modules as the API takes them, as the daemon
 // gives them (its audit log nil: none).
 func modulesOf(stk *stack.Stack, log *audit.Log) Modules {
-	mods := Modules{Keys: stk.Keys, Snapshots: stk.Snapshots, Secrets: stk.Secrets, Tasks: stk.Tasks, Files: stk.Files, Records: stk.Records, Policies: stk.Explain, Network: stk.Network, Approvals: stk.Approvals, Review: stk.Review, Pools: stk.Pools, Owners: stk.Projects, Projects: stk.Projects}
+	mods := Modules{Keys: stk.Keys, Snapshots: stk.Snapshots, Secrets: stk.Secrets, Tasks: stk.Tasks, Files: stk.Files, Records: stk.Records, Policies: stk.Explain, Network: stk.Network, Approvals: stk.Approvals, Review: stk.Review, Pools: stk.Pools, Owners: stk.Projects, Projects: stk.Projects, Quotas: stk.Quotas}
 	if log != nil {
 		mods.Audit = log
 	}

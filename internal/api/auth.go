@@ -2,11 +2,15 @@ package api
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/quotas"
 	"github.com/airlock-dev/airlock/internal/tenant"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
@@ -53,6 +57,10 @@ func (s *Server) TCP() http.Handler {
 		if key == "" || !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
 			writeJSON(w, http.StatusUnauthorized, wire.Error{Code: wire.CodeUnauthenticated, Message: "a valid API key is required (Authorization: Bearer KEY)"})
+			return
+		}
+		if ok, wait := s.rates.Allow(k.ID); !ok {
+			rateLimited(w, s.rates, wait)
 			return
 		}
 		// A revoked key ends its requests in progress, streams included.
@@ -143,4 +151,14 @@ func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) {
 	out := apiKeyOut(k)
 	out.Key = key
 	writeJSON(w, http.StatusCreated, out)
+}
+
+// rateLimited answers a request past its key's rate (429, rate_limited)
+// with when to try again.
+func rateLimited(w http.ResponseWriter, r *quotas.KeyRates, wait time.Duration) {
+	secs := max(1, int64(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	per, burst := r.Limit()
+	writeJSON(w, http.StatusTooManyRequests, wire.Error{Code: wire.CodeRateLimited,
+		Message: fmt.Sprintf("this API key sent more than %g requests a second (%d at once; airlock serve --key-rate, --key-burst): retry in %d s", per, burst, secs)})
 }

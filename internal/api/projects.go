@@ -38,6 +38,9 @@ func (s *Server) projectRoutes() {
 	s.handle("GET /v1/projects", access{role: tenant.Agent}, s.listProjects)
 	s.handle("GET /v1/projects/{id}", access{role: tenant.Agent, kind: tenant.Project}, s.getProject)
 	s.handle("DELETE /v1/projects/{id}", access{role: tenant.Operator, kind: tenant.Project}, s.removeProject)
+	s.handle("GET /v1/projects/{id}/usage", access{role: tenant.Agent, kind: tenant.Project}, s.projectUsage)
+	// an admin only lowers its project's (the quotas module decides)
+	s.handle("PUT /v1/projects/{id}/quotas", access{role: tenant.Admin, kind: tenant.Project}, s.setQuotas)
 }
 
 func projectOut(p *projects.Project) wire.Project {

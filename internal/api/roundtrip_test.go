@@ -428,6 +428,17 @@ func roundTripOperator(t *testing.T, c *strictClient) {
 	c.do("POST", "/v1/projects", wire.ProjectRequest{Name: "team-a"}, 201, &pr)
 	c.do("GET", "/v1/projects", nil, 200, &wire.ProjectList{})
 	c.do("GET", "/v1/projects/team-a", nil, 200, &pr)
+	one, mem, cpus, execs := int64(1), int64(8<<30), 4.0, int64(600)
+	var use wire.ProjectUsage
+	c.do("PUT", "/v1/projects/team-a/quotas", wire.QuotaSettings{Sandboxes: &one, MemoryBytes: &mem, CPUs: &cpus, DiskBytes: &mem, ExecsPerMinute: &execs}, 200, &use)
+	var tsb wire.Sandbox
+	c.do("POST", "/v1/sandboxes", wire.CreateSandboxRequest{Project: "team-a"}, 201, &tsb)
+	c.do("POST", "/v1/sandboxes", wire.CreateSandboxRequest{Project: "team-a"}, 429, nil)
+	c.do("GET", "/v1/projects/team-a/usage", nil, 200, &use)
+	if use.Usage.Sandboxes != 1 || use.Quotas.Sandboxes != 1 || use.Set.ExecsPerMinute == nil {
+		t.Errorf("usage: %+v", use)
+	}
+	c.do("DELETE", "/v1/sandboxes/"+tsb.ID, nil, 204, nil)
 	var k wire.APIKey
 	c.do("POST", "/v1/apikeys", wire.APIKeyRequest{Name: "ci", Project: "team-a", Role: "reviewer"}, 201, &k)
 	if k.Key == "" || k.Project != "team-a" || k.Role != "reviewer" {

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/quotas"
 	"github.com/airlock-dev/airlock/internal/redact"
 	fakert "github.com/airlock-dev/airlock/internal/runtime/fake"
 	"github.com/airlock-dev/airlock/internal/store"
@@ -36,14 +37,25 @@ type tenants struct {
 	tcp  *httptest.Server
 	keys map[string]map[tenant.Role]string // project -> role -> key
 	st   *store.Store
+	stk  *stack.Stack
 }
 
 func newTenants(t *testing.T) *tenants {
 	t.Helper()
-	return newTenantsWith(t, "classes: {read: allow, build: allow, write: allow, unknown: allow}\nrules: [{id: hold-push, command: 'git push *', action: ask}]\n")
+	return newTenantsWith(t, defaultTenantsPolicy)
 }
 
+// defaultTenantsPolicy is newTenants' policy: everything allowed but a
+// push, which is held.
+const defaultTenantsPolicy = "classes: {read: allow, build: allow, write: allow, unknown: allow}\nrules: [{id: hold-push, command: 'git push *', action: ask}]\n"
+
 func newTenantsWith(t *testing.T, policyFile string) *tenants {
+	t.Helper()
+	return newTenantsQuotas(t, policyFile, quotas.Config{})
+}
+
+// newTenantsQuotas is newTenantsWith with the quotas module's settings qc.
+func newTenantsQuotas(t *testing.T, policyFile string, qc quotas.Config) *tenants {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "airlock.db"))
@@ -66,7 +78,7 @@ func newTenantsWith(t *testing.T, policyFile string) *tenants {
 	}
 	stk, err := stack.New(context.Background(), stack.Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
 		Redactor: red, Policy: pol, Logf: t.Logf},
-		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key")})
+		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key"), Quotas: qc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +88,7 @@ func newTenantsWith(t *testing.T, policyFile string) *tenants {
 		tcp.Close()
 		_ = stk.Manager.Shutdown(context.Background())
 	})
-	tn := &tenants{t: t, srv: srv, tcp: tcp, st: st, keys: map[string]map[tenant.Role]string{}}
+	tn := &tenants{t: t, srv: srv, tcp: tcp, st: st, stk: stk, keys: map[string]map[tenant.Role]string{}}
 	ctx := context.Background()
 	for _, p := range []string{"proj-red", "proj-blue"} {
 		if _, err := stk.Projects.Create(ctx, p); err != nil {

@@ -21,11 +21,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/projects"
+	"github.com/airlock-dev/airlock/internal/quotas"
 
 	"github.com/airlock-dev/airlock/internal/sandbox"
 
@@ -128,6 +130,11 @@ type Config struct {
 	// GVisorPlatform its platform ("": runsc's own).
 	Runsc          string
 	GVisorPlatform string
+	// ProjectQuotas are every project's quotas but those it sets itself
+	// (zero fields: no bound; internal/quotas).
+	ProjectQuotas quotas.Limits
+	// KeyRate bounds each API key's requests over TCP (zero: no bound).
+	KeyRate quotas.Rate
 	// Version is reported by the health route and the daemon.start record.
 	Version string
 	// Log receives the daemon's log lines (slog text; nil: discarded).
@@ -223,7 +230,8 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Policy: cfg.Policy, Audit: d.alog, Redactor: red, Logf: d.logf},
 		TaskDir: filepath.Join(cfg.DataDir, "tasks"), SnapshotDir: filepath.Join(cfg.DataDir, "snapshots"), SecretsKey: filepath.Join(cfg.DataDir, "secrets.key"),
 		Egress: d.egressConfig(ctx, log), MaxProxyConns: cfg.MaxProxyConns, TrustDir: filepath.Join(cfg.StateDir, "trust"), ApprovalWait: cfg.ApprovalWait,
-		DepCacheDir: depCacheDir(cfg), Pools: cfg.Pools, PoolsLater: true})
+		DepCacheDir: depCacheDir(cfg), Pools: cfg.Pools, PoolsLater: true,
+		Quotas: quotas.Config{Defaults: cfg.ProjectQuotas, Unset: unsetLimits()}})
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +240,7 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if stk.Snapshots != nil {
 		d.snaps = stk.Snapshots
 	}
-	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls, cfg.KeyRate), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	// after listen's umask: a template the first fills build while it was
@@ -251,8 +259,9 @@ func depCacheDir(cfg Config) string {
 
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
-func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store) api.Modules {
-	mods := api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools, Owners: s.Projects, Projects: s.Projects}
+func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store, rate quotas.Rate) api.Modules {
+	mods := api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools, Owners: s.Projects, Projects: s.Projects, Quotas: s.Quotas,
+		KeyRates: quotas.NewKeyRates(rate, nil)}
 	if s.Builds != nil {
 		mods.Builds = s.Builds
 	}
@@ -535,4 +544,11 @@ func publishKey(keyFile string, pub ed25519.PublicKey) error {
 		return fmt.Errorf("publish the audit public key: %w", err)
 	}
 	return nil
+}
+
+// unsetLimits is what a sandbox counts against its project's quotas of
+// a limit it leaves to its backend: both backends' default memory and
+// disk, and every core of the host for no CPU limit.
+func unsetLimits() runtime.Limits {
+	return runtime.Limits{MemoryBytes: native.DefaultMemory, DiskBytes: native.DefaultDisk, CPUs: float64(goruntime.NumCPU())}
 }

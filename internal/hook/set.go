@@ -31,6 +31,7 @@ type Set struct {
 	Brokers   []Named[BrokerSource]
 	TaskEnd   []Named[TaskEndHook]
 	Lifts     []Named[PolicyLift]
+	Admit     []Named[Admitter]
 	Holder    *Named[Holder]
 	Bundler   TaskBundler
 	// Network is the network module's egress service (NetworkModule);
@@ -91,6 +92,9 @@ func (s *Set) add(name string, mod Module) {
 	}
 	if h, ok := mod.(PolicyLift); ok {
 		s.Lifts = append(s.Lifts, Named[PolicyLift]{name, h})
+	}
+	if h, ok := mod.(Admitter); ok {
+		s.Admit = append(s.Admit, Named[Admitter]{name, h})
 	}
 }
 

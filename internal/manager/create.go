@@ -62,8 +62,14 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 	if err != nil {
 		return nil, err
 	}
+	// the project's quotas, before anything starts (hook.Admitter)
+	quota, err := m.hooks.AdmitCreate(ctx, p.project, req.Limits)
+	if err != nil {
+		return nil, err
+	}
 	sb, cost, release, err := m.claimOrStart(ctx, req, p)
 	if err != nil {
+		quota()
 		return nil, err
 	}
 	defer release()
@@ -75,10 +81,11 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 	rec, err := m.recordCreate(ctx, req, p, sb, ttl)
 	if err != nil {
 		m.dropNetwork(p.spec.ID)
+		quota()
 		return nil, err
 	}
 	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID,
-		warm: p.warm, warmEnv: p.warmEnv, oneShot: req.OneShot, onExpiry: expiry{pause: req.PauseOnExpiry, ttl: ttl}}
+		warm: p.warm, warmEnv: p.warmEnv, oneShot: req.OneShot, onExpiry: expiry{pause: req.PauseOnExpiry, ttl: ttl}, quota: quota}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
 	}

@@ -115,6 +115,9 @@ func (m *Manager) execAdmit(ctx context.Context, x *execRun) error {
 	if err := m.rec.Healthy(); err != nil {
 		return err
 	}
+	if err := m.hooks.AdmitExec(ctx, ls.rec.Project); err != nil {
+		return err // a project's quota (hook.Admitter): not recorded
+	}
 	return m.learnSecrets(x.req.Env)
 }
 

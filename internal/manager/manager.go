@@ -125,6 +125,9 @@ type live struct {
 	state sandbox.State
 	sb    runtime.Sandbox
 	cost  runtime.HostCost // reserved of Caps.Host while it lives
+	// quota gives back what its project's quotas hold for it (the
+	// Admitters'), once its teardown ends; nil: nothing is held.
+	quota func()
 	rec   *store.Sandbox
 	ttl   *time.Timer
 	spec  runtime.Spec // as created: Reset starts over from it

@@ -38,6 +38,9 @@ func (m *Manager) stop(ctx context.Context, id, reason string) error {
 // teardown is the rest of stop once the sandbox is out of the live set:
 // the StopHooks, Destroy, its sandbox.stop event and record.
 func (m *Manager) teardown(ctx context.Context, id, reason string, ls *live, sb runtime.Sandbox, prev sandbox.State) error {
+	if ls.quota != nil {
+		defer ls.quota() // its project's quotas, once it is torn down
+	}
 	payload := map[string]any{"reason": reason}
 	for _, h := range m.hooks.Stop {
 		for k, v := range h.Hook.OnStop(context.WithoutCancel(ctx), hook.StopEvent{SandboxID: id, TaskID: ls.taskID, Reason: reason, Prev: prev, Sandbox: sb}) {

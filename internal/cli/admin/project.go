@@ -24,6 +24,24 @@ commands:
                       records kept, its name never reused; refused while it
                       has sandboxes not stopped, and for "default"
 
+  usage [--json] NAME the project's quotas in force and what it holds now;
+                      with --url: a key's own project's
+  quota NAME [--sandboxes N] [--memory SIZE] [--cpus N] [--disk SIZE]
+        [--execs N] [--output SIZE]
+                      set the project's quotas; each value: a number (a
+                      SIZE such as 8G), none (no bound) or default (the
+                      daemon's); a quota not named stays as it is. The
+                      operator sets any; with --url, a project's admin key
+                      may only lower its own project's
+
+A project's quotas are the daemon's defaults (airlock serve --project-quota)
+with what the project sets over them. Live sandboxes (running or paused)
+count, and their memory, CPU and disk limits add up (a limit left to the
+backend counts its default, no CPU limit every core of the host); commands
+count for 60 seconds, and their output while the store keeps it. A create
+or command past a quota is refused (429, quota_exceeded, naming the quota
+and the usage).
+
 Keys of a project: airlock apikey create --project NAME --role ROLE.
 `
 
@@ -48,6 +66,10 @@ func CmdProject(args []string, stdout, stderr io.Writer) int {
 		return projectList(c, rest)
 	case "rm":
 		return projectRemove(c, rest)
+	case "usage":
+		return projectShowUsage(c, rest)
+	case "quota":
+		return projectQuota(c, rest)
 	}
 	fmt.Fprintf(stderr, "airlock project: unknown command %q; run 'airlock project --help'\n", verb)
 	return 2

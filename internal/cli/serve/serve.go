@@ -82,6 +82,9 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	acceptGap := fs.String("accept-audit-gap", "", "start although the audit log's signed checkpoint is missing or does not match (a cut or rewritten log): `REASON` is recorded in the log, and a new checkpoint is signed")
 	maxProxyConns := fs.Int("max-proxy-conns", runtime.DefaultMaxProxyConns, "the most proxy connections one sandbox may hold open; more are refused with a 503 and recorded (egress.refused)")
 	var cfg daemon.Config
+	fs.Var(quotaFlag{&cfg.ProjectQuotas}, "project-quota", "every project's quotas but those it sets itself ('airlock project quota'): `sandboxes=N,memory=SIZE,cpus=N,disk=SIZE,execs=N,output=SIZE` (live sandboxes; the sum of their memory, CPU and disk limits, where a limit left unset counts the backend's default and no CPU limit every core; commands a minute; the commands' output the store keeps; any subset; 0 or unset: no bound)")
+	fs.Float64Var(&cfg.KeyRate.PerSecond, "key-rate", 0, "requests a second one API key may send over TCP, in bursts of --key-burst; more are answered 429 (rate_limited) with Retry-After (0: no bound)")
+	fs.IntVar(&cfg.KeyRate.Burst, "key-burst", 0, "burst of --key-rate (0: --key-rate rounded up)")
 	fs.StringVar(&cfg.AuditKeyFile, "audit-key", "", "the audit log's ed25519 signing key `FILE` (made on first start; default DATA-DIR/audit.key): on another disk or owned by another user than the database, rewriting the log and re-signing its checkpoint takes both")
 	fs.IntVar(&cfg.CheckpointEvents, "audit-checkpoint-events", audit.DefaultCheckpointEvents, fmt.Sprintf("sign a checkpoint of the audit log after at most this many events (1..%d)", audit.MaxCheckpointEvents))
 	cli.DurationVar(fs, &cfg.CheckpointInterval, "audit-checkpoint-interval", audit.DefaultCheckpointInterval, "and at least this often while events are written: a `DURATION`, at most 1h")
@@ -120,6 +123,10 @@ func CmdServe(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.CheckpointEvents < 1 || cfg.CheckpointEvents > audit.MaxCheckpointEvents || cfg.CheckpointInterval <= 0 || cfg.CheckpointInterval > audit.MaxCheckpointInterval {
 		fmt.Fprintf(stderr, "airlock serve: --audit-checkpoint-events 1..%d and --audit-checkpoint-interval more than 0 and at most %s\n", audit.MaxCheckpointEvents, audit.MaxCheckpointInterval)
+		return 2
+	}
+	if cfg.KeyRate.PerSecond < 0 || cfg.KeyRate.PerSecond != cfg.KeyRate.PerSecond || cfg.KeyRate.Burst < 0 {
+		fmt.Fprintf(stderr, "airlock serve: --key-rate and --key-burst must not be negative\n")
 		return 2
 	}
 	if cfg.AuditKeyFile == "" {

@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/manager"
 	"github.com/airlock-dev/airlock/internal/pool"
 	"github.com/airlock-dev/airlock/internal/projects"
+	"github.com/airlock-dev/airlock/internal/quotas"
 	"github.com/airlock-dev/airlock/internal/records"
 	"github.com/airlock-dev/airlock/internal/review"
 	"github.com/airlock-dev/airlock/internal/sandboxnet"
@@ -72,6 +73,9 @@ type Config struct {
 	// sets for that moment is the process's, and a pool's first fill
 	// builds the template's directories meanwhile.
 	PoolsLater bool
+	// Quotas are the projects' default quotas and what a sandbox counts
+	// of a limit it leaves to its backend (internal/quotas).
+	Quotas quotas.Config
 }
 
 // Stack is the manager and its feature modules.
@@ -81,6 +85,7 @@ type Stack struct {
 	Network   *sandboxnet.Net
 	Keys      *apikeys.Keys
 	Projects  *projects.Projects
+	Quotas    *quotas.Quotas
 	Snapshots *snapshots.Snapshots
 	Secrets   *secrets.Secrets
 	Approvals *approvals.Approvals
@@ -98,7 +103,7 @@ type Stack struct {
 
 // New makes the modules and the manager with them attached, in the order
 // their hooks run: tasks first (a stopping task's diff is taken before
-// other hooks), then the network, API keys, snapshots, secrets,
+// other hooks), then the network, API keys, projects, quotas, snapshots, secrets,
 // approvals, review, the file API, the exec records and the policy
 // explain module (no hooks: last); with a template store, the template
 // holds and the build stacks (a TemplateSource of running build steps).
@@ -121,6 +126,7 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		Network:   sandboxnet.New(sandboxnet.Config{Egress: cfg.Egress, MaxProxyConns: cfg.MaxProxyConns, TrustDir: cfg.TrustDir}),
 		Keys:      apikeys.New(),
 		Projects:  projects.New(),
+		Quotas:    quotas.New(cfg.Quotas),
 		Snapshots: snapshots.New(cfg.SnapshotDir, cfg.Templates),
 		Secrets:   secrets.New(cfg.SecretsKey),
 		Approvals: approvals.New(approvals.Config{Wait: cfg.ApprovalWait}),
@@ -133,7 +139,7 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	s.Projects.EndKey = s.Keys.EndRequests
 	mcfg := cfg.Config
-	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Projects, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain, s.Usage}
+	mcfg.Modules = []hook.Module{s.Tasks, s.Network, s.Keys, s.Projects, s.Quotas, s.Snapshots, s.Secrets, s.Approvals, s.Review, s.Files, s.Records, s.Explain, s.Usage}
 	var stacks *templatebuild.Stacks
 	if cfg.Templates != nil {
 		// an image template's layers stay out of GC while a sandbox runs on them
