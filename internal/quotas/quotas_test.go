@@ -227,7 +227,7 @@ func TestSetQuotasAdminOnlyLowers(t *testing.T) {
 	if rep, _ = q.Usage(op, "p"); rep.Quotas.Sandboxes != 4 {
 		t.Errorf("after the refusals: %+v", rep.Quotas)
 	}
-	if rep, err = q.SetQuotas(op, "p", Settings{Sandboxes: i64(0), ExecsPerMinute: i64(-1)}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err = q.SetQuotas(op, "p", Settings{Sandboxes: i64(0), ExecsPerMinute: i64(-1)}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("negative: %v", err)
 	}
 	if rep, err = q.SetQuotas(op, "p", Settings{Sandboxes: i64(0)}); err != nil || rep.Quotas.Sandboxes != 0 || *rep.Set.Sandboxes != 0 {

@@ -77,7 +77,7 @@ func TestProjectQuotaAndUsage(t *testing.T) {
 		}
 	}
 	// a quota not named stays; default gives one back to the daemon's
-	if code, out, errOut = runProject(t, sock, "quota", "--memory", "default", "--execs", "60", "default"); code != 0 {
+	if code, _, errOut = runProject(t, sock, "quota", "--memory", "default", "--execs", "60", "default"); code != 0 {
 		t.Fatalf("quota: %d %s", code, errOut)
 	}
 	code, out, _ = runProject(t, sock, "usage", "--json", "default")
