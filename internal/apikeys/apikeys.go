@@ -181,6 +181,20 @@ func (k *Keys) Of(ctx context.Context, key string) (*Key, bool) {
 	return keyOf(rec), true
 }
 
+// ByID is key id's record when the key is still valid (not revoked, not
+// expired): for a door that holds what a key was given (the E2B door's
+// access tokens) and acts as that key later.
+func (k *Keys) ByID(ctx context.Context, id string) (*Key, bool) {
+	if k.st == nil {
+		return nil, false
+	}
+	rec, err := k.st.GetAPIKey(ctx, id)
+	if err != nil || rec.Expires != nil && !k.now().Before(*rec.Expires) {
+		return nil, false
+	}
+	return keyOf(rec), true
+}
+
 // List lists the keys of the caller's project (the operator's: every
 // project's), oldest first.
 func (k *Keys) List(ctx context.Context) ([]*Key, error) {

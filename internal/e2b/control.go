@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,8 +69,16 @@ type sandboxDetail struct {
 // clientID names airlock in E2B's clientID field.
 const clientID = "airlock"
 
+// withToken is d with sandbox's access token, handed to the caller of
+// ctx's key (tokens.go).
+func (s *Server) withToken(ctx context.Context, d *sandboxDetail) *sandboxDetail {
+	d.EnvdAccessToken = s.handTo(ctx, d.SandboxID)
+	return d
+}
+
+// detail is what the door shows of sb (no access token: withToken).
 func (s *Server) detail(sb *sandbox.Sandbox, full bool) *sandboxDetail {
-	d := &sandboxDetail{SandboxID: sb.ID, TemplateID: sb.Template, ClientID: clientID, EnvdVersion: EnvdVersion, EnvdAccessToken: s.token(sb.ID), Domain: s.cfg.Domain}
+	d := &sandboxDetail{SandboxID: sb.ID, TemplateID: sb.Template, ClientID: clientID, EnvdVersion: EnvdVersion, Domain: s.cfg.Domain}
 	if !full {
 		return d
 	}
@@ -253,7 +262,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setView(sb.ID, view)
 	s.lifes.set(sb.ID, life)
-	writeJSON(w, http.StatusCreated, s.detail(sb, false))
+	writeJSON(w, http.StatusCreated, s.withToken(r.Context(), s.detail(sb, false)))
 }
 
 // live returns a sandbox that has not stopped; a stopped or unknown one
@@ -279,7 +288,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := s.detail(sb, true)
+	d := s.withToken(r.Context(), s.detail(sb, true))
 	s.showNetwork(d)
 	d.Lifecycle = s.lifes.of(sb.ID).info()
 	writeJSON(w, http.StatusOK, d)
@@ -402,7 +411,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, status, s.detail(sb, false))
+	writeJSON(w, status, s.withToken(r.Context(), s.detail(sb, false)))
 }
 
 // extends reports whether a timeout of ttl from now ends sandbox sb
@@ -440,12 +449,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	s.pruneViews(keep)
 	s.lifes.prune(keep)
+	s.handed.prune(keep)
 	sortByStart(all, lq.asc)
 	out := []*sandboxDetail{}
 	for _, sb := range all {
 		if lq.matches(sb) {
 			d := s.detail(sb, true)
-			d.EnvdAccessToken = ""
 			out = append(out, d)
 		}
 	}

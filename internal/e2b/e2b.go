@@ -30,10 +30,7 @@ package e2b
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,6 +78,7 @@ type Config struct {
 	// (apikeys.Keys).
 	Keys interface {
 		Of(ctx context.Context, key string) (*apikeys.Key, bool)
+		ByID(ctx context.Context, id string) (*apikeys.Key, bool)
 		Bind(ctx context.Context, k *apikeys.Key) (context.Context, func())
 	}
 	// Owners finds the project of a sandbox (projects.Projects): a key
@@ -130,7 +128,8 @@ type Server struct {
 	wmu      sync.Mutex
 	watchers map[string]*pollWatch // the polled directory watchers, by id
 
-	lifes lifecycles // what the door's creates asked of their timeout (lifecycle.go)
+	lifes  lifecycles // what the door's creates asked of their timeout (lifecycle.go)
+	handed handed     // the keys each sandbox's access token was handed to (tokens.go)
 
 	// routes and envdPatterns are the patterns registered (Routes).
 	routes, envdPatterns []string
@@ -240,23 +239,6 @@ func (s *Server) owns(ctx context.Context, id string) bool {
 	return err == nil && p.Sees(project)
 }
 
-// envdPrincipal is who acts through a sandbox's in-sandbox API: its
-// access token is the sandbox's own, so its project's agent.
-func (s *Server) envdPrincipal(ctx context.Context, id string) tenant.Principal {
-	p := tenant.Principal{Role: tenant.Agent, KeyID: "e2b-envd"}
-	if s.cfg.Owners != nil {
-		p.Project, _ = s.cfg.Owners.OwnerOf(ctx, tenant.Sandbox, id)
-	}
-	return p
-}
-
-// token is the access token of a sandbox's in-sandbox API.
-func (s *Server) token(sandboxID string) string {
-	h := hmac.New(sha256.New, s.tokenKey)
-	h.Write([]byte("envd-access\x00" + sandboxID))
-	return "ea_" + hex.EncodeToString(h.Sum(nil))
-}
-
 type sandboxKey struct{}
 
 func sandboxOf(r *http.Request) string {
@@ -269,20 +251,45 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request, id string) {
 		writeEnvdError(w, r, http.StatusBadGateway, codeUnavailable, fmt.Sprintf("port %s of sandbox %s: only the in-sandbox API (port %s) is served; airlock has no preview ports yet (getHost)", p, id, EnvdPort))
 		return
 	}
-	if !s.authEnvd(w, r, id) {
+	keyID, ok := s.authEnvd(w, r, id)
+	if !ok {
 		return
 	}
 	if err := checkUser(r); err != nil {
 		writeEnvdError(w, r, http.StatusForbidden, codePermissionDenied, err.Error())
 		return
 	}
-	ctx := tenant.With(context.WithValue(r.Context(), sandboxKey{}, id), s.envdPrincipal(r.Context(), id))
-	ctx = sandbox.WithActor(ctx, "apikey:e2b")
-	r = r.WithContext(ctx)
+	ctx, done, ok := s.envdCaller(r.Context(), keyID)
+	if !ok {
+		writeEnvdError(w, r, http.StatusUnauthorized, codeUnauthenticated, "the API key this access token was made for is no longer valid (revoked or expired): connect with a valid key for a new token")
+		return
+	}
+	defer done()
+	r = r.WithContext(context.WithValue(ctx, sandboxKey{}, id))
 	if !s.awake(w, r, id) { // a paused sandbox: resumed, or answered as E2B's
 		return
 	}
 	s.envd.ServeHTTP(w, r)
+}
+
+// envdCaller is the context of an in-sandbox API call made with a token
+// handed to key keyID: that key's principal and actor, ended when the key
+// is revoked (done releases it). A door with no keys (its own tests) has
+// tokens of no key, the operator's. false: the key is no longer valid.
+func (s *Server) envdCaller(ctx context.Context, keyID string) (context.Context, func(), bool) {
+	if keyID == "" {
+		// never handed by a door with keys: its control plane has none
+		return sandbox.WithActor(ctx, "operator"), func() {}, s.cfg.Keys == nil
+	}
+	if s.cfg.Keys == nil {
+		return nil, nil, false
+	}
+	k, ok := s.cfg.Keys.ByID(ctx, keyID)
+	if !ok {
+		return nil, nil, false
+	}
+	ctx, done := s.cfg.Keys.Bind(ctx, k)
+	return sandbox.WithActor(tenant.With(ctx, k.Principal()), "apikey:"+k.ID), done, true
 }
 
 // checkUser checks the user a request asks to act as (HTTP Basic user

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/apikeys"
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/daemon/stack"
 	"github.com/airlock-dev/airlock/internal/egress"
 	"github.com/airlock-dev/airlock/internal/explain"
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 type door struct {
 	t    *testing.T
 	m    *manager.Manager
+	appr *approvals.Approvals
 	net  *sandboxnet.Net
 	pol  *explain.Explain
 	keys *apikeys.Keys
@@ -99,7 +101,7 @@ func newDoor(t *testing.T, configure ...func(*stack.Config)) *door {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &door{t: t, m: m, net: stk.Network, pol: stk.Explain, keys: keys, url: srv.URL, key: key}
+	return &door{t: t, m: m, appr: stk.Approvals, net: stk.Network, pol: stk.Explain, keys: keys, url: srv.URL, key: key}
 }
 
 // withEgress gives the door's daemon an egress service (nothing is

@@ -70,7 +70,7 @@ func tryGetFile(t *testing.T, ff *fakeFiles, p string) (*http.Response, error) {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("GET", srv.URL+"/files?path="+p, nil)
-	for k, v := range envdHeaders("sb", s.token("sb"), nil) {
+	for k, v := range envdHeaders("sb", s.handTo(context.Background(), "sb"), nil) {
 		req.Header.Set(k, v)
 	}
 	resp, err := srv.Client().Do(req)

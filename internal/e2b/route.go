@@ -1,7 +1,6 @@
 package e2b
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/http"
@@ -89,19 +88,20 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) bool {
 
 // authEnvd authorises a request to sandbox id's in-sandbox API: its
 // access token, or for a /files request without one, a signature made
-// with it. It answers the refusal itself; false: refused.
-func (s *Server) authEnvd(w http.ResponseWriter, r *http.Request, id string) bool {
+// with it; it returns the key the token was handed to (tokens.go). It
+// answers the refusal itself; false: refused.
+func (s *Server) authEnvd(w http.ResponseWriter, r *http.Request, id string) (string, bool) {
 	tok := r.Header.Get("X-Access-Token")
 	if tok == "" && isSigned(r) {
 		return s.checkSigned(w, r, id)
 	}
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.token(id))) == 1 {
-		return true
+	if keyID, ok := s.keyOfToken(id, tokenIs(tok)); ok && tok != "" {
+		return keyID, true
 	}
 	msg := "a valid X-Access-Token for this sandbox is required (the envdAccessToken of create or connect)"
 	if tok == "" && r.URL.Path == "/files" {
 		msg = "missing signature query parameter: a /files URL without X-Access-Token must be signed (files.downloadUrl, files.uploadUrl)"
 	}
 	writeEnvdError(w, r, http.StatusUnauthorized, codeUnauthenticated, msg)
-	return false
+	return "", false
 }

@@ -117,26 +117,28 @@ func (sf *signedFile) expired(now time.Time) bool {
 // checkSigned authorises a signed request to sandbox id: the signature
 // must be made with id's token and not have expired, and the sandbox
 // must be live (a URL outlives nothing: after kill it is refused). It
-// answers the refusal itself; false: refused.
-func (s *Server) checkSigned(w http.ResponseWriter, r *http.Request, id string) bool {
+// answers the refusal itself; false: refused. It returns the key whose
+// token made the signature.
+func (s *Server) checkSigned(w http.ResponseWriter, r *http.Request, id string) (string, bool) {
 	sf, status, msg := signedOf(r)
 	if sf == nil {
 		writeAPIError(w, status, msg)
-		return false
+		return "", false
 	}
-	if !sf.matches(s.token(id)) {
+	keyID, ok := s.keyOfToken(id, sf.matches)
+	if !ok {
 		writeAPIError(w, http.StatusUnauthorized, "invalid signature")
-		return false
+		return "", false
 	}
 	if sf.expired(time.Now()) {
 		writeAPIError(w, http.StatusUnauthorized, "signature is already expired")
-		return false
+		return "", false
 	}
 	if !s.isLive(r.Context(), id) {
 		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("sandbox %s is not running", id))
-		return false
+		return "", false
 	}
-	return true
+	return keyID, true
 }
 
 // isLive says whether sandbox id exists and has not stopped.
@@ -160,7 +162,7 @@ func (s *Server) bySignature(ctx context.Context, sf *signedFile) string {
 			continue
 		}
 		for _, sb := range l {
-			if sf.matches(s.token(sb.ID)) && found == "" {
+			if _, ok := s.keyOfToken(sb.ID, sf.matches); ok && found == "" {
 				found = sb.ID
 			}
 		}

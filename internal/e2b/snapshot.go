@@ -252,7 +252,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		s.copyView(src.ID, sb.ID)
-		out = append(out, forkResult{Sandbox: s.detail(sb, false)})
+		out = append(out, forkResult{Sandbox: s.withToken(r.Context(), s.detail(sb, false))})
 	}
 	writeJSON(w, http.StatusCreated, out)
 }
