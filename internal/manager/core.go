@@ -125,6 +125,17 @@ func (c *core) BeginFinishing(id string) (end func(), err error) {
 	if err := ls.transition(sandbox.Finishing); err != nil {
 		return nil, err
 	}
+	// A command admitted before now that is already starting is let in
+	// (the finish's sweep then ends it); none starts after this (execStart).
+	for deadline := time.Now().Add(finishStartWait); ls.starting > 0; {
+		if !time.Now().Before(deadline) {
+			_ = ls.transition(sandbox.Running)
+			return nil, fmt.Errorf("sandbox %s: a command is still starting: %w", id, errdefs.ErrConflict)
+		}
+		c.m.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		c.m.mu.Lock()
+	}
 	return func() {
 		c.m.mu.Lock()
 		if ls.state == sandbox.Finishing {
@@ -133,6 +144,11 @@ func (c *core) BeginFinishing(id string) (end func(), err error) {
 		c.m.mu.Unlock()
 	}, nil
 }
+
+// finishStartWait bounds how long BeginFinishing waits for the commands
+// already starting to be running (and so seen by the finish's sweep).
+const finishStartWait = 10 * time.Second
+
 func (c *core) MaxLifetime() time.Duration                   { return c.m.cfg.MaxLifetime }
 func (c *core) Destroy(ctx context.Context, id string) error { return c.m.Destroy(ctx, id) }
 func (c *core) Execs(ctx context.Context, id string) ([]*sandbox.Exec, error) {

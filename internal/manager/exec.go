@@ -212,6 +212,15 @@ func (m *Manager) execStart(ctx context.Context, x *execRun) error {
 	outW := gate.Writer(io.MultiWriter(outKeep, execout.OrDiscard(x.stdout)))
 	errW := gate.Writer(io.MultiWriter(errKeep, execout.OrDiscard(x.stderr)))
 	m.mu.Lock()
+	if ls.state == sandbox.Finishing && !x.taskTest {
+		// admitted before its task's finish began: it must not start now
+		// (BeginFinishing waits for the starts already past this point)
+		m.mu.Unlock()
+		gate.Open()
+		err := sandbox.FinishingError(ls.taskID)
+		m.recordNotStarted(ctx, x, err)
+		return err
+	}
 	ls.starting++
 	env := ls.claimEnvOf(x.sb)
 	m.mu.Unlock()

@@ -105,7 +105,14 @@ await sbx.files.makeDir("/home/user/wd");
 const seen = [];
 const handle = await sbx.files.watchDir("/home/user/wd", (ev) => seen.push(`${ev.type} ${ev.name}`), { recursive: true });
 await sbx.files.write("/home/user/wd/a.txt", "1");
-r = await sbx.commands.run("mkdir /home/user/wd/s && echo 2 > /home/user/wd/s/b.txt && mv /home/user/wd/a.txt /home/user/wd/c.txt && rm /home/user/wd/s/b.txt");
+// A new directory is watched once its creation is seen (inotify's, here as
+// in E2B's envd: what a command does in it before that is not seen), so
+// the test waits for it before writing in it.
+r = await sbx.commands.run("mkdir /home/user/wd/s");
+assert.equal(r.exitCode, 0);
+for (let i = 0; i < 100 && !seen.includes("create s"); i++) await new Promise((res) => setTimeout(res, 50));
+await new Promise((res) => setTimeout(res, 200));
+r = await sbx.commands.run("echo 2 > /home/user/wd/s/b.txt && mv /home/user/wd/a.txt /home/user/wd/c.txt && rm /home/user/wd/s/b.txt");
 assert.equal(r.exitCode, 0);
 const want = ["create a.txt", "write a.txt", "create s", "create s/b.txt", "write s/b.txt", "rename a.txt", "create c.txt", "remove s/b.txt"];
 for (let i = 0; i < 100 && !want.every((w) => seen.includes(w)); i++) await new Promise((res) => setTimeout(res, 50));
