@@ -47,6 +47,10 @@ type ProjectQuotas struct {
 	// StoredOutputBytes: the output the store keeps of the project's
 	// commands (checked as each starts; airlock purge removes old output).
 	StoredOutputBytes int64 `json:"stored_output_bytes"`
+	// EgressBytesPerDay: the bytes its sandboxes' connections through the
+	// egress proxy moved, both ways, in the last 24 hours (a new
+	// connection past it is refused; one open runs to its end).
+	EgressBytesPerDay int64 `json:"egress_bytes_per_day"`
 }
 
 // QuotaSettings is the body of PUT /v1/projects/{id}/quotas and what a
@@ -66,6 +70,8 @@ type QuotaSettings struct {
 	ExecsPerMinute *int64 `json:"execs_per_minute,omitempty"`
 	// StoredOutputBytes: as ProjectQuotas.StoredOutputBytes.
 	StoredOutputBytes *int64 `json:"stored_output_bytes,omitempty"`
+	// EgressBytesPerDay: as ProjectQuotas.EgressBytesPerDay.
+	EgressBytesPerDay *int64 `json:"egress_bytes_per_day,omitempty"`
 }
 
 // ProjectUsageFigures is what a project holds now against its quotas.
@@ -82,6 +88,9 @@ type ProjectUsageFigures struct {
 	ExecsLastMinute int64 `json:"execs_last_minute"`
 	// StoredOutputBytes: the output the store keeps of its commands.
 	StoredOutputBytes int64 `json:"stored_output_bytes"`
+	// EgressBytesLastDay: what its sandboxes' egress moved in the last
+	// 24 hours.
+	EgressBytesLastDay int64 `json:"egress_bytes_last_day"`
 }
 
 // ProjectUsage is the answer of GET /v1/projects/{id}/usage and of PUT

@@ -33,6 +33,10 @@
 //     connections pass a token bucket (over it: refused at once), refusals
 //     of one kind in a window are one event and a counted summary, and
 //     once its events use up its audit budget its egress is cut.
+//   - A quota (Config.Quota: a project's egress bytes a day) is asked
+//     once the policy allows a destination and before the decision is
+//     recorded: its refusal is the decision on record (rule "quota"),
+//     and it is told each connection's bytes as the connection ends.
 //   - A brokered secret's value never enters the sandbox: placeholders are
 //     replaced in request headers only for the secret's own hosts, over TLS
 //     the proxy terminates with the sandbox's CA and re-originates to the

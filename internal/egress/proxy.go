@@ -187,6 +187,8 @@ func refusalCode(rule string) int {
 		return http.StatusBadGateway
 	case RuleAudit:
 		return http.StatusServiceUnavailable
+	case RuleQuota:
+		return quotaStatus
 	}
 	return http.StatusForbidden
 }
@@ -210,7 +212,7 @@ func decisionWord(allow bool) string {
 func (pc *proxyConn) connect(t Target) {
 	s := pc.s
 	pol := s.policy(pc.who.SandboxID)
-	d := s.decide(pc.ctx, pol, t, modeConnect, "ip")
+	d := s.quotaDecision(pc.who.SandboxID, s.decide(pc.ctx, pol, t, modeConnect, "ip"))
 	var secrets []*csecret
 	if d.allow && !t.IsIP() {
 		secrets = pol.secretsFor(t.Host)
@@ -232,6 +234,7 @@ func (pc *proxyConn) connect(t Target) {
 	defer func() {
 		end.Duration = time.Since(start)
 		s.record(context.WithoutCancel(pc.ctx), end)
+		s.moved(pc.who.SandboxID, end.BytesUp, end.BytesDown)
 	}()
 	up, addr, err := s.dial(pc.ctx, d.addrs, t.Port)
 	end.Addr = addr
@@ -437,7 +440,7 @@ func (pc *proxyConn) closeUpstream() {
 func (pc *proxyConn) forward(h *h1.Head, rt h1.RequestTarget) bool {
 	s, t := pc.s, rt.Target
 	pol := s.policy(pc.who.SandboxID)
-	d := s.decide(pc.ctx, pol, t, modeHTTP, "ip")
+	d := s.quotaDecision(pc.who.SandboxID, s.decide(pc.ctx, pol, t, modeHTTP, "ip"))
 	ev := pc.event(KindRequest)
 	ev.Method, ev.Host, ev.Port, ev.Path, ev.Addr = h.Method, t.Host, t.Port, pathOnly(rt.Path), firstAddr(d.addrs)
 	ev.Decision, ev.Rule, ev.Reason = decisionWord(d.allow), d.rule, d.reason
@@ -460,6 +463,7 @@ func (pc *proxyConn) forward(h *h1.Head, rt h1.RequestTarget) bool {
 	defer func() {
 		res.Duration = time.Since(start)
 		s.record(context.WithoutCancel(pc.ctx), res)
+		s.moved(pc.who.SandboxID, res.BytesUp, res.BytesDown)
 	}()
 	if pc.up == nil || pc.upTarget != t || !containsAddr(d.addrs, pc.upAddr) {
 		pc.closeUpstream()

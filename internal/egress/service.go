@@ -136,6 +136,10 @@ type Config struct {
 	// Limits bound each sandbox's DNS and connection rates and its audit
 	// budget; zero fields take DefaultLimits.
 	Limits Limits
+	// Quota, when set, is asked before each allowed destination is
+	// connected to and told the bytes of each one when it ends (a
+	// project's egress bytes a day: internal/quotas); nil bounds nothing.
+	Quota Quota
 	// SandboxSendBuffer is the send buffer (SO_SNDBUF) of the sandbox's
 	// side of each proxy connection; default DefaultSandboxSendBuffer,
 	// negative leaves the kernel's autotuning (up to tcp_wmem's maximum).
