@@ -105,3 +105,15 @@ type ProjectUsage struct {
 	// Usage is what it holds now.
 	Usage ProjectUsageFigures `json:"usage"`
 }
+
+// ProjectPolicy is the answer of GET and PUT /v1/projects/{id}/policy:
+// the project's own policy layer, set by its admin or the operator. The
+// body of the PUT is the layer itself (a PolicyLayer; {} clears it).
+type ProjectPolicy struct {
+	// Project is the project's id.
+	Project string `json:"project"`
+	// Policy is its layer; absent: none. Each new sandbox of the project
+	// gets it after the policy file's section for the project (never
+	// looser than its template's section: docs/tenancy.md).
+	Policy *PolicyLayer `json:"policy,omitempty"`
+}

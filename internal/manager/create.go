@@ -182,8 +182,13 @@ func (m *Manager) planCreate(ctx context.Context, req sandbox.CreateRequest, tas
 	if err != nil {
 		return nil, err
 	}
-	if pr, err := m.cfg.Store.GetProject(ctx, project); err != nil || pr.Removed != nil {
+	pr, err := m.cfg.Store.GetProject(ctx, project)
+	if err != nil || pr.Removed != nil {
 		return nil, fmt.Errorf("project %q: %w", project, errdefs.ErrNotFound)
+	}
+	own, err := policy.LayerFromJSON(pr.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("project %q: its stored policy cannot be read (%v): creates are refused until it is set again: %w", project, err, errdefs.ErrUnsupported)
 	}
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
@@ -200,7 +205,7 @@ func (m *Manager) planCreate(ctx context.Context, req sandbox.CreateRequest, tas
 		source = "task"
 	}
 	lineage := append(slices.Clone(base.Lineage), base.Name)
-	pol, err := sandbox.Policy(m.cfg.Policy, lineage, project, req.Policy, req.TightenOnly, source)
+	pol, err := sandbox.PolicyOf(m.cfg.Policy, lineage, project, own, req.Policy, req.TightenOnly, source)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/tenant"
 )
@@ -34,6 +35,7 @@ type Projects struct {
 	EndKey func(keyID string)
 
 	st     *store.Store
+	file   func() *policy.File // the daemon's policy file
 	record func(context.Context, audit.Entry) error
 	now    func() time.Time
 	logf   func(string, ...any)
@@ -48,7 +50,7 @@ func (p *Projects) Name() string { return "projects" }
 // Attach takes what the module uses of the core, and says in the
 // daemon's log what an upgrade from before projects did.
 func (p *Projects) Attach(c hook.Core) error {
-	p.st, p.record, p.now, p.logf = c.Store(), c.Record, c.Now, c.Logf
+	p.st, p.record, p.now, p.logf, p.file = c.Store(), c.Record, c.Now, c.Logf, c.PolicyFile
 	p.logUpgrade()
 	return nil
 }
