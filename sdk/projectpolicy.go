@@ -1,0 +1,35 @@
+package sdk
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/airlock-dev/airlock/wire"
+)
+
+// ProjectPolicy is a project's own policy layer (Policy nil: none).
+type ProjectPolicy = wire.ProjectPolicy
+
+// ProjectPolicy is project id's own policy layer (any key of the
+// project reads it).
+func (c *Client) ProjectPolicy(ctx context.Context, id string) (*ProjectPolicy, error) {
+	var p ProjectPolicy
+	if err := c.call(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(id)+"/policy", nil, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// SetProjectPolicy replaces project id's own policy layer (an empty
+// layer clears it): the project's admin key or the operator. A layer
+// that relaxes the daemon's policy file for the project is refused
+// (denied); new sandboxes of the project get it, never looser than
+// their template's section (docs/tenancy.md).
+func (c *Client) SetProjectPolicy(ctx context.Context, id string, l PolicyLayer) (*ProjectPolicy, error) {
+	var p ProjectPolicy
+	if err := c.call(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(id)+"/policy", nil, l, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
