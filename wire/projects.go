@@ -117,3 +117,27 @@ type ProjectPolicy struct {
 	// looser than its template's section: docs/tenancy.md).
 	Policy *PolicyLayer `json:"policy,omitempty"`
 }
+
+// ProjectSettingsRequest is the body of PUT /v1/projects/{id}/settings:
+// what the project sets for its new sandboxes. A PUT replaces both
+// fields (one left out: the daemon's).
+type ProjectSettingsRequest struct {
+	// DefaultTemplate is the template of a create that names none
+	// (absent: the daemon's, host); whether the project may start from
+	// it is decided at each create.
+	DefaultTemplate string `json:"default_template,omitempty"`
+	// MaxLifetimeSeconds bounds the life of its sandboxes from their
+	// creation, at most the daemon's maximum lifetime (absent or 0: the
+	// daemon's): a create without a TTL gets it, a longer TTL is refused.
+	MaxLifetimeSeconds int64 `json:"max_lifetime_seconds,omitempty"`
+}
+
+// ProjectSettings is the answer of GET and PUT /v1/projects/{id}/settings.
+type ProjectSettings struct {
+	// Project is the project's id.
+	Project string `json:"project"`
+	// DefaultTemplate: as ProjectSettingsRequest.DefaultTemplate.
+	DefaultTemplate string `json:"default_template,omitempty"`
+	// MaxLifetimeSeconds: as ProjectSettingsRequest.MaxLifetimeSeconds.
+	MaxLifetimeSeconds int64 `json:"max_lifetime_seconds,omitempty"`
+}

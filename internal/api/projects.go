@@ -21,6 +21,8 @@ type Projects interface {
 	Remove(ctx context.Context, id string) error
 	Policy(ctx context.Context, id string) (*policy.Layer, error)
 	SetPolicy(ctx context.Context, id string, l policy.Layer) (*policy.Layer, error)
+	Settings(ctx context.Context, id string) (projects.Settings, error)
+	SetSettings(ctx context.Context, id string, s projects.Settings) (projects.Settings, error)
 }
 
 // noProjects is a daemon without projects.
@@ -42,6 +44,12 @@ func (noProjects) Policy(context.Context, string) (*policy.Layer, error) {
 func (noProjects) SetPolicy(context.Context, string, policy.Layer) (*policy.Layer, error) {
 	return nil, errNoProjects
 }
+func (noProjects) Settings(context.Context, string) (projects.Settings, error) {
+	return projects.Settings{}, errNoProjects
+}
+func (noProjects) SetSettings(context.Context, string, projects.Settings) (projects.Settings, error) {
+	return projects.Settings{}, errNoProjects
+}
 
 func (s *Server) projectRoutes() {
 	s.handle("POST /v1/projects", access{role: tenant.Operator}, s.createProject)
@@ -54,6 +62,33 @@ func (s *Server) projectRoutes() {
 	s.handle("GET /v1/projects/{id}/policy", access{role: tenant.Agent, kind: tenant.Project}, s.projectPolicy)
 	// only tightens the policy file (the projects module decides)
 	s.handle("PUT /v1/projects/{id}/policy", access{role: tenant.Admin, kind: tenant.Project}, s.setProjectPolicy)
+	s.handle("GET /v1/projects/{id}/settings", access{role: tenant.Agent, kind: tenant.Project}, s.projectSettings)
+	s.handle("PUT /v1/projects/{id}/settings", access{role: tenant.Admin, kind: tenant.Project}, s.setProjectSettings)
+}
+
+func (s *Server) answerProjectSettings(w http.ResponseWriter, id string, set projects.Settings, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ProjectSettings{Project: id, DefaultTemplate: set.DefaultTemplate, MaxLifetimeSeconds: set.MaxLifetimeSeconds})
+}
+
+func (s *Server) projectSettings(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	set, err := s.projects.Settings(r.Context(), id)
+	s.answerProjectSettings(w, id, set, err)
+}
+
+func (s *Server) setProjectSettings(w http.ResponseWriter, r *http.Request) {
+	var req wire.ProjectSettingsRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	set, err := s.projects.SetSettings(r.Context(), id, projects.Settings{DefaultTemplate: req.DefaultTemplate, MaxLifetimeSeconds: req.MaxLifetimeSeconds})
+	s.answerProjectSettings(w, id, set, err)
 }
 
 // projectPolicyOut is project id's layer l as the API shows it.

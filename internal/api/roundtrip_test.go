@@ -437,6 +437,12 @@ func roundTripOperator(t *testing.T, c *strictClient) {
 	if pp.Project != "team-a" || pp.Policy == nil || len(pp.Policy.Rules) != 1 {
 		t.Errorf("project policy: %+v", pp)
 	}
+	var ps wire.ProjectSettings
+	c.do("PUT", "/v1/projects/team-a/settings", wire.ProjectSettingsRequest{DefaultTemplate: "host", MaxLifetimeSeconds: 7200}, 200, &ps)
+	c.do("GET", "/v1/projects/team-a/settings", nil, 200, &ps)
+	if ps.Project != "team-a" || ps.DefaultTemplate != "host" || ps.MaxLifetimeSeconds != 7200 {
+		t.Errorf("project settings: %+v", ps)
+	}
 	var tsb wire.Sandbox
 	c.do("POST", "/v1/sandboxes", wire.CreateSandboxRequest{Project: "team-a"}, 201, &tsb)
 	c.do("POST", "/v1/sandboxes", wire.CreateSandboxRequest{Project: "team-a"}, 429, nil)

@@ -55,7 +55,7 @@ func newTenantsWith(t *testing.T, policyFile string) *tenants {
 }
 
 // newTenantsQuotas is newTenantsWith with the quotas module's settings qc.
-func newTenantsQuotas(t *testing.T, policyFile string, qc quotas.Config) *tenants {
+func newTenantsQuotas(t *testing.T, policyFile string, qc quotas.Config, mcfg ...func(*manager.Config)) *tenants {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "airlock.db"))
@@ -76,8 +76,11 @@ func newTenantsQuotas(t *testing.T, policyFile string, qc quotas.Config) *tenant
 	if err != nil {
 		t.Fatal(err)
 	}
-	stk, err := stack.New(context.Background(), stack.Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, Policy: pol, Logf: t.Logf},
+	mc := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log, Redactor: red, Policy: pol, Logf: t.Logf}
+	for _, f := range mcfg {
+		f(&mc)
+	}
+	stk, err := stack.New(context.Background(), stack.Config{Config: mc,
 		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key"), Quotas: qc})
 	if err != nil {
 		t.Fatal(err)

@@ -34,11 +34,12 @@ type Projects struct {
 	// (apikeys.Keys.EndRequests); nil: nothing to end.
 	EndKey func(keyID string)
 
-	st     *store.Store
-	file   func() *policy.File // the daemon's policy file
-	record func(context.Context, audit.Entry) error
-	now    func() time.Time
-	logf   func(string, ...any)
+	st      *store.Store
+	file    func() *policy.File  // the daemon's policy file
+	maxLife func() time.Duration // the daemon's maximum lifetime (0: none)
+	record  func(context.Context, audit.Entry) error
+	now     func() time.Time
+	logf    func(string, ...any)
 }
 
 // New makes the module; attach it through manager.Config.Modules.
@@ -50,7 +51,7 @@ func (p *Projects) Name() string { return "projects" }
 // Attach takes what the module uses of the core, and says in the
 // daemon's log what an upgrade from before projects did.
 func (p *Projects) Attach(c hook.Core) error {
-	p.st, p.record, p.now, p.logf, p.file = c.Store(), c.Record, c.Now, c.Logf, c.PolicyFile
+	p.st, p.record, p.now, p.logf, p.file, p.maxLife = c.Store(), c.Record, c.Now, c.Logf, c.PolicyFile, c.MaxLifetime
 	p.logUpgrade()
 	return nil
 }

@@ -42,6 +42,12 @@ commands:
                       section for the project (never looser than their
                       template's section). The operator, or with --url a
                       project's admin key for its own project
+  settings NAME [--default-template NAME] [--max-lifetime DURATION] [--json]
+                      show the project's settings, or set those named
+                      (default: the daemon's): the template of a create
+                      that names none, and a bound on its sandboxes'
+                      lives (at most the daemon's maximum lifetime). The
+                      operator, or with --url a project's admin key
 
 A project's quotas are the daemon's defaults (airlock serve --project-quota)
 with what the project sets over them. Live sandboxes (running or paused)
@@ -82,6 +88,8 @@ func CmdProject(args []string, stdout, stderr io.Writer) int {
 		return projectQuota(c, rest)
 	case "policy":
 		return projectPolicy(c, rest)
+	case "settings":
+		return projectSettings(c, rest)
 	}
 	fmt.Fprintf(stderr, "airlock project: unknown command %q; run 'airlock project --help'\n", verb)
 	return 2

@@ -49,3 +49,24 @@ func TestProjectPolicyCommand(t *testing.T) {
 		t.Errorf("quota --egress: %d %s %s", code, out, errOut)
 	}
 }
+
+// 'project settings': set one, the other stays; default gives it back;
+// a bad duration is a usage error.
+func TestProjectSettingsCommand(t *testing.T) {
+	sock := daemonSocket(t)
+	code, out, errOut := runProject(t, sock, "settings", "--max-lifetime", "90m", "default")
+	if code != 0 || !strings.Contains(out, "max lifetime\t1h30m0s") || !strings.Contains(out, "the daemon's (host)") {
+		t.Fatalf("settings --max-lifetime: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = runProject(t, sock, "settings", "--default-template", "host", "--json", "default")
+	var s wire.ProjectSettings
+	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s.DefaultTemplate != "host" || s.MaxLifetimeSeconds != 5400 {
+		t.Errorf("settings --default-template: %d %s", code, out)
+	}
+	if code, out, _ = runProject(t, sock, "settings", "--max-lifetime", "default", "default"); code != 0 || !strings.Contains(out, "max lifetime\tthe daemon's") {
+		t.Errorf("--max-lifetime default: %d %s", code, out)
+	}
+	if code, _, _ = runProject(t, sock, "settings", "--max-lifetime", "soon", "default"); code != 2 {
+		t.Errorf("a bad duration: %d", code)
+	}
+}
