@@ -360,8 +360,15 @@ func (tn *tenants) redState(red redObjects) string {
 		gs = append(gs, g.ID+" "+g.State)
 	}
 	blob, _ := tn.call("", "GET", "/v1/audit/blobs/"+red.blob, nil)
-	return fmt.Sprintf("sandbox %s %v execs %d approval %s keys %d projects %d secrets %+v grants %v blob %d",
-		sb.State, sb.Expires, len(execs.Execs), ap.State, len(keys.APIKeys), len(ps.Projects), secs.Secrets, gs, blob)
+	// the project's own records: quotas, policy layer, settings
+	_, use := tn.call("", "GET", "/v1/projects/proj-red/usage", nil)
+	var use2 wire.ProjectUsage
+	_ = json.Unmarshal(use, &use2)
+	quotaSet, _ := json.Marshal(use2.Set)
+	_, pol := tn.call("", "GET", "/v1/projects/proj-red/policy", nil)
+	_, set := tn.call("", "GET", "/v1/projects/proj-red/settings", nil)
+	return fmt.Sprintf("sandbox %s %v execs %d approval %s keys %d projects %d secrets %+v grants %v blob %d quotas %s policy %s settings %s",
+		sb.State, sb.Expires, len(execs.Execs), ap.State, len(keys.APIKeys), len(ps.Projects), secs.Secrets, gs, blob, quotaSet, pol, set)
 }
 
 func pathValues(pattern string) []string {
