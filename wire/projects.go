@@ -48,8 +48,8 @@ type ProjectQuotas struct {
 	// commands (checked as each starts; airlock purge removes old output).
 	StoredOutputBytes int64 `json:"stored_output_bytes"`
 	// EgressBytesPerDay: the bytes its sandboxes' connections through the
-	// egress proxy moved, both ways, in the last 24 hours (a new
-	// connection past it is refused; one open runs to its end).
+	// egress proxy moved, both ways, in the last 24 hours (past it a new
+	// connection is refused and an open tunnel cut).
 	EgressBytesPerDay int64 `json:"egress_bytes_per_day"`
 }
 

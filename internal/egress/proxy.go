@@ -231,10 +231,18 @@ func (pc *proxyConn) connect(t Target) {
 	start := time.Now()
 	end := pc.event(KindClose)
 	end.Method, end.Host, end.Port = "CONNECT", t.Host, t.Port
+	var meter *tunnelMeter // the relay's, telling the quota as it goes
 	defer func() {
+		var toldUp, toldDown int64
+		if meter != nil {
+			var why string
+			if toldUp, toldDown, why = meter.end(); why != "" {
+				end.Decision, end.Rule, end.Reason = "deny", RuleQuota, why
+			}
+		}
 		end.Duration = time.Since(start)
 		s.record(context.WithoutCancel(pc.ctx), end)
-		s.moved(pc.who.SandboxID, end.BytesUp, end.BytesDown)
+		s.moved(pc.who.SandboxID, max(0, end.BytesUp-toldUp), max(0, end.BytesDown-toldDown))
 	}()
 	up, addr, err := s.dial(pc.ctx, d.addrs, t.Port)
 	end.Addr = addr
@@ -296,6 +304,7 @@ func (pc *proxyConn) connect(t Target) {
 		end.Error = err.Error()
 		return
 	}
+	meter = pc.meterTunnel(up)
 	end.BytesUp, end.BytesDown = relay(pc.c, up)
 	end.BytesUp += int64(len(hello)) + early
 }

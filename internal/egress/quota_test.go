@@ -2,6 +2,7 @@ package egress
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -142,4 +143,62 @@ func TestEgressQuotaCountsATunnelsBytes(t *testing.T) {
 	if n := q.total(); n != end.BytesUp+end.BytesDown || n < 2000 {
 		t.Errorf("the quota was told %d bytes, the close event holds %d up and %d down", n, end.BytesUp, end.BytesDown)
 	}
+}
+
+// The long-tunnel attack: one tunnel that never ends carries data past
+// the quota. Its bytes are read from the kernel while it is open, and it
+// is cut once the quota refuses more, its close event naming the quota.
+func TestEgressQuotaCutsAnOpenTunnel(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	q := &byteQuota{limit: 1 << 20}
+	e := newEnv(t, newResolver("echo.example.test", "127.0.0.1"), Config{Quota: q, QuotaPoll: 20 * time.Millisecond})
+	e.setPolicy(t, Policy{Rules: []Rule{
+		{ID: "echo", Action: Allow, Hosts: []string{"echo.example.test"}, Ports: []int{port}, Opaque: true},
+		loopbackRule(port),
+	}})
+	resp, c := e.connect(t, "echo.example.test:"+itoa(port))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	go io.Copy(io.Discard, c)
+	chunk := make([]byte, 64<<10)
+	var sent int64
+	const most = 256 << 20
+	for sent < most {
+		n, err := c.Write(chunk)
+		sent += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	if sent >= most {
+		t.Fatalf("the tunnel carried %d bytes against a quota of %d and was not cut", sent, q.limit)
+	}
+	end := e.rec.find(t, KindClose, 1)[0]
+	if end.Decision != "deny" || end.Rule != RuleQuota || !strings.Contains(end.Reason, "egress_bytes_per_day") {
+		t.Errorf("close event of the cut tunnel: %+v", end)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for q.total() < end.BytesUp+end.BytesDown && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := q.total(); got < q.limit || got < end.BytesUp+end.BytesDown {
+		t.Errorf("the quota was told %d bytes; the limit is %d, the close event holds %d", got, q.limit, end.BytesUp+end.BytesDown)
+	}
+	t.Logf("cut after %d bytes written (quota %d, poll 20ms)", sent, q.limit)
 }

@@ -41,8 +41,8 @@ func (q *Quotas) egressSlotNow() int64 { return q.now().UnixNano() / int64(egres
 
 // AdmitEgress refuses, as an *Error naming egress_bytes_per_day, a new
 // egress connection of project once its sandboxes' connections moved its
-// quota in the last 24 hours. A connection open when the quota is reached
-// runs to its end (its bytes are known, and counted, only then).
+// quota in the last 24 hours (the egress service also asks it for its
+// open tunnels, and cuts one it refuses).
 func (q *Quotas) AdmitEgress(ctx context.Context, projectID string) error {
 	if err := q.attached(); err != nil {
 		return err
