@@ -102,6 +102,10 @@ type proxyConn struct {
 	upTarget Target
 	upAddr   netip.Addr
 	upStop   func() bool
+
+	// toldUp and toldDown are the bytes of the tunnel already told to
+	// the quota (a brokered tunnel's exchanges, as each ends).
+	toldUp, toldDown int64
 }
 
 func (pc *proxyConn) event(kind EventKind) Event {
@@ -233,10 +237,11 @@ func (pc *proxyConn) connect(t Target) {
 	end.Method, end.Host, end.Port = "CONNECT", t.Host, t.Port
 	var meter *tunnelMeter // the relay's, telling the quota as it goes
 	defer func() {
-		var toldUp, toldDown int64
+		toldUp, toldDown := pc.toldUp, pc.toldDown
 		if meter != nil {
-			var why string
-			if toldUp, toldDown, why = meter.end(); why != "" {
+			up, down, why := meter.end()
+			toldUp, toldDown = toldUp+up, toldDown+down
+			if why != "" {
 				end.Decision, end.Rule, end.Reason = "deny", RuleQuota, why
 			}
 		}

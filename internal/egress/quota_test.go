@@ -202,3 +202,48 @@ func TestEgressQuotaCutsAnOpenTunnel(t *testing.T) {
 	}
 	t.Logf("cut after %d bytes written (quota %d, poll 20ms)", sent, q.limit)
 }
+
+// A brokered tunnel kept alive is one connection of many requests: each
+// is asked of the quota and counted as it ends, so the tunnel cannot
+// carry requests past the quota.
+func TestEgressQuotaBindsABrokeredTunnelsRequests(t *testing.T) {
+	q := &byteQuota{limit: 3000}
+	b := newBrokerEnvCfg(t, true, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, strings.Repeat("b", 2000)) }, Config{Quota: q})
+	c := b.client(b.sandboxCA)
+	defer c.Transport.(*http.Transport).CloseIdleConnections()
+	url := "https://api.secret.example.test:" + itoa(b.up.port) + "/data"
+	var codes []int
+	for range 4 {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode != 200 {
+			if ruleOf(resp) != RuleQuota {
+				t.Errorf("refusal rule %q", ruleOf(resp))
+			}
+			break
+		}
+	}
+	if len(codes) != 3 || codes[2] != http.StatusTooManyRequests {
+		t.Fatalf("answers %v, want two 200s and a 429 (3000 bytes at ~2.1 KB a request)", codes)
+	}
+	if n := b.dial.count(); n != 1 {
+		t.Errorf("%d upstream dials: the requests did not share one tunnel", n)
+	}
+	if got := len(b.up.requests()); got != 2 {
+		t.Errorf("the upstream saw %d requests, want 2", got)
+	}
+	c.Transport.(*http.Transport).CloseIdleConnections()
+	end := b.rec.find(t, KindClose, 1)[0]
+	deadline := time.Now().Add(5 * time.Second)
+	for q.total() < end.BytesUp+end.BytesDown && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := q.total(); got != end.BytesUp+end.BytesDown {
+		t.Errorf("the quota was told %d bytes, the tunnel's close event holds %d (each exchange once)", got, end.BytesUp+end.BytesDown)
+	}
+}
