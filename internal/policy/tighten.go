@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
-	"github.com/airlock-dev/airlock/internal/netpolicy"
 )
 
 // Tightened is the part of layer l that does not relax p, and what it
@@ -66,7 +65,7 @@ func (p *Policy) tightenedEgress(e EgressPolicy) (EgressPolicy, []string) {
 	var out EgressPolicy
 	var left []string
 	if e.Grant != nil {
-		out.Grant = []netpolicy.Category{}
+		out.Grant = e.Grant[:0:0] // a list, even empty, replaces the one before
 		for _, c := range e.Grant {
 			if slices.Contains(p.Egress.Grant, c) {
 				out.Grant = append(out.Grant, c)

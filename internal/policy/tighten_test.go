@@ -1,3 +1,5 @@
+//go:build !airlock_noyaml
+
 package policy
 
 import (
