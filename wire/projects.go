@@ -47,6 +47,10 @@ type ProjectQuotas struct {
 	// StoredOutputBytes: the output the store keeps of the project's
 	// commands (checked as each starts; airlock purge removes old output).
 	StoredOutputBytes int64 `json:"stored_output_bytes"`
+	// EgressBytesPerDay: the bytes its sandboxes' connections through the
+	// egress proxy moved, both ways, in the last 24 hours (past it a new
+	// connection is refused and an open tunnel cut).
+	EgressBytesPerDay int64 `json:"egress_bytes_per_day"`
 }
 
 // QuotaSettings is the body of PUT /v1/projects/{id}/quotas and what a
@@ -66,6 +70,8 @@ type QuotaSettings struct {
 	ExecsPerMinute *int64 `json:"execs_per_minute,omitempty"`
 	// StoredOutputBytes: as ProjectQuotas.StoredOutputBytes.
 	StoredOutputBytes *int64 `json:"stored_output_bytes,omitempty"`
+	// EgressBytesPerDay: as ProjectQuotas.EgressBytesPerDay.
+	EgressBytesPerDay *int64 `json:"egress_bytes_per_day,omitempty"`
 }
 
 // ProjectUsageFigures is what a project holds now against its quotas.
@@ -82,6 +88,9 @@ type ProjectUsageFigures struct {
 	ExecsLastMinute int64 `json:"execs_last_minute"`
 	// StoredOutputBytes: the output the store keeps of its commands.
 	StoredOutputBytes int64 `json:"stored_output_bytes"`
+	// EgressBytesLastDay: what its sandboxes' egress moved in the last
+	// 24 hours.
+	EgressBytesLastDay int64 `json:"egress_bytes_last_day"`
 }
 
 // ProjectUsage is the answer of GET /v1/projects/{id}/usage and of PUT
@@ -95,4 +104,40 @@ type ProjectUsage struct {
 	Set QuotaSettings `json:"set"`
 	// Usage is what it holds now.
 	Usage ProjectUsageFigures `json:"usage"`
+}
+
+// ProjectPolicy is the answer of GET and PUT /v1/projects/{id}/policy:
+// the project's own policy layer, set by its admin or the operator. The
+// body of the PUT is the layer itself (a PolicyLayer; {} clears it).
+type ProjectPolicy struct {
+	// Project is the project's id.
+	Project string `json:"project"`
+	// Policy is its layer; absent: none. Each new sandbox of the project
+	// gets it after the policy file's section for the project (never
+	// looser than its template's section: docs/tenancy.md).
+	Policy *PolicyLayer `json:"policy,omitempty"`
+}
+
+// ProjectSettingsRequest is the body of PUT /v1/projects/{id}/settings:
+// what the project sets for its new sandboxes. A PUT replaces both
+// fields (one left out: the daemon's).
+type ProjectSettingsRequest struct {
+	// DefaultTemplate is the template of a create that names none
+	// (absent: the daemon's, host); whether the project may start from
+	// it is decided at each create.
+	DefaultTemplate string `json:"default_template,omitempty"`
+	// MaxLifetimeSeconds bounds the life of its sandboxes from their
+	// creation, at most the daemon's maximum lifetime (absent or 0: the
+	// daemon's): a create without a TTL gets it, a longer TTL is refused.
+	MaxLifetimeSeconds int64 `json:"max_lifetime_seconds,omitempty"`
+}
+
+// ProjectSettings is the answer of GET and PUT /v1/projects/{id}/settings.
+type ProjectSettings struct {
+	// Project is the project's id.
+	Project string `json:"project"`
+	// DefaultTemplate: as ProjectSettingsRequest.DefaultTemplate.
+	DefaultTemplate string `json:"default_template,omitempty"`
+	// MaxLifetimeSeconds: as ProjectSettingsRequest.MaxLifetimeSeconds.
+	MaxLifetimeSeconds int64 `json:"max_lifetime_seconds,omitempty"`
 }

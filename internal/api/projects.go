@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/projects"
 	"github.com/airlock-dev/airlock/internal/tenant"
 	"github.com/airlock-dev/airlock/wire"
@@ -17,6 +19,10 @@ type Projects interface {
 	List(ctx context.Context) ([]*projects.Project, error)
 	Get(ctx context.Context, id string) (*projects.Project, error)
 	Remove(ctx context.Context, id string) error
+	Policy(ctx context.Context, id string) (*policy.Layer, error)
+	SetPolicy(ctx context.Context, id string, l policy.Layer) (*policy.Layer, error)
+	Settings(ctx context.Context, id string) (projects.Settings, error)
+	SetSettings(ctx context.Context, id string, s projects.Settings) (projects.Settings, error)
 }
 
 // noProjects is a daemon without projects.
@@ -32,6 +38,18 @@ func (noProjects) Get(context.Context, string) (*projects.Project, error) {
 	return nil, errNoProjects
 }
 func (noProjects) Remove(context.Context, string) error { return errNoProjects }
+func (noProjects) Policy(context.Context, string) (*policy.Layer, error) {
+	return nil, errNoProjects
+}
+func (noProjects) SetPolicy(context.Context, string, policy.Layer) (*policy.Layer, error) {
+	return nil, errNoProjects
+}
+func (noProjects) Settings(context.Context, string) (projects.Settings, error) {
+	return projects.Settings{}, errNoProjects
+}
+func (noProjects) SetSettings(context.Context, string, projects.Settings) (projects.Settings, error) {
+	return projects.Settings{}, errNoProjects
+}
 
 func (s *Server) projectRoutes() {
 	s.handle("POST /v1/projects", access{role: tenant.Operator}, s.createProject)
@@ -41,6 +59,84 @@ func (s *Server) projectRoutes() {
 	s.handle("GET /v1/projects/{id}/usage", access{role: tenant.Agent, kind: tenant.Project}, s.projectUsage)
 	// an admin only lowers its project's (the quotas module decides)
 	s.handle("PUT /v1/projects/{id}/quotas", access{role: tenant.Admin, kind: tenant.Project}, s.setQuotas)
+	s.handle("GET /v1/projects/{id}/policy", access{role: tenant.Agent, kind: tenant.Project}, s.projectPolicy)
+	// only tightens the policy file (the projects module decides)
+	s.handle("PUT /v1/projects/{id}/policy", access{role: tenant.Admin, kind: tenant.Project}, s.setProjectPolicy)
+	s.handle("GET /v1/projects/{id}/settings", access{role: tenant.Agent, kind: tenant.Project}, s.projectSettings)
+	s.handle("PUT /v1/projects/{id}/settings", access{role: tenant.Admin, kind: tenant.Project}, s.setProjectSettings)
+}
+
+func (s *Server) answerProjectSettings(w http.ResponseWriter, id string, set projects.Settings, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ProjectSettings{Project: id, DefaultTemplate: set.DefaultTemplate, MaxLifetimeSeconds: set.MaxLifetimeSeconds})
+}
+
+func (s *Server) projectSettings(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	set, err := s.projects.Settings(r.Context(), id)
+	s.answerProjectSettings(w, id, set, err)
+}
+
+func (s *Server) setProjectSettings(w http.ResponseWriter, r *http.Request) {
+	var req wire.ProjectSettingsRequest
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	set, err := s.projects.SetSettings(r.Context(), id, projects.Settings{DefaultTemplate: req.DefaultTemplate, MaxLifetimeSeconds: req.MaxLifetimeSeconds})
+	s.answerProjectSettings(w, id, set, err)
+}
+
+// projectPolicyOut is project id's layer l as the API shows it.
+func projectPolicyOut(id string, l *policy.Layer) (wire.ProjectPolicy, error) {
+	out := wire.ProjectPolicy{Project: id}
+	if l == nil {
+		return out, nil
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return out, err
+	}
+	out.Policy = &wire.PolicyLayer{}
+	return out, json.Unmarshal(b, out.Policy)
+}
+
+func (s *Server) answerProjectPolicy(w http.ResponseWriter, id string, l *policy.Layer, err error) {
+	var out wire.ProjectPolicy
+	if err == nil {
+		out, err = projectPolicyOut(id, l)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) projectPolicy(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	l, err := s.projects.Policy(r.Context(), id)
+	s.answerProjectPolicy(w, id, l, err)
+}
+
+func (s *Server) setProjectPolicy(w http.ResponseWriter, r *http.Request) {
+	var req wire.PolicyLayer
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	l, err := policyLayerIn(&req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	set, err := s.projects.SetPolicy(r.Context(), id, *l)
+	s.answerProjectPolicy(w, id, set, err)
 }
 
 func projectOut(p *projects.Project) wire.Project {

@@ -30,9 +30,9 @@ func projectUsageOut(r *quotas.Report) wire.ProjectUsage {
 	q, u := r.Quotas, r.Usage
 	return wire.ProjectUsage{
 		Project: r.Project,
-		Quotas:  wire.ProjectQuotas{Sandboxes: q.Sandboxes, MemoryBytes: q.MemoryBytes, CPUs: q.CPUs, DiskBytes: q.DiskBytes, ExecsPerMinute: q.ExecsPerMinute, StoredOutputBytes: q.StoredOutputBytes},
+		Quotas:  wire.ProjectQuotas{Sandboxes: q.Sandboxes, MemoryBytes: q.MemoryBytes, CPUs: q.CPUs, DiskBytes: q.DiskBytes, ExecsPerMinute: q.ExecsPerMinute, StoredOutputBytes: q.StoredOutputBytes, EgressBytesPerDay: q.EgressBytesPerDay},
 		Set:     wire.QuotaSettings(r.Set),
-		Usage:   wire.ProjectUsageFigures{Sandboxes: u.Sandboxes, MemoryBytes: u.MemoryBytes, CPUs: u.CPUs, DiskBytes: u.DiskBytes, ExecsLastMinute: u.ExecsLastMinute, StoredOutputBytes: u.StoredOutputBytes},
+		Usage:   wire.ProjectUsageFigures{Sandboxes: u.Sandboxes, MemoryBytes: u.MemoryBytes, CPUs: u.CPUs, DiskBytes: u.DiskBytes, ExecsLastMinute: u.ExecsLastMinute, StoredOutputBytes: u.StoredOutputBytes, EgressBytesLastDay: u.EgressBytesLastDay},
 	}
 }
 

@@ -431,6 +431,18 @@ func roundTripOperator(t *testing.T, c *strictClient) {
 	one, mem, cpus, execs := int64(1), int64(8<<30), 4.0, int64(600)
 	var use wire.ProjectUsage
 	c.do("PUT", "/v1/projects/team-a/quotas", wire.QuotaSettings{Sandboxes: &one, MemoryBytes: &mem, CPUs: &cpus, DiskBytes: &mem, ExecsPerMinute: &execs}, 200, &use)
+	var pp wire.ProjectPolicy
+	c.do("PUT", "/v1/projects/team-a/policy", wire.PolicyLayer{Rules: []wire.PolicyRule{{ID: "no-curl", Command: "curl *", Action: wire.ActionDeny}}}, 200, &pp)
+	c.do("GET", "/v1/projects/team-a/policy", nil, 200, &pp)
+	if pp.Project != "team-a" || pp.Policy == nil || len(pp.Policy.Rules) != 1 {
+		t.Errorf("project policy: %+v", pp)
+	}
+	var ps wire.ProjectSettings
+	c.do("PUT", "/v1/projects/team-a/settings", wire.ProjectSettingsRequest{DefaultTemplate: "host", MaxLifetimeSeconds: 7200}, 200, &ps)
+	c.do("GET", "/v1/projects/team-a/settings", nil, 200, &ps)
+	if ps.Project != "team-a" || ps.DefaultTemplate != "host" || ps.MaxLifetimeSeconds != 7200 {
+		t.Errorf("project settings: %+v", ps)
+	}
 	var tsb wire.Sandbox
 	c.do("POST", "/v1/sandboxes", wire.CreateSandboxRequest{Project: "team-a"}, 201, &tsb)
 	c.do("POST", "/v1/sandboxes", wire.CreateSandboxRequest{Project: "team-a"}, 429, nil)

@@ -55,7 +55,7 @@ func newTenantsWith(t *testing.T, policyFile string) *tenants {
 }
 
 // newTenantsQuotas is newTenantsWith with the quotas module's settings qc.
-func newTenantsQuotas(t *testing.T, policyFile string, qc quotas.Config) *tenants {
+func newTenantsQuotas(t *testing.T, policyFile string, qc quotas.Config, mcfg ...func(*manager.Config)) *tenants {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "airlock.db"))
@@ -76,8 +76,11 @@ func newTenantsQuotas(t *testing.T, policyFile string, qc quotas.Config) *tenant
 	if err != nil {
 		t.Fatal(err)
 	}
-	stk, err := stack.New(context.Background(), stack.Config{Config: manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log,
-		Redactor: red, Policy: pol, Logf: t.Logf},
+	mc := manager.Config{Backend: fakert.New(t.TempDir()), Templates: tpls, Store: st, Audit: log, Redactor: red, Policy: pol, Logf: t.Logf}
+	for _, f := range mcfg {
+		f(&mc)
+	}
+	stk, err := stack.New(context.Background(), stack.Config{Config: mc,
 		TaskDir: filepath.Join(dir, "tasks"), SnapshotDir: filepath.Join(dir, "snapshots"), SecretsKey: filepath.Join(dir, "secrets.key"), Quotas: qc})
 	if err != nil {
 		t.Fatal(err)
@@ -357,8 +360,15 @@ func (tn *tenants) redState(red redObjects) string {
 		gs = append(gs, g.ID+" "+g.State)
 	}
 	blob, _ := tn.call("", "GET", "/v1/audit/blobs/"+red.blob, nil)
-	return fmt.Sprintf("sandbox %s %v execs %d approval %s keys %d projects %d secrets %+v grants %v blob %d",
-		sb.State, sb.Expires, len(execs.Execs), ap.State, len(keys.APIKeys), len(ps.Projects), secs.Secrets, gs, blob)
+	// the project's own records: quotas, policy layer, settings
+	_, use := tn.call("", "GET", "/v1/projects/proj-red/usage", nil)
+	var use2 wire.ProjectUsage
+	_ = json.Unmarshal(use, &use2)
+	quotaSet, _ := json.Marshal(use2.Set)
+	_, pol := tn.call("", "GET", "/v1/projects/proj-red/policy", nil)
+	_, set := tn.call("", "GET", "/v1/projects/proj-red/settings", nil)
+	return fmt.Sprintf("sandbox %s %v execs %d approval %s keys %d projects %d secrets %+v grants %v blob %d quotas %s policy %s settings %s",
+		sb.State, sb.Expires, len(execs.Execs), ap.State, len(keys.APIKeys), len(ps.Projects), secs.Secrets, gs, blob, quotaSet, pol, set)
 }
 
 func pathValues(pattern string) []string {

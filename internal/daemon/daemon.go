@@ -151,6 +151,7 @@ type Daemon struct {
 	m               *manager.Manager
 	keys            *apikeys.Keys
 	projects        *projects.Projects
+	rates           *quotas.KeyRates // one bucket per key for every door (API, E2B)
 	files           *filesapi.API
 	usage           *usage.Usage
 	records         *records.Records
@@ -237,10 +238,11 @@ func New(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.m, d.keys, d.files, d.records, d.net, d.usage = stk.Manager, stk.Keys, stk.Files, stk.Records, stk.Network, stk.Usage
 	d.projects = stk.Projects
+	d.rates = quotas.NewKeyRates(cfg.KeyRate, nil)
 	if stk.Snapshots != nil {
 		d.snaps = stk.Snapshots
 	}
-	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls, cfg.KeyRate), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
+	if err := d.listen(ctx, api.New(d.m, apiModules(stk, d.alog, tpls, d.rates), api.Health{OK: true, Version: cfg.Version, Backend: be.Name(), Cgroup: be.CgroupMode()})); err != nil {
 		return nil, err
 	}
 	// after listen's umask: a template the first fills build while it was
@@ -259,9 +261,9 @@ func depCacheDir(cfg Config) string {
 
 // apiModules are the stack's modules and the audit log as the API takes
 // them.
-func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store, rate quotas.Rate) api.Modules {
+func apiModules(s *stack.Stack, alog *audit.Log, tpls *template.Store, rates *quotas.KeyRates) api.Modules {
 	mods := api.Modules{Images: images{store: tpls, secrets: s.Secrets}, Keys: s.Keys, Snapshots: s.Snapshots, Secrets: s.Secrets, Tasks: s.Tasks, Files: s.Files, Records: s.Records, Policies: s.Explain, Network: s.Network, Audit: alog, Approvals: s.Approvals, Review: s.Review, Caches: caches(s), Pools: s.Pools, Owners: s.Projects, Projects: s.Projects, Quotas: s.Quotas,
-		KeyRates: quotas.NewKeyRates(rate, nil)}
+		KeyRates: rates}
 	if s.Builds != nil {
 		mods.Builds = s.Builds
 	}
@@ -409,7 +411,7 @@ func (d *Daemon) listen(ctx context.Context, handler *api.Server) error {
 	}
 	if eln != nil {
 		wait := min(d.cfg.ApprovalWait, 50*time.Second) // under the E2B SDKs' 60 s request timeout
-		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Usage: d.usage, Network: d.net, Snapshots: d.snaps, Redactor: d.records, Keys: d.keys, Owners: d.projects, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+		d.e2b = &http.Server{Handler: guardBodies(e2b.New(e2b.Config{Manager: d.m, Files: d.files, Usage: d.usage, Network: d.net, Snapshots: d.snaps, Redactor: d.records, Keys: d.keys, Rates: d.rates, Owners: d.projects, ApprovalWait: wait, Domain: d.cfg.E2BDomain, Logf: d.logf})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	}
 	_ = d.m.Record(sandbox.WithActor(ctx, "airlock"), audit.Entry{Kind: "daemon.start", Payload: map[string]any{"version": d.cfg.Version, "pid": os.Getpid(), "socket": socket, "listen": d.cfg.Listen}})
 	go func() { d.errc <- d.srv.Serve(ln) }()

@@ -34,7 +34,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +82,13 @@ type Config struct {
 		Of(ctx context.Context, key string) (*apikeys.Key, bool)
 		ByID(ctx context.Context, id string) (*apikeys.Key, bool)
 		Bind(ctx context.Context, k *apikeys.Key) (context.Context, func())
+	}
+	// Rates bound each API key's control-plane requests (the daemon's
+	// --key-rate and --key-burst, *quotas.KeyRates, shared with the REST
+	// API's door); nil: no bound.
+	Rates interface {
+		Allow(id string) (ok bool, wait time.Duration)
+		Limit() (perSecond float64, burst int)
 	}
 	// Owners finds the project of a sandbox (projects.Projects): a key
 	// reaches only its project's sandboxes, another's is not found. nil:
@@ -199,6 +208,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (create one with 'airlock apikey create --e2b --project P --name NAME')")
 		return
 	}
+	if s.cfg.Rates != nil {
+		if ok, wait := s.cfg.Rates.Allow(k.ID); !ok {
+			s.rateLimited(w, wait)
+			return
+		}
+	}
 	// A revoked key ends its requests in progress; the key's project and
 	// role are the caller's (tenant).
 	ctx, done := s.cfg.Keys.Bind(r.Context(), k)
@@ -310,6 +325,15 @@ func checkUser(r *http.Request) error {
 }
 
 // writeAPIError answers a control-plane call with E2B's error shape.
+// rateLimited answers a key past its rate in E2B's error shape (429 is
+// what the SDKs raise as a RateLimitError), with when to try again.
+func (s *Server) rateLimited(w http.ResponseWriter, wait time.Duration) {
+	secs := max(1, int64(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	per, burst := s.cfg.Rates.Limit()
+	writeAPIError(w, http.StatusTooManyRequests, fmt.Sprintf("rate limited: this API key sent more than %g requests a second (%d at once; airlock serve --key-rate, --key-burst): retry in %d s", per, burst, secs))
+}
+
 func writeAPIError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]any{"code": status, "message": msg})
 }

@@ -165,12 +165,19 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 			ev.Rule, ev.Reason = RuleCut, "egress is switched off for every sandbox"
 		}
 	}
+	if allowed && s.cfg.Quota != nil {
+		// each request of a kept-alive tunnel is a destination reached again
+		if why := s.cfg.Quota.AdmitEgress(pc.who.SandboxID); why != "" {
+			allowed = false
+			ev.Decision, ev.Rule, ev.Reason = "deny", RuleQuota, why
+		}
+	}
 	if err := s.record(pc.ctx, ev); err != nil {
 		writeUnrecorded(cl, err)
 		return 0, 0, false
 	}
 	if !allowed {
-		h1.WriteRefusal(cl, http.StatusForbidden, ev.Rule, ev.Reason)
+		h1.WriteRefusal(cl, refusalCode(ev.Rule), ev.Rule, ev.Reason)
 		return 0, 0, false
 	}
 	req, err := http.ReadRequest(cbr)
@@ -213,5 +220,7 @@ func (pc *proxyConn) brokerOne(cl net.Conn, cbr *bufio.Reader, upc net.Conn, ubr
 		keep = false
 	}
 	s.record(context.WithoutCancel(pc.ctx), res)
+	s.moved(pc.who.SandboxID, ex.UpN, ex.DownN)
+	pc.toldUp, pc.toldDown = pc.toldUp+ex.UpN, pc.toldDown+ex.DownN
 	return ex.UpN, ex.DownN, keep
 }

@@ -29,10 +29,14 @@ func newBrokerEnv(t *testing.T, roots bool) *brokerEnv { return newBrokerEnvH(t,
 func newBrokerEnvWith(t *testing.T, h http.HandlerFunc) *brokerEnv { return newBrokerEnvH(t, true, h) }
 
 func newBrokerEnvH(t *testing.T, roots bool, h http.HandlerFunc) *brokerEnv {
+	return newBrokerEnvCfg(t, roots, h, Config{})
+}
+
+// newBrokerEnvCfg: with cfg's settings (its roots are the test's).
+func newBrokerEnvCfg(t *testing.T, roots bool, h http.HandlerFunc, cfg Config) *brokerEnv {
 	ca := newTestCA(t)
 	cert := ca.cert(t, "api.secret.example.test")
 	up := startUpstream(t, &cert, h)
-	cfg := Config{}
 	if roots {
 		cfg.UpstreamRoots = ca.pool
 	} else {

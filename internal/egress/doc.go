@@ -33,6 +33,12 @@
 //     connections pass a token bucket (over it: refused at once), refusals
 //     of one kind in a window are one event and a counted summary, and
 //     once its events use up its audit budget its egress is cut.
+//   - A quota (Config.Quota: a project's egress bytes a day) is asked
+//     once the policy allows a destination and before the decision is
+//     recorded: its refusal is the decision on record (rule "quota").
+//     It is told each connection's bytes as it ends, and an open
+//     tunnel's every QuotaPoll from the kernel's count (TCP_INFO, so the
+//     relay still splices); a tunnel it then refuses is cut.
 //   - A brokered secret's value never enters the sandbox: placeholders are
 //     replaced in request headers only for the secret's own hosts, over TLS
 //     the proxy terminates with the sandbox's CA and re-originates to the

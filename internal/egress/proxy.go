@@ -102,6 +102,10 @@ type proxyConn struct {
 	upTarget Target
 	upAddr   netip.Addr
 	upStop   func() bool
+
+	// toldUp and toldDown are the bytes of the tunnel already told to
+	// the quota (a brokered tunnel's exchanges, as each ends).
+	toldUp, toldDown int64
 }
 
 func (pc *proxyConn) event(kind EventKind) Event {
@@ -187,6 +191,8 @@ func refusalCode(rule string) int {
 		return http.StatusBadGateway
 	case RuleAudit:
 		return http.StatusServiceUnavailable
+	case RuleQuota:
+		return quotaStatus
 	}
 	return http.StatusForbidden
 }
@@ -210,7 +216,7 @@ func decisionWord(allow bool) string {
 func (pc *proxyConn) connect(t Target) {
 	s := pc.s
 	pol := s.policy(pc.who.SandboxID)
-	d := s.decide(pc.ctx, pol, t, modeConnect, "ip")
+	d := s.quotaDecision(pc.who.SandboxID, s.decide(pc.ctx, pol, t, modeConnect, "ip"))
 	var secrets []*csecret
 	if d.allow && !t.IsIP() {
 		secrets = pol.secretsFor(t.Host)
@@ -229,9 +235,19 @@ func (pc *proxyConn) connect(t Target) {
 	start := time.Now()
 	end := pc.event(KindClose)
 	end.Method, end.Host, end.Port = "CONNECT", t.Host, t.Port
+	var meter *tunnelMeter // the relay's, telling the quota as it goes
 	defer func() {
+		toldUp, toldDown := pc.toldUp, pc.toldDown
+		if meter != nil {
+			up, down, why := meter.end()
+			toldUp, toldDown = toldUp+up, toldDown+down
+			if why != "" {
+				end.Decision, end.Rule, end.Reason = "deny", RuleQuota, why
+			}
+		}
 		end.Duration = time.Since(start)
 		s.record(context.WithoutCancel(pc.ctx), end)
+		s.moved(pc.who.SandboxID, max(0, end.BytesUp-toldUp), max(0, end.BytesDown-toldDown))
 	}()
 	up, addr, err := s.dial(pc.ctx, d.addrs, t.Port)
 	end.Addr = addr
@@ -293,6 +309,7 @@ func (pc *proxyConn) connect(t Target) {
 		end.Error = err.Error()
 		return
 	}
+	meter = pc.meterTunnel(up)
 	end.BytesUp, end.BytesDown = relay(pc.c, up)
 	end.BytesUp += int64(len(hello)) + early
 }
@@ -437,7 +454,7 @@ func (pc *proxyConn) closeUpstream() {
 func (pc *proxyConn) forward(h *h1.Head, rt h1.RequestTarget) bool {
 	s, t := pc.s, rt.Target
 	pol := s.policy(pc.who.SandboxID)
-	d := s.decide(pc.ctx, pol, t, modeHTTP, "ip")
+	d := s.quotaDecision(pc.who.SandboxID, s.decide(pc.ctx, pol, t, modeHTTP, "ip"))
 	ev := pc.event(KindRequest)
 	ev.Method, ev.Host, ev.Port, ev.Path, ev.Addr = h.Method, t.Host, t.Port, pathOnly(rt.Path), firstAddr(d.addrs)
 	ev.Decision, ev.Rule, ev.Reason = decisionWord(d.allow), d.rule, d.reason
@@ -460,6 +477,7 @@ func (pc *proxyConn) forward(h *h1.Head, rt h1.RequestTarget) bool {
 	defer func() {
 		res.Duration = time.Since(start)
 		s.record(context.WithoutCancel(pc.ctx), res)
+		s.moved(pc.who.SandboxID, res.BytesUp, res.BytesDown)
 	}()
 	if pc.up == nil || pc.upTarget != t || !containsAddr(d.addrs, pc.upAddr) {
 		pc.closeUpstream()

@@ -136,6 +136,14 @@ type Config struct {
 	// Limits bound each sandbox's DNS and connection rates and its audit
 	// budget; zero fields take DefaultLimits.
 	Limits Limits
+	// Quota, when set, is asked before each allowed destination is
+	// connected to and told the bytes of each one when it ends (a
+	// project's egress bytes a day: internal/quotas); nil bounds nothing.
+	Quota Quota
+	// QuotaPoll is how often, with a Quota, an open tunnel's bytes are
+	// read from the kernel and told to it, so that one past the quota is
+	// cut; default DefaultQuotaPoll.
+	QuotaPoll time.Duration
 	// SandboxSendBuffer is the send buffer (SO_SNDBUF) of the sandbox's
 	// side of each proxy connection; default DefaultSandboxSendBuffer,
 	// negative leaves the kernel's autotuning (up to tcp_wmem's maximum).
@@ -217,6 +225,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.HelloTimeout <= 0 {
 		cfg.HelloTimeout = 10 * time.Second
+	}
+	if cfg.QuotaPoll <= 0 {
+		cfg.QuotaPoll = DefaultQuotaPoll
 	}
 	if cfg.MaxHeaderBytes <= 0 {
 		cfg.MaxHeaderBytes = 32 << 10

@@ -99,6 +99,9 @@ type Core interface {
 	// remote client: the policy file's fetch: section (nil: nowhere), and
 	// the registry presets the sandboxes' policies get.
 	FetchPolicy() (*egress.Policy, egress.Presets)
+	// PolicyFile is the daemon's policy file (nil: the built-in
+	// defaults), what a project's own layer may not relax.
+	PolicyFile() *policy.File
 
 	// RecordRefusal keeps a command that will not run in the exec record,
 	// with decision d and the message msg (redacted), and records

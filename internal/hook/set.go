@@ -32,6 +32,7 @@ type Set struct {
 	TaskEnd   []Named[TaskEndHook]
 	Lifts     []Named[PolicyLift]
 	Admit     []Named[Admitter]
+	Defaults  []Named[Defaulter]
 	Holder    *Named[Holder]
 	Bundler   TaskBundler
 	// Network is the network module's egress service (NetworkModule);
@@ -95,6 +96,9 @@ func (s *Set) add(name string, mod Module) {
 	}
 	if h, ok := mod.(Admitter); ok {
 		s.Admit = append(s.Admit, Named[Admitter]{name, h})
+	}
+	if h, ok := mod.(Defaulter); ok {
+		s.Defaults = append(s.Defaults, Named[Defaulter]{name, h})
 	}
 }
 

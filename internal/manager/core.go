@@ -161,7 +161,8 @@ func (c *core) ExecRecord(ctx context.Context, id, execID string) (*sandbox.Exec
 	}
 	return c.m.recs.ShownExec(e)
 }
-func (c *core) AuditHealthy() error { return c.m.rec.Healthy() }
+func (c *core) AuditHealthy() error      { return c.m.rec.Healthy() }
+func (c *core) PolicyFile() *policy.File { return c.m.cfg.Policy }
 func (c *core) FetchPolicy() (*egress.Policy, egress.Presets) {
 	var pol *egress.Policy
 	var presets egress.Presets

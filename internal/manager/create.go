@@ -54,7 +54,11 @@ func (m *Manager) Create(ctx context.Context, req sandbox.CreateRequest) (*sandb
 // pool's sandbox of the request's shape is claimed if one is ready;
 // otherwise the backend starts one.
 func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID string) (*sandbox.Sandbox, error) {
-	ttl, err := m.admitCreate(&req)
+	maxLife, err := m.projectDefaults(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := m.admitCreate(&req, maxLife)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +88,7 @@ func (m *Manager) create(ctx context.Context, req sandbox.CreateRequest, taskID 
 		quota()
 		return nil, err
 	}
-	ls := &live{sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID,
+	ls := &live{maxLife: maxLife, sb: sb, cost: cost, rec: rec, spec: p.spec, seed: p.base.Seed, base: *p.base, pol: p.pol, netLayer: p.netLayer, taskID: taskID,
 		warm: p.warm, warmEnv: p.warmEnv, oneShot: req.OneShot, onExpiry: expiry{pause: req.PauseOnExpiry, ttl: ttl}, quota: quota}
 	if err := m.goLive(ctx, ls); err != nil {
 		return nil, err
@@ -138,15 +142,38 @@ func (m *Manager) reserve(ctx context.Context, cost runtime.HostCost) (func(), e
 	}
 }
 
-// admitCreate checks a request before anything is reserved for it.
-func (m *Manager) admitCreate(req *sandbox.CreateRequest) (time.Duration, error) {
+// projectDefaults gives a request its project's defaults
+// (hook.Defaulter): its template when it names none, and the bound on
+// its life, the shorter of the daemon's and the project's (0: none).
+func (m *Manager) projectDefaults(ctx context.Context, req *sandbox.CreateRequest) (time.Duration, error) {
+	maxLife := m.cfg.MaxLifetime
+	project, err := tenant.NewObjectProject(ctx, req.Project)
+	if err != nil {
+		return 0, err
+	}
+	d, err := m.hooks.CreateDefaults(ctx, project)
+	if err != nil {
+		return 0, err
+	}
+	if req.Template == "" {
+		req.Template = d.Template
+	}
+	if d.MaxLifetime > 0 && (maxLife <= 0 || d.MaxLifetime < maxLife) {
+		maxLife = d.MaxLifetime
+	}
+	return maxLife, nil
+}
+
+// admitCreate checks a request, with maxLife its bound on life (0:
+// none), before anything is reserved for it.
+func (m *Manager) admitCreate(req *sandbox.CreateRequest, maxLife time.Duration) (time.Duration, error) {
 	if req.Template == "" {
 		req.Template = "host"
 	}
 	if err := template.ValidName(req.Template); err != nil {
 		return 0, fmt.Errorf("template %q: %w", req.Template, errdefs.ErrInvalid)
 	}
-	ttl, err := sandbox.CheckCreate(*req, m.cfg.MaxLifetime)
+	ttl, err := sandbox.CheckCreate(*req, maxLife)
 	if err != nil {
 		return 0, err
 	}
@@ -182,8 +209,13 @@ func (m *Manager) planCreate(ctx context.Context, req sandbox.CreateRequest, tas
 	if err != nil {
 		return nil, err
 	}
-	if pr, err := m.cfg.Store.GetProject(ctx, project); err != nil || pr.Removed != nil {
+	pr, err := m.cfg.Store.GetProject(ctx, project)
+	if err != nil || pr.Removed != nil {
 		return nil, fmt.Errorf("project %q: %w", project, errdefs.ErrNotFound)
+	}
+	own, err := policy.LayerFromJSON(pr.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("project %q: its stored policy cannot be read (%v): creates are refused until it is set again: %w", project, err, errdefs.ErrUnsupported)
 	}
 	if err := m.learnSecrets(req.Env); err != nil {
 		return nil, err
@@ -200,7 +232,7 @@ func (m *Manager) planCreate(ctx context.Context, req sandbox.CreateRequest, tas
 		source = "task"
 	}
 	lineage := append(slices.Clone(base.Lineage), base.Name)
-	pol, err := sandbox.Policy(m.cfg.Policy, lineage, project, req.Policy, req.TightenOnly, source)
+	pol, err := sandbox.PolicyOf(m.cfg.Policy, lineage, project, own, req.Policy, req.TightenOnly, source)
 	if err != nil {
 		return nil, err
 	}
@@ -369,8 +401,9 @@ func (m *Manager) SetTTL(ctx context.Context, id string, ttl time.Duration) (*sa
 		e := time.Now().UTC().Add(ttl)
 		exp = &e
 	}
-	// MaxLifetime counts from creation: a TTL cannot push past it.
-	if max := m.cfg.MaxLifetime; max > 0 {
+	// MaxLifetime (or the project's shorter one) counts from creation:
+	// a TTL cannot push past it.
+	if max := ls.maxLife; max > 0 {
 		limit := ls.rec.Created.Add(max)
 		if exp == nil {
 			exp = &limit

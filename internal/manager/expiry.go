@@ -56,10 +56,10 @@ func (m *Manager) expire(id string) {
 // lifeLimit is when the maximum lifetime ends sandbox ls (ok false:
 // there is none).
 func (m *Manager) lifeLimit(ls *live) (time.Time, bool) {
-	if m.cfg.MaxLifetime <= 0 {
+	if ls.maxLife <= 0 {
 		return time.Time{}, false
 	}
-	return ls.rec.Created.Add(m.cfg.MaxLifetime), true
+	return ls.rec.Created.Add(ls.maxLife), true
 }
 
 // pauseExpired pauses sandbox id at the end of its time to live, when

@@ -154,6 +154,9 @@ type live struct {
 	oneShot, execd bool
 	// onExpiry is what the end of its time to live does (expiry.go; m.mu).
 	onExpiry expiry
+	// maxLife bounds its life from its creation: the daemon's
+	// MaxLifetime, or its project's shorter one (hook.Defaulter); 0: none.
+	maxLife time.Duration
 	// starting counts this sandbox's execs between the backend's start of
 	// the command and their entry in Manager.running: a connection the
 	// command makes in that moment waits for it (Core.ExecOf).

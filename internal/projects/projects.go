@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/audit"
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/hook"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/internal/store"
 	"github.com/airlock-dev/airlock/internal/tenant"
 )
@@ -33,10 +34,12 @@ type Projects struct {
 	// (apikeys.Keys.EndRequests); nil: nothing to end.
 	EndKey func(keyID string)
 
-	st     *store.Store
-	record func(context.Context, audit.Entry) error
-	now    func() time.Time
-	logf   func(string, ...any)
+	st      *store.Store
+	file    func() *policy.File  // the daemon's policy file
+	maxLife func() time.Duration // the daemon's maximum lifetime (0: none)
+	record  func(context.Context, audit.Entry) error
+	now     func() time.Time
+	logf    func(string, ...any)
 }
 
 // New makes the module; attach it through manager.Config.Modules.
@@ -48,7 +51,7 @@ func (p *Projects) Name() string { return "projects" }
 // Attach takes what the module uses of the core, and says in the
 // daemon's log what an upgrade from before projects did.
 func (p *Projects) Attach(c hook.Core) error {
-	p.st, p.record, p.now, p.logf = c.Store(), c.Record, c.Now, c.Logf
+	p.st, p.record, p.now, p.logf, p.file, p.maxLife = c.Store(), c.Record, c.Now, c.Logf, c.PolicyFile, c.MaxLifetime
 	p.logUpgrade()
 	return nil
 }

@@ -22,6 +22,8 @@ func (e *Error) Error() string {
 	switch e.Quota {
 	case NameExecsPerMinute:
 		what = "it started in the last minute"
+	case NameEgressPerDay:
+		what = "its sandboxes' egress moved in the last 24 hours"
 	case NameStoredOutput:
 		what = "its commands' stored output holds (airlock purge removes old output)"
 	}

@@ -18,6 +18,7 @@ const (
 	NameDisk           = "disk_bytes"
 	NameExecsPerMinute = "execs_per_minute"
 	NameStoredOutput   = "stored_output_bytes"
+	NameEgressPerDay   = "egress_bytes_per_day"
 )
 
 // Limits are a project's quotas in force. A zero field bounds nothing
@@ -37,6 +38,9 @@ type Limits struct {
 	// commands; checked as each command starts (those running add theirs,
 	// each capped by the daemon's stored-output cap, as they end).
 	StoredOutputBytes int64
+	// EgressBytesPerDay: the bytes its sandboxes' connections through
+	// the egress proxy moved (both ways) in the last 24 hours.
+	EgressBytesPerDay int64
 }
 
 // Settings are what a project's own quotas set over the daemon's
@@ -49,6 +53,7 @@ type Settings struct {
 	DiskBytes         *int64   `json:"disk_bytes,omitempty"`
 	ExecsPerMinute    *int64   `json:"execs_per_minute,omitempty"`
 	StoredOutputBytes *int64   `json:"stored_output_bytes,omitempty"`
+	EgressBytesPerDay *int64   `json:"egress_bytes_per_day,omitempty"`
 }
 
 // Over is l with the fields s sets.
@@ -64,6 +69,7 @@ func (s Settings) Over(l Limits) Limits {
 	l.DiskBytes = pick(s.DiskBytes, l.DiskBytes)
 	l.ExecsPerMinute = pick(s.ExecsPerMinute, l.ExecsPerMinute)
 	l.StoredOutputBytes = pick(s.StoredOutputBytes, l.StoredOutputBytes)
+	l.EgressBytesPerDay = pick(s.EgressBytesPerDay, l.EgressBytesPerDay)
 	if s.CPUs != nil {
 		l.CPUs = *s.CPUs
 	}
@@ -75,7 +81,7 @@ func (s Settings) Check() error {
 	for _, f := range []struct {
 		name string
 		v    *int64
-	}{{NameSandboxes, s.Sandboxes}, {NameMemory, s.MemoryBytes}, {NameDisk, s.DiskBytes}, {NameExecsPerMinute, s.ExecsPerMinute}, {NameStoredOutput, s.StoredOutputBytes}} {
+	}{{NameSandboxes, s.Sandboxes}, {NameMemory, s.MemoryBytes}, {NameDisk, s.DiskBytes}, {NameExecsPerMinute, s.ExecsPerMinute}, {NameStoredOutput, s.StoredOutputBytes}, {NameEgressPerDay, s.EgressBytesPerDay}} {
 		if f.v != nil && *f.v < 0 {
 			return fmt.Errorf("quota %s: %d is negative (0 bounds nothing): %w", f.name, *f.v, errdefs.ErrInvalid)
 		}
@@ -89,7 +95,7 @@ func (s Settings) Check() error {
 // Check refuses a negative or non-finite field of the daemon's
 // defaults, naming it.
 func (l Limits) Check() error {
-	return Settings{Sandboxes: &l.Sandboxes, MemoryBytes: &l.MemoryBytes, CPUs: &l.CPUs, DiskBytes: &l.DiskBytes, ExecsPerMinute: &l.ExecsPerMinute, StoredOutputBytes: &l.StoredOutputBytes}.Check()
+	return Settings{Sandboxes: &l.Sandboxes, MemoryBytes: &l.MemoryBytes, CPUs: &l.CPUs, DiskBytes: &l.DiskBytes, ExecsPerMinute: &l.ExecsPerMinute, StoredOutputBytes: &l.StoredOutputBytes, EgressBytesPerDay: &l.EgressBytesPerDay}.Check()
 }
 
 // decodeSettings reads a project's stored quotas (empty or null: none
@@ -126,6 +132,7 @@ func tighter(n, o Limits) (string, bool) {
 		{NameDisk, float64(n.DiskBytes), float64(o.DiskBytes)},
 		{NameExecsPerMinute, float64(n.ExecsPerMinute), float64(o.ExecsPerMinute)},
 		{NameStoredOutput, float64(n.StoredOutputBytes), float64(o.StoredOutputBytes)},
+		{NameEgressPerDay, float64(n.EgressBytesPerDay), float64(o.EgressBytesPerDay)},
 	} {
 		if loose(f.nv, f.ov) {
 			return f.name, false

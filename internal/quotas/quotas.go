@@ -50,6 +50,9 @@ type Usage struct {
 	ExecsLastMinute int64
 	// StoredOutputBytes: the output the store keeps of its commands.
 	StoredOutputBytes int64
+	// EgressBytesLastDay: what its sandboxes' egress moved in the last
+	// 24 hours.
+	EgressBytesLastDay int64
 }
 
 // Report is a project's quotas and usage (GET /v1/projects/{id}/usage).
@@ -78,13 +81,15 @@ type Quotas struct {
 	projects map[string]*project
 }
 
-// project is one project's quotas and counts.
+// project is one project's quotas and counts (an entry may exist not
+// yet loaded: EgressMoved counts into it before anything asked).
 type project struct {
 	loaded bool
 	set    Settings
 	err    error // its stored settings could not be read (fails closed)
 	use    Usage // but ExecsLastMinute
 	execs  window
+	egress dayWindow // bytes its sandboxes' egress moved
 	// counted is when use.StoredOutputBytes was read from the store
 	// (between, each command's AfterExec adds its own).
 	counted time.Time
@@ -311,6 +316,7 @@ func (q *Quotas) Usage(ctx context.Context, id string) (*Report, error) {
 	defer q.mu.Unlock()
 	u := p.use
 	u.ExecsLastMinute = p.execs.total(sec)
+	u.EgressBytesLastDay = p.egress.total(q.egressSlotNow())
 	return &Report{Project: id, Quotas: p.set.Over(q.cfg.Defaults), Set: p.set, Usage: u}, nil
 }
 

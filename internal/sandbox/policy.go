@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/airlock-dev/airlock/internal/errdefs"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -139,11 +141,32 @@ func DecisionPayload(d *policy.Decision) map[string]any {
 // the file's section for its project, then the caller's layer (which,
 // from a caller that may only tighten, must not relax anything).
 func Policy(f *policy.File, lineage []string, project string, layer *policy.Layer, tightenOnly bool, source string) (*policy.Policy, error) {
+	return PolicyOf(f, lineage, project, nil, layer, tightenOnly, source)
+}
+
+// PolicyOf is Policy with the project's own layer (own, its admin's:
+// nil, none) applied after the file's section for the project and before
+// the caller's layer. own was checked against the file when it was set;
+// where a template's section is stricter than it, only what tightens
+// applies (policy.Tightened), and the source says what did not
+// ("project-policy:NAME", then " (not over the template: ...)"), so a
+// project's layer never loosens a sandbox's policy.
+func PolicyOf(f *policy.File, lineage []string, project string, own, layer *policy.Layer, tightenOnly bool, source string) (*policy.Policy, error) {
 	pol, err := f.ForTemplates(lineage)
 	if err != nil {
 		return nil, err
 	}
 	pol = f.ForProject(pol, project)
+	if own != nil {
+		t, left := pol.Tightened(*own)
+		src := "project-policy:" + project
+		if len(left) > 0 {
+			src += " (not over the template: " + strings.Join(left, ", ") + ")"
+		}
+		if pol, err = pol.With(t, src); err != nil {
+			return nil, fmt.Errorf("the project's policy: %w", err)
+		}
+	}
 	if layer == nil {
 		return pol, nil
 	}

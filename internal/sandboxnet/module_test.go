@@ -70,7 +70,7 @@ type env struct {
 
 // onFake attaches the module (cfg) to a manager on the fake backend, with
 // polFile as the daemon's policy ("": the defaults).
-func onFake(t *testing.T, cfg Config, polFile string) *env {
+func onFake(t *testing.T, cfg Config, polFile string, more ...hook.Module) *env {
 	t.Helper()
 	root := t.TempDir()
 	st, err := store.Open(filepath.Join(root, "airlock.db"))
@@ -96,7 +96,7 @@ func onFake(t *testing.T, cfg Config, polFile string) *env {
 	be := &netBackend{Backend: fakert.New(t.TempDir()), nets: map[string]runtime.Network{}, specs: map[string]runtime.Spec{}}
 	n := New(cfg)
 	m, err := manager.New(context.Background(), manager.Config{Backend: be, Templates: tpls, Store: st, Audit: log, Policy: pf,
-		Redactor: red, Logf: t.Logf, Modules: []hook.Module{n}})
+		Redactor: red, Logf: t.Logf, Modules: append([]hook.Module{n}, more...)})
 	if err != nil {
 		t.Fatal(err)
 	}

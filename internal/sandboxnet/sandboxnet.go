@@ -57,6 +57,9 @@ type Config struct {
 	// bound over the sandbox's (trust.go); "": sandboxes do not trust
 	// their CA by themselves.
 	TrustDir string
+	// Quota bounds each project's egress bytes a day (internal/quotas);
+	// nil: no bound.
+	Quota Quota
 }
 
 // Net is the module. Its methods are safe for concurrent use once it is
@@ -99,6 +102,9 @@ func (n *Net) Attach(c hook.Core) error {
 	}
 	ec := *n.cfg.Egress
 	ec.Recorder = recorder{n}
+	if n.cfg.Quota != nil {
+		ec.Quota = egressQuota{n: n, q: n.cfg.Quota}
+	}
 	svc, err := egress.New(ec)
 	if err != nil {
 		return fmt.Errorf("egress: %w", err)

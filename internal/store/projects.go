@@ -27,6 +27,12 @@ type Project struct {
 	Created time.Time
 	Removed *time.Time // nil: in use
 	Quotas  json.RawMessage
+	// Policy is the project's own policy layer (the caller's JSON,
+	// verbatim; nil: none), schema 10.
+	Policy json.RawMessage
+	// Settings are the project's settings (the caller's JSON, verbatim;
+	// nil: none), schema 10.
+	Settings json.RawMessage
 }
 
 // isNoProject says whether err is the triggers' refusal of a project
@@ -61,17 +67,17 @@ func (s *Store) PutProject(ctx context.Context, p *Project) error {
 	return nil
 }
 
-const selectProject = `SELECT id, created, removed, quotas FROM projects`
+const selectProject = `SELECT id, created, removed, quotas, policy, settings FROM projects`
 
 func scanProject(sc scanner) (*Project, error) {
 	var p Project
 	var created int64
 	var removed sql.NullInt64
-	var q []byte
-	if err := sc.Scan(&p.ID, &created, &removed, &q); err != nil {
+	var q, pol, set []byte
+	if err := sc.Scan(&p.ID, &created, &removed, &q, &pol, &set); err != nil {
 		return nil, err
 	}
-	p.Created, p.Removed, p.Quotas = fromNanos(created), fromOptNanos(removed), toRaw(q)
+	p.Created, p.Removed, p.Quotas, p.Policy, p.Settings = fromNanos(created), fromOptNanos(removed), toRaw(q), toRaw(pol), toRaw(set)
 	return &p, nil
 }
 
@@ -115,6 +121,35 @@ func (s *Store) SetProjectQuotas(ctx context.Context, id string, quotas json.Raw
 	res, err := s.w.ExecContext(ctx, `UPDATE projects SET quotas = ? WHERE id = ? AND removed IS NULL`, q, id)
 	if err != nil {
 		return fmt.Errorf("store: set quotas of %q: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: project %q: %w", id, errdefs.ErrNotFound)
+	}
+	return nil
+}
+
+// SetProjectPolicy replaces a project's policy layer (nil: none;
+// ErrNotFound: no such project in use).
+func (s *Store) SetProjectPolicy(ctx context.Context, id string, layer json.RawMessage) error {
+	return s.setProjectJSON(ctx, id, "policy", layer)
+}
+
+// SetProjectSettings replaces a project's settings (nil: none;
+// ErrNotFound: no such project in use).
+func (s *Store) SetProjectSettings(ctx context.Context, id string, settings json.RawMessage) error {
+	return s.setProjectJSON(ctx, id, "settings", settings)
+}
+
+// setProjectJSON sets column (a constant of the callers', never input)
+// of project id.
+func (s *Store) setProjectJSON(ctx context.Context, id, column string, raw json.RawMessage) error {
+	v, err := rawJSON(column, raw)
+	if err != nil {
+		return fmt.Errorf("store: set %s: %w", column, err)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE projects SET `+column+` = ? WHERE id = ? AND removed IS NULL`, v, id)
+	if err != nil {
+		return fmt.Errorf("store: set %s of %q: %w", column, id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("store: project %q: %w", id, errdefs.ErrNotFound)

@@ -292,6 +292,14 @@ CREATE TABLE audit_blob_refs (
 	PRIMARY KEY (hash, project)
 ) STRICT, WITHOUT ROWID;
 `,
+	// 9 -> 10: a project's own policy layer (issue 22), set by its admin
+	// or the operator and applied to its sandboxes after the policy
+	// file's section for it, and its settings (default template, a
+	// lifetime bound under the daemon's); the caller's JSON, NULL: none.
+	`
+ALTER TABLE projects ADD COLUMN policy TEXT;
+ALTER TABLE projects ADD COLUMN settings TEXT;
+`,
 }
 
 // schemaVersionDDL creates the one-row table that records the version.

@@ -27,18 +27,34 @@ commands:
   usage [--json] NAME the project's quotas in force and what it holds now;
                       with --url: a key's own project's
   quota NAME [--sandboxes N] [--memory SIZE] [--cpus N] [--disk SIZE]
-        [--execs N] [--output SIZE]
+        [--execs N] [--output SIZE] [--egress SIZE]
                       set the project's quotas; each value: a number (a
                       SIZE such as 8G), none (no bound) or default (the
                       daemon's); a quota not named stays as it is. The
                       operator sets any; with --url, a project's admin key
                       may only lower its own project's
+  policy NAME [--file FILE | --clear]
+                      show the project's own policy layer, or set it from
+                      FILE (YAML or JSON: a policy file's top level, no
+                      templates, projects or fetch) or clear it. It may
+                      only tighten the daemon's policy file for the
+                      project, and new sandboxes get it after the file's
+                      section for the project (never looser than their
+                      template's section). The operator, or with --url a
+                      project's admin key for its own project
+  settings NAME [--default-template NAME] [--max-lifetime DURATION] [--json]
+                      show the project's settings, or set those named
+                      (default: the daemon's): the template of a create
+                      that names none, and a bound on its sandboxes'
+                      lives (at most the daemon's maximum lifetime). The
+                      operator, or with --url a project's admin key
 
 A project's quotas are the daemon's defaults (airlock serve --project-quota)
 with what the project sets over them. Live sandboxes (running or paused)
 count, and their memory, CPU and disk limits add up (a limit left to the
 backend counts its default, no CPU limit every core of the host); commands
-count for 60 seconds, and their output while the store keeps it. A create
+count for 60 seconds, their output while the store keeps it, and the bytes
+their egress moves for 24 hours. A create
 or command past a quota is refused (429, quota_exceeded, naming the quota
 and the usage).
 
@@ -70,6 +86,10 @@ func CmdProject(args []string, stdout, stderr io.Writer) int {
 		return projectShowUsage(c, rest)
 	case "quota":
 		return projectQuota(c, rest)
+	case "policy":
+		return projectPolicy(c, rest)
+	case "settings":
+		return projectSettings(c, rest)
 	}
 	fmt.Fprintf(stderr, "airlock project: unknown command %q; run 'airlock project --help'\n", verb)
 	return 2

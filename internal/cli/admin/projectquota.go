@@ -65,6 +65,7 @@ func printUsage(w io.Writer, u *sdk.ProjectUsage) {
 	row("disk", size(n.DiskBytes), size(q.DiskBytes), q.DiskBytes == 0, s.DiskBytes != nil)
 	row("execs/minute", count(n.ExecsLastMinute), count(q.ExecsPerMinute), q.ExecsPerMinute == 0, s.ExecsPerMinute != nil)
 	row("stored output", size(n.StoredOutputBytes), size(q.StoredOutputBytes), q.StoredOutputBytes == 0, s.StoredOutputBytes != nil)
+	row("egress/day", size(n.EgressBytesLastDay), size(q.EgressBytesPerDay), q.EgressBytesPerDay == 0, s.EgressBytesPerDay != nil)
 	_ = tw.Flush()
 }
 
@@ -91,6 +92,7 @@ func projectQuota(c *cli.Cmd, args []string) int {
 		{"disk", "the sum of their disk limits: a `SIZE`, none or default"},
 		{"execs", "commands a minute: `N`, none or default"},
 		{"output", "the commands' output the store keeps: a `SIZE`, none or default"},
+		{"egress", "the bytes its sandboxes' egress moves in 24 hours: a `SIZE`, none or default"},
 	} {
 		v := new(string)
 		vals[f.name] = v
@@ -120,6 +122,7 @@ func projectQuota(c *cli.Cmd, args []string) int {
 		{"disk", intQuota(&s.DiskBytes, cli.ParseSize)},
 		{"execs", intQuota(&s.ExecsPerMinute, parseCount)},
 		{"output", intQuota(&s.StoredOutputBytes, cli.ParseSize)},
+		{"egress", intQuota(&s.EgressBytesPerDay, cli.ParseSize)},
 		{"cpus", cpuQuota(&s.CPUs)},
 	} {
 		if v := *vals[f.name]; v != "" {

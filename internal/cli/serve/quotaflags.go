@@ -10,7 +10,7 @@ import (
 )
 
 // quotaFlag is --project-quota: the projects' default quotas, as
-// sandboxes=N,memory=SIZE,cpus=N,disk=SIZE,execs=N,output=SIZE (execs a
+// sandboxes=N,memory=SIZE,cpus=N,disk=SIZE,execs=N,output=SIZE,egress=SIZE (execs a
 // minute; output: what the store keeps of the commands' output);
 // repeated flags add up, a later value of a name replaces an earlier one.
 type quotaFlag struct{ l *quotas.Limits }
@@ -37,6 +37,7 @@ func (f quotaFlag) String() string {
 	add("disk", f.l.DiskBytes, true)
 	add("execs", f.l.ExecsPerMinute, false)
 	add("output", f.l.StoredOutputBytes, true)
+	add("egress", f.l.EgressBytesPerDay, true)
 	return strings.Join(out, ",")
 }
 
@@ -44,7 +45,7 @@ func (f quotaFlag) Set(spec string) error {
 	for _, kv := range strings.Split(spec, ",") {
 		name, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || val == "" {
-			return fmt.Errorf("%q: want NAME=VALUE (sandboxes, memory, cpus, disk, execs, output)", kv)
+			return fmt.Errorf("%q: want NAME=VALUE (sandboxes, memory, cpus, disk, execs, output, egress)", kv)
 		}
 		var err error
 		switch name {
@@ -60,8 +61,10 @@ func (f quotaFlag) Set(spec string) error {
 			f.l.ExecsPerMinute, err = strconv.ParseInt(val, 10, 64)
 		case "output":
 			f.l.StoredOutputBytes, err = cli.ParseSize(val)
+		case "egress":
+			f.l.EgressBytesPerDay, err = cli.ParseSize(val)
 		default:
-			return fmt.Errorf("%q: unknown quota (sandboxes, memory, cpus, disk, execs, output)", name)
+			return fmt.Errorf("%q: unknown quota (sandboxes, memory, cpus, disk, execs, output, egress)", name)
 		}
 		if err != nil {
 			return fmt.Errorf("%s=%s: %v", name, val, err)

@@ -121,12 +121,13 @@ func New(ctx context.Context, cfg Config) (*Stack, error) {
 		caches = depcache.New(depcache.Config{Dir: cfg.DepCacheDir, Presets: presets})
 		tcfg.Caches = caches
 	}
+	q := quotas.New(cfg.Quotas)
 	s := &Stack{
 		Tasks:     tasks.New(tcfg),
-		Network:   sandboxnet.New(sandboxnet.Config{Egress: cfg.Egress, MaxProxyConns: cfg.MaxProxyConns, TrustDir: cfg.TrustDir}),
+		Network:   sandboxnet.New(sandboxnet.Config{Egress: cfg.Egress, MaxProxyConns: cfg.MaxProxyConns, TrustDir: cfg.TrustDir, Quota: q}),
 		Keys:      apikeys.New(),
 		Projects:  projects.New(),
-		Quotas:    quotas.New(cfg.Quotas),
+		Quotas:    q,
 		Snapshots: snapshots.New(cfg.SnapshotDir, cfg.Templates),
 		Secrets:   secrets.New(cfg.SecretsKey),
 		Approvals: approvals.New(approvals.Config{Wait: cfg.ApprovalWait}),
